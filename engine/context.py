@@ -1,0 +1,413 @@
+"""Run-time context of a node run, and ``NodeRunner`` which executes one run.
+
+``InvocationContext`` is shared by every node of one turn of one invocation: it
+persists events (store append, then the projection, then the runner's event
+stream, in that order) and holds the projection the turn was reconstructed
+from. ``Context`` is per node run: path, run id, resume inputs, interrupt ids,
+output, route and a state view that records deltas.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator, MutableMapping
+from typing import Any
+
+from .errors import HitlError
+from .models import Event, NodeInfo, NodeStatus, StoredEvent, join_path
+from .nodes import BaseNode, RequestInput
+from .projection import Projection
+from .store.base import SessionStore
+
+
+class NodeInterrupted(Exception):
+    """Raised by ``ctx.run_node`` when the child ends WAITING: the caller cannot
+    use its output yet. The ids are already on the caller's ``interrupt_ids``;
+    ``NodeRunner`` treats this as a normal WAITING end, not a failure."""
+
+    def __init__(self, ids: list[str]) -> None:
+        super().__init__(f"waiting for {', '.join(ids)}")
+        self.ids = ids
+
+
+class NodeFailed(Exception):
+    """A node failed after its retries; its FAILED end record is persisted."""
+
+    def __init__(self, path: str, error_code: str, error_message: str) -> None:
+        super().__init__(f"{path}: {error_code}: {error_message}")
+        self.path = path
+        self.error_code = error_code
+        self.error_message = error_message
+
+
+class InvocationContext:
+    """Everything the nodes of one turn share."""
+
+    def __init__(
+        self,
+        *,
+        store: SessionStore,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        invocation_id: str,
+        projection: Projection,
+        state: dict[str, Any],
+    ) -> None:
+        self.store = store
+        self.app_name = app_name
+        self.user_id = user_id
+        self.session_id = session_id
+        self.invocation_id = invocation_id
+        self.projection = projection
+        self.state = state
+        """Session state as this turn sees it (``temp:`` keys live only here)."""
+        self.queue: asyncio.Queue[StoredEvent] = asyncio.Queue()
+        self._reserved: dict[tuple[str | None, str], int] = {}
+
+    async def persist(self, event: Event) -> StoredEvent:
+        stored = await self.store.append_event(self.session_id, event)
+        self.projection.apply(stored.event, stored.seq)
+        self.queue.put_nowait(stored)
+        return stored
+
+    def reserve_run_id(self, parent: str | None, name: str) -> str:
+        """Next run id for (parent, name), from persisted runs plus those dispatched
+        in this turn whose start record is not written yet."""
+        key = (parent, name)
+        n = max(int(self.projection.next_run_id(self.invocation_id, parent, name)), self._reserved.get(key, 0) + 1)
+        self._reserved[key] = n
+        return str(n)
+
+
+class State(MutableMapping[str, Any]):
+    """Session state seen by a node; writes are recorded as a delta that rides on
+    the node's next persisted event. ``temp:`` keys are never stored."""
+
+    def __init__(self, base: dict[str, Any]) -> None:
+        self._base = base
+        self._delta: dict[str, Any] = {}
+
+    def __getitem__(self, key: str) -> Any:
+        if key in self._delta:
+            return self._delta[key]
+        return self._base[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self._delta[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        raise TypeError("session state keys cannot be deleted; set them to None")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter({**self._base, **self._delta})
+
+    def __len__(self) -> int:
+        return len({**self._base, **self._delta})
+
+    def take_delta(self) -> dict[str, Any] | None:
+        """The pending delta (``temp:`` keys applied in memory only), then cleared."""
+        if not self._delta:
+            return None
+        delta, self._delta = self._delta, {}
+        self._base.update(delta)
+        stored = {k: v for k, v in delta.items() if not k.startswith("temp:")}
+        return stored or None
+
+
+class Context:
+    """The context of one node run."""
+
+    def __init__(
+        self,
+        invocation: InvocationContext,
+        node: BaseNode | None,
+        path: str | None,
+        run_id: str | None,
+        parent: Context | None,
+        *,
+        resume_inputs: dict[str, Any] | None = None,
+        interrupt_ids: list[str] | None = None,
+        output: Any = None,
+    ) -> None:
+        self.invocation = invocation
+        self.node = node
+        self.path = path
+        """``wf@1/a@2``; None for the invocation's root context."""
+        self.run_id = run_id
+        self.parent = parent
+        self.resume_inputs: dict[str, Any] = dict(resume_inputs or {})
+        """Answers to this run's interrupt ids received so far (unwrapped)."""
+        self.interrupt_ids: list[str] = list(interrupt_ids or [])
+        """Ids this run waits on: its own, or (containers) its children's."""
+        self.output = output
+        """The run's output; pre-populated with the prior output on resume."""
+        self.route: Any = None
+        self.state = State(invocation.state)
+        self.attempt_count = 0
+        self._call_counts: dict[str, int] = {}
+        self._child_tasks: list[asyncio.Task[Any]] = []
+
+    @classmethod
+    def root(cls, invocation: InvocationContext) -> Context:
+        return cls(invocation, None, None, None, None)
+
+    @property
+    def invocation_id(self) -> str:
+        return self.invocation.invocation_id
+
+    @property
+    def projection(self) -> Projection:
+        return self.invocation.projection
+
+    @property
+    def unresolved_ids(self) -> list[str]:
+        return [i for i in dict.fromkeys(self.interrupt_ids) if i not in self.resume_inputs]
+
+    async def run_node(self, node: BaseNode, node_input: Any = None, *, key: str | None = None) -> Any:
+        """Run a dynamic child under this node and return its output.
+
+        A child is identified by its name and call order (or ``key``). When this
+        node re-executes on resume: a completed child returns its recorded output
+        without running; an answered child completes or re-executes by its own
+        ``rerun_on_resume``; an unanswered child does not run. If the child ends
+        WAITING, its ids join this node's and :class:`NodeInterrupted` is raised.
+        """
+        if self.node is None or not self.node.rerun_on_resume:
+            name = self.node.name if self.node else "the root"
+            raise HitlError(
+                f"{name} calls ctx.run_node but has rerun_on_resume=False; "
+                "orchestration nodes must be declared with rerun_on_resume=True"
+            )
+        n = self._call_counts.get(node.name, 0) + 1
+        self._call_counts[node.name] = n
+        call_key = key if key is not None else f"{node.name}#{n}"
+        proj = self.projection
+        inv = self.invocation_id
+        existing = next(
+            (c for c in proj.children(inv, self.path or "") if c.call_key == call_key and c.name == node.name),
+            None,
+        )
+        if existing is not None and existing.status is NodeStatus.COMPLETED:
+            return existing.output
+        if existing is not None and existing.status is not NodeStatus.PENDING:
+            ids = proj.pending_ids(inv, existing.path)
+            self.interrupt_ids.extend(ids)
+            raise NodeInterrupted(ids)
+        if existing is not None:
+            runner = NodeRunner(
+                node,
+                self,
+                existing.run_id,
+                prior_output=existing.output,
+                prior_interrupt_ids=existing.own_pending,
+            )
+            coro = runner.run(existing.input, resume_inputs=existing.resolved)
+        else:
+            run_id = self.invocation.reserve_run_id(self.path, node.name)
+            runner = NodeRunner(node, self, run_id, call_key=call_key)
+            coro = runner.run(node_input)
+
+        async def child() -> Context:
+            child_ctx = await coro
+            self.interrupt_ids.extend(child_ctx.unresolved_ids)
+            return child_ctx
+
+        task = asyncio.ensure_future(child())
+        self._child_tasks.append(task)
+        child_ctx = await task
+        if child_ctx.unresolved_ids:
+            raise NodeInterrupted(child_ctx.unresolved_ids)
+        return child_ctx.output
+
+    async def _settle_children(self) -> None:
+        """Wait for dynamic children still running (e.g. after a gather raised)."""
+        pending = [t for t in self._child_tasks if not t.done()]
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+
+
+def _error_code(exc: BaseException) -> str:
+    status = getattr(exc, "status", None)
+    return status if isinstance(status, str) else type(exc).__name__
+
+
+class NodeRunner:
+    """Executes one run of one node (DESIGN.md 3.4).
+
+    ``run_id`` is the run being started or resumed; on resume pass the cached
+    ``prior_output`` and the ``prior_interrupt_ids`` still open, then
+    ``await runner.run(node_input=..., resume_inputs={id: answer})``. Returns the
+    child context (output, route, interrupt ids). Persists a start record, every
+    event the body yields, an error event per failed attempt, and an end record.
+    """
+
+    def __init__(
+        self,
+        node: BaseNode,
+        parent_ctx: Context,
+        run_id: str,
+        prior_output: Any = None,
+        prior_interrupt_ids: list[str] | None = None,
+        *,
+        call_key: str | None = None,
+    ) -> None:
+        self.node = node
+        self.parent_ctx = parent_ctx
+        self.run_id = run_id
+        self.prior_output = prior_output
+        self.prior_interrupt_ids = list(prior_interrupt_ids or [])
+        self.call_key = call_key
+        self.path = join_path(parent_ctx.path, node.name, run_id)
+
+    def _info(self, **kw: Any) -> NodeInfo:
+        return NodeInfo(path=self.path, run_id=self.run_id, **kw)
+
+    async def _persist(self, ctx: Context, event: Event) -> None:
+        event.invocation_id = ctx.invocation_id
+        event.author = self.node.name
+        event.node_info = event.node_info or self._info()
+        delta = ctx.state.take_delta()
+        if delta:
+            event.state_delta = {**(event.state_delta or {}), **delta}
+        await ctx.invocation.persist(event)
+
+    async def run(self, node_input: Any = None, resume_inputs: dict[str, Any] | None = None) -> Context:
+        inv = self.parent_ctx.invocation
+        existing = inv.projection.get(inv.invocation_id, self.path)
+        resumed = existing is not None and existing.starts > 0
+        ctx = Context(
+            inv,
+            self.node,
+            self.path,
+            self.run_id,
+            self.parent_ctx,
+            resume_inputs=resume_inputs,
+            interrupt_ids=self.prior_interrupt_ids,
+            output=self.prior_output,
+        )
+        await self._persist(
+            ctx,
+            Event(
+                invocation_id=inv.invocation_id,
+                author=self.node.name,
+                node_info=self._info(
+                    lifecycle="start",
+                    rerun_on_resume=self.node.rerun_on_resume,
+                    is_container=self.node.is_container or None,
+                    input=None if resumed else node_input,
+                    call_key=self.call_key,
+                ),
+            ),
+        )
+        retry = self.node.retry
+        attempts = retry.max_attempts if retry else 1
+        try:
+            for attempt in range(1, attempts + 1):
+                ctx.attempt_count = attempt
+                ctx.output = self.prior_output
+                ctx.interrupt_ids = list(self.prior_interrupt_ids)
+                try:
+                    await self._attempt(ctx, node_input)
+                    break
+                except NodeInterrupted:
+                    await ctx._settle_children()
+                    break
+                except NodeFailed as exc:
+                    # A child already failed and wrote its error; this run fails too.
+                    await ctx._settle_children()
+                    await self._end(ctx, NodeStatus.FAILED, exc.error_code, exc.error_message)
+                    raise
+                except Exception as exc:
+                    await ctx._settle_children()
+                    code, msg = _error_code(exc), str(exc) or type(exc).__name__
+                    await self._persist(
+                        ctx,
+                        Event(
+                            invocation_id=inv.invocation_id,
+                            author=self.node.name,
+                            node_info=self._info(attempt=attempt),
+                            error_code=code,
+                            error_message=msg,
+                        ),
+                    )
+                    if attempt < attempts and retry and isinstance(exc, retry.retry_on):
+                        await asyncio.sleep(retry.delay(attempt))
+                        continue
+                    await self._end(ctx, NodeStatus.FAILED, code, msg)
+                    raise NodeFailed(self.path, code, msg) from exc
+        except asyncio.CancelledError:
+            await asyncio.shield(self._end(ctx, NodeStatus.CANCELLED))
+            raise
+        status = NodeStatus.WAITING if ctx.unresolved_ids else NodeStatus.COMPLETED
+        await self._end(ctx, status)
+        return ctx
+
+    async def _attempt(self, ctx: Context, node_input: Any) -> None:
+        async def body() -> None:
+            async for item in self.node.run(ctx, node_input):
+                await self._handle(ctx, item)
+            await ctx._settle_children()
+
+        if self.node.timeout is not None:
+            async with asyncio.timeout(self.node.timeout):
+                await body()
+        else:
+            await body()
+
+    async def _handle(self, ctx: Context, item: Any) -> None:
+        if item is None:
+            return
+        if isinstance(item, RequestInput):
+            item = item.to_event(ctx.invocation_id, self.node.name)
+        if not isinstance(item, Event):
+            ctx.output = item
+            return
+        if item.long_running_tool_ids:
+            item = self._new_interrupts_only(ctx, item)
+            if item is None:
+                return
+        if item.route is not None:
+            ctx.route = item.route
+        if item.output is not None:
+            ctx.output = item.output
+        await self._persist(ctx, item)
+
+    def _new_interrupts_only(self, ctx: Context, event: Event) -> Event | None:
+        """On re-execution a node may raise the same ids again: an id that is
+        already open here or already answered is not raised twice."""
+        proj = ctx.projection
+        known = set(ctx.interrupt_ids) | set(ctx.resume_inputs)
+        fresh = []
+        for iid in event.long_running_tool_ids or []:
+            if iid in known:
+                continue
+            other = proj.interrupts.get((ctx.invocation_id, iid))
+            if other is not None and other.open and other.path != self.path:
+                raise HitlError(f"interrupt id {iid} is already open at {other.path}; interrupt ids must be unique")
+            fresh.append(iid)
+        ctx.interrupt_ids.extend(fresh)
+        if not fresh:
+            return None
+        if len(fresh) == len(event.long_running_tool_ids or []):
+            return event
+        keep = set(fresh)
+        parts = [p for p in (event.content.parts if event.content else []) if not p.function_call or p.function_call.id in keep]
+        content = event.content.model_copy(update={"parts": parts}) if event.content else None
+        return event.model_copy(update={"long_running_tool_ids": fresh, "content": content})
+
+    async def _end(
+        self, ctx: Context, status: NodeStatus, error_code: str | None = None, error_message: str | None = None
+    ) -> None:
+        await self._persist(
+            ctx,
+            Event(
+                invocation_id=ctx.invocation_id,
+                author=self.node.name,
+                node_info=self._info(lifecycle="end", status=status),
+                output=ctx.output,
+                route=ctx.route,
+                error_code=error_code,
+                error_message=error_message,
+            ),
+        )

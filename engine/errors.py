@@ -1,0 +1,131 @@
+"""Typed errors. Every one that can reach an operator names the offending
+id(s) or path and says what to do; ``HitlError`` is the base the CLI and the
+console catch to show a one-line reason instead of a traceback."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+
+class HitlError(Exception):
+    """Base for errors an operator can act on (CLI exit code 1)."""
+
+
+class SessionNotFoundError(HitlError):
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"session {session_id!r} does not exist (list them with `hitl sessions`)")
+        self.session_id = session_id
+
+
+class InvocationNotFoundError(HitlError):
+    def __init__(self, session_id: str, invocation_id: str) -> None:
+        super().__init__(f"invocation {invocation_id!r} is not in session {session_id!r}")
+        self.invocation_id = invocation_id
+
+
+def _ids(ids: Iterable[str]) -> str:
+    return ", ".join(sorted(ids))
+
+
+class ResumeRejected(HitlError):
+    """An FR message that was rejected before anything was persisted."""
+
+    def __init__(self, message: str, ids: Iterable[str] = ()) -> None:
+        super().__init__(message)
+        self.ids = sorted(ids)
+
+
+class UnknownInterruptError(ResumeRejected):
+    def __init__(self, ids: Iterable[str]) -> None:
+        ids = list(ids)
+        super().__init__(
+            f"no open interrupt with id {_ids(ids)} in this session (see `hitl show SESSION` for open ids)", ids
+        )
+
+
+class AlreadyResolvedError(ResumeRejected):
+    def __init__(self, ids: Iterable[str]) -> None:
+        ids = list(ids)
+        super().__init__(f"interrupt {_ids(ids)} was already answered; nothing was written", ids)
+
+
+class MixedInvocationsError(ResumeRejected):
+    def __init__(self, by_invocation: dict[str, list[str]]) -> None:
+        parts = "; ".join(f"{inv}: {_ids(ids)}" for inv, ids in sorted(by_invocation.items()))
+        super().__init__(
+            f"the answered ids belong to different invocations ({parts}); send one message per invocation",
+            [i for ids in by_invocation.values() for i in ids],
+        )
+
+
+class AmbiguousInterruptError(ResumeRejected):
+    def __init__(self, ids: Iterable[str], invocations: Iterable[str]) -> None:
+        ids = list(ids)
+        super().__init__(
+            f"interrupt {_ids(ids)} is open in several invocations ({_ids(invocations)}); "
+            "name the invocation (--invocation)",
+            ids,
+        )
+
+
+class TextWithResponsesError(ResumeRejected):
+    def __init__(self) -> None:
+        super().__init__(
+            "a message that answers interrupts must contain only FunctionResponses; "
+            "send text as a separate new message"
+        )
+
+
+class TextToWaitingInvocationError(ResumeRejected):
+    def __init__(self, invocation_id: str) -> None:
+        super().__init__(
+            f"invocation {invocation_id} is waiting for answers; text cannot resume it, answer its interrupt ids"
+        )
+
+
+class InvalidResponseError(ResumeRejected):
+    def __init__(self, errors: dict[str, list[str]]) -> None:
+        detail = "; ".join(f"{i}: {' | '.join(errs)}" for i, errs in sorted(errors.items()))
+        super().__init__(f"invalid answer for {detail}", errors)
+        self.errors = errors
+
+
+class InvocationBusyError(HitlError):
+    def __init__(self, invocation_id: str) -> None:
+        super().__init__(
+            f"invocation {invocation_id} is running right now; wait for it to settle "
+            "(or re-drive it if its process died)"
+        )
+
+
+class NotRedrivableError(HitlError):
+    pass
+
+
+class WorkflowFailed(HitlError):
+    """Raised by ``Runner.run`` after a node failed; all events are persisted."""
+
+    def __init__(self, path: str, error_code: str, error_message: str) -> None:
+        super().__init__(f"node {path} failed: {error_code}: {error_message}")
+        self.path = path
+        self.error_code = error_code
+        self.error_message = error_message
+
+
+class StoreError(HitlError):
+    """The store cannot be used (missing, read-only, locked, newer schema...)."""
+
+
+class ConflictError(StoreError):
+    """Another writer appended first; re-read and retry is the caller's choice."""
+
+
+class ReadOnlyError(StoreError):
+    pass
+
+
+class CorruptEventError(StoreError):
+    def __init__(self, session_id: str, seq: int, detail: str) -> None:
+        super().__init__(f"event {seq} of session {session_id} is corrupted: {detail}")
+        self.session_id = session_id
+        self.seq = seq

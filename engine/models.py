@@ -1,0 +1,253 @@
+"""Domain models: events, content parts, node lifecycle records, statuses.
+
+Field names follow Google ADK's event JSON where they overlap (``invocation_id``,
+``author``, ``content.parts[].function_call``, ``long_running_tool_ids``,
+``error_code``...), so an ADK user recognises a dumped session. Every model is
+pydantic v2 and survives a JSON round trip unchanged; the store keeps events as
+``Event.model_dump_json(exclude_none=True)``.
+
+Node lifecycle records (DESIGN.md 3.2) are ordinary events whose ``node_info``
+carries ``lifecycle="start"`` or ``lifecycle="end"``. They are deliberately
+compact: a start record holds the node's input (needed to re-execute it on
+resume) and its ``rerun_on_resume`` flag (needed to project PENDING versus
+WAITING without importing workflow code); an end record holds the final status
+and the node's output.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+import uuid
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+REQUEST_INPUT_FUNCTION = "request_input"
+"""Function-call name used for interrupts built by ``RequestInput``."""
+
+
+def new_id() -> str:
+    """A fresh opaque id (uuid4 hex) for events, sessions and invocations."""
+    return uuid.uuid4().hex
+
+
+class NodeStatus(str, enum.Enum):
+    """Status of one node run (DESIGN.md 3.6)."""
+
+    PENDING = "PENDING"
+    RUNNING = "RUNNING"
+    WAITING = "WAITING"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+
+    @property
+    def is_final(self) -> bool:
+        return self in (NodeStatus.COMPLETED, NodeStatus.FAILED, NodeStatus.CANCELLED)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class FunctionCall(_Model):
+    """A function call; long-running ones are interrupts and ``id`` is the interrupt id."""
+
+    id: str
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class FunctionResponse(_Model):
+    """An answer to a function call with the same ``id``."""
+
+    id: str
+    name: str = ""
+    response: Any = None
+
+
+class Part(_Model):
+    """One part of a message: text, a function call or a function response."""
+
+    text: str | None = None
+    function_call: FunctionCall | None = None
+    function_response: FunctionResponse | None = None
+
+
+class Content(_Model):
+    role: Literal["user", "model"] = "user"
+    parts: list[Part] = Field(default_factory=list)
+
+    @classmethod
+    def from_text(cls, text: str, role: Literal["user", "model"] = "user") -> Content:
+        return cls(role=role, parts=[Part(text=text)])
+
+    @classmethod
+    def from_responses(cls, responses: dict[str, Any], names: dict[str, str] | None = None) -> Content:
+        """A user message answering interrupts: ``{interrupt_id: value}``."""
+        names = names or {}
+        return cls(
+            role="user",
+            parts=[
+                Part(function_response=FunctionResponse(id=i, name=names.get(i, ""), response=v))
+                for i, v in responses.items()
+            ],
+        )
+
+    @property
+    def function_calls(self) -> list[FunctionCall]:
+        return [p.function_call for p in self.parts if p.function_call is not None]
+
+    @property
+    def function_responses(self) -> list[FunctionResponse]:
+        return [p.function_response for p in self.parts if p.function_response is not None]
+
+    @property
+    def text(self) -> str:
+        return "".join(p.text for p in self.parts if p.text)
+
+
+class NodeInfo(_Model):
+    """Where an event comes from in the node tree, plus lifecycle-record fields."""
+
+    path: str
+    """Full node path with run ids, e.g. ``wf@1/review@2``."""
+    run_id: str
+    lifecycle: Literal["start", "end"] | None = None
+    """``start``: a node run (re-)begins. ``end``: it finished with ``status``."""
+    status: NodeStatus | None = None
+    """On end records: COMPLETED, WAITING, FAILED or CANCELLED."""
+    rerun_on_resume: bool | None = None
+    """On start records: decides PENDING versus WAITING after a partial answer."""
+    input: Any = None
+    """On start records: the node input, so a resumed node re-executes with it."""
+    call_key: str | None = None
+    """On start records of dynamic children: the caller's key for this child."""
+    is_container: bool | None = None
+    """On start records: True for Workflows and orchestration nodes."""
+    attempt: int | None = None
+    """On error events: which attempt (1-based) failed."""
+
+
+class Event(_Model):
+    """One entry of a session's append-only log."""
+
+    id: str = Field(default_factory=new_id)
+    invocation_id: str
+    author: str
+    """``user`` for operator/user messages, else the node name."""
+    timestamp: float = Field(default_factory=time.time)
+    node_info: NodeInfo | None = None
+    content: Content | None = None
+    long_running_tool_ids: list[str] | None = None
+    output: Any = None
+    route: Any = None
+    state_delta: dict[str, Any] | None = None
+    error_code: str | None = None
+    error_message: str | None = None
+    custom_metadata: dict[str, Any] | None = None
+    """Operator actions: ``{"action": "resume"|"redrive"|"cancel", "operator": ..., "reason": ...}``."""
+
+    def to_json(self) -> str:
+        return self.model_dump_json(exclude_none=True)
+
+    @classmethod
+    def from_json(cls, data: str | bytes) -> Event:
+        return cls.model_validate_json(data)
+
+    # -- classification helpers (used by projection, store indexes and UI) --
+    @property
+    def path(self) -> str | None:
+        return self.node_info.path if self.node_info else None
+
+    @property
+    def action(self) -> str | None:
+        """Operator action carried by a user event, if any."""
+        if self.custom_metadata:
+            return self.custom_metadata.get("action")
+        return None
+
+    @property
+    def function_calls(self) -> list[FunctionCall]:
+        return self.content.function_calls if self.content else []
+
+    @property
+    def function_responses(self) -> list[FunctionResponse]:
+        return self.content.function_responses if self.content else []
+
+    @property
+    def interrupt_calls(self) -> list[FunctionCall]:
+        """The long-running function calls this event raises (its interrupts)."""
+        ids = set(self.long_running_tool_ids or ())
+        return [c for c in self.function_calls if c.id in ids]
+
+    @property
+    def kind(self) -> str:
+        """A one-word classification for logs: message, response, redrive, cancel,
+        start, end, interrupt, error, output, state, event."""
+        if self.author == "user" and self.node_info is None:
+            if self.function_responses:
+                return "response"
+            if self.action in ("redrive", "cancel"):
+                return self.action
+            return "message"
+        if self.node_info and self.node_info.lifecycle:
+            return self.node_info.lifecycle
+        if self.long_running_tool_ids:
+            return "interrupt"
+        if self.error_code:
+            return "error"
+        if self.output is not None:
+            return "output"
+        if self.state_delta:
+            return "state"
+        return "event"
+
+
+class Session(_Model):
+    """A session's identity and current state (events are read separately)."""
+
+    id: str
+    app_name: str
+    user_id: str
+    state: dict[str, Any] = Field(default_factory=dict)
+    created_at: float = Field(default_factory=time.time)
+    updated_at: float = Field(default_factory=time.time)
+    last_seq: int = 0
+    """Sequence number of the last appended event (0: none)."""
+
+
+class StoredEvent(_Model):
+    """An event with its position in the session's log (1-based, contiguous)."""
+
+    seq: int
+    session_id: str
+    event: Event
+
+
+def split_path(path: str) -> list[tuple[str, str]]:
+    """``"wf@1/a@2"`` -> ``[("wf", "1"), ("a", "2")]``."""
+    out: list[tuple[str, str]] = []
+    for seg in path.split("/"):
+        name, _, run_id = seg.rpartition("@")
+        out.append((name, run_id))
+    return out
+
+
+def parent_path(path: str) -> str | None:
+    head, sep, _ = path.rpartition("/")
+    return head if sep else None
+
+
+def leaf_name(path: str) -> str:
+    return path.rsplit("/", 1)[-1].rpartition("@")[0]
+
+
+def leaf_run_id(path: str) -> str:
+    return path.rsplit("/", 1)[-1].rpartition("@")[2]
+
+
+def join_path(parent: str | None, name: str, run_id: str) -> str:
+    seg = f"{name}@{run_id}"
+    return f"{parent}/{seg}" if parent else seg

@@ -1,0 +1,466 @@
+"""The one projection: fold events into node runs, statuses and interrupts.
+
+This module is pure (no I/O, no workflow code) and incremental: ``apply`` takes
+one event at a time. The runner reconstructs node state for a resume with it,
+the console renders its tree from it, replay steps it, and the CLI prints it.
+Nothing else computes a node's status.
+
+Rules, in DESIGN.md terms:
+
+* a start record makes a run RUNNING (a second start with the same run id is a
+  re-execution of a resumed run: ``resumed`` becomes True);
+* an end record sets the final status (COMPLETED / WAITING / FAILED /
+  CANCELLED) and the run's output;
+* an event with ``long_running_tool_ids`` raises interrupts owned by that run;
+* a FunctionResponse message resolves interrupts. The owning run then becomes
+  PENDING when it is ``rerun_on_resume=True``; otherwise COMPLETED once every id
+  it raised is answered (output: the single value, or ``{id: value}`` when it
+  raised several) -- an *auto-completion*, which has no event of its own -- or
+  stays WAITING. Ancestors of a run that became PENDING or auto-completed become
+  PENDING (they are Workflows/orchestration nodes and will re-execute);
+* a re-drive makes FAILED, CANCELLED and stranded RUNNING/PENDING runs PENDING;
+  a cancel makes every unfinished run CANCELLED and closes its interrupts.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .models import Event, NodeStatus, leaf_name, leaf_run_id, parent_path
+from .responses import unwrap_response
+
+
+@dataclass
+class NodeRun:
+    """The projected state of one node run (one ``name@run_id`` path)."""
+
+    invocation_id: str
+    path: str
+    name: str
+    run_id: str
+    parent: str | None
+    status: NodeStatus = NodeStatus.PENDING
+    rerun_on_resume: bool = False
+    is_container: bool = False
+    input: Any = None
+    output: Any = None
+    route: Any = None
+    call_key: str | None = None
+    interrupt_ids: list[str] = field(default_factory=list)
+    """Interrupt ids this run raised itself (not its descendants'), in order."""
+    resolved: dict[str, Any] = field(default_factory=dict)
+    """Answers (unwrapped) to this run's own interrupt ids."""
+    children: list[str] = field(default_factory=list)
+    starts: int = 0
+    """Number of start records: more than one means the run was re-executed."""
+    started_pos: int = 0
+    last_start_pos: int = 0
+    completed_pos: int | None = None
+    """Position at which the run became COMPLETED (end record or auto-completion)."""
+    updated_pos: int = 0
+    auto_completed: bool = False
+    error_code: str | None = None
+    error_message: str | None = None
+    errors: int = 0
+    has_end: bool = False
+    """True once an end record for the run's latest execution was seen."""
+
+    @property
+    def resumed(self) -> bool:
+        return self.starts > 1
+
+    @property
+    def own_pending(self) -> list[str]:
+        return [i for i in self.interrupt_ids if i not in self.resolved]
+
+    @property
+    def in_doubt(self) -> bool:
+        """Started but never recorded an end: the process may have died mid-run."""
+        return self.status is NodeStatus.RUNNING and not self.is_container
+
+
+@dataclass
+class Interrupt:
+    """One interrupt (long-running function call) of an invocation."""
+
+    id: str
+    invocation_id: str
+    path: str
+    name: str
+    args: dict[str, Any]
+    event_id: str
+    raised_pos: int
+    timestamp: float
+    resolved: bool = False
+    cancelled: bool = False
+    response: Any = None
+    resolved_pos: int | None = None
+    resolved_by: str | None = None
+    operator: str | None = None
+
+    @property
+    def open(self) -> bool:
+        return not self.resolved and not self.cancelled
+
+    @property
+    def message(self) -> str:
+        return str(self.args.get("message", "")) if isinstance(self.args, dict) else ""
+
+    @property
+    def response_schema(self) -> dict[str, Any] | None:
+        return self.args.get("response_schema") if isinstance(self.args, dict) else None
+
+
+@dataclass
+class Invocation:
+    id: str
+    started_pos: int
+    timestamp: float
+    message: str = ""
+    roots: list[str] = field(default_factory=list)
+    last_pos: int = 0
+    last_timestamp: float = 0.0
+    actions: list[int] = field(default_factory=list)
+    """Positions of operator actions (FR messages, re-drives, cancels)."""
+
+
+@dataclass
+class Change:
+    """What one ``apply`` touched; the console redraws only these."""
+
+    pos: int
+    invocation_id: str
+    paths: set[str] = field(default_factory=set)
+    interrupts: set[str] = field(default_factory=set)
+    auto_completed: list[str] = field(default_factory=list)
+    state_keys: set[str] = field(default_factory=set)
+
+
+class Projection:
+    """Incremental fold of a session's (or one invocation's) events."""
+
+    def __init__(self) -> None:
+        self.position = 0
+        self.nodes: dict[tuple[str, str], NodeRun] = {}
+        """(invocation_id, path) -> run."""
+        self.interrupts: dict[tuple[str, str], Interrupt] = {}
+        """(invocation_id, interrupt_id) -> interrupt (the latest with that id)."""
+        self.invocations: dict[str, Invocation] = {}
+        self.state: dict[str, Any] = {}
+        self._latest: dict[tuple[str, str | None, str], str] = {}
+        """(invocation, parent path, name) -> path of the latest run."""
+        self._max_run: dict[tuple[str, str | None, str], int] = {}
+
+    # ------------------------------------------------------------------ apply
+    def apply(self, event: Event, pos: int | None = None) -> Change:
+        """Fold one event. ``pos`` is its position (the store's seq); default: next."""
+        self.position = pos if pos is not None else self.position + 1
+        pos = self.position
+        inv = self._invocation(event, pos)
+        change = Change(pos=pos, invocation_id=event.invocation_id)
+        if event.state_delta:
+            for k, v in event.state_delta.items():
+                if not k.startswith("temp:"):
+                    self.state[k] = v
+                    change.state_keys.add(k)
+        if event.node_info is None:
+            if event.author == "user":
+                self._apply_user(event, inv, pos, change)
+            return change
+        self._apply_node_event(event, pos, change)
+        return change
+
+    def _invocation(self, event: Event, pos: int) -> Invocation:
+        inv = self.invocations.get(event.invocation_id)
+        if inv is None:
+            inv = Invocation(id=event.invocation_id, started_pos=pos, timestamp=event.timestamp)
+            if event.content and event.node_info is None:
+                inv.message = event.content.text
+            self.invocations[event.invocation_id] = inv
+        inv.last_pos = pos
+        inv.last_timestamp = event.timestamp
+        return inv
+
+    def _apply_user(self, event: Event, inv: Invocation, pos: int, change: Change) -> None:
+        frs = event.function_responses
+        action = event.action
+        if frs:
+            inv.actions.append(pos)
+            operator = (event.custom_metadata or {}).get("operator")
+            owners: dict[str, NodeRun] = {}
+            for fr in frs:
+                itr = self.interrupts.get((event.invocation_id, fr.id))
+                if itr is None or not itr.open:
+                    continue  # the runner rejects these before persisting
+                itr.resolved = True
+                itr.response = unwrap_response(fr.response)
+                itr.resolved_pos = pos
+                itr.resolved_by = event.id
+                itr.operator = operator
+                change.interrupts.add(fr.id)
+                run = self.nodes.get((event.invocation_id, itr.path))
+                if run is not None:
+                    run.resolved[fr.id] = itr.response
+                    owners[run.path] = run
+            for run in owners.values():
+                self._on_answered(run, pos, change)
+        elif action == "redrive":
+            inv.actions.append(pos)
+            for run in self.runs(event.invocation_id):
+                if run.status in (NodeStatus.FAILED, NodeStatus.CANCELLED, NodeStatus.RUNNING, NodeStatus.PENDING):
+                    if self.latest_path(event.invocation_id, run.parent, run.name) == run.path:
+                        self._set(run, NodeStatus.PENDING, pos, change)
+                        self._mark_ancestors_pending(run, pos, change)
+        elif action == "cancel":
+            inv.actions.append(pos)
+            for run in self.runs(event.invocation_id):
+                if not run.status.is_final:
+                    self._set(run, NodeStatus.CANCELLED, pos, change)
+            for itr in self.interrupts.values():
+                if itr.invocation_id == event.invocation_id and itr.open:
+                    itr.cancelled = True
+                    itr.resolved_pos = pos
+                    change.interrupts.add(itr.id)
+
+    def _on_answered(self, run: NodeRun, pos: int, change: Change) -> None:
+        if run.rerun_on_resume:
+            self._set(run, NodeStatus.PENDING, pos, change)
+        elif not run.own_pending:
+            values = [run.resolved[i] for i in run.interrupt_ids]
+            run.output = values[0] if len(values) == 1 else {i: run.resolved[i] for i in run.interrupt_ids}
+            run.auto_completed = True
+            run.completed_pos = pos
+            self._set(run, NodeStatus.COMPLETED, pos, change)
+            change.auto_completed.append(run.path)
+        else:
+            return  # partial answer to a leaf: it keeps waiting, nothing runs
+        self._mark_ancestors_pending(run, pos, change)
+
+    def _mark_ancestors_pending(self, run: NodeRun, pos: int, change: Change) -> None:
+        p = run.parent
+        while p is not None:
+            anc = self.nodes.get((run.invocation_id, p))
+            if anc is None:
+                break
+            if anc.status is not NodeStatus.COMPLETED:
+                self._set(anc, NodeStatus.PENDING, pos, change)
+            p = anc.parent
+
+    def _set(self, run: NodeRun, status: NodeStatus, pos: int, change: Change) -> None:
+        run.status = status
+        run.updated_pos = pos
+        change.paths.add(run.path)
+
+    def _run_for(self, invocation_id: str, path: str) -> NodeRun:
+        key = (invocation_id, path)
+        run = self.nodes.get(key)
+        if run is None:
+            parent = parent_path(path)
+            name, run_id = leaf_name(path), leaf_run_id(path)
+            run = NodeRun(invocation_id=invocation_id, path=path, name=name, run_id=run_id, parent=parent)
+            self.nodes[key] = run
+            if parent is None:
+                self.invocations[invocation_id].roots.append(path)
+            else:
+                self._run_for(invocation_id, parent).children.append(path)
+            lkey = (invocation_id, parent, name)
+            try:
+                n = int(run_id)
+            except ValueError:
+                n = 0
+            if n >= self._max_run.get(lkey, 0):
+                self._max_run[lkey] = n
+                self._latest[lkey] = path
+        return run
+
+    def _apply_node_event(self, event: Event, pos: int, change: Change) -> None:
+        info = event.node_info
+        assert info is not None
+        run = self._run_for(event.invocation_id, info.path)
+        run.updated_pos = pos
+        change.paths.add(run.path)
+        if info.lifecycle == "start":
+            run.starts += 1
+            run.last_start_pos = pos
+            run.has_end = False
+            if run.starts == 1:
+                run.started_pos = pos
+                run.input = info.input
+            if info.rerun_on_resume is not None:
+                run.rerun_on_resume = info.rerun_on_resume
+            if info.is_container is not None:
+                run.is_container = info.is_container
+            if info.call_key is not None:
+                run.call_key = info.call_key
+            run.status = NodeStatus.RUNNING
+        if event.long_running_tool_ids:
+            for call in event.interrupt_calls:
+                self.interrupts[(event.invocation_id, call.id)] = Interrupt(
+                    id=call.id,
+                    invocation_id=event.invocation_id,
+                    path=run.path,
+                    name=call.name,
+                    args=call.args,
+                    event_id=event.id,
+                    raised_pos=pos,
+                    timestamp=event.timestamp,
+                )
+                if call.id in run.resolved:  # an id reused by a re-execution
+                    del run.resolved[call.id]
+                if call.id not in run.interrupt_ids:
+                    run.interrupt_ids.append(call.id)
+                change.interrupts.add(call.id)
+        if event.error_code:
+            run.error_code = event.error_code
+            run.error_message = event.error_message
+            if info.lifecycle is None:
+                run.errors += 1
+        if event.route is not None:
+            run.route = event.route
+        if info.lifecycle == "end":
+            run.has_end = True
+            run.output = event.output
+            if info.status is not None:
+                run.status = info.status
+            if run.status is NodeStatus.COMPLETED:
+                run.completed_pos = pos
+        elif event.output is not None:
+            run.output = event.output
+
+    # ---------------------------------------------------------------- queries
+    def runs(self, invocation_id: str) -> list[NodeRun]:
+        return [r for (inv, _), r in self.nodes.items() if inv == invocation_id]
+
+    def get(self, invocation_id: str, path: str) -> NodeRun | None:
+        return self.nodes.get((invocation_id, path))
+
+    def root(self, invocation_id: str) -> NodeRun | None:
+        inv = self.invocations.get(invocation_id)
+        if inv is None or not inv.roots:
+            return None
+        return self.nodes.get((invocation_id, inv.roots[-1]))
+
+    def latest_path(self, invocation_id: str, parent: str | None, name: str) -> str | None:
+        return self._latest.get((invocation_id, parent, name))
+
+    def latest_run(self, invocation_id: str, parent: str | None, name: str) -> NodeRun | None:
+        path = self._latest.get((invocation_id, parent, name))
+        return self.nodes.get((invocation_id, path)) if path else None
+
+    def next_run_id(self, invocation_id: str, parent: str | None, name: str) -> str:
+        """Run ids come from recorded runs, never from dispatch order."""
+        return str(self._max_run.get((invocation_id, parent, name), 0) + 1)
+
+    def children(self, invocation_id: str, path: str) -> list[NodeRun]:
+        run = self.nodes.get((invocation_id, path))
+        if run is None:
+            return []
+        return [self.nodes[(invocation_id, c)] for c in run.children]
+
+    def pending_ids(self, invocation_id: str, path: str) -> list[str]:
+        """Open interrupt ids of a run and all its descendants (what it waits on)."""
+        run = self.nodes.get((invocation_id, path))
+        if run is None:
+            return []
+        out = [i for i in run.own_pending if self._is_open(invocation_id, i)]
+        for child in run.children:
+            out.extend(self.pending_ids(invocation_id, child))
+        return out
+
+    def _is_open(self, invocation_id: str, interrupt_id: str) -> bool:
+        itr = self.interrupts.get((invocation_id, interrupt_id))
+        return itr is not None and itr.open
+
+    def open_interrupts(self, invocation_id: str | None = None) -> list[Interrupt]:
+        return [
+            i
+            for i in self.interrupts.values()
+            if i.open and (invocation_id is None or i.invocation_id == invocation_id)
+        ]
+
+    def invocation_status(self, invocation_id: str) -> NodeStatus | None:
+        root = self.root(invocation_id)
+        return root.status if root else None
+
+    # ---------------------------------------------------------- persistence
+    def copy(self) -> Projection:
+        return copy.deepcopy(self)
+
+    def compact(self, invocation_id: str) -> Projection:
+        """What a resume of one invocation needs: the latest run of every
+        (parent, name) whose ancestors are latest runs too, and their interrupts.
+        Earlier loop iterations are dropped, so the snapshot stays small however
+        long the invocation ran. Run-id counters survive (latest = highest)."""
+        out = Projection()
+        out.position = self.position
+        out.state = dict(self.state)
+        inv = self.invocations.get(invocation_id)
+        if inv is None:
+            return out
+        out.invocations[invocation_id] = copy.deepcopy(inv)
+        kept: set[str] = set()
+        stack = [p for p in inv.roots if self._latest.get((invocation_id, None, leaf_name(p))) == p]
+        while stack:
+            path = stack.pop()
+            kept.add(path)
+            run = self.nodes[(invocation_id, path)]
+            stack.extend(c for c in run.children if self._latest.get((invocation_id, path, leaf_name(c))) == c)
+        for path in kept:
+            run = copy.deepcopy(self.nodes[(invocation_id, path)])
+            run.children = [c for c in run.children if c in kept]
+            out.nodes[(invocation_id, path)] = run
+            out._latest[(invocation_id, run.parent, run.name)] = path
+            out._max_run[(invocation_id, run.parent, run.name)] = self._max_run.get(
+                (invocation_id, run.parent, run.name), 0
+            )
+        out.invocations[invocation_id].roots = [p for p in inv.roots if p in kept]
+        for key, itr in self.interrupts.items():
+            if key[0] == invocation_id and (itr.open or itr.path in kept):
+                out.interrupts[key] = copy.deepcopy(itr)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-safe snapshot (for store caches and replay checkpoints)."""
+        return {
+            "position": self.position,
+            "nodes": [{**asdict(r), "status": r.status.value} for r in self.nodes.values()],
+            "interrupts": [asdict(i) for i in self.interrupts.values()],
+            "invocations": [asdict(i) for i in self.invocations.values()],
+            "state": self.state,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Projection:
+        p = cls()
+        p.position = data["position"]
+        for inv in data["invocations"]:
+            p.invocations[inv["id"]] = Invocation(**inv)
+        for n in data["nodes"]:
+            run = NodeRun(**{**n, "status": NodeStatus(n["status"])})
+            p.nodes[(run.invocation_id, run.path)] = run
+            lkey = (run.invocation_id, run.parent, run.name)
+            try:
+                num = int(run.run_id)
+            except ValueError:
+                num = 0
+            if num >= p._max_run.get(lkey, 0):
+                p._max_run[lkey] = num
+                p._latest[lkey] = run.path
+        for i in data["interrupts"]:
+            itr = Interrupt(**i)
+            p.interrupts[(itr.invocation_id, itr.id)] = itr
+        p.state = dict(data["state"])
+        return p
+
+
+def project(events: list[Event] | list[tuple[int, Event]]) -> Projection:
+    """Fold a whole event list (optionally ``(seq, event)`` pairs)."""
+    p = Projection()
+    for item in events:
+        if isinstance(item, tuple):
+            p.apply(item[1], item[0])
+        else:
+            p.apply(item)
+    return p

@@ -1,0 +1,226 @@
+"""Resume support shared by the Runner, the CLI and the console.
+
+* :func:`validate_responses` -- the one validation of an FR message (DESIGN.md
+  3.3): index lookup, never a session scan; raises a typed
+  :class:`~engine.errors.ResumeRejected` naming the ids.
+* :func:`load_invocation` -- reconstruct one invocation's projection from a
+  cached snapshot plus the events after it (cost independent of unrelated
+  history and of how many earlier iterations the invocation ran).
+* :func:`plan_resume` -- the dry run: what an answer would resolve, complete,
+  re-execute or leave waiting. ``hitl resume --dry-run`` and the console's
+  preview both call it; the Runner applies the very same projection rules.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import (
+    AlreadyResolvedError,
+    AmbiguousInterruptError,
+    InvalidResponseError,
+    InvocationNotFoundError,
+    MixedInvocationsError,
+    ResumeRejected,
+    TextWithResponsesError,
+    UnknownInterruptError,
+)
+from .models import Content, Event, FunctionResponse, NodeStatus, Part
+from .projection import Projection
+from .responses import unwrap_response, validate_response
+from .store.base import InterruptRecord, SessionStore
+
+
+@dataclass
+class ResumeTarget:
+    """A validated FR message: which invocation it resumes and with what."""
+
+    invocation_id: str
+    content: Content
+    """The message to persist (names filled in from the interrupts' calls)."""
+    records: dict[str, InterruptRecord]
+    answers: dict[str, Any]
+    """Unwrapped answers by interrupt id."""
+
+
+async def validate_responses(
+    store: SessionStore, session_id: str, content: Content, invocation_id: str | None = None
+) -> ResumeTarget:
+    """Validate an FR message against the interrupt index; nothing is written."""
+    frs = content.function_responses
+    if not frs:
+        raise ResumeRejected("the message contains no FunctionResponse")
+    if any(p.text or p.function_call for p in content.parts):
+        raise TextWithResponsesError()
+    ids = [fr.id for fr in frs]
+    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    if dupes:
+        raise ResumeRejected(f"interrupt {', '.join(dupes)} is answered twice in one message", dupes)
+    rows = await store.lookup_interrupts(session_id, ids)
+    open_by_id: dict[str, list[InterruptRecord]] = {}
+    seen: set[str] = set()
+    for r in rows:
+        if invocation_id is not None and r.invocation_id != invocation_id:
+            continue
+        seen.add(r.interrupt_id)
+        if r.status == "open":
+            open_by_id.setdefault(r.interrupt_id, []).append(r)
+    unknown = [i for i in ids if i not in seen]
+    if unknown:
+        raise UnknownInterruptError(unknown)
+    resolved = [i for i in ids if i not in open_by_id]
+    if resolved:
+        raise AlreadyResolvedError(resolved)
+    ambiguous = {i: recs for i, recs in open_by_id.items() if len(recs) > 1}
+    if ambiguous:
+        raise AmbiguousInterruptError(ambiguous, {r.invocation_id for recs in ambiguous.values() for r in recs})
+    by_inv: dict[str, list[str]] = {}
+    for i in ids:
+        by_inv.setdefault(open_by_id[i][0].invocation_id, []).append(i)
+    if len(by_inv) > 1:
+        raise MixedInvocationsError(by_inv)
+    records = {i: open_by_id[i][0] for i in ids}
+    answers: dict[str, Any] = {}
+    errors: dict[str, list[str]] = {}
+    for fr in frs:
+        value = unwrap_response(fr.response)
+        errs = validate_response(records[fr.id].response_schema, value)
+        if errs:
+            errors[fr.id] = errs
+        answers[fr.id] = value
+    if errors:
+        raise InvalidResponseError(errors)
+    named = Content(
+        role="user",
+        parts=[
+            Part(function_response=FunctionResponse(id=fr.id, name=fr.name or records[fr.id].name, response=fr.response))
+            for fr in frs
+        ],
+    )
+    return ResumeTarget(next(iter(by_inv)), named, records, answers)
+
+
+async def load_invocation(store: SessionStore, session_id: str, invocation_id: str) -> Projection:
+    """The projection of one invocation: cached snapshot + events after it."""
+    snap = await store.get_snapshot(session_id, invocation_id)
+    if snap is not None:
+        seq, data = snap
+        proj = Projection.from_dict(data)
+    else:
+        seq, proj = 0, Projection()
+    events = await store.invocation_events(session_id, invocation_id, after_seq=seq)
+    if not events and snap is None:
+        raise InvocationNotFoundError(session_id, invocation_id)
+    for se in events:
+        proj.apply(se.event, se.seq)
+    return proj
+
+
+@dataclass
+class NodeChange:
+    path: str
+    before: NodeStatus
+    after: NodeStatus
+    effect: str
+    """``auto-complete``, ``re-execute``, ``keep waiting`` or ``re-run``."""
+    output: Any = None
+    still_open: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ResumePlan:
+    """What a resume would do, computed without writing anything."""
+
+    invocation_id: str
+    resolves: list[str]
+    still_open: list[str]
+    changes: list[NodeChange]
+    runs_anything: bool
+    side_effect_warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "invocation_id": self.invocation_id,
+            "resolves": self.resolves,
+            "still_open": self.still_open,
+            "runs_anything": self.runs_anything,
+            "changes": [
+                {
+                    "path": c.path,
+                    "before": c.before.value,
+                    "after": c.after.value,
+                    "effect": c.effect,
+                    "output": c.output,
+                    "still_open": c.still_open,
+                }
+                for c in self.changes
+            ],
+            "side_effect_warnings": self.side_effect_warnings,
+        }
+
+
+def plan_from_projection(proj: Projection, target: ResumeTarget) -> ResumePlan:
+    """Apply the validated answer to a copy of the projection and describe the diff."""
+    inv = target.invocation_id
+    before = {r.path: r.status for r in proj.runs(inv)}
+    after_proj = proj.copy()
+    change = after_proj.apply(Event(invocation_id=inv, author="user", content=target.content))
+    changes: list[NodeChange] = []
+    for path in sorted(change.paths, key=lambda p: (p.count("/"), p)):
+        run = after_proj.get(inv, path)
+        assert run is not None
+        old = before.get(path, NodeStatus.PENDING)
+        if path in change.auto_completed:
+            effect = "auto-complete"
+        elif run.status is NodeStatus.PENDING:
+            effect = "re-execute"
+        else:
+            effect = "keep waiting"
+        changes.append(
+            NodeChange(
+                path=path,
+                before=old,
+                after=run.status,
+                effect=effect,
+                output=run.output if effect == "auto-complete" else None,
+                still_open=run.own_pending,
+            )
+        )
+    # Answered leaves that stay WAITING (partial answer to rerun_on_resume=False).
+    touched = {c.path for c in changes}
+    for rec in target.records.values():
+        run = after_proj.get(inv, rec.path)
+        if run is not None and rec.path not in touched:
+            touched.add(rec.path)
+            changes.append(
+                NodeChange(path=rec.path, before=run.status, after=run.status, effect="keep waiting", still_open=run.own_pending)
+            )
+    warnings = [
+        f"{c.path} already ran once (run {after_proj.get(inv, c.path).run_id}) and will re-execute: "  # type: ignore[union-attr]
+        "its side effects may repeat unless it checks ctx.resume_inputs"
+        for c in changes
+        if c.effect == "re-execute" and not (after_proj.get(inv, c.path) or _NR).is_container
+    ]
+    root = after_proj.root(inv)
+    return ResumePlan(
+        invocation_id=inv,
+        resolves=list(target.answers),
+        still_open=[i.id for i in after_proj.open_interrupts(inv)],
+        changes=changes,
+        runs_anything=bool(root and root.status is NodeStatus.PENDING),
+        side_effect_warnings=warnings,
+    )
+
+
+class _NR:
+    is_container = True
+
+
+async def plan_resume(
+    store: SessionStore, session_id: str, content: Content, invocation_id: str | None = None
+) -> ResumePlan:
+    """Validate and dry-run an FR message; raises what the real resume would raise."""
+    target = await validate_responses(store, session_id, content, invocation_id)
+    proj = await load_invocation(store, session_id, target.invocation_id)
+    return plan_from_projection(proj, target)

@@ -1,0 +1,251 @@
+"""In-memory ``SessionStore``: for tests and embedding. Same contract as SQLite.
+
+Events are kept as their JSON text (as SQLite keeps them), so a caller can never
+mutate stored history through a shared object.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import time
+from typing import Any
+
+from ..errors import AlreadyResolvedError, ConflictError, ReadOnlyError, SessionNotFoundError
+from ..models import Event, Session, StoredEvent, new_id
+from .base import (
+    InterruptRecord,
+    InvocationSummary,
+    Page,
+    SessionSummary,
+    index_effects,
+    session_status,
+)
+
+
+class _SessionData:
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.events: list[str] = []
+        self.invocation_seqs: dict[str, list[int]] = {}
+        self.invocations: dict[str, InvocationSummary] = {}
+        self.interrupts: dict[tuple[str, str], InterruptRecord] = {}
+        self.snapshots: dict[str, tuple[int, dict[str, Any]]] = {}
+
+
+class MemoryStore:
+    """A dict-backed store; one asyncio lock makes each append atomic."""
+
+    def __init__(self, *, read_only: bool = False) -> None:
+        self.read_only = read_only
+        self._sessions: dict[str, _SessionData] = {}
+        self._lock = asyncio.Lock()
+
+    def _data(self, session_id: str) -> _SessionData:
+        try:
+            return self._sessions[session_id]
+        except KeyError:
+            raise SessionNotFoundError(session_id) from None
+
+    def _check_writable(self) -> None:
+        if self.read_only:
+            raise ReadOnlyError("the store is open read-only; nothing was written")
+
+    async def create_session(
+        self, app_name: str, user_id: str, session_id: str | None = None, state: dict[str, Any] | None = None
+    ) -> Session:
+        self._check_writable()
+        sid = session_id or new_id()
+        if sid in self._sessions:
+            raise ConflictError(f"session {sid!r} already exists")
+        now = time.time()
+        session = Session(id=sid, app_name=app_name, user_id=user_id, state=dict(state or {}), created_at=now, updated_at=now)
+        self._sessions[sid] = _SessionData(session)
+        return session.model_copy(deep=True)
+
+    async def get_session(self, session_id: str) -> Session:
+        return self._data(session_id).session.model_copy(deep=True)
+
+    def _summary(self, d: _SessionData) -> SessionSummary:
+        s = d.session
+        open_ = [r for r in d.interrupts.values() if r.status == "open"]
+        last_at = Event.from_json(d.events[-1]).timestamp if d.events else None
+        return SessionSummary(
+            id=s.id,
+            app_name=s.app_name,
+            user_id=s.user_id,
+            status=session_status([i.status for i in d.invocations.values()]),
+            open_interrupts=len(open_),
+            oldest_open_at=min((r.raised_at for r in open_), default=None),
+            last_event_at=last_at,
+            event_count=len(d.events),
+            invocation_count=len(d.invocations),
+            created_at=s.created_at,
+            updated_at=s.updated_at,
+        )
+
+    async def list_sessions(
+        self,
+        *,
+        app_name: str | None = None,
+        user_id: str | None = None,
+        status: str | None = None,
+        text: str | None = None,
+        updated_before: float | None = None,
+        updated_after: float | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> Page[SessionSummary]:
+        rows = [self._summary(d) for d in self._sessions.values()]
+        rows = [
+            r
+            for r in rows
+            if (app_name is None or r.app_name == app_name)
+            and (user_id is None or r.user_id == user_id)
+            and (status is None or r.status == status)
+            and (text is None or text.lower() in r.id.lower())
+            and (updated_before is None or r.updated_at < updated_before)
+            and (updated_after is None or r.updated_at > updated_after)
+        ]
+        rows.sort(key=lambda r: (-r.updated_at, r.id))
+        if cursor:
+            ts, _, sid = cursor.partition("|")
+            key = (-float(ts), sid)
+            rows = [r for r in rows if (-r.updated_at, r.id) > key]
+        page = rows[:limit]
+        nxt = f"{page[-1].updated_at!r}|{page[-1].id}" if len(rows) > limit else None
+        return Page(items=page, next_cursor=nxt)
+
+    async def append_event(self, session_id: str, event: Event, *, expected_seq: int | None = None) -> StoredEvent:
+        self._check_writable()
+        async with self._lock:
+            d = self._data(session_id)
+            last = len(d.events)
+            if expected_seq is not None and expected_seq != last:
+                raise ConflictError(
+                    f"session {session_id} changed (now at event {last}, expected {expected_seq}); reload and retry"
+                )
+            if event.state_delta:
+                kept = {k: v for k, v in event.state_delta.items() if not k.startswith("temp:")}
+                event = event.model_copy(update={"state_delta": kept or None})
+            eff = index_effects(event)
+            inv = event.invocation_id
+            bad = [i for i in eff.resolved if (r := d.interrupts.get((inv, i))) is None or r.status != "open"]
+            if bad:
+                raise AlreadyResolvedError(bad)
+            seq = last + 1
+            d.events.append(event.to_json())
+            d.invocation_seqs.setdefault(inv, []).append(seq)
+            s = d.session
+            for iid, path, name, args in eff.opened:
+                d.interrupts[(inv, iid)] = InterruptRecord(
+                    interrupt_id=iid,
+                    session_id=s.id,
+                    app_name=s.app_name,
+                    user_id=s.user_id,
+                    invocation_id=inv,
+                    path=path,
+                    event_id=event.id,
+                    name=name,
+                    args=copy.deepcopy(args),
+                    raised_seq=seq,
+                    raised_at=event.timestamp,
+                )
+            for iid in eff.resolved:
+                r = d.interrupts[(inv, iid)]
+                r.status, r.resolved_by, r.resolved_seq = "resolved", event.id, seq
+            if eff.cancel_invocation:
+                for r in d.interrupts.values():
+                    if r.invocation_id == inv and r.status == "open":
+                        r.status, r.resolved_seq = "cancelled", seq
+            summary = d.invocations.get(inv)
+            if summary is None:
+                summary = d.invocations[inv] = InvocationSummary(
+                    session_id=s.id,
+                    invocation_id=inv,
+                    status=eff.invocation_status or "running",
+                    started_seq=seq,
+                    started_at=event.timestamp,
+                    updated_at=event.timestamp,
+                    message=eff.new_invocation_message or "",
+                )
+            elif eff.invocation_status:
+                summary.status = eff.invocation_status
+            summary.updated_at = event.timestamp
+            if event.state_delta:
+                s.state.update(copy.deepcopy(event.state_delta))
+            s.last_seq = seq
+            s.updated_at = max(time.time(), s.updated_at)
+            return StoredEvent(seq=seq, session_id=session_id, event=Event.from_json(d.events[-1]))
+
+    async def events(self, session_id: str, *, after_seq: int = 0, limit: int | None = None) -> list[StoredEvent]:
+        d = self._data(session_id)
+        end = len(d.events) if limit is None else min(len(d.events), after_seq + limit)
+        return [
+            StoredEvent(seq=i + 1, session_id=session_id, event=Event.from_json(d.events[i]))
+            for i in range(max(after_seq, 0), end)
+        ]
+
+    async def event_at(self, session_id: str, seq: int) -> StoredEvent:
+        d = self._data(session_id)
+        if not 1 <= seq <= len(d.events):
+            raise IndexError(f"session {session_id} has no event {seq} (it has {len(d.events)})")
+        return StoredEvent(seq=seq, session_id=session_id, event=Event.from_json(d.events[seq - 1]))
+
+    async def invocation_events(
+        self, session_id: str, invocation_id: str, *, after_seq: int = 0
+    ) -> list[StoredEvent]:
+        d = self._data(session_id)
+        return [
+            StoredEvent(seq=q, session_id=session_id, event=Event.from_json(d.events[q - 1]))
+            for q in d.invocation_seqs.get(invocation_id, [])
+            if q > after_seq
+        ]
+
+    async def list_invocations(self, session_id: str) -> list[InvocationSummary]:
+        d = self._data(session_id)
+        return sorted((i.model_copy() for i in d.invocations.values()), key=lambda i: i.started_seq)
+
+    async def lookup_interrupts(self, session_id: str, interrupt_ids: list[str]) -> list[InterruptRecord]:
+        d = self._data(session_id)
+        wanted = set(interrupt_ids)
+        return [r.model_copy(deep=True) for (_, iid), r in d.interrupts.items() if iid in wanted]
+
+    async def open_interrupts(
+        self,
+        *,
+        session_id: str | None = None,
+        app_name: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> Page[InterruptRecord]:
+        rows = [
+            r
+            for d in self._sessions.values()
+            for r in d.interrupts.values()
+            if r.status == "open"
+            and (session_id is None or r.session_id == session_id)
+            and (app_name is None or r.app_name == app_name)
+        ]
+        rows.sort(key=lambda r: (r.raised_at, r.session_id, r.raised_seq, r.interrupt_id))
+        if cursor:
+            ts, sid, seq, iid = cursor.split("|")
+            key = (float(ts), sid, int(seq), iid)
+            rows = [r for r in rows if (r.raised_at, r.session_id, r.raised_seq, r.interrupt_id) > key]
+        page = rows[:limit]
+        nxt = None
+        if len(rows) > limit:
+            last = page[-1]
+            nxt = f"{last.raised_at!r}|{last.session_id}|{last.raised_seq}|{last.interrupt_id}"
+        return Page(items=[r.model_copy(deep=True) for r in page], next_cursor=nxt)
+
+    async def get_snapshot(self, session_id: str, invocation_id: str) -> tuple[int, dict[str, Any]] | None:
+        snap = self._data(session_id).snapshots.get(invocation_id)
+        return (snap[0], copy.deepcopy(snap[1])) if snap else None
+
+    async def put_snapshot(self, session_id: str, invocation_id: str, seq: int, data: dict[str, Any]) -> None:
+        self._check_writable()
+        self._data(session_id).snapshots[invocation_id] = (seq, copy.deepcopy(data))
+
+    async def close(self) -> None:
+        return None

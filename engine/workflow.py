@@ -1,0 +1,218 @@
+"""``Workflow``: a node whose body is a graph of child nodes.
+
+Edges are chains: ``(START, a, b)`` is START -> a -> b; a tuple fans out
+``(a, (b, c))``; a dict routes ``(check, {"ok": done, "retry": a})`` on the
+value the previous node set as its route; a ``JoinNode`` waits for all its
+predecessors. A chain need not start at START, which is how loops and
+cross-links are written.
+
+A turn runs every branch it can; when nothing more can run, the workflow ends
+WAITING with the union of its children's open interrupt ids (set directly on
+its context -- no event of its own), or COMPLETED with the output of the last
+terminal node (a node without successors) that completed.
+
+On re-execution after a resume (same run id) the scheduler is rebuilt from the
+projection, not from replaying history: PENDING children are resumed with their
+run id, prior output and answers; completed children whose successors have not
+started since they completed (an auto-completion, or a crash in between)
+trigger those successors; WAITING children keep waiting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterable
+from typing import Any
+
+from .context import Context, NodeFailed, NodeRunner
+from .models import NodeStatus
+from .nodes import START, BaseNode, JoinNode
+from .projection import NodeRun
+
+
+class _Any:
+    def __repr__(self) -> str:
+        return "ANY"
+
+
+ANY_ROUTE: Any = _Any()
+
+
+class Workflow(BaseNode):
+    """A graph of nodes; itself a node (so workflows nest)."""
+
+    rerun_on_resume = True
+    is_container = True
+
+    def __init__(self, name: str, edges: Iterable[Any], **kwargs: Any) -> None:
+        super().__init__(name, **kwargs)
+        self.nodes: dict[str, BaseNode] = {}
+        self.succ: dict[str, list[tuple[str, Any]]] = {START.name: []}
+        self.preds: dict[str, list[str]] = {}
+        for chain in edges:
+            self._add_chain(chain)
+        if not self.succ[START.name]:
+            raise ValueError(f"workflow {name!r} has no edge from START")
+
+    # ------------------------------------------------------------ graph
+    def _register(self, item: Any) -> list[str]:
+        if item is START:
+            return [START.name]
+        if isinstance(item, (tuple, list)):
+            return [n for sub in item for n in self._register(sub)]
+        if not isinstance(item, BaseNode):
+            raise TypeError(f"workflow {self.name!r}: {item!r} is not a node")
+        known = self.nodes.get(item.name)
+        if known is not None and known is not item:
+            raise ValueError(f"workflow {self.name!r} has two different nodes named {item.name!r}")
+        self.nodes[item.name] = item
+        self.succ.setdefault(item.name, [])
+        self.preds.setdefault(item.name, [])
+        return [item.name]
+
+    def _edge(self, src: str, dst: str, route: Any) -> None:
+        if (dst, route) not in self.succ[src]:
+            self.succ[src].append((dst, route))
+        if src != START.name and src not in self.preds[dst]:
+            self.preds[dst].append(src)
+
+    def _add_chain(self, chain: Any) -> None:
+        if not isinstance(chain, (tuple, list)):
+            chain = (chain,)
+        prev: list[str] = []
+        for element in chain:
+            if isinstance(element, dict):
+                targets: list[str] = []
+                for route, target in element.items():
+                    names = self._register(target)
+                    for p in prev:
+                        for t in names:
+                            self._edge(p, t, route)
+                    targets.extend(names)
+                prev = targets
+            else:
+                names = self._register(element)
+                for p in prev:
+                    for t in names:
+                        self._edge(p, t, ANY_ROUTE)
+                prev = names
+
+    def is_terminal(self, name: str) -> bool:
+        return not self.succ.get(name)
+
+    # ------------------------------------------------------------ run
+    async def run(self, ctx: Context, node_input: Any) -> AsyncIterator[Any]:
+        sched = _Scheduler(self, ctx)
+        await sched.execute(node_input)
+        ctx.interrupt_ids = [*ctx.interrupt_ids, *sched.waiting_ids()]
+        if sched.has_terminal:
+            yield sched.terminal_output
+
+
+class _Scheduler:
+    """One turn of a Workflow's graph (in memory; rebuilt from the projection)."""
+
+    def __init__(self, wf: Workflow, ctx: Context) -> None:
+        self.wf = wf
+        self.ctx = ctx
+        self.tasks: dict[asyncio.Task[Context], str] = {}
+        self.join_inputs: dict[str, dict[str, Any]] = {}
+        self.waiting: dict[str, list[str]] = {}
+        self.has_terminal = False
+        self.terminal_output: Any = None
+        self._terminal_pos = -1
+
+    def waiting_ids(self) -> list[str]:
+        return [i for ids in self.waiting.values() for i in ids]
+
+    async def execute(self, node_input: Any) -> None:
+        proj = self.ctx.projection
+        me = proj.get(self.ctx.invocation_id, self.ctx.path or "")
+        if me is None or not me.children:
+            self._complete(START.name, node_input, None)
+        else:
+            self._reconstruct(me, node_input)
+        failure: NodeFailed | None = None
+        while self.tasks:
+            done, _ = await asyncio.wait(self.tasks, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                name = self.tasks.pop(task)
+                exc = task.exception()
+                if exc is not None:
+                    if failure is None:
+                        failure = exc if isinstance(exc, NodeFailed) else NodeFailed(name, type(exc).__name__, str(exc))
+                    continue
+                child = task.result()
+                ids = child.unresolved_ids
+                if ids:
+                    self.waiting[name] = ids
+                else:
+                    self.waiting.pop(name, None)
+                    self._complete(name, child.output, child.route)
+            if failure is not None:
+                for task in self.tasks:
+                    task.cancel()
+                await asyncio.gather(*self.tasks, return_exceptions=True)
+                raise failure
+
+    def _reconstruct(self, me: NodeRun, node_input: Any) -> None:
+        proj = self.ctx.projection
+        inv = self.ctx.invocation_id
+        latest = {name: proj.latest_run(inv, self.ctx.path, name) for name in self.wf.nodes}
+        # (source, completed at, output, route) for every completion that may not
+        # have triggered its successors yet.
+        sources: list[tuple[str, int, Any, Any]] = [(START.name, me.started_pos, node_input, None)]
+        for name, run in latest.items():
+            if run is None:
+                continue
+            if run.status is NodeStatus.PENDING:
+                self._dispatch(name, None, resume=run)
+            elif run.status is NodeStatus.WAITING:
+                self.waiting[name] = proj.pending_ids(inv, run.path)
+            elif run.status is NodeStatus.COMPLETED and run.completed_pos is not None:
+                sources.append((name, run.completed_pos, run.output, run.route))
+                if self.wf.is_terminal(name) and run.completed_pos > self._terminal_pos:
+                    self._terminal_pos = run.completed_pos
+                    self.has_terminal, self.terminal_output = True, run.output
+        for src, pos, output, route in sorted(sources, key=lambda s: s[1]):
+            for target, r in self.wf.succ[src]:
+                if r is not ANY_ROUTE and r != route:
+                    continue
+                t_run = latest[target]
+                if t_run is not None and t_run.started_pos > pos:
+                    continue  # already triggered after this completion
+                self._trigger(target, src, output)
+
+    def _complete(self, name: str, output: Any, route: Any) -> None:
+        if name != START.name and self.wf.is_terminal(name):
+            self.has_terminal, self.terminal_output = True, output
+        for target, r in self.wf.succ[name]:
+            if r is ANY_ROUTE or r == route:
+                self._trigger(target, name, output)
+
+    def _trigger(self, target: str, source: str, value: Any) -> None:
+        node = self.wf.nodes[target]
+        if isinstance(node, JoinNode):
+            got = self.join_inputs.setdefault(target, {})
+            got[source] = value
+            if not set(self.wf.preds[target]) <= set(got):
+                return
+            value = {p: got[p] for p in self.wf.preds[target]}
+            del self.join_inputs[target]
+        self._dispatch(target, value)
+
+    def _dispatch(self, name: str, node_input: Any, resume: NodeRun | None = None) -> None:
+        node = self.wf.nodes[name]
+        if resume is not None:
+            runner = NodeRunner(
+                node,
+                self.ctx,
+                resume.run_id,
+                prior_output=resume.output,
+                prior_interrupt_ids=resume.own_pending,
+            )
+            coro = runner.run(resume.input, resume_inputs=resume.resolved)
+        else:
+            run_id = self.ctx.invocation.reserve_run_id(self.ctx.path, name)
+            coro = NodeRunner(node, self.ctx, run_id).run(node_input)
+        self.tasks[asyncio.ensure_future(coro)] = name
