@@ -266,10 +266,7 @@ class Projection:
             else:
                 self._run_for(invocation_id, parent).children.append(path)
             lkey = (invocation_id, parent, name)
-            try:
-                n = int(run_id)
-            except ValueError:
-                n = 0
+            n = _run_no(run_id)
             if n >= self._max_run.get(lkey, 0):
                 self._max_run[lkey] = n
                 self._latest[lkey] = path
@@ -405,13 +402,21 @@ class Projection:
         while stack:
             path = stack.pop()
             kept.add(path)
-            run = self.nodes[(invocation_id, path)]
-            stack.extend(c for c in run.children if self._latest.get((invocation_id, path, leaf_name(c))) == c)
+            # Latest run per child identity: (name, call_key). Dynamic children of
+            # one caller share a name but are distinct by their call key.
+            latest: dict[tuple[str, str | None], NodeRun] = {}
+            for c in self.children(invocation_id, path):
+                key = (c.name, c.call_key)
+                if key not in latest or _run_no(c.run_id) > _run_no(latest[key].run_id):
+                    latest[key] = c
+            stack.extend(c.path for c in latest.values())
         for path in kept:
             run = copy.deepcopy(self.nodes[(invocation_id, path)])
             run.children = [c for c in run.children if c in kept]
             out.nodes[(invocation_id, path)] = run
-            out._latest[(invocation_id, run.parent, run.name)] = path
+            lkey = (invocation_id, run.parent, run.name)
+            if lkey not in out._latest or _run_no(run.run_id) > _run_no(leaf_run_id(out._latest[lkey])):
+                out._latest[lkey] = path
             out._max_run[(invocation_id, run.parent, run.name)] = self._max_run.get(
                 (invocation_id, run.parent, run.name), 0
             )
@@ -441,10 +446,7 @@ class Projection:
             run = NodeRun(**{**n, "status": NodeStatus(n["status"])})
             p.nodes[(run.invocation_id, run.path)] = run
             lkey = (run.invocation_id, run.parent, run.name)
-            try:
-                num = int(run.run_id)
-            except ValueError:
-                num = 0
+            num = _run_no(run.run_id)
             if num >= p._max_run.get(lkey, 0):
                 p._max_run[lkey] = num
                 p._latest[lkey] = run.path
@@ -453,6 +455,13 @@ class Projection:
             p.interrupts[(itr.invocation_id, itr.id)] = itr
         p.state = dict(data["state"])
         return p
+
+
+def _run_no(run_id: str) -> int:
+    try:
+        return int(run_id)
+    except ValueError:
+        return 0
 
 
 def project(events: list[Event] | list[tuple[int, Event]]) -> Projection:
