@@ -32,7 +32,7 @@ def new_id() -> str:
     return uuid.uuid4().hex
 
 
-class NodeStatus(str, enum.Enum):
+class NodeStatus(enum.StrEnum):
     """Status of one node run (DESIGN.md 3.6)."""
 
     PENDING = "PENDING"

@@ -208,11 +208,12 @@ class Projection:
                 self._on_answered(run, pos, change)
         elif action == "redrive":
             inv.actions.append(pos)
+            # A failure stops its workflow, so failed, cancelled and stranded runs
+            # are always the latest run of their node: re-drive them all.
             for run in self.runs(event.invocation_id):
                 if run.status in (NodeStatus.FAILED, NodeStatus.CANCELLED, NodeStatus.RUNNING, NodeStatus.PENDING):
-                    if self.latest_path(event.invocation_id, run.parent, run.name) == run.path:
-                        self._set(run, NodeStatus.PENDING, pos, change)
-                        self._mark_ancestors_pending(run, pos, change)
+                    self._set(run, NodeStatus.PENDING, pos, change)
+                    self._mark_ancestors_pending(run, pos, change)
         elif action == "cancel":
             inv.actions.append(pos)
             for run in self.runs(event.invocation_id):

@@ -109,6 +109,4 @@ def _template(node: dict[str, Any], root: dict[str, Any]) -> Any:
         props = node.get("properties", {})
         required = node.get("required", list(props))
         return {k: _template(props.get(k, {}), root) for k in required}
-    return {"string": "", "integer": 0, "number": 0, "boolean": False, "array": [], "null": None}.get(
-        typ or "", None
-    )
+    return {"string": "", "integer": 0, "number": 0, "boolean": False, "array": [], "null": None}.get(typ or "")

@@ -196,12 +196,14 @@ def plan_from_projection(proj: Projection, target: ResumeTarget) -> ResumePlan:
             changes.append(
                 NodeChange(path=rec.path, before=run.status, after=run.status, effect="keep waiting", still_open=run.own_pending)
             )
-    warnings = [
-        f"{c.path} already ran once (run {after_proj.get(inv, c.path).run_id}) and will re-execute: "  # type: ignore[union-attr]
-        "its side effects may repeat unless it checks ctx.resume_inputs"
-        for c in changes
-        if c.effect == "re-execute" and not (after_proj.get(inv, c.path) or _NR).is_container
-    ]
+    warnings = []
+    for c in changes:
+        run = after_proj.get(inv, c.path)
+        if c.effect == "re-execute" and run is not None and not run.is_container:
+            warnings.append(
+                f"{c.path} already ran once (run {run.run_id}) and will re-execute: "
+                "its side effects may repeat unless it checks ctx.resume_inputs"
+            )
     root = after_proj.root(inv)
     return ResumePlan(
         invocation_id=inv,
@@ -211,10 +213,6 @@ def plan_from_projection(proj: Projection, target: ResumeTarget) -> ResumePlan:
         runs_anything=bool(root and root.status is NodeStatus.PENDING),
         side_effect_warnings=warnings,
     )
-
-
-class _NR:
-    is_container = True
 
 
 async def plan_resume(

@@ -151,7 +151,7 @@ class Runner:
         session = await self.store.get_session(session_id)
         proj = await load_invocation(self.store, session_id, invocation_id)
         status = proj.invocation_status(invocation_id)
-        if status not in (NodeStatus.FAILED, NodeStatus.RUNNING, NodeStatus.PENDING, NodeStatus.CANCELLED, None):
+        if status not in (NodeStatus.FAILED, NodeStatus.RUNNING, NodeStatus.PENDING, None):
             raise NotRedrivableError(
                 f"invocation {invocation_id} is {status.value if status else 'empty'}; "
                 "only a failed or interrupted invocation can be re-driven"
