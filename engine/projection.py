@@ -20,16 +20,24 @@ Rules, in DESIGN.md terms:
   PENDING (they are Workflows/orchestration nodes and will re-execute);
 * a re-drive makes FAILED, CANCELLED and stranded RUNNING/PENDING runs PENDING;
   a cancel makes every unfinished run CANCELLED and closes its interrupts.
+
+Copies are cheap: run, interrupt and invocation records are copy-on-write
+(each carries the generation of the projection that may mutate it in place), so
+``fork()`` costs a few dict copies, not a deep copy. Replay keeps forks as
+checkpoints and steps or jumps from the nearest one.
 """
 
 from __future__ import annotations
 
 import copy
-from dataclasses import asdict, dataclass, field
+import itertools
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from .models import Event, NodeStatus, leaf_name, leaf_run_id, parent_path
 from .responses import unwrap_response
+
+_GEN = itertools.count(1)
 
 
 @dataclass
@@ -66,6 +74,15 @@ class NodeRun:
     errors: int = 0
     has_end: bool = False
     """True once an end record for the run's latest execution was seen."""
+    _gen: int = field(default=0, repr=False, compare=False)
+
+    def clone(self, gen: int) -> NodeRun:
+        c = copy.copy(self)
+        c.interrupt_ids = list(self.interrupt_ids)
+        c.resolved = dict(self.resolved)
+        c.children = list(self.children)
+        c._gen = gen
+        return c
 
     @property
     def resumed(self) -> bool:
@@ -99,6 +116,12 @@ class Interrupt:
     resolved_pos: int | None = None
     resolved_by: str | None = None
     operator: str | None = None
+    _gen: int = field(default=0, repr=False, compare=False)
+
+    def clone(self, gen: int) -> Interrupt:
+        c = copy.copy(self)
+        c._gen = gen
+        return c
 
     @property
     def open(self) -> bool:
@@ -124,6 +147,14 @@ class Invocation:
     last_timestamp: float = 0.0
     actions: list[int] = field(default_factory=list)
     """Positions of operator actions (FR messages, re-drives, cancels)."""
+    _gen: int = field(default=0, repr=False, compare=False)
+
+    def clone(self, gen: int) -> Invocation:
+        c = copy.copy(self)
+        c.roots = list(self.roots)
+        c.actions = list(self.actions)
+        c._gen = gen
+        return c
 
 
 @dataclass
@@ -152,10 +183,41 @@ class Projection:
         self._latest: dict[tuple[str, str | None, str], str] = {}
         """(invocation, parent path, name) -> path of the latest run."""
         self._max_run: dict[tuple[str, str | None, str], int] = {}
+        self._gen = next(_GEN)
+        """Records whose ``_gen`` equals this may be mutated in place; others are
+        shared with a fork and are cloned before their first change here."""
+
+    # ------------------------------------------------------- copy-on-write
+    def _own(self, table: dict[Any, Any], key: Any) -> Any:
+        obj = table[key]
+        if obj._gen == self._gen:
+            return obj
+        clone = obj.clone(self._gen)
+        table[key] = clone
+        return clone
+
+    def fork(self) -> Projection:
+        """An independent copy that shares unchanged records (cheap)."""
+        other = Projection.__new__(Projection)
+        other.position = self.position
+        other.nodes = dict(self.nodes)
+        other.interrupts = dict(self.interrupts)
+        other.invocations = dict(self.invocations)
+        other.state = dict(self.state)
+        other._latest = dict(self._latest)
+        other._max_run = dict(self._max_run)
+        other._gen = next(_GEN)
+        self._gen = next(_GEN)  # shared records are now read-only for both
+        return other
+
+    copy = fork
 
     # ------------------------------------------------------------------ apply
     def apply(self, event: Event, pos: int | None = None) -> Change:
         """Fold one event. ``pos`` is its position (the store's seq); default: next."""
+        return self._apply(event, pos)
+
+    def _apply(self, event: Event, pos: int | None) -> Change:
         self.position = pos if pos is not None else self.position + 1
         pos = self.position
         inv = self._invocation(event, pos)
@@ -173,12 +235,12 @@ class Projection:
         return change
 
     def _invocation(self, event: Event, pos: int) -> Invocation:
-        inv = self.invocations.get(event.invocation_id)
-        if inv is None:
-            inv = Invocation(id=event.invocation_id, started_pos=pos, timestamp=event.timestamp)
+        if event.invocation_id not in self.invocations:
+            inv = Invocation(id=event.invocation_id, started_pos=pos, timestamp=event.timestamp, _gen=self._gen)
             if event.content and event.node_info is None:
                 inv.message = event.content.text
             self.invocations[event.invocation_id] = inv
+        inv = self._own(self.invocations, event.invocation_id)
         inv.last_pos = pos
         inv.last_timestamp = event.timestamp
         return inv
@@ -186,97 +248,101 @@ class Projection:
     def _apply_user(self, event: Event, inv: Invocation, pos: int, change: Change) -> None:
         frs = event.function_responses
         action = event.action
+        iid = event.invocation_id
         if frs:
             inv.actions.append(pos)
             operator = (event.custom_metadata or {}).get("operator")
-            owners: dict[str, NodeRun] = {}
+            owners: dict[str, None] = {}
             for fr in frs:
-                itr = self.interrupts.get((event.invocation_id, fr.id))
+                itr = self.interrupts.get((iid, fr.id))
                 if itr is None or not itr.open:
                     continue  # the runner rejects these before persisting
+                itr = self._own(self.interrupts, (iid, fr.id))
                 itr.resolved = True
                 itr.response = unwrap_response(fr.response)
                 itr.resolved_pos = pos
                 itr.resolved_by = event.id
                 itr.operator = operator
                 change.interrupts.add(fr.id)
-                run = self.nodes.get((event.invocation_id, itr.path))
-                if run is not None:
+                if (iid, itr.path) in self.nodes:
+                    run = self._own(self.nodes, (iid, itr.path))
                     run.resolved[fr.id] = itr.response
-                    owners[run.path] = run
-            for run in owners.values():
-                self._on_answered(run, pos, change)
+                    owners[run.path] = None
+            for path in owners:
+                self._on_answered(iid, path, pos, change)
         elif action == "redrive":
             inv.actions.append(pos)
             # A failure stops its workflow, so failed, cancelled and stranded runs
             # are always the latest run of their node: re-drive them all.
-            for run in self.runs(event.invocation_id):
+            for run in self.runs(iid):
                 if run.status in (NodeStatus.FAILED, NodeStatus.CANCELLED, NodeStatus.RUNNING, NodeStatus.PENDING):
-                    self._set(run, NodeStatus.PENDING, pos, change)
-                    self._mark_ancestors_pending(run, pos, change)
+                    self._set(iid, run.path, NodeStatus.PENDING, pos, change)
+                    self._mark_ancestors_pending(iid, run.parent, pos, change)
         elif action == "cancel":
             inv.actions.append(pos)
-            for run in self.runs(event.invocation_id):
+            for run in self.runs(iid):
                 if not run.status.is_final:
-                    self._set(run, NodeStatus.CANCELLED, pos, change)
-            for itr in self.interrupts.values():
-                if itr.invocation_id == event.invocation_id and itr.open:
+                    self._set(iid, run.path, NodeStatus.CANCELLED, pos, change)
+            for key, itr in list(self.interrupts.items()):
+                if itr.invocation_id == iid and itr.open:
+                    itr = self._own(self.interrupts, key)
                     itr.cancelled = True
                     itr.resolved_pos = pos
                     change.interrupts.add(itr.id)
 
-    def _on_answered(self, run: NodeRun, pos: int, change: Change) -> None:
+    def _on_answered(self, iid: str, path: str, pos: int, change: Change) -> None:
+        run = self._own(self.nodes, (iid, path))
         if run.rerun_on_resume:
-            self._set(run, NodeStatus.PENDING, pos, change)
+            self._set(iid, path, NodeStatus.PENDING, pos, change)
         elif not run.own_pending:
             values = [run.resolved[i] for i in run.interrupt_ids]
             run.output = values[0] if len(values) == 1 else {i: run.resolved[i] for i in run.interrupt_ids}
             run.auto_completed = True
             run.completed_pos = pos
-            self._set(run, NodeStatus.COMPLETED, pos, change)
-            change.auto_completed.append(run.path)
+            self._set(iid, path, NodeStatus.COMPLETED, pos, change)
+            change.auto_completed.append(path)
         else:
             return  # partial answer to a leaf: it keeps waiting, nothing runs
-        self._mark_ancestors_pending(run, pos, change)
+        self._mark_ancestors_pending(iid, run.parent, pos, change)
 
-    def _mark_ancestors_pending(self, run: NodeRun, pos: int, change: Change) -> None:
-        p = run.parent
-        while p is not None:
-            anc = self.nodes.get((run.invocation_id, p))
-            if anc is None:
-                break
+    def _mark_ancestors_pending(self, iid: str, parent: str | None, pos: int, change: Change) -> None:
+        while parent is not None and (iid, parent) in self.nodes:
+            anc = self.nodes[(iid, parent)]
             if anc.status is not NodeStatus.COMPLETED:
-                self._set(anc, NodeStatus.PENDING, pos, change)
-            p = anc.parent
+                self._set(iid, parent, NodeStatus.PENDING, pos, change)
+            parent = anc.parent
 
-    def _set(self, run: NodeRun, status: NodeStatus, pos: int, change: Change) -> None:
+    def _set(self, iid: str, path: str, status: NodeStatus, pos: int, change: Change) -> None:
+        run = self._own(self.nodes, (iid, path))
         run.status = status
         run.updated_pos = pos
-        change.paths.add(run.path)
+        change.paths.add(path)
 
-    def _run_for(self, invocation_id: str, path: str) -> NodeRun:
+    def _ensure_run(self, invocation_id: str, path: str) -> None:
         key = (invocation_id, path)
-        run = self.nodes.get(key)
-        if run is None:
-            parent = parent_path(path)
-            name, run_id = leaf_name(path), leaf_run_id(path)
-            run = NodeRun(invocation_id=invocation_id, path=path, name=name, run_id=run_id, parent=parent)
-            self.nodes[key] = run
-            if parent is None:
-                self.invocations[invocation_id].roots.append(path)
-            else:
-                self._run_for(invocation_id, parent).children.append(path)
-            lkey = (invocation_id, parent, name)
-            n = _run_no(run_id)
-            if n >= self._max_run.get(lkey, 0):
-                self._max_run[lkey] = n
-                self._latest[lkey] = path
-        return run
+        if key in self.nodes:
+            return
+        parent = parent_path(path)
+        name, run_id = leaf_name(path), leaf_run_id(path)
+        self.nodes[key] = NodeRun(
+            invocation_id=invocation_id, path=path, name=name, run_id=run_id, parent=parent, _gen=self._gen
+        )
+        if parent is None:
+            self._own(self.invocations, invocation_id).roots.append(path)
+        else:
+            self._ensure_run(invocation_id, parent)
+            self._own(self.nodes, (invocation_id, parent)).children.append(path)
+        lkey = (invocation_id, parent, name)
+        n = _run_no(run_id)
+        if n >= self._max_run.get(lkey, 0):
+            self._max_run[lkey] = n
+            self._latest[lkey] = path
 
     def _apply_node_event(self, event: Event, pos: int, change: Change) -> None:
         info = event.node_info
         assert info is not None
-        run = self._run_for(event.invocation_id, info.path)
+        self._ensure_run(event.invocation_id, info.path)
+        run = self._own(self.nodes, (event.invocation_id, info.path))
         run.updated_pos = pos
         change.paths.add(run.path)
         if info.lifecycle == "start":
@@ -304,9 +370,9 @@ class Projection:
                     event_id=event.id,
                     raised_pos=pos,
                     timestamp=event.timestamp,
+                    _gen=self._gen,
                 )
-                if call.id in run.resolved:  # an id reused by a re-execution
-                    del run.resolved[call.id]
+                run.resolved.pop(call.id, None)  # an id reused by a re-execution
                 if call.id not in run.interrupt_ids:
                     run.interrupt_ids.append(call.id)
                 change.interrupts.add(call.id)
@@ -383,9 +449,6 @@ class Projection:
         return root.status if root else None
 
     # ---------------------------------------------------------- persistence
-    def copy(self) -> Projection:
-        return copy.deepcopy(self)
-
     def compact(self, invocation_id: str) -> Projection:
         """What a resume of one invocation needs: the latest run of every
         (parent, name) whose ancestors are latest runs too, and their interrupts.
@@ -397,7 +460,7 @@ class Projection:
         inv = self.invocations.get(invocation_id)
         if inv is None:
             return out
-        out.invocations[invocation_id] = copy.deepcopy(inv)
+        out.invocations[invocation_id] = inv.clone(out._gen)
         kept: set[str] = set()
         stack = [p for p in inv.roots if self._latest.get((invocation_id, None, leaf_name(p))) == p]
         while stack:
@@ -412,7 +475,7 @@ class Projection:
                     latest[key] = c
             stack.extend(c.path for c in latest.values())
         for path in kept:
-            run = copy.deepcopy(self.nodes[(invocation_id, path)])
+            run = self.nodes[(invocation_id, path)].clone(out._gen)
             run.children = [c for c in run.children if c in kept]
             out.nodes[(invocation_id, path)] = run
             lkey = (invocation_id, run.parent, run.name)
@@ -424,16 +487,16 @@ class Projection:
         out.invocations[invocation_id].roots = [p for p in inv.roots if p in kept]
         for key, itr in self.interrupts.items():
             if key[0] == invocation_id and (itr.open or itr.path in kept):
-                out.interrupts[key] = copy.deepcopy(itr)
+                out.interrupts[key] = itr.clone(out._gen)
         return out
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-safe snapshot (for store caches and replay checkpoints)."""
         return {
             "position": self.position,
-            "nodes": [{**asdict(r), "status": r.status.value} for r in self.nodes.values()],
-            "interrupts": [asdict(i) for i in self.interrupts.values()],
-            "invocations": [asdict(i) for i in self.invocations.values()],
+            "nodes": [{**_record(r), "status": r.status.value} for r in self.nodes.values()],
+            "interrupts": [_record(i) for i in self.interrupts.values()],
+            "invocations": [_record(i) for i in self.invocations.values()],
             "state": self.state,
         }
 
@@ -456,6 +519,11 @@ class Projection:
             p.interrupts[(itr.invocation_id, itr.id)] = itr
         p.state = dict(data["state"])
         return p
+
+
+def _record(obj: Any) -> dict[str, Any]:
+    """A record as JSON-safe fields, without the copy-on-write generation."""
+    return {f.name: copy.deepcopy(getattr(obj, f.name)) for f in fields(obj) if f.name != "_gen"}
 
 
 def _run_no(run_id: str) -> int:

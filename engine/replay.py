@@ -1,0 +1,221 @@
+"""Replay: a cursor over a session's history with the projected state at every
+position, markers that explain each event, and diffs between positions.
+
+Positions count applied events: position 0 is before the first event, position
+``k`` is the state after event ``k``. The state is computed by the one
+projection (``engine.projection``), incrementally: stepping forward applies one
+event; stepping back or jumping restarts from the nearest checkpoint (a cheap
+copy-on-write fork kept every ``checkpoint_every`` events) and applies at most
+that many events. Nothing here writes: replay is read-only by construction.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .models import Event, NodeStatus, StoredEvent
+from .projection import Change, Projection
+
+
+@dataclass
+class Marker:
+    """Why an event matters, for the replay timeline."""
+
+    kind: str
+    """interrupt · answer · auto-complete · pending · re-execute · fresh-run ·
+    failure · redrive · cancel"""
+    path: str | None
+    text: str
+
+
+@dataclass
+class DiffRow:
+    area: str
+    """node · interrupt · state"""
+    key: str
+    before: Any
+    after: Any
+
+
+@dataclass
+class Step:
+    """The event at a position and what it did."""
+
+    position: int
+    seq: int
+    event: Event
+    change: Change
+    markers: list[Marker] = field(default_factory=list)
+
+
+OPERATOR_ACTIONS = ("response", "redrive", "cancel")
+
+
+class Replay:
+    """Cursor over ``events`` (``StoredEvent`` or ``(seq, Event)`` pairs)."""
+
+    def __init__(self, events: Sequence[StoredEvent] | Sequence[tuple[int, Event]], *, checkpoint_every: int = 1024):
+        self.seqs: list[int] = []
+        self.events: list[Event] = []
+        for item in events:
+            seq, ev = (item.seq, item.event) if isinstance(item, StoredEvent) else item
+            self.seqs.append(seq)
+            self.events.append(ev)
+        self.checkpoint_every = max(1, checkpoint_every)
+        self._checkpoints: dict[int, Projection] = {0: Projection()}
+        self._checkpoint_positions: list[int] = [0]
+        self.actions: list[int] = [i + 1 for i, e in enumerate(self.events) if e.kind in OPERATOR_ACTIONS]
+        """Positions of operator actions (FR messages, re-drives, cancels)."""
+        self.position = 0
+        self.projection = Projection()
+        self.last_step: Step | None = None
+
+    def __len__(self) -> int:
+        return len(self.events)
+
+    def extend(self, events: Iterable[StoredEvent]) -> None:
+        """Append newly stored events (a live session)."""
+        for se in events:
+            self.seqs.append(se.seq)
+            self.events.append(se.event)
+            if se.event.kind in OPERATOR_ACTIONS:
+                self.actions.append(len(self.events))
+
+    # ----------------------------------------------------------- movement
+    def _advance(self) -> Change:
+        """Apply the next event; keep a checkpoint every ``checkpoint_every``."""
+        i = self.position
+        change = self.projection.apply(self.events[i], self.seqs[i])
+        self.position = i + 1
+        if self.position % self.checkpoint_every == 0 and self.position not in self._checkpoints:
+            self._checkpoints[self.position] = self.projection.fork()
+            bisect.insort(self._checkpoint_positions, self.position)
+        return change
+
+    def _apply_next(self) -> Step:
+        change = self._advance()
+        ev = self.events[self.position - 1]
+        step = Step(self.position, self.seqs[self.position - 1], ev, change, markers_for(ev, change, self.projection))
+        self.last_step = step
+        return step
+
+    def seek(self, position: int) -> Step | None:
+        """Move to ``position`` (clamped to 0..len). Returns the step that led there."""
+        position = max(0, min(position, len(self.events)))
+        if position == self.position:
+            return self.last_step
+        if position == 0:
+            self.projection = Projection()
+            self.position = 0
+            self.last_step = None
+            return None
+        target_base = position - 1
+        if not (self.position <= target_base and target_base - self.position < self.checkpoint_every):
+            i = bisect.bisect_right(self._checkpoint_positions, target_base) - 1
+            base = self._checkpoint_positions[i]
+            self.projection = self._checkpoints[base].fork()
+            self.position = base
+        while self.position < position - 1:
+            self._advance()
+        return self._apply_next()
+
+    def step(self, delta: int = 1) -> Step | None:
+        return self.seek(self.position + delta)
+
+    def next_action(self) -> Step | None:
+        i = bisect.bisect_right(self.actions, self.position)
+        return self.seek(self.actions[i]) if i < len(self.actions) else self.last_step
+
+    def prev_action(self) -> Step | None:
+        i = bisect.bisect_left(self.actions, self.position) - 1
+        return self.seek(self.actions[i]) if i >= 0 else self.last_step
+
+    def projection_at(self, position: int) -> Projection:
+        """A copy of the state after ``position`` events (the cursor stays put)."""
+        here = self.position
+        self.seek(position)
+        snap = self.projection.fork()
+        self.seek(here)
+        return snap
+
+
+def markers_for(event: Event, change: Change, after: Projection) -> list[Marker]:
+    """Explain one applied event. Auto-completions have no event of their own:
+    they are inferred here from the answer that caused them."""
+    out: list[Marker] = []
+    inv = event.invocation_id
+    kind = event.kind
+    meta = event.custom_metadata or {}
+    who = ""
+    if meta.get("operator"):
+        who = f" by {meta['operator']}"
+    if meta.get("reason"):
+        who += f" ({meta['reason']})"
+    if kind == "response":
+        ids = ", ".join(fr.id for fr in event.function_responses)
+        out.append(Marker("answer", None, f"answer to {ids}{who}"))
+        for path in change.auto_completed:
+            out.append(Marker("auto-complete", path, f"{path} auto-completed from the answer (inferred, no event)"))
+        for path in sorted(change.paths):
+            run = after.get(inv, path)
+            if run is not None and run.status is NodeStatus.PENDING:
+                out.append(Marker("pending", path, f"{path} will re-execute (PENDING)"))
+    elif kind in ("redrive", "cancel"):
+        out.append(Marker(kind, None, f"{kind}{who}"))
+    elif kind == "interrupt":
+        ids = ", ".join(event.long_running_tool_ids or [])
+        out.append(Marker("interrupt", event.path, f"{event.path} asks for input: {ids}"))
+    elif kind == "start" and event.path:
+        run = after.get(inv, event.path)
+        if run is not None and run.starts > 1:
+            out.append(Marker("re-execute", event.path, f"{event.path} re-executes with the same run id"))
+        elif run is not None and run.run_id != "1":
+            out.append(Marker("fresh-run", event.path, f"{event.path}: fresh run {run.run_id} (new dispatch)"))
+    elif kind == "error" or (kind == "end" and event.node_info and event.node_info.status is NodeStatus.FAILED):
+        out.append(Marker("failure", event.path, f"{event.path} failed: {event.error_code}: {event.error_message}"))
+    return out
+
+
+def diff(before: Projection, after: Projection) -> list[DiffRow]:
+    """What changed between two projections: node runs (status, output, new
+    runs), interrupts (opened, answered, cancelled) and session state keys."""
+    rows: list[DiffRow] = []
+    for key in sorted(set(before.nodes) | set(after.nodes), key=lambda k: (k[0], k[1])):
+        a, b = before.nodes.get(key), after.nodes.get(key)
+        label = key[1]
+        if a is None and b is not None:
+            rows.append(DiffRow("node", label, None, f"new run {b.status.value}"))
+            continue
+        if b is None and a is not None:
+            rows.append(DiffRow("node", label, a.status.value, None))
+            continue
+        assert a is not None and b is not None
+        if a.status is not b.status:
+            rows.append(DiffRow("node", f"{label} status", a.status.value, b.status.value))
+        if a.output != b.output:
+            rows.append(DiffRow("node", f"{label} output", a.output, b.output))
+        if a.starts != b.starts:
+            rows.append(DiffRow("node", f"{label} executions", a.starts, b.starts))
+    for key in sorted(set(before.interrupts) | set(after.interrupts)):
+        ia, ib = before.interrupts.get(key), after.interrupts.get(key)
+        sa = _itr_state(ia)
+        sb = _itr_state(ib)
+        if sa != sb:
+            rows.append(DiffRow("interrupt", key[1], sa, sb))
+    for k in sorted(set(before.state) | set(after.state)):
+        if before.state.get(k) != after.state.get(k):
+            rows.append(DiffRow("state", k, before.state.get(k), after.state.get(k)))
+    return rows
+
+
+def _itr_state(itr: Any) -> str | None:
+    if itr is None:
+        return None
+    if itr.resolved:
+        return f"answered: {itr.response!r}"
+    if itr.cancelled:
+        return "cancelled"
+    return "open"
