@@ -491,7 +491,8 @@ class Projection:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-safe snapshot (for store caches and replay checkpoints)."""
+        """A JSON-safe snapshot (for store caches). Values are shared with the
+        projection, not copied: serialise it (or deep-copy it) before mutating."""
         return {
             "position": self.position,
             "nodes": [{**_record(r), "status": r.status.value} for r in self.nodes.values()],
@@ -523,7 +524,7 @@ class Projection:
 
 def _record(obj: Any) -> dict[str, Any]:
     """A record as JSON-safe fields, without the copy-on-write generation."""
-    return {f.name: copy.deepcopy(getattr(obj, f.name)) for f in fields(obj) if f.name != "_gen"}
+    return {f.name: getattr(obj, f.name) for f in fields(obj) if f.name != "_gen"}
 
 
 def _run_no(run_id: str) -> int:

@@ -198,18 +198,12 @@ class Runner:
             coro = runner.run(root.input, resume_inputs=root.resolved)
         else:
             return  # e.g. a partial answer to a leaf: nothing runs
+        done = object()
         task = asyncio.ensure_future(coro)
+        task.add_done_callback(lambda _: inv_ctx.queue.put_nowait(done))  # type: ignore[arg-type]
         try:
-            while True:
-                getter = asyncio.ensure_future(inv_ctx.queue.get())
-                done, _ = await asyncio.wait({task, getter}, return_when=asyncio.FIRST_COMPLETED)
-                if getter in done:
-                    yield getter.result().event
-                    continue
-                getter.cancel()
-                break
-            while not inv_ctx.queue.empty():
-                yield inv_ctx.queue.get_nowait().event
+            while (item := await inv_ctx.queue.get()) is not done:
+                yield item.event
             exc = task.exception()
         finally:
             if not task.done():
