@@ -1,0 +1,207 @@
+"""The one registry of operator actions.
+
+Every thing an operator can do in the console has one dotted id here
+(``sessions.open``, ``tree.next_waiting``, ``interrupts.answer`` ...). Key
+bindings (``Binding(..., id=...)``, so a keymap can rebind them), the footer,
+the help screen (``?``), the command palette and ``:`` command mode are all
+derived from :data:`ACTIONS`; nothing else declares a key. Each action also
+names the headless ``hitl`` command that does the same thing, so a runbook can
+repeat what an operator did.
+
+``screen`` says where an action is bound: ``app`` (everywhere), a screen
+(``sessions``, ``inbox``, ``session``) or a widget (``log``). ``writes=True``
+marks actions that append to the store; ``--read-only`` disables all of them.
+``ready=False`` marks placeholders for actions that land with a later issue:
+they are listed (so the vocabulary is stable) and say so when used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from textual.actions import parse
+from textual.binding import Binding
+
+AREA_TITLES: dict[str, str] = {
+    "app": "App",
+    "sessions": "Sessions",
+    "inbox": "Inbox",
+    "session": "Session",
+    "tree": "Tree",
+    "log": "Log",
+    "interrupts": "Interrupts",
+    "invocation": "Invocation",
+}
+"""Palette title prefix (``Area: Verb``) by the first part of an action id."""
+
+
+@dataclass(frozen=True)
+class Action:
+    """One operator action."""
+
+    id: str
+    """Dotted id, unique; also the Binding id (keymaps use it)."""
+    key: str | None
+    """Textual key name (``enter``, ``slash``, ``R``...); None: palette/command only."""
+    label: str
+    """Short footer text."""
+    description: str
+    """One sentence for the help screen and the palette."""
+    screen: str | tuple[str, ...]
+    """Where it is bound: ``app``, ``sessions``, ``inbox``, ``session`` or ``log`` (or several)."""
+    method: str
+    """Textual action string run on the owner (``open_selected``, ``set_status('waiting')``)."""
+    cli: str | None = None
+    """The equivalent headless command (a template with ``{placeholders}``)."""
+    writes: bool = False
+    """Appends to the store; disabled by ``--read-only``."""
+    show: bool = True
+    """Shown in the footer."""
+    command: str | None = None
+    """Name in ``:`` command mode (besides the id itself)."""
+    ready: bool = True
+    """False: a placeholder for a later issue."""
+    key_display: str | None = None
+
+    @property
+    def screens(self) -> tuple[str, ...]:
+        return (self.screen,) if isinstance(self.screen, str) else self.screen
+
+    @property
+    def area(self) -> str:
+        return self.id.split(".", 1)[0]
+
+    @property
+    def title(self) -> str:
+        """``Area: Verb`` for the command palette."""
+        return f"{AREA_TITLES.get(self.area, self.area.title())}: {self.description.rstrip('.')}"
+
+    @property
+    def action_name(self) -> str:
+        """The method name Textual calls (``action_<name>``), without parameters."""
+        return parse(self.method)[1]
+
+    @property
+    def params(self) -> tuple[object, ...]:
+        return tuple(parse(self.method)[2])
+
+    def binding(self) -> Binding:
+        assert self.key is not None
+        return Binding(
+            self.key,
+            self.method,
+            self.label,
+            show=self.show,
+            id=self.id,
+            key_display=self.key_display,
+            tooltip=self.description,
+        )
+
+
+def _status(key: str, status: str | None, label: str) -> Action:
+    arg = "None" if status is None else repr(status)
+    return Action(
+        f"sessions.status.{status or 'all'}",
+        key,
+        label,
+        f"Show {status or 'all'} sessions",
+        "sessions",
+        f"set_status({arg})",
+        cli="hitl sessions" + (f" --status {status}" if status else ""),
+        show=False,
+    )
+
+
+ACTIONS: tuple[Action, ...] = (
+    # ---------------------------------------------------------------- global
+    Action("app.help", "question_mark", "Help", "Keys of this screen", "app", "help", cli="hitl --help",
+           command="help", key_display="?"),
+    Action("app.command", "colon", "Cmd", "Command mode (:sessions status=waiting, :inbox, :open ID)", "app",
+           "command_line", key_display=":"),
+    Action("app.palette", "ctrl+p", "Palette", "Command palette", "app", "command_palette", show=False),
+    Action("app.back", "escape", "Back", "Back to the previous screen", "app", "back", command="back",
+           key_display="esc", show=False),
+    Action("app.quit", "q", "Quit", "Quit the console", "app", "quit", command="quit", show=False),
+    Action("sessions.show", "h", "Sessions", "Show the sessions list", "app", "show_sessions",
+           cli="hitl sessions", command="sessions", show=False),
+    Action("inbox.show", "i", "Inbox", "Show every open interrupt, oldest first", "app", "show_inbox",
+           cli="hitl inbox", command="inbox"),
+    # -------------------------------------------------------------- sessions
+    Action("sessions.open", "enter", "Open", "Open the selected session", "sessions", "open_selected",
+           cli="hitl show {session_id}", command="open"),
+    Action("sessions.filter", "slash", "Filter", "Filter sessions by id text", "sessions", "filter",
+           cli="hitl sessions --text {text}", key_display="/"),
+    Action("sessions.status_filter", "s", "Status", "Cycle the status filter", "sessions", "cycle_status",
+           cli="hitl sessions --status {status}"),
+    _status("0", None, "All"),
+    _status("1", "waiting", "Waiting"),
+    _status("2", "running", "Running"),
+    _status("3", "failed", "Failed"),
+    _status("4", "completed", "Completed"),
+    _status("5", "cancelled", "Cancelled"),
+    Action("sessions.sort", "o", "Sort", "Sort by last activity / oldest open interrupt", "sessions",
+           "toggle_sort"),
+    Action("sessions.refresh", "r", "Refresh", "Reload the list now", "sessions", "refresh", show=False,
+           cli="hitl sessions"),
+    # ----------------------------------------------------------------- inbox
+    Action("inbox.open", "enter", "Jump", "Jump to the interrupt's node in its session", "inbox", "open_selected",
+           cli="hitl show {session_id} --invocation {invocation_id}"),
+    Action("inbox.refresh", "r", "Refresh", "Reload the inbox now", "inbox", "refresh", show=False,
+           cli="hitl inbox"),
+    Action("interrupts.answer", "a", "Answer", "Answer open interrupt ids (several at once)", ("inbox", "session"),
+           "answer",
+           cli="hitl resume {session_id} --answer {interrupt_id}=JSON", writes=True, ready=False),
+    # --------------------------------------------------------------- session
+    Action("tree.next_waiting", "n", "Next", "Move to the next WAITING node", "session", "next_waiting",
+           cli="hitl show {session_id} --invocation {invocation_id}"),
+    Action("tree.follow", "f", "Follow", "Follow live changes (cursor and log tail)", "session", "toggle_follow"),
+    Action("tree.expand_all", "plus", "Expand", "Expand every node", "session", "expand_all", show=False,
+           key_display="+"),
+    Action("tree.collapse_all", "minus", "Collapse", "Collapse every node", "session", "collapse_all", show=False,
+           key_display="-"),
+    Action("session.invocations", "p", "Invocations", "Pick another invocation of this session", "session",
+           "pick_invocation", cli="hitl show {session_id} --invocation {invocation_id}"),
+    Action("session.refresh", "r", "Reload", "Reload the session from the store", "session", "reload", show=False,
+           cli="hitl show {session_id}"),
+    Action("invocation.redrive", "R", "Re-drive", "Re-drive the failed invocation", "session", "redrive",
+           cli="hitl redrive {session_id} {invocation_id}", writes=True, ready=False),
+    Action("invocation.cancel", "X", "Cancel", "Cancel the invocation (closes its open interrupts)", "session",
+           "cancel", cli="hitl cancel {session_id} {invocation_id}", writes=True, ready=False),
+    # ------------------------------------------------------------------- log
+    Action("log.first", "g", "First", "Jump to the first event", "log", "first", show=False,
+           cli="hitl events {session_id}"),
+    Action("log.last", "G", "Last", "Jump to the latest event", "log", "last", show=False,
+           cli="hitl events {session_id} --tail"),
+)
+"""Every operator action, in help-screen order."""
+
+BY_ID: dict[str, Action] = {a.id: a for a in ACTIONS}
+assert len(BY_ID) == len(ACTIONS), "duplicate action id"
+
+BY_COMMAND: dict[str, Action] = {a.command: a for a in ACTIONS if a.command}
+COMMAND_ALIASES: dict[str, str] = {"q": "quit", "s": "sessions", "o": "open", "?": "help"}
+
+
+def for_screen(screen: str) -> list[Action]:
+    return [a for a in ACTIONS if screen in a.screens]
+
+
+def bindings(screen: str) -> list[Binding]:
+    """The Textual bindings of one screen (or ``app``/``log``), from the registry."""
+    return [a.binding() for a in for_screen(screen) if a.key is not None]
+
+
+def lookup(screen: str, action_name: str, params: Iterable[object] = ()) -> Action | None:
+    """The registry entry behind a Textual action call on ``screen``."""
+    params = tuple(params)
+    for a in ACTIONS:
+        if screen in a.screens and a.action_name == action_name and (not a.params or a.params == params):
+            return a
+    return None
+
+
+def help_rows(screens: Iterable[str]) -> list[Action]:
+    """Actions shown by the help screen for a view made of these screens/widgets."""
+    wanted = list(screens)
+    return [a for s in wanted for a in for_screen(s)]

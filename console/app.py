@@ -1,0 +1,281 @@
+"""The hitl console: a Textual app over a ``SessionStore``.
+
+``run_app(db_path, read_only=..., registry=...)`` is what ``hitl`` calls: it
+opens the SQLite store inside the app (in a worker) and shows the sessions
+list. Tests and embedders build :class:`HitlApp` directly with any store (a
+``MemoryStore`` works), a ``clock`` so ages render deterministically, and
+``poll_interval=None`` to freeze live updates.
+
+Screens: Sessions (home) → Session (node tree, details, event log); Inbox (every
+open interrupt) → Session at that node; Help (``?``); ``:`` command mode; the
+command palette (``ctrl+p``). Every key comes from :mod:`console.actions`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import Any, ClassVar
+
+from textual import work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Footer, Static
+
+from engine.store.base import SessionStore
+
+from .actions import ACTIONS, BY_COMMAND, BY_ID, Action, bindings, for_screen, lookup
+from .messages import SessionQuery
+from .screens.base import HitlScreen
+from .screens.command import ActionsProvider, CommandError, CommandLine, parse_command
+from .screens.help import HelpScreen, sections_for
+from .screens.inbox import InboxScreen
+from .screens.loaders import one_line
+from .screens.session import SessionScreen
+from .screens.sessions import STATUS_CYCLE, SessionsScreen
+
+SESSION_STATUSES = {s for s in STATUS_CYCLE if s} | {"new"}
+
+
+class HitlApp(App[None]):
+    """The operator console."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "hitl console"
+    BINDINGS: ClassVar[list[Binding]] = [b for b in bindings("app") if b.action != "command_palette"]
+    COMMAND_PALETTE_BINDING = BY_ID["app.palette"].key or "ctrl+p"
+    COMMANDS: ClassVar[set[Any]] = App.COMMANDS | {ActionsProvider}
+
+    def __init__(
+        self,
+        store: SessionStore | None = None,
+        *,
+        db_path: str | os.PathLike[str] | None = None,
+        read_only: bool = False,
+        registry: Any = None,
+        clock: Callable[[], float] = time.time,
+        poll_interval: float | None = 0.5,
+        refresh_interval: float | None = 2.0,
+        cursor_blink: bool = True,
+    ) -> None:
+        super().__init__()
+        self._store = store
+        self.db_path = db_path
+        self.read_only = read_only
+        """Every action with ``writes=True`` is disabled, and the store is opened read-only."""
+        self.registry = registry
+        """The app registry (``engine.apps``), needed by write actions; may be None."""
+        self.clock = clock
+        """Returns "now" (epoch seconds): ages are computed against it."""
+        self.poll_interval = poll_interval
+        """Seconds between reads of new events on the session screen (None: no live updates)."""
+        self.refresh_interval = refresh_interval
+        """Seconds between refreshes of the sessions list and the inbox (None: never)."""
+        self.cursor_blink = cursor_blink
+        self._owns_store = store is None
+        if store is not None:
+            self.store_label = "memory store" if type(store).__name__ == "MemoryStore" else str(getattr(store, "path", ""))
+        else:
+            self.store_label = str(db_path) if db_path else "default store"
+
+    # ------------------------------------------------------------ store
+    @property
+    def store(self) -> SessionStore:
+        if self._store is None:
+            raise RuntimeError("the store is not open yet")
+        return self._store
+
+    def compose(self) -> ComposeResult:
+        yield Static(f"Opening {self.store_label}…", id="splash")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        if self._store is None:
+            self._open_store()
+        else:
+            self._start()
+
+    def _start(self) -> None:
+        self.push_screen(SessionsScreen())
+
+    @work(exclusive=True, group="open-store", exit_on_error=False)
+    async def _open_store(self) -> None:
+        try:
+            from engine.store.sqlite import SQLiteStore
+
+            self._store = await SQLiteStore.open(self.db_path, read_only=self.read_only)
+            self.store_label = str(getattr(self._store, "path", self.db_path or ""))
+        except Exception as e:  # noqa: BLE001 -- told to the operator, never a traceback
+            text = one_line(e)
+            self.query_one("#splash", Static).update(f"Cannot open the session store.\n\n{text}\n\nPress q to quit.")
+            self.notify(text, severity="error", timeout=15)
+            return
+        self._start()
+
+    async def on_unmount(self) -> None:
+        if self._owns_store and self._store is not None:
+            with contextlib.suppress(Exception):  # closing on exit must not raise
+                await self._store.close()
+
+    # ------------------------------------------------------------ registry plumbing
+    def owner_of(self, action: Action, screen: Screen[Any]) -> Any | None:
+        """The object that runs ``action`` on ``screen`` (app, the screen, or its log widget)."""
+        if "app" in action.screens:
+            return self
+        if isinstance(screen, HitlScreen) and screen.AREA in action.screens:
+            return screen
+        if "log" in action.screens and isinstance(screen, SessionScreen):
+            from .widgets.event_log import EventLog
+
+            return screen.query_one(EventLog)
+        return None
+
+    def action_state(self, action: Action, owner: Any) -> bool | None:
+        """True: enabled; None: shown but disabled (read-only, or does not apply now)."""
+        if action.writes and self.read_only:
+            return None
+        check = getattr(owner, f"can_{action.action_name}", None)
+        if check is not None and not check(*action.params):
+            return None
+        return True
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        entry = lookup("app", action, parameters)
+        if entry is None:
+            return True
+        return self.action_state(entry, self)
+
+    def applicable_actions(self, screen: Screen[Any]) -> list[tuple[Action, Callable[[], Any]]]:
+        """What the palette offers on ``screen``: ready actions that apply now."""
+        out: list[tuple[Action, Callable[[], Any]]] = []
+        for action in ACTIONS:
+            if not action.ready:
+                continue
+            owner = self.owner_of(action, screen)
+            if owner is None or self.action_state(action, owner) is not True:
+                continue
+            out.append((action, partial(self._run_on, owner, action.method)))
+        return out
+
+    def _run_on(self, owner: Any, method: str) -> None:
+        self.call_later(owner.run_action, method)
+
+    def not_ready(self, action_id: str, context: dict[str, str] | None = None) -> None:
+        """A placeholder action was used: say what to do instead."""
+        action = BY_ID[action_id]
+        if action.writes and self.read_only:
+            self.notify(f"Read-only mode: {action_id} is disabled (it writes to the store).", severity="warning")
+            return
+        cli = (action.cli or "").format_map(_Missing(context or {}))
+        self.notify(
+            f"{action.description} from the console comes with the next release; for now run: {cli}",
+            title=action_id,
+            severity="warning",
+            timeout=10,
+        )
+
+    # ------------------------------------------------------------ navigation
+    def open_session(self, session_id: str, *, invocation_id: str | None = None, path: str | None = None) -> None:
+        self.push_screen(SessionScreen(session_id, invocation_id, path))
+
+    def _home(self) -> SessionsScreen | None:
+        while len(self.screen_stack) > 1 and not isinstance(self.screen, SessionsScreen):
+            self.pop_screen()
+        return self.screen if isinstance(self.screen, SessionsScreen) else None
+
+    def action_show_sessions(self, query: SessionQuery | None = None) -> None:
+        home = self._home()
+        if home is not None and query is not None:
+            home.apply_query(query)
+
+    def action_show_inbox(self, app_name: str | None = None) -> None:
+        if isinstance(self.screen, ModalScreen):
+            self.pop_screen()
+        if isinstance(self.screen, InboxScreen):
+            if app_name != self.screen.app_name:
+                self.screen.set_app(app_name)
+            return
+        self.push_screen(InboxScreen(app_name))
+
+    async def action_back(self) -> None:
+        screen = self.screen
+        if isinstance(screen, HitlScreen) and screen.on_back():
+            return
+        if isinstance(screen, ModalScreen):
+            screen.dismiss(None)
+        elif len(self.screen_stack) > 2:
+            self.pop_screen()
+
+    def action_help(self) -> None:
+        screen = self.screen
+        if isinstance(screen, HelpScreen):
+            return
+        by_screen = {s: for_screen(s) for s in ("app", "sessions", "inbox", "session", "log")}
+        areas = (*screen.HELP_AREAS, "app") if isinstance(screen, HitlScreen) else ("app",)
+        title = {"sessions": "Sessions", "inbox": "Inbox", "session": "Session"}.get(
+            getattr(screen, "AREA", ""), "Console"
+        )
+        self.push_screen(HelpScreen(title, sections_for(areas, by_screen), read_only=self.read_only))
+
+    def action_command_line(self) -> None:
+        if isinstance(self.screen, CommandLine):
+            return
+
+        def done(text: str | None) -> None:
+            if text:
+                self.run_command(text)
+
+        self.push_screen(CommandLine(), done)
+
+    def run_command(self, text: str) -> None:
+        """Execute one ``:`` command; errors become a notification."""
+        try:
+            cmd = parse_command(text)
+        except CommandError as e:
+            self.notify(str(e), severity="error")
+            return
+        opts, args = cmd.options, cmd.args
+        if cmd.name == "sessions":
+            status = opts.get("status")
+            if status in ("all", ""):
+                status = None
+            if status is not None and status not in SESSION_STATUSES:
+                self.notify(f"unknown status {status!r} (one of: {', '.join(sorted(SESSION_STATUSES))})", severity="error")
+                return
+            text_filter = opts.get("text") or (" ".join(args) or None)
+            self.action_show_sessions(SessionQuery(status, text_filter, opts.get("app"), opts.get("user")))
+        elif cmd.name == "inbox":
+            self.action_show_inbox(opts.get("app"))
+        elif cmd.name == "open":
+            if not args:
+                self.notify("usage: :open SESSION [INVOCATION]", severity="error")
+                return
+            self.open_session(args[0], invocation_id=args[1] if len(args) > 1 else opts.get("invocation"))
+        else:
+            action = BY_COMMAND.get(cmd.name) or BY_ID[cmd.name]
+            owner = self.owner_of(action, self.screen)
+            if owner is None:
+                where = ", ".join(action.screens)
+                self.notify(f"{action.id} applies on the {where} screen, not here", severity="error")
+                return
+            state = self.action_state(action, owner)
+            if state is not True:
+                reason = "read-only mode (it writes to the store)" if action.writes and self.read_only else "it does not apply now"
+                self.notify(f"{action.id} is disabled: {reason}", severity="warning")
+                return
+            self._run_on(owner, action.method)
+
+
+class _Missing(dict[str, str]):
+    def __missing__(self, key: str) -> str:
+        return key.upper()
+
+
+def run_app(db_path: str | os.PathLike[str] | None, read_only: bool = False, registry: Any = None) -> None:
+    """Run the console on the SQLite store at ``db_path`` (None: the default path)."""
+    HitlApp(db_path=Path(db_path) if db_path is not None else None, read_only=read_only, registry=registry).run()

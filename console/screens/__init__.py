@@ -1,0 +1,1 @@
+"""The console's screens (sessions, inbox, session, help, modals) and their store loaders."""

@@ -1,0 +1,137 @@
+"""``:`` command mode and the command palette, both derived from the registry.
+
+* :class:`CommandLine` -- a typed modal returning the typed command (k9s style:
+  ``:sessions status=waiting``, ``:inbox``, ``:open SESSION``, or any action id);
+  :func:`parse_command` turns it into a :class:`Command` the app executes.
+* :class:`ActionsProvider` -- the palette offers, as ``Area: Verb``, only the
+  registry actions that apply right now on the current screen.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from typing import TYPE_CHECKING, Any, ClassVar, cast
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.containers import Horizontal
+from textual.screen import ModalScreen
+from textual.suggester import SuggestFromList
+from textual.widgets import Input, Label
+
+from ..actions import ACTIONS, BY_COMMAND, BY_ID, COMMAND_ALIASES, Action
+
+if TYPE_CHECKING:
+    from ..app import HitlApp
+
+SUGGESTIONS = [
+    "sessions",
+    "sessions status=waiting",
+    "sessions status=failed",
+    "sessions status=running",
+    "sessions status=completed",
+    "sessions status=cancelled",
+    "inbox",
+    "open ",
+    "help",
+    "quit",
+    "back",
+    *(a.id for a in ACTIONS),
+]
+
+
+class CommandError(ValueError):
+    """A command that cannot run; the message is shown as is."""
+
+
+@dataclass
+class Command:
+    name: str
+    """A command name (``sessions``, ``inbox``, ``open``...) or an action id."""
+    args: list[str] = field(default_factory=list)
+    options: dict[str, str] = field(default_factory=dict)
+
+
+def parse_command(text: str) -> Command:
+    """``sessions status=waiting app=refunds foo`` -> Command("sessions", ["foo"], {...})."""
+    text = text.strip().lstrip(":").strip()
+    if not text:
+        raise CommandError("empty command; try :help")
+    try:
+        words = shlex.split(text)
+    except ValueError as e:
+        raise CommandError(f"cannot parse {text!r}: {e}") from None
+    name = COMMAND_ALIASES.get(words[0], words[0])
+    if name not in BY_COMMAND and name not in BY_ID:
+        raise CommandError(f"unknown command :{words[0]} (try :sessions, :inbox, :open SESSION, :help)")
+    args: list[str] = []
+    options: dict[str, str] = {}
+    for w in words[1:]:
+        key, eq, value = w.partition("=")
+        if eq and key:
+            options[key] = value
+        else:
+            args.append(w)
+    return Command(name, args, options)
+
+
+class CommandLine(ModalScreen[str | None]):
+    """The ``:`` prompt at the bottom of the screen."""
+
+    BINDINGS: ClassVar[list[Binding]] = [Binding("escape", "close", "Close", show=False)]
+
+    def __init__(self) -> None:
+        super().__init__(id="command-line", classes="modal")
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="command-bar"):
+            yield Label(":", id="command-prompt")
+            yield Input(
+                placeholder="sessions status=waiting · inbox · open SESSION · help · any action id",
+                suggester=SuggestFromList(SUGGESTIONS, case_sensitive=False),
+                id="command-input",
+            )
+
+    def on_mount(self) -> None:
+        box = self.query_one(Input)
+        box.cursor_blink = cast("HitlApp", self.app).cursor_blink
+        box.focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value)
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+class ActionsProvider(Provider):
+    """Registry actions that apply now, as ``Area: Verb``."""
+
+    def _applicable(self) -> list[tuple[Action, Callable[[], Any]]]:
+        app = cast("HitlApp", self.app)
+        return [(a, run) for a, run in app.applicable_actions(self.screen) if a.id != "app.palette"]
+
+    async def discover(self) -> Hits:
+        for action, run in self._applicable():
+            yield DiscoveryHit(action.title, run, help=_help(action))
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for action, run in self._applicable():
+            score = max(matcher.match(action.title), matcher.match(action.id))
+            if score > 0:
+                yield Hit(score, matcher.highlight(action.title), run, help=_help(action))
+
+
+def _help(action: Action) -> str:
+    key = f"key {action.key_display or action.key} · " if action.key else ""
+    cli = f" · {action.cli}" if action.cli else ""
+    return f"{key}{action.id}{cli}"
+
+
+def run_partial(fn: Callable[..., Any], *args: Any) -> Callable[[], Any]:
+    return partial(fn, *args)

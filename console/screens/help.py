@@ -1,0 +1,76 @@
+"""The help screen: the keys of the screen it was opened over, from the registry."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Label, Static
+
+from ..actions import AREA_TITLES, Action
+
+
+def key_text(action: Action) -> str:
+    if action.key_display:
+        return action.key_display
+    return {"enter": "enter", "plus": "+", "minus": "-", "slash": "/", "colon": ":"}.get(action.key or "", action.key or "")
+
+
+def help_table(sections: list[tuple[str, list[Action]]], *, read_only: bool) -> Group:
+    """One block per section: key, action id, what it does and the same from a shell."""
+    parts: list[RenderableType] = []
+    for title, actions in sections:
+        parts.append(Text(title, style="bold underline"))
+        table = Table(box=None, padding=(0, 1), expand=True, show_header=False)
+        table.add_column("key", no_wrap=True, width=6, style="bold")
+        table.add_column("action", no_wrap=True, width=24)
+        table.add_column("what it does", ratio=1)
+        for a in actions:
+            what = Text(a.description)
+            style = ""
+            if a.writes and read_only:
+                what.append("  (disabled: read-only)", style="italic")
+                style = "dim strike"
+            elif not a.ready:
+                what.append("  (next release)", style="italic")
+            if a.cli:
+                what.append(f"\n$ {a.cli}", style="dim")
+            table.add_row(key_text(a), Text(a.id, style=style), what)
+        parts.append(table)
+        parts.append(Text(""))
+    return Group(*parts)
+
+
+class HelpScreen(ModalScreen[None]):
+    """Keys of the current view (``?``); esc closes."""
+
+    BINDINGS: ClassVar[list[Binding]] = [Binding("escape,question_mark,q", "close", "Close", show=False)]
+
+    def __init__(self, title: str, sections: list[tuple[str, list[Action]]], *, read_only: bool) -> None:
+        super().__init__(classes="modal")
+        self.title_text = title
+        self.sections = sections
+        self.read_only = read_only
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(classes="modal-box", id="help-box"):
+            yield Label(f"Help · {self.title_text}   (esc: close · : command mode · ctrl+p palette)", classes="modal-title")
+            yield Static(help_table(self.sections, read_only=self.read_only), id="help-table")
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+def sections_for(areas: tuple[str, ...], actions_by_screen: dict[str, list[Action]]) -> list[tuple[str, list[Action]]]:
+    out = []
+    for area in areas:
+        acts = actions_by_screen.get(area, [])
+        if acts:
+            out.append((AREA_TITLES.get(area, area.title()), acts))
+    return out

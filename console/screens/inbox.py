@@ -1,0 +1,213 @@
+"""The inbox: every open interrupt of the store, oldest first.
+
+Each row addresses one interrupt fully -- interrupt id, node path with run id,
+invocation and session -- so ids reused across loop iterations or invocations
+cannot be confused. Enter opens the session at that node.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.widgets import DataTable, Footer, Static
+
+from engine.models import REQUEST_INPUT_FUNCTION
+from engine.store.base import InterruptRecord
+
+from ..actions import bindings
+from ..messages import InboxLoaded, StoreFailed
+from ..widgets.format import age, short
+from .base import HitlScreen
+from .loaders import one_line
+
+PAGE = 100
+REFRESH_CAP = 1000
+
+COLUMNS = (
+    ("age", "AGE"),
+    ("interrupt", "INTERRUPT"),
+    ("session", "SESSION"),
+    ("asks", "ASKS"),
+    ("node", "NODE (run ids)"),
+    ("app", "APP"),
+)
+
+
+def asks(rec: InterruptRecord) -> str:
+    """The RequestInput message, or the function name of another long-running call."""
+    if rec.name == REQUEST_INPUT_FUNCTION and rec.message:
+        return rec.message
+    return rec.name + (f": {rec.message}" if rec.message else "")
+
+
+class InboxScreen(HitlScreen):
+    AREA = "inbox"
+    HELP_AREAS = ("inbox",)
+    BINDINGS: ClassVar[list[Binding]] = bindings("inbox")
+
+    def __init__(self, app_name: str | None = None) -> None:
+        super().__init__(id="inbox-screen")
+        self.app_name = app_name
+        self.rows: list[InterruptRecord] = []
+        self.next_cursor: str | None = None
+        self.loading = False
+        self.loading_more = False
+        self.loaded_once = False
+        self._generation = 0
+
+    def compose(self) -> ComposeResult:
+        yield self.compose_title("hitl ▸ Inbox")
+        yield Static("", id="inbox-info", classes="infoline")
+        yield DataTable(id="inbox-table", cursor_type="row", zebra_stripes=True)
+        yield Static("", id="inbox-empty", classes="empty -hidden")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        table = self.query_one("#inbox-table", DataTable)
+        for key, label in COLUMNS:
+            table.add_column(label, key=key)
+        table.focus()
+        self.reload()
+        if self.hitl.refresh_interval:
+            self.set_interval(self.hitl.refresh_interval, self._auto_refresh)
+
+    def set_app(self, app_name: str | None) -> None:
+        self.app_name = app_name
+        self.rows, self.next_cursor = [], None
+        self.query_one("#inbox-table", DataTable).clear()
+        self.reload()
+
+    # ------------------------------------------------------------ loading
+    def reload(self, *, limit: int = PAGE) -> None:
+        self._generation += 1
+        self.loading, self.loading_more = True, False
+        self._load(limit, None, False, self._generation)
+
+    def _auto_refresh(self) -> None:
+        if not self.loading and not self.loading_more and self.is_current:
+            self.reload(limit=min(max(len(self.rows), PAGE), REFRESH_CAP))
+
+    def _load_more(self) -> None:
+        if self.loading or self.loading_more or not self.next_cursor:
+            return
+        self.loading_more = True
+        self._load(PAGE, self.next_cursor, True, self._generation)
+
+    @work(group="inbox-load", exit_on_error=False)
+    async def _load(self, limit: int, cursor: str | None, append: bool, generation: int) -> None:
+        try:
+            page = await self.hitl.store.open_interrupts(app_name=self.app_name, limit=limit, cursor=cursor)
+        except Exception as e:  # noqa: BLE001 -- shown as a one-line notification
+            self.post_message(StoreFailed(one_line(e)))
+            return
+        if generation == self._generation:
+            self.post_message(InboxLoaded(page.items, page.next_cursor, append=append))
+
+    def on_store_failed(self, message: StoreFailed) -> None:
+        self.loading = self.loading_more = False
+        self.error(message.text)
+
+    def on_inbox_loaded(self, message: InboxLoaded) -> None:
+        if message.append:
+            self.loading_more = False
+            known = {self._key(r) for r in self.rows}
+            self.rows += [r for r in message.rows if self._key(r) not in known]
+        else:
+            self.loading = False
+            self.rows = list(message.rows)
+        self.next_cursor = message.next_cursor
+        self.loaded_once = True
+        self._show_rows()
+
+    @staticmethod
+    def _key(r: InterruptRecord) -> str:
+        return f"{r.session_id}\x1f{r.invocation_id}\x1f{r.interrupt_id}"
+
+    def _cells(self, r: InterruptRecord, now: float) -> list[Text | str]:
+        return [
+            Text(age(now, r.raised_at), justify="right"),
+            r.interrupt_id,
+            r.session_id,
+            short(asks(r), 32),
+            r.path,
+            r.app_name,
+        ]
+
+    def _show_rows(self) -> None:
+        table = self.query_one("#inbox-table", DataTable)
+        now = self.hitl.clock()
+        keys = [str(k.value) for k in table.rows]
+        wanted = [self._key(r) for r in self.rows]
+        if keys == wanted:
+            for r in self.rows:
+                for (col, _), value in zip(COLUMNS, self._cells(r, now), strict=True):
+                    if table.get_cell(self._key(r), col) != value:
+                        table.update_cell(self._key(r), col, value)
+        else:
+            current = self._selected_key()
+            table.clear()
+            for r in self.rows:
+                table.add_row(*self._cells(r, now), key=self._key(r))
+            if current in wanted:
+                table.move_cursor(row=wanted.index(current), animate=False)
+        more = " · more below ↓" if self.next_cursor else ""
+        scope = f"app={self.app_name}" if self.app_name else "all apps"
+        self.query_one("#inbox-info", Static).update(
+            f" open interrupts, oldest first · {scope} · {len(self.rows):,} shown{more}"
+        )
+        empty = not self.rows
+        self.query_one("#inbox-empty", Static).set_class(not empty, "-hidden")
+        table.set_class(empty, "-hidden")
+        if empty:
+            self.query_one("#inbox-empty", Static).update("No open interrupts: nobody is waiting for an answer.")
+
+    def _selected_key(self) -> str | None:
+        table = self.query_one("#inbox-table", DataTable)
+        if not table.row_count:
+            return None
+        try:
+            return str(table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value)
+        except Exception:  # noqa: BLE001
+            return None
+
+    @property
+    def selected(self) -> InterruptRecord | None:
+        key = self._selected_key()
+        return next((r for r in self.rows if self._key(r) == key), None)
+
+    @on(DataTable.RowHighlighted, "#inbox-table")
+    def _near_end(self, event: DataTable.RowHighlighted) -> None:
+        if event.cursor_row >= event.data_table.row_count - 10:
+            self._load_more()
+
+    @on(DataTable.RowSelected, "#inbox-table")
+    def _selected(self, event: DataTable.RowSelected) -> None:
+        self.action_open_selected()
+
+    # ------------------------------------------------------------ actions
+    def can_open_selected(self) -> bool:
+        return self.selected is not None
+
+    def action_open_selected(self) -> None:
+        rec = self.selected
+        if rec is not None:
+            self.hitl.open_session(rec.session_id, invocation_id=rec.invocation_id, path=rec.path)
+
+    def action_refresh(self) -> None:
+        self.reload(limit=min(max(len(self.rows), PAGE), REFRESH_CAP))
+
+    def can_answer(self) -> bool:
+        return self.selected is not None
+
+    def action_answer(self) -> None:
+        self.hitl.not_ready("interrupts.answer", self._cli_context())
+
+    def _cli_context(self) -> dict[str, str]:
+        rec = self.selected
+        if rec is None:
+            return {}
+        return {"session_id": rec.session_id, "invocation_id": rec.invocation_id, "interrupt_id": rec.interrupt_id}

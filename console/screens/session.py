@@ -1,0 +1,519 @@
+"""One session: the node tree of an invocation, its details, and the event log.
+
+Data flow (all store reads in workers, results as messages):
+
+1. :func:`~console.screens.loaders.load_view` draws the invocation from the
+   store's cached snapshot plus the events after it (fast, however long the
+   session). If the snapshot left out earlier loop iterations,
+   :func:`~console.screens.loaders.load_history` folds the invocation from its
+   first event in the background and the tree is redrawn once with every run.
+2. Every ``poll_interval`` seconds the screen reads the events appended since
+   the last poll -- by this process or another -- applies them to the
+   projection one by one, and relabels or adds only the tree nodes the
+   projection's ``Change`` names. The log grows by the same events.
+3. The log fetches pages of lines on demand (it is virtual); the details pane
+   fetches the selected event when the log has focus.
+
+Sequence bookkeeping: ``tree_seq`` -- every event of the shown invocation with a
+seq up to it is in the projection; ``log_seq`` -- the number of events the log
+knows. A poll reads from the smaller of the two.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.widgets import Footer, Static, Tree
+
+from engine.errors import SessionNotFoundError
+from engine.models import NodeStatus, parent_path
+from engine.projection import Projection
+from engine.store.base import InvocationSummary
+
+from ..actions import bindings
+from ..messages import (
+    EventLoaded,
+    HistoryLoaded,
+    InvocationLoaded,
+    InvocationsChanged,
+    InvocationView,
+    LiveEvents,
+    LogPage,
+    StoreFailed,
+)
+from ..widgets.details import Details, event_details, invocation_details, node_details
+from ..widgets.event_log import EventLog, corrupt_line, log_line
+from ..widgets.format import STATUS_ICON, short_id
+from ..widgets.node_tree import FOLD, NodeTree
+from .base import HitlScreen
+from .loaders import CHUNK, focus_path, load_history, load_view, one_line, read_events
+
+
+class SessionScreen(HitlScreen):
+    AREA = "session"
+    HELP_AREAS = ("session", "log")
+    BINDINGS: ClassVar[list[Binding]] = bindings("session")
+
+    def __init__(self, session_id: str, invocation_id: str | None = None, path: str | None = None) -> None:
+        super().__init__(classes="session-screen")
+        self.session_id = session_id
+        self.wanted_invocation = invocation_id
+        self.wanted_path = path
+        self.view: InvocationView | None = None
+        self.proj: Projection = Projection()
+        self.invocation_id: str | None = None
+        self.invocations: list[InvocationSummary] = []
+        self.tree_seq = 0
+        self.log_seq = 0
+        self.complete = True
+        self.history_loading = False
+        self.follow = False
+        self.corrupt: set[int] = set()
+        self.detail_mode = "node"
+        """``node``: the details pane follows the tree cursor; ``event``: the log cursor."""
+        self._token = 0
+        self._polling = False
+        self._last_error: str | None = None
+
+    # ------------------------------------------------------------ layout
+    def compose(self) -> ComposeResult:
+        yield self.compose_title(f"hitl ▸ Session {self.session_id}")
+        yield Static("loading…", id="session-info", classes="infoline")
+        yield Static("", id="banner", classes="banner -hidden")
+        with Horizontal(id="session-top"):
+            yield NodeTree(id="tree")
+            yield Details(id="details")
+        yield EventLog(id="log")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.query_one(NodeTree).border_title = "Nodes"
+        self.query_one(EventLog).border_title = "Events"
+        self.query_one(Details).border_title = "Details"
+        self.query_one(NodeTree).focus()
+        self.reload_view(self.wanted_invocation)
+        if self.hitl.poll_interval:
+            self.set_interval(self.hitl.poll_interval, self._poll)
+
+    @property
+    def tree(self) -> NodeTree:
+        return self.query_one(NodeTree)
+
+    @property
+    def log_widget(self) -> EventLog:
+        return self.query_one(EventLog)
+
+    # ------------------------------------------------------------ loading
+    def reload_view(self, invocation_id: str | None) -> None:
+        self._token += 1
+        self._load(invocation_id, self._token)
+
+    @work(exclusive=True, group="session-load", exit_on_error=False)
+    async def _load(self, invocation_id: str | None, token: int) -> None:
+        try:
+            view = await load_view(self.hitl.store, self.session_id, invocation_id)
+        except SessionNotFoundError as e:
+            self.post_message(StoreFailed(one_line(e), fatal=True))
+            return
+        except Exception as e:  # noqa: BLE001 -- a one-line notification, never a traceback
+            self.post_message(StoreFailed(one_line(e)))
+            return
+        self.post_message(InvocationLoaded(view, token=token))
+
+    def on_store_failed(self, message: StoreFailed) -> None:
+        self._polling = False
+        if message.text != self._last_error:
+            self.error(message.text)
+        self._last_error = message.text
+        if message.fatal:
+            self.dismiss_screen()
+
+    def dismiss_screen(self) -> None:
+        if self.app.screen is self and len(self.app.screen_stack) > 1:
+            self.app.pop_screen()
+
+    def on_invocation_loaded(self, message: InvocationLoaded) -> None:
+        if message.token != self._token:
+            return
+        view = message.view
+        first = self.view is None
+        self.view = view
+        self.invocations = view.invocations
+        self.invocation_id = view.invocation_id
+        self.proj = view.projection
+        self.tree_seq = view.tree_seq
+        self.complete = view.complete
+        self._add_corrupt(view.corrupt)
+        tree, log = self.tree, self.log_widget
+        cursor = self.wanted_path if first else None
+        if cursor is None and first and view.invocation_id:
+            cursor = focus_path(view.projection, view.invocation_id)
+        if view.invocation_id is not None:
+            tree.load(view.projection, view.invocation_id, cursor_path=cursor)
+        log.invocation_id = view.invocation_id
+        if first or view.session.last_seq != self.log_seq:
+            self.log_seq = view.session.last_seq
+            log.reset(self.log_seq)
+            if first:
+                log.call_after_refresh(log.action_last)
+        self.wanted_path = None
+        if not view.complete and view.invocation_id:
+            self.history_loading = True
+            self._history(view.invocation_id, self._token)
+        self._show_details()
+        self._render_info()
+        self.refresh_bindings()
+
+    @work(exclusive=True, group="session-history", exit_on_error=False)
+    async def _history(self, invocation_id: str, token: int) -> None:
+        try:
+            view = await load_history(self.hitl.store, self.session_id, invocation_id)
+        except Exception as e:  # noqa: BLE001
+            self.post_message(StoreFailed(one_line(e)))
+            return
+        self.post_message(HistoryLoaded(invocation_id, view.projection, view.tree_seq, view.corrupt, token=token))
+
+    def on_history_loaded(self, message: HistoryLoaded) -> None:
+        if message.token != self._token or message.invocation_id != self.invocation_id:
+            return
+        self.history_loading = False
+        self.complete = True
+        self.proj = message.projection
+        # Events after message.tree_seq that a poll already applied to the old
+        # projection are re-read by the next poll (it starts at min(tree_seq, log_seq)).
+        self.tree_seq = message.tree_seq
+        self._add_corrupt(message.corrupt)
+        self.tree.load(self.proj, message.invocation_id)
+        self._show_details()
+        self._render_info()
+
+    # ------------------------------------------------------------ live
+    def _poll(self) -> None:
+        if self._polling or self.view is None:
+            return
+        self._polling = True
+        self._poll_worker(min(self.tree_seq, self.log_seq), self._token)
+
+    @work(group="session-poll", exit_on_error=False)
+    async def _poll_worker(self, after: int, token: int) -> None:
+        try:
+            events, corrupt = await read_events(self.hitl.store, self.session_id, after_seq=after, limit=CHUNK)
+        except Exception as e:  # noqa: BLE001
+            self.post_message(StoreFailed(one_line(e)))
+            return
+        last = max([after, *(e.seq for e in events), *corrupt])
+        self.post_message(LiveEvents(after, events, corrupt, last, token=token))
+
+    def on_live_events(self, message: LiveEvents) -> None:
+        self._polling = False
+        if message.token != self._token or not (message.events or message.corrupt):
+            return
+        self._last_error = None
+        inv = self.invocation_id
+        proj = self.proj
+        touched: set[str] = set()
+        refresh_invocations = False
+        known = {i.invocation_id for i in self.invocations}
+        for se in message.events:
+            e = se.event
+            if e.invocation_id not in known or (e.node_info and "/" not in e.node_info.path and e.node_info.lifecycle):
+                refresh_invocations = True
+            if e.author == "user" and e.node_info is None:
+                refresh_invocations = True
+            if e.invocation_id == inv and se.seq > self.tree_seq and se.seq > proj.position:
+                change = proj.apply(e, se.seq)
+                touched |= change.paths
+                for iid in change.interrupts:
+                    itr = proj.interrupts.get((e.invocation_id, iid))
+                    if itr is not None:
+                        touched.add(itr.path)
+        if inv is None and message.events:
+            # The session had no invocation when opened: draw the first one now.
+            self.reload_view(None)
+            return
+        self.tree_seq = max(self.tree_seq, message.last_seq)
+        # Ancestors show their descendants' pending ids: relabel them too.
+        for path in list(touched):
+            p = parent_path(path)
+            while p is not None and p not in touched:
+                touched.add(p)
+                p = parent_path(p)
+        if touched:
+            self.tree.update_paths(touched)
+        self._add_corrupt(message.corrupt)
+        self._extend_log(message)
+        if self.follow and touched:
+            latest = max(
+                (proj.get(inv, p) for p in touched if proj.get(inv, p) is not None),  # type: ignore[arg-type]
+                key=lambda r: (r.updated_pos, r.path.count("/")),  # type: ignore[union-attr]
+                default=None,
+            )
+            if latest is not None:
+                self.tree.select_path(latest.path)
+        if self.detail_mode == "node" and (self.tree.cursor_path in touched or self.tree.cursor_path is None):
+            self._show_details()
+        if refresh_invocations:
+            self._refresh_invocations(self._token)
+        self._render_info()
+        self.refresh_bindings()
+
+    def _extend_log(self, message: LiveEvents) -> None:
+        log = self.log_widget
+        fresh = [log_line(se) for se in message.events if se.seq > self.log_seq]
+        fresh += [corrupt_line(s) for s in message.corrupt if s > self.log_seq]
+        if not fresh:
+            return
+        at_end = log.cursor >= log.total - 1
+        log.put_lines(fresh)
+        self.log_seq = max(self.log_seq, message.last_seq)
+        log.set_total(self.log_seq)
+        if at_end and not self.follow and self.detail_mode != "event":
+            log.action_last()
+
+    @work(exclusive=True, group="session-invocations", exit_on_error=False)
+    async def _refresh_invocations(self, token: int) -> None:
+        try:
+            invocations = await self.hitl.store.list_invocations(self.session_id)
+        except Exception as e:  # noqa: BLE001
+            self.post_message(StoreFailed(one_line(e)))
+            return
+        self.post_message(InvocationsChanged(invocations, token=token))
+
+    def on_invocations_changed(self, message: InvocationsChanged) -> None:
+        if message.token == self._token:
+            self.invocations = message.invocations
+            self._render_info()
+            self.refresh_bindings()
+
+    # ------------------------------------------------------------ log pages
+    @on(EventLog.Wanted)
+    def _wanted(self, message: EventLog.Wanted) -> None:
+        self._fetch_page(message.start_seq, message.count, self.log_seq, self._token)
+
+    @work(group="session-log", exit_on_error=False)
+    async def _fetch_page(self, start: int, count: int, last_seq: int, token: int) -> None:
+        try:
+            events, corrupt = await read_events(
+                self.hitl.store, self.session_id, after_seq=start - 1, limit=count, last_seq=last_seq
+            )
+        except Exception as e:  # noqa: BLE001
+            self.log_widget.request_failed(start)
+            self.post_message(StoreFailed(one_line(e)))
+            return
+        lines = [log_line(se) for se in events] + [corrupt_line(s) for s in corrupt]
+        end = max([start + count - 1 if len(events) >= count else last_seq, *(line.seq for line in lines)])
+        self.post_message(LogPage(start, end, lines, corrupt, token=token))
+
+    def on_log_page(self, message: LogPage) -> None:
+        if message.token != self._token:
+            self.log_widget.request_failed(message.start_seq)
+            return
+        self.log_widget.put_lines(message.lines, complete_from=message.start_seq, complete_to=message.end_seq)
+        self._add_corrupt(message.corrupt)
+
+    # ------------------------------------------------------------ details
+    def on_descendant_focus(self, event: object) -> None:
+        focused = self.focused
+        mode = "event" if isinstance(focused, EventLog) else "node" if isinstance(focused, NodeTree) else None
+        if mode and mode != self.detail_mode:
+            self.detail_mode = mode
+            self._show_details()
+
+    @on(Tree.NodeHighlighted, "#tree")
+    def _node_highlighted(self) -> None:
+        if self.detail_mode == "node":
+            self._show_details()
+
+    @on(EventLog.Selected)
+    def _event_selected(self, message: EventLog.Selected) -> None:
+        if self.detail_mode == "event":
+            self._fetch_event(message.seq)
+
+    def _show_details(self) -> None:
+        details = self.query_one(Details)
+        st = details.style_map
+        if self.detail_mode == "event":
+            seq = self.log_widget.cursor_seq
+            if seq is not None:
+                self._fetch_event(seq)
+            else:
+                details.show("no event selected", "Event")
+            return
+        inv = self.invocation_id
+        if inv is None:
+            details.show("This session has no invocation yet.", "Details")
+            return
+        path = self.tree.cursor_path
+        node = self.tree.cursor_node
+        if path is not None:
+            details.show(node_details(self.proj, inv, path, st), f"Node {path}")
+        elif node is not None and node.data and node.data.startswith(FOLD):
+            details.show("Earlier runs of a loop. Expand the node (enter) to list them.", "Earlier runs")
+        else:
+            details.show(invocation_details(self.proj, inv, st), "Invocation")
+
+    @work(exclusive=True, group="session-event", exit_on_error=False)
+    async def _fetch_event(self, seq: int) -> None:
+        try:
+            se = await self.hitl.store.event_at(self.session_id, seq)
+        except Exception as e:  # noqa: BLE001 -- e.g. a corrupted row: say so in the pane
+            self.post_message(EventLoaded(None, seq, one_line(e)))
+            return
+        self.post_message(EventLoaded(se, seq))
+
+    def on_event_loaded(self, message: EventLoaded) -> None:
+        if self.detail_mode != "event" or self.log_widget.cursor_seq != message.seq:
+            return
+        details = self.query_one(Details)
+        if message.event is None:
+            details.show(f"⚠ {message.error}", f"Event {message.seq}")
+        else:
+            details.show(event_details(message.event, details.style_map), f"Event {message.seq}")
+
+    # ------------------------------------------------------------ info
+    def _add_corrupt(self, seqs: list[int]) -> None:
+        new = set(seqs) - self.corrupt
+        if not new:
+            return
+        self.corrupt |= new
+        banner = self.query_one("#banner", Static)
+        listed = ", ".join(str(s) for s in sorted(self.corrupt)[:12])
+        more = f" and {len(self.corrupt) - 12} more" if len(self.corrupt) > 12 else ""
+        noun = "event" if len(self.corrupt) == 1 else "events"
+        banner.update(
+            f"⚠ Corrupted {noun} {listed}{more} of session {self.session_id} could not be read and "
+            "were skipped; the tree and the log show everything else."
+        )
+        banner.remove_class("-hidden")
+
+    @property
+    def current_summary(self) -> InvocationSummary | None:
+        return next((i for i in self.invocations if i.invocation_id == self.invocation_id), None)
+
+    def _render_info(self) -> None:
+        view = self.view
+        if view is None:
+            return
+        s = view.session
+        parts = [f" {s.app_name} · {s.user_id} · {s.id}"]
+        if self.invocation_id is None:
+            parts.append("no invocation yet")
+        else:
+            n = next((k for k, i in enumerate(self.invocations, 1) if i.invocation_id == self.invocation_id), 0)
+            root = self.proj.root(self.invocation_id)
+            status = root.status.value if root else "-"
+            parts.append(
+                f"invocation {n}/{len(self.invocations)} {short_id(self.invocation_id, 10)} "
+                f"{STATUS_ICON.get(status, '')} {status}"
+            )
+            opened = len(self.proj.open_interrupts(self.invocation_id))
+            if opened:
+                parts.append(f"{opened} open")
+        parts.append(f"{self.log_seq:,} events")
+        if self.history_loading:
+            parts.append("loading earlier runs…")
+        if self.follow:
+            parts.append("[reverse] FOLLOW [/]")
+        self.query_one("#session-info", Static).update(" · ".join(parts))
+
+    # ------------------------------------------------------------ actions
+    def can_next_waiting(self) -> bool:
+        return bool(self.tree.waiting_paths())
+
+    def action_next_waiting(self) -> None:
+        paths = self.tree.waiting_paths()
+        if not paths:
+            self.notify("No WAITING node in this invocation.")
+            return
+        order = self._tree_order()
+        current = self.tree.cursor_path
+        pos = order.index(current) if current in order else -1
+        after = [p for p in paths if order.index(p) > pos]
+        target = (after or paths)[0]
+        self.tree.select_path(target)
+        self.tree.focus()
+
+    def _tree_order(self) -> list[str]:
+        inv = self.invocation_id
+        if inv is None or inv not in self.proj.invocations:
+            return []
+        out: list[str] = []
+        stack = list(reversed(self.proj.invocations[inv].roots))
+        while stack:
+            path = stack.pop()
+            out.append(path)
+            run = self.proj.get(inv, path)
+            if run is not None:
+                stack.extend(reversed(run.children))
+        return out
+
+    def action_toggle_follow(self) -> None:
+        self.follow = not self.follow
+        self.log_widget.follow = self.follow
+        if self.follow:
+            self.log_widget.action_last()
+            inv = self.invocation_id
+            if inv is not None:
+                runs = self.proj.runs(inv)
+                if runs:
+                    latest = max(runs, key=lambda r: (r.updated_pos, r.path.count("/")))
+                    self.tree.select_path(latest.path)
+        self._render_info()
+
+    def action_expand_all(self) -> None:
+        self.tree.set_all_expanded(True)
+
+    def action_collapse_all(self) -> None:
+        self.tree.set_all_expanded(False)
+
+    def can_pick_invocation(self) -> bool:
+        return len(self.invocations) > 1
+
+    def action_pick_invocation(self) -> None:
+        from .invocations import InvocationPicker
+
+        def picked(invocation_id: str | None) -> None:
+            if invocation_id and invocation_id != self.invocation_id:
+                self.switch_invocation(invocation_id)
+
+        self.app.push_screen(InvocationPicker(self.invocations, self.invocation_id, self.hitl.clock()), picked)
+
+    def switch_invocation(self, invocation_id: str) -> None:
+        self.reload_view(invocation_id)
+
+    def action_reload(self) -> None:
+        self.reload_view(self.invocation_id)
+
+    def _root_status(self) -> NodeStatus | None:
+        return self.proj.invocation_status(self.invocation_id) if self.invocation_id else None
+
+    def can_answer(self) -> bool:
+        return bool(self.invocation_id and self.proj.open_interrupts(self.invocation_id))
+
+    def can_redrive(self) -> bool:
+        return self._root_status() in (NodeStatus.FAILED, NodeStatus.CANCELLED)
+
+    def can_cancel(self) -> bool:
+        status = self._root_status()
+        return status is not None and (not status.is_final or status is NodeStatus.FAILED)
+
+    def _cli_context(self) -> dict[str, str]:
+        ctx = {"session_id": self.session_id, "invocation_id": self.invocation_id or "INVOCATION"}
+        path = self.tree.cursor_path
+        run = self.proj.get(self.invocation_id, path) if self.invocation_id and path else None
+        if run is not None and run.own_pending:
+            ctx["interrupt_id"] = run.own_pending[0]
+        return ctx
+
+    def action_answer(self) -> None:
+        self.hitl.not_ready("interrupts.answer", self._cli_context())
+
+    def action_redrive(self) -> None:
+        self.hitl.not_ready("invocation.redrive", self._cli_context())
+
+    def action_cancel(self) -> None:
+        self.hitl.not_ready("invocation.cancel", self._cli_context())

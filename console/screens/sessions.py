@@ -1,0 +1,301 @@
+"""The home screen: every session of the store, newest activity first.
+
+Rows are loaded a page at a time (keyset pagination) as the cursor nears the
+end, so a store with 100,000 sessions opens as fast as one with ten. The list
+refreshes itself every few seconds; rows are updated in place (the cursor stays
+on its session).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.timer import Timer
+from textual.widgets import DataTable, Footer, Input, Static
+
+from engine.store.base import SessionSummary
+
+from ..actions import bindings
+from ..messages import SessionQuery, SessionsLoaded, StoreFailed
+from ..widgets.format import STATUS_CLASSES, STATUS_ICON, age, status_class
+from .base import HitlScreen
+from .loaders import one_line
+
+STATUS_CYCLE: tuple[str | None, ...] = (None, "waiting", "running", "failed", "completed", "cancelled")
+PAGE = 100
+REFRESH_CAP = 1000
+"""A periodic refresh re-reads at most this many rows (the ones near the top)."""
+
+COLUMNS = (
+    ("status", "STATUS"),
+    ("open", "OPEN"),
+    ("oldest", "OLDEST"),
+    ("app", "APP"),
+    ("user", "USER"),
+    ("session", "SESSION"),
+    ("active", "ACTIVE"),
+)
+
+
+class SessionTable(DataTable[Text | str]):
+    """The sessions DataTable; status colours come from app.tcss component classes."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = DataTable.COMPONENT_CLASSES | STATUS_CLASSES
+
+    def status_cell(self, status: str) -> Text:
+        word = status.upper()
+        return Text(f"{STATUS_ICON.get(word, '·')} {word}", self.get_component_rich_style(status_class(word), partial=True))
+
+
+class SessionsScreen(HitlScreen):
+    AREA = "sessions"
+    HELP_AREAS = ("sessions",)
+    BINDINGS: ClassVar[list[Binding]] = bindings("sessions")
+
+    def __init__(self) -> None:
+        super().__init__(id="sessions-screen")
+        self.query_state = SessionQuery()
+        self.sort_oldest = False
+        """Sort the loaded rows by oldest open interrupt (the store orders by activity)."""
+        self.rows: list[SessionSummary] = []
+        self.next_cursor: str | None = None
+        self.loading = False
+        self.loading_more = False
+        self.loaded_once = False
+        self._generation = 0
+        self._debounce: Timer | None = None
+
+    def compose(self) -> ComposeResult:
+        yield self.compose_title("hitl ▸ Sessions")
+        yield Input(placeholder="/ filter session ids…  (enter: keep · esc: close)", id="filter", classes="-hidden")
+        yield Static("", id="sessions-info", classes="infoline")
+        yield SessionTable(id="sessions-table", cursor_type="row", zebra_stripes=True)
+        yield Static("", id="sessions-empty", classes="empty -hidden")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        table = self.query_one(SessionTable)
+        for key, label in COLUMNS:
+            table.add_column(label, key=key)
+        self.query_one("#filter", Input).cursor_blink = self.hitl.cursor_blink
+        table.focus()
+        self.reload()
+        if self.hitl.refresh_interval:
+            self.set_interval(self.hitl.refresh_interval, self._auto_refresh)
+
+    # ------------------------------------------------------------ loading
+    def reload(self, *, limit: int = PAGE) -> None:
+        self._generation += 1
+        self.loading = True
+        self.loading_more = False
+        self._load(self.query_state, limit, None, False, self._generation)
+
+    def _auto_refresh(self) -> None:
+        if self.loading or self.loading_more or not self.is_current:
+            return
+        self.reload(limit=min(max(len(self.rows), PAGE), REFRESH_CAP))
+
+    def _load_more(self) -> None:
+        if self.loading or self.loading_more or not self.next_cursor:
+            return
+        self.loading_more = True
+        self._load(self.query_state, PAGE, self.next_cursor, True, self._generation)
+
+    @work(group="sessions-load", exit_on_error=False)
+    async def _load(self, query: SessionQuery, limit: int, cursor: str | None, append: bool, generation: int) -> None:
+        try:
+            page = await self.hitl.store.list_sessions(
+                status=query.status,
+                text=query.text or None,
+                app_name=query.app_name,
+                user_id=query.user_id,
+                limit=limit,
+                cursor=cursor,
+            )
+        except Exception as e:  # noqa: BLE001 -- shown as a one-line notification
+            self.post_message(StoreFailed(one_line(e)))
+            if generation == self._generation:
+                self.loading = self.loading_more = False
+            return
+        if generation != self._generation:
+            return  # the query changed meanwhile
+        self.post_message(SessionsLoaded(query, page.items, page.next_cursor, append=append))
+
+    def on_store_failed(self, message: StoreFailed) -> None:
+        self.error(message.text)
+        self.loading = self.loading_more = False
+        self._render_info()
+
+    def on_sessions_loaded(self, message: SessionsLoaded) -> None:
+        if message.query != self.query_state:
+            return
+        if message.append:
+            self.loading_more = False
+            known = {r.id for r in self.rows}
+            self.rows += [r for r in message.rows if r.id not in known]
+        else:
+            self.loading = False
+            self.rows = list(message.rows)
+        self.next_cursor = message.next_cursor
+        self.loaded_once = True
+        self._show_rows()
+
+    # ------------------------------------------------------------ drawing
+    def _ordered(self) -> list[SessionSummary]:
+        if not self.sort_oldest:
+            return self.rows
+        inf = float("inf")
+        return sorted(self.rows, key=lambda r: (r.oldest_open_at if r.oldest_open_at is not None else inf, r.id))
+
+    def _cells(self, table: SessionTable, r: SessionSummary, now: float) -> list[Text | str]:
+        return [
+            table.status_cell(r.status),
+            Text(str(r.open_interrupts) if r.open_interrupts else "", justify="right"),
+            Text(age(now, r.oldest_open_at) if r.oldest_open_at is not None else "", justify="right"),
+            r.app_name,
+            r.user_id,
+            r.id,
+            Text(age(now, r.last_event_at or r.updated_at), justify="right"),
+        ]
+
+    def _show_rows(self) -> None:
+        table = self.query_one(SessionTable)
+        rows = self._ordered()
+        now = self.hitl.clock()
+        keys = [str(k.value) for k in table.rows]
+        wanted = [r.id for r in rows]
+        if keys == wanted:
+            for r in rows:
+                for (col, _), value in zip(COLUMNS, self._cells(table, r, now), strict=True):
+                    if table.get_cell(r.id, col) != value:
+                        table.update_cell(r.id, col, value)
+        elif keys == wanted[: len(keys)] and keys:
+            for r in rows[len(keys) :]:
+                table.add_row(*self._cells(table, r, now), key=r.id)
+        else:
+            current = self.selected_id
+            table.clear()
+            for r in rows:
+                table.add_row(*self._cells(table, r, now), key=r.id)
+            if current in wanted:
+                table.move_cursor(row=wanted.index(current), animate=False)
+        self._render_info()
+
+    def _render_info(self) -> None:
+        q = self.query_state
+        sort = "oldest open interrupt (loaded rows)" if self.sort_oldest else "last activity"
+        more = " · more below ↓" if self.next_cursor else ""
+        status = f"[b]{q.status}[/b]" if q.status else "all"
+        text = f" status: {status}   filter: {q.text or '-'}   sort: {sort}   {len(self.rows):,} shown{more}"
+        if self.loading:
+            text += "   loading…"
+        self.query_one("#sessions-info", Static).update(text)
+        empty = self.query_one("#sessions-empty", Static)
+        show_empty = self.loaded_once and not self.rows and not self.loading
+        empty.set_class(not show_empty, "-hidden")
+        self.query_one(SessionTable).set_class(show_empty, "-hidden")
+        if show_empty:
+            if q.status or q.text or q.app_name or q.user_id:
+                empty.update(f"No session matches {q.describe()}.\nPress 0 for every status, / to change the filter.")
+            else:
+                empty.update("This store has no sessions yet.\nRun a workflow, or create demo data with `hitl demo`.")
+
+    # ------------------------------------------------------------ selection
+    @property
+    def selected_id(self) -> str | None:
+        table = self.query_one(SessionTable)
+        if not table.row_count or table.cursor_row < 0:
+            return None
+        try:
+            return str(table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value)
+        except Exception:  # noqa: BLE001 -- no row under the cursor
+            return None
+
+    @on(DataTable.RowHighlighted, "#sessions-table")
+    def _near_end(self, event: DataTable.RowHighlighted) -> None:
+        if event.cursor_row >= event.data_table.row_count - 10:
+            self._load_more()
+
+    @on(DataTable.RowSelected, "#sessions-table")
+    def _selected(self, event: DataTable.RowSelected) -> None:
+        self.action_open_selected()
+
+    # ------------------------------------------------------------ actions
+    def can_open_selected(self) -> bool:
+        return self.selected_id is not None
+
+    def action_open_selected(self) -> None:
+        sid = self.selected_id
+        if sid is not None:
+            self.hitl.open_session(sid)
+
+    def action_filter(self) -> None:
+        box = self.query_one("#filter", Input)
+        box.remove_class("-hidden")
+        box.focus()
+
+    def action_cycle_status(self) -> None:
+        i = STATUS_CYCLE.index(self.query_state.status) if self.query_state.status in STATUS_CYCLE else 0
+        self.action_set_status(STATUS_CYCLE[(i + 1) % len(STATUS_CYCLE)])
+
+    def action_set_status(self, status: str | None) -> None:
+        self.apply_query(SessionQuery(status, self.query_state.text, self.query_state.app_name, self.query_state.user_id))
+
+    def apply_query(self, query: SessionQuery) -> None:
+        self.query_state = query
+        box = self.query_one("#filter", Input)
+        if (query.text or "") != box.value:
+            with box.prevent(Input.Changed):
+                box.value = query.text or ""
+        box.set_class(not query.text and not box.has_focus, "-hidden")
+        self.rows = []
+        self.next_cursor = None
+        self.query_one(SessionTable).clear()
+        self.reload()
+        self._render_info()
+        self.refresh_bindings()
+
+    def action_toggle_sort(self) -> None:
+        self.sort_oldest = not self.sort_oldest
+        self._show_rows()
+
+    def action_refresh(self) -> None:
+        self.reload(limit=min(max(len(self.rows), PAGE), REFRESH_CAP))
+
+    # ------------------------------------------------------------ filter box
+    @on(Input.Changed, "#filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        if self._debounce is not None:
+            self._debounce.stop()
+        value = event.value.strip()
+        self._debounce = self.set_timer(0.25, lambda: self._set_text(value))
+
+    def _set_text(self, value: str) -> None:
+        if value != (self.query_state.text or ""):
+            q = self.query_state
+            self.apply_query(SessionQuery(q.status, value or None, q.app_name, q.user_id))
+
+    @on(Input.Submitted, "#filter")
+    def _filter_done(self, event: Input.Submitted) -> None:
+        self._set_text(event.value.strip())
+        box = self.query_one("#filter", Input)
+        box.set_class(not box.value, "-hidden")
+        self.query_one(SessionTable).focus()
+
+    def on_back(self) -> bool:
+        box = self.query_one("#filter", Input)
+        if box.has_focus:
+            if not box.value:
+                box.add_class("-hidden")
+            self.query_one(SessionTable).focus()
+            return True
+        if self.query_state.text:
+            box.value = ""
+            self._set_text("")
+            box.add_class("-hidden")
+            return True
+        return False

@@ -1,0 +1,205 @@
+"""The details pane: the selected node run, the selected invocation or the
+selected event as pretty JSON. Rendering only; the projection says what is true."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from rich.console import Group, RenderableType
+from rich.json import JSON
+from rich.padding import Padding
+from rich.style import Style
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from engine.models import NodeStatus, StoredEvent
+from engine.projection import Interrupt, Projection
+
+from .format import STATUS_CLASSES, STATUS_ICON, clock_time, date_time, status_class, to_json
+
+
+def _json(value: Any) -> RenderableType:
+    text = to_json(value, indent=2)
+    try:
+        return JSON(text, indent=2)
+    except Exception:  # noqa: BLE001 -- a repr() fallback is not JSON
+        return Text(text)
+
+
+Styles = dict[str, Style]
+"""Component-class styles of the Details widget (colours live in app.tcss)."""
+
+
+def _s(st: Styles, key: str) -> Style:
+    return st.get(key, Style())
+
+
+def _fields(rows: list[tuple[str, RenderableType | str]], st: Styles) -> Table:
+    t = Table.grid(padding=(0, 1))
+    t.add_column(style=_s(st, "details--key"), no_wrap=True)
+    t.add_column(overflow="fold")
+    for k, v in rows:
+        t.add_row(k, v)
+    return t
+
+
+def _status_text(status: str, st: Styles) -> Text:
+    return Text(f"{STATUS_ICON[status]} {status}", style=_s(st, status_class(status)))
+
+
+def _interrupt_block(itr: Interrupt, st: Styles) -> RenderableType:
+    head = Text()
+    if itr.cancelled:
+        head.append("⊘ ", _s(st, "status--cancelled"))
+    elif itr.resolved:
+        head.append("✓ ", _s(st, "status--completed"))
+    else:
+        head.append("◆ ", _s(st, "status--waiting"))
+    head.append(itr.id, _s(st, "details--title"))
+    head.append(f"  {itr.name}", _s(st, "details--dim"))
+    rows: list[tuple[str, RenderableType | str]] = []
+    if itr.message:
+        rows.append(("message", itr.message))
+    payload = itr.args.get("payload") if isinstance(itr.args, dict) else None
+    if payload is not None:
+        rows.append(("payload", _json(payload)))
+    other = {k: v for k, v in (itr.args or {}).items() if k not in ("message", "payload", "response_schema")}
+    if other:
+        rows.append(("args", _json(other)))
+    if itr.response_schema is not None:
+        rows.append(("schema", _json(itr.response_schema)))
+    rows.append(("raised", f"event {itr.raised_pos} at {clock_time(itr.timestamp)}"))
+    if itr.resolved:
+        rows.append(("answer", _json(itr.response)))
+        by = f" by {itr.operator}" if itr.operator else ""
+        rows.append(("answered", f"event {itr.resolved_pos}{by}"))
+    elif itr.cancelled:
+        rows.append(("cancelled", f"event {itr.resolved_pos}"))
+    table = _fields(rows, st)
+    table.columns[0].width = 9
+    return Group(head, _indent(table))
+
+
+def _indent(r: RenderableType) -> RenderableType:
+    return Padding(r, (0, 0, 0, 2))
+
+
+def node_details(proj: Projection, invocation_id: str, path: str, st: Styles) -> RenderableType:
+    """Everything about one node run."""
+    run = proj.get(invocation_id, path)
+    if run is None:
+        return Text(f"{path}: not in this invocation", style=_s(st, "details--dim"))
+    title = Text(path, style=_s(st, "details--title"))
+    kind = "container" if run.is_container else "leaf"
+    behaviour = (
+        "re-executes on resume" if run.rerun_on_resume else "waits for every answer, then completes with them"
+    )
+    rows: list[tuple[str, RenderableType | str]] = [
+        ("status", _status_text(run.status.value, st)),
+        ("run id", run.run_id + (f"  ↻ resumed ({run.starts} starts)" if run.resumed else "")),
+        ("kind", f"{kind}, {behaviour}"),
+        ("invocation", invocation_id),
+    ]
+    if run.call_key:
+        rows.append(("call key", run.call_key))
+    rows.append(("events", f"started at {run.started_pos}, last change at {run.updated_pos}"))
+    if run.in_doubt:
+        rows.append(("in doubt", Text("started but no end record: its process may have died", style=_s(st, "details--warn"))))
+    if run.input is not None:
+        rows.append(("input", _json(run.input)))
+    if run.output is not None:
+        label = "prior output" if run.status is NodeStatus.WAITING else "output"
+        if run.auto_completed:
+            label = "output (answers)"
+        rows.append((label, _json(run.output)))
+    if run.route is not None:
+        rows.append(("route", _json(run.route)))
+    if run.error_code:
+        failed = f" ({run.errors} failed attempts)" if run.errors > 1 else ""
+        rows.append(("error", Text(f"{run.error_code}: {run.error_message}{failed}", style=_s(st, "status--failed"))))
+    if run.children:
+        counts: dict[str, int] = {}
+        for c in proj.children(invocation_id, path):
+            counts[c.status.value] = counts.get(c.status.value, 0) + 1
+        rows.append(("children", ", ".join(f"{n} {s.lower()}" for s, n in counts.items())))
+        below = [i for i in proj.pending_ids(invocation_id, path) if i not in run.own_pending]
+        if below:
+            rows.append(("waits on", ", ".join(below)))
+    parts: list[RenderableType] = [title, _fields(rows, st)]
+    pending = [proj.interrupts[(invocation_id, i)] for i in run.own_pending if (invocation_id, i) in proj.interrupts]
+    pending = [i for i in pending if i.open]
+    done = [
+        proj.interrupts[(invocation_id, i)]
+        for i in run.interrupt_ids
+        if (invocation_id, i) in proj.interrupts and not proj.interrupts[(invocation_id, i)].open
+    ]
+    if pending:
+        parts.append(Text(f"\npending interrupts ({len(pending)})", style=_s(st, "status--waiting")))
+        parts.extend(_interrupt_block(i, st) for i in pending)
+    if done:
+        parts.append(Text(f"\nresolved interrupts ({len(done)})", style=_s(st, "status--completed")))
+        parts.extend(_interrupt_block(i, st) for i in done)
+    return Group(*parts)
+
+
+def invocation_details(proj: Projection, invocation_id: str, st: Styles) -> RenderableType:
+    inv = proj.invocations.get(invocation_id)
+    if inv is None:
+        return Text("no events for this invocation yet", style=_s(st, "details--dim"))
+    runs = proj.runs(invocation_id)
+    counts: dict[str, int] = {}
+    for r in runs:
+        counts[r.status.value] = counts.get(r.status.value, 0) + 1
+    rows: list[tuple[str, RenderableType | str]] = [
+        ("invocation", invocation_id),
+        ("message", inv.message or "-"),
+        ("started", f"{date_time(inv.timestamp)} (event {inv.started_pos})"),
+        ("last event", f"{date_time(inv.last_timestamp)} (event {inv.last_pos})"),
+        ("runs", ", ".join(f"{n} {s.lower()}" for s, n in sorted(counts.items())) or "-"),
+        ("operator acts", ", ".join(f"event {p}" for p in inv.actions) or "-"),
+    ]
+    root = proj.root(invocation_id)
+    if root is not None:
+        rows.insert(1, ("status", _status_text(root.status.value, st)))
+    opened = proj.open_interrupts(invocation_id)
+    if opened:
+        rows.append(("open ids", ", ".join(i.id for i in opened)))
+    return _fields(rows, st)
+
+
+def event_details(se: StoredEvent, st: Styles) -> RenderableType:
+    e = se.event
+    head = Text()
+    head.append(f"event {se.seq}", _s(st, "details--title"))
+    head.append(f"  {e.kind}  {date_time(e.timestamp)}", _s(st, "details--dim"))
+    return Group(head, _json(e.model_dump(mode="json", exclude_none=True)))
+
+
+class Details(VerticalScroll, can_focus=True):
+    """Scrollable pane holding one rendering at a time."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = STATUS_CLASSES | {
+        "details--key",
+        "details--title",
+        "details--dim",
+        "details--warn",
+    }
+
+    shown: RenderableType = ""
+    """What the pane currently shows (tests read it as text)."""
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="details-body")
+
+    @property
+    def style_map(self) -> Styles:
+        get = self.get_component_rich_style
+        return {c: get(c, partial=True) for c in self.COMPONENT_CLASSES}
+
+    def show(self, renderable: RenderableType, title: str) -> None:
+        self.border_title = title
+        self.shown = renderable
+        self.query_one("#details-body", Static).update(renderable)

@@ -1,0 +1,326 @@
+"""``EventLog``: a session's event log, virtualised.
+
+One line per event (seq, time, kind, author, node path, a short summary). The
+widget is a Line-API ``ScrollView``: it keeps no widget per event and not even
+every line -- it holds pages of :class:`LogLine` (small records, not events) in a
+bounded LRU cache and, when a line it must draw is missing, posts
+:class:`EventLog.Wanted` so its screen fetches that page in a worker. A session
+with 100,000 events scrolls like one with ten.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import ClassVar
+
+from rich.style import Style
+from rich.text import Text
+from textual import events
+from textual.binding import Binding
+from textual.geometry import Size
+from textual.message import Message
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from engine.models import StoredEvent
+
+from ..actions import bindings
+from .format import clock_time, id_list, short
+
+KINDS = (
+    "message",
+    "response",
+    "redrive",
+    "cancel",
+    "start",
+    "end",
+    "interrupt",
+    "error",
+    "output",
+    "state",
+    "event",
+    "corrupt",
+)
+
+
+@dataclass(slots=True)
+class LogLine:
+    """What the log draws for one event (the event itself is fetched on selection)."""
+
+    seq: int
+    timestamp: float | None
+    kind: str
+    author: str
+    path: str
+    summary: str
+    invocation_id: str
+
+
+def log_line(se: StoredEvent) -> LogLine:
+    """The one-line summary of a stored event."""
+    e = se.event
+    kind = e.kind
+    info = e.node_info
+    summary = ""
+    if kind == "message":
+        summary = f'"{short(e.content.text if e.content else "", 60)}"'
+    elif kind == "response":
+        parts = [f"{fr.id}={short(fr.response, 16)}" for fr in e.function_responses]
+        summary = "answers " + id_list(parts, 3)
+        op = (e.custom_metadata or {}).get("operator")
+        if op:
+            summary += f" by {op}"
+    elif kind in ("redrive", "cancel"):
+        meta = e.custom_metadata or {}
+        summary = " ".join(f"{k}={meta[k]}" for k in ("operator", "reason") if meta.get(k))
+    elif kind == "start":
+        summary = "re-executes" if info and info.input is None and info.rerun_on_resume else ""
+        if info and info.input is not None:
+            summary = "input " + short(info.input, 40)
+    elif kind == "end":
+        status = info.status.value if info and info.status else ""
+        summary = status
+        if e.error_code:
+            summary += f" {e.error_code}"
+        elif e.output is not None:
+            summary += " → " + short(e.output, 40)
+    elif kind == "interrupt":
+        calls = e.interrupt_calls
+        summary = id_list([c.id for c in calls], 2)
+        if len(calls) == 1 and calls[0].args.get("message"):
+            summary += f' "{short(str(calls[0].args["message"]), 40)}"'
+    elif kind == "error":
+        summary = short(f"{e.error_code}: {e.error_message}", 60)
+    elif kind == "output":
+        summary = short(e.output, 50)
+    elif kind == "state":
+        summary = "state " + ", ".join(sorted(e.state_delta or {}))
+    intern = sys.intern
+    return LogLine(
+        seq=se.seq,
+        timestamp=e.timestamp,
+        kind=intern(kind),
+        author=intern(e.author),
+        path=intern(info.path) if info else "",
+        summary=summary,
+        invocation_id=intern(e.invocation_id),
+    )
+
+
+def corrupt_line(seq: int) -> LogLine:
+    return LogLine(seq, None, "corrupt", "?", "", "corrupted row: cannot be read (skipped)", "")
+
+
+class EventLog(ScrollView, can_focus=True):
+    """Virtualised event log; the screen feeds it pages of :class:`LogLine`."""
+
+    BINDINGS: ClassVar[list[Binding]] = [
+        Binding("up,k", "cursor(-1)", "Up", show=False),
+        Binding("down,j", "cursor(1)", "Down", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("pagedown", "page(1)", "Page down", show=False),
+        Binding("home", "first", "First", show=False),
+        Binding("end", "last", "Last", show=False),
+        *bindings("log"),
+    ]
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "eventlog--cursor",
+        "eventlog--seq",
+        "eventlog--time",
+        "eventlog--author",
+        "eventlog--path",
+        "eventlog--other",
+        "eventlog--placeholder",
+        *(f"kind--{k}" for k in KINDS),
+    }
+
+    PAGE: ClassVar[int] = 200
+    MAX_PAGES: ClassVar[int] = 100
+    """At most PAGE * MAX_PAGES lines are cached; the rest are re-fetched on demand."""
+
+    cursor: reactive[int] = reactive(-1, init=False)
+    """Index (seq - 1) of the selected line, -1 for none."""
+
+    class Selected(Message):
+        """The cursor moved to the event at ``seq``."""
+
+        def __init__(self, log: EventLog, seq: int) -> None:
+            super().__init__()
+            self.log = log
+            self.seq = seq
+
+        @property
+        def control(self) -> EventLog:
+            return self.log
+
+    class Wanted(Message):
+        """Lines ``start_seq .. start_seq + count - 1`` are needed and not cached."""
+
+        def __init__(self, log: EventLog, start_seq: int, count: int) -> None:
+            super().__init__()
+            self.log = log
+            self.start_seq = start_seq
+            self.count = count
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.total = 0
+        """Number of events in the session (the last seq)."""
+        self.invocation_id: str | None = None
+        """Lines of other invocations are drawn dim."""
+        self.follow = False
+        """Keep the cursor on the newest line as lines arrive."""
+        self._pages: OrderedDict[int, dict[int, LogLine]] = OrderedDict()
+        self._complete: set[int] = set()
+        self._requested: set[int] = set()
+        self._styles: dict[str, Style] | None = None
+
+    # ------------------------------------------------------------ data
+    def reset(self, total: int) -> None:
+        self._pages.clear()
+        self._complete.clear()
+        self._requested.clear()
+        self.set_total(total)
+
+    def set_total(self, total: int) -> None:
+        self.total = total
+        self.virtual_size = Size(self.size.width, total)
+        if self.follow and total:
+            self.action_last()
+        self.refresh()
+
+    def _page_of(self, seq: int) -> int:
+        return (seq - 1) // self.PAGE
+
+    def put_lines(self, lines: list[LogLine], *, complete_from: int | None = None, complete_to: int | None = None) -> None:
+        """Cache lines; ``complete_from..complete_to`` marks the fetched seq range as known."""
+        for line in lines:
+            p = self._page_of(line.seq)
+            page = self._pages.get(p)
+            if page is None:
+                page = self._pages[p] = {}
+            page[line.seq] = line
+            self._pages.move_to_end(p)
+        if complete_from is not None and complete_to is not None:
+            for p in range(self._page_of(complete_from), self._page_of(max(complete_to, complete_from)) + 1):
+                self._requested.discard(p)
+                first, last = p * self.PAGE + 1, (p + 1) * self.PAGE
+                if complete_from <= first and complete_to >= min(last, self.total):
+                    self._complete.add(p)
+        while len(self._pages) > self.MAX_PAGES:
+            old, _ = self._pages.popitem(last=False)
+            self._complete.discard(old)
+        self.refresh()
+
+    def line(self, seq: int) -> LogLine | None:
+        page = self._pages.get(self._page_of(seq))
+        return page.get(seq) if page else None
+
+    @property
+    def cursor_seq(self) -> int | None:
+        return self.cursor + 1 if 0 <= self.cursor < self.total else None
+
+    def _want(self, seq: int) -> None:
+        p = self._page_of(seq)
+        if p in self._requested or p in self._complete:
+            return
+        self._requested.add(p)
+        start = p * self.PAGE + 1
+        self.post_message(self.Wanted(self, start, self.PAGE))
+
+    def request_failed(self, start_seq: int) -> None:
+        self._requested.discard(self._page_of(start_seq))
+
+    # ------------------------------------------------------------ drawing
+    @property
+    def style_map(self) -> dict[str, Style]:
+        if self._styles is None:
+            get = self.get_component_rich_style
+            self._styles = {c: get(c, partial=True) for c in self.COMPONENT_CLASSES}
+        return self._styles
+
+    def notify_style_update(self) -> None:
+        self._styles = None
+        super().notify_style_update()
+
+    def _text(self, line: LogLine, seq_width: int, path_width: int) -> Text:
+        s = self.style_map
+        t = Text(no_wrap=True, overflow="crop")
+        t.append(f"{line.seq:>{seq_width}} ", s["eventlog--seq"])
+        t.append(clock_time(line.timestamp) + " ", s["eventlog--time"])
+        t.append(f"{line.kind:<9.9} ", s.get(f"kind--{line.kind}", Style()))
+        t.append(f"{line.author:<10.10} ", s["eventlog--author"])
+        path = line.path if len(line.path) <= path_width else "…" + line.path[-(path_width - 1) :]
+        t.append(f"{path:<{path_width}} ", s["eventlog--path"])
+        t.append(line.summary)
+        if self.invocation_id and line.invocation_id and line.invocation_id != self.invocation_id:
+            t.stylize(s["eventlog--other"])
+        return t
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        index = self.scroll_offset.y + y
+        base = self.rich_style
+        if index >= self.total or index < 0:
+            return Strip.blank(width, base)
+        seq = index + 1
+        line = self.line(seq)
+        seq_width = max(len(str(self.total)), 4)
+        path_width = min(max(width // 4, 14), 40)
+        if line is None:
+            self._want(seq)
+            text = Text(f"{seq:>{seq_width}} …", self.style_map["eventlog--placeholder"])
+        else:
+            text = self._text(line, seq_width, path_width)
+        pad = base
+        if index == self.cursor:
+            cursor = self.style_map["eventlog--cursor"]
+            text.stylize(cursor)
+            pad = base + cursor
+        strip = Strip(list(text.render(self.app.console)))
+        return strip.crop_extend(0, width, pad).apply_style(base)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.virtual_size = Size(event.size.width, self.total)
+
+    # ------------------------------------------------------------ cursor
+    def watch_cursor(self, old: int, new: int) -> None:
+        self.refresh()
+        if new < 0:
+            return
+        top = self.scroll_offset.y
+        height = self.scrollable_content_region.height
+        if new < top:
+            self.scroll_to(y=new, animate=False)
+        elif new >= top + height:
+            self.scroll_to(y=new - height + 1, animate=False)
+        self.post_message(self.Selected(self, new + 1))
+
+    def action_cursor(self, delta: int) -> None:
+        if not self.total:
+            return
+        self.cursor = min(max(self.cursor + delta if self.cursor >= 0 else 0, 0), self.total - 1)
+
+    def action_page(self, direction: int) -> None:
+        self.action_cursor(direction * max(self.scrollable_content_region.height - 1, 1))
+
+    def action_first(self) -> None:
+        if self.total:
+            self.cursor = 0
+
+    def action_last(self) -> None:
+        if self.total:
+            self.cursor = self.total - 1
+
+    def select_seq(self, seq: int) -> None:
+        if 1 <= seq <= self.total:
+            self.cursor = seq - 1
+
+    def on_click(self, event: events.Click) -> None:
+        index = self.scroll_offset.y + event.y
+        if 0 <= index < self.total:
+            self.cursor = index

@@ -1,0 +1,85 @@
+"""Pure text formatting shared by the console's widgets: ages, times, short values,
+status glyphs. No state is computed here -- statuses come from
+:mod:`engine.projection` or the store's summaries; this only spells them."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+STATUS_ICON: dict[str, str] = {
+    "PENDING": "○",
+    "RUNNING": "▶",
+    "WAITING": "◆",
+    "COMPLETED": "✓",
+    "FAILED": "✗",
+    "CANCELLED": "⊘",
+    "NEW": "·",
+}
+"""One-cell glyph per status (the word is always shown too: colour is not the only cue)."""
+
+STATUS_CLASSES: set[str] = {f"status--{s.lower()}" for s in STATUS_ICON}
+"""Component classes ``status--waiting`` etc.; their colours live in app.tcss."""
+
+
+def status_class(status: str) -> str:
+    return f"status--{status.lower()}"
+
+
+def format_age(seconds: float | None) -> str:
+    """``45s``, ``12m``, ``3h05m``, ``2d04h``; ``-`` for None. Negative ages (clock skew) read ``0s``."""
+    if seconds is None:
+        return "-"
+    s = max(int(seconds), 0)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m"
+    if s < 86400:
+        h, m = divmod(s // 60, 60)
+        return f"{h}h{m:02d}m"
+    d, h = divmod(s // 3600, 24)
+    return f"{d}d{h:02d}h"
+
+
+def age(now: float, then: float | None) -> str:
+    return format_age(None if then is None else now - then)
+
+
+def clock_time(ts: float | None) -> str:
+    """Local wall-clock ``HH:MM:SS`` of an epoch timestamp."""
+    if ts is None:
+        return "--:--:--"
+    return time.strftime("%H:%M:%S", time.localtime(ts))
+
+
+def date_time(ts: float | None) -> str:
+    if ts is None:
+        return "-"
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
+
+
+def to_json(value: Any, indent: int | None = None) -> str:
+    """JSON for display; values JSON cannot encode are shown with ``repr``."""
+    try:
+        return json.dumps(value, indent=indent, ensure_ascii=False, sort_keys=False, default=repr)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def short(value: Any, width: int = 40) -> str:
+    """One line, at most ``width`` cells: strings as they are, other values as compact JSON."""
+    text = value if isinstance(value, str) else to_json(value)
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+
+
+def short_id(value: str, width: int = 12) -> str:
+    return value if len(value) <= width else value[: width - 1] + "…"
+
+
+def id_list(ids: list[str], limit: int = 3) -> str:
+    """``a, b, c +2``"""
+    head = ", ".join(ids[:limit])
+    return head + (f" +{len(ids) - limit}" if len(ids) > limit else "")

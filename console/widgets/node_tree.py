@@ -1,0 +1,284 @@
+"""``NodeTree``: one invocation's node runs as a Tree, drawn from a Projection.
+
+The projection (``engine.projection``) decides every status, run id and pending
+id; this widget only spells them. It is updated by path: :meth:`NodeTree.update_paths`
+relabels the touched nodes and adds new runs where they belong, so a live
+session never rebuilds (or flickers) the whole tree.
+
+A parent with very many children (a loop that ran thousands of times) shows its
+latest :data:`WINDOW` runs; the earlier ones sit under one folded
+``⋯ N earlier runs`` node whose children are created only when it is expanded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import ClassVar
+
+from rich.style import Style
+from rich.text import Text
+from textual.widgets import Tree
+from textual.widgets.tree import TreeNode
+
+from engine.models import NodeStatus
+from engine.projection import NodeRun, Projection
+
+from .format import STATUS_CLASSES, STATUS_ICON, id_list, short, short_id, status_class
+
+WINDOW = 50
+"""Children shown per parent before older ones are folded."""
+FOLD_AT = 60
+"""Fold only when a parent has more children than this (small overflows stay flat)."""
+ROOT = "#root"
+FOLD = "#fold:"
+
+
+def run_label(run: NodeRun, proj: Projection, style: dict[str, Style]) -> Text:
+    """``approve@1 ◆ WAITING  approve-b "Approve B?"`` -- one line per run."""
+    status = run.status.value
+    t = Text()
+    t.append(f"{run.name}@{run.run_id}", style.get("name", Style()))
+    t.append(" ")
+    t.append(f"{STATUS_ICON[status]} {status}", style.get(status_class(status), Style()))
+    if run.resumed:
+        t.append(" ↻", style.get("resumed", Style()))
+    extra = _extra(run, proj)
+    if extra:
+        t.append("  ")
+        t.append(extra, style.get("detail", Style()))
+    return t
+
+
+def _extra(run: NodeRun, proj: Projection) -> str:
+    inv = run.invocation_id
+    if run.status is NodeStatus.WAITING:
+        own = run.own_pending
+        if own and not run.children:
+            if len(own) == 1:
+                itr = proj.interrupts.get((inv, own[0]))
+                msg = itr.message if itr else ""
+                return f"{own[0]} " + (f'"{short(msg, 40)}"' if msg else "")
+            return id_list(own)
+        pending = proj.pending_ids(inv, run.path)
+        return f"waits on {len(pending)}: {id_list(pending, 2)}" if pending else ""
+    if run.status is NodeStatus.FAILED:
+        return short(f"{run.error_code}: {run.error_message}", 48) if run.error_code else ""
+    if run.status is NodeStatus.COMPLETED:
+        if run.auto_completed:
+            return "answered → " + short(run.output, 36)
+        return "" if run.output is None or run.is_container else "→ " + short(run.output, 40)
+    if run.status is NodeStatus.PENDING:
+        return "will re-execute" if run.rerun_on_resume else ""
+    if run.status is NodeStatus.RUNNING and run.in_doubt:
+        return "started, no end record yet"
+    return ""
+
+
+def invocation_label(proj: Projection, invocation_id: str, style: dict[str, Style]) -> Text:
+    inv = proj.invocations.get(invocation_id)
+    root = proj.root(invocation_id)
+    t = Text()
+    t.append("invocation ", style.get("detail", Style()))
+    t.append(short_id(invocation_id, 14), style.get("name", Style()))
+    if root is not None:
+        status = root.status.value
+        t.append(" ")
+        t.append(f"{STATUS_ICON[status]} {status}", style.get(status_class(status), Style()))
+    if inv and inv.message:
+        t.append(f'  "{short(inv.message, 40)}"', style.get("detail", Style()))
+    return t
+
+
+class NodeTree(Tree[str]):
+    """The node runs of one invocation. ``node.data`` is the run's path."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = Tree.COMPONENT_CLASSES | STATUS_CLASSES | {
+        "nodetree--name",
+        "nodetree--detail",
+        "nodetree--resumed",
+        "nodetree--fold",
+    }
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__("", data=ROOT, id=id, classes=classes)
+        self.show_root = True
+        self.guide_depth = 3
+        self.proj: Projection | None = None
+        self.invocation_id: str | None = None
+        self._by_path: dict[str, TreeNode[str]] = {}
+        self._folds: dict[str, list[str]] = {}
+        """fold node data -> paths not yet created under it."""
+        self._styles: dict[str, Style] | None = None
+
+    # ------------------------------------------------------------ styles
+    @property
+    def styles_map(self) -> dict[str, Style]:
+        if self._styles is None:
+            get = self.get_component_rich_style
+            m = {c: get(c, partial=True) for c in STATUS_CLASSES}
+            m.update(
+                name=get("nodetree--name", partial=True),
+                detail=get("nodetree--detail", partial=True),
+                resumed=get("nodetree--resumed", partial=True),
+                fold=get("nodetree--fold", partial=True),
+            )
+            self._styles = m
+        return self._styles
+
+    def notify_style_update(self) -> None:
+        self._styles = None
+        super().notify_style_update()
+
+    # ------------------------------------------------------------ building
+    def load(self, proj: Projection, invocation_id: str, *, cursor_path: str | None = None) -> None:
+        """(Re)build the whole tree: on open, on invocation switch, after history loads."""
+        collapsed = {p for p, n in self._by_path.items() if not n.is_expanded} if invocation_id == self.invocation_id else set()
+        keep = cursor_path or (self.cursor_path if invocation_id == self.invocation_id else None)
+        self.proj, self.invocation_id = proj, invocation_id
+        self.clear()
+        self._by_path.clear()
+        self._folds.clear()
+        self.root.set_label(invocation_label(proj, invocation_id, self.styles_map))
+        self.root.expand()
+        inv = proj.invocations.get(invocation_id)
+        for path in inv.roots if inv else []:
+            run = proj.get(invocation_id, path)
+            if run is not None:
+                self._add_subtree(self.root, run, collapsed)
+        if not (keep and self.select_path(keep)):
+            _ = self.last_line
+            self.move_cursor(self.root)
+
+    def _add_subtree(self, parent: TreeNode[str], run: NodeRun, collapsed: set[str] | frozenset[str] = frozenset()) -> TreeNode[str]:
+        assert self.proj is not None
+        node = parent.add(
+            run_label(run, self.proj, self.styles_map),
+            data=run.path,
+            expand=run.path not in collapsed,
+            allow_expand=bool(run.children) or run.is_container,
+        )
+        self._by_path[run.path] = node
+        children = run.children
+        if len(children) > FOLD_AT:
+            older, children = children[:-WINDOW], children[-WINDOW:]
+            key = FOLD + run.path
+            fold = node.add(self._fold_label(len(older)), data=key, expand=False, allow_expand=True)
+            self._folds[key] = list(older)
+            self._by_path[key] = fold
+        for child in children:
+            c = self.proj.get(run.invocation_id, child)
+            if c is not None:
+                self._add_subtree(node, c, collapsed)
+        return node
+
+    def _fold_label(self, n: int) -> Text:
+        return Text(f"⋯ {n:,} earlier runs (expand to list)", self.styles_map["fold"])
+
+    def _populate_fold(self, key: str) -> None:
+        paths = self._folds.pop(key, None)
+        if not paths or self.proj is None or self.invocation_id is None:
+            return
+        fold = self._by_path[key]
+        for p in paths:
+            run = self.proj.get(self.invocation_id, p)
+            if run is not None:
+                self._add_subtree(fold, run)
+
+    def _on_tree_node_expanded(self, event: Tree.NodeExpanded[str]) -> None:
+        data = event.node.data
+        if data and data.startswith(FOLD) and data in self._folds:
+            self._populate_fold(data)
+
+    # ------------------------------------------------------------ updating
+    def update_paths(self, paths: Iterable[str]) -> list[str]:
+        """Relabel touched runs, create new ones; return the paths created."""
+        proj, inv = self.proj, self.invocation_id
+        if proj is None or inv is None:
+            return []
+        created: list[str] = []
+        for path in sorted(set(paths), key=lambda p: p.count("/")):
+            run = proj.get(inv, path)
+            if run is None:
+                continue
+            node = self._by_path.get(path)
+            if node is not None:
+                node.set_label(run_label(run, proj, self.styles_map))
+                if run.children and not node.allow_expand:
+                    node.allow_expand = True
+                continue
+            parent = self.root if run.parent is None else self._by_path.get(run.parent)
+            if parent is None:
+                continue  # under a fold that was never expanded: created when it is
+            self._add_subtree(parent, run)
+            if not parent.allow_expand:
+                parent.allow_expand = True
+            created.append(path)
+        self.root.set_label(invocation_label(proj, inv, self.styles_map))
+        return created
+
+    # ------------------------------------------------------------ navigation
+    @property
+    def cursor_path(self) -> str | None:
+        node = self.cursor_node
+        if node is None or node.data is None or node.data == ROOT or node.data.startswith(FOLD):
+            return None
+        return node.data
+
+    def node_for(self, path: str) -> TreeNode[str] | None:
+        node = self._by_path.get(path)
+        if node is None and self.proj is not None and self.invocation_id is not None:
+            # Maybe folded: open the folds on the way down.
+            p: str | None = path
+            chain: list[str] = []
+            while p is not None:
+                chain.append(p)
+                run = self.proj.get(self.invocation_id, p)
+                p = run.parent if run else None
+            for anc in reversed(chain):
+                key = FOLD + anc
+                if key in self._folds:
+                    self._populate_fold(key)
+                    self._by_path[key].expand()
+            node = self._by_path.get(path)
+        return node
+
+    def select_path(self, path: str) -> bool:
+        """Expand the ancestors of ``path`` and put the cursor on it."""
+        node = self.node_for(path)
+        if node is None:
+            return False
+        anc = node.parent
+        while anc is not None:
+            anc.expand()
+            anc = anc.parent
+        _ = self.last_line  # number the lines now (the tree builds them lazily)
+        self.move_cursor(node)
+        self.call_after_refresh(self.scroll_to_node, node, animate=False)
+        return True
+
+    def waiting_paths(self) -> list[str]:
+        """WAITING runs that raised open interrupts themselves, in tree order."""
+        proj, inv = self.proj, self.invocation_id
+        if proj is None or inv is None:
+            return []
+        out: list[str] = []
+        stack = list(reversed(proj.invocations[inv].roots)) if inv in proj.invocations else []
+        while stack:
+            path = stack.pop()
+            run = proj.get(inv, path)
+            if run is None:
+                continue
+            if run.status is NodeStatus.WAITING and run.own_pending:
+                out.append(path)
+            stack.extend(reversed(run.children))
+        return out
+
+    def set_all_expanded(self, expanded: bool) -> None:
+        for key, node in self._by_path.items():
+            if key.startswith(FOLD):
+                continue
+            if expanded:
+                node.expand()
+            else:
+                node.collapse()
+        self.root.expand()
