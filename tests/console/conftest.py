@@ -1,0 +1,123 @@
+"""Console test helpers: a pinned fixture store, an app factory, settle helpers."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
+
+import pytest
+from rich.console import Console
+from textual.pilot import Pilot
+
+from console.app import HitlApp
+from console.widgets.details import Details
+from engine.errors import CorruptEventError
+from engine.models import StoredEvent
+from engine.store import MemoryStore
+
+from .scenarios import NOW
+
+
+@pytest.fixture(autouse=True)
+def _utc() -> Iterator[None]:
+    """Event times render in local time: pin the zone."""
+    old = os.environ.get("TZ")
+    os.environ["TZ"] = "UTC"
+    time.tzset()
+    yield
+    if old is None:
+        os.environ.pop("TZ", None)
+    else:
+        os.environ["TZ"] = old
+    time.tzset()
+
+
+def make_app(store: Any, **kwargs: Any) -> HitlApp:
+    """An app with a frozen clock and no timers unless asked for."""
+    kwargs.setdefault("clock", lambda: NOW)
+    kwargs.setdefault("poll_interval", None)
+    kwargs.setdefault("refresh_interval", None)
+    kwargs.setdefault("cursor_blink", False)
+    return HitlApp(store, **kwargs)
+
+
+async def settle(pilot: Pilot[Any], rounds: int = 3) -> None:
+    """Let workers finish and their messages be handled (a few rounds: loads chain)."""
+    for _ in range(rounds):
+        await pilot.pause()
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+
+
+def keys_then_settle(*keys: str) -> Callable[[Pilot[Any]], Awaitable[None]]:
+    """A ``run_before`` for snapshots: settle, then press each key and settle again."""
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await settle(pilot)
+        for key in keys:
+            await pilot.press(key)
+            await settle(pilot)
+
+    return run_before
+
+
+def details_text(app: HitlApp, width: int = 100) -> str:
+    """The details pane's current content as plain text."""
+    details = app.screen.query_one(Details)
+    console = Console(width=width, record=True, file=open(os.devnull, "w"))  # noqa: SIM115
+    console.print(details.shown)
+    return console.export_text()
+
+
+class CorruptingStore(MemoryStore):
+    """A MemoryStore whose rows ``corrupt[(session, seq)]`` cannot be parsed, like a
+    damaged SQLite row: every read that reaches one raises CorruptEventError.
+    It has no ``skip_corrupt``, so the console's generic fallback is exercised."""
+
+    def __init__(self, corrupt: set[tuple[str, int]]) -> None:
+        super().__init__()
+        self.corrupt = corrupt
+
+    def _check(self, session_id: str, events: list[StoredEvent]) -> list[StoredEvent]:
+        for se in events:
+            if (session_id, se.seq) in self.corrupt:
+                raise CorruptEventError(session_id, se.seq, "Expecting value: line 1 column 1 (char 0)")
+        return events
+
+    async def events(self, session_id: str, *, after_seq: int = 0, limit: int | None = None) -> list[StoredEvent]:
+        return self._check(session_id, await super().events(session_id, after_seq=after_seq, limit=limit))
+
+    async def event_at(self, session_id: str, seq: int) -> StoredEvent:
+        return self._check(session_id, [await super().event_at(session_id, seq)])[0]
+
+    async def invocation_events(self, session_id: str, invocation_id: str, *, after_seq: int = 0) -> list[StoredEvent]:
+        return self._check(session_id, await super().invocation_events(session_id, invocation_id, after_seq=after_seq))
+
+
+async def copy_into(src: MemoryStore, dst: MemoryStore) -> MemoryStore:
+    """Copy every session (events, snapshots) of ``src`` into ``dst``."""
+    from unittest import mock
+
+    page = await src.list_sessions(limit=10_000)
+    for s in sorted(page.items, key=lambda s: s.created_at):
+        session = await src.get_session(s.id)
+        with mock.patch("engine.store.memory.time", _FixedTime(session.created_at)):
+            await dst.create_session(session.app_name, session.user_id, session.id)
+        for se in await src.events(s.id):
+            with mock.patch("engine.store.memory.time", _FixedTime(se.event.timestamp)):
+                await dst.append_event(s.id, se.event)
+        for inv in await src.list_invocations(s.id):
+            snap = await src.get_snapshot(s.id, inv.invocation_id)
+            if snap is not None:
+                await dst.put_snapshot(s.id, inv.invocation_id, snap[0], snap[1])
+    return dst
+
+
+class _FixedTime:
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def time(self) -> float:
+        return self.now
