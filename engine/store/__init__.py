@@ -11,12 +11,14 @@ from .base import (
     session_status,
 )
 from .memory import MemoryStore
+from .sqlite import SQLiteStore
 
 __all__ = [
     "IndexEffects",
     "InterruptRecord",
     "InvocationSummary",
     "MemoryStore",
+    "SQLiteStore",
     "Page",
     "SessionStore",
     "SessionSummary",

@@ -9,10 +9,12 @@ from __future__ import annotations
 import asyncio
 import copy
 import time
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 from ..errors import AlreadyResolvedError, ConflictError, ReadOnlyError, SessionNotFoundError
 from ..models import Event, Session, StoredEvent, new_id
+from . import jsonl
 from .base import (
     InterruptRecord,
     InvocationSummary,
@@ -246,6 +248,27 @@ class MemoryStore:
     async def put_snapshot(self, session_id: str, invocation_id: str, seq: int, data: dict[str, Any]) -> None:
         self._check_writable()
         self._data(session_id).snapshots[invocation_id] = (seq, copy.deepcopy(data))
+
+    def export_session(self, session_id: str) -> AsyncIterator[str]:
+        """The session as JSON Lines (see :mod:`engine.store.jsonl`)."""
+        return jsonl.export_lines(self, session_id)
+
+    async def import_session(self, lines: Iterable[str | bytes], *, session_id: str | None = None) -> Session:
+        """Create a session from an export, validated as a whole first and then
+        replayed through ``append_event``; a bad file writes nothing."""
+        self._check_writable()
+        parsed = jsonl.parse_export(lines)
+        header = parsed.session
+        sid = session_id or header.id
+        await self.create_session(header.app_name, header.user_id, sid, header.state)
+        try:
+            for i, event in enumerate(parsed.events):
+                await self.append_event(sid, event, expected_seq=i)
+        except BaseException:
+            self._sessions.pop(sid, None)
+            raise
+        self._sessions[sid].session.created_at = header.created_at
+        return await self.get_session(sid)
 
     async def close(self) -> None:
         return None

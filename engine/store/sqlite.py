@@ -1,0 +1,1151 @@
+"""SQLite session store, the default backend, on aiosqlite.
+
+Tables (schema version :data:`SCHEMA_VERSION`, kept in ``PRAGMA user_version``):
+
+``sessions``
+    One row per session: identity, state (JSON), ``last_seq``, and the summary
+    the sessions screen lists (status, open interrupts, oldest open, last event,
+    counts), maintained in the same transaction as every append.
+``events``
+    The append-only log, primary key ``(session_id, seq)``; the event's JSON plus
+    a few columns copied out of it for indexes (invocation, path, kind).
+``invocations``
+    Per invocation: status (from root lifecycle records), start seq and message.
+``interrupts``
+    The interrupt index: interrupt id -> invocation, node path, call; open or not.
+``snapshots``
+    Cached projections of one invocation at some seq.
+
+Everything but ``events`` and the session's identity is derived: the one
+definition of how an event changes it is :func:`engine.store.base.index_effects`.
+
+Concurrency and durability
+    WAL journal: readers never block the writer nor each other. Every append is
+    one ``BEGIN IMMEDIATE`` transaction (event + derived rows + state + summary),
+    so writers in several processes are serialised; one that cannot get the
+    write lock within ``busy_timeout`` seconds fails with a :class:`StoreError`
+    saying the database is locked. With ``synchronous=NORMAL`` (default) a
+    committed append survives the process being killed; a power cut may lose
+    the last few commits but never corrupts the file. ``FULL`` also survives
+    power cuts, at a cost per append that ``benchmarks/bench_store.py`` measures.
+
+Corrupt rows
+    An event row whose JSON does not parse as an :class:`Event` raises
+    :class:`CorruptEventError` naming the session and seq wherever it is read
+    (``events``, ``event_at``, ``invocation_events``, export). Other sessions,
+    the listings and the inbox are unaffected (they never parse event JSON).
+    ``events(..., skip_corrupt=True)`` returns the readable events and
+    :meth:`SQLiteStore.corrupt_events` lists the bad seqs, so a viewer can show
+    what it can with a warning.
+
+Schema migrations
+    ``_MIGRATIONS[i]`` upgrades version ``i`` to ``i + 1``; a writer runs the
+    pending ones in one transaction when it opens the file. To change the
+    schema, append a function (never edit a released one). A file with a newer
+    version than this code knows is refused untouched.
+
+All SQL of the project lives in this module.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sqlite3
+import time
+from collections.abc import AsyncIterator, Callable, Generator, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import aiosqlite
+from pydantic import ValidationError
+from pydantic_core import to_json
+
+from ..errors import (
+    AlreadyResolvedError,
+    ConflictError,
+    CorruptEventError,
+    HitlError,
+    ReadOnlyError,
+    SessionNotFoundError,
+    StoreError,
+)
+from ..models import Event, Session, StoredEvent, new_id
+from . import jsonl
+from .base import InterruptRecord, InvocationSummary, Page, SessionSummary, index_effects, session_status
+
+T = TypeVar("T")
+
+APPLICATION_ID = 0x48495443
+"""``PRAGMA application_id`` of our files ("HITC"), to tell them from other SQLite files."""
+
+_SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
+
+
+def default_db_path() -> Path:
+    """``$HITL_DB`` if set, else ``~/.local/share/hitl-console/hitl.sqlite``."""
+    env = os.environ.get("HITL_DB")
+    if env:
+        return Path(env).expanduser()
+    return Path.home() / ".local" / "share" / "hitl-console" / "hitl.sqlite"
+
+
+# --------------------------------------------------------------------------- schema
+
+
+def _exec_all(conn: sqlite3.Connection, statements: Iterable[str]) -> None:
+    # Not executescript(): it commits first, and migrations run in one transaction.
+    for stmt in statements:
+        conn.execute(stmt)
+
+
+def _migrate_1(conn: sqlite3.Connection) -> None:
+    """v0 (empty file) -> v1: the log, the derived tables and their indexes."""
+    _exec_all(
+        conn,
+        [
+            f"PRAGMA application_id = {APPLICATION_ID}",
+            """CREATE TABLE sessions (
+                id TEXT NOT NULL PRIMARY KEY,
+                app_name TEXT NOT NULL,
+                user_id TEXT NOT NULL,
+                state TEXT NOT NULL DEFAULT '{}',
+                created_at REAL NOT NULL,
+                updated_at REAL NOT NULL,
+                last_seq INTEGER NOT NULL DEFAULT 0
+            )""",
+            """CREATE TABLE events (
+                session_id TEXT NOT NULL REFERENCES sessions(id),
+                seq INTEGER NOT NULL,
+                invocation_id TEXT NOT NULL,
+                event_id TEXT NOT NULL,
+                timestamp REAL NOT NULL,
+                path TEXT,
+                kind TEXT NOT NULL,
+                json TEXT NOT NULL,
+                PRIMARY KEY (session_id, seq)
+            )""",
+            "CREATE INDEX events_by_invocation ON events(session_id, invocation_id, seq)",
+            """CREATE TABLE invocations (
+                session_id TEXT NOT NULL REFERENCES sessions(id),
+                invocation_id TEXT NOT NULL,
+                status TEXT NOT NULL,
+                started_seq INTEGER NOT NULL,
+                started_at REAL NOT NULL,
+                updated_at REAL NOT NULL,
+                message TEXT NOT NULL DEFAULT '',
+                PRIMARY KEY (session_id, invocation_id)
+            ) WITHOUT ROWID""",
+            """CREATE TABLE interrupts (
+                session_id TEXT NOT NULL REFERENCES sessions(id),
+                invocation_id TEXT NOT NULL,
+                interrupt_id TEXT NOT NULL,
+                path TEXT NOT NULL,
+                event_id TEXT NOT NULL,
+                name TEXT NOT NULL,
+                args TEXT NOT NULL DEFAULT '{}',
+                raised_seq INTEGER NOT NULL,
+                raised_at REAL NOT NULL,
+                status TEXT NOT NULL DEFAULT 'open',
+                resolved_by TEXT,
+                resolved_seq INTEGER,
+                app_name TEXT NOT NULL,
+                user_id TEXT NOT NULL,
+                PRIMARY KEY (session_id, invocation_id, interrupt_id)
+            )""",
+            "CREATE INDEX interrupts_by_id ON interrupts(session_id, interrupt_id)",
+            # The inbox: open interrupts oldest first, overall, per app and per session.
+            # Partial indexes stay small however many interrupts were ever answered.
+            """CREATE INDEX interrupts_inbox ON interrupts(raised_at, session_id, raised_seq, interrupt_id)
+                WHERE status = 'open'""",
+            """CREATE INDEX interrupts_inbox_by_app
+                ON interrupts(app_name, raised_at, session_id, raised_seq, interrupt_id) WHERE status = 'open'""",
+            """CREATE INDEX interrupts_open_by_session
+                ON interrupts(session_id, raised_at, raised_seq, interrupt_id) WHERE status = 'open'""",
+            """CREATE TABLE snapshots (
+                session_id TEXT NOT NULL REFERENCES sessions(id),
+                invocation_id TEXT NOT NULL,
+                seq INTEGER NOT NULL,
+                data TEXT NOT NULL,
+                PRIMARY KEY (session_id, invocation_id)
+            )""",
+        ],
+    )
+
+
+def _migrate_2(conn: sqlite3.Connection) -> None:
+    """v1 -> v2: session summary columns (filled from the derived tables) and
+    the indexes behind the sessions listing."""
+    _exec_all(
+        conn,
+        [
+            "ALTER TABLE sessions ADD COLUMN status TEXT NOT NULL DEFAULT 'new'",
+            "ALTER TABLE sessions ADD COLUMN open_interrupts INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE sessions ADD COLUMN oldest_open_at REAL",
+            "ALTER TABLE sessions ADD COLUMN last_event_at REAL",
+            "ALTER TABLE sessions ADD COLUMN event_count INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE sessions ADD COLUMN invocation_count INTEGER NOT NULL DEFAULT 0",
+            """UPDATE sessions SET
+                event_count = last_seq,
+                last_event_at = (SELECT e.timestamp FROM events e WHERE e.session_id = sessions.id
+                                 ORDER BY e.seq DESC LIMIT 1),
+                invocation_count = (SELECT count(*) FROM invocations i WHERE i.session_id = sessions.id),
+                open_interrupts = (SELECT count(*) FROM interrupts r
+                                   WHERE r.session_id = sessions.id AND r.status = 'open'),
+                oldest_open_at = (SELECT min(r.raised_at) FROM interrupts r
+                                  WHERE r.session_id = sessions.id AND r.status = 'open'),
+                status = CASE
+                    WHEN EXISTS (SELECT 1 FROM invocations i
+                                 WHERE i.session_id = sessions.id AND i.status = 'running') THEN 'running'
+                    WHEN EXISTS (SELECT 1 FROM invocations i
+                                 WHERE i.session_id = sessions.id AND i.status = 'waiting') THEN 'waiting'
+                    WHEN EXISTS (SELECT 1 FROM invocations i
+                                 WHERE i.session_id = sessions.id AND i.status = 'failed') THEN 'failed'
+                    WHEN NOT EXISTS (SELECT 1 FROM invocations i WHERE i.session_id = sessions.id) THEN 'new'
+                    WHEN EXISTS (SELECT 1 FROM invocations i
+                                 WHERE i.session_id = sessions.id AND i.status = 'completed') THEN 'completed'
+                    ELSE 'cancelled' END""",
+            # Listing: most recently updated first, keyset-paginated on (updated_at, id),
+            # optionally filtered by one of status / app / user (equality prefix).
+            "CREATE INDEX sessions_by_updated ON sessions(updated_at DESC, id)",
+            "CREATE INDEX sessions_by_status ON sessions(status, updated_at DESC, id)",
+            "CREATE INDEX sessions_by_app ON sessions(app_name, updated_at DESC, id)",
+            "CREATE INDEX sessions_by_user ON sessions(user_id, updated_at DESC, id)",
+        ],
+    )
+
+
+_MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_1, _migrate_2]
+"""``_MIGRATIONS[i]`` upgrades schema version ``i`` to ``i + 1``. Append only."""
+
+SCHEMA_VERSION = len(_MIGRATIONS)
+
+
+def _migrate(conn: sqlite3.Connection, path: Path) -> None:
+    if _user_version(conn) >= SCHEMA_VERSION:
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        version = _user_version(conn)  # another process may have migrated meanwhile
+        if version > SCHEMA_VERSION:
+            raise _newer_schema_error(path, version)
+        for migration in _MIGRATIONS[version:]:
+            migration(conn)
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+def _user_version(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+def _newer_schema_error(path: Path, version: int) -> StoreError:
+    return StoreError(
+        f"the database {path} has schema version {version}, newer than this hitl-console understands "
+        f"(up to {SCHEMA_VERSION}); upgrade hitl-console to open it. The file was not modified."
+    )
+
+
+@dataclass
+class _FileInfo:
+    application_id: int
+    version: int
+    tables: list[str]
+
+
+def _probe(uri: str, timeout: float) -> _FileInfo:
+    """Read identity and schema version through a separate read-only connection,
+    so that a file we refuse is never touched (not even switched to WAL)."""
+    conn = sqlite3.connect(uri, uri=True, timeout=timeout)
+    try:
+        app_id = int(conn.execute("PRAGMA application_id").fetchone()[0])
+        version = _user_version(conn)
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+    finally:
+        conn.close()
+    return _FileInfo(app_id, version, tables)
+
+
+def _check_file(info: _FileInfo, path: Path, read_only: bool) -> None:
+    foreign = info.application_id not in (0, APPLICATION_ID) or (
+        info.tables and ("sessions" not in info.tables or "events" not in info.tables)
+    )
+    if foreign:
+        shown = ", ".join(info.tables[:5]) or "none"
+        raise StoreError(
+            f"{path} is a SQLite database of another application (tables: {shown}), not a hitl-console "
+            "store; point --db / $HITL_DB at a hitl-console store or at a new file"
+        )
+    if info.version > SCHEMA_VERSION:
+        raise _newer_schema_error(path, info.version)
+    if read_only and info.version < SCHEMA_VERSION:
+        if info.version == 0:
+            raise StoreError(f"{path} is an empty database, not a hitl-console store yet; open it without --read-only")
+        raise StoreError(
+            f"the database {path} has schema version {info.version}, older than this hitl-console's "
+            f"{SCHEMA_VERSION}; open it once without --read-only to upgrade it in place"
+        )
+
+
+# --------------------------------------------------------------------------- drivers
+
+
+class _AiosqliteDriver:
+    """Runs one unit of work on aiosqlite's connection thread in ONE round-trip.
+
+    aiosqlite executes every statement on a dedicated thread; through its public
+    API each ``execute``/``fetch``/``commit`` is a separate hop to that thread.
+    Its private ``Connection._execute(fn, *args)`` queues an arbitrary callable
+    there, so a whole append (a dozen statements and COMMIT) costs one hop. This
+    class is the only user of aiosqlite internals: :meth:`available` checks for
+    them, and the store falls back to :class:`_ThreadDriver` if they are gone.
+    """
+
+    def __init__(self, db: aiosqlite.Connection) -> None:
+        self._db = db
+        self._raw: sqlite3.Connection = db._conn
+
+    @staticmethod
+    def available() -> bool:
+        return callable(getattr(aiosqlite.Connection, "_execute", None)) and isinstance(
+            getattr(aiosqlite.Connection, "_conn", None), property
+        )
+
+    @classmethod
+    async def connect(cls, target: str, **kwargs: Any) -> _AiosqliteDriver:
+        return cls(await aiosqlite.connect(target, **kwargs))
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        return await self._db._execute(fn, self._raw, *args)
+
+    async def close(self) -> None:
+        await self._db.close()
+
+
+class _ThreadDriver:
+    """Fallback: a plain sqlite3 connection driven through ``asyncio.to_thread``,
+    one unit of work at a time (same semantics and round-trips, no aiosqlite internals)."""
+
+    def __init__(self, raw: sqlite3.Connection) -> None:
+        self._raw = raw
+        self._lock = asyncio.Lock()
+
+    @classmethod
+    async def connect(cls, target: str, **kwargs: Any) -> _ThreadDriver:
+        return cls(await asyncio.to_thread(sqlite3.connect, target, check_same_thread=False, **kwargs))
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        async with self._lock:
+            return await asyncio.to_thread(fn, self._raw, *args)
+
+    async def close(self) -> None:
+        async with self._lock:
+            await asyncio.to_thread(self._raw.close)
+
+
+def _translate(exc: sqlite3.Error, path: Path, busy_timeout: float) -> HitlError:
+    msg = str(exc)
+    code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+    if code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) or "locked" in msg:
+        return StoreError(
+            f"the database {path} is locked by another process (waited {busy_timeout:g}s for it); "
+            "retry in a moment, or raise the busy timeout"
+        )
+    if code == sqlite3.SQLITE_READONLY or "readonly" in msg:
+        return ReadOnlyError(
+            f"the database {path} cannot be written ({msg}); check the permissions of the file and its "
+            "directory, or open it read-only"
+        )
+    if code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB) or "malformed" in msg or "not a database" in msg:
+        return StoreError(
+            f"{path} is not a usable SQLite database ({msg}); restore it from a backup or use another file"
+        )
+    if code == sqlite3.SQLITE_CANTOPEN or "unable to open" in msg:
+        return StoreError(f"cannot open the database {path} ({msg}); check that the path and its directory exist")
+    return StoreError(f"database error on {path}: {msg}")
+
+
+# --------------------------------------------------------------------------- row converters
+
+_SESSION_COLS = "id, app_name, user_id, state, created_at, updated_at, last_seq"
+_SUMMARY_COLS = (
+    "id, app_name, user_id, status, open_interrupts, oldest_open_at, last_event_at, "
+    "event_count, invocation_count, created_at, updated_at"
+)
+_INTERRUPT_COLS = (
+    "interrupt_id, session_id, app_name, user_id, invocation_id, path, event_id, name, args, "
+    "raised_seq, raised_at, status, resolved_by, resolved_seq"
+)
+_INVOCATION_COLS = "session_id, invocation_id, status, started_seq, started_at, updated_at, message"
+
+
+def _session_from_row(r: tuple[Any, ...]) -> Session:
+    return Session(
+        id=r[0], app_name=r[1], user_id=r[2], state=json.loads(r[3]), created_at=r[4], updated_at=r[5], last_seq=r[6]
+    )
+
+
+def _summary_from_row(r: tuple[Any, ...]) -> SessionSummary:
+    return SessionSummary(
+        id=r[0],
+        app_name=r[1],
+        user_id=r[2],
+        status=r[3],
+        open_interrupts=r[4],
+        oldest_open_at=r[5],
+        last_event_at=r[6],
+        event_count=r[7],
+        invocation_count=r[8],
+        created_at=r[9],
+        updated_at=r[10],
+    )
+
+
+def _interrupt_from_row(r: tuple[Any, ...]) -> InterruptRecord:
+    return InterruptRecord(
+        interrupt_id=r[0],
+        session_id=r[1],
+        app_name=r[2],
+        user_id=r[3],
+        invocation_id=r[4],
+        path=r[5],
+        event_id=r[6],
+        name=r[7],
+        args=json.loads(r[8]),
+        raised_seq=r[9],
+        raised_at=r[10],
+        status=r[11],
+        resolved_by=r[12],
+        resolved_seq=r[13],
+    )
+
+
+def _invocation_from_row(r: tuple[Any, ...]) -> InvocationSummary:
+    return InvocationSummary(
+        session_id=r[0],
+        invocation_id=r[1],
+        status=r[2],
+        started_seq=r[3],
+        started_at=r[4],
+        updated_at=r[5],
+        message=r[6],
+    )
+
+
+def _parse_event(session_id: str, seq: int, text: Any) -> Event:
+    try:
+        return Event.from_json(text)
+    except ValidationError as e:
+        first = e.errors()[0]
+        loc = ".".join(str(p) for p in first.get("loc", ())) or "(root)"
+        raise CorruptEventError(session_id, seq, f"{loc}: {first.get('msg', 'invalid')}") from None
+    except (TypeError, ValueError) as e:
+        raise CorruptEventError(session_id, seq, str(e)) from None
+
+
+def _encode_cursor(*key: Any) -> str:
+    return json.dumps(list(key), separators=(",", ":"))
+
+
+def _decode_cursor(cursor: str, types: tuple[type, ...]) -> list[Any]:
+    try:
+        key = json.loads(cursor)
+        if isinstance(key, list) and len(key) == len(types):
+            return [float(v) if t is float else t(v) for v, t in zip(key, types, strict=True)]
+    except (ValueError, TypeError):
+        pass
+    raise ValueError(f"invalid page cursor {cursor!r}; pass back a next_cursor this store returned")
+
+
+# --------------------------------------------------------------------------- units of work
+# Each runs on the connection's thread with the raw sqlite3 connection first.
+
+
+@dataclass(slots=True)
+class _Prepared:
+    """An event reduced to what the append transaction writes."""
+
+    json: str
+    event_id: str
+    invocation_id: str
+    timestamp: float
+    path: str | None
+    kind: str
+    delta: dict[str, Any] | None
+    opened: list[tuple[str, str, str, str]]
+    """(interrupt_id, path, name, args JSON)"""
+    resolved: list[str]
+    cancel: bool
+    invocation_status: str | None
+    new_message: str | None
+
+
+def _prepare(event: Event) -> _Prepared:
+    if event.state_delta:
+        kept = {k: v for k, v in event.state_delta.items() if not k.startswith("temp:")}
+        event = event.model_copy(update={"state_delta": kept or None})
+    eff = index_effects(event)
+    text = event.to_json()
+    delta = None
+    if event.state_delta:  # as JSON would give it back, like the event log does
+        delta = event.model_dump(mode="json", include={"state_delta"})["state_delta"]
+    return _Prepared(
+        json=text,
+        event_id=event.id,
+        invocation_id=event.invocation_id,
+        timestamp=event.timestamp,
+        path=event.path,
+        kind=event.kind,
+        delta=delta,
+        opened=[(iid, path, name, to_json(args).decode()) for iid, path, name, args in eff.opened],
+        resolved=list(eff.resolved),
+        cancel=eff.cancel_invocation,
+        invocation_status=eff.invocation_status,
+        new_message=eff.new_invocation_message,
+    )
+
+
+def _in_write_tx(conn: sqlite3.Connection, fn: Callable[..., T], *args: Any) -> T:
+    """``fn(conn, *args)`` in one BEGIN IMMEDIATE transaction: all or nothing."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        out = fn(conn, *args)
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return out
+
+
+def _require_session(conn: sqlite3.Connection, session_id: str) -> None:
+    if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
+        raise SessionNotFoundError(session_id)
+
+
+def _create_tx(
+    conn: sqlite3.Connection,
+    session_id: str,
+    app_name: str,
+    user_id: str,
+    state_json: str,
+    created_at: float,
+    updated_at: float,
+) -> None:
+    if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is not None:
+        raise ConflictError(f"session {session_id!r} already exists")
+    conn.execute(
+        "INSERT INTO sessions (id, app_name, user_id, state, created_at, updated_at, last_seq, status)"
+        " VALUES (?, ?, ?, ?, ?, ?, 0, 'new')",
+        (session_id, app_name, user_id, state_json, created_at, updated_at),
+    )
+
+
+def _append_tx(conn: sqlite3.Connection, session_id: str, p: _Prepared, expected_seq: int | None) -> int:
+    """The append path: event, interrupt index, invocation, state and summary.
+    Runs inside a write transaction; raises before writing anything on a
+    missing session, a seq conflict or an answer to an id that is not open."""
+    row = conn.execute(
+        "SELECT app_name, user_id, last_seq, updated_at, status, open_interrupts, oldest_open_at, invocation_count"
+        " FROM sessions WHERE id = ?",
+        (session_id,),
+    ).fetchone()
+    if row is None:
+        raise SessionNotFoundError(session_id)
+    app_name, user_id, last, updated_at, status, n_open, oldest_open, n_invocations = row
+    if expected_seq is not None and expected_seq != last:
+        raise ConflictError(
+            f"session {session_id} changed (now at event {last}, expected {expected_seq}); reload and retry"
+        )
+    inv = p.invocation_id
+    if p.resolved:
+        open_ids = {
+            r[0]
+            for r in conn.execute(
+                "SELECT interrupt_id FROM interrupts WHERE session_id = ? AND invocation_id = ? AND status = 'open'"
+                " AND interrupt_id IN (SELECT value FROM json_each(?))",
+                (session_id, inv, json.dumps(p.resolved)),
+            )
+        }
+        bad = [i for i in p.resolved if i not in open_ids]
+        if bad:
+            raise AlreadyResolvedError(bad)
+    seq = last + 1
+    conn.execute(
+        "INSERT INTO events (session_id, seq, invocation_id, event_id, timestamp, path, kind, json)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (session_id, seq, inv, p.event_id, p.timestamp, p.path, p.kind, p.json),
+    )
+    for iid, path, name, args in p.opened:
+        conn.execute(
+            "INSERT OR REPLACE INTO interrupts (session_id, invocation_id, interrupt_id, path, event_id, name, args,"
+            " raised_seq, raised_at, status, resolved_by, resolved_seq, app_name, user_id)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'open', NULL, NULL, ?, ?)",
+            (session_id, inv, iid, path, p.event_id, name, args, seq, p.timestamp, app_name, user_id),
+        )
+    if p.resolved:
+        conn.executemany(
+            "UPDATE interrupts SET status = 'resolved', resolved_by = ?, resolved_seq = ?"
+            " WHERE session_id = ? AND invocation_id = ? AND interrupt_id = ?",
+            [(p.event_id, seq, session_id, inv, iid) for iid in p.resolved],
+        )
+    if p.cancel:
+        conn.execute(
+            "UPDATE interrupts SET status = 'cancelled', resolved_seq = ?"
+            " WHERE session_id = ? AND invocation_id = ? AND status = 'open'",
+            (seq, session_id, inv),
+        )
+    current = conn.execute(
+        "SELECT status FROM invocations WHERE session_id = ? AND invocation_id = ?", (session_id, inv)
+    ).fetchone()
+    if current is None:
+        conn.execute(
+            "INSERT INTO invocations (session_id, invocation_id, status, started_seq, started_at, updated_at, message)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (session_id, inv, p.invocation_status or "running", seq, p.timestamp, p.timestamp, p.new_message or ""),
+        )
+        n_invocations += 1
+        status_changed = True
+    else:
+        new_status = p.invocation_status or current[0]
+        conn.execute(
+            "UPDATE invocations SET status = ?, updated_at = ? WHERE session_id = ? AND invocation_id = ?",
+            (new_status, p.timestamp, session_id, inv),
+        )
+        status_changed = new_status != current[0]
+    if status_changed:
+        status = session_status(
+            [r[0] for r in conn.execute("SELECT DISTINCT status FROM invocations WHERE session_id = ?", (session_id,))]
+        )
+    if p.opened or p.resolved or p.cancel:
+        n_open, oldest_open = conn.execute(
+            "SELECT count(*), min(raised_at) FROM interrupts WHERE session_id = ? AND status = 'open'", (session_id,)
+        ).fetchone()
+    now = max(time.time(), updated_at)
+    summary = (now, seq, status, n_open, oldest_open, p.timestamp, seq, n_invocations)
+    if p.delta:
+        state = json.loads(conn.execute("SELECT state FROM sessions WHERE id = ?", (session_id,)).fetchone()[0])
+        state.update(p.delta)
+        conn.execute(
+            "UPDATE sessions SET updated_at = ?, last_seq = ?, status = ?, open_interrupts = ?, oldest_open_at = ?,"
+            " last_event_at = ?, event_count = ?, invocation_count = ?, state = ? WHERE id = ?",
+            (*summary, to_json(state).decode(), session_id),
+        )
+    else:
+        conn.execute(
+            "UPDATE sessions SET updated_at = ?, last_seq = ?, status = ?, open_interrupts = ?, oldest_open_at = ?,"
+            " last_event_at = ?, event_count = ?, invocation_count = ? WHERE id = ?",
+            (*summary, session_id),
+        )
+    return seq
+
+
+def _import_tx(conn: sqlite3.Connection, session_id: str, session: Session, events: list[_Prepared]) -> None:
+    _create_tx(
+        conn,
+        session_id,
+        session.app_name,
+        session.user_id,
+        to_json(session.state).decode(),
+        session.created_at,
+        max(time.time(), session.created_at),
+    )
+    for i, p in enumerate(events):
+        _append_tx(conn, session_id, p, i)
+
+
+def _bulk_tx(conn: sqlite3.Connection, batch: list[tuple[Session, list[Event]]]) -> int:
+    n = 0
+    for session, events in batch:
+        _create_tx(
+            conn,
+            session.id,
+            session.app_name,
+            session.user_id,
+            to_json(session.state).decode(),
+            session.created_at,
+            session.created_at,
+        )
+        for event in events:
+            _append_tx(conn, session.id, _prepare(event), None)
+            n += 1
+    return n
+
+
+def _get_session(conn: sqlite3.Connection, session_id: str) -> Session:
+    row = conn.execute(f"SELECT {_SESSION_COLS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    if row is None:
+        raise SessionNotFoundError(session_id)
+    return _session_from_row(row)
+
+
+def _list_sessions(conn: sqlite3.Connection, sql: str, params: list[Any]) -> list[SessionSummary]:
+    return [_summary_from_row(r) for r in conn.execute(sql, params)]
+
+
+def _read_events(
+    conn: sqlite3.Connection,
+    session_id: str,
+    invocation_id: str | None,
+    after_seq: int,
+    limit: int | None,
+    skip_corrupt: bool,
+) -> list[StoredEvent]:
+    _require_session(conn, session_id)
+    if invocation_id is None:
+        sql, params = (
+            "SELECT seq, json FROM events WHERE session_id = ? AND seq > ? ORDER BY seq",
+            [session_id, after_seq],
+        )
+    else:
+        sql = "SELECT seq, json FROM events WHERE session_id = ? AND invocation_id = ? AND seq > ? ORDER BY seq"
+        params = [session_id, invocation_id, after_seq]
+    if limit is not None and not skip_corrupt:
+        sql += " LIMIT ?"
+        params.append(max(limit, 0))
+    out: list[StoredEvent] = []
+    if limit is not None and limit <= 0:
+        return out
+    cur = conn.execute(sql, params)
+    try:
+        for seq, text in cur:
+            try:
+                event = _parse_event(session_id, seq, text)
+            except CorruptEventError:
+                if skip_corrupt:
+                    continue
+                raise
+            out.append(StoredEvent(seq=seq, session_id=session_id, event=event))
+            if limit is not None and len(out) >= limit:
+                break
+    finally:
+        cur.close()
+    return out
+
+
+def _event_at(conn: sqlite3.Connection, session_id: str, seq: int) -> StoredEvent:
+    row = conn.execute("SELECT last_seq FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    if row is None:
+        raise SessionNotFoundError(session_id)
+    ev = conn.execute("SELECT json FROM events WHERE session_id = ? AND seq = ?", (session_id, seq)).fetchone()
+    if ev is None:
+        raise IndexError(f"session {session_id} has no event {seq} (it has {row[0]})")
+    return StoredEvent(seq=seq, session_id=session_id, event=_parse_event(session_id, seq, ev[0]))
+
+
+def _corrupt_events(conn: sqlite3.Connection, session_id: str) -> list[int]:
+    _require_session(conn, session_id)
+    bad: list[int] = []
+    for seq, text in conn.execute("SELECT seq, json FROM events WHERE session_id = ? ORDER BY seq", (session_id,)):
+        try:
+            _parse_event(session_id, seq, text)
+        except CorruptEventError:
+            bad.append(seq)
+    return bad
+
+
+def _list_invocations(conn: sqlite3.Connection, session_id: str) -> list[InvocationSummary]:
+    _require_session(conn, session_id)
+    rows = conn.execute(
+        f"SELECT {_INVOCATION_COLS} FROM invocations WHERE session_id = ? ORDER BY started_seq", (session_id,)
+    )
+    return [_invocation_from_row(r) for r in rows]
+
+
+def _lookup_interrupts(conn: sqlite3.Connection, session_id: str, ids_json: str) -> list[InterruptRecord]:
+    _require_session(conn, session_id)
+    rows = conn.execute(
+        f"SELECT {_INTERRUPT_COLS} FROM interrupts WHERE session_id = ?"
+        " AND interrupt_id IN (SELECT value FROM json_each(?)) ORDER BY raised_seq, invocation_id, interrupt_id",
+        (session_id, ids_json),
+    )
+    return [_interrupt_from_row(r) for r in rows]
+
+
+def _open_interrupts(conn: sqlite3.Connection, sql: str, params: list[Any]) -> list[InterruptRecord]:
+    return [_interrupt_from_row(r) for r in conn.execute(sql, params)]
+
+
+def _get_snapshot(conn: sqlite3.Connection, session_id: str, invocation_id: str) -> tuple[int, dict[str, Any]] | None:
+    _require_session(conn, session_id)
+    row = conn.execute(
+        "SELECT seq, data FROM snapshots WHERE session_id = ? AND invocation_id = ?", (session_id, invocation_id)
+    ).fetchone()
+    if row is None:
+        return None
+    try:
+        data = json.loads(row[1])
+    except (ValueError, TypeError):
+        return None  # a cache: an unreadable snapshot is as good as none
+    return (row[0], data) if isinstance(data, dict) else None
+
+
+def _put_snapshot(conn: sqlite3.Connection, session_id: str, invocation_id: str, seq: int, data: str) -> None:
+    _require_session(conn, session_id)
+    conn.execute(
+        "INSERT INTO snapshots (session_id, invocation_id, seq, data) VALUES (?, ?, ?, ?)"
+        " ON CONFLICT (session_id, invocation_id) DO UPDATE SET seq = excluded.seq, data = excluded.data",
+        (session_id, invocation_id, seq, data),
+    )
+
+
+def _lower(value: Any) -> Any:
+    return value.lower() if isinstance(value, str) else value
+
+
+def _setup(conn: sqlite3.Connection, path: Path, read_only: bool, synchronous: str, busy_ms: int) -> None:
+    conn.execute(f"PRAGMA busy_timeout = {busy_ms}")
+    conn.execute("PRAGMA foreign_keys = ON")
+    # Python's str.lower, so text search matches MemoryStore's exactly (SQLite's lower() is ASCII-only).
+    conn.create_function("hitl_lower", 1, _lower, deterministic=True)
+    if read_only:
+        conn.execute("PRAGMA query_only = ON")
+        version = _user_version(conn)
+        if version != SCHEMA_VERSION:  # changed between the probe and now
+            raise StoreError(f"the database {path} has schema version {version}, expected {SCHEMA_VERSION}")
+        return
+    mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+    if str(mode).lower() != "wal":
+        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if str(mode).lower() != "wal":
+            raise StoreError(f"cannot switch {path} to WAL mode (got {mode}); is it on a network file system?")
+    conn.execute(f"PRAGMA synchronous = {synchronous}")
+    _migrate(conn, path)
+
+
+# --------------------------------------------------------------------------- the store
+
+
+class _Opener:
+    """What :meth:`SQLiteStore.open` returns: awaitable, and an async context manager."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        self._kwargs = kwargs
+        self._store: SQLiteStore | None = None
+
+    def __await__(self) -> Generator[Any, None, SQLiteStore]:
+        return SQLiteStore._open(**self._kwargs).__await__()
+
+    async def __aenter__(self) -> SQLiteStore:
+        self._store = await SQLiteStore._open(**self._kwargs)
+        return self._store
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._store is not None:
+            await self._store.close()
+
+
+class SQLiteStore:
+    """:class:`~engine.store.base.SessionStore` on one SQLite file.
+
+    Open with ``store = await SQLiteStore.open(path)`` or
+    ``async with SQLiteStore.open(path) as store:``. One store holds one
+    connection; several stores (in one or many processes) may share a file.
+    """
+
+    read_only: bool
+    """True when opened read-only: every write method raises ReadOnlyError."""
+
+    def __init__(
+        self, driver: _AiosqliteDriver | _ThreadDriver, path: Path, *, read_only: bool, busy_timeout: float
+    ) -> None:
+        self._driver: _AiosqliteDriver | _ThreadDriver | None = driver
+        self.path = path
+        """The database file."""
+        self.read_only = read_only
+        self.busy_timeout = busy_timeout
+        """Seconds a writer waits for another process's write lock before failing."""
+
+    # ------------------------------------------------------------------ opening
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        read_only: bool = False,
+        busy_timeout: float = 5.0,
+        synchronous: str = "NORMAL",
+    ) -> _Opener:
+        """Open (and for a writer, create or upgrade) the store at ``path``
+        (default: :func:`default_db_path`). Await it or use it with ``async with``.
+
+        Raises :class:`StoreError` if the file is missing (read-only), not a
+        hitl-console database, from a newer version, not writable (writer) or
+        locked beyond ``busy_timeout`` seconds.
+        """
+        return _Opener(path=path, read_only=read_only, busy_timeout=busy_timeout, synchronous=synchronous)
+
+    @classmethod
+    async def _open(
+        cls, *, path: str | os.PathLike[str] | None, read_only: bool, busy_timeout: float, synchronous: str
+    ) -> SQLiteStore:
+        sync = synchronous.upper()
+        if sync not in _SYNCHRONOUS:
+            raise ValueError(f"synchronous must be one of {', '.join(_SYNCHRONOUS)}, not {synchronous!r}")
+        db_path = Path(path if path is not None else default_db_path()).expanduser().absolute()
+        if db_path.is_dir():
+            raise StoreError(f"{db_path} is a directory; give the path of a database file")
+        exists = db_path.exists()
+        if read_only and not exists:
+            raise StoreError(
+                f"no session database at {db_path}; check the path (--db / $HITL_DB), "
+                "or open it without --read-only to create one"
+            )
+        if not read_only:
+            try:
+                db_path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise StoreError(f"cannot create the directory {db_path.parent} for the database: {e.strerror}") from e
+        uri = db_path.as_uri()
+        if exists:
+            try:
+                info = await asyncio.to_thread(_probe, uri + "?mode=ro", busy_timeout)
+            except sqlite3.Error as e:
+                raise _translate(e, db_path, busy_timeout) from e
+            _check_file(info, db_path, read_only)
+            if not read_only and not os.access(db_path, os.W_OK):
+                raise StoreError(
+                    f"the database {db_path} is read-only for this user; fix its permissions, "
+                    "or open it with --read-only to browse"
+                )
+        if not read_only and not os.access(db_path.parent, os.W_OK):
+            raise StoreError(
+                f"the directory {db_path.parent} is not writable (SQLite keeps its -wal file next to the database); "
+                "fix its permissions, or open the database with --read-only"
+            )
+        driver_cls = _AiosqliteDriver if _AiosqliteDriver.available() else _ThreadDriver
+        target = uri + ("?mode=ro" if read_only else "?mode=rwc")
+        try:
+            driver = await driver_cls.connect(
+                target, uri=True, timeout=busy_timeout, isolation_level=None, cached_statements=256
+            )
+        except sqlite3.Error as e:
+            raise _translate(e, db_path, busy_timeout) from e
+        store = cls(driver, db_path, read_only=read_only, busy_timeout=busy_timeout)
+        try:
+            await store._call(_setup, db_path, read_only, sync, int(busy_timeout * 1000))
+        except BaseException:
+            await store.close()
+            raise
+        return store
+
+    async def __aenter__(self) -> SQLiteStore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Close the connection (idempotent); later calls raise StoreError."""
+        driver, self._driver = self._driver, None
+        if driver is not None:
+            await driver.close()
+
+    def __repr__(self) -> str:
+        mode = "ro" if self.read_only else "rw"
+        return f"<SQLiteStore {str(self.path)!r} {mode}{' closed' if self._driver is None else ''}>"
+
+    # ---------------------------------------------------------------- helpers
+    async def _call(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(conn, *args)`` on the connection's thread: one round-trip."""
+        if self._driver is None:
+            raise StoreError(f"the store {self.path} is closed")
+        try:
+            return await self._driver.run(fn, *args)
+        except sqlite3.Error as e:
+            raise _translate(e, self.path, self.busy_timeout) from e
+
+    async def _write(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(conn, *args)`` in one BEGIN IMMEDIATE transaction."""
+        self._check_writable()
+        return await self._call(_in_write_tx, fn, *args)
+
+    def _check_writable(self) -> None:
+        if self.read_only:
+            raise ReadOnlyError(
+                f"the store {self.path} is open read-only; nothing was written (open it without --read-only)"
+            )
+
+    # ---------------------------------------------------------------- sessions
+    async def create_session(
+        self, app_name: str, user_id: str, session_id: str | None = None, state: dict[str, Any] | None = None
+    ) -> Session:
+        self._check_writable()
+        sid = session_id or new_id()
+        now = time.time()
+        await self._write(_create_tx, sid, app_name, user_id, to_json(dict(state or {})).decode(), now, now)
+        return await self.get_session(sid)
+
+    async def get_session(self, session_id: str) -> Session:
+        return await self._call(_get_session, session_id)
+
+    async def list_sessions(
+        self,
+        *,
+        app_name: str | None = None,
+        user_id: str | None = None,
+        status: str | None = None,
+        text: str | None = None,
+        updated_before: float | None = None,
+        updated_after: float | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> Page[SessionSummary]:
+        if limit < 1:
+            raise ValueError(f"limit must be at least 1, not {limit}")
+        where: list[str] = []
+        params: list[Any] = []
+        for column, value in (("app_name", app_name), ("user_id", user_id), ("status", status)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                params.append(value)
+        if text is not None:
+            where.append("instr(hitl_lower(id), ?) > 0")
+            params.append(text.lower())
+        if updated_before is not None:
+            where.append("updated_at < ?")
+            params.append(updated_before)
+        if updated_after is not None:
+            where.append("updated_at > ?")
+            params.append(updated_after)
+        if cursor:
+            ts, sid = _decode_cursor(cursor, (float, str))
+            # Keyset: rows after (ts, sid) in (updated_at DESC, id) order. The first
+            # term is a plain range on the index, the second resolves ties.
+            where.append("updated_at <= ? AND (updated_at < ? OR id > ?)")
+            params += [ts, ts, sid]
+        sql = f"SELECT {_SUMMARY_COLS} FROM sessions"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY updated_at DESC, id LIMIT ?"
+        params.append(limit + 1)
+        rows = await self._call(_list_sessions, sql, params)
+        page = rows[:limit]
+        nxt = _encode_cursor(page[-1].updated_at, page[-1].id) if len(rows) > limit else None
+        return Page(items=page, next_cursor=nxt)
+
+    # ---------------------------------------------------------------- events
+    async def append_event(self, session_id: str, event: Event, *, expected_seq: int | None = None) -> StoredEvent:
+        self._check_writable()
+        p = _prepare(event)
+        seq = await self._write(_append_tx, session_id, p, expected_seq)
+        return StoredEvent(seq=seq, session_id=session_id, event=Event.from_json(p.json))
+
+    async def events(
+        self, session_id: str, *, after_seq: int = 0, limit: int | None = None, skip_corrupt: bool = False
+    ) -> list[StoredEvent]:
+        """Events with ``seq > after_seq`` in order. A corrupt row raises
+        CorruptEventError; with ``skip_corrupt=True`` it is left out instead
+        (``limit`` then counts readable events) -- see :meth:`corrupt_events`."""
+        return await self._call(_read_events, session_id, None, after_seq, limit, skip_corrupt)
+
+    async def event_at(self, session_id: str, seq: int) -> StoredEvent:
+        return await self._call(_event_at, session_id, seq)
+
+    async def invocation_events(
+        self, session_id: str, invocation_id: str, *, after_seq: int = 0, skip_corrupt: bool = False
+    ) -> list[StoredEvent]:
+        return await self._call(_read_events, session_id, invocation_id, after_seq, None, skip_corrupt)
+
+    async def corrupt_events(self, session_id: str) -> list[int]:
+        """Seqs of this session's events that cannot be read (empty when all are fine).
+        Reads the whole log: call it when a read raised CorruptEventError, or once per session view."""
+        return await self._call(_corrupt_events, session_id)
+
+    # ------------------------------------------------------------ derived rows
+    async def list_invocations(self, session_id: str) -> list[InvocationSummary]:
+        return await self._call(_list_invocations, session_id)
+
+    async def lookup_interrupts(self, session_id: str, interrupt_ids: list[str]) -> list[InterruptRecord]:
+        return await self._call(_lookup_interrupts, session_id, json.dumps(list(interrupt_ids)))
+
+    async def open_interrupts(
+        self,
+        *,
+        session_id: str | None = None,
+        app_name: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> Page[InterruptRecord]:
+        if limit < 1:
+            raise ValueError(f"limit must be at least 1, not {limit}")
+        # The literal status = 'open' lets SQLite use the partial inbox indexes.
+        where = ["status = 'open'"]
+        params: list[Any] = []
+        if session_id is not None:
+            where.append("session_id = ?")
+            params.append(session_id)
+        if app_name is not None:
+            where.append("app_name = ?")
+            params.append(app_name)
+        if cursor:
+            where.append("(raised_at, session_id, raised_seq, interrupt_id) > (?, ?, ?, ?)")
+            params += _decode_cursor(cursor, (float, str, int, str))
+        sql = (
+            f"SELECT {_INTERRUPT_COLS} FROM interrupts WHERE {' AND '.join(where)}"
+            " ORDER BY raised_at, session_id, raised_seq, interrupt_id LIMIT ?"
+        )
+        params.append(limit + 1)
+        rows = await self._call(_open_interrupts, sql, params)
+        page = rows[:limit]
+        nxt = None
+        if len(rows) > limit:
+            last = page[-1]
+            nxt = _encode_cursor(last.raised_at, last.session_id, last.raised_seq, last.interrupt_id)
+        return Page(items=page, next_cursor=nxt)
+
+    async def get_snapshot(self, session_id: str, invocation_id: str) -> tuple[int, dict[str, Any]] | None:
+        return await self._call(_get_snapshot, session_id, invocation_id)
+
+    async def put_snapshot(self, session_id: str, invocation_id: str, seq: int, data: dict[str, Any]) -> None:
+        self._check_writable()
+        await self._write(_put_snapshot, session_id, invocation_id, seq, to_json(data).decode())
+
+    # ---------------------------------------------------------- export/import
+    def export_session(self, session_id: str) -> AsyncIterator[str]:
+        """The session as JSON Lines (see :mod:`engine.store.jsonl`), one line per item."""
+        return jsonl.export_lines(self, session_id)
+
+    async def import_session(self, lines: Iterable[str | bytes], *, session_id: str | None = None) -> Session:
+        """Create a session from an export. The whole file is validated first and
+        written in one transaction through the append path (derived rows are
+        rebuilt); a bad file raises ImportFormatError naming the line and writes nothing."""
+        self._check_writable()
+        parsed = jsonl.parse_export(lines)
+        sid = session_id or parsed.session.id
+        prepared = [_prepare(e) for e in parsed.events]
+        await self._write(_import_tx, sid, parsed.session, prepared)
+        return await self.get_session(sid)
+
+    # ------------------------------------------------------------- utilities
+    async def bulk_load(self, sessions: Iterable[tuple[Session, Iterable[Event]]], *, batch_size: int = 500) -> int:
+        """Create many sessions with their events through the normal append path,
+        ``batch_size`` sessions per transaction: for benchmarks, demo stores and
+        fixtures. Uses each Session's id, app_name, user_id, state and created_at
+        (the rest is derived). Returns the number of events written."""
+        self._check_writable()
+        total = 0
+        batch: list[tuple[Session, list[Event]]] = []
+        for session, events in sessions:
+            batch.append((session, list(events)))
+            if len(batch) >= batch_size:
+                total += await self._write(_bulk_tx, batch)
+                batch = []
+        if batch:
+            total += await self._write(_bulk_tx, batch)
+        return total
+
+    async def checkpoint(self) -> None:
+        """Copy the WAL into the database file and truncate it (e.g. before measuring or copying the file)."""
+        await self._call(lambda conn: conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall())
+
+    async def integrity_check(self) -> list[str]:
+        """SQLite's quick_check: an empty list when the file is sound, else its complaints."""
+        rows = await self._call(lambda conn: [r[0] for r in conn.execute("PRAGMA quick_check")])
+        return [] if rows == ["ok"] else rows
