@@ -1,0 +1,108 @@
+"""Hand-built events and store fixtures shared by the store test suites.
+
+Events are built directly with ``engine.models`` (no workflow code), so the
+store suites test the store alone.
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+from engine.models import Content, Event, FunctionCall, NodeInfo, NodeStatus, Part
+from engine.store import MemoryStore, SQLiteStore
+from engine.store.base import SessionStore
+
+KINDS = ["memory", "sqlite"]
+
+_files = itertools.count()
+
+
+async def open_store(kind: str, directory: Path, **kwargs: Any) -> SessionStore:
+    """A fresh, empty store of ``kind`` (an SQLite file under ``directory``)."""
+    if kind == "memory":
+        return MemoryStore(**kwargs)
+    return await SQLiteStore.open(directory / f"store-{next(_files)}.sqlite", **kwargs)
+
+
+def user_msg(inv: str, text: str = "go", **kw: Any) -> Event:
+    return Event(invocation_id=inv, author="user", content=Content.from_text(text), **kw)
+
+
+def start(inv: str, path: str = "wf@1", **kw: Any) -> Event:
+    run_id = path.rsplit("@", 1)[1]
+    name = path.rsplit("/", 1)[-1].split("@")[0]
+    return Event(invocation_id=inv, author=name, node_info=NodeInfo(path=path, run_id=run_id, lifecycle="start"), **kw)
+
+
+def end(inv: str, status: NodeStatus, path: str = "wf@1", output: Any = None, **kw: Any) -> Event:
+    run_id = path.rsplit("@", 1)[1]
+    name = path.rsplit("/", 1)[-1].split("@")[0]
+    return Event(
+        invocation_id=inv,
+        author=name,
+        node_info=NodeInfo(path=path, run_id=run_id, lifecycle="end", status=status),
+        output=output,
+        **kw,
+    )
+
+
+def interrupt(inv: str, *ids: str, path: str = "wf@1/ask@1", ts: float | None = None, **kw: Any) -> Event:
+    """A leaf event raising long-running calls ``ids`` (RequestInput-style)."""
+    run_id = path.rsplit("@", 1)[1]
+    parts = [
+        Part(function_call=FunctionCall(id=i, name="request_input", args={"message": f"approve {i}?"})) for i in ids
+    ]
+    if ts is not None:
+        kw["timestamp"] = ts
+    return Event(
+        invocation_id=inv,
+        author=path.rsplit("/", 1)[-1].split("@")[0],
+        node_info=NodeInfo(path=path, run_id=run_id),
+        content=Content(role="model", parts=parts),
+        long_running_tool_ids=list(ids),
+        **kw,
+    )
+
+
+def answer(inv: str, answers: dict[str, Any], **kw: Any) -> Event:
+    return Event(invocation_id=inv, author="user", content=Content.from_responses(answers), **kw)
+
+
+def cancel(inv: str) -> Event:
+    return Event(invocation_id=inv, author="user", custom_metadata={"action": "cancel", "operator": "op"})
+
+
+async def waiting_session(
+    store: SessionStore,
+    *ids: str,
+    inv: str = "inv1",
+    app: str = "app",
+    user: str = "u",
+    session_id: str | None = None,
+    ts: float | None = None,
+) -> str:
+    """A session whose invocation ``inv`` is WAITING on ``ids``; returns its id."""
+    s = await store.create_session(app, user, session_id)
+    for ev in (user_msg(inv), start(inv), interrupt(inv, *ids, ts=ts), end(inv, NodeStatus.WAITING)):
+        await store.append_event(s.id, ev)
+    return s.id
+
+
+async def dump(store: SessionStore, session_id: str) -> dict[str, Any]:
+    """Everything observable about one session, for 'nothing changed' checks."""
+    session = await store.get_session(session_id)
+    events = await store.events(session_id)
+    ids = sorted({c.id for e in events for c in e.event.interrupt_calls})
+    interrupts = await store.lookup_interrupts(session_id, ids)
+    page = await store.list_sessions(limit=1000)
+    return {
+        "session": session.model_dump(),
+        "events": [(e.seq, e.event.to_json()) for e in events],
+        "invocations": [i.model_dump() for i in await store.list_invocations(session_id)],
+        "interrupts": sorted(
+            (r.model_dump() for r in interrupts), key=lambda r: (r["invocation_id"], r["interrupt_id"])
+        ),
+        "summary": [s.model_dump() for s in page.items if s.id == session_id],
+    }
