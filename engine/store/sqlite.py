@@ -231,8 +231,16 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> None:
         version = _user_version(conn)  # another process may have migrated meanwhile
         if version > SCHEMA_VERSION:
             raise _newer_schema_error(path, version)
-        for migration in _MIGRATIONS[version:]:
-            migration(conn)
+        for n, migration in enumerate(_MIGRATIONS[version:], start=version + 1):
+            try:
+                migration(conn)
+            except (sqlite3.Error, HitlError):
+                raise
+            except Exception as e:
+                raise StoreError(
+                    f"upgrading {path} to schema version {n} failed ({type(e).__name__}: {e}); "
+                    f"the file was left at version {version}"
+                ) from e
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         conn.execute("COMMIT")
     except BaseException:
