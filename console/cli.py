@@ -1,0 +1,977 @@
+"""``hitl``: the headless console. Every console action, scriptable.
+
+``hitl`` alone opens the Textual console; the subcommands read and write the
+same store through the engine's public API (no SQL here) and compute every
+node status with :mod:`engine.projection`::
+
+    hitl sessions [--app NAME] [--user U] [--status S] [--older-than 2h] [--text T] [--limit N] [--cursor C]
+    hitl show SESSION [--invocation INV] [--all-runs]
+    hitl inbox [--app NAME] [--session S] [--limit N] [--cursor C]
+    hitl resume SESSION ID=JSON|ID=@file.json ... [--answer ID=JSON] [--invocation INV] [--dry-run]
+                [--operator NAME] [--reason TEXT]
+    hitl redrive SESSION INVOCATION [--operator NAME] [--reason TEXT]
+    hitl cancel SESSION INVOCATION [--operator NAME] [--reason TEXT]
+    hitl events SESSION [--after SEQ] [--limit N] [--tail]
+    hitl replay SESSION [--at N] | hitl replay --file export.jsonl [--at N]
+    hitl export SESSION > session.jsonl ; hitl import session.jsonl [--as NEW_ID]
+    hitl demo [--sessions N] [--fresh] [--clock EPOCH]
+
+Options accepted before or after the subcommand: ``--db PATH`` (default
+``$HITL_DB`` or ``~/.local/share/hitl-console/hitl.sqlite``), ``--json``,
+``--read-only``, ``--config hitl.toml``; ``--app [NAME=]module:attr``
+(repeatable) registers workflow code, before the subcommand or on the commands
+that run workflows (``resume``, ``redrive``). ``./hitl.toml`` is read when
+present and no ``--config`` is given. Invocation ids may be abbreviated to a
+unique prefix.
+
+Exit codes: 0 ok; 1 operator error (:class:`~engine.errors.HitlError`: unknown
+or answered id, invalid answer, bad JSON, missing session, conflict, read-only
+store, failed run...) with a one-line reason on stderr and no traceback; 2 usage.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import json
+import os
+import re
+import sys
+import time
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
+
+import click
+
+from engine import Content, Event, HitlError, Projection, cancel_invocation
+from engine.apps import AppRegistry
+from engine.errors import InvocationNotFoundError, ReadOnlyError
+from engine.projection import NodeRun
+from engine.replay import Replay, Step, markers_for
+from engine.resume import ResumePlan, load_invocation, plan_resume, validate_responses
+from engine.store.base import SessionStore
+
+T = TypeVar("T")
+
+SESSION_STATUSES = ("new", "running", "waiting", "completed", "failed", "cancelled")
+CONFIG_NAME = "hitl.toml"
+
+
+# ------------------------------------------------------------------ options
+@dataclass
+class Options:
+    """Global options, settable before or after the subcommand."""
+
+    db: str | None = None
+    json: bool = False
+    read_only: bool = False
+    config: str | None = None
+    apps: list[str] = field(default_factory=list)
+
+    def db_path(self) -> Path:
+        if self.db:
+            return Path(self.db).expanduser()
+        from engine.store.sqlite import default_db_path
+
+        return default_db_path()
+
+    def registry(self) -> AppRegistry:
+        config = self.config
+        if config is None and Path(CONFIG_NAME).is_file():
+            config = CONFIG_NAME
+        return AppRegistry.from_options(self.apps, config)
+
+
+def _opts() -> Options:
+    return click.get_current_context().find_root().ensure_object(Options)
+
+
+def _setter(name: str) -> Callable[[click.Context, click.Parameter, Any], None]:
+    def callback(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+        opts = ctx.find_root().ensure_object(Options)
+        if name == "apps":
+            opts.apps.extend(value)
+        elif value not in (None, False):
+            setattr(opts, name, value)
+
+    return callback
+
+
+def _global(*decls: str, name: str, **kw: Any) -> Callable[[T], T]:
+    return click.option(*decls, expose_value=False, callback=_setter(name), **kw)
+
+
+db_option = _global(
+    "--db",
+    name="db",
+    metavar="PATH",
+    help="Session database (default: $HITL_DB or ~/.local/share/hitl-console/hitl.sqlite).",
+)
+json_option = _global("--json", "json_", name="json", is_flag=True, help="Machine-readable output (JSON).")
+read_only_option = _global(
+    "--read-only", name="read_only", is_flag=True, help="Open the store read-only: nothing is written."
+)
+config_option = _global(
+    "--config",
+    name="config",
+    metavar="FILE",
+    help=f'App registry config ([apps] name = "module:attr"; default ./{CONFIG_NAME}).',
+)
+app_spec_option = _global(
+    "--app",
+    name="apps",
+    multiple=True,
+    metavar="[NAME=]MODULE:ATTR",
+    help="Register workflow code for an app (repeatable).",
+)
+
+
+def common(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Options every subcommand accepts after its name too."""
+    for opt in (config_option, read_only_option, json_option, db_option):
+        fn = opt(fn)
+    return fn
+
+
+# ------------------------------------------------------------------- errors
+class OperatorError(click.ClickException):
+    """A HitlError surfaced as exit code 1 with a one-line reason."""
+
+    exit_code = 1
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"error: {self.format_message()}", err=True)
+
+
+def fail(message: str) -> NoReturn:
+    raise OperatorError(message)
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a command body; operator errors become exit 1 without a traceback."""
+    try:
+        return asyncio.run(coro)
+    except HitlError as exc:
+        raise OperatorError(" ".join(str(exc).split())) from None
+
+
+async def page_of(call: Coroutine[Any, Any, T]) -> T:
+    """A store listing; a cursor the store does not accept is an operator error."""
+    try:
+        return await call
+    except ValueError as exc:  # the store's "invalid page cursor ..."
+        raise HitlError(str(exc)) from None
+
+
+@asynccontextmanager
+async def open_store(*, write: bool) -> AsyncIterator[SessionStore]:
+    """The store at ``--db``; read-only unless the command writes (and no --read-only)."""
+    from engine.store.sqlite import SQLiteStore
+
+    opts = _opts()
+    store = await SQLiteStore.open(opts.db_path(), read_only=opts.read_only or not write)
+    try:
+        yield store
+    finally:
+        await store.close()
+
+
+def out(text: str = "") -> None:
+    click.echo(text)
+
+
+def out_json(obj: Any) -> None:
+    click.echo(json.dumps(obj, default=str, ensure_ascii=False))
+
+
+# ----------------------------------------------------------------- formatting
+def short(value: Any, width: int = 60) -> str:
+    if value is None:
+        return ""
+    text = (
+        value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False, separators=(",", ":"))
+    )
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def age(ts: float | None, now: float | None = None) -> str:
+    if ts is None:
+        return "-"
+    secs = max(0, int((now if now is not None else time.time()) - ts))
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if secs >= size:
+            major, rest = divmod(secs, size)
+            minor = {"d": ("h", 3600), "h": ("m", 60), "m": ("s", 1)}[unit]
+            sub = rest // minor[1]
+            return f"{major}{unit}{sub}{minor[0]}" if sub and major < 10 else f"{major}{unit}"
+    return f"{secs}s"
+
+
+def clock(ts: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts)) if ts is not None else "-"
+
+
+def table(rows: list[list[str]], headers: list[str]) -> str:
+    widths = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(len(headers))]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
+    lines += ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    return "\n".join(lines)
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_duration(text: str) -> float:
+    """``90s``, ``15m``, ``2h``, ``3d``, ``1w``, ``1h30m`` -> seconds."""
+    t = text.strip().lower()
+    parts = _DURATION.findall(t)
+    if not parts or "".join(n + u for n, u in parts) != t:
+        raise click.BadParameter(f"{text!r} is not a duration like 90s, 15m, 2h, 3d or 1h30m")
+    return sum(float(n) * _UNITS[u] for n, u in parts)
+
+
+def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
+    return None if value is None else parse_duration(value)
+
+
+# ---------------------------------------------------------------- tree view
+def ordered_children(proj: Projection, run: NodeRun, all_runs: bool) -> list[tuple[NodeRun, int]]:
+    """Children in start order; without ``all_runs`` only the latest run of each
+    (name, call key) with the number of earlier runs it hides."""
+    kids = sorted(proj.children(run.invocation_id, run.path), key=lambda r: (r.started_pos or r.updated_pos, r.path))
+    if all_runs:
+        return [(k, 0) for k in kids]
+    latest: dict[tuple[str, str | None], NodeRun] = {}
+    hidden: dict[tuple[str, str | None], int] = {}
+    for k in kids:
+        key = (k.name, k.call_key)
+        if key in latest:
+            hidden[key] = hidden.get(key, 0) + 1
+        latest[key] = k
+    return sorted(((r, hidden.get(key, 0)) for key, r in latest.items()), key=lambda x: (x[0].started_pos, x[0].path))
+
+
+def tree_rows(proj: Projection, invocation_id: str, all_runs: bool = False) -> list[dict[str, Any]]:
+    """The node tree of one invocation, depth-first, as rows (JSON-ready)."""
+    rows: list[dict[str, Any]] = []
+    inv = proj.invocations.get(invocation_id)
+    if inv is None:
+        return rows
+
+    def visit(run: NodeRun, depth: int, hidden: int) -> None:
+        open_ = [proj.interrupts.get((invocation_id, i)) for i in run.own_pending]
+        pending = [{"id": i.id, "message": i.message} for i in open_ if i is not None and i.open]
+        rows.append(
+            {
+                "path": run.path,
+                "node": f"{run.name}@{run.run_id}",
+                "depth": depth,
+                "status": run.status.value,
+                "output": run.output,
+                "error": f"{run.error_code}: {run.error_message}" if run.error_code else None,
+                "pending": pending,
+                "earlier_runs": hidden,
+                "resumed": run.resumed,
+            }
+        )
+        for child, h in ordered_children(proj, run, all_runs):
+            visit(child, depth + 1, h)
+
+    roots = [proj.get(invocation_id, p) for p in inv.roots]
+    for root in [r for r in roots if r is not None]:
+        visit(root, 0, 0)
+    return rows
+
+
+def render_tree(rows: list[dict[str, Any]]) -> list[str]:
+    """Plain-text lines of :func:`tree_rows`: node, status, output or error, and
+    one ``waits on ID: message`` per open interrupt of the node."""
+    if not rows:
+        return ["  (no node has run yet)"]
+    width = min(max(len(r["node"]) + 2 * r["depth"] for r in rows), 48)
+    lines = []
+    for r in rows:
+        label = ("  " * r["depth"] + r["node"]).ljust(width)
+        waits = [f"waits on {p['id']}: {short(p['message'], 70)}" for p in r["pending"]]
+        if r["error"]:
+            detail = r["error"]
+        elif r["output"] is not None:
+            detail = short(r["output"])
+        else:
+            detail = waits.pop(0) if waits else ""
+        if r["earlier_runs"]:
+            n = r["earlier_runs"]
+            detail += f" (+{n} earlier run{'s' if n > 1 else ''})"
+        lines.append(f"  {label}  {r['status']:<9}  {detail}".rstrip())
+        lines += [f"  {' ' * width}  {'':<9}  {w}" for w in waits]
+    return lines
+
+
+async def resolve_invocation(store: SessionStore, session_id: str, text: str) -> str:
+    """An invocation id from a unique prefix."""
+    ids = [i.invocation_id for i in await store.list_invocations(session_id)]
+    if text in ids:
+        return text
+    matches = [i for i in ids if i.startswith(text)]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise InvocationNotFoundError(session_id, text)
+    raise HitlError(
+        f"invocation prefix {text!r} matches {len(matches)} invocations of session {session_id}; give more digits"
+    )
+
+
+async def session_projection(store: SessionStore, session_id: str) -> Projection:
+    return _fold((s.seq, s.event) for s in await store.events(session_id))
+
+
+def _fold(events: Iterable[tuple[int, Event]]) -> Projection:
+    proj = Projection()
+    for seq, event in events:
+        proj.apply(event, seq)
+    return proj
+
+
+# ---------------------------------------------------------------------- group
+@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@common
+@app_spec_option
+@click.version_option(package_name="hitl-console", prog_name="hitl")
+@click.pass_context
+def cli(ctx: click.Context) -> None:
+    """Operate human-in-the-loop workflows: without a subcommand, open the console."""
+    if ctx.invoked_subcommand is not None:
+        return
+    opts = _opts()
+    try:
+        from console.app import run_app
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("console.app", "console"):
+            raise
+        fail("the console UI (console/app.py) is not installed in this build; use the subcommands (hitl --help)")
+    try:
+        registry = opts.registry()
+    except HitlError as exc:
+        fail(str(exc))
+    run_app(opts.db_path(), read_only=opts.read_only, registry=registry)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    try:
+        cli(prog_name="hitl")
+    except BrokenPipeError:  # `hitl export X | head`
+        sys.stderr.close()
+        sys.exit(0)
+
+
+# ------------------------------------------------------------------- sessions
+@cli.command()
+@common
+@click.option("--app", "app_name", metavar="NAME", help="Only this app.")
+@click.option("--user", "user_id", metavar="USER", help="Only this user.")
+@click.option("--status", type=click.Choice(SESSION_STATUSES), help="Only sessions in this status.")
+@click.option(
+    "--older-than", "older_than", metavar="DURATION", callback=_duration, help="Not updated for this long (2h, 3d)."
+)
+@click.option("--text", "--search", "search", metavar="TEXT", help="Session id contains TEXT.")
+@click.option("--limit", type=click.IntRange(1, 10_000), default=50, show_default=True)
+@click.option("--cursor", metavar="CURSOR", help="Continue a listing (printed as next cursor).")
+def sessions(
+    app_name: str | None,
+    user_id: str | None,
+    status: str | None,
+    older_than: float | None,
+    search: str | None,
+    limit: int,
+    cursor: str | None,
+) -> None:
+    """List sessions, most recently updated first."""
+
+    async def body() -> None:
+        async with open_store(write=False) as store:
+            page = await page_of(
+                store.list_sessions(
+                    app_name=app_name,
+                    user_id=user_id,
+                    status=status,
+                    text=search,
+                    updated_before=time.time() - older_than if older_than is not None else None,
+                    limit=limit,
+                    cursor=cursor,
+                )
+            )
+        if _opts().json:
+            out_json({"sessions": [s.model_dump() for s in page.items], "next_cursor": page.next_cursor})
+            return
+        now = time.time()
+        rows = [
+            [
+                s.id,
+                s.app_name,
+                s.user_id,
+                s.status,
+                str(s.open_interrupts),
+                str(s.invocation_count),
+                str(s.event_count),
+                age(s.updated_at, now),
+            ]
+            for s in page.items
+        ]
+        out(
+            table(rows, ["SESSION", "APP", "USER", "STATUS", "OPEN", "INV", "EVENTS", "UPDATED"])
+            if rows
+            else "no sessions"
+        )
+        if page.next_cursor:
+            out(f"more: --cursor {page.next_cursor}")
+
+    run(body())
+
+
+# ----------------------------------------------------------------------- show
+@cli.command()
+@common
+@click.argument("session_id", metavar="SESSION")
+@click.option("--invocation", "invocation", metavar="INV", help="Only this invocation (id or unique prefix).")
+@click.option("--all-runs", is_flag=True, help="Show every loop iteration, not only the latest run of each node.")
+def show(session_id: str, invocation: str | None, all_runs: bool) -> None:
+    """A session's node tree per invocation: runs, statuses, outputs, open interrupts."""
+
+    async def body() -> None:
+        async with open_store(write=False) as store:
+            session = await store.get_session(session_id)
+            invocations = await store.list_invocations(session_id)
+            if invocation:
+                inv_id = await resolve_invocation(store, session_id, invocation)
+                invocations = [i for i in invocations if i.invocation_id == inv_id]
+            proj = await session_projection(store, session_id)
+        if _opts().json:
+            out_json(
+                {
+                    "session": session.model_dump(),
+                    "invocations": [
+                        {**i.model_dump(), "nodes": tree_rows(proj, i.invocation_id, all_runs)} for i in invocations
+                    ],
+                }
+            )
+            return
+        out(f"session {session.id}  app {session.app_name}  user {session.user_id}  events {session.last_seq}")
+        if session.state:
+            out(f"state   {short(session.state, 100)}")
+        for i in invocations:
+            out()
+            status = proj.invocation_status(i.invocation_id)
+            out(
+                f"invocation {i.invocation_id}  {status.value if status else i.status.upper()}  "
+                f"started {clock(i.started_at)}  message {short(i.message, 40) or '-'}"
+            )
+            for line in render_tree(tree_rows(proj, i.invocation_id, all_runs)):
+                out(line)
+            open_ids = [x.id for x in proj.open_interrupts(i.invocation_id)]
+            if open_ids:
+                out(f"  open: {', '.join(open_ids)}")
+
+    run(body())
+
+
+# ---------------------------------------------------------------------- inbox
+@cli.command()
+@common
+@click.option("--app", "app_name", metavar="NAME", help="Only this app.")
+@click.option("--session", "session_id", metavar="SESSION", help="Only this session.")
+@click.option("--limit", type=click.IntRange(1, 10_000), default=50, show_default=True)
+@click.option("--cursor", metavar="CURSOR", help="Continue a listing (printed as next cursor).")
+def inbox(app_name: str | None, session_id: str | None, limit: int, cursor: str | None) -> None:
+    """Open interrupts across sessions, oldest first."""
+
+    async def body() -> None:
+        async with open_store(write=False) as store:
+            page = await page_of(
+                store.open_interrupts(app_name=app_name, session_id=session_id, limit=limit, cursor=cursor)
+            )
+        if _opts().json:
+            out_json({"interrupts": [r.model_dump() for r in page.items], "next_cursor": page.next_cursor})
+            return
+        now = time.time()
+        rows = [
+            [age(r.raised_at, now), r.session_id, r.invocation_id[:12], r.path, r.interrupt_id, short(r.message, 60)]
+            for r in page.items
+        ]
+        out(table(rows, ["AGE", "SESSION", "INVOCATION", "NODE", "ID", "MESSAGE"]) if rows else "inbox is empty")
+        if page.next_cursor:
+            out(f"more: --cursor {page.next_cursor}")
+
+    run(body())
+
+
+# --------------------------------------------------------------------- resume
+def parse_answers(pairs: Iterable[str]) -> dict[str, Any]:
+    """``ID=JSON`` / ``ID=@file.json`` -> ``{id: value}``; HitlError naming the id."""
+    answers: dict[str, Any] = {}
+    for pair in pairs:
+        iid, eq, raw = pair.partition("=")
+        iid = iid.strip()
+        if not eq or not iid:
+            raise HitlError(f"answer {pair!r} is not ID=JSON (e.g. approve-1=true or approve-1=@answer.json)")
+        if iid in answers:
+            raise HitlError(f"interrupt {iid} is answered twice on the command line")
+        source = "value"
+        if raw.startswith("@"):
+            source = raw[1:]
+            try:
+                raw = Path(source).read_text(encoding="utf-8")
+            except OSError as exc:
+                raise HitlError(f"answer for {iid}: cannot read {source}: {exc.strerror}") from None
+        try:
+            answers[iid] = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            hint = f" (a string needs JSON quotes: {iid}='\"{raw}\"')" if source == "value" else ""
+            raise HitlError(
+                f"answer for {iid} is not valid JSON in {source}: {exc.msg} at column {exc.colno}{hint}"
+            ) from None
+    return answers
+
+
+def default_operator() -> str | None:
+    try:
+        return os.environ.get("USER") or getpass.getuser()
+    except Exception:
+        return None
+
+
+operator_option = click.option(
+    "--operator", metavar="NAME", default=default_operator, help="Recorded on the event (default: $USER)."
+)
+reason_option = click.option("--reason", metavar="TEXT", help="Why; recorded on the event.")
+
+
+def render_plan(plan: ResumePlan, session_id: str) -> list[str]:
+    lines = [f"dry run: session {session_id}, invocation {plan.invocation_id} (nothing was written)"]
+    lines.append(f"  answers:    {', '.join(plan.resolves)}")
+    width = max([len(c.path) for c in plan.changes] + [10])
+    for c in plan.changes:
+        detail = f"  output {short(c.output, 50)}" if c.effect == "auto-complete" else ""
+        if c.still_open:
+            detail += f"  still waiting for {', '.join(c.still_open)}"
+        lines.append(f"  {c.path.ljust(width)}  {c.before.value:>9} -> {c.after.value:<9}  {c.effect}{detail}")
+    lines.append(f"  still open: {', '.join(plan.still_open) or 'none'}")
+    lines.append(
+        "  then:       the invocation re-executes (the nodes above marked re-execute run again with their run ids)"
+        if plan.runs_anything
+        else "  then:       nothing runs: every answered node keeps waiting for its other ids"
+    )
+    for w in plan.side_effect_warnings:
+        lines.append(f"  warning:    {w}")
+    return lines
+
+
+async def stream_run(
+    store: SessionStore, session_id: str, invocation_id: str, events: AsyncIterator[Event], as_json: bool
+) -> tuple[Projection, int]:
+    """Print each persisted event with the status its node has after it and what
+    it did (:func:`engine.replay.markers_for`: answers, auto-completions,
+    re-executions, failures). The projection is loaded before the first event
+    is persisted, then folded one event at a time."""
+    proj = await load_invocation(store, session_id, invocation_id)
+    count = 0
+    async for event in events:
+        count += 1
+        change = proj.apply(event)
+        run_ = proj.get(event.invocation_id, event.path) if event.path else None
+        status = run_.status.value if run_ else ""
+        notes = [m.text for m in markers_for(event, change, proj)]
+        if as_json:
+            out_json(
+                {
+                    "kind": event.kind,
+                    "path": event.path,
+                    "status": status or None,
+                    "invocation_id": event.invocation_id,
+                    "event_id": event.id,
+                    "markers": notes,
+                }
+            )
+        else:
+            out(f"{event.kind:<9} {(event.path or '-'):<44} {status:<9}  {'; '.join(notes)}".rstrip())
+    return proj, count
+
+
+def _summary(proj: Projection, inv: str, count: int, as_json: bool) -> None:
+    status = proj.invocation_status(inv)
+    open_ids = [i.id for i in proj.open_interrupts(inv)]
+    if as_json:
+        out_json(
+            {"kind": "summary", "invocation_id": inv, "status": status.value if status else None, "open": open_ids}
+        )
+        return
+    if count <= 1:
+        out(f"answered; nothing ran: invocation {inv} keeps waiting for {', '.join(open_ids) or '-'}")
+        return
+    out(f"invocation {inv}: {status.value if status else '?'}" + (f"; open: {', '.join(open_ids)}" if open_ids else ""))
+
+
+@cli.command()
+@common
+@app_spec_option
+@click.argument("session_id", metavar="SESSION")
+@click.argument("answers", nargs=-1, metavar="ID=JSON...")
+@click.option(
+    "--answer", "answer_opts", multiple=True, metavar="ID=JSON", help="An answer (same as a positional ID=JSON)."
+)
+@click.option("--invocation", metavar="INV", help="The invocation the ids belong to (id or unique prefix).")
+@click.option("--dry-run", is_flag=True, help="Show what the answer would resolve and run; write nothing.")
+@operator_option
+@reason_option
+def resume(
+    session_id: str,
+    answers: tuple[str, ...],
+    answer_opts: tuple[str, ...],
+    invocation: str | None,
+    dry_run: bool,
+    operator: str | None,
+    reason: str | None,
+) -> None:
+    """Answer interrupt ids (all or some) and run what they unblock."""
+    opts = _opts()
+    if not answers and not answer_opts:
+        raise click.UsageError("give at least one answer: ID=JSON (or --answer ID=JSON)")
+
+    async def body() -> None:
+        values = parse_answers([*answers, *answer_opts])
+        async with open_store(write=not dry_run) as store:
+            session = await store.get_session(session_id)
+            inv = await resolve_invocation(store, session_id, invocation) if invocation else None
+            content = Content.from_responses(values)
+            if dry_run:
+                plan = await plan_resume(store, session_id, content, inv)
+                if opts.json:
+                    out_json(plan.to_dict())
+                else:
+                    for line in render_plan(plan, session_id):
+                        out(line)
+                return
+            if store.read_only:
+                raise ReadOnlyError("the store is open read-only (--read-only); nothing was written")
+            runner = opts.registry().runner(session.app_name, store)
+            # The runner validates again, atomically with the append; this lookup
+            # only names the invocation whose projection the stream folds.
+            target = await validate_responses(store, session_id, content, inv)
+            events = runner.run(session.user_id, session_id, content, inv, operator=operator, reason=reason)
+            proj, count = await stream_run(store, session_id, target.invocation_id, events, opts.json)
+            _summary(proj, target.invocation_id, count, opts.json)
+
+    run(body())
+
+
+@cli.command()
+@common
+@app_spec_option
+@click.argument("session_id", metavar="SESSION")
+@click.argument("invocation", metavar="INVOCATION")
+@operator_option
+@reason_option
+def redrive(session_id: str, invocation: str, operator: str | None, reason: str | None) -> None:
+    """Run a failed (or interrupted) invocation again: completed nodes are kept."""
+    opts = _opts()
+
+    async def body() -> None:
+        async with open_store(write=True) as store:
+            session = await store.get_session(session_id)
+            inv = await resolve_invocation(store, session_id, invocation)
+            runner = opts.registry().runner(session.app_name, store)
+            events = runner.run(session.user_id, session_id, invocation_id=inv, operator=operator, reason=reason)
+            proj, count = await stream_run(store, session_id, inv, events, opts.json)
+            _summary(proj, inv, count, opts.json)
+
+    run(body())
+
+
+@cli.command()
+@common
+@click.argument("session_id", metavar="SESSION")
+@click.argument("invocation", metavar="INVOCATION")
+@operator_option
+@reason_option
+def cancel(session_id: str, invocation: str, operator: str | None, reason: str | None) -> None:
+    """Cancel a waiting or failed invocation; its open interrupts close."""
+    opts = _opts()
+
+    async def body() -> None:
+        async with open_store(write=True) as store:
+            await store.get_session(session_id)
+            inv = await resolve_invocation(store, session_id, invocation)
+            before = await load_invocation(store, session_id, inv)
+            closed = [i.id for i in before.open_interrupts(inv)]
+            event = await cancel_invocation(store, session_id, inv, operator=operator, reason=reason)
+        if opts.json:
+            out_json({"invocation_id": inv, "status": "CANCELLED", "closed": closed, "event_id": event.id})
+        else:
+            out(f"cancelled invocation {inv}" + (f"; closed {', '.join(closed)}" if closed else ""))
+
+    run(body())
+
+
+# --------------------------------------------------------------------- replay
+# --------------------------------------------------------------------- events
+def event_summary(event: Event) -> str:
+    """One line of what an event says (no projection needed)."""
+    meta = event.custom_metadata or {}
+    who = f" by {meta['operator']}" if meta.get("operator") else ""
+    kind = event.kind
+    if kind == "message":
+        return f"new invocation: {short(event.content.text if event.content else '', 60)}"
+    if kind == "response":
+        return f"answers {', '.join(fr.id for fr in event.function_responses)}{who}"
+    if kind in ("redrive", "cancel"):
+        return f"{kind}{who}" + (f" ({short(meta['reason'], 40)})" if meta.get("reason") else "")
+    if kind == "interrupt":
+        return f"asks {', '.join(event.long_running_tool_ids or [])}"
+    if event.error_code:
+        return f"{event.error_code}: {short(event.error_message, 60)}"
+    if kind == "end" and event.node_info and event.node_info.status:
+        return f"{event.node_info.status.value} {short(event.output, 50)}".rstrip()
+    return short(event.output, 60)
+
+
+@cli.command()
+@common
+@click.argument("session_id", metavar="SESSION")
+@click.option("--after", type=click.IntRange(0), default=0, metavar="SEQ", help="Only events after this seq.")
+@click.option("--limit", type=click.IntRange(1), default=None, help="At most this many events.")
+@click.option("--tail", is_flag=True, help="Keep printing new events as they are appended (Ctrl-C stops).")
+@click.option(
+    "--interval", type=click.FloatRange(0.05), default=0.5, show_default=True, help="Polling interval for --tail."
+)
+def events(session_id: str, after: int, limit: int | None, tail: bool, interval: float) -> None:
+    """A session's event log, one line per event (--tail follows it)."""
+    opts = _opts()
+
+    async def body() -> None:
+        async with open_store(write=False) as store:
+            await store.get_session(session_id)
+            last = after
+            printed = 0
+            while True:
+                page = await store.events(session_id, after_seq=last, limit=None if tail else limit)
+                for stored in page:
+                    e = stored.event
+                    if opts.json:
+                        out_json({"seq": stored.seq, **e.model_dump(mode="json", exclude_none=True)})
+                    else:
+                        line = f"{stored.seq:>6}  {clock(e.timestamp)}  {e.kind:<9} {(e.path or '-'):<40} {event_summary(e)}"
+                        out(line.rstrip())
+                    last = stored.seq
+                    printed += 1
+                    if limit is not None and printed >= limit:
+                        return
+                if not tail:
+                    return
+                await asyncio.sleep(interval)
+
+    with suppress(KeyboardInterrupt):
+        run(body())
+
+
+def _statuses(proj: Projection, event: Event, paths: Iterable[str]) -> dict[str, str]:
+    out_: dict[str, str] = {}
+    for p in sorted(paths, key=lambda p: (p.count("/"), p)):
+        r = proj.get(event.invocation_id, p)
+        if r is not None:
+            out_[p] = r.status.value
+    return out_
+
+
+@cli.command()
+@common
+@click.argument("session_id", metavar="SESSION", required=False)
+@click.option("--at", "at", type=click.IntRange(0), metavar="N", help="Show the node tree as of event N.")
+@click.option(
+    "--file",
+    "file",
+    type=click.Path(exists=True, dir_okay=False, allow_dash=True),
+    help="Replay an exported .jsonl file (no store needed).",
+)
+@click.option("--all-runs", is_flag=True, help="With --at: show every loop iteration.")
+def replay(session_id: str | None, at: int | None, file: str | None, all_runs: bool) -> None:
+    """Step through a session's history: each event, what it did and the statuses it changed."""
+    opts = _opts()
+    if (session_id is None) == (file is None):
+        raise click.UsageError("give a SESSION or --file EXPORT.jsonl (one of them)")
+
+    async def body() -> None:
+        if file is not None:
+            from engine.store.jsonl import parse_export
+
+            with click.open_file(file, "rb") as fh:
+                parsed = parse_export(fh)
+            header = parsed.session
+            events: list[tuple[int, Event]] = list(enumerate(parsed.events, start=1))
+        else:
+            assert session_id is not None
+            async with open_store(write=False) as store:
+                header = await store.get_session(session_id)
+                events = [(s.seq, s.event) for s in await store.events(session_id)]
+        cursor = Replay(events)
+        if at is not None:
+            if at > len(cursor):
+                raise HitlError(f"session {header.id} has {len(cursor)} events; --at {at} is past its end")
+            _print_tree_at(header.id, cursor.projection_at(at), at, len(cursor), all_runs, opts.json)
+            return
+        seen: dict[tuple[str, str], str] = {}
+        for _ in range(len(cursor)):
+            step = cursor.step()
+            assert step is not None
+            _print_step(step, cursor.projection, seen, opts.json)
+
+    run(body())
+
+
+def _print_step(step: Step, proj: Projection, seen: dict[tuple[str, str], str], as_json: bool) -> None:
+    """One replayed event; ``seen`` holds the last status printed per node run,
+    so only real status changes are listed."""
+    event = step.event
+    changed: dict[str, str] = {}
+    for path, status in _statuses(proj, event, step.change.paths).items():
+        key = (event.invocation_id, path)
+        if seen.get(key) != status:
+            seen[key] = status
+            changed[path] = status
+    notes = [m.text for m in step.markers]
+    if event.kind == "message" and event.content:
+        notes.insert(0, f"new invocation: {short(event.content.text, 50)}")
+    if as_json:
+        out_json(
+            {
+                "seq": step.seq,
+                "timestamp": event.timestamp,
+                "invocation_id": event.invocation_id,
+                "kind": event.kind,
+                "path": event.path,
+                "statuses": changed,
+                "markers": notes,
+            }
+        )
+        return
+    out(
+        f"{step.seq:>6}  {clock(event.timestamp)}  {event.kind:<9} {(event.path or '-'):<40} {'; '.join(notes)}".rstrip()
+    )
+    if event.kind == "start":
+        changed.pop(event.path or "", None)  # RUNNING, obviously
+    if changed:
+        out(f"{'':>6}  {'':19}  {'':<9} -> {', '.join(f'{p}={s}' for p, s in changed.items())}")
+
+
+def _print_tree_at(session_id: str, proj: Projection, at: int, total: int, all_runs: bool, as_json: bool) -> None:
+    if as_json:
+        out_json(
+            {
+                "session": session_id,
+                "at": at,
+                "of": total,
+                "invocations": [{"invocation_id": i, "nodes": tree_rows(proj, i, all_runs)} for i in proj.invocations],
+                "open": [x.id for x in proj.open_interrupts()],
+            }
+        )
+        return
+    out(f"session {session_id} at event {at} of {total}")
+    for inv_id in proj.invocations:
+        status = proj.invocation_status(inv_id)
+        out(f"invocation {inv_id}  {status.value if status else '-'}")
+        for line in render_tree(tree_rows(proj, inv_id, all_runs)):
+            out(line)
+
+
+# -------------------------------------------------------------- export/import
+@cli.command(name="export")
+@common
+@click.argument("session_id", metavar="SESSION")
+def export_cmd(session_id: str) -> None:
+    """Write a session as JSON Lines to stdout (hitl import reads it back)."""
+
+    async def body() -> None:
+        async with open_store(write=False) as store:
+            stream = click.get_text_stream("stdout")
+            async for line in store.export_session(session_id):  # type: ignore[attr-defined]
+                stream.write(line)
+            stream.flush()
+
+    run(body())
+
+
+@cli.command(name="import")
+@common
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
+@click.option("--as", "as_id", metavar="SESSION", help="Import under a new session id.")
+def import_cmd(file: str, as_id: str | None) -> None:
+    """Create a session from a `hitl export` file (validated before anything is written)."""
+
+    async def body() -> None:
+        with click.open_file(file, "rb") as fh:
+            lines = fh.readlines()
+        async with open_store(write=True) as store:
+            session = await store.import_session(lines, session_id=as_id)  # type: ignore[attr-defined]
+        if _opts().json:
+            out_json(session.model_dump())
+        else:
+            out(
+                f"imported session {session.id} ({session.app_name}, user {session.user_id}, {session.last_seq} events)"
+            )
+
+    run(body())
+
+
+# ----------------------------------------------------------------------- demo
+@cli.command()
+@common
+@click.option("--sessions", "count", type=click.IntRange(0), default=0, help="Add N bulk sessions for scale tests.")
+@click.option("--fresh", is_flag=True, help="Delete the database first.")
+@click.option(
+    "--clock", "epoch", type=float, metavar="EPOCH", help="Start the simulated clock here (reproducible store)."
+)
+@click.option("--long-iterations", type=click.IntRange(0), default=None, help="Loop iterations of deploy-long-1.")
+def demo(count: int, fresh: bool, epoch: float | None, long_iterations: int | None) -> None:
+    """Build the demo store: the sample apps run through the real Runner.
+
+    Always with the sample apps' own code (a config or --app entry of the same
+    name does not replace it here)."""
+    from sample_sessions.demo import DEFAULT_LONG_ITERATIONS, build_demo_db, format_report
+
+    opts = _opts()
+    if opts.read_only:
+        fail("hitl demo writes the store; drop --read-only")
+    path = opts.db_path()
+
+    async def body() -> None:
+        report = await build_demo_db(
+            path,
+            sessions=count,
+            fresh=fresh,
+            epoch=epoch,
+            long_iterations=DEFAULT_LONG_ITERATIONS if long_iterations is None else long_iterations,
+            progress=lambda what: click.echo(f"  building {what}", err=True),
+        )
+        if opts.json:
+            out_json(
+                {
+                    "db": str(path),
+                    "created": report.created,
+                    "kept": report.skipped,
+                    "bulk": report.bulk,
+                    "seconds": report.seconds,
+                }
+            )
+        else:
+            out(format_report(report, path))
+
+    run(body())
+
+
+if __name__ == "__main__":
+    main()
