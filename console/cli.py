@@ -49,6 +49,7 @@ import click
 from engine import Content, Event, HitlError, Projection, cancel_invocation
 from engine.apps import AppRegistry
 from engine.errors import InvocationNotFoundError, ReadOnlyError
+from engine.models import NodeStatus
 from engine.projection import NodeRun
 from engine.replay import Replay, Step, markers_for
 from engine.resume import ResumePlan, load_invocation, plan_resume, validate_responses
@@ -273,8 +274,10 @@ def tree_rows(proj: Projection, invocation_id: str, all_runs: bool = False) -> l
                 "depth": depth,
                 "status": run.status.value,
                 "output": run.output,
-                "error": f"{run.error_code}: {run.error_message}" if run.error_code else None,
+                "error": f"{run.error_code}: {run.error_message}" if run.status is NodeStatus.FAILED else None,
+                "failed_attempts": run.errors,
                 "pending": pending,
+                "answered": sorted(run.resolved) if run.status is not NodeStatus.COMPLETED else [],
                 "earlier_runs": hidden,
                 "resumed": run.resumed,
             }
@@ -304,10 +307,15 @@ def render_tree(rows: list[dict[str, Any]]) -> list[str]:
             detail = short(r["output"])
         else:
             detail = waits.pop(0) if waits else ""
+        if r["failed_attempts"] and not r["error"]:
+            n = r["failed_attempts"]
+            detail += f" (after {n} failed attempt{'s' if n > 1 else ''})"
         if r["earlier_runs"]:
             n = r["earlier_runs"]
             detail += f" (+{n} earlier run{'s' if n > 1 else ''})"
         lines.append(f"  {label}  {r['status']:<9}  {detail}".rstrip())
+        if r["answered"]:
+            waits.append(f"answered {', '.join(r['answered'])}")
         lines += [f"  {' ' * width}  {'':<9}  {w}" for w in waits]
     return lines
 

@@ -362,7 +362,9 @@ async def build_demo(
     t0 = time.perf_counter()
     report = DemoReport()
     registry = registry or AppRegistry()
-    start = epoch if epoch is not None else float(int(time.time() - 7 * 86400))
+    # By default the story ends about now: a week of sessions plus the long loop
+    # (9 simulated minutes per iteration), so no timestamp lies in the future.
+    start = epoch if epoch is not None else float(int(time.time() - 7 * 86400 - long_iterations * 9 * 60))
     table = scenarios(long_iterations)
     with frozen_engine(start) as frozen:
         clock = frozen.clock

@@ -88,6 +88,16 @@ def test_show_prints_tree_with_run_ids_statuses_and_open_ids(hitl: Hitl) -> None
     assert ["risk_approval@1", "COMPLETED", '{"approved":true,"note":"known', 'customer"}'] in lines
 
 
+def test_show_partial_answers_failures_and_retries(hitl: Hitl) -> None:
+    text = ok(hitl("show", "incident-waiting-1"))
+    inc = incident.incident_id("disk usage 91% on db-2")
+    assert f"waits on mitigate-{inc}" in text and f"answered statuspage-{inc}" in text
+    failed = [line.split() for line in ok(hitl("show", "incident-failed-1")).splitlines()]
+    assert failed[-1][:3] == ["mitigate@1", "FAILED", "PAGER_503:"]
+    verify = [line for line in ok(hitl("show", "deploy-waiting-1")).splitlines() if "verify@2" in line]
+    assert verify and "COMPLETED" in verify[0] and "(after 1 failed attempt)" in verify[0]
+
+
 def test_show_json_matches_the_projection(hitl: Hitl, db: Path) -> None:
     data = json.loads(ok(hitl("show", "labels-partial-1", "--json")))
     (inv,) = data["invocations"]
