@@ -189,6 +189,14 @@ def out_json(obj: Any) -> None:
 
 
 # ----------------------------------------------------------------- formatting
+def id_list(ids: list[str], limit: int = 8) -> str:
+    """``a, b, c (+12 more)``: long id lists stay one readable line (--json has them all)."""
+    if not ids:
+        return "none"
+    more = f" (+{len(ids) - limit} more)" if len(ids) > limit else ""
+    return ", ".join(ids[:limit]) + more
+
+
 def short(value: Any, width: int = 60) -> str:
     if value is None:
         return ""
@@ -484,7 +492,7 @@ def show(session_id: str, invocation: str | None, all_runs: bool) -> None:
                 out(line)
             open_ids = [x.id for x in proj.open_interrupts(i.invocation_id)]
             if open_ids:
-                out(f"  open: {', '.join(open_ids)}")
+                out(f"  open: {id_list(open_ids)}")
 
     run(body())
 
@@ -569,7 +577,7 @@ def render_plan(plan: ResumePlan, session_id: str) -> list[str]:
         if c.still_open:
             detail += f"  still waiting for {', '.join(c.still_open)}"
         lines.append(f"  {c.path.ljust(width)}  {c.before.value:>9} -> {c.after.value:<9}  {c.effect}{detail}")
-    lines.append(f"  still open: {', '.join(plan.still_open) or 'none'}")
+    lines.append(f"  still open: {id_list(plan.still_open)}")
     lines.append(
         "  then:       the invocation re-executes (the nodes above marked re-execute run again with their run ids)"
         if plan.runs_anything
@@ -620,9 +628,9 @@ def _summary(proj: Projection, inv: str, count: int, as_json: bool) -> None:
         )
         return
     if count <= 1:
-        out(f"answered; nothing ran: invocation {inv} keeps waiting for {', '.join(open_ids) or '-'}")
+        out(f"answered; nothing ran: invocation {inv} keeps waiting for {id_list(open_ids)}")
         return
-    out(f"invocation {inv}: {status.value if status else '?'}" + (f"; open: {', '.join(open_ids)}" if open_ids else ""))
+    out(f"invocation {inv}: {status.value if status else '?'}" + (f"; open: {id_list(open_ids)}" if open_ids else ""))
 
 
 @cli.command()
