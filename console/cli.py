@@ -46,7 +46,7 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
-from engine import Content, Event, HitlError, Projection, cancel_invocation
+from engine import Content, Event, HitlError, Projection, cancel_invocation, project
 from engine.apps import AppRegistry
 from engine.errors import InvocationNotFoundError, ReadOnlyError
 from engine.models import NodeStatus
@@ -344,14 +344,7 @@ async def resolve_invocation(store: SessionStore, session_id: str, text: str) ->
 
 
 async def session_projection(store: SessionStore, session_id: str) -> Projection:
-    return _fold((s.seq, s.event) for s in await store.events(session_id))
-
-
-def _fold(events: Iterable[tuple[int, Event]]) -> Projection:
-    proj = Projection()
-    for seq, event in events:
-        proj.apply(event, seq)
-    return proj
+    return project([(s.seq, s.event) for s in await store.events(session_id)])
 
 
 # ---------------------------------------------------------------------- group
