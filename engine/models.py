@@ -133,11 +133,13 @@ class NodeInfo(_Model):
 class Event(_Model):
     """One entry of a session's append-only log."""
 
-    id: str = Field(default_factory=new_id)
+    # Lambdas, so that tests and fixture generators can patch engine.models.new_id
+    # and time.time (a captured function reference could not be patched).
+    id: str = Field(default_factory=lambda: new_id())
     invocation_id: str
     author: str
     """``user`` for operator/user messages, else the node name."""
-    timestamp: float = Field(default_factory=time.time)
+    timestamp: float = Field(default_factory=lambda: time.time())
     node_info: NodeInfo | None = None
     content: Content | None = None
     long_running_tool_ids: list[str] | None = None
@@ -212,8 +214,8 @@ class Session(_Model):
     app_name: str
     user_id: str
     state: dict[str, Any] = Field(default_factory=dict)
-    created_at: float = Field(default_factory=time.time)
-    updated_at: float = Field(default_factory=time.time)
+    created_at: float = Field(default_factory=lambda: time.time())
+    updated_at: float = Field(default_factory=lambda: time.time())
     last_seq: int = 0
     """Sequence number of the last appended event (0: none)."""
 

@@ -474,7 +474,7 @@ class Projection:
                 if key not in latest or _run_no(c.run_id) > _run_no(latest[key].run_id):
                     latest[key] = c
             stack.extend(c.path for c in latest.values())
-        for path in kept:
+        for path in sorted(kept):  # sorted: snapshots are byte-reproducible
             run = self.nodes[(invocation_id, path)].clone(out._gen)
             run.children = [c for c in run.children if c in kept]
             out.nodes[(invocation_id, path)] = run

@@ -26,7 +26,8 @@ class Marker:
 
     kind: str
     """interrupt · answer · auto-complete · pending · re-execute · fresh-run ·
-    failure · redrive · cancel"""
+    error (one attempt raised; it may be retried) · failure (the run FAILED) ·
+    redrive · cancel"""
     path: str | None
     text: str
 
@@ -174,7 +175,12 @@ def markers_for(event: Event, change: Change, after: Projection) -> list[Marker]
             out.append(Marker("re-execute", event.path, f"{event.path} re-executes with the same run id"))
         elif run is not None and run.run_id != "1":
             out.append(Marker("fresh-run", event.path, f"{event.path}: fresh run {run.run_id} (new dispatch)"))
-    elif kind == "error" or (kind == "end" and event.node_info and event.node_info.status is NodeStatus.FAILED):
+    elif kind == "error":
+        attempt = event.node_info.attempt if event.node_info else None
+        out.append(
+            Marker("error", event.path, f"{event.path} attempt {attempt or 1} raised {event.error_code}: {event.error_message}")
+        )
+    elif kind == "end" and event.node_info and event.node_info.status is NodeStatus.FAILED:
         out.append(Marker("failure", event.path, f"{event.path} failed: {event.error_code}: {event.error_message}"))
     return out
 

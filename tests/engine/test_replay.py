@@ -93,7 +93,8 @@ async def test_markers_and_operator_action_jumps():
     assert any("wf@1/review@1 will re-execute" in t for t in kinds_seen["pending"])
     assert any("wf@1/review@1 re-executes with the same run id" in t for t in kinds_seen["re-execute"])
     assert any("wf@1/deploy@2: fresh run 2" in t for t in kinds_seen["fresh-run"])
-    assert any("wf@1/done@1 failed: RuntimeError: disk full" in t for t in kinds_seen["failure"])
+    assert kinds_seen["error"] == ["wf@1/done@1 attempt 1 raised RuntimeError: disk full"]
+    assert kinds_seen["failure"] == ["wf@1/done@1 failed: RuntimeError: disk full", "wf@1 failed: RuntimeError: disk full"]
     assert kinds_seen["redrive"] == ["redrive by bob (disk cleaned)"]
     # jumps between operator actions
     r.seek(0)
