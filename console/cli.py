@@ -368,7 +368,15 @@ def cli(ctx: click.Context) -> None:
         registry = opts.registry()
     except HitlError as exc:
         fail(str(exc))
-    run_app(opts.db_path(), read_only=opts.read_only, registry=registry)
+    path = opts.db_path()
+    if not path.exists() and not opts.db and not os.environ.get("HITL_DB") and not opts.read_only:
+        # First run on the embedded default store: seed it with the sample
+        # sessions so the console opens on something real to triage.
+        from sample_sessions.demo import build_demo_db
+
+        click.echo(f"first run: seeding {path} with the sample sessions ...", err=True)
+        run(build_demo_db(path))
+    run_app(path, read_only=opts.read_only, registry=registry)
 
 
 def main() -> None:
