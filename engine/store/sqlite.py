@@ -28,6 +28,9 @@ Concurrency and durability
     committed append survives the process being killed; a power cut may lose
     the last few commits but never corrupts the file. ``FULL`` also survives
     power cuts, at a cost per append that ``benchmarks/bench_store.py`` measures.
+    Each store call is one unit of work on the connection's thread (one
+    round-trip); if the awaiting task is cancelled, a started append still
+    commits or rolls back as a whole -- re-read ``last_seq`` to know which.
 
 Corrupt rows
     An event row whose JSON does not parse as an :class:`Event` raises
@@ -55,7 +58,9 @@ import os
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable, Generator, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -337,24 +342,35 @@ class _AiosqliteDriver:
 
 
 class _ThreadDriver:
-    """Fallback: a plain sqlite3 connection driven through ``asyncio.to_thread``,
-    one unit of work at a time (same semantics and round-trips, no aiosqlite internals)."""
+    """Fallback: a plain sqlite3 connection owned by one dedicated thread.
 
-    def __init__(self, raw: sqlite3.Connection) -> None:
+    Units of work run there one after another in submission order, like on
+    aiosqlite's thread -- also when the awaiting task is cancelled, so a
+    transaction is never interleaved with the next unit of work."""
+
+    def __init__(self, executor: ThreadPoolExecutor, raw: sqlite3.Connection) -> None:
+        self._executor = executor
         self._raw = raw
-        self._lock = asyncio.Lock()
 
     @classmethod
     async def connect(cls, target: str, **kwargs: Any) -> _ThreadDriver:
-        return cls(await asyncio.to_thread(sqlite3.connect, target, check_same_thread=False, **kwargs))
+        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hitl-sqlite")
+        loop = asyncio.get_running_loop()
+        try:
+            raw = await loop.run_in_executor(executor, partial(sqlite3.connect, target, **kwargs))
+        except BaseException:
+            executor.shutdown(wait=False)
+            raise
+        return cls(executor, raw)
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
-        async with self._lock:
-            return await asyncio.to_thread(fn, self._raw, *args)
+        return await asyncio.get_running_loop().run_in_executor(self._executor, partial(fn, self._raw, *args))
 
     async def close(self) -> None:
-        async with self._lock:
-            await asyncio.to_thread(self._raw.close)
+        try:
+            await asyncio.get_running_loop().run_in_executor(self._executor, self._raw.close)
+        finally:
+            self._executor.shutdown(wait=False)
 
 
 def _translate(exc: sqlite3.Error, path: Path, busy_timeout: float) -> HitlError:
@@ -609,25 +625,26 @@ def _append_tx(conn: sqlite3.Connection, session_id: str, p: _Prepared, expected
             " WHERE session_id = ? AND invocation_id = ? AND status = 'open'",
             (seq, session_id, inv),
         )
-    current = conn.execute(
-        "SELECT status FROM invocations WHERE session_id = ? AND invocation_id = ?", (session_id, inv)
-    ).fetchone()
-    if current is None:
+    # Most events leave the invocation's status alone: touch updated_at only, and
+    # recompute the session's status just when an invocation appears or may change.
+    if p.invocation_status is None:
+        cur = conn.execute(
+            "UPDATE invocations SET updated_at = ? WHERE session_id = ? AND invocation_id = ?",
+            (p.timestamp, session_id, inv),
+        )
+    else:
+        cur = conn.execute(
+            "UPDATE invocations SET status = ?, updated_at = ? WHERE session_id = ? AND invocation_id = ?",
+            (p.invocation_status, p.timestamp, session_id, inv),
+        )
+    if cur.rowcount == 0:
         conn.execute(
             "INSERT INTO invocations (session_id, invocation_id, status, started_seq, started_at, updated_at, message)"
             " VALUES (?, ?, ?, ?, ?, ?, ?)",
             (session_id, inv, p.invocation_status or "running", seq, p.timestamp, p.timestamp, p.new_message or ""),
         )
         n_invocations += 1
-        status_changed = True
-    else:
-        new_status = p.invocation_status or current[0]
-        conn.execute(
-            "UPDATE invocations SET status = ?, updated_at = ? WHERE session_id = ? AND invocation_id = ?",
-            (new_status, p.timestamp, session_id, inv),
-        )
-        status_changed = new_status != current[0]
-    if status_changed:
+    if cur.rowcount == 0 or p.invocation_status is not None:
         status = session_status(
             [r[0] for r in conn.execute("SELECT DISTINCT status FROM invocations WHERE session_id = ?", (session_id,))]
         )

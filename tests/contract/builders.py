@@ -9,21 +9,32 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
+import engine.store.sqlite as sqlite_mod
 from engine.models import Content, Event, FunctionCall, NodeInfo, NodeStatus, Part
 from engine.store import MemoryStore, SQLiteStore
 from engine.store.base import SessionStore
 
-KINDS = ["memory", "sqlite"]
+KINDS = ["memory", "sqlite", "sqlite-thread"]
+"""Store kinds: the reference, SQLite on aiosqlite's thread, and SQLite on the
+fallback driver used when aiosqlite's internals are not available."""
 
 _files = itertools.count()
 
 
-async def open_store(kind: str, directory: Path, **kwargs: Any) -> SessionStore:
-    """A fresh, empty store of ``kind`` (an SQLite file under ``directory``)."""
+async def open_store(kind: str, directory: Path, *, path: Path | None = None, **kwargs: Any) -> SessionStore:
+    """A fresh, empty store of ``kind`` (a new SQLite file under ``directory``,
+    or the existing file ``path``)."""
     if kind == "memory":
         return MemoryStore(**kwargs)
-    return await SQLiteStore.open(directory / f"store-{next(_files)}.sqlite", **kwargs)
+    path = path or directory / f"store-{next(_files)}.sqlite"
+    if kind == "sqlite-thread":
+        with patch.object(sqlite_mod._AiosqliteDriver, "available", staticmethod(lambda: False)):
+            store = await SQLiteStore.open(path, **kwargs)
+        assert isinstance(store._driver, sqlite_mod._ThreadDriver)
+        return store
+    return await SQLiteStore.open(path, **kwargs)
 
 
 def user_msg(inv: str, text: str = "go", **kw: Any) -> Event:
@@ -106,3 +117,11 @@ async def dump(store: SessionStore, session_id: str) -> dict[str, Any]:
         ),
         "summary": [s.model_dump() for s in page.items if s.id == session_id],
     }
+
+
+def kind_of(store: SessionStore) -> str:
+    """The ``open_store`` kind that made ``store``."""
+    if isinstance(store, MemoryStore):
+        return "memory"
+    assert isinstance(store, SQLiteStore)
+    return "sqlite-thread" if isinstance(store._driver, sqlite_mod._ThreadDriver) else "sqlite"

@@ -23,11 +23,22 @@ from engine.errors import (
     SessionNotFoundError,
 )
 from engine.models import NodeStatus
-from engine.store import MemoryStore, SQLiteStore
 from engine.store.base import SessionStore
 from engine.store.jsonl import ImportFormatError
 
-from .builders import KINDS, answer, cancel, dump, end, interrupt, open_store, start, user_msg, waiting_session
+from .builders import (
+    KINDS,
+    answer,
+    cancel,
+    dump,
+    end,
+    interrupt,
+    kind_of,
+    open_store,
+    start,
+    user_msg,
+    waiting_session,
+)
 
 
 @pytest.fixture(params=KINDS)
@@ -45,6 +56,11 @@ def run(coro: Any) -> Any:
 
 
 # ---------------------------------------------------------------------- sessions
+
+
+async def test_store_implements_the_protocol(store: SessionStore) -> None:
+    assert isinstance(store, SessionStore)
+    assert store.read_only is False
 
 
 async def test_create_and_get_session(store: SessionStore) -> None:
@@ -564,7 +580,7 @@ async def test_export_import_round_trip(store: SessionStore, tmp_path: Path) -> 
     ]
 
     # Same id into another store (of the same kind), from bytes, as a file would give them.
-    other = await open_store("memory" if isinstance(store, MemoryStore) else "sqlite", tmp_path)
+    other = await open_store(kind_of(store), tmp_path)
     try:
         await other.import_session([line.encode() for line in lines])
         assert (await dump(other, sid))["events"] == a["events"]
@@ -652,7 +668,7 @@ async def test_read_only_store_rejects_every_write(kind: str, tmp_path: Path) ->
         writer = await open_store(kind, tmp_path)
         await waiting_session(writer, "a", session_id="s1")
         await writer.close()
-        ro = await SQLiteStore.open(writer.path, read_only=True)
+        ro = await open_store(kind, tmp_path, path=writer.path, read_only=True)
     try:
         assert ro.read_only is True
         writes = [
@@ -664,7 +680,7 @@ async def test_read_only_store_rejects_every_write(kind: str, tmp_path: Path) ->
         for coro in writes:
             with pytest.raises(ReadOnlyError, match="read-only"):
                 await coro
-        if kind == "sqlite":
+        if kind != "memory":
             assert [s.id for s in (await ro.list_sessions()).items] == ["s1"]
             assert (await ro.get_session("s1")).last_seq == 4
     finally:
