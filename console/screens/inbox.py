@@ -54,8 +54,8 @@ class InboxScreen(HitlScreen):
         self.app_name = app_name
         self.rows: list[InterruptRecord] = []
         self.next_cursor: str | None = None
-        self.loading = False
-        self.loading_more = False
+        self._busy = False
+        self._busy_more = False
         self.loaded_once = False
         self._generation = 0
 
@@ -71,9 +71,10 @@ class InboxScreen(HitlScreen):
         for key, label in COLUMNS:
             table.add_column(label, key=key)
         table.focus()
+        self.watch(table, "scroll_y", self._scrolled, init=False)
         self.reload()
         if self.hitl.refresh_interval:
-            self.set_interval(self.hitl.refresh_interval, self._auto_refresh)
+            self.set_interval(self.hitl.refresh_interval, self._periodic_refresh)
 
     def set_app(self, app_name: str | None) -> None:
         self.app_name = app_name
@@ -84,17 +85,17 @@ class InboxScreen(HitlScreen):
     # ------------------------------------------------------------ loading
     def reload(self, *, limit: int = PAGE) -> None:
         self._generation += 1
-        self.loading, self.loading_more = True, False
+        self._busy, self._busy_more = True, False
         self._load(limit, None, False, self._generation)
 
-    def _auto_refresh(self) -> None:
-        if not self.loading and not self.loading_more and self.is_current:
+    def _periodic_refresh(self) -> None:
+        if not self._busy and not self._busy_more and self.is_current:
             self.reload(limit=min(max(len(self.rows), PAGE), REFRESH_CAP))
 
     def _load_more(self) -> None:
-        if self.loading or self.loading_more or not self.next_cursor:
+        if self._busy or self._busy_more or not self.next_cursor:
             return
-        self.loading_more = True
+        self._busy_more = True
         self._load(PAGE, self.next_cursor, True, self._generation)
 
     @work(group="inbox-load", exit_on_error=False)
@@ -108,16 +109,16 @@ class InboxScreen(HitlScreen):
             self.post_message(InboxLoaded(page.items, page.next_cursor, append=append))
 
     def on_store_failed(self, message: StoreFailed) -> None:
-        self.loading = self.loading_more = False
+        self._busy = self._busy_more = False
         self.error(message.text)
 
     def on_inbox_loaded(self, message: InboxLoaded) -> None:
         if message.append:
-            self.loading_more = False
+            self._busy_more = False
             known = {self._key(r) for r in self.rows}
             self.rows += [r for r in message.rows if self._key(r) not in known]
         else:
-            self.loading = False
+            self._busy = False
             self.rows = list(message.rows)
         self.next_cursor = message.next_cursor
         self.loaded_once = True
@@ -182,6 +183,11 @@ class InboxScreen(HitlScreen):
     @on(DataTable.RowHighlighted, "#inbox-table")
     def _near_end(self, event: DataTable.RowHighlighted) -> None:
         if event.cursor_row >= event.data_table.row_count - 10:
+            self._load_more()
+
+    def _scrolled(self, y: float) -> None:
+        table = self.query_one("#inbox-table", DataTable)
+        if y >= table.max_scroll_y - 5:
             self._load_more()
 
     @on(DataTable.RowSelected, "#inbox-table")

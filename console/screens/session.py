@@ -21,6 +21,7 @@ knows. A poll reads from the smaller of the two.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import ClassVar
 
 from textual import on, work
@@ -159,7 +160,7 @@ class SessionScreen(HitlScreen):
             self.log_seq = view.session.last_seq
             log.reset(self.log_seq)
             if first:
-                log.call_after_refresh(log.action_last)
+                log.action_last()
         self.wanted_path = None
         if not view.complete and view.invocation_id:
             self.history_loading = True
@@ -246,14 +247,10 @@ class SessionScreen(HitlScreen):
             self.tree.update_paths(touched)
         self._add_corrupt(message.corrupt)
         self._extend_log(message)
-        if self.follow and touched:
-            latest = max(
-                (proj.get(inv, p) for p in touched if proj.get(inv, p) is not None),  # type: ignore[arg-type]
-                key=lambda r: (r.updated_pos, r.path.count("/")),  # type: ignore[union-attr]
-                default=None,
-            )
+        if self.follow and touched and inv is not None:
+            latest = _latest_run(proj, inv, touched)
             if latest is not None:
-                self.tree.select_path(latest.path)
+                self.tree.select_path(latest)
         if self.detail_mode == "node" and (self.tree.cursor_path in touched or self.tree.cursor_path is None):
             self._show_details()
         if refresh_invocations:
@@ -458,10 +455,9 @@ class SessionScreen(HitlScreen):
             self.log_widget.action_last()
             inv = self.invocation_id
             if inv is not None:
-                runs = self.proj.runs(inv)
-                if runs:
-                    latest = max(runs, key=lambda r: (r.updated_pos, r.path.count("/")))
-                    self.tree.select_path(latest.path)
+                latest = _latest_run(self.proj, inv, [r.path for r in self.proj.runs(inv)])
+                if latest is not None:
+                    self.tree.select_path(latest)
         self._render_info()
 
     def action_expand_all(self) -> None:
@@ -517,3 +513,13 @@ class SessionScreen(HitlScreen):
 
     def action_cancel(self) -> None:
         self.hitl.not_ready("invocation.cancel", self._cli_context())
+
+
+def _latest_run(proj: Projection, invocation_id: str, paths: Iterable[str]) -> str | None:
+    """The run that changed last, preferring leaves (where the work happens) to
+    the containers whose end records close a turn."""
+    runs = [r for p in paths if (r := proj.get(invocation_id, p)) is not None]
+    leaves = [r for r in runs if not r.is_container] or runs
+    if not leaves:
+        return None
+    return max(leaves, key=lambda r: (r.updated_pos, r.path.count("/"))).path

@@ -63,8 +63,8 @@ class SessionsScreen(HitlScreen):
         """Sort the loaded rows by oldest open interrupt (the store orders by activity)."""
         self.rows: list[SessionSummary] = []
         self.next_cursor: str | None = None
-        self.loading = False
-        self.loading_more = False
+        self._busy = False
+        self._busy_more = False
         self.loaded_once = False
         self._generation = 0
         self._debounce: Timer | None = None
@@ -83,26 +83,27 @@ class SessionsScreen(HitlScreen):
             table.add_column(label, key=key)
         self.query_one("#filter", Input).cursor_blink = self.hitl.cursor_blink
         table.focus()
+        self.watch(table, "scroll_y", self._scrolled, init=False)
         self.reload()
         if self.hitl.refresh_interval:
-            self.set_interval(self.hitl.refresh_interval, self._auto_refresh)
+            self.set_interval(self.hitl.refresh_interval, self._periodic_refresh)
 
     # ------------------------------------------------------------ loading
     def reload(self, *, limit: int = PAGE) -> None:
         self._generation += 1
-        self.loading = True
-        self.loading_more = False
+        self._busy = True
+        self._busy_more = False
         self._load(self.query_state, limit, None, False, self._generation)
 
-    def _auto_refresh(self) -> None:
-        if self.loading or self.loading_more or not self.is_current:
+    def _periodic_refresh(self) -> None:
+        if self._busy or self._busy_more or not self.is_current:
             return
         self.reload(limit=min(max(len(self.rows), PAGE), REFRESH_CAP))
 
     def _load_more(self) -> None:
-        if self.loading or self.loading_more or not self.next_cursor:
+        if self._busy or self._busy_more or not self.next_cursor:
             return
-        self.loading_more = True
+        self._busy_more = True
         self._load(self.query_state, PAGE, self.next_cursor, True, self._generation)
 
     @work(group="sessions-load", exit_on_error=False)
@@ -119,7 +120,7 @@ class SessionsScreen(HitlScreen):
         except Exception as e:  # noqa: BLE001 -- shown as a one-line notification
             self.post_message(StoreFailed(one_line(e)))
             if generation == self._generation:
-                self.loading = self.loading_more = False
+                self._busy = self._busy_more = False
             return
         if generation != self._generation:
             return  # the query changed meanwhile
@@ -127,18 +128,18 @@ class SessionsScreen(HitlScreen):
 
     def on_store_failed(self, message: StoreFailed) -> None:
         self.error(message.text)
-        self.loading = self.loading_more = False
+        self._busy = self._busy_more = False
         self._render_info()
 
     def on_sessions_loaded(self, message: SessionsLoaded) -> None:
         if message.query != self.query_state:
             return
         if message.append:
-            self.loading_more = False
+            self._busy_more = False
             known = {r.id for r in self.rows}
             self.rows += [r for r in message.rows if r.id not in known]
         else:
-            self.loading = False
+            self._busy = False
             self.rows = list(message.rows)
         self.next_cursor = message.next_cursor
         self.loaded_once = True
@@ -191,11 +192,11 @@ class SessionsScreen(HitlScreen):
         more = " · more below ↓" if self.next_cursor else ""
         status = f"[b]{q.status}[/b]" if q.status else "all"
         text = f" status: {status}   filter: {q.text or '-'}   sort: {sort}   {len(self.rows):,} shown{more}"
-        if self.loading:
+        if self._busy:
             text += "   loading…"
         self.query_one("#sessions-info", Static).update(text)
         empty = self.query_one("#sessions-empty", Static)
-        show_empty = self.loaded_once and not self.rows and not self.loading
+        show_empty = self.loaded_once and not self.rows and not self._busy
         empty.set_class(not show_empty, "-hidden")
         self.query_one(SessionTable).set_class(show_empty, "-hidden")
         if show_empty:
@@ -218,6 +219,11 @@ class SessionsScreen(HitlScreen):
     @on(DataTable.RowHighlighted, "#sessions-table")
     def _near_end(self, event: DataTable.RowHighlighted) -> None:
         if event.cursor_row >= event.data_table.row_count - 10:
+            self._load_more()
+
+    def _scrolled(self, y: float) -> None:
+        table = self.query_one(SessionTable)
+        if y >= table.max_scroll_y - 5:
             self._load_more()
 
     @on(DataTable.RowSelected, "#sessions-table")

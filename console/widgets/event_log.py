@@ -24,6 +24,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from textual.timer import Timer
 
 from engine.models import StoredEvent
 
@@ -138,6 +139,8 @@ class EventLog(ScrollView, can_focus=True):
         *(f"kind--{k}" for k in KINDS),
     }
 
+    FETCH_DELAY: ClassVar[float] = 0.03
+    """Seconds a missing page must stay on screen before it is fetched."""
     PAGE: ClassVar[int] = 200
     MAX_PAGES: ClassVar[int] = 100
     """At most PAGE * MAX_PAGES lines are cached; the rest are re-fetched on demand."""
@@ -177,6 +180,8 @@ class EventLog(ScrollView, can_focus=True):
         self._pages: OrderedDict[int, dict[int, LogLine]] = OrderedDict()
         self._complete: set[int] = set()
         self._requested: set[int] = set()
+        self._wanted: set[int] = set()
+        self._flush_timer: Timer | None = None
         self._styles: dict[str, Style] | None = None
 
     # ------------------------------------------------------------ data
@@ -184,6 +189,7 @@ class EventLog(ScrollView, can_focus=True):
         self._pages.clear()
         self._complete.clear()
         self._requested.clear()
+        self._wanted.clear()
         self.set_total(total)
 
     def set_total(self, total: int) -> None:
@@ -225,12 +231,24 @@ class EventLog(ScrollView, can_focus=True):
         return self.cursor + 1 if 0 <= self.cursor < self.total else None
 
     def _want(self, seq: int) -> None:
+        """Note a missing line; pages still on screen a moment later are fetched
+        (so jumping or fast scrolling through 100,000 lines fetches only where it stops)."""
         p = self._page_of(seq)
-        if p in self._requested or p in self._complete:
+        if p in self._requested or p in self._complete or p in self._wanted:
             return
-        self._requested.add(p)
-        start = p * self.PAGE + 1
-        self.post_message(self.Wanted(self, start, self.PAGE))
+        self._wanted.add(p)
+        if self._flush_timer is None:
+            self._flush_timer = self.set_timer(self.FETCH_DELAY, self._flush_wants)
+
+    def _flush_wants(self) -> None:
+        self._flush_timer = None
+        top = self.scroll_offset.y
+        visible = range(self._page_of(top + 1), self._page_of(top + self.size.height) + 1)
+        for p in sorted(self._wanted):
+            if p in visible and p not in self._requested and p not in self._complete:
+                self._requested.add(p)
+                self.post_message(self.Wanted(self, p * self.PAGE + 1, self.PAGE))
+        self._wanted.clear()
 
     def request_failed(self, start_seq: int) -> None:
         self._requested.discard(self._page_of(start_seq))
@@ -295,9 +313,9 @@ class EventLog(ScrollView, can_focus=True):
         top = self.scroll_offset.y
         height = self.scrollable_content_region.height
         if new < top:
-            self.scroll_to(y=new, animate=False)
+            self.scroll_to(y=new, animate=False, immediate=True, force=True)
         elif new >= top + height:
-            self.scroll_to(y=new - height + 1, animate=False)
+            self.scroll_to(y=new - height + 1, animate=False, immediate=True, force=True)
         self.post_message(self.Selected(self, new + 1))
 
     def action_cursor(self, delta: int) -> None:

@@ -46,7 +46,7 @@ def make_app(store: Any, **kwargs: Any) -> HitlApp:
 async def settle(pilot: Pilot[Any], rounds: int = 3) -> None:
     """Let workers finish and their messages be handled (a few rounds: loads chain)."""
     for _ in range(rounds):
-        await pilot.pause()
+        await pilot.pause(0.05)  # timers (debounces, page fetch delays) fire
         await pilot.app.workers.wait_for_complete()
         await pilot.pause()
 
@@ -121,3 +121,18 @@ class _FixedTime:
 
     def time(self) -> float:
         return self.now
+
+
+async def copy_into_store(src: MemoryStore, dst: Any) -> Any:
+    """Copy every session of ``src`` into any store through its public API."""
+    page = await src.list_sessions(limit=10_000)
+    for s in sorted(page.items, key=lambda s: s.created_at):
+        session = await src.get_session(s.id)
+        await dst.create_session(session.app_name, session.user_id, session.id)
+        for se in await src.events(s.id):
+            await dst.append_event(s.id, se.event)
+        for inv in await src.list_invocations(s.id):
+            snap = await src.get_snapshot(s.id, inv.invocation_id)
+            if snap is not None:
+                await dst.put_snapshot(s.id, inv.invocation_id, snap[0], snap[1])
+    return dst

@@ -1,0 +1,333 @@
+"""Keyboard navigation with Pilot: sessions list → session → WAITING node → details;
+inbox → node; command mode; palette; read-only; errors as notifications."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from textual.widgets import DataTable
+
+from console.app import HitlApp
+from console.screens.inbox import InboxScreen
+from console.screens.session import SessionScreen
+from console.screens.sessions import SessionsScreen
+from console.widgets.event_log import EventLog
+from console.widgets.node_tree import NodeTree
+from engine.errors import StoreError
+from engine.store import MemoryStore
+
+from .conftest import details_text, make_app, settle
+from .scenarios import build_store
+
+
+@pytest.fixture
+async def store() -> MemoryStore:
+    return await build_store()
+
+
+def notes(app: HitlApp) -> list[str]:
+    return [n.message for n in app._notifications]
+
+
+async def test_keyboard_to_waiting_node_shows_its_interrupt(store):
+    app = make_app(store)
+    async with app.run_test(size=(100, 34)) as pilot:
+        await settle(pilot)
+        assert isinstance(app.screen, SessionsScreen)
+        await pilot.press("1")  # waiting sessions only
+        await settle(pilot)
+        table = app.screen.query_one(DataTable)
+        ids = [str(k.value) for k in table.rows]
+        assert ids == ["refund-partial", "onboard-nested", "support-multi", "labelling-fan", "drafting-loop"]
+        await pilot.press("enter")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, SessionScreen) and screen.session_id == "refund-partial"
+        tree = screen.query_one(NodeTree)
+        assert tree.cursor_path == "refund@1/legal@1"  # the first waiting node
+        await pilot.press("n")
+        await settle(pilot)
+        assert tree.cursor_path == "refund@1/ops@1"
+        text = details_text(app)
+        assert "refund@1/ops@1" in text
+        assert "WAITING" in text
+        assert "pending interrupts (1)" in text
+        assert "ops-1" in text and "Can ops ship the return label?" in text
+        assert '"type": "boolean"' in text  # the response schema
+        assert '"order": "order-2"' in text  # the payload
+        await pilot.press("n")  # wraps around
+        await settle(pilot)
+        assert tree.cursor_path == "refund@1/legal@1"
+        await pilot.press("escape")
+        await settle(pilot)
+        assert isinstance(app.screen, SessionsScreen)
+
+
+async def test_auto_completed_node_shows_resolved_answer(store):
+    app = make_app(store)
+    async with app.run_test(size=(100, 34)) as pilot:
+        await settle(pilot)
+        app.open_session("refund-partial")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, SessionScreen)
+        screen.tree.select_path("refund@1/finance@1")
+        await settle(pilot)
+        text = details_text(app)
+        assert "COMPLETED" in text and "output (answers)" in text
+        assert "resolved interrupts (1)" in text and "finance-1" in text
+        assert "answer" in text and "true" in text
+
+
+async def test_inbox_enter_jumps_to_the_node(store):
+    app = make_app(store)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("i")
+        await settle(pilot)
+        inbox = app.screen
+        assert isinstance(inbox, InboxScreen)
+        assert [r.interrupt_id for r in inbox.rows] == [
+            "review-3", "label-a", "label-c", "triage-t2", "sign-off", "legal-1", "ops-1",
+        ]
+        for _ in range(4):
+            await pilot.press("down")
+        await pilot.press("enter")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, SessionScreen) and screen.session_id == "onboard-nested"
+        assert screen.tree.cursor_path == "onboard@1/review@1/sign_off@1"
+        assert "Sign the onboarding packet?" in details_text(app)
+        await pilot.press("escape")
+        await settle(pilot)
+        assert isinstance(app.screen, InboxScreen)
+
+
+async def test_inbox_jump_picks_the_right_invocation(store):
+    """support-multi has two invocations; the inbox row belongs to the second."""
+    app = make_app(store)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("i")
+        await settle(pilot)
+        for _ in range(3):
+            await pilot.press("down")
+        await pilot.press("enter")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, SessionScreen)
+        assert screen.invocation_id == "inv2"
+        assert screen.tree.cursor_path == "support@2/triage@1"
+
+
+async def test_invocation_picker_switches_tree(store):
+    app = make_app(store)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        app.open_session("support-multi")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, SessionScreen) and screen.invocation_id == "inv2"
+        await pilot.press("p")
+        await settle(pilot)
+        await pilot.press("up", "enter")
+        await settle(pilot)
+        assert screen.invocation_id == "inv1"
+        assert screen.tree.proj.root("inv1").status.value == "COMPLETED"  # type: ignore[union-attr]
+
+
+async def test_loop_history_restores_earlier_runs(store):
+    app = make_app(store)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        app.open_session("drafting-loop")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, SessionScreen)
+        assert screen.complete
+        runs = sorted(r.path for r in screen.proj.runs("inv1"))
+        assert "drafting@1/draft@1" in runs and "drafting@1/review@1" in runs and "drafting@1/review@3" in runs
+        assert screen.tree.node_for("drafting@1/draft@1") is not None
+
+
+async def test_command_mode(store):
+    app = make_app(store)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("colon", *"sessions status=failed", "enter")
+        await settle(pilot)
+        table = app.screen.query_one(DataTable)
+        assert [str(k.value) for k in table.rows] == ["billing-failed"]
+        # The rest through the same entry point the prompt submits to.
+        app.run_command("open drafting-loop")
+        await settle(pilot)
+        assert isinstance(app.screen, SessionScreen) and app.screen.session_id == "drafting-loop"
+        app.run_command(":inbox")
+        await settle(pilot)
+        assert isinstance(app.screen, InboxScreen)
+        app.run_command("sessions")
+        await settle(pilot)
+        assert isinstance(app.screen, SessionsScreen)
+        assert app.screen.query_state.status is None
+        app.run_command("frobnicate")
+        await settle(pilot)
+        assert any("unknown command :frobnicate" in n for n in notes(app))
+        app.run_command("sessions status=sleepy")
+        await settle(pilot)
+        assert any("unknown status 'sleepy'" in n for n in notes(app))
+
+
+async def test_palette_offers_only_what_applies(store):
+    app = make_app(store)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        app.open_session("refund-partial")
+        await settle(pilot)
+        offered = {a.id for a, _ in app.applicable_actions(app.screen)}
+        assert {"tree.next_waiting", "tree.follow", "log.last", "inbox.show", "app.help"} <= offered
+        assert "session.invocations" not in offered  # one invocation only
+        assert "invocation.redrive" not in offered  # waiting, not failed; and not ready yet
+        assert "sessions.open" not in offered  # another screen's action
+        await pilot.press("escape")
+        await settle(pilot)
+        offered = {a.id for a, _ in app.applicable_actions(app.screen)}
+        assert {"sessions.open", "sessions.filter", "sessions.status.waiting"} <= offered
+        assert "tree.next_waiting" not in offered
+
+
+async def test_palette_runs_an_action(store):
+    app = make_app(store)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        app.open_session("refund-partial")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, SessionScreen)
+        await pilot.press("ctrl+p")
+        await settle(pilot)
+        await pilot.press(*"follow live")
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert screen.follow is True
+
+
+async def test_read_only_disables_write_actions(store):
+    app = make_app(store, read_only=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        app.open_session("billing-failed")
+        await settle(pilot)
+        screen = app.screen
+        assert screen.check_action("redrive", ()) is None
+        assert screen.check_action("cancel", ()) is None
+        assert screen.check_action("answer", ()) is None
+        assert screen.check_action("toggle_follow", ()) is True
+        offered = {a.id for a, _ in app.applicable_actions(screen)}
+        assert not any(a.startswith(("interrupts.", "invocation.")) for a in offered)
+        await pilot.press("colon", *"invocation.redrive", "enter")
+        await settle(pilot)
+        assert any("read-only" in n for n in notes(app))
+
+
+async def test_write_placeholders_say_what_to_run(store):
+    app = make_app(store)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        app.open_session("billing-failed")
+        await settle(pilot)
+        assert app.screen.check_action("redrive", ()) is True
+        await pilot.press("R")
+        await settle(pilot)
+        assert any("hitl redrive billing-failed inv1" in n for n in notes(app))
+
+
+async def test_help_lists_keys_of_the_current_screen(store):
+    app = make_app(store)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await settle(pilot)
+        app.open_session("refund-partial")
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await settle(pilot)
+        from console.screens.help import HelpScreen
+
+        help_screen = app.screen
+        assert isinstance(help_screen, HelpScreen)
+        ids = {a.id for _, acts in help_screen.sections for a in acts}
+        assert {"tree.next_waiting", "log.last", "app.quit", "invocation.cancel"} <= ids
+        assert "sessions.filter" not in ids
+        await pilot.press("escape")
+        await settle(pilot)
+        assert isinstance(app.screen, SessionScreen)
+
+
+async def test_unknown_session_is_a_notification_not_a_crash(store):
+    app = make_app(store)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("colon", *"open nope", "enter")
+        await settle(pilot)
+        assert isinstance(app.screen, SessionsScreen)
+        assert any("session 'nope' does not exist" in n for n in notes(app))
+
+
+class FailingStore(MemoryStore):
+    async def list_sessions(self, **kw: Any) -> Any:
+        raise StoreError("the database /tmp/x.sqlite is locked by another process; try again")
+
+
+async def test_store_error_is_one_line_notification():
+    app = make_app(FailingStore())
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        assert notes(app) == ["the database /tmp/x.sqlite is locked by another process; try again"]
+        assert isinstance(app.screen, SessionsScreen)
+
+
+async def test_sessions_paginate_as_the_cursor_nears_the_end():
+    store = MemoryStore()
+    for i in range(250):
+        await store.create_session("bulk", "u", f"s{i:04d}")
+    app = make_app(store)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, SessionsScreen)
+        table = screen.query_one(DataTable)
+        assert table.row_count == 100 and screen.next_cursor
+        await pilot.press("ctrl+end")
+        await settle(pilot)
+        assert table.row_count == 200
+        table.scroll_end(animate=False)  # scrolling to the bottom loads more too
+        await settle(pilot)
+        assert table.row_count == 250 and screen.next_cursor is None
+        assert len({str(k.value) for k in table.rows}) == 250
+
+
+async def test_event_log_is_virtual():
+    """10,000 events: no widget per event, a bounded cache, pages fetched on demand."""
+    from engine.models import Content, Event
+
+    store = MemoryStore()
+    await store.create_session("bulk", "u", "big")
+    for i in range(10_000):
+        await store.append_event("big", Event(invocation_id="inv", author="user", content=Content.from_text(f"m{i}")))
+    app = make_app(store)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        app.open_session("big")
+        await settle(pilot)
+        log = app.screen.query_one(EventLog)
+        assert log.total == 10_000
+        assert len(log.children) == 0
+        assert log.cursor_seq == 10_000
+        assert log.line(10_000) is not None and log.line(1) is None
+        log.focus()
+        await pilot.press("g")
+        await settle(pilot)
+        assert log.cursor_seq == 1 and log.line(1) is not None
+        cached = sum(len(p) for p in log._pages.values())
+        assert cached <= 2 * log.PAGE
+        assert "m0" in details_text(app)

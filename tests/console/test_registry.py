@@ -1,0 +1,91 @@
+"""The action registry is the single source of keys: check it is consistent and
+that bindings, help and commands really are derived from it."""
+
+from __future__ import annotations
+
+import pytest
+
+from console.actions import ACTIONS, BY_ID, bindings, for_screen, lookup
+from console.app import HitlApp
+from console.screens.command import CommandError, parse_command
+from console.screens.inbox import InboxScreen
+from console.screens.session import SessionScreen
+from console.screens.sessions import SessionsScreen
+from console.widgets.event_log import EventLog
+
+OWNERS = {"app": HitlApp, "sessions": SessionsScreen, "inbox": InboxScreen, "session": SessionScreen, "log": EventLog}
+
+
+def test_ids_are_dotted_and_unique():
+    assert len({a.id for a in ACTIONS}) == len(ACTIONS)
+    for a in ACTIONS:
+        assert a.id.count(".") >= 1 and a.id == a.id.lower(), a.id
+
+
+@pytest.mark.parametrize("action", ACTIONS, ids=lambda a: a.id)
+def test_every_action_has_a_method_on_its_owner(action):
+    for screen in action.screens:
+        owner = OWNERS[screen]
+        assert hasattr(owner, f"action_{action.action_name}"), f"{owner.__name__} lacks action_{action.action_name}"
+
+
+def test_keys_do_not_clash_within_a_view():
+    views = {"sessions": ("app", "sessions"), "inbox": ("app", "inbox"), "session": ("app", "session", "log")}
+    for view, screens in views.items():
+        seen: dict[str, str] = {}
+        for screen in screens:
+            for a in for_screen(screen):
+                if a.key is None:
+                    continue
+                assert a.key not in seen or seen[a.key] == a.id, f"{view}: {a.key} is {seen.get(a.key)} and {a.id}"
+                seen[a.key] = a.id
+
+
+def test_bindings_are_derived_with_ids():
+    for screen, cls in OWNERS.items():
+        registered = {a.id for a in for_screen(screen) if a.key}
+        declared = {b.id for b in cls.BINDINGS if getattr(b, "id", None)}
+        if screen == "app":
+            registered.discard("app.palette")  # Textual's own palette binding, rebound by COMMAND_PALETTE_BINDING
+        assert registered <= declared, f"{cls.__name__}: missing {registered - declared}"
+    assert BY_ID["app.palette"].key == HitlApp.COMMAND_PALETTE_BINDING
+
+
+def test_placeholders_for_the_next_issue_write():
+    for aid in ("interrupts.answer", "invocation.redrive", "invocation.cancel"):
+        a = BY_ID[aid]
+        assert a.writes and not a.ready and a.cli and a.cli.startswith("hitl ")
+
+
+def test_every_action_names_a_cli_equivalent_or_is_pure_ui():
+    ui_only = {"app.command", "app.palette", "app.back", "app.quit", "sessions.sort", "tree.collapse_all"}
+    for a in ACTIONS:
+        assert a.cli or a.id in ui_only, a.id
+
+
+def test_lookup_resolves_parametrised_actions():
+    assert lookup("sessions", "set_status", ("waiting",)).id == "sessions.status.waiting"  # type: ignore[union-attr]
+    assert lookup("sessions", "set_status", (None,)).id == "sessions.status.all"  # type: ignore[union-attr]
+    assert lookup("session", "answer").id == "interrupts.answer"  # type: ignore[union-attr]
+    assert lookup("session", "nope") is None
+
+
+def test_palette_titles_are_area_verb():
+    assert BY_ID["tree.next_waiting"].title == "Tree: Move to the next WAITING node"
+    assert BY_ID["sessions.open"].title == "Sessions: Open the selected session"
+
+
+def test_parse_command():
+    c = parse_command(":sessions status=waiting app=refunds foo")
+    assert (c.name, c.args, c.options) == ("sessions", ["foo"], {"status": "waiting", "app": "refunds"})
+    assert parse_command("q").name == "quit"
+    assert parse_command("open s-1 inv-2").args == ["s-1", "inv-2"]
+    assert parse_command("tree.follow").name == "tree.follow"
+    with pytest.raises(CommandError, match="unknown command :bogus"):
+        parse_command("bogus")
+    with pytest.raises(CommandError, match="empty"):
+        parse_command(":  ")
+
+
+def test_bindings_helper_matches_registry():
+    assert [b.id for b in bindings("log")] == [a.id for a in for_screen("log")]
