@@ -173,7 +173,8 @@ async def open_store(*, write: bool) -> AsyncIterator[SessionStore]:
     from engine.store.sqlite import SQLiteStore
 
     opts = _opts()
-    store = await SQLiteStore.open(opts.db_path(), read_only=opts.read_only or not write)
+    # inline: the CLI has no UI to keep responsive, so SQL runs on its loop thread (faster appends)
+    store = await SQLiteStore.open(opts.db_path(), read_only=opts.read_only or not write, inline=True)
     try:
         yield store
     finally:

@@ -420,7 +420,7 @@ async def build_demo_db(
     path = Path(path).expanduser()
     if fresh:
         remove_db(path)
-    store = await SQLiteStore.open(path)
+    store = await SQLiteStore.open(path, inline=True)
     try:
         report = await build_demo(
             store, sessions=sessions, epoch=epoch, long_iterations=long_iterations, registry=registry, progress=progress

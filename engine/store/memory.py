@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 import time
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
@@ -23,6 +24,11 @@ from .base import (
     index_effects,
     session_status,
 )
+
+
+def _check_limit(limit: int) -> None:
+    if limit < 1:
+        raise ValueError(f"limit must be at least 1, not {limit}")
 
 
 class _SessionData:
@@ -98,6 +104,7 @@ class MemoryStore:
         limit: int = 50,
         cursor: str | None = None,
     ) -> Page[SessionSummary]:
+        _check_limit(limit)
         rows = [self._summary(d) for d in self._sessions.values()]
         rows = [
             r
@@ -111,11 +118,10 @@ class MemoryStore:
         ]
         rows.sort(key=lambda r: (-r.updated_at, r.id))
         if cursor:
-            ts, _, sid = cursor.partition("|")
-            key = (-float(ts), sid)
-            rows = [r for r in rows if (-r.updated_at, r.id) > key]
+            ts, sid = json.loads(cursor)
+            rows = [r for r in rows if (-r.updated_at, r.id) > (-ts, sid)]
         page = rows[:limit]
-        nxt = f"{page[-1].updated_at!r}|{page[-1].id}" if len(rows) > limit else None
+        nxt = json.dumps([page[-1].updated_at, page[-1].id]) if len(rows) > limit else None
         return Page(items=page, next_cursor=nxt)
 
     async def append_event(self, session_id: str, event: Event, *, expected_seq: int | None = None) -> StoredEvent:
@@ -221,6 +227,7 @@ class MemoryStore:
         limit: int = 50,
         cursor: str | None = None,
     ) -> Page[InterruptRecord]:
+        _check_limit(limit)
         rows = [
             r
             for d in self._sessions.values()
@@ -231,14 +238,13 @@ class MemoryStore:
         ]
         rows.sort(key=lambda r: (r.raised_at, r.session_id, r.raised_seq, r.interrupt_id))
         if cursor:
-            ts, sid, seq, iid = cursor.split("|")
-            key = (float(ts), sid, int(seq), iid)
+            key = tuple(json.loads(cursor))
             rows = [r for r in rows if (r.raised_at, r.session_id, r.raised_seq, r.interrupt_id) > key]
         page = rows[:limit]
         nxt = None
         if len(rows) > limit:
             last = page[-1]
-            nxt = f"{last.raised_at!r}|{last.session_id}|{last.raised_seq}|{last.interrupt_id}"
+            nxt = json.dumps([last.raised_at, last.session_id, last.raised_seq, last.interrupt_id])
         return Page(items=[r.model_copy(deep=True) for r in page], next_cursor=nxt)
 
     async def get_snapshot(self, session_id: str, invocation_id: str) -> tuple[int, dict[str, Any]] | None:

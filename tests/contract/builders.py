@@ -16,9 +16,10 @@ from engine.models import Content, Event, FunctionCall, NodeInfo, NodeStatus, Pa
 from engine.store import MemoryStore, SQLiteStore
 from engine.store.base import SessionStore
 
-KINDS = ["memory", "sqlite", "sqlite-thread"]
-"""Store kinds: the reference, SQLite on aiosqlite's thread, and SQLite on the
-fallback driver used when aiosqlite's internals are not available."""
+KINDS = ["memory", "sqlite", "sqlite-thread", "sqlite-inline"]
+"""Store kinds: the reference, SQLite on aiosqlite's thread, SQLite on the
+fallback driver used when aiosqlite's internals are not available, and SQLite
+run inline on the event loop (for workflow-only processes)."""
 
 _files = itertools.count()
 
@@ -34,6 +35,8 @@ async def open_store(kind: str, directory: Path, *, path: Path | None = None, **
             store = await SQLiteStore.open(path, **kwargs)
         assert isinstance(store._driver, sqlite_mod._ThreadDriver)
         return store
+    if kind == "sqlite-inline":
+        return await SQLiteStore.open(path, inline=True, **kwargs)
     return await SQLiteStore.open(path, **kwargs)
 
 
@@ -124,4 +127,6 @@ def kind_of(store: SessionStore) -> str:
     if isinstance(store, MemoryStore):
         return "memory"
     assert isinstance(store, SQLiteStore)
+    if isinstance(store._driver, sqlite_mod._InlineDriver):
+        return "sqlite-inline"
     return "sqlite-thread" if isinstance(store._driver, sqlite_mod._ThreadDriver) else "sqlite"
