@@ -4,7 +4,12 @@ console catch to show a one-line reason instead of a traceback."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .store.base import Lease
 
 
 class HitlError(Exception):
@@ -44,9 +49,9 @@ class UnknownInterruptError(ResumeRejected):
 
 
 class AlreadyResolvedError(ResumeRejected):
-    def __init__(self, ids: Iterable[str]) -> None:
+    def __init__(self, ids: Iterable[str], detail: str = "") -> None:
         ids = list(ids)
-        super().__init__(f"interrupt {_ids(ids)} was already answered; nothing was written", ids)
+        super().__init__(f"interrupt {_ids(ids)} was already answered{detail}; nothing was written", ids)
 
 
 class MixedInvocationsError(ResumeRejected):
@@ -91,10 +96,55 @@ class InvalidResponseError(ResumeRejected):
 
 
 class InvocationBusyError(HitlError):
-    def __init__(self, invocation_id: str) -> None:
+    """Another process holds the invocation's lease: it is running right now."""
+
+    def __init__(self, invocation_id: str, lease: Lease | None = None) -> None:
+        holder = ""
+        if lease is not None:
+            until = time.strftime("%H:%M:%S", time.localtime(lease.expires_at))
+            holder = f" in {lease.holder} (lease renewed until {until})"
         super().__init__(
-            f"invocation {invocation_id} is running right now; wait for it to settle "
-            "(or re-drive it if its process died)"
+            f"invocation {invocation_id} is running right now{holder}; wait for it to settle and retry. "
+            "If that process died, the invocation shows as interrupted mid-run once its lease lapses "
+            "(at once on the same host); then continue it with `hitl redrive`"
+        )
+        self.invocation_id = invocation_id
+        self.lease = lease
+
+
+class InvocationInterruptedError(HitlError):
+    """The invocation stopped mid-run (its process died): it must be continued
+    (re-driven) before it takes answers."""
+
+    def __init__(self, session_id: str, invocation_id: str, in_doubt: Iterable[str] = ()) -> None:
+        self.session_id = session_id
+        self.invocation_id = invocation_id
+        self.in_doubt = sorted(in_doubt)
+        ack = " --ack-in-doubt" if self.in_doubt else ""
+        doubt = (
+            f"; in doubt (started, no end record, may have done their side effects): {', '.join(self.in_doubt)}"
+            if self.in_doubt
+            else ""
+        )
+        super().__init__(
+            f"invocation {invocation_id} was interrupted mid-run (no process is running it){doubt}; "
+            f"continue it first: hitl redrive {session_id} {invocation_id}{ack} -- nothing was written"
+        )
+
+
+class InDoubtError(HitlError):
+    """A re-drive would re-execute nodes that may already have done their side
+    effects; the operator must acknowledge that explicitly."""
+
+    def __init__(self, session_id: str, invocation_id: str, paths: Iterable[str]) -> None:
+        self.session_id = session_id
+        self.invocation_id = invocation_id
+        self.paths = sorted(paths)
+        super().__init__(
+            f"invocation {invocation_id} has nodes in doubt: {', '.join(self.paths)} started but never recorded "
+            "an end, so they may have done their side effects before the process died, and re-driving runs them "
+            "again. Check their effects, then re-drive with --ack-in-doubt (acknowledge_in_doubt=True); "
+            "nothing was written"
         )
 
 
@@ -122,6 +172,26 @@ class ConflictError(StoreError):
 
 class ReadOnlyError(StoreError):
     pass
+
+
+class StoreFullError(StoreError):
+    """The disk (or the database's size limit) has no room: the write was rolled back."""
+
+
+class LeaseLostError(StoreError):
+    """This process no longer holds the invocation's lease (another process took
+    it over after it lapsed): the write was refused, nothing was written."""
+
+    def __init__(self, session_id: str, invocation_id: str, owner: str, holder: str | None) -> None:
+        now = f"now held by {holder}" if holder else "released"
+        super().__init__(
+            f"invocation {invocation_id} of session {session_id}: this process ({owner}) lost its lease ({now}); "
+            "it stopped without writing more"
+        )
+        self.session_id = session_id
+        self.invocation_id = invocation_id
+        self.owner = owner
+        self.holder = holder
 
 
 class CorruptEventError(StoreError):

@@ -16,10 +16,25 @@ Every backend (in-memory, SQLite, later PostgreSQL) implements
   longer open, so two writers answering one id: exactly one wins.
 * **Derived rows are caches**: they can be rebuilt from the event log
   (:func:`index_effects` is the single definition of what an event does to them).
+  The audit rows of operator events (answers, re-drives, cancels) are derived
+  too; an import's audit row is not (it is written in the import's transaction).
+* **Invocation leases.** A process that runs a turn of an invocation holds its
+  lease (owner id + expiry), renews it while it runs and releases it at the
+  end. ``acquire_lease`` is a compare-and-swap: it succeeds when nobody holds
+  the lease, the holder's lease expired, ``owner`` already holds it, or the
+  holder is ``steal_from`` (the caller established that holder is dead); else it
+  raises :class:`~engine.errors.InvocationBusyError`. ``append_event(...,
+  lease_owner=o)`` is *fenced*: it fails with
+  :class:`~engine.errors.LeaseLostError`, writing nothing, unless ``o`` holds
+  the invocation's lease, so a process that lost its lease can never interleave
+  events with the process that took over. Leases are plain rows: deciding
+  whether a holder is alive is policy, in :mod:`engine.liveness`.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
@@ -67,6 +82,49 @@ class InterruptRecord(BaseModel):
         return self.args.get("response_schema")
 
 
+class Lease(BaseModel):
+    """Who is running a turn of one invocation, until when (see the module docstring)."""
+
+    session_id: str
+    invocation_id: str
+    owner: str
+    """Opaque owner id; :func:`engine.liveness.new_owner` makes ``host:pid:...`` ones."""
+    acquired_at: float
+    renewed_at: float
+    expires_at: float
+
+    def expired(self, now: float | None = None) -> bool:
+        return self.expires_at <= (time.time() if now is None else now)
+
+    @property
+    def holder(self) -> str:
+        """``host pid N`` for messages (the owner id itself when it is not ours)."""
+        parts = self.owner.split(":")
+        if len(parts) >= 2 and parts[1].isdigit():
+            return f"{parts[0]} pid {parts[1]}"
+        return self.owner
+
+
+AuditAction = Literal["answer", "redrive", "cancel", "import"]
+
+
+class AuditRecord(BaseModel):
+    """One operator write: who did what to which session, when and why."""
+
+    at: float
+    action: AuditAction
+    operator: str | None = None
+    reason: str | None = None
+    session_id: str
+    invocation_id: str | None = None
+    seq: int | None = None
+    """The event the action wrote (None for an import)."""
+    event_id: str | None = None
+    details: dict[str, Any] = Field(default_factory=dict)
+    """``{"ids": [...]}`` for answers, ``{"in_doubt": [...]}`` for a re-drive that
+    acknowledged nodes in doubt, ``{"events": n, "source": ...}`` for an import."""
+
+
 class InvocationSummary(BaseModel):
     session_id: str
     invocation_id: str
@@ -104,6 +162,8 @@ class IndexEffects:
     cancel_invocation: bool = False
     invocation_status: InvocationState | None = None
     new_invocation_message: str | None = None
+    audit: tuple[AuditAction, str | None, str | None, dict[str, Any]] | None = None
+    """(action, operator, reason, details) when the event is an operator write."""
 
 
 _END_STATUS: dict[NodeStatus, InvocationState] = {
@@ -122,11 +182,18 @@ def index_effects(event: Event) -> IndexEffects:
     info = event.node_info
     if info is None:
         if event.author == "user":
+            meta = event.custom_metadata or {}
+            who = (_str_or_none(meta.get("operator")), _str_or_none(meta.get("reason")))
             if event.function_responses:
                 eff.resolved = [fr.id for fr in event.function_responses]
+                eff.audit = ("answer", *who, {"ids": list(eff.resolved)})
             elif event.action == "cancel":
                 eff.cancel_invocation = True
                 eff.invocation_status = "cancelled"
+                eff.audit = ("cancel", *who, {})
+            elif event.action == "redrive":
+                doubt = meta.get("in_doubt")
+                eff.audit = ("redrive", *who, {"in_doubt": doubt} if doubt else {})
             elif event.action is None and event.content is not None:
                 eff.new_invocation_message = event.content.text
                 eff.invocation_status = "running"
@@ -139,6 +206,24 @@ def index_effects(event: Event) -> IndexEffects:
         elif info.lifecycle == "end" and info.status is not None:
             eff.invocation_status = _END_STATUS.get(info.status)
     return eff
+
+
+def import_record(
+    session_id: str, events: int, operator: str | None, reason: str | None, source: str | None, original_id: str
+) -> AuditRecord:
+    """The audit record of an import (shared by the stores)."""
+    details: dict[str, Any] = {"events": events}
+    if source:
+        details["source"] = source
+    if original_id != session_id:
+        details["original_id"] = original_id
+    return AuditRecord(
+        at=time.time(), action="import", operator=operator, reason=reason, session_id=session_id, details=details
+    )
+
+
+def _str_or_none(value: Any) -> str | None:
+    return None if value is None else str(value)
 
 
 def session_status(statuses: list[InvocationState]) -> SessionStatus:
@@ -183,9 +268,13 @@ class SessionStore(Protocol):
         """Sessions, most recently updated first, keyset-paginated."""
         ...
 
-    async def append_event(self, session_id: str, event: Event, *, expected_seq: int | None = None) -> StoredEvent:
+    async def append_event(
+        self, session_id: str, event: Event, *, expected_seq: int | None = None, lease_owner: str | None = None
+    ) -> StoredEvent:
         """Append one event atomically (see module docstring). ``temp:`` keys of
-        its state delta are dropped before storing."""
+        its state delta are dropped before storing. With ``lease_owner`` the
+        append is fenced: LeaseLostError unless that owner holds the lease of
+        the event's invocation."""
         ...
 
     async def events(self, session_id: str, *, after_seq: int = 0, limit: int | None = None) -> list[StoredEvent]:
@@ -227,6 +316,67 @@ class SessionStore(Protocol):
 
     async def put_snapshot(self, session_id: str, invocation_id: str, seq: int, data: dict[str, Any]) -> None:
         """Cache a projection of one invocation as of ``seq`` (derived data)."""
+        ...
+
+    # ------------------------------------------------------- export/import
+    def export_session(self, session_id: str) -> AsyncIterator[str]:
+        """The session as JSON Lines (:mod:`engine.store.jsonl`)."""
+        ...
+
+    async def import_session(
+        self,
+        lines: Iterable[str | bytes],
+        *,
+        session_id: str | None = None,
+        operator: str | None = None,
+        reason: str | None = None,
+        source: str | None = None,
+    ) -> Session:
+        """Create a session from an export: validated as a whole first, then
+        written in one transaction with its audit record (operator, reason,
+        source); a bad file writes nothing."""
+        ...
+
+    # ------------------------------------------------------------ leases
+    async def acquire_lease(
+        self, session_id: str, invocation_id: str, owner: str, ttl: float, *, steal_from: str | None = None
+    ) -> Lease:
+        """Take (or renew) the invocation's lease for ``ttl`` seconds; see the
+        module docstring. InvocationBusyError (with ``.lease``) when another
+        owner holds a lease that has not expired and is not ``steal_from``."""
+        ...
+
+    async def renew_lease(self, session_id: str, invocation_id: str, owner: str, ttl: float) -> Lease:
+        """Extend ``owner``'s lease to now + ``ttl`` (``ttl=0`` lets it lapse now but
+        keeps the row, a trace of a turn that did not finish). LeaseLostError when
+        ``owner`` does not hold it any more."""
+        ...
+
+    async def release_lease(self, session_id: str, invocation_id: str, owner: str) -> bool:
+        """Delete the lease if ``owner`` holds it; False when it did not."""
+        ...
+
+    async def get_lease(self, session_id: str, invocation_id: str) -> Lease | None:
+        """The invocation's lease row (possibly expired), or None."""
+        ...
+
+    async def list_leases(self, session_id: str) -> list[Lease]:
+        """Every lease row of the session's invocations (live or lapsed)."""
+        ...
+
+    # ------------------------------------------------------------- audit
+    async def audit_log(
+        self,
+        *,
+        operator: str | None = None,
+        session_id: str | None = None,
+        action: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> Page[AuditRecord]:
+        """Operator writes, newest first, keyset-paginated; ``since <= at < until``."""
         ...
 
     async def close(self) -> None: ...

@@ -13,17 +13,35 @@ import time
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
-from ..errors import AlreadyResolvedError, ConflictError, ReadOnlyError, SessionNotFoundError
+from ..errors import (
+    AlreadyResolvedError,
+    ConflictError,
+    InvocationBusyError,
+    LeaseLostError,
+    ReadOnlyError,
+    SessionNotFoundError,
+)
 from ..models import Event, Session, StoredEvent, new_id
 from . import jsonl
 from .base import (
+    AuditRecord,
     InterruptRecord,
     InvocationSummary,
+    Lease,
     Page,
     SessionSummary,
+    import_record,
     index_effects,
     session_status,
 )
+
+
+def _audit_cursor(cursor: str) -> tuple[float, int]:
+    try:
+        at, no = json.loads(cursor)
+        return float(at), int(no)
+    except (ValueError, TypeError):
+        raise ValueError(f"invalid page cursor {cursor!r}; pass back a next_cursor this store returned") from None
 
 
 def _check_limit(limit: int) -> None:
@@ -48,6 +66,10 @@ class MemoryStore:
         self.read_only = read_only
         self._sessions: dict[str, _SessionData] = {}
         self._lock = asyncio.Lock()
+        self._leases: dict[tuple[str, str], Lease] = {}
+        self._audit: list[tuple[int, AuditRecord]] = []
+        """(insertion number, record): the number orders ties of ``at``, like SQLite's rowid."""
+        self._audit_no = 0
 
     def _data(self, session_id: str) -> _SessionData:
         try:
@@ -124,7 +146,9 @@ class MemoryStore:
         nxt = json.dumps([page[-1].updated_at, page[-1].id]) if len(rows) > limit else None
         return Page(items=page, next_cursor=nxt)
 
-    async def append_event(self, session_id: str, event: Event, *, expected_seq: int | None = None) -> StoredEvent:
+    async def append_event(
+        self, session_id: str, event: Event, *, expected_seq: int | None = None, lease_owner: str | None = None
+    ) -> StoredEvent:
         self._check_writable()
         async with self._lock:
             d = self._data(session_id)
@@ -133,6 +157,10 @@ class MemoryStore:
                 raise ConflictError(
                     f"session {session_id} changed (now at event {last}, expected {expected_seq}); reload and retry"
                 )
+            if lease_owner is not None:
+                held = self._leases.get((session_id, event.invocation_id))
+                if held is None or held.owner != lease_owner:
+                    raise LeaseLostError(session_id, event.invocation_id, lease_owner, held.holder if held else None)
             if event.state_delta:
                 kept = {k: v for k, v in event.state_delta.items() if not k.startswith("temp:")}
                 event = event.model_copy(update={"state_delta": kept or None})
@@ -180,6 +208,21 @@ class MemoryStore:
             elif eff.invocation_status:
                 summary.status = eff.invocation_status
             summary.updated_at = event.timestamp
+            if eff.audit is not None:
+                action, operator, reason, details = eff.audit
+                self._add_audit(
+                    AuditRecord(
+                        at=event.timestamp,
+                        action=action,
+                        operator=operator,
+                        reason=reason,
+                        session_id=session_id,
+                        invocation_id=inv,
+                        seq=seq,
+                        event_id=event.id,
+                        details=copy.deepcopy(details),
+                    )
+                )
             if event.state_delta:
                 s.state.update(copy.deepcopy(event.state_delta))
             s.last_seq = seq
@@ -253,15 +296,116 @@ class MemoryStore:
 
     async def put_snapshot(self, session_id: str, invocation_id: str, seq: int, data: dict[str, Any]) -> None:
         self._check_writable()
-        self._data(session_id).snapshots[invocation_id] = (seq, copy.deepcopy(data))
+        snaps = self._data(session_id).snapshots
+        old = snaps.get(invocation_id)
+        if old is None or seq >= old[0]:  # never replace a newer cache with an older one
+            snaps[invocation_id] = (seq, copy.deepcopy(data))
+
+    # ------------------------------------------------------------------ leases
+    async def acquire_lease(
+        self, session_id: str, invocation_id: str, owner: str, ttl: float, *, steal_from: str | None = None
+    ) -> Lease:
+        self._check_writable()
+        async with self._lock:
+            self._data(session_id)
+            key = (session_id, invocation_id)
+            now = time.time()
+            held = self._leases.get(key)
+            if held is not None and held.owner not in (owner, steal_from) and not held.expired(now):
+                raise InvocationBusyError(invocation_id, held.model_copy())
+            acquired = held.acquired_at if held is not None and held.owner == owner else now
+            lease = Lease(
+                session_id=session_id,
+                invocation_id=invocation_id,
+                owner=owner,
+                acquired_at=acquired,
+                renewed_at=now,
+                expires_at=now + ttl,
+            )
+            self._leases[key] = lease
+            return lease.model_copy()
+
+    async def renew_lease(self, session_id: str, invocation_id: str, owner: str, ttl: float) -> Lease:
+        self._check_writable()
+        async with self._lock:
+            self._data(session_id)
+            held = self._leases.get((session_id, invocation_id))
+            if held is None or held.owner != owner:
+                raise LeaseLostError(session_id, invocation_id, owner, held.holder if held else None)
+            now = time.time()
+            held.renewed_at, held.expires_at = now, now + ttl
+            return held.model_copy()
+
+    async def release_lease(self, session_id: str, invocation_id: str, owner: str) -> bool:
+        self._check_writable()
+        async with self._lock:
+            self._data(session_id)
+            key = (session_id, invocation_id)
+            held = self._leases.get(key)
+            if held is None or held.owner != owner:
+                return False
+            del self._leases[key]
+            return True
+
+    async def get_lease(self, session_id: str, invocation_id: str) -> Lease | None:
+        self._data(session_id)
+        held = self._leases.get((session_id, invocation_id))
+        return held.model_copy() if held else None
+
+    async def list_leases(self, session_id: str) -> list[Lease]:
+        self._data(session_id)
+        return [v.model_copy() for (sid, _), v in sorted(self._leases.items()) if sid == session_id]
+
+    # ------------------------------------------------------------------- audit
+    def _add_audit(self, record: AuditRecord) -> None:
+        self._audit_no += 1
+        self._audit.append((self._audit_no, record))
+
+    async def audit_log(
+        self,
+        *,
+        operator: str | None = None,
+        session_id: str | None = None,
+        action: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> Page[AuditRecord]:
+        _check_limit(limit)
+        rows = [
+            (n, r)
+            for n, r in self._audit
+            if (operator is None or r.operator == operator)
+            and (session_id is None or r.session_id == session_id)
+            and (action is None or r.action == action)
+            and (since is None or r.at >= since)
+            and (until is None or r.at < until)
+        ]
+        rows.sort(key=lambda x: (-x[1].at, -x[0]))
+        if cursor:
+            at, no = _audit_cursor(cursor)
+            rows = [(n, r) for n, r in rows if (-r.at, -n) > (-at, -no)]
+        page = rows[:limit]
+        nxt = json.dumps([page[-1][1].at, page[-1][0]]) if len(rows) > limit else None
+        return Page(items=[r.model_copy(deep=True) for _, r in page], next_cursor=nxt)
 
     def export_session(self, session_id: str) -> AsyncIterator[str]:
         """The session as JSON Lines (see :mod:`engine.store.jsonl`)."""
         return jsonl.export_lines(self, session_id)
 
-    async def import_session(self, lines: Iterable[str | bytes], *, session_id: str | None = None) -> Session:
+    async def import_session(
+        self,
+        lines: Iterable[str | bytes],
+        *,
+        session_id: str | None = None,
+        operator: str | None = None,
+        reason: str | None = None,
+        source: str | None = None,
+    ) -> Session:
         """Create a session from an export, validated as a whole first and then
-        replayed through ``append_event``; a bad file writes nothing."""
+        replayed through ``append_event``, plus its audit record; a bad file
+        writes nothing."""
         self._check_writable()
         parsed = jsonl.parse_export(lines)
         header = parsed.session
@@ -272,8 +416,10 @@ class MemoryStore:
                 await self.append_event(sid, event, expected_seq=i)
         except BaseException:
             self._sessions.pop(sid, None)
+            self._audit = [(n, r) for n, r in self._audit if r.session_id != sid]
             raise
         self._sessions[sid].session.created_at = header.created_at
+        self._add_audit(import_record(sid, len(parsed.events), operator, reason, source, header.id))
         return await self.get_session(sid)
 
     async def close(self) -> None:

@@ -15,9 +15,15 @@ Tables (schema version :data:`SCHEMA_VERSION`, kept in ``PRAGMA user_version``):
     The interrupt index: interrupt id -> invocation, node path, call; open or not.
 ``snapshots``
     Cached projections of one invocation at some seq.
+``leases``
+    Which process runs a turn of an invocation, until when (schema 3).
+``audit``
+    Operator writes: answers, re-drives and cancels (derived from their events)
+    and imports (written in the import's transaction) (schema 3).
 
-Everything but ``events`` and the session's identity is derived: the one
-definition of how an event changes it is :func:`engine.store.base.index_effects`.
+Everything but ``events``, the session's identity, leases and import audit rows
+is derived: the one definition of how an event changes it is
+:func:`engine.store.base.index_effects`.
 
 Concurrency and durability
     WAL journal: readers never block the writer nor each other. Every append is
@@ -73,13 +79,26 @@ from ..errors import (
     ConflictError,
     CorruptEventError,
     HitlError,
+    InvocationBusyError,
+    LeaseLostError,
     ReadOnlyError,
     SessionNotFoundError,
     StoreError,
+    StoreFullError,
 )
 from ..models import Event, Session, StoredEvent, new_id
 from . import jsonl
-from .base import InterruptRecord, InvocationSummary, Page, SessionSummary, index_effects, session_status
+from .base import (
+    AuditRecord,
+    InterruptRecord,
+    InvocationSummary,
+    Lease,
+    Page,
+    SessionSummary,
+    import_record,
+    index_effects,
+    session_status,
+)
 
 T = TypeVar("T")
 
@@ -222,7 +241,56 @@ def _migrate_2(conn: sqlite3.Connection) -> None:
     )
 
 
-_MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_1, _migrate_2]
+def _migrate_3(conn: sqlite3.Connection) -> None:
+    """v2 -> v3: invocation leases and the audit log (filled from the operator
+    events already in the log, through the same ``index_effects`` as appends).
+    Idempotent: safe on a file that already has some of it."""
+    _exec_all(
+        conn,
+        [
+            """CREATE TABLE IF NOT EXISTS leases (
+                session_id TEXT NOT NULL REFERENCES sessions(id),
+                invocation_id TEXT NOT NULL,
+                owner TEXT NOT NULL,
+                acquired_at REAL NOT NULL,
+                renewed_at REAL NOT NULL,
+                expires_at REAL NOT NULL,
+                PRIMARY KEY (session_id, invocation_id)
+            ) WITHOUT ROWID""",
+            # No foreign key: the audit trail outlives whatever it is about.
+            """CREATE TABLE IF NOT EXISTS audit (
+                id INTEGER PRIMARY KEY,
+                at REAL NOT NULL,
+                action TEXT NOT NULL,
+                operator TEXT,
+                reason TEXT,
+                session_id TEXT NOT NULL,
+                invocation_id TEXT,
+                seq INTEGER,
+                event_id TEXT,
+                details TEXT NOT NULL DEFAULT '{}'
+            )""",
+            "CREATE INDEX IF NOT EXISTS audit_by_time ON audit(at, id)",
+            "CREATE INDEX IF NOT EXISTS audit_by_operator ON audit(operator, at, id)",
+            "CREATE INDEX IF NOT EXISTS audit_by_session ON audit(session_id, at, id)",
+        ],
+    )
+    rows = conn.execute(
+        "SELECT e.session_id, e.seq, e.json FROM events e WHERE e.kind IN ('response', 'redrive', 'cancel')"
+        " AND NOT EXISTS (SELECT 1 FROM audit a WHERE a.session_id = e.session_id AND a.seq = e.seq)"
+        " ORDER BY e.rowid"
+    ).fetchall()
+    for session_id, seq, text in rows:
+        try:
+            event = Event.from_json(text)
+        except (ValidationError, ValueError, TypeError):
+            continue  # a corrupt row is reported where it is read; it has no audit row
+        p = _prepare(event)
+        if p.audit is not None:
+            _insert_audit(conn, session_id, seq, p)
+
+
+_MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_1, _migrate_2, _migrate_3]
 """``_MIGRATIONS[i]`` upgrades schema version ``i`` to ``i + 1``. Append only."""
 
 SCHEMA_VERSION = len(_MIGRATIONS)
@@ -401,6 +469,11 @@ _Driver = _AiosqliteDriver | _ThreadDriver | _InlineDriver
 def _translate(exc: sqlite3.Error, path: Path, busy_timeout: float) -> HitlError:
     msg = str(exc)
     code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+    if code == sqlite3.SQLITE_FULL or "disk is full" in msg:
+        return StoreFullError(
+            f"the database {path} is full ({msg}): the disk or the database's size limit has no room; "
+            "the write was rolled back and nothing of it was stored. Free disk space, then retry"
+        )
     if code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) or "locked" in msg:
         return StoreError(
             f"the database {path} is locked by another process (waited {busy_timeout:g}s for it); "
@@ -432,6 +505,8 @@ _INTERRUPT_COLS = (
     "raised_seq, raised_at, status, resolved_by, resolved_seq"
 )
 _INVOCATION_COLS = "session_id, invocation_id, status, started_seq, started_at, updated_at, message"
+_LEASE_COLS = "session_id, invocation_id, owner, acquired_at, renewed_at, expires_at"
+_AUDIT_COLS = "id, at, action, operator, reason, session_id, invocation_id, seq, event_id, details"
 
 
 def _session_from_row(r: tuple[Any, ...]) -> Session:
@@ -487,6 +562,30 @@ def _invocation_from_row(r: tuple[Any, ...]) -> InvocationSummary:
     )
 
 
+def _lease_from_row(r: tuple[Any, ...]) -> Lease:
+    return Lease(
+        session_id=r[0], invocation_id=r[1], owner=r[2], acquired_at=r[3], renewed_at=r[4], expires_at=r[5]
+    )
+
+
+def _audit_from_row(r: tuple[Any, ...]) -> AuditRecord:
+    try:
+        details = json.loads(r[9])
+    except (ValueError, TypeError):
+        details = {}
+    return AuditRecord(
+        at=r[1],
+        action=r[2],
+        operator=r[3],
+        reason=r[4],
+        session_id=r[5],
+        invocation_id=r[6],
+        seq=r[7],
+        event_id=r[8],
+        details=details if isinstance(details, dict) else {},
+    )
+
+
 def _parse_event(session_id: str, seq: int, text: Any) -> Event:
     try:
         return Event.from_json(text)
@@ -533,6 +632,8 @@ class _Prepared:
     cancel: bool
     invocation_status: str | None
     new_message: str | None
+    audit: tuple[str, str | None, str | None, str] | None
+    """(action, operator, reason, details JSON) of an operator write."""
 
 
 def _prepare(event: Event) -> _Prepared:
@@ -557,6 +658,17 @@ def _prepare(event: Event) -> _Prepared:
         cancel=eff.cancel_invocation,
         invocation_status=eff.invocation_status,
         new_message=eff.new_invocation_message,
+        audit=None if eff.audit is None else (*eff.audit[:3], to_json(eff.audit[3]).decode()),
+    )
+
+
+def _insert_audit(conn: sqlite3.Connection, session_id: str, seq: int, p: _Prepared) -> None:
+    assert p.audit is not None
+    action, operator, reason, details = p.audit
+    conn.execute(
+        "INSERT INTO audit (at, action, operator, reason, session_id, invocation_id, seq, event_id, details)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (p.timestamp, action, operator, reason, session_id, p.invocation_id, seq, p.event_id, details),
     )
 
 
@@ -600,10 +712,13 @@ _UPDATED_AT_RESOLUTION = 1.0
 """Seconds: how stale a session's ``updated_at`` may get while it only appends."""
 
 
-def _append_tx(conn: sqlite3.Connection, session_id: str, p: _Prepared, expected_seq: int | None) -> int:
-    """The append path: event, interrupt index, invocation, state and summary.
-    Runs inside a write transaction; raises before writing anything on a
-    missing session, a seq conflict or an answer to an id that is not open."""
+def _append_tx(
+    conn: sqlite3.Connection, session_id: str, p: _Prepared, expected_seq: int | None, lease_owner: str | None = None
+) -> int:
+    """The append path: event, interrupt index, invocation, state, summary and
+    audit. Runs inside a write transaction; raises before writing anything on a
+    missing session, a seq conflict, a lost lease (fencing) or an answer to an
+    id that is not open."""
     row = conn.execute(
         "SELECT app_name, user_id, last_seq, updated_at, status, open_interrupts, oldest_open_at, invocation_count"
         " FROM sessions WHERE id = ?",
@@ -617,6 +732,15 @@ def _append_tx(conn: sqlite3.Connection, session_id: str, p: _Prepared, expected
             f"session {session_id} changed (now at event {last}, expected {expected_seq}); reload and retry"
         )
     inv = p.invocation_id
+    if lease_owner is not None:
+        held = conn.execute(
+            "SELECT owner FROM leases WHERE session_id = ? AND invocation_id = ?", (session_id, inv)
+        ).fetchone()
+        if held is None or held[0] != lease_owner:
+            holder = Lease(
+                session_id=session_id, invocation_id=inv, owner=held[0], acquired_at=0, renewed_at=0, expires_at=0
+            ).holder if held else None
+            raise LeaseLostError(session_id, inv, lease_owner, holder)
     if p.resolved:
         open_ids = {
             r[0]
@@ -698,6 +822,8 @@ def _append_tx(conn: sqlite3.Connection, session_id: str, p: _Prepared, expected
         sets["open_interrupts"], sets["oldest_open_at"] = n_open, oldest_open
     if new_invocation:
         sets["invocation_count"] = n_invocations
+    if p.audit is not None:
+        _insert_audit(conn, session_id, seq, p)
     if p.delta:
         state = json.loads(conn.execute("SELECT state FROM sessions WHERE id = ?", (session_id,)).fetchone()[0])
         state.update(p.delta)
@@ -709,7 +835,9 @@ def _append_tx(conn: sqlite3.Connection, session_id: str, p: _Prepared, expected
     return seq
 
 
-def _import_tx(conn: sqlite3.Connection, session_id: str, session: Session, events: list[_Prepared]) -> None:
+def _import_tx(
+    conn: sqlite3.Connection, session_id: str, session: Session, events: list[_Prepared], record: AuditRecord
+) -> None:
     _create_tx(
         conn,
         session_id,
@@ -721,6 +849,10 @@ def _import_tx(conn: sqlite3.Connection, session_id: str, session: Session, even
     )
     for i, p in enumerate(events):
         _append_tx(conn, session_id, p, i)
+    conn.execute(
+        "INSERT INTO audit (at, action, operator, reason, session_id, details) VALUES (?, ?, ?, ?, ?, ?)",
+        (record.at, record.action, record.operator, record.reason, session_id, to_json(record.details).decode()),
+    )
 
 
 def _bulk_tx(conn: sqlite3.Connection, batch: list[tuple[Session, list[Event]]]) -> int:
@@ -853,9 +985,90 @@ def _put_snapshot(conn: sqlite3.Connection, session_id: str, invocation_id: str,
     _require_session(conn, session_id)
     conn.execute(
         "INSERT INTO snapshots (session_id, invocation_id, seq, data) VALUES (?, ?, ?, ?)"
-        " ON CONFLICT (session_id, invocation_id) DO UPDATE SET seq = excluded.seq, data = excluded.data",
+        " ON CONFLICT (session_id, invocation_id) DO UPDATE SET seq = excluded.seq, data = excluded.data"
+        " WHERE excluded.seq >= snapshots.seq",  # never replace a newer cache with an older one
         (session_id, invocation_id, seq, data),
     )
+
+
+def _acquire_lease_tx(
+    conn: sqlite3.Connection,
+    session_id: str,
+    invocation_id: str,
+    owner: str,
+    ttl: float,
+    steal_from: str | None,
+    now: float,
+) -> Lease:
+    _require_session(conn, session_id)
+    row = conn.execute(
+        f"SELECT {_LEASE_COLS} FROM leases WHERE session_id = ? AND invocation_id = ?", (session_id, invocation_id)
+    ).fetchone()
+    acquired = now
+    if row is not None:
+        held = _lease_from_row(row)
+        if held.owner not in (owner, steal_from) and not held.expired(now):
+            raise InvocationBusyError(invocation_id, held)
+        if held.owner == owner:
+            acquired = held.acquired_at
+    lease = Lease(
+        session_id=session_id,
+        invocation_id=invocation_id,
+        owner=owner,
+        acquired_at=acquired,
+        renewed_at=now,
+        expires_at=now + ttl,
+    )
+    conn.execute(
+        f"INSERT OR REPLACE INTO leases ({_LEASE_COLS}) VALUES (?, ?, ?, ?, ?, ?)",
+        (session_id, invocation_id, owner, lease.acquired_at, lease.renewed_at, lease.expires_at),
+    )
+    return lease
+
+
+def _renew_lease_tx(
+    conn: sqlite3.Connection, session_id: str, invocation_id: str, owner: str, ttl: float, now: float
+) -> Lease:
+    _require_session(conn, session_id)
+    row = conn.execute(
+        f"SELECT {_LEASE_COLS} FROM leases WHERE session_id = ? AND invocation_id = ?", (session_id, invocation_id)
+    ).fetchone()
+    if row is None or row[2] != owner:
+        raise LeaseLostError(session_id, invocation_id, owner, _lease_from_row(row).holder if row else None)
+    conn.execute(
+        "UPDATE leases SET renewed_at = ?, expires_at = ? WHERE session_id = ? AND invocation_id = ?",
+        (now, now + ttl, session_id, invocation_id),
+    )
+    return _lease_from_row((*row[:4], now, now + ttl))
+
+
+def _release_lease_tx(conn: sqlite3.Connection, session_id: str, invocation_id: str, owner: str) -> bool:
+    _require_session(conn, session_id)
+    cur = conn.execute(
+        "DELETE FROM leases WHERE session_id = ? AND invocation_id = ? AND owner = ?",
+        (session_id, invocation_id, owner),
+    )
+    return cur.rowcount > 0
+
+
+def _get_lease(conn: sqlite3.Connection, session_id: str, invocation_id: str) -> Lease | None:
+    _require_session(conn, session_id)
+    row = conn.execute(
+        f"SELECT {_LEASE_COLS} FROM leases WHERE session_id = ? AND invocation_id = ?", (session_id, invocation_id)
+    ).fetchone()
+    return _lease_from_row(row) if row else None
+
+
+def _list_leases(conn: sqlite3.Connection, session_id: str) -> list[Lease]:
+    _require_session(conn, session_id)
+    rows = conn.execute(
+        f"SELECT {_LEASE_COLS} FROM leases WHERE session_id = ? ORDER BY invocation_id", (session_id,)
+    )
+    return [_lease_from_row(r) for r in rows]
+
+
+def _audit_rows(conn: sqlite3.Connection, sql: str, params: list[Any]) -> list[tuple[int, AuditRecord]]:
+    return [(r[0], _audit_from_row(r)) for r in conn.execute(sql, params)]
 
 
 def _lower(value: Any) -> Any:
@@ -879,6 +1092,9 @@ def _setup(conn: sqlite3.Connection, path: Path, read_only: bool, synchronous: s
         if str(mode).lower() != "wal":
             raise StoreError(f"cannot switch {path} to WAL mode (got {mode}); is it on a network file system?")
     conn.execute(f"PRAGMA synchronous = {synchronous}")
+    # Deleted rows (released leases carry host names and pids) are zeroed on the
+    # pages being written anyway: no extra I/O, and no stale bytes in the file.
+    conn.execute("PRAGMA secure_delete = FAST")
     _migrate(conn, path)
 
 
@@ -1108,10 +1324,12 @@ class SQLiteStore:
         return Page(items=page, next_cursor=nxt)
 
     # ---------------------------------------------------------------- events
-    async def append_event(self, session_id: str, event: Event, *, expected_seq: int | None = None) -> StoredEvent:
+    async def append_event(
+        self, session_id: str, event: Event, *, expected_seq: int | None = None, lease_owner: str | None = None
+    ) -> StoredEvent:
         self._check_writable()
         p = _prepare(event)
-        seq = await self._write(_append_tx, session_id, p, expected_seq)
+        seq = await self._write(_append_tx, session_id, p, expected_seq, lease_owner)
         return StoredEvent(seq=seq, session_id=session_id, event=Event.from_json(p.json))
 
     async def events(
@@ -1189,16 +1407,84 @@ class SQLiteStore:
         """The session as JSON Lines (see :mod:`engine.store.jsonl`), one line per item."""
         return jsonl.export_lines(self, session_id)
 
-    async def import_session(self, lines: Iterable[str | bytes], *, session_id: str | None = None) -> Session:
+    async def import_session(
+        self,
+        lines: Iterable[str | bytes],
+        *,
+        session_id: str | None = None,
+        operator: str | None = None,
+        reason: str | None = None,
+        source: str | None = None,
+    ) -> Session:
         """Create a session from an export. The whole file is validated first and
         written in one transaction through the append path (derived rows are
-        rebuilt); a bad file raises ImportFormatError naming the line and writes nothing."""
+        rebuilt) together with its audit record (operator, reason, source); a
+        bad file raises ImportFormatError naming the line and writes nothing."""
         self._check_writable()
         parsed = jsonl.parse_export(lines)
         sid = session_id or parsed.session.id
         prepared = [_prepare(e) for e in parsed.events]
-        await self._write(_import_tx, sid, parsed.session, prepared)
+        record = import_record(sid, len(prepared), operator, reason, source, parsed.session.id)
+        await self._write(_import_tx, sid, parsed.session, prepared, record)
         return await self.get_session(sid)
+
+    # ------------------------------------------------------------------ leases
+    async def acquire_lease(
+        self, session_id: str, invocation_id: str, owner: str, ttl: float, *, steal_from: str | None = None
+    ) -> Lease:
+        return await self._write(_acquire_lease_tx, session_id, invocation_id, owner, ttl, steal_from, time.time())
+
+    async def renew_lease(self, session_id: str, invocation_id: str, owner: str, ttl: float) -> Lease:
+        return await self._write(_renew_lease_tx, session_id, invocation_id, owner, ttl, time.time())
+
+    async def release_lease(self, session_id: str, invocation_id: str, owner: str) -> bool:
+        return await self._write(_release_lease_tx, session_id, invocation_id, owner)
+
+    async def get_lease(self, session_id: str, invocation_id: str) -> Lease | None:
+        return await self._call(_get_lease, session_id, invocation_id)
+
+    async def list_leases(self, session_id: str) -> list[Lease]:
+        return await self._call(_list_leases, session_id)
+
+    # ------------------------------------------------------------------- audit
+    async def audit_log(
+        self,
+        *,
+        operator: str | None = None,
+        session_id: str | None = None,
+        action: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> Page[AuditRecord]:
+        if limit < 1:
+            raise ValueError(f"limit must be at least 1, not {limit}")
+        where: list[str] = []
+        params: list[Any] = []
+        for column, value in (("operator", operator), ("session_id", session_id), ("action", action)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                params.append(value)
+        if since is not None:
+            where.append("at >= ?")
+            params.append(since)
+        if until is not None:
+            where.append("at < ?")
+            params.append(until)
+        if cursor:
+            at, no = _decode_cursor(cursor, (float, int))
+            where.append("at <= ? AND (at < ? OR id < ?)")
+            params += [at, at, no]
+        sql = f"SELECT {_AUDIT_COLS} FROM audit"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY at DESC, id DESC LIMIT ?"
+        params.append(limit + 1)
+        rows = await self._call(_audit_rows, sql, params)
+        page = rows[:limit]
+        nxt = _encode_cursor(page[-1][1].at, page[-1][0]) if len(rows) > limit else None
+        return Page(items=[r for _, r in page], next_cursor=nxt)
 
     # ------------------------------------------------------------- utilities
     async def bulk_load(self, sessions: Iterable[tuple[Session, Iterable[Event]]], *, batch_size: int = 500) -> int:
