@@ -20,6 +20,8 @@ from .errors import (
     AlreadyResolvedError,
     AmbiguousInterruptError,
     InvalidResponseError,
+    InvocationBusyError,
+    InvocationInterruptedError,
     InvocationNotFoundError,
     MixedInvocationsError,
     ResumeRejected,
@@ -71,7 +73,13 @@ async def validate_responses(
         raise UnknownInterruptError(unknown)
     resolved = [i for i in ids if i not in open_by_id]
     if resolved:
-        raise AlreadyResolvedError(resolved)
+        closed = [r for r in rows if r.interrupt_id in resolved and (invocation_id is None or r.invocation_id == invocation_id)]
+        detail = ""
+        if closed and all(r.status == "cancelled" for r in closed):
+            detail = " or closed: its invocation was cancelled"
+        elif closed and (seqs := sorted({r.resolved_seq for r in closed if r.resolved_seq})):
+            detail = f" (at event {', '.join(map(str, seqs))})"
+        raise AlreadyResolvedError(resolved, detail)
     ambiguous = {i: recs for i, recs in open_by_id.items() if len(recs) > 1}
     if ambiguous:
         raise AmbiguousInterruptError(ambiguous, {r.invocation_id for recs in ambiguous.values() for r in recs})
@@ -218,7 +226,17 @@ def plan_from_projection(proj: Projection, target: ResumeTarget) -> ResumePlan:
 async def plan_resume(
     store: SessionStore, session_id: str, content: Content, invocation_id: str | None = None
 ) -> ResumePlan:
-    """Validate and dry-run an FR message; raises what the real resume would raise."""
+    """Validate and dry-run an FR message; raises what the real resume would raise
+    (also InvocationBusyError while a process runs the invocation, and
+    InvocationInterruptedError when it stopped mid-run)."""
+    from .liveness import in_doubt_paths, is_mid_run, lease_is_live
+
     target = await validate_responses(store, session_id, content, invocation_id)
-    proj = await load_invocation(store, session_id, target.invocation_id)
+    inv = target.invocation_id
+    proj = await load_invocation(store, session_id, inv)
+    if is_mid_run(proj, inv):
+        lease = await store.get_lease(session_id, inv)
+        if lease_is_live(lease):
+            raise InvocationBusyError(inv, lease)
+        raise InvocationInterruptedError(session_id, inv, in_doubt_paths(proj, inv))
     return plan_from_projection(proj, target)

@@ -8,23 +8,38 @@ turn that ends WAITING is a normal return; a failed node raises
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
 from .context import Context, InvocationContext, NodeFailed, NodeRunner
 from .errors import (
-    InvocationBusyError,
+    InDoubtError,
+    InvocationInterruptedError,
     NotRedrivableError,
     ResumeRejected,
     SessionNotFoundError,
+    StoreError,
     TextToWaitingInvocationError,
     WorkflowFailed,
 )
-from .models import Content, Event, NodeStatus, Session, new_id
+from .liveness import (
+    DEFAULT_LEASE_TTL,
+    DEFAULT_LEASE_WAIT,
+    LeaseKeeper,
+    acquire_invocation_lease,
+    in_doubt_paths,
+    is_mid_run,
+    lease_is_live,
+)
+from .models import Content, Event, NodeStatus, Session, StoredEvent, new_id
 from .nodes import BaseNode
 from .projection import Projection
-from .resume import load_invocation, validate_responses
+from .resume import ResumeTarget, load_invocation, validate_responses
 from .store.base import SessionStore
+
+log = logging.getLogger(__name__)
 
 
 def operator_metadata(action: str, operator: str | None, reason: str | None) -> dict[str, Any]:
@@ -37,31 +52,77 @@ def operator_metadata(action: str, operator: str | None, reason: str | None) -> 
 
 
 async def cancel_invocation(
-    store: SessionStore, session_id: str, invocation_id: str, *, operator: str | None = None, reason: str | None = None
+    store: SessionStore,
+    session_id: str,
+    invocation_id: str,
+    *,
+    operator: str | None = None,
+    reason: str | None = None,
+    lease_wait: float = DEFAULT_LEASE_WAIT,
 ) -> Event:
-    """Cancel a waiting or failed invocation: every unfinished node becomes
-    CANCELLED and its open interrupts close. Needs no workflow code."""
-    proj = await load_invocation(store, session_id, invocation_id)
-    status = proj.invocation_status(invocation_id)
-    if status is not None and status.is_final and status is not NodeStatus.FAILED:
-        raise NotRedrivableError(f"invocation {invocation_id} is {status.value}; there is nothing to cancel")
-    session = await store.get_session(session_id)
-    event = Event(
-        invocation_id=invocation_id,
-        author="user",
-        custom_metadata=operator_metadata("cancel", operator, reason),
-    )
-    stored = await store.append_event(session_id, event, expected_seq=session.last_seq)
-    return stored.event
+    """Cancel a waiting, failed or interrupted invocation: every unfinished node
+    becomes CANCELLED and its open interrupts close. Needs no workflow code.
+    Holds the invocation's lease while it writes, so it never interleaves with a
+    running turn (InvocationBusyError while one runs)."""
+    await load_invocation(store, session_id, invocation_id)  # InvocationNotFoundError before any write
+    lease = await acquire_invocation_lease(store, session_id, invocation_id, wait=lease_wait)
+    keeper = LeaseKeeper(store, lease, DEFAULT_LEASE_TTL)
+    try:
+        proj = await load_invocation(store, session_id, invocation_id)
+        status = proj.invocation_status(invocation_id)
+        if status is not None and status.is_final and status is not NodeStatus.FAILED:
+            raise NotRedrivableError(f"invocation {invocation_id} is {status.value}; there is nothing to cancel")
+        event = Event(
+            invocation_id=invocation_id,
+            author="user",
+            custom_metadata=operator_metadata("cancel", operator, reason),
+        )
+        stored = await store.append_event(session_id, event, lease_owner=lease.owner)
+        return stored.event
+    finally:
+        await keeper.close(clean=True)
+
+
+class _FencedStore:
+    """The store as one turn sees it: every append is fenced by the turn's lease
+    (a process that lost the lease cannot write another event)."""
+
+    def __init__(self, store: SessionStore, owner: str) -> None:
+        self._store = store
+        self._owner = owner
+
+    async def append_event(
+        self, session_id: str, event: Event, *, expected_seq: int | None = None, lease_owner: str | None = None
+    ) -> StoredEvent:
+        return await self._store.append_event(session_id, event, expected_seq=expected_seq, lease_owner=self._owner)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
 
 
 class Runner:
-    """Runs one app's root workflow against a session store."""
+    """Runs one app's root workflow against a session store.
 
-    def __init__(self, app_name: str, workflow: BaseNode, store: SessionStore) -> None:
+    Every turn (start, resume, re-drive) holds the invocation's lease from
+    before its first event until its end (see :mod:`engine.liveness`):
+    ``lease_ttl`` is how long the lease lasts without renewal, ``lease_wait``
+    how long a turn waits for another process's turn of the same invocation.
+    """
+
+    def __init__(
+        self,
+        app_name: str,
+        workflow: BaseNode,
+        store: SessionStore,
+        *,
+        lease_ttl: float = DEFAULT_LEASE_TTL,
+        lease_wait: float = DEFAULT_LEASE_WAIT,
+    ) -> None:
         self.app_name = app_name
         self.workflow = workflow
         self.store = store
+        self.lease_ttl = lease_ttl
+        self.lease_wait = lease_wait
 
     async def _session(self, user_id: str, session_id: str, create: bool) -> Session:
         try:
@@ -81,98 +142,145 @@ class Runner:
         state_delta: dict[str, Any] | None = None,
         operator: str | None = None,
         reason: str | None = None,
+        acknowledge_in_doubt: bool = False,
     ) -> AsyncIterator[Event]:
         """Start (text message), resume (FunctionResponse message) or re-drive
-        (``invocation_id`` without a message) an invocation; yield its events."""
+        (``invocation_id`` without a message) an invocation; yield its events.
+
+        Raises, before writing anything: the ResumeRejected family for a bad
+        answer; InvocationBusyError while another process runs the invocation;
+        InvocationInterruptedError for an answer to an invocation that stopped
+        mid-run (continue it first: re-drive it); InDoubtError for a re-drive
+        that would re-execute nodes in doubt unless ``acknowledge_in_doubt``."""
+        target: ResumeTarget | None = None
         if new_message is None:
             if invocation_id is None:
                 raise ValueError("pass new_message, or invocation_id to re-drive a failed invocation")
-            inv_ctx, first = await self._prepare_redrive(session_id, invocation_id, operator, reason, state_delta)
+            session = await self.store.get_session(session_id)
+            inv_id = invocation_id
         elif new_message.function_responses:
-            inv_ctx, first = await self._prepare_resume(
-                session_id, new_message, invocation_id, operator, reason, state_delta
-            )
+            session = await self.store.get_session(session_id)
+            target = await validate_responses(self.store, session_id, new_message, invocation_id)
+            inv_id = target.invocation_id
         else:
-            inv_ctx, first = await self._prepare_new(user_id, session_id, new_message, invocation_id, state_delta)
-        yield first
-        async for event in self._drive(inv_ctx):
-            yield event
+            session = await self._session(user_id, session_id, create=True)
+            if invocation_id is not None:
+                proj = await load_invocation(self.store, session_id, invocation_id)
+                if proj.invocation_status(invocation_id) is NodeStatus.WAITING:
+                    raise TextToWaitingInvocationError(invocation_id)
+                raise ResumeRejected("a text message starts a new invocation; do not pass invocation_id")
+            inv_id = new_id()
+        if new_message is None or target is not None:
+            await self._refuse_early(session_id, inv_id, redrive=new_message is None, ack=acknowledge_in_doubt)
+        lease = await acquire_invocation_lease(
+            self.store, session_id, inv_id, ttl=self.lease_ttl, wait=self.lease_wait
+        )
+        keeper = LeaseKeeper(self.store, lease, self.lease_ttl)
+        keeper.start()
+        inv_ctx: InvocationContext | None = None
+        try:
+            if new_message is None:
+                inv_ctx, first = await self._prepare_redrive(
+                    session, inv_id, keeper.owner, operator, reason, state_delta, acknowledge_in_doubt
+                )
+            elif target is not None:
+                inv_ctx, first = await self._prepare_resume(session, target, keeper.owner, operator, reason, state_delta)
+            else:
+                event = Event(invocation_id=inv_id, author="user", content=new_message, state_delta=state_delta)
+                inv_ctx, first = await self._begin(session, inv_id, Projection(), event, keeper.owner, session.last_seq)
+            yield first
+            async for event in self._drive(inv_ctx, keeper):
+                yield event
+        finally:
+            # Clean end (nothing written, or the root recorded how the turn ended):
+            # delete the lease. Otherwise let it lapse now but keep the row, so the
+            # invocation shows as interrupted mid-run at once.
+            clean = inv_ctx is None or not is_mid_run(inv_ctx.projection, inv_id)
+            await keeper.close(clean=clean)
+
+    async def _refuse_early(self, session_id: str, invocation_id: str, *, redrive: bool, ack: bool) -> None:
+        """Refuse an answer to an interrupted invocation, or an unacknowledged
+        re-drive over nodes in doubt, before touching the lease: a refused
+        action leaves the store exactly as it was (the checks are repeated
+        under the lease, where they are authoritative)."""
+        proj = await load_invocation(self.store, session_id, invocation_id)
+        if not is_mid_run(proj, invocation_id):
+            return
+        if lease_is_live(await self.store.get_lease(session_id, invocation_id)):
+            return  # running right now: the lease decides (wait, then busy)
+        doubt = in_doubt_paths(proj, invocation_id)
+        if not redrive:
+            raise InvocationInterruptedError(session_id, invocation_id, doubt)
+        if doubt and not ack:
+            raise InDoubtError(session_id, invocation_id, doubt)
 
     # -------------------------------------------------------------- prepare
-    async def _prepare_new(
-        self,
-        user_id: str,
-        session_id: str,
-        message: Content,
-        invocation_id: str | None,
-        state_delta: dict[str, Any] | None,
-    ) -> tuple[InvocationContext, Event]:
-        session = await self._session(user_id, session_id, create=True)
-        if invocation_id is not None:
-            proj = await load_invocation(self.store, session_id, invocation_id)
-            if proj.invocation_status(invocation_id) is NodeStatus.WAITING:
-                raise TextToWaitingInvocationError(invocation_id)
-            raise ResumeRejected("a text message starts a new invocation; do not pass invocation_id")
-        inv_id = new_id()
-        event = Event(invocation_id=inv_id, author="user", content=message, state_delta=state_delta)
-        return await self._begin(session, inv_id, Projection(), event)
-
     async def _prepare_resume(
         self,
-        session_id: str,
-        message: Content,
-        invocation_id: str | None,
+        session: Session,
+        target: ResumeTarget,
+        owner: str,
         operator: str | None,
         reason: str | None,
         state_delta: dict[str, Any] | None,
     ) -> tuple[InvocationContext, Event]:
-        session = await self.store.get_session(session_id)
-        target = await validate_responses(self.store, session_id, message, invocation_id)
-        proj = await load_invocation(self.store, session_id, target.invocation_id)
-        if proj.invocation_status(target.invocation_id) in (NodeStatus.RUNNING, NodeStatus.PENDING):
-            raise InvocationBusyError(target.invocation_id)
+        inv = target.invocation_id
+        proj = await load_invocation(self.store, session.id, inv)
+        if is_mid_run(proj, inv):
+            # We hold the lease, so nobody is running it: it stopped mid-run.
+            raise InvocationInterruptedError(session.id, inv, in_doubt_paths(proj, inv))
         event = Event(
-            invocation_id=target.invocation_id,
+            invocation_id=inv,
             author="user",
             content=target.content,
             state_delta=state_delta,
             custom_metadata=operator_metadata("resume", operator, reason),
         )
-        return await self._begin(session, target.invocation_id, proj, event)
+        return await self._begin(session, inv, proj, event, owner)
 
     async def _prepare_redrive(
         self,
-        session_id: str,
+        session: Session,
         invocation_id: str,
+        owner: str,
         operator: str | None,
         reason: str | None,
         state_delta: dict[str, Any] | None,
+        acknowledge_in_doubt: bool,
     ) -> tuple[InvocationContext, Event]:
-        session = await self.store.get_session(session_id)
-        proj = await load_invocation(self.store, session_id, invocation_id)
+        proj = await load_invocation(self.store, session.id, invocation_id)
         status = proj.invocation_status(invocation_id)
         if status not in (NodeStatus.FAILED, NodeStatus.RUNNING, NodeStatus.PENDING, None):
             raise NotRedrivableError(
                 f"invocation {invocation_id} is {status.value if status else 'empty'}; "
                 "only a failed or interrupted invocation can be re-driven"
             )
-        event = Event(
-            invocation_id=invocation_id,
-            author="user",
-            state_delta=state_delta,
-            custom_metadata=operator_metadata("redrive", operator, reason),
-        )
-        return await self._begin(session, invocation_id, proj, event)
+        doubt = in_doubt_paths(proj, invocation_id) if is_mid_run(proj, invocation_id) else []
+        if doubt and not acknowledge_in_doubt:
+            raise InDoubtError(session.id, invocation_id, doubt)
+        meta = operator_metadata("redrive", operator, reason)
+        if doubt:
+            meta["in_doubt"] = doubt  # what the operator acknowledged may run twice
+        event = Event(invocation_id=invocation_id, author="user", state_delta=state_delta, custom_metadata=meta)
+        return await self._begin(session, invocation_id, proj, event, owner)
 
     async def _begin(
-        self, session: Session, invocation_id: str, proj: Projection, event: Event
+        self,
+        session: Session,
+        invocation_id: str,
+        proj: Projection,
+        event: Event,
+        owner: str,
+        expected_seq: int | None = None,
     ) -> tuple[InvocationContext, Event]:
-        stored = await self.store.append_event(session.id, event, expected_seq=session.last_seq)
+        store = _FencedStore(self.store, owner)
+        stored = await store.append_event(session.id, event, expected_seq=expected_seq)
         proj.apply(stored.event, stored.seq)
-        state = dict(session.state)
-        state.update(stored.event.state_delta or {})
+        # The state as of our first event (it carries its delta already); other
+        # invocations of the session may have changed it since ``session`` was read.
+        state = dict((await self.store.get_session(session.id)).state)
         inv_ctx = InvocationContext(
-            store=self.store,
+            store=store,  # type: ignore[arg-type]
             app_name=self.app_name,
             user_id=session.user_id,
             session_id=session.id,
@@ -183,7 +291,7 @@ class Runner:
         return inv_ctx, stored.event
 
     # ---------------------------------------------------------------- drive
-    async def _drive(self, inv_ctx: InvocationContext) -> AsyncIterator[Event]:
+    async def _drive(self, inv_ctx: InvocationContext, keeper: LeaseKeeper) -> AsyncIterator[Event]:
         proj = inv_ctx.projection
         inv = inv_ctx.invocation_id
         root = proj.root(inv)
@@ -201,24 +309,46 @@ class Runner:
         done = object()
         task = asyncio.ensure_future(coro)
         task.add_done_callback(lambda _: inv_ctx.queue.put_nowait(done))  # type: ignore[arg-type]
+        keeper._on_lost = task.cancel  # another process took the invocation over: stop
         try:
             while (item := await inv_ctx.queue.get()) is not done:
                 yield item.event
-            exc = task.exception()
+            exc = task.exception() if not task.cancelled() else asyncio.CancelledError()
         finally:
             if not task.done():
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
-        await self.store.put_snapshot(inv_ctx.session_id, inv, proj.position, proj.compact(inv).to_dict())
+        if keeper.lost is not None:
+            raise keeper.lost
+        with contextlib.suppress(StoreError):  # a cache: a full or locked disk must not mask the outcome
+            await self.store.put_snapshot(inv_ctx.session_id, inv, proj.position, proj.compact(inv).to_dict())
         if exc is not None:
-            if isinstance(exc, NodeFailed):
+            if isinstance(exc, NodeFailed) and not is_mid_run(proj, inv):
                 leaf = _failed_leaf(proj, inv) or (exc.path, exc.error_code, exc.error_message)
                 raise WorkflowFailed(*leaf) from exc
+            if isinstance(exc, NodeFailed):
+                # The failure could not even be recorded (e.g. the store failed): say that.
+                cause = _store_error_in(exc)
+                if cause is not None:
+                    raise cause from exc
+                raise WorkflowFailed(exc.path, exc.error_code, exc.error_message) from exc
             raise exc
 
     async def _next_root_run_id(self, inv_ctx: InvocationContext) -> int:
         invocations = await self.store.list_invocations(inv_ctx.session_id)
         return sum(1 for i in invocations if i.invocation_id != inv_ctx.invocation_id) + 1
+
+
+def _store_error_in(exc: BaseException) -> StoreError | None:
+    """The first StoreError in an exception's cause/context chain."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        if isinstance(cur, StoreError):
+            return cur
+        seen.add(id(cur))
+        cur = cur.__cause__ or cur.__context__
+    return None
 
 
 def _failed_leaf(proj: Projection, invocation_id: str) -> tuple[str, str, str] | None:

@@ -1,0 +1,327 @@
+"""Liveness: who runs an invocation right now, and which invocations stopped mid-run.
+
+The store keeps one *lease* per invocation (:class:`~engine.store.base.Lease`:
+owner id + expiry, see the store contract). A :class:`~engine.runner.Runner`
+takes it before it writes a turn's first event, renews it while the turn runs
+(:class:`LeaseKeeper`) and releases it when the turn ends -- after a clean end
+(the root recorded WAITING, COMPLETED, FAILED or CANCELLED, or nothing ran) the
+row is deleted; after an abnormal one (an exception other than a node failure)
+it is left to lapse at once, as a trace. A process killed mid-turn leaves its
+lease behind.
+
+This module is the policy on top of those rows:
+
+* :func:`lease_is_live` -- a lease is live until it expires, *unless* its owner
+  is provably dead: owner ids (:func:`new_owner`) name the host, the pid, the
+  process start time and a scope (boot id + pid namespace). A reader in the
+  same scope can tell a dead owner at once (no such pid, or a different process
+  start time: pid reuse); from anywhere else it waits for the expiry. A wrong
+  "dead" is never possible: an unknown scope counts as alive until expiry.
+* :func:`health_from` / :func:`invocation_health` / :func:`session_health` --
+  the derived status *interrupted mid-run*: the projection says the invocation
+  is RUNNING or PENDING (or it has a message but no root run yet), and no live
+  process holds its lease. Its *in doubt* nodes are the leaf runs with a start
+  record but no end record: they may have done their side effects before the
+  process died, so continuing (re-driving) them needs an explicit
+  acknowledgement.
+
+The console and the CLI call these to show "interrupted mid-run" and the in
+doubt nodes; the Runner calls :func:`acquire_invocation_lease`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import os
+import socket
+import time
+import uuid
+from dataclasses import dataclass, field
+from functools import cache
+from typing import TYPE_CHECKING, Literal
+
+from .errors import InvocationBusyError, LeaseLostError, StoreError
+from .models import NodeStatus
+from .store.base import Lease, SessionStore
+
+if TYPE_CHECKING:
+    from .projection import Projection
+
+log = logging.getLogger(__name__)
+
+DEFAULT_LEASE_TTL = 30.0
+"""Seconds a lease lasts without renewal. The keeper renews it every third of
+that; an owner on another host that died is seen as dead after at most this."""
+
+DEFAULT_LEASE_WAIT = 1.0
+"""Seconds a turn waits for another process's turn of the same invocation to
+finish before it gives up with InvocationBusyError."""
+
+INTERRUPTED = "interrupted mid-run"
+"""The label the CLI and the console show for an interrupted invocation."""
+
+
+# ------------------------------------------------------------------ owner ids
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="ascii", errors="replace") as fh:
+            return fh.read()
+    except OSError:
+        return None
+
+
+def _start_time(pid: int) -> str | None:
+    """The process's start time in clock ticks since boot (Linux), or None."""
+    stat = _read(f"/proc/{pid}/stat")
+    if not stat:
+        return None
+    # The command name (field 2) may contain spaces and parentheses: split after the last ')'.
+    fields = stat.rpartition(")")[2].split()
+    return fields[19] if len(fields) > 19 else None
+
+
+@cache
+def _scope() -> str:
+    """Where pids mean the same thing as here: boot id + pid namespace ('-' if unknown)."""
+    boot = (_read("/proc/sys/kernel/random/boot_id") or "").strip()
+    try:
+        ns = str(os.stat("/proc/self/ns/pid").st_ino)
+    except OSError:
+        ns = ""
+    if not boot or not ns:
+        return "-"
+    return hashlib.sha256(f"{boot}/{ns}".encode()).hexdigest()[:12]
+
+
+def new_owner() -> str:
+    """A fresh owner id for one turn: ``host:pid:scope:start:token``."""
+    host = socket.gethostname().replace(":", "_") or "host"
+    pid = os.getpid()
+    return f"{host}:{pid}:{_scope()}:{_start_time(pid) or '-'}:{uuid.uuid4().hex[:8]}"
+
+
+def owner_state(owner: str) -> Literal["alive", "dead", "unknown"]:
+    """Whether the process behind an owner id is alive, as far as this process can tell."""
+    parts = owner.split(":")
+    if len(parts) != 5:
+        return "unknown"
+    _, pid, scope, start, _ = parts
+    if scope == "-" or scope != _scope() or not pid.isdigit():
+        return "unknown"
+    now_start = _start_time(int(pid))
+    if now_start is None:
+        return "dead"
+    if start != "-" and now_start != start:
+        return "dead"  # the pid was reused by another process
+    return "alive"
+
+
+def lease_is_live(lease: Lease | None, now: float | None = None) -> bool:
+    """True while some process may still be running the turn that holds the lease."""
+    if lease is None or lease.expired(now):
+        return False
+    return owner_state(lease.owner) != "dead"
+
+
+# ------------------------------------------------------------------ acquiring
+async def acquire_invocation_lease(
+    store: SessionStore,
+    session_id: str,
+    invocation_id: str,
+    *,
+    ttl: float = DEFAULT_LEASE_TTL,
+    wait: float = DEFAULT_LEASE_WAIT,
+    owner: str | None = None,
+) -> Lease:
+    """Take the invocation's lease, taking it over from a dead holder (compare-
+    and-swap on its owner id) and waiting up to ``wait`` seconds for a live one
+    to let go. Raises InvocationBusyError (with ``.lease``) when it does not."""
+    owner = owner or new_owner()
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + wait
+    delay = 0.005
+    while True:
+        current = await store.get_lease(session_id, invocation_id)
+        steal = current.owner if current is not None and not lease_is_live(current) else None
+        try:
+            return await store.acquire_lease(session_id, invocation_id, owner, ttl, steal_from=steal)
+        except InvocationBusyError:
+            if loop.time() + delay > deadline:
+                raise
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 0.1)
+
+
+class LeaseKeeper:
+    """Renews a held lease every ``ttl / 3`` seconds until :meth:`close`.
+
+    When a renewal finds the lease taken over (LeaseLostError), ``lost`` is set
+    and ``on_lost`` is called (the Runner cancels its turn); the fenced appends
+    would refuse that process's writes anyway. Transient store errors (a locked
+    database) are retried at the next beat."""
+
+    def __init__(self, store: SessionStore, lease: Lease, ttl: float, on_lost: object = None) -> None:
+        self.store = store
+        self.lease = lease
+        self.ttl = ttl
+        self.lost: LeaseLostError | None = None
+        self._on_lost = on_lost
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def owner(self) -> str:
+        return self.lease.owner
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.ensure_future(self._beat())
+
+    async def _beat(self) -> None:
+        interval = max(self.ttl / 3, 0.01)
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                self.lease = await self.store.renew_lease(
+                    self.lease.session_id, self.lease.invocation_id, self.lease.owner, self.ttl
+                )
+            except LeaseLostError as exc:
+                self.lost = exc
+                if callable(self._on_lost):
+                    self._on_lost()
+                return
+            except StoreError as exc:  # locked, full...: the lease may lapse; fencing keeps writes safe
+                log.warning("renewing the lease of invocation %s failed: %s", self.lease.invocation_id, exc)
+
+    async def close(self, *, clean: bool) -> None:
+        """Stop renewing; delete the lease (``clean``) or let it lapse now but keep
+        the row (a turn that did not finish). Never raises: a lease that cannot
+        be written lapses by itself."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+            self._task = None
+        if self.lost is not None:
+            return
+        lease = self.lease
+        with contextlib.suppress(Exception):
+            if clean:
+                await self.store.release_lease(lease.session_id, lease.invocation_id, lease.owner)
+            else:
+                await self.store.renew_lease(lease.session_id, lease.invocation_id, lease.owner, 0)
+
+
+# ------------------------------------------------------------------ health
+MID_RUN = (NodeStatus.RUNNING, NodeStatus.PENDING)
+
+
+@dataclass(frozen=True)
+class InvocationHealth:
+    """Liveness of one invocation: what the console and ``hitl show`` display."""
+
+    invocation_id: str
+    status: NodeStatus | None
+    """The projected status of the invocation's root run (None: no run yet)."""
+    lease: Lease | None
+    live: bool
+    """A process holds a live lease: the invocation is running right now."""
+    interrupted: bool
+    """Mid-run by the projection, but no live process: it stopped mid-run."""
+    in_doubt: tuple[str, ...] = field(default=())
+    """Leaf paths started without an end record (only when interrupted)."""
+
+    @property
+    def label(self) -> str:
+        """``interrupted mid-run`` or the projected status (``-`` when none)."""
+        if self.interrupted:
+            return INTERRUPTED
+        return self.status.value if self.status is not None else "-"
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "invocation_id": self.invocation_id,
+            "status": self.status.value if self.status else None,
+            "label": self.label,
+            "live": self.live,
+            "interrupted": self.interrupted,
+            "in_doubt": list(self.in_doubt),
+            "lease": None
+            if self.lease is None
+            else {**self.lease.model_dump(), "holder": self.lease.holder, "live": self.live},
+        }
+
+
+def in_doubt_paths(proj: Projection, invocation_id: str) -> list[str]:
+    """Leaf runs with a start record and no end record (``NodeRun.in_doubt``).
+    Meaningful only when no process is running the invocation."""
+    return sorted(r.path for r in proj.runs(invocation_id) if r.in_doubt)
+
+
+def is_mid_run(proj: Projection, invocation_id: str) -> bool:
+    """The projection says a turn of the invocation has not finished."""
+    if invocation_id not in proj.invocations:
+        return False
+    status = proj.invocation_status(invocation_id)
+    return status is None or status in MID_RUN
+
+
+def health_from(
+    proj: Projection, invocation_id: str, lease: Lease | None, now: float | None = None
+) -> InvocationHealth:
+    """Pure: the health of one invocation from its projection and its lease row."""
+    live = lease_is_live(lease, now)
+    status = proj.invocation_status(invocation_id)
+    interrupted = not live and is_mid_run(proj, invocation_id)
+    doubt = tuple(in_doubt_paths(proj, invocation_id)) if interrupted else ()
+    return InvocationHealth(invocation_id, status, lease, live, interrupted, doubt)
+
+
+async def invocation_health(
+    store: SessionStore, session_id: str, invocation_id: str, proj: Projection | None = None
+) -> InvocationHealth:
+    """The health of one invocation (loads its projection unless given)."""
+    if proj is None:
+        from .resume import load_invocation
+
+        proj = await load_invocation(store, session_id, invocation_id)
+    return health_from(proj, invocation_id, await store.get_lease(session_id, invocation_id))
+
+
+async def session_health(
+    store: SessionStore, session_id: str, proj: Projection | None = None
+) -> dict[str, InvocationHealth]:
+    """Health of every invocation of a session, by invocation id.
+
+    With ``proj`` (a projection of the whole session, e.g. the console's), one
+    store read (the lease rows). Without it, only *candidates* are loaded -- the
+    invocations with a lease row or a running status in the index -- and the
+    others are reported from the index alone (they cannot be mid-run)."""
+    leases = {lease.invocation_id: lease for lease in await store.list_leases(session_id)}
+    now = time.time()
+    if proj is not None:
+        return {inv: health_from(proj, inv, leases.get(inv), now) for inv in proj.invocations}
+    from .resume import load_invocation
+
+    out: dict[str, InvocationHealth] = {}
+    for summary in await store.list_invocations(session_id):
+        inv = summary.invocation_id
+        if inv in leases or summary.status == "running":
+            out[inv] = health_from(await load_invocation(store, session_id, inv), inv, leases.get(inv), now)
+        else:
+            status = NodeStatus(summary.status.upper())
+            out[inv] = InvocationHealth(inv, status, None, False, False)
+    return out
+
+
+async def interrupted_invocations(
+    store: SessionStore, session_id: str, session_status: str | None = None
+) -> list[InvocationHealth]:
+    """The session's invocations that stopped mid-run (what the sessions list
+    flags). Pass the listing's ``session_status`` to skip the invocation index
+    for sessions that are not running and hold no lease rows (the common case)."""
+    if session_status is not None and session_status != "running" and not await store.list_leases(session_id):
+        return []
+    return [h for h in (await session_health(store, session_id)).values() if h.interrupted]

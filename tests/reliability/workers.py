@@ -1,0 +1,150 @@
+"""Child processes for the reliability tests (started through a multiprocessing
+``forkserver`` that preloads the engine, so each one costs milliseconds).
+
+* :func:`crash_child` runs one turn (answers, a re-drive or a new invocation)
+  of :mod:`tests.reliability.crash_app` and acknowledges every event the moment
+  its append returned, by one ``write`` to an ack file; it may SIGKILL itself
+  after the n-th append or inside a side effect, or be SIGKILLed from outside.
+* :func:`answer_worker` answers interrupts of the sample refund app from a
+  list, as fast as it can, and reports what happened to each attempt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import multiprocessing
+import os
+import signal
+import time
+from typing import Any
+
+PRELOAD = [
+    "engine",
+    "engine.store.sqlite",
+    "engine.liveness",
+    "engine.apps",
+    "sample_sessions.refund_approval",
+    "tests.reliability.crash_app",
+    "tests.reliability.workers",
+]
+
+
+def context() -> multiprocessing.context.BaseContext:
+    """A forkserver context with the engine preloaded (falls back to spawn)."""
+    try:
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(PRELOAD)
+        return ctx
+    except ValueError:  # pragma: no cover - platforms without fork
+        return multiprocessing.get_context("spawn")
+
+
+class AckStore:
+    """A store whose appends are acknowledged (``seq event_id``) right after they return."""
+
+    def __init__(self, store: Any, ack_fd: int, kill_after: int | None) -> None:
+        self._store = store
+        self._fd = ack_fd
+        self._kill_after = kill_after
+        self.appends = 0
+
+    async def append_event(self, session_id: str, event: Any, **kw: Any) -> Any:
+        stored = await self._store.append_event(session_id, event, **kw)
+        self.appends += 1
+        os.write(self._fd, f"ack {stored.seq} {stored.event.id}\n".encode())
+        if self._kill_after is not None and self.appends >= self._kill_after:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return stored
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+def crash_child(spec: dict[str, Any]) -> None:
+    """Run one turn described by ``spec`` (see the test); exit 0 when it ends."""
+    os.environ["HITL_CRASH_EFFECTS"] = spec["effects"]
+    if spec.get("kill_at_effect"):
+        os.environ["HITL_CRASH_KILL_AT"] = spec["kill_at_effect"]
+    else:
+        os.environ.pop("HITL_CRASH_KILL_AT", None)
+    fd = os.open(spec["acks"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    asyncio.run(_crash_main(spec, fd))
+    os.write(fd, b"done\n")
+    os.close(fd)
+
+
+async def _crash_main(spec: dict[str, Any], fd: int) -> None:
+    from engine import Content, Runner, WorkflowFailed
+    from engine.store.sqlite import SQLiteStore
+    from tests.reliability import crash_app
+
+    inner = await SQLiteStore.open(spec["db"], inline=True, busy_timeout=30)
+    store = AckStore(inner, fd, spec.get("kill_after_append"))
+    runner = Runner(crash_app.APP, crash_app.workflow, store)  # type: ignore[arg-type]
+    sid, user = spec["session"], "u"
+    os.write(fd, b"ready\n")
+    try:
+        for turn in spec["turns"]:
+            if turn["kind"] == "answer":
+                events = runner.run(user, sid, Content.from_responses(turn["answers"]), operator="crash-child")
+            elif turn["kind"] == "redrive":
+                events = runner.run(
+                    user, sid, invocation_id=turn["invocation"], acknowledge_in_doubt=True, operator="crash-child"
+                )
+            else:
+                events = runner.run(user, sid, Content.from_text(turn["text"]))
+            async for _ in events:
+                pass
+    except WorkflowFailed:
+        pass
+    finally:
+        await inner.close()
+
+
+# --------------------------------------------------------------------- answers
+
+OUTCOMES = ("landed", "AlreadyResolvedError", "ConflictError", "InvocationBusyError")
+
+
+def answer_worker(spec: dict[str, Any]) -> None:
+    """Answer ``spec["attempts"]`` (``[session, {id: value}]``) after the go-file
+    appears; write ``[{session, ids, outcome, event_id, retries}]`` to ``spec["report"]``."""
+    asyncio.run(_answer_main(spec))
+
+
+async def _answer_main(spec: dict[str, Any]) -> None:
+    from engine import Content, HitlError
+    from engine.apps import AppRegistry
+    from engine.errors import InvocationBusyError
+    from engine.store.sqlite import SQLiteStore
+
+    registry = AppRegistry()
+    report: list[dict[str, Any]] = []
+    async with SQLiteStore.open(spec["db"], inline=spec.get("inline", True), busy_timeout=30) as store:
+        runner = registry.runner("refund_approval", store)
+        runner.lease_wait = spec.get("lease_wait", 0.05)
+        while not os.path.exists(spec["go"]):
+            time.sleep(0.001)
+        for sid, answers in spec["attempts"]:
+            entry: dict[str, Any] = {"session": sid, "ids": sorted(answers), "retries": 0, "event_id": None}
+            while True:
+                try:
+                    first = None
+                    async for event in runner.run("u", sid, Content.from_responses(answers), operator=spec["name"]):
+                        first = first or event
+                    entry["outcome"] = "landed"
+                    entry["event_id"] = first.id if first else None
+                except InvocationBusyError:
+                    if entry["retries"] < spec.get("busy_retries", 0):
+                        entry["retries"] += 1
+                        await asyncio.sleep(0.002 * entry["retries"])
+                        continue
+                    entry["outcome"] = "InvocationBusyError"
+                except HitlError as exc:
+                    entry["outcome"] = type(exc).__name__
+                    entry["error"] = str(exc)
+                break
+            report.append(entry)
+    with open(spec["report"], "w", encoding="utf-8") as fh:
+        json.dump(report, fh)
