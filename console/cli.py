@@ -9,16 +9,21 @@ node status with :mod:`engine.projection`::
     hitl inbox [--app NAME] [--session S] [--limit N] [--cursor C]
     hitl resume SESSION ID=JSON|ID=@file.json ... [--answer ID=JSON] [--invocation INV] [--dry-run]
                 [--operator NAME] [--reason TEXT]
-    hitl redrive SESSION INVOCATION [--operator NAME] [--reason TEXT]
+    hitl redrive SESSION INVOCATION [--ack-in-doubt] [--operator NAME] [--reason TEXT]
     hitl cancel SESSION INVOCATION [--operator NAME] [--reason TEXT]
     hitl events SESSION [--after SEQ] [--limit N] [--tail]
     hitl replay SESSION [--at N] | hitl replay --file export.jsonl [--at N]
-    hitl export SESSION > session.jsonl ; hitl import session.jsonl [--as NEW_ID]
+    hitl export SESSION > session.jsonl ; hitl import session.jsonl [--as NEW_ID] [--operator NAME] [--reason TEXT]
+    hitl audit [--operator NAME] [--session S] [--action A] [--since WHEN] [--until WHEN] [--limit N]
     hitl demo [--sessions N] [--fresh] [--clock EPOCH]
 
 Options accepted before or after the subcommand: ``--db PATH`` (default
 ``$HITL_DB`` or ``~/.local/share/hitl-console/hitl.sqlite``), ``--json``,
-``--read-only``, ``--config hitl.toml``; ``--app [NAME=]module:attr``
+``--read-only`` (the store is opened read-only: every writing command fails),
+``--config hitl.toml``, ``--show-secrets`` and ``--secret-pattern P``
+(repeatable; values of keys matching ``password``, ``secret``, ``token``,
+``api_key``, the config's ``[secrets] patterns`` and these are shown as ``***``
+unless ``--show-secrets``; ``hitl export`` is never masked); ``--app [NAME=]module:attr``
 (repeatable) registers workflow code, before the subcommand or on the commands
 that run workflows (``resume``, ``redrive``). ``./hitl.toml`` is read when
 present and no ``--config`` is given. Invocation ids may be abbreviated to a
@@ -49,9 +54,12 @@ import click
 from engine import Content, Event, HitlError, Projection, cancel_invocation, project
 from engine.apps import AppRegistry
 from engine.errors import InvocationNotFoundError, ReadOnlyError
+from engine.liveness import INTERRUPTED, InvocationHealth, interrupted_invocations, session_health
 from engine.models import NodeStatus
 from engine.projection import NodeRun
+from engine.redact import mask, mask_event, secret_patterns
 from engine.replay import Replay, Step, markers_for
+from engine.responses import MAX_RESPONSE_BYTES
 from engine.resume import ResumePlan, load_invocation, plan_resume, validate_responses
 from engine.store.base import SessionStore
 
@@ -71,6 +79,9 @@ class Options:
     read_only: bool = False
     config: str | None = None
     apps: list[str] = field(default_factory=list)
+    show_secrets: bool = False
+    secret_patterns: list[str] = field(default_factory=list)
+    _patterns: tuple[str, ...] | None = None
 
     def db_path(self) -> Path:
         if self.db:
@@ -79,11 +90,30 @@ class Options:
 
         return default_db_path()
 
+    def config_path(self) -> str | None:
+        if self.config is None and Path(CONFIG_NAME).is_file():
+            return CONFIG_NAME
+        return self.config
+
     def registry(self) -> AppRegistry:
-        config = self.config
-        if config is None and Path(CONFIG_NAME).is_file():
-            config = CONFIG_NAME
-        return AppRegistry.from_options(self.apps, config)
+        return AppRegistry.from_options(self.apps, self.config_path())
+
+    def patterns(self) -> tuple[str, ...]:
+        """Secret key patterns: defaults + hitl.toml [secrets] + --secret-pattern."""
+        if self._patterns is None:
+            self._patterns = secret_patterns(self.config_path(), self.secret_patterns)
+        return self._patterns
+
+
+def safe(value: Any) -> Any:
+    """``value`` as the CLI may show it: secrets masked unless --show-secrets."""
+    opts = _opts()
+    return value if opts.show_secrets else mask(value, opts.patterns())
+
+
+def safe_event(event: Event) -> Event:
+    opts = _opts()
+    return event if opts.show_secrets else mask_event(event, opts.patterns())
 
 
 def _opts() -> Options:
@@ -93,8 +123,8 @@ def _opts() -> Options:
 def _setter(name: str) -> Callable[[click.Context, click.Parameter, Any], None]:
     def callback(ctx: click.Context, param: click.Parameter, value: Any) -> None:
         opts = ctx.find_root().ensure_object(Options)
-        if name == "apps":
-            opts.apps.extend(value)
+        if name in ("apps", "secret_patterns"):
+            getattr(opts, name).extend(value)
         elif value not in (None, False):
             setattr(opts, name, value)
 
@@ -121,6 +151,16 @@ config_option = _global(
     metavar="FILE",
     help=f'App registry config ([apps] name = "module:attr"; default ./{CONFIG_NAME}).',
 )
+show_secrets_option = _global(
+    "--show-secrets", name="show_secrets", is_flag=True, help="Show values of secret-looking keys (masked by default)."
+)
+secret_pattern_option = _global(
+    "--secret-pattern",
+    name="secret_patterns",
+    multiple=True,
+    metavar="PATTERN",
+    help="Also mask values of keys containing PATTERN (repeatable; adds to password, secret, token, api_key).",
+)
 app_spec_option = _global(
     "--app",
     name="apps",
@@ -132,7 +172,7 @@ app_spec_option = _global(
 
 def common(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Options every subcommand accepts after its name too."""
-    for opt in (config_option, read_only_option, json_option, db_option):
+    for opt in (secret_pattern_option, show_secrets_option, config_option, read_only_option, json_option, db_option):
         fn = opt(fn)
     return fn
 
@@ -266,8 +306,12 @@ def ordered_children(proj: Projection, run: NodeRun, all_runs: bool) -> list[tup
     return sorted(((r, hidden.get(key, 0)) for key, r in latest.items()), key=lambda x: (x[0].started_pos, x[0].path))
 
 
-def tree_rows(proj: Projection, invocation_id: str, all_runs: bool = False) -> list[dict[str, Any]]:
-    """The node tree of one invocation, depth-first, as rows (JSON-ready)."""
+def tree_rows(
+    proj: Projection, invocation_id: str, all_runs: bool = False, in_doubt: Iterable[str] = ()
+) -> list[dict[str, Any]]:
+    """The node tree of one invocation, depth-first, as rows (JSON-ready).
+    ``in_doubt``: paths flagged in doubt (:class:`engine.liveness.InvocationHealth`)."""
+    doubt = set(in_doubt)
     rows: list[dict[str, Any]] = []
     inv = proj.invocations.get(invocation_id)
     if inv is None:
@@ -289,6 +333,7 @@ def tree_rows(proj: Projection, invocation_id: str, all_runs: bool = False) -> l
                 "answered": sorted(run.resolved) if run.status is not NodeStatus.COMPLETED else [],
                 "earlier_runs": hidden,
                 "resumed": run.resumed,
+                "in_doubt": run.path in doubt,
             }
         )
         for child, h in ordered_children(proj, run, all_runs):
@@ -310,7 +355,9 @@ def render_tree(rows: list[dict[str, Any]]) -> list[str]:
     for r in rows:
         label = ("  " * r["depth"] + r["node"]).ljust(width)
         waits = [f"waits on {p['id']}: {short(p['message'], 70)}" for p in r["pending"]]
-        if r["error"]:
+        if r.get("in_doubt"):
+            detail = "IN DOUBT: started, no end record (its side effects may have happened)"
+        elif r["error"]:
             detail = r["error"]
         elif r["output"] is not None:
             detail = short(r["output"])
@@ -345,7 +392,22 @@ async def resolve_invocation(store: SessionStore, session_id: str, text: str) ->
 
 
 async def session_projection(store: SessionStore, session_id: str) -> Projection:
-    return project([(s.seq, s.event) for s in await store.events(session_id)])
+    """The session's projection, from events with secrets masked (unless --show-secrets)."""
+    return project([(s.seq, safe_event(s.event)) for s in await store.events(session_id)])
+
+
+def health_line(h: InvocationHealth, session_id: str) -> list[str]:
+    """What ``hitl show`` says under an invocation that is running or stopped mid-run."""
+    if h.interrupted:
+        lines = [f"  {INTERRUPTED}: no process is running it (its last turn stopped before it ended)"]
+        if h.in_doubt:
+            lines.append(f"  in doubt: {id_list(list(h.in_doubt))} (started, no end record: may have done side effects)")
+        ack = " --ack-in-doubt" if h.in_doubt else ""
+        lines.append(f"  continue: hitl redrive {session_id} {h.invocation_id}{ack}")
+        return lines
+    if h.live and h.lease is not None:
+        return [f"  running now in {h.lease.holder}"]
+    return []
 
 
 # ---------------------------------------------------------------------- group
@@ -425,8 +487,17 @@ def sessions(
                     cursor=cursor,
                 )
             )
+            stopped = {s.id: await interrupted_invocations(store, s.id, s.status) for s in page.items}
         if _opts().json:
-            out_json({"sessions": [s.model_dump() for s in page.items], "next_cursor": page.next_cursor})
+            out_json(
+                {
+                    "sessions": [
+                        {**s.model_dump(), "interrupted": [h.invocation_id for h in stopped[s.id]]}
+                        for s in page.items
+                    ],
+                    "next_cursor": page.next_cursor,
+                }
+            )
             return
         now = time.time()
         rows = [
@@ -434,7 +505,7 @@ def sessions(
                 s.id,
                 s.app_name,
                 s.user_id,
-                s.status,
+                INTERRUPTED if stopped[s.id] else s.status,
                 str(s.open_interrupts),
                 str(s.invocation_count),
                 str(s.event_count),
@@ -447,6 +518,8 @@ def sessions(
             if rows
             else "no sessions"
         )
+        if any(stopped.values()):
+            out(f"{INTERRUPTED}: a turn stopped before it ended; `hitl show SESSION` says how to continue it")
         if page.next_cursor:
             out(f"more: --cursor {page.next_cursor}")
 
@@ -470,31 +543,40 @@ def show(session_id: str, invocation: str | None, all_runs: bool) -> None:
                 inv_id = await resolve_invocation(store, session_id, invocation)
                 invocations = [i for i in invocations if i.invocation_id == inv_id]
             proj = await session_projection(store, session_id)
+            health = await session_health(store, session_id, proj)
+        state = safe(session.state)
         if _opts().json:
             out_json(
                 {
-                    "session": session.model_dump(),
+                    "session": {**session.model_dump(), "state": state},
                     "invocations": [
-                        {**i.model_dump(), "nodes": tree_rows(proj, i.invocation_id, all_runs)} for i in invocations
+                        {
+                            **i.model_dump(),
+                            "health": health[i.invocation_id].to_dict(),
+                            "nodes": tree_rows(proj, i.invocation_id, all_runs, health[i.invocation_id].in_doubt),
+                        }
+                        for i in invocations
                     ],
                 }
             )
             return
         out(f"session {session.id}  app {session.app_name}  user {session.user_id}  events {session.last_seq}")
-        if session.state:
-            out(f"state   {short(session.state, 100)}")
+        if state:
+            out(f"state   {short(state, 100)}")
         for i in invocations:
             out()
-            status = proj.invocation_status(i.invocation_id)
-            out(
-                f"invocation {i.invocation_id}  {status.value if status else i.status.upper()}  "
-                f"started {clock(i.started_at)}  message {short(i.message, 40) or '-'}"
-            )
-            for line in render_tree(tree_rows(proj, i.invocation_id, all_runs)):
+            h = health[i.invocation_id]
+            status = h.status.value if h.status else i.status.upper()
+            if h.interrupted:
+                status = f"{INTERRUPTED.upper()} (projection: {h.status.value if h.status else 'no run yet'})"
+            out(f"invocation {i.invocation_id}  {status}  started {clock(i.started_at)}  message {short(i.message, 40) or '-'}")
+            for line in render_tree(tree_rows(proj, i.invocation_id, all_runs, h.in_doubt)):
                 out(line)
             open_ids = [x.id for x in proj.open_interrupts(i.invocation_id)]
             if open_ids:
                 out(f"  open: {id_list(open_ids)}")
+            for line in health_line(h, session.id):
+                out(line)
 
     run(body())
 
@@ -515,7 +597,15 @@ def inbox(app_name: str | None, session_id: str | None, limit: int, cursor: str 
                 store.open_interrupts(app_name=app_name, session_id=session_id, limit=limit, cursor=cursor)
             )
         if _opts().json:
-            out_json({"interrupts": [r.model_dump() for r in page.items], "next_cursor": page.next_cursor})
+            out_json(
+                {
+                    "interrupts": [
+                        {**r.model_dump(), "args": {k: v if k == "response_schema" else safe(v) for k, v in r.args.items()}}
+                        for r in page.items
+                    ],
+                    "next_cursor": page.next_cursor,
+                }
+            )
             return
         now = time.time()
         rows = [
@@ -544,9 +634,17 @@ def parse_answers(pairs: Iterable[str]) -> dict[str, Any]:
         if raw.startswith("@"):
             source = raw[1:]
             try:
+                size = Path(source).stat().st_size
+                if size > 2 * MAX_RESPONSE_BYTES:  # do not even read it: the limit is on its JSON encoding
+                    raise HitlError(
+                        f"answer for {iid}: {source} has {size} bytes; an answer may have at most "
+                        f"{MAX_RESPONSE_BYTES} bytes of JSON (see README, Limits)"
+                    )
                 raw = Path(source).read_text(encoding="utf-8")
             except OSError as exc:
                 raise HitlError(f"answer for {iid}: cannot read {source}: {exc.strerror}") from None
+            except UnicodeDecodeError as exc:
+                raise HitlError(f"answer for {iid}: {source} is not UTF-8 text (bad byte at offset {exc.start})") from None
         try:
             answers[iid] = json.loads(raw)
         except json.JSONDecodeError as exc:
@@ -575,7 +673,7 @@ def render_plan(plan: ResumePlan, session_id: str) -> list[str]:
     lines.append(f"  answers:    {', '.join(plan.resolves)}")
     width = max([len(c.path) for c in plan.changes] + [10])
     for c in plan.changes:
-        detail = f"  output {short(c.output, 50)}" if c.effect == "auto-complete" else ""
+        detail = f"  output {short(safe(c.output), 50)}" if c.effect == "auto-complete" else ""
         if c.still_open:
             detail += f"  still waiting for {', '.join(c.still_open)}"
         lines.append(f"  {c.path.ljust(width)}  {c.before.value:>9} -> {c.after.value:<9}  {c.effect}{detail}")
@@ -670,7 +768,7 @@ def resume(
             if dry_run:
                 plan = await plan_resume(store, session_id, content, inv)
                 if opts.json:
-                    out_json(plan.to_dict())
+                    out_json({**plan.to_dict(), "changes": safe(plan.to_dict()["changes"])})
                 else:
                     for line in render_plan(plan, session_id):
                         out(line)
@@ -693,10 +791,19 @@ def resume(
 @app_spec_option
 @click.argument("session_id", metavar="SESSION")
 @click.argument("invocation", metavar="INVOCATION")
+@click.option(
+    "--ack-in-doubt",
+    "ack_in_doubt",
+    is_flag=True,
+    help="Re-execute nodes in doubt (started, no end record: their side effects may have happened).",
+)
 @operator_option
 @reason_option
-def redrive(session_id: str, invocation: str, operator: str | None, reason: str | None) -> None:
-    """Run a failed (or interrupted) invocation again: completed nodes are kept."""
+def redrive(session_id: str, invocation: str, ack_in_doubt: bool, operator: str | None, reason: str | None) -> None:
+    """Continue a failed or interrupted invocation: completed nodes are kept, never run again.
+
+    Nodes in doubt (an interrupted run started them but recorded no end) run
+    again only with --ack-in-doubt, which the audit log records."""
     opts = _opts()
 
     async def body() -> None:
@@ -704,7 +811,14 @@ def redrive(session_id: str, invocation: str, operator: str | None, reason: str 
             session = await store.get_session(session_id)
             inv = await resolve_invocation(store, session_id, invocation)
             runner = opts.registry().runner(session.app_name, store)
-            events = runner.run(session.user_id, session_id, invocation_id=inv, operator=operator, reason=reason)
+            events = runner.run(
+                session.user_id,
+                session_id,
+                invocation_id=inv,
+                operator=operator,
+                reason=reason,
+                acknowledge_in_doubt=ack_in_doubt,
+            )
             proj, count = await stream_run(store, session_id, inv, events, opts.json)
             _summary(proj, inv, count, opts.json)
 
@@ -779,7 +893,7 @@ def events(session_id: str, after: int, limit: int | None, tail: bool, interval:
             while True:
                 page = await store.events(session_id, after_seq=last, limit=None if tail else limit)
                 for stored in page:
-                    e = stored.event
+                    e = safe_event(stored.event)
                     if opts.json:
                         out_json({"seq": stored.seq, **e.model_dump(mode="json", exclude_none=True)})
                     else:
@@ -830,12 +944,12 @@ def replay(session_id: str | None, at: int | None, file: str | None, all_runs: b
             with click.open_file(file, "rb") as fh:
                 parsed = parse_export(fh)
             header = parsed.session
-            events: list[tuple[int, Event]] = list(enumerate(parsed.events, start=1))
+            events: list[tuple[int, Event]] = [(n, safe_event(e)) for n, e in enumerate(parsed.events, start=1)]
         else:
             assert session_id is not None
             async with open_store(write=False) as store:
                 header = await store.get_session(session_id)
-                events = [(s.seq, s.event) for s in await store.events(session_id)]
+                events = [(s.seq, safe_event(s.event)) for s in await store.events(session_id)]
         cursor = Replay(events)
         if at is not None:
             if at > len(cursor):
@@ -927,20 +1041,128 @@ def export_cmd(session_id: str) -> None:
 @common
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
 @click.option("--as", "as_id", metavar="SESSION", help="Import under a new session id.")
-def import_cmd(file: str, as_id: str | None) -> None:
-    """Create a session from a `hitl export` file (validated before anything is written)."""
+@operator_option
+@reason_option
+def import_cmd(file: str, as_id: str | None, operator: str | None, reason: str | None) -> None:
+    """Create a session from a `hitl export` file (validated before anything is written).
+
+    The import is recorded in the audit log with the operator, the reason and the file."""
 
     async def body() -> None:
         with click.open_file(file, "rb") as fh:
             lines = fh.readlines()
+        source = "stdin" if file == "-" else str(Path(file).resolve())
         async with open_store(write=True) as store:
-            session = await store.import_session(lines, session_id=as_id)  # type: ignore[attr-defined]
+            session = await store.import_session(
+                lines, session_id=as_id, operator=operator, reason=reason, source=source
+            )
         if _opts().json:
-            out_json(session.model_dump())
+            out_json({**session.model_dump(), "state": safe(session.state)})
         else:
             out(
                 f"imported session {session.id} ({session.app_name}, user {session.user_id}, {session.last_seq} events)"
             )
+
+    run(body())
+
+
+# ---------------------------------------------------------------------- audit
+AUDIT_ACTIONS = ("answer", "redrive", "cancel", "import")
+
+
+def parse_when(text: str, now: float | None = None) -> float:
+    """A point in time: a duration ago (``2h``, ``3d``, ``1h30m``), an ISO date or
+    date-time (``2026-01-31``, ``2026-01-31T14:00``, local time unless it has an
+    offset) or epoch seconds."""
+    from datetime import datetime
+
+    t = text.strip()
+    try:
+        return (now if now is not None else time.time()) - parse_duration(t)
+    except click.BadParameter:
+        pass
+    try:
+        return float(t)
+    except ValueError:
+        pass
+    try:
+        return datetime.fromisoformat(t).timestamp()
+    except ValueError:
+        raise click.BadParameter(
+            f"{text!r} is not a time: give a duration ago (2h, 3d), an ISO date (2026-01-31), "
+            "a date-time (2026-01-31T14:00) or epoch seconds"
+        ) from None
+
+
+def _when(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
+    return None if value is None else parse_when(value)
+
+
+@cli.command()
+@common
+@click.option("--operator", metavar="NAME", help="Only writes by this operator.")
+@click.option("--session", "session_id", metavar="SESSION", help="Only writes to this session.")
+@click.option("--action", type=click.Choice(AUDIT_ACTIONS), help="Only this kind of write.")
+@click.option("--since", metavar="WHEN", callback=_when, help="At or after WHEN (2h = two hours ago, 2026-01-31, ...).")
+@click.option("--until", metavar="WHEN", callback=_when, help="Before WHEN.")
+@click.option("--limit", type=click.IntRange(1, 10_000), default=50, show_default=True)
+@click.option("--cursor", metavar="CURSOR", help="Continue a listing (printed as next cursor).")
+def audit(
+    operator: str | None,
+    session_id: str | None,
+    action: str | None,
+    since: float | None,
+    until: float | None,
+    limit: int,
+    cursor: str | None,
+) -> None:
+    """Operator writes (answers, re-drives, cancels, imports): who, when, why; newest first."""
+
+    async def body() -> None:
+        async with open_store(write=False) as store:
+            page = await page_of(
+                store.audit_log(
+                    operator=operator,
+                    session_id=session_id,
+                    action=action,
+                    since=since,
+                    until=until,
+                    limit=limit,
+                    cursor=cursor,
+                )
+            )
+        if _opts().json:
+            out_json({"audit": [r.model_dump() for r in page.items], "next_cursor": page.next_cursor})
+            return
+        rows = []
+        for r in page.items:
+            d = r.details
+            if r.action == "answer":
+                what = f"answered {id_list(d.get('ids', []), 4)}"
+            elif r.action == "import":
+                what = f"imported {d.get('events', '?')} events" + (f" from {d['source']}" if d.get("source") else "")
+            elif r.action == "redrive" and d.get("in_doubt"):
+                what = f"re-drove, acknowledged in doubt: {id_list(d['in_doubt'], 3)}"
+            else:
+                what = {"redrive": "re-drove", "cancel": "cancelled"}.get(r.action, r.action)
+            rows.append(
+                [
+                    clock(r.at),
+                    r.action,
+                    r.operator or "-",
+                    r.session_id,
+                    (r.invocation_id or "-")[:12],
+                    short(what, 60),
+                    short(r.reason, 40) or "-",
+                ]
+            )
+        out(
+            table(rows, ["TIME", "ACTION", "OPERATOR", "SESSION", "INVOCATION", "WHAT", "REASON"])
+            if rows
+            else "no operator writes match"
+        )
+        if page.next_cursor:
+            out(f"more: --cursor {page.next_cursor}")
 
     run(body())
 

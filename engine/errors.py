@@ -142,7 +142,7 @@ class InDoubtError(HitlError):
         self.paths = sorted(paths)
         super().__init__(
             f"invocation {invocation_id} has nodes in doubt: {', '.join(self.paths)} started but never recorded "
-            "an end, so they may have done their side effects before the process died, and re-driving runs them "
+            "an end, so they may have done their side effects before their turn stopped, and re-driving runs them "
             "again. Check their effects, then re-drive with --ack-in-doubt (acknowledge_in_doubt=True); "
             "nothing was written"
         )

@@ -1506,6 +1506,7 @@ class SQLiteStore:
 
     async def checkpoint(self) -> None:
         """Copy the WAL into the database file and truncate it (e.g. before measuring or copying the file)."""
+        self._check_writable()  # it rewrites the database file
         await self._call(lambda conn: conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall())
 
     async def integrity_check(self) -> list[str]:
