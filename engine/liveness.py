@@ -268,6 +268,24 @@ def is_mid_run(proj: Projection, invocation_id: str) -> bool:
     return status is None or status in MID_RUN
 
 
+async def stopped_mid_run(
+    store: SessionStore, session_id: str, invocation_id: str, proj: Projection
+) -> tuple[bool, Lease | None]:
+    """Whether ``proj`` (read *before* this call) shows the invocation stopped
+    mid-run, checked against the store now: no live lease, and no event of the
+    invocation appended since ``proj`` was read (a turn that was live when
+    ``proj`` was read held the lease then, and wrote its end record before it
+    let go). Returns (stopped, the lease row read)."""
+    if not is_mid_run(proj, invocation_id):
+        return False, None
+    lease = await store.get_lease(session_id, invocation_id)
+    if lease_is_live(lease):
+        return False, lease
+    if await store.invocation_events(session_id, invocation_id, after_seq=proj.position):
+        return False, lease  # it moved on since: judge a fresh read, not this one
+    return True, lease
+
+
 def health_from(
     proj: Projection, invocation_id: str, lease: Lease | None, now: float | None = None
 ) -> InvocationHealth:
@@ -282,11 +300,17 @@ def health_from(
 async def invocation_health(
     store: SessionStore, session_id: str, invocation_id: str, proj: Projection | None = None
 ) -> InvocationHealth:
-    """The health of one invocation (loads its projection unless given)."""
-    if proj is None:
-        from .resume import load_invocation
+    """The health of one invocation (loads its projection unless given; a given
+    one must be at least as new as the store was when the call began)."""
+    from .resume import load_invocation
 
+    if proj is None:
         proj = await load_invocation(store, session_id, invocation_id)
+    for _ in range(3):
+        stopped, lease = await stopped_mid_run(store, session_id, invocation_id, proj)
+        if stopped or lease_is_live(lease) or not is_mid_run(proj, invocation_id):
+            return health_from(proj, invocation_id, lease)
+        proj = await load_invocation(store, session_id, invocation_id)  # it moved on: read again
     return health_from(proj, invocation_id, await store.get_lease(session_id, invocation_id))
 
 
@@ -301,15 +325,18 @@ async def session_health(
     others are reported from the index alone (they cannot be mid-run)."""
     leases = {lease.invocation_id: lease for lease in await store.list_leases(session_id)}
     now = time.time()
-    if proj is not None:
-        return {inv: health_from(proj, inv, leases.get(inv), now) for inv in proj.invocations}
-    from .resume import load_invocation
-
     out: dict[str, InvocationHealth] = {}
+    if proj is not None:
+        for inv in proj.invocations:
+            h = health_from(proj, inv, leases.get(inv), now)
+            if h.interrupted:  # confirm: the projection may predate a turn that just ended
+                h = await invocation_health(store, session_id, inv, proj)
+            out[inv] = h
+        return out
     for summary in await store.list_invocations(session_id):
         inv = summary.invocation_id
         if inv in leases or summary.status == "running":
-            out[inv] = health_from(await load_invocation(store, session_id, inv), inv, leases.get(inv), now)
+            out[inv] = await invocation_health(store, session_id, inv)
         else:
             status = NodeStatus(summary.status.upper())
             out[inv] = InvocationHealth(inv, status, None, False, False)

@@ -229,14 +229,14 @@ async def plan_resume(
     """Validate and dry-run an FR message; raises what the real resume would raise
     (also InvocationBusyError while a process runs the invocation, and
     InvocationInterruptedError when it stopped mid-run)."""
-    from .liveness import in_doubt_paths, is_mid_run, lease_is_live
+    from .liveness import in_doubt_paths, is_mid_run, stopped_mid_run
 
     target = await validate_responses(store, session_id, content, invocation_id)
     inv = target.invocation_id
     proj = await load_invocation(store, session_id, inv)
     if is_mid_run(proj, inv):
-        lease = await store.get_lease(session_id, inv)
-        if lease_is_live(lease):
-            raise InvocationBusyError(inv, lease)
-        raise InvocationInterruptedError(session_id, inv, in_doubt_paths(proj, inv))
+        stopped, lease = await stopped_mid_run(store, session_id, inv, proj)
+        if stopped:
+            raise InvocationInterruptedError(session_id, inv, in_doubt_paths(proj, inv))
+        raise InvocationBusyError(inv, lease)  # running (or just finished: the caller may retry)
     return plan_from_projection(proj, target)

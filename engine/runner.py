@@ -31,7 +31,7 @@ from .liveness import (
     acquire_invocation_lease,
     in_doubt_paths,
     is_mid_run,
-    lease_is_live,
+    stopped_mid_run,
 )
 from .models import Content, Event, NodeStatus, Session, StoredEvent, new_id
 from .nodes import BaseNode
@@ -204,10 +204,9 @@ class Runner:
         action leaves the store exactly as it was (the checks are repeated
         under the lease, where they are authoritative)."""
         proj = await load_invocation(self.store, session_id, invocation_id)
-        if not is_mid_run(proj, invocation_id):
-            return
-        if lease_is_live(await self.store.get_lease(session_id, invocation_id)):
-            return  # running right now: the lease decides (wait, then busy)
+        stopped, _ = await stopped_mid_run(self.store, session_id, invocation_id, proj)
+        if not stopped:
+            return  # not mid-run, or running right now: the lease decides (wait, then busy)
         doubt = in_doubt_paths(proj, invocation_id)
         if not redrive:
             raise InvocationInterruptedError(session_id, invocation_id, doubt)

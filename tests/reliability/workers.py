@@ -108,8 +108,9 @@ OUTCOMES = ("landed", "AlreadyResolvedError", "ConflictError", "InvocationBusyEr
 
 
 def answer_worker(spec: dict[str, Any]) -> None:
-    """Answer ``spec["attempts"]`` (``[session, {id: value}]``) after the go-file
-    appears; write ``[{session, ids, outcome, event_id, retries}]`` to ``spec["report"]``."""
+    """Answer ``spec["attempts"]`` (``[session, {id: value}, busy_retries?]``) after
+    the go-file appears; write ``[{session, ids, outcome, event_id, retries}]``
+    to ``spec["report"]``."""
     asyncio.run(_answer_main(spec))
 
 
@@ -126,7 +127,8 @@ async def _answer_main(spec: dict[str, Any]) -> None:
         runner.lease_wait = spec.get("lease_wait", 0.05)
         while not os.path.exists(spec["go"]):
             time.sleep(0.001)
-        for sid, answers in spec["attempts"]:
+        for sid, answers, *flags in spec["attempts"]:
+            retry = flags[0] if flags else spec.get("busy_retries", 0)
             entry: dict[str, Any] = {"session": sid, "ids": sorted(answers), "retries": 0, "event_id": None}
             while True:
                 try:
@@ -136,7 +138,7 @@ async def _answer_main(spec: dict[str, Any]) -> None:
                     entry["outcome"] = "landed"
                     entry["event_id"] = first.id if first else None
                 except InvocationBusyError:
-                    if entry["retries"] < spec.get("busy_retries", 0):
+                    if entry["retries"] < retry:
                         entry["retries"] += 1
                         await asyncio.sleep(0.002 * entry["retries"])
                         continue
