@@ -517,3 +517,28 @@ async def test_run_ids_come_from_persisted_state_not_replay_order():
     await h.answer({"i-more": "done"})
     assert (await h.run("wf@1/route@2")).output == "done"
     assert (await h.run("wf@1/fin@1")).output == "end"
+
+
+async def test_answered_dynamic_child_with_rerun_true_re_executes_with_its_run_id(calls):
+    @node(rerun_on_resume=True)
+    async def check(ctx, node_input):
+        calls[node_input] = calls.get(node_input, 0) + 1
+        if f"c-{node_input}" not in ctx.resume_inputs:
+            yield RequestInput(f"check {node_input}", interrupt_id=f"c-{node_input}")
+        else:
+            yield f"{node_input}:{ctx.resume_inputs[f'c-{node_input}']}"
+
+    @node(rerun_on_resume=True)
+    async def orch(ctx, node_input):
+        yield await asyncio.gather(*(ctx.run_node(check, item, key=item) for item in ("a", "b")))
+
+    h = Harness(Workflow("wf", [(START, orch)]))
+    await h.start()
+    events = await h.answer({"c-b": "ok"})
+    # the answered child re-executes (its own rerun_on_resume=True) with the same
+    # run id; the unanswered one does not run at all
+    assert starts(events, "wf@1/orch@1/check@2") == 1 and starts(events, "wf@1/orch@1/check@1") == 0
+    assert calls == {"a": 1, "b": 2}
+    assert (await h.run("wf@1/orch@1/check@2")).output == "b:ok"
+    await h.answer({"c-a": "fine"})
+    assert (await h.run("wf@1/orch@1")).output == ["a:fine", "b:ok"]
