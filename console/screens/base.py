@@ -19,19 +19,14 @@ if TYPE_CHECKING:
 class TitleBar(Horizontal):
     """One line: where you are on the left, mode badges on the right."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, badges: str = "") -> None:
         super().__init__(id="titlebar")
         self._text = text
+        self._badges = badges
 
     def compose(self) -> ComposeResult:
         yield Label(self._text, id="title")
-        yield Label("", id="badges")
-
-    def set_title(self, text: str) -> None:
-        self.query_one("#title", Label).update(text)
-
-    def set_badges(self, text: str) -> None:
-        self.query_one("#badges", Label).update(text)
+        yield Label(self._badges, id="badges")
 
 
 class HitlScreen(Screen[None]):
@@ -47,17 +42,12 @@ class HitlScreen(Screen[None]):
         return cast("HitlApp", self.app)
 
     def compose_title(self, text: str) -> TitleBar:
-        bar = TitleBar(text)
-        return bar
-
-    def on_mount(self) -> None:
         badges = []
         if self.hitl.read_only:
             badges.append("[reverse] READ-ONLY [/]")
         if self.hitl.store_label:
             badges.append(self.hitl.store_label)
-        for bar in self.query(TitleBar):
-            bar.set_badges("  ".join(badges))
+        return TitleBar(text, "  ".join(badges))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         entry = lookup(self.AREA, action, parameters)

@@ -53,6 +53,9 @@ from ..widgets.node_tree import FOLD, NodeTree
 from .base import HitlScreen
 from .loaders import CHUNK, focus_path, load_history, load_view, one_line, read_events
 
+HISTORY_DELAY = 0.2
+"""Seconds after the first drawing before earlier loop runs are folded in."""
+
 
 class SessionScreen(HitlScreen):
     AREA = "session"
@@ -163,8 +166,11 @@ class SessionScreen(HitlScreen):
                 log.action_last()
         self.wanted_path = None
         if not view.complete and view.invocation_id:
+            # Let the first paint and the log's first page go first: the fold
+            # shares the store connection with them.
             self.history_loading = True
-            self._history(view.invocation_id, self._token)
+            inv, token = view.invocation_id, self._token
+            self.set_timer(HISTORY_DELAY, lambda: self._history(inv, token) if token == self._token else None)
         self._show_details()
         self._render_info()
         self.refresh_bindings()
@@ -419,34 +425,16 @@ class SessionScreen(HitlScreen):
 
     # ------------------------------------------------------------ actions
     def can_next_waiting(self) -> bool:
-        return bool(self.tree.waiting_paths())
+        # Cheap (footers ask on every refresh): an open interrupt means a waiting run.
+        return bool(self.invocation_id and self.proj.open_interrupts(self.invocation_id))
 
     def action_next_waiting(self) -> None:
-        paths = self.tree.waiting_paths()
-        if not paths:
+        target = self.tree.next_waiting(self.tree.cursor_path)
+        if target is None:
             self.notify("No WAITING node in this invocation.")
             return
-        order = self._tree_order()
-        current = self.tree.cursor_path
-        pos = order.index(current) if current in order else -1
-        after = [p for p in paths if order.index(p) > pos]
-        target = (after or paths)[0]
         self.tree.select_path(target)
         self.tree.focus()
-
-    def _tree_order(self) -> list[str]:
-        inv = self.invocation_id
-        if inv is None or inv not in self.proj.invocations:
-            return []
-        out: list[str] = []
-        stack = list(reversed(self.proj.invocations[inv].roots))
-        while stack:
-            path = stack.pop()
-            out.append(path)
-            run = self.proj.get(inv, path)
-            if run is not None:
-                stack.extend(reversed(run.children))
-        return out
 
     def action_toggle_follow(self) -> None:
         self.follow = not self.follow

@@ -12,6 +12,7 @@ latest :data:`WINDOW` runs; the earlier ones sit under one folded
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterable
 from typing import ClassVar
 
@@ -109,6 +110,7 @@ class NodeTree(Tree[str]):
         self._folds: dict[str, list[str]] = {}
         """fold node data -> paths not yet created under it."""
         self._styles: dict[str, Style] | None = None
+        self._order_cache: tuple[tuple[int, int, str | None], list[str], dict[str, int]] | None = None
 
     # ------------------------------------------------------------ styles
     @property
@@ -256,22 +258,43 @@ class NodeTree(Tree[str]):
         self.call_after_refresh(self.scroll_to_node, node, animate=False)
         return True
 
-    def waiting_paths(self) -> list[str]:
-        """WAITING runs that raised open interrupts themselves, in tree order."""
+    def _walk(self) -> list[tuple[str, bool]]:
+        """(path, waits on its own open interrupts) for every run, in tree order."""
         proj, inv = self.proj, self.invocation_id
-        if proj is None or inv is None:
+        if proj is None or inv is None or inv not in proj.invocations:
             return []
-        out: list[str] = []
-        stack = list(reversed(proj.invocations[inv].roots)) if inv in proj.invocations else []
+        out: list[tuple[str, bool]] = []
+        stack = list(reversed(proj.invocations[inv].roots))
         while stack:
             path = stack.pop()
             run = proj.get(inv, path)
             if run is None:
                 continue
-            if run.status is NodeStatus.WAITING and run.own_pending:
-                out.append(path)
+            out.append((path, run.status is NodeStatus.WAITING and bool(run.own_pending)))
             stack.extend(reversed(run.children))
         return out
+
+    def _order(self) -> tuple[list[str], dict[str, int]]:
+        """Waiting runs and every run's position, in tree order; one walk per
+        projection position (footers ask often, a loop may have 50,000 runs)."""
+        key = (id(self.proj), self.proj.position if self.proj else 0, self.invocation_id)
+        if self._order_cache is None or self._order_cache[0] != key:
+            walk = self._walk()
+            self._order_cache = (key, [p for p, waits in walk if waits], {p: i for i, (p, _) in enumerate(walk)})
+        return self._order_cache[1], self._order_cache[2]
+
+    def waiting_paths(self) -> list[str]:
+        """WAITING runs that raised open interrupts themselves, in tree order."""
+        return self._order()[0]
+
+    def next_waiting(self, after: str | None) -> str | None:
+        """The first waiting run after ``after`` in tree order, wrapping around."""
+        waiting, index = self._order()
+        if not waiting:
+            return None
+        pos = index.get(after, -1) if after is not None else -1
+        at = bisect.bisect_right([index[p] for p in waiting], pos)
+        return waiting[at % len(waiting)]
 
     def set_all_expanded(self, expanded: bool) -> None:
         for key, node in self._by_path.items():

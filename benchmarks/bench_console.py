@@ -1,0 +1,377 @@
+"""Console benchmarks: first paint with 100,000 sessions, opening a 100,000-event
+session, and the memory that takes.
+
+    python benchmarks/bench_console.py           # full sizes
+    python benchmarks/bench_console.py --quick   # 10x smaller, a few seconds
+
+Stores are generated through the store API (``SQLiteStore.bulk_load``, the
+normal append path; snapshots cached as the Runner caches them). Each
+measurement runs the real ``HitlApp`` headless in a fresh child process, so its
+RSS is the console's alone. Prints one table; exits non-zero only on an error.
+Targets: first paint < 1 s, session open < 1 s, RSS < 300 MB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from engine.models import Content, Event, FunctionCall, NodeInfo, NodeStatus, Part, Session  # noqa: E402
+from engine.projection import Projection  # noqa: E402
+
+T0 = 1_767_261_600.0
+
+
+def _store_cls() -> tuple[Any, str]:
+    try:
+        from engine.store.sqlite import SQLiteStore
+
+        return SQLiteStore, "SQLiteStore"
+    except ImportError:  # pragma: no cover - the SQLite store is part of the engine
+        from engine.store import MemoryStore
+
+        return MemoryStore, "MemoryStore (SQLite store unavailable)"
+
+
+# --------------------------------------------------------------------------- event shapes
+
+
+def node(inv: str, path: str, ts: float, **kw: Any) -> Event:
+    name, _, run_id = path.rsplit("/", 1)[-1].partition("@")
+    return Event(invocation_id=inv, author=name, timestamp=ts, node_info=NodeInfo(path=path, run_id=run_id, **kw))
+
+
+def ask(inv: str, path: str, iid: str, ts: float) -> Event:
+    call = FunctionCall(
+        id=iid,
+        name="request_input",
+        args={"message": "Approve the refund?", "payload": {"amount": 42.5}, "response_schema": {"type": "boolean"}},
+    )
+    return node(inv, path, ts).model_copy(
+        update={"content": Content(role="model", parts=[Part(function_call=call)]), "long_running_tool_ids": [iid]}
+    )
+
+
+def small_session(k: int, rng: random.Random) -> tuple[Session, list[Event]]:
+    """A typical session: one invocation, 4-8 events, a mix of endings."""
+    ts = T0 + k * 25.0
+    inv = f"inv-{k}"
+    outcome = rng.choices(["completed", "waiting", "failed", "running"], [6, 3, 1, 0.5])[0]
+    root = "wf@1"
+    evs = [
+        Event(invocation_id=inv, author="user", timestamp=ts, content=Content.from_text(f"order {k}")),
+        node(inv, root, ts + 1, lifecycle="start", rerun_on_resume=True, is_container=True, input=f"order {k}"),
+        node(inv, f"{root}/lookup@1", ts + 2, lifecycle="start", input=f"order {k}"),
+        node(inv, f"{root}/lookup@1", ts + 3, lifecycle="end", status=NodeStatus.COMPLETED).model_copy(
+            update={"output": {"order": k, "amount": 42.5}}
+        ),
+    ]
+    if outcome == "waiting":
+        evs += [
+            node(inv, f"{root}/approve@1", ts + 4, lifecycle="start", input={"order": k}),
+            ask(inv, f"{root}/approve@1", f"approve-{k}", ts + 5),
+            node(inv, f"{root}/approve@1", ts + 6, lifecycle="end", status=NodeStatus.WAITING),
+            node(inv, root, ts + 7, lifecycle="end", status=NodeStatus.WAITING),
+        ]
+    elif outcome == "failed":
+        evs += [
+            node(inv, f"{root}/pay@1", ts + 4, lifecycle="start"),
+            node(inv, f"{root}/pay@1", ts + 5, lifecycle="end", status=NodeStatus.FAILED).model_copy(
+                update={"error_code": "RuntimeError", "error_message": "card declined"}
+            ),
+            node(inv, root, ts + 6, lifecycle="end", status=NodeStatus.FAILED),
+        ]
+    elif outcome == "completed":
+        evs.append(node(inv, root, ts + 4, lifecycle="end", status=NodeStatus.COMPLETED).model_copy(update={"output": "ok"}))
+    session = Session(id=f"s{k:06d}", app_name=rng.choice(["refunds", "billing", "support"]), user_id=f"user{k % 997}",
+                      created_at=ts)
+    return session, evs
+
+
+def loop_session(n_events: int) -> tuple[Session, list[Event], str]:
+    """One invocation that looped ~n/2 times through ``step`` and now waits for a review."""
+    inv = "inv-loop"
+    ts = T0
+    evs = [
+        Event(invocation_id=inv, author="user", timestamp=ts, content=Content.from_text("crawl everything")),
+        node(inv, "crawl@1", ts, lifecycle="start", rerun_on_resume=True, is_container=True, input="crawl everything"),
+    ]
+    i = 0
+    while len(evs) < n_events - 5:
+        i += 1
+        t = ts + i
+        evs.append(node(inv, f"crawl@1/step@{i}", t, lifecycle="start", input={"page": i}))
+        evs.append(node(inv, f"crawl@1/step@{i}", t + 0.5, lifecycle="end", status=NodeStatus.COMPLETED).model_copy(
+            update={"output": {"page": i, "links": i % 17}, "route": "more"}
+        ))
+    t = ts + i + 1
+    evs += [
+        node(inv, "crawl@1/review@1", t, lifecycle="start", input={"pages": i}),
+        ask(inv, "crawl@1/review@1", "review-1", t + 1),
+        node(inv, "crawl@1/review@1", t + 2, lifecycle="end", status=NodeStatus.WAITING),
+        node(inv, "crawl@1", t + 3, lifecycle="end", status=NodeStatus.WAITING),
+    ]
+    return Session(id="long-loop", app_name="crawler", user_id="ops", created_at=ts), evs, inv
+
+
+def chat_session(n_invocations: int, per: int) -> tuple[Session, list[Event], list[str]]:
+    """Many invocations of ~``per`` events each (a long-lived conversation); the last waits."""
+    evs: list[Event] = []
+    invs: list[str] = []
+    for k in range(n_invocations):
+        inv = f"inv-{k:04d}"
+        invs.append(inv)
+        ts = T0 + k * 60
+        root = f"chat@{k + 1}"
+        evs += [
+            Event(invocation_id=inv, author="user", timestamp=ts, content=Content.from_text(f"question {k}")),
+            node(inv, root, ts, lifecycle="start", rerun_on_resume=True, is_container=True, input=f"question {k}"),
+        ]
+        for j in range(1, (per - 4) // 2 + 1):
+            evs.append(node(inv, f"{root}/tool_{j}@1", ts + j, lifecycle="start", input={"q": k}))
+            evs.append(node(inv, f"{root}/tool_{j}@1", ts + j, lifecycle="end", status=NodeStatus.COMPLETED)
+                       .model_copy(update={"output": {"answer": j}}))
+        if k == n_invocations - 1:
+            evs += [ask(inv, f"{root}/tool_1@1", "final-approval", ts + 59),
+                    node(inv, root, ts + 59, lifecycle="end", status=NodeStatus.WAITING)]
+        else:
+            evs.append(node(inv, root, ts + 59, lifecycle="end", status=NodeStatus.COMPLETED))
+    return Session(id="long-chat", app_name="assistant", user_id="ops", created_at=T0), evs, invs
+
+
+async def snapshot_invocations(store: Any, session_id: str, events: list[Event], invocations: list[str]) -> None:
+    """Cache each invocation's compact projection, as the Runner does after a turn."""
+    wanted = set(invocations)
+    projs = {inv: Projection() for inv in invocations}
+    for seq, e in enumerate(events, 1):
+        if e.invocation_id in wanted:
+            projs[e.invocation_id].apply(e, seq)
+    for inv, p in projs.items():
+        await store.put_snapshot(session_id, inv, p.position, p.compact(inv).to_dict())
+
+
+async def generate(workdir: Path, n_sessions: int, n_events: int) -> dict[str, Any]:
+    cls, label = _store_cls()
+    rng = random.Random(7)
+    info: dict[str, Any] = {"backend": label}
+    t = time.perf_counter()
+    big = workdir / "sessions.sqlite"
+    long = workdir / "long.sqlite"
+    for f in workdir.glob("*.sqlite*"):
+        f.unlink()
+    store = await cls.open(big)
+    try:
+        await store.bulk_load(small_session(k, rng) for k in range(n_sessions))
+        await store.checkpoint()
+    finally:
+        await store.close()
+    info["gen_sessions_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    store = await cls.open(long)
+    try:
+        s, evs, inv = loop_session(n_events)
+        await store.bulk_load([(s, evs)])
+        await snapshot_invocations(store, s.id, evs, [inv])
+        c, cevs, invs = chat_session(max(n_events // 100, 2), 100)
+        await store.bulk_load([(c, cevs)])
+        await snapshot_invocations(store, c.id, cevs, invs)
+        await store.checkpoint()
+    finally:
+        await store.close()
+    info["gen_long_s"] = time.perf_counter() - t
+    info["loop_events"] = len(evs)
+    info["chat_events"] = len(cevs)
+    info["chat_invocations"] = len(invs)
+    return info
+
+
+# --------------------------------------------------------------------------- measurements (child process)
+
+
+def rss_mb() -> tuple[float, float]:
+    """(current RSS, peak RSS) of this process in MB. The peak is VmHWM: ru_maxrss
+    would include the generating parent's peak (Linux keeps it across exec)."""
+    cur = peak = 0.0
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    cur = int(line.split()[1]) / 1024
+                elif line.startswith("VmHWM:"):
+                    peak = int(line.split()[1]) / 1024
+    except OSError:
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return cur, peak
+
+
+async def painted(app: Any) -> float:
+    """The time at which the screen has been refreshed after everything pending."""
+    fut: asyncio.Future[float] = asyncio.get_running_loop().create_future()
+    app.screen.call_after_refresh(lambda: fut.done() or fut.set_result(time.perf_counter()))
+    return await fut
+
+
+async def until(predicate: Any, step: float = 0.001) -> None:
+    while not predicate():
+        await asyncio.sleep(step)
+
+
+async def measure_sessions(db: str) -> dict[str, Any]:
+    from textual.widgets import DataTable
+
+    from console.app import HitlApp
+    from console.screens.sessions import SessionsScreen
+
+    t0 = time.perf_counter()
+    app = HitlApp(db_path=db, read_only=True, poll_interval=None, refresh_interval=None, cursor_blink=False)
+    async with app.run_test(size=(120, 40)):
+        await until(lambda: isinstance(app.screen, SessionsScreen) and app.screen.query_one(DataTable).row_count > 0)
+        first_paint = await painted(app) - t0
+        screen = app.screen
+        rows = screen.query_one(DataTable).row_count
+        t1 = time.perf_counter()
+        screen.action_set_status("waiting")
+        await until(lambda: not screen._busy and screen.rows and all(r.status == "waiting" for r in screen.rows))
+        filtered = await painted(app) - t1
+        table = screen.query_one(DataTable)
+        t2 = time.perf_counter()
+        table.action_scroll_bottom()
+        await until(lambda: table.row_count > 100 and not screen._busy_more)
+        next_page = await painted(app) - t2
+    return {"first_paint_s": first_paint, "rows": rows, "filter_s": filtered, "next_page_s": next_page,
+            "rss_mb": rss_mb()}
+
+
+async def measure_open(db: str, session_id: str) -> dict[str, Any]:
+    from console.app import HitlApp
+    from console.screens.session import SessionScreen
+    from console.screens.sessions import SessionsScreen
+    from console.widgets.event_log import EventLog
+
+    app = HitlApp(db_path=db, read_only=True, poll_interval=0.5, refresh_interval=None, cursor_blink=False)
+    async with app.run_test(size=(120, 40)):
+        await until(lambda: isinstance(app.screen, SessionsScreen))
+        await painted(app)
+        base = rss_mb()[0]
+        t0 = time.perf_counter()
+        app.open_session(session_id)
+        await until(lambda: isinstance(app.screen, SessionScreen) and app.screen.view is not None)
+        opened = await painted(app) - t0
+        screen = app.screen
+        tree_nodes = len(screen.tree._by_path)
+        complete_at_open = screen.complete
+        log = screen.query_one(EventLog)
+        await until(lambda: log.line(log.total) is not None)
+        log_tail = await painted(app) - t0
+        await until(lambda: not screen.history_loading, 0.01)
+        history = await painted(app) - t0
+        t1 = time.perf_counter()
+        log.focus()
+        log.action_first()
+        await until(lambda: log.line(1) is not None)
+        jump = await painted(app) - t1
+        t2 = time.perf_counter()
+        screen.action_next_waiting()
+        next_waiting = await painted(app) - t2
+        await asyncio.sleep(1.2)  # two live polls of an idle session
+        cur, peak = rss_mb()
+        return {
+            "open_s": opened,
+            "log_tail_s": log_tail,
+            "history_s": history,
+            "complete_at_open": complete_at_open,
+            "tree_nodes": tree_nodes,
+            "runs": len(screen.proj.nodes),
+            "log_total": log.total,
+            "cached_lines": sum(len(p) for p in log._pages.values()),
+            "jump_first_s": jump,
+            "next_waiting_s": next_waiting,
+            "rss_before_mb": base,
+            "rss_mb": cur,
+            "peak_rss_mb": peak,
+        }
+
+
+def child(args: list[str]) -> dict[str, Any]:
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", *args], capture_output=True, text=True, cwd=ROOT, check=False, timeout=300
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"child {args} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="10,000 sessions and 10,000 events")
+    ap.add_argument("--workdir", help="keep the generated stores here")
+    ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
+    ns = ap.parse_args()
+    if ns.child:
+        kind, *rest = ns.child
+        result = asyncio.run(measure_sessions(*rest) if kind == "sessions" else measure_open(*rest))
+        print(json.dumps(result))
+        return 0
+    n_sessions, n_events = (10_000, 10_000) if ns.quick else (100_000, 100_000)
+    tmp = tempfile.TemporaryDirectory() if not ns.workdir else None
+    workdir = Path(ns.workdir or tmp.name)  # type: ignore[union-attr]
+    workdir.mkdir(parents=True, exist_ok=True)
+    try:
+        info = asyncio.run(generate(workdir, n_sessions, n_events))
+        s = child(["sessions", str(workdir / "sessions.sqlite")])
+        loop = child(["open", str(workdir / "long.sqlite"), "long-loop"])
+        chat = child(["open", str(workdir / "long.sqlite"), "long-chat"])
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+    rows = [
+        ("sessions screen, first paint", f"{n_sessions:,} sessions", f"{s['first_paint_s'] * 1000:.0f} ms", "< 1 s",
+         f"app start → first {s['rows']} rows drawn"),
+        ("  status filter (waiting)", "", f"{s['filter_s'] * 1000:.0f} ms", "", "keyset query + redraw"),
+        ("  next page", "", f"{s['next_page_s'] * 1000:.0f} ms", "", "cursor to the end loads 100 more"),
+        ("open session, tree shown", f"{loop['log_total']:,} events, 1 loop", f"{loop['open_s'] * 1000:.0f} ms",
+         "< 1 s", f"snapshot + tail: latest runs ({loop['tree_nodes']} tree nodes)"),
+        ("  log tail drawn", "", f"{loop['log_tail_s'] * 1000:.0f} ms", "", "last page of 200 lines"),
+        ("  all loop runs in the tree", "", f"{loop['history_s'] * 1000:.0f} ms", "",
+         f"background fold, {loop['runs']:,} runs (older ones folded under one node)"),
+        ("  log: jump to first event", "", f"{loop['jump_first_s'] * 1000:.0f} ms", "", "one page fetched on demand"),
+        ("  n: next WAITING node", "", f"{loop['next_waiting_s'] * 1000:.0f} ms", "", ""),
+        ("  RSS, session open", "", f"{loop['rss_mb']:.0f} MB", "< 300 MB",
+         f"peak {loop['peak_rss_mb']:.0f} MB; {loop['rss_before_mb']:.0f} MB before opening; "
+         f"{loop['cached_lines']} log lines cached"),
+        ("open session, tree shown", f"{chat['log_total']:,} events, {info['chat_invocations']} invocations",
+         f"{chat['open_s'] * 1000:.0f} ms", "< 1 s", f"latest waiting invocation; {chat['tree_nodes']} tree nodes"),
+        ("  log tail drawn", "", f"{chat['log_tail_s'] * 1000:.0f} ms", "", ""),
+        ("  RSS, session open", "", f"{chat['rss_mb']:.0f} MB", "< 300 MB", f"peak {chat['peak_rss_mb']:.0f} MB"),
+    ]
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    head = ("measurement", "size", "result", "target", "note")
+    widths = [max(w, len(h)) for w, h in zip(widths, head, strict=True)]
+    print(f"backend: {info['backend']}  (stores generated in {info['gen_sessions_s']:.0f} s + {info['gen_long_s']:.0f} s)")
+    print("  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)))
+    print("  ".join("-" * w for w in widths))
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except Exception as e:  # noqa: BLE001 -- a benchmark error exits non-zero with its message
+        print(f"error: {e}", file=sys.stderr)
+        sys.stderr.flush()
+        os._exit(1)  # a store thread left open must not keep the process alive
