@@ -12,7 +12,7 @@ node status with :mod:`engine.projection`::
     hitl redrive SESSION INVOCATION [--ack-in-doubt] [--operator NAME] [--reason TEXT]
     hitl cancel SESSION INVOCATION [--operator NAME] [--reason TEXT]
     hitl events SESSION [--after SEQ] [--limit N] [--tail]
-    hitl replay SESSION [--at N] | hitl replay --file export.jsonl [--at N]
+    hitl replay SESSION|--file export.jsonl [--at N [--diff-from M]] [--ui]
     hitl export SESSION > session.jsonl ; hitl import session.jsonl [--as NEW_ID] [--operator NAME] [--reason TEXT]
     hitl audit [--operator NAME] [--session S] [--action A] [--since WHEN] [--until WHEN] [--limit N]
     hitl demo [--sessions N] [--fresh] [--clock EPOCH]
@@ -58,7 +58,8 @@ from engine.liveness import INTERRUPTED, InvocationHealth, interrupted_invocatio
 from engine.models import NodeStatus
 from engine.projection import NodeRun
 from engine.redact import mask, mask_event, secret_patterns
-from engine.replay import Replay, Step, markers_for
+from engine.replay import Replay, diff, markers_for
+from engine.replay_view import Frame, diff_dict, frame_dict, goto, status_changes
 from engine.responses import MAX_RESPONSE_BYTES
 from engine.resume import ResumePlan, load_invocation, plan_resume, validate_responses
 from engine.store.base import SessionStore
@@ -81,6 +82,7 @@ class Options:
     apps: list[str] = field(default_factory=list)
     show_secrets: bool = False
     secret_patterns: list[str] = field(default_factory=list)
+    busy_timeout: float | None = None
     _patterns: tuple[str, ...] | None = None
 
     def db_path(self) -> Path:
@@ -149,7 +151,14 @@ config_option = _global(
     "--config",
     name="config",
     metavar="FILE",
-    help=f'App registry config ([apps] name = "module:attr"; default ./{CONFIG_NAME}).',
+    help=f'Config: [apps] name = "module:attr", [secrets] patterns = [...] (default ./{CONFIG_NAME}).',
+)
+busy_timeout_option = _global(
+    "--busy-timeout",
+    name="busy_timeout",
+    type=click.FloatRange(0),
+    metavar="SECONDS",
+    help="How long a write waits for another process's lock on the database (default 5).",
 )
 show_secrets_option = _global(
     "--show-secrets", name="show_secrets", is_flag=True, help="Show values of secret-looking keys (masked by default)."
@@ -172,7 +181,15 @@ app_spec_option = _global(
 
 def common(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Options every subcommand accepts after its name too."""
-    for opt in (secret_pattern_option, show_secrets_option, config_option, read_only_option, json_option, db_option):
+    for opt in (
+        busy_timeout_option,
+        secret_pattern_option,
+        show_secrets_option,
+        config_option,
+        read_only_option,
+        json_option,
+        db_option,
+    ):
         fn = opt(fn)
     return fn
 
@@ -214,7 +231,10 @@ async def open_store(*, write: bool) -> AsyncIterator[SessionStore]:
 
     opts = _opts()
     # inline: the CLI has no UI to keep responsive, so SQL runs on its loop thread (faster appends)
-    store = await SQLiteStore.open(opts.db_path(), read_only=opts.read_only or not write, inline=True)
+    timeout = 5.0 if opts.busy_timeout is None else opts.busy_timeout
+    store = await SQLiteStore.open(
+        opts.db_path(), read_only=opts.read_only or not write, inline=True, busy_timeout=timeout
+    )
     try:
         yield store
     finally:
@@ -911,15 +931,6 @@ def events(session_id: str, after: int, limit: int | None, tail: bool, interval:
         run(body())
 
 
-def _statuses(proj: Projection, event: Event, paths: Iterable[str]) -> dict[str, str]:
-    out_: dict[str, str] = {}
-    for p in sorted(paths, key=lambda p: (p.count("/"), p)):
-        r = proj.get(event.invocation_id, p)
-        if r is not None:
-            out_[p] = r.status.value
-    return out_
-
-
 @cli.command()
 @common
 @click.argument("session_id", metavar="SESSION", required=False)
@@ -931,11 +942,30 @@ def _statuses(proj: Projection, event: Event, paths: Iterable[str]) -> dict[str,
     help="Replay an exported .jsonl file (no store needed).",
 )
 @click.option("--all-runs", is_flag=True, help="With --at: show every loop iteration.")
-def replay(session_id: str | None, at: int | None, file: str | None, all_runs: bool) -> None:
-    """Step through a session's history: each event, what it did and the statuses it changed."""
+@click.option(
+    "--diff-from",
+    "diff_from",
+    type=click.IntRange(0),
+    metavar="M",
+    help="With --at N: what changed between event M and event N (statuses, outputs, runs, interrupts, state).",
+)
+@click.option("--ui", is_flag=True, help="Open the console's Replay screen (read-only) instead of printing.")
+def replay(
+    session_id: str | None, at: int | None, file: str | None, all_runs: bool, diff_from: int | None, ui: bool
+) -> None:
+    """Step through a session's history: each event, its markers and what it changed.
+
+    With --json, one object per event: its markers, the statuses it changed and
+    the status of every node run of its invocation after it (what the console's
+    Replay screen shows at that event)."""
     opts = _opts()
     if (session_id is None) == (file is None):
         raise click.UsageError("give a SESSION or --file EXPORT.jsonl (one of them)")
+    if diff_from is not None and at is None:
+        raise click.UsageError("--diff-from M needs --at N (the other end of the diff)")
+    if ui:
+        _replay_ui(session_id, file, at)
+        return
 
     async def body() -> None:
         if file is not None:
@@ -951,68 +981,85 @@ def replay(session_id: str | None, at: int | None, file: str | None, all_runs: b
                 header = await store.get_session(session_id)
                 events = [(s.seq, safe_event(s.event)) for s in await store.events(session_id)]
         cursor = Replay(events)
-        if at is not None:
-            if at > len(cursor):
-                raise HitlError(f"session {header.id} has {len(cursor)} events; --at {at} is past its end")
-            _print_tree_at(header.id, cursor.projection_at(at), at, len(cursor), all_runs, opts.json)
-            return
-        seen: dict[tuple[str, str], str] = {}
-        for _ in range(len(cursor)):
-            step = cursor.step()
-            assert step is not None
-            _print_step(step, cursor.projection, seen, opts.json)
+        for n, name in ((at, "--at"), (diff_from, "--diff-from")):
+            if n is not None and n > len(cursor):
+                raise HitlError(f"session {header.id} has {len(cursor)} events; {name} {n} is past its end")
+        if at is not None and diff_from is not None:
+            _print_diff(header.id, cursor, diff_from, at, opts.json)
+        elif at is not None:
+            _print_tree_at(header.id, goto(cursor, at), all_runs, opts.json)
+        else:
+            for k in range(1, len(cursor) + 1):
+                _print_frame(goto(cursor, k), opts.json)
 
     run(body())
 
 
-def _print_step(step: Step, proj: Projection, seen: dict[tuple[str, str], str], as_json: bool) -> None:
-    """One replayed event; ``seen`` holds the last status printed per node run,
-    so only real status changes are listed."""
-    event = step.event
-    changed: dict[str, str] = {}
-    for path, status in _statuses(proj, event, step.change.paths).items():
-        key = (event.invocation_id, path)
-        if seen.get(key) != status:
-            seen[key] = status
-            changed[path] = status
-    notes = [m.text for m in step.markers]
-    if event.kind == "message" and event.content:
-        notes.insert(0, f"new invocation: {short(event.content.text, 50)}")
+def _replay_ui(session_id: str | None, file: str | None, at: int | None) -> None:
+    """The console, read-only, on the Replay screen of a session or a file."""
+    from console.app import run_app
+    from console.screens.replay import ReplaySource
+
+    if file == "-":
+        raise click.UsageError("--ui replays a file, not stdin: save the export first")
+    source = ReplaySource(session_id=session_id, file=Path(file) if file else None, at=at)
+    opts = _opts()
+    run_app(opts.db_path(), read_only=True, replay=source)
+
+
+def _print_frame(frame: Frame, as_json: bool) -> None:
+    """One replayed event: its markers, then the statuses it changed."""
     if as_json:
-        out_json(
-            {
-                "seq": step.seq,
-                "timestamp": event.timestamp,
-                "invocation_id": event.invocation_id,
-                "kind": event.kind,
-                "path": event.path,
-                "statuses": changed,
-                "markers": notes,
-            }
-        )
+        out_json(frame_dict(frame))
         return
+    step = frame.step
+    assert step is not None
+    event = step.event
+    notes = [m.text for m in frame.markers]
     out(
         f"{step.seq:>6}  {clock(event.timestamp)}  {event.kind:<9} {(event.path or '-'):<40} {'; '.join(notes)}".rstrip()
     )
+    changed = status_changes(frame.effects)
     if event.kind == "start":
         changed.pop(event.path or "", None)  # RUNNING, obviously
     if changed:
         out(f"{'':>6}  {'':19}  {'':<9} -> {', '.join(f'{p}={s}' for p, s in changed.items())}")
 
 
-def _print_tree_at(session_id: str, proj: Projection, at: int, total: int, all_runs: bool, as_json: bool) -> None:
+def _print_diff(session_id: str, cursor: Replay, first: int, second: int, as_json: bool) -> None:
+    """``--at N --diff-from M``: the console's diff (``m``, move, ``d``) as text or JSON."""
+    rows = diff(cursor.projection_at(first), cursor.projection_at(second))
     if as_json:
-        out_json(
-            {
-                "session": session_id,
-                "at": at,
-                "of": total,
-                "invocations": [{"invocation_id": i, "nodes": tree_rows(proj, i, all_runs)} for i in proj.invocations],
-                "open": [x.id for x in proj.open_interrupts()],
-            }
-        )
+        out_json({"session": session_id, "from": first, "to": second, "changes": [diff_dict(r) for r in rows]})
+        return
+    out(f"session {session_id}: what changed from event {first} to event {second}")
+    if not rows:
+        out("  nothing")
+    for r in rows:
+        before = "-" if r.before is None else short(r.before, 40)  # events were masked before the fold
+        after = "-" if r.after is None else short(r.after, 40)
+        out(f"  {r.area:<9} {r.key:<48} {before} -> {after}")
+
+
+def _print_tree_at(session_id: str, frame: Frame, all_runs: bool, as_json: bool) -> None:
+    """``--at N``: the node tree of every invocation after event N, and that event."""
+    proj, at, total = frame.projection, frame.position, frame.total
+    if as_json:
+        data: dict[str, Any] = {
+            "session": session_id,
+            "at": at,
+            "of": total,
+            "invocations": [{"invocation_id": i, "nodes": tree_rows(proj, i, all_runs)} for i in proj.invocations],
+            "open": [x.id for x in proj.open_interrupts()],
+        }
+        if frame.step is not None:
+            data["event"] = frame_dict(frame, nodes=False)
+        out_json(data)
         return
     out(f"session {session_id} at event {at} of {total}")
+    if frame.step is not None:
+        event = frame.step.event
+        out(f"event {at}: {event.kind} {event.path or event.author}  {'; '.join(m.text for m in frame.markers)}".rstrip())
     for inv_id in proj.invocations:
         status = proj.invocation_status(inv_id)
         out(f"invocation {inv_id}  {status.value if status else '-'}")

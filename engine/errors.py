@@ -49,9 +49,10 @@ class UnknownInterruptError(ResumeRejected):
 
 
 class AlreadyResolvedError(ResumeRejected):
-    def __init__(self, ids: Iterable[str], detail: str = "") -> None:
+    def __init__(self, ids: Iterable[str], detail: str = "", *, cancelled: bool = False) -> None:
         ids = list(ids)
-        super().__init__(f"interrupt {_ids(ids)} was already answered{detail}; nothing was written", ids)
+        what = "is closed: its invocation was cancelled" if cancelled else f"was already answered{detail}"
+        super().__init__(f"interrupt {_ids(ids)} {what}; nothing was written", ids)
 
 
 class MixedInvocationsError(ResumeRejected):
@@ -88,9 +89,15 @@ class TextToWaitingInvocationError(ResumeRejected):
         )
 
 
+def _clip(text: str, width: int = 160) -> str:
+    """One error detail, short enough for one line (schema errors quote the value)."""
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
 class InvalidResponseError(ResumeRejected):
     def __init__(self, errors: dict[str, list[str]]) -> None:
-        detail = "; ".join(f"{i}: {' | '.join(errs)}" for i, errs in sorted(errors.items()))
+        detail = "; ".join(f"{i}: {' | '.join(_clip(e) for e in errs[:5])}" for i, errs in sorted(errors.items()))
         super().__init__(f"invalid answer for {detail}", errors)
         self.errors = errors
 

@@ -74,12 +74,10 @@ async def validate_responses(
     resolved = [i for i in ids if i not in open_by_id]
     if resolved:
         closed = [r for r in rows if r.interrupt_id in resolved and (invocation_id is None or r.invocation_id == invocation_id)]
-        detail = ""
         if closed and all(r.status == "cancelled" for r in closed):
-            detail = " or closed: its invocation was cancelled"
-        elif closed and (seqs := sorted({r.resolved_seq for r in closed if r.resolved_seq})):
-            detail = f" (at event {', '.join(map(str, seqs))})"
-        raise AlreadyResolvedError(resolved, detail)
+            raise AlreadyResolvedError(resolved, cancelled=True)
+        seqs = sorted({r.resolved_seq for r in closed if r.resolved_seq})
+        raise AlreadyResolvedError(resolved, f" (at event {', '.join(map(str, seqs))})" if seqs else "")
     ambiguous = {i: recs for i, recs in open_by_id.items() if len(recs) > 1}
     if ambiguous:
         raise AmbiguousInterruptError(ambiguous, {r.invocation_id for recs in ambiguous.values() for r in recs})
@@ -112,11 +110,13 @@ async def validate_responses(
 async def load_invocation(store: SessionStore, session_id: str, invocation_id: str) -> Projection:
     """The projection of one invocation: cached snapshot + events after it."""
     snap = await store.get_snapshot(session_id, invocation_id)
+    seq, proj = 0, Projection()
     if snap is not None:
-        seq, data = snap
-        proj = Projection.from_dict(data)
-    else:
-        seq, proj = 0, Projection()
+        try:
+            proj = Projection.from_dict(snap[1])
+            seq = snap[0]
+        except (KeyError, TypeError, ValueError, AttributeError):
+            snap = None  # a damaged cache is no cache: fold the invocation's events instead
     events = await store.invocation_events(session_id, invocation_id, after_seq=seq)
     if not events and snap is None:
         raise InvocationNotFoundError(session_id, invocation_id)

@@ -1253,6 +1253,13 @@ class SQLiteStore:
             return await self._driver.run(fn, *args)
         except sqlite3.Error as e:
             raise _translate(e, self.path, self.busy_timeout) from e
+        except (json.JSONDecodeError, ValidationError) as e:
+            # A derived or session row that no longer parses (events have CorruptEventError).
+            detail = " ".join(str(e).split())[:200]
+            raise StoreError(
+                f"a row of {self.path} is corrupted ({type(e).__name__}: {detail}); "
+                "restore the file from a backup, or export the readable sessions"
+            ) from e
 
     async def _write(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(conn, *args)`` in one BEGIN IMMEDIATE transaction."""

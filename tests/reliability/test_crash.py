@@ -364,3 +364,43 @@ def test_sigkill_at_many_points_loses_nothing_and_reruns_nothing_completed(
     )
     assert figures.lost_events == 0 and figures.duplicated_events == 0
     assert figures.by_state["in doubt"] > 0 and figures.by_state["mid-run"] > 0, figures.by_state
+
+
+def test_sigkill_while_starting_an_invocation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Killed after each append of a new invocation's first turn: the invocation
+    is interrupted (even before its root ran), re-driving it raises each
+    interrupt exactly once, and answering completes it."""
+    template = tmp_path / "empty.sqlite"
+
+    async def make() -> None:
+        async with SQLiteStore.open(template) as store:
+            await store.create_session(crash_app.APP, "u", "n")
+
+    asyncio.run(make())
+    figures = Figures()
+    for k in range(1, 11):
+        sc = Scenario(tmp_path / f"start-{k}", template, "n", "?", figures)
+        monkeypatch.setenv("HITL_CRASH_EFFECTS", str(sc.effects))
+        spec = sc.spec([{"kind": "start", "text": "order-9"}], kill_after_append=k)
+        assert sc.run_child(spec, None), f"the start finished in fewer than {k} appends"
+
+        async def after_kill(db: Path, k: int) -> None:
+            async with SQLiteStore.open(db, inline=True) as store:
+                (inv,) = [i.invocation_id for i in await store.list_invocations("n")]
+                health = (await session_health(store, "n"))[inv]
+                assert health.interrupted, (k, health)
+                runner = Runner(crash_app.APP, crash_app.workflow, store)
+                async for _ in runner.run("u", "n", invocation_id=inv, acknowledge_in_doubt=True):
+                    pass
+                events = await store.events("n")
+                raised = Counter(c.id for e in events for c in e.event.interrupt_calls)
+                assert raised == {"finance": 1, "risk": 1}, (k, raised)
+                async for _ in runner.run("u", "n", Content.from_responses({"finance": YES, "risk": YES})):
+                    pass
+                proj = project([(s.seq, s.event) for s in await store.events("n")])
+                assert proj.invocation_status(inv) is NodeStatus.COMPLETED
+
+        asyncio.run(after_kill(sc.db, k))
+        sc.inv = next(iter(read(sc.db, "n")[1].invocations))
+        sc.final_check()
+    print(f"\nstart kill points: {k} survived (after each of the first {k} appends of a new invocation)")
