@@ -2,10 +2,10 @@
 
 ``build_store()`` runs every scenario for real (so the events are exactly what
 the engine writes), then copies the store into a fresh MemoryStore rewriting
-what varies between runs: event ids, invocation ids and timestamps (event
-``timestamp`` defaults are captured by pydantic at import, so patching
-``time.time`` cannot pin them). Snapshots of each invocation's projection are
-re-cached, as the Runner does. The result is byte-identical on every run.
+what varies between runs: event ids, invocation ids and timestamps, each from
+the event's position (so the fixture does not depend on how long a run took).
+Snapshots of each invocation's projection are re-cached, as the Runner does.
+The result is byte-identical on every run.
 """
 
 from __future__ import annotations

@@ -129,6 +129,13 @@ def test_session_invocation_picker(snap_compare, store):
     )
 
 
+def test_session_small_terminal(snap_compare, store):
+    """80x24: tree, details and log all fit; labels are cut, not wrapped."""
+    assert snap_compare(
+        make_app(store), terminal_size=(80, 24), run_before=keys_then_settle(*open_keys("onboard-nested"))
+    )
+
+
 def test_session_large_terminal(snap_compare, store):
     """A big terminal: the panes grow, labels and summaries are no longer cut."""
     assert snap_compare(
