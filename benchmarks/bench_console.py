@@ -238,7 +238,7 @@ async def measure_sessions(db: str) -> dict[str, Any]:
     t0 = time.perf_counter()
     app = HitlApp(db_path=db, read_only=True, poll_interval=None, refresh_interval=None, cursor_blink=False)
     async with app.run_test(size=(120, 40)):
-        await until(lambda: isinstance(app.screen, SessionsScreen) and app.screen.query_one(DataTable).row_count > 0)
+        await until(lambda: isinstance(app.screen, SessionsScreen) and any(t.row_count for t in app.screen.query(DataTable)))
         first_paint = await painted(app) - t0
         screen = app.screen
         rows = screen.query_one(DataTable).row_count
