@@ -208,12 +208,24 @@ def fail(message: str) -> NoReturn:
     raise OperatorError(message)
 
 
-def run(coro: Coroutine[Any, Any, T]) -> T:
-    """Run a command body; operator errors become exit 1 without a traceback."""
+def run(coro: Coroutine[Any, Any, T], *, on_interrupt: str | None = None) -> T:
+    """Run a command body; operator errors become exit 1 without a traceback.
+    With ``on_interrupt``, Ctrl-C is exit 1 with that line (else click's "Aborted!")."""
     try:
         return asyncio.run(coro)
     except HitlError as exc:
         raise OperatorError(" ".join(str(exc).split())) from None
+    except KeyboardInterrupt:
+        if on_interrupt is None:
+            raise
+        raise OperatorError(on_interrupt) from None
+
+
+def stopped_hint(session_id: str) -> str:
+    return (
+        "stopped by Ctrl-C: nothing more was written; if a turn was running it is now interrupted mid-run "
+        f"(see `hitl show {session_id}`: continue it with `hitl redrive`)"
+    )
 
 
 async def page_of(call: Coroutine[Any, Any, T]) -> T:
@@ -803,7 +815,7 @@ def resume(
             proj, count = await stream_run(store, session_id, target.invocation_id, events, opts.json)
             _summary(proj, target.invocation_id, count, opts.json)
 
-    run(body())
+    run(body(), on_interrupt=stopped_hint(session_id))
 
 
 @cli.command()
@@ -842,7 +854,7 @@ def redrive(session_id: str, invocation: str, ack_in_doubt: bool, operator: str 
             proj, count = await stream_run(store, session_id, inv, events, opts.json)
             _summary(proj, inv, count, opts.json)
 
-    run(body())
+    run(body(), on_interrupt=stopped_hint(session_id))
 
 
 @cli.command()

@@ -195,20 +195,41 @@ class LeaseKeeper:
             except StoreError as exc:  # locked, full...: the lease may lapse; fencing keeps writes safe
                 log.warning("renewing the lease of invocation %s failed: %s", self.lease.invocation_id, exc)
 
-    async def close(self, *, clean: bool) -> None:
-        """Stop renewing; delete the lease (``clean``) or let it lapse now but keep
-        the row (a turn that did not finish). Never raises: a lease that cannot
-        be written lapses by itself."""
+    async def _stop_beating(self) -> None:
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._task
             self._task = None
+
+    async def revoke(self) -> None:
+        """Let go of the lease *now*, while the turn's tasks still run: their
+        appends are fenced from here on, so whatever they try to write on their
+        way out (CANCELLED records) is refused. For a turn stopped from outside
+        (Ctrl-C, a cancelled worker), which must leave the invocation as it was:
+        interrupted mid-run, to be continued -- not cancelled."""
+        await self._stop_beating()
+        self.revoked = True
+        lease = self.lease
+        with contextlib.suppress(Exception):
+            await self.store.release_lease(lease.session_id, lease.invocation_id, lease.owner)
+
+    revoked = False
+
+    async def close(self, *, clean: bool) -> None:
+        """Stop renewing; delete the lease (``clean``) or let it lapse now but keep
+        the row (a turn that did not finish). Never raises: a lease that cannot
+        be written lapses by itself."""
+        await self._stop_beating()
         if self.lost is not None:
             return
         lease = self.lease
         with contextlib.suppress(Exception):
-            if clean:
+            if self.revoked:
+                if not clean:  # leave a lapsed row as the trace of the stopped turn
+                    owner = f"{lease.owner}~stopped"
+                    await self.store.acquire_lease(lease.session_id, lease.invocation_id, owner, 0)
+            elif clean:
                 await self.store.release_lease(lease.session_id, lease.invocation_id, lease.owner)
             else:
                 await self.store.renew_lease(lease.session_id, lease.invocation_id, lease.owner, 0)

@@ -315,6 +315,11 @@ class Runner:
             exc = task.exception() if not task.cancelled() else asyncio.CancelledError()
         finally:
             if not task.done():
+                # Stopped from outside (Ctrl-C, a cancelled task, an abandoned stream):
+                # not an operator's cancel. Give up the lease first, so the nodes'
+                # CANCELLED records are refused and the invocation is left as it was,
+                # interrupted mid-run, to be continued with a re-drive.
+                await keeper.revoke()
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
         if keeper.lost is not None:

@@ -134,7 +134,15 @@ class _Scheduler:
             self._reconstruct(me, node_input)
         failure: NodeFailed | None = None
         while self.tasks:
-            done, _ = await asyncio.wait(self.tasks, return_when=asyncio.FIRST_COMPLETED)
+            try:
+                done, _ = await asyncio.wait(self.tasks, return_when=asyncio.FIRST_COMPLETED)
+            except asyncio.CancelledError:
+                # Cancelled from outside: the children go too (asyncio.wait does not
+                # pass the cancellation on), and end before this run does.
+                for task in self.tasks:
+                    task.cancel()
+                await asyncio.gather(*self.tasks, return_exceptions=True)
+                raise
             for task in done:
                 name = self.tasks.pop(task)
                 exc = task.exception()

@@ -13,7 +13,9 @@ re-execution is detectable from outside the store.
 Every effect appends ``<node path>\\n`` to ``$HITL_CRASH_EFFECTS`` with one
 ``write`` (durable across SIGKILL once it returned). ``$HITL_CRASH_KILL_AT``
 names an effect (node name) after which the process SIGKILLs itself -- the
-exact "side effect done, no end record" window.
+exact "side effect done, no end record" window; ``$HITL_CRASH_PAUSE`` names one
+after which the node sleeps for a minute (for tests that stop a turn from
+outside while it is in doubt).
 """
 
 from __future__ import annotations
@@ -46,6 +48,11 @@ def effect(ctx: Any, name: str) -> None:
             os.close(fd)
     if os.environ.get("HITL_CRASH_KILL_AT") == name:
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+async def maybe_pause(name: str) -> None:
+    if os.environ.get("HITL_CRASH_PAUSE") == name:
+        await asyncio.sleep(60)
 
 
 def read_effects(path: str | os.PathLike[str]) -> dict[str, int]:
@@ -82,6 +89,7 @@ approvals = JoinNode("approvals")
 @node
 async def pay(ctx, node_input: dict[str, Any]) -> dict[str, Any]:
     effect(ctx, "pay")
+    await maybe_pause("pay")
     await asyncio.sleep(0.001)
     return {"paid": node_input["fetch"]["amount"]}
 

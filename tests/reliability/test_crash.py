@@ -404,3 +404,51 @@ def test_sigkill_while_starting_an_invocation(tmp_path: Path, monkeypatch: pytes
         sc.inv = next(iter(read(sc.db, "n")[1].invocations))
         sc.final_check()
     print(f"\nstart kill points: {k} survived (after each of the first {k} appends of a new invocation)")
+
+
+def test_ctrl_c_during_hitl_resume_leaves_it_interrupted(tmp_path: Path) -> None:
+    """SIGINT to a real ``hitl resume`` while a node with a side effect runs: exit
+    code 1, no CANCELLED records, the invocation interrupted mid-run with that node
+    in doubt; ``hitl redrive --ack-in-doubt`` finishes it."""
+    import subprocess
+    import sys
+
+    template, inv = _template(tmp_path)
+    db = tmp_path / "sigint.sqlite"
+    shutil.copy(template, db)
+    effects = tmp_path / "effects.log"
+    env = {**os.environ, "HITL_CRASH_EFFECTS": str(effects), "HITL_CRASH_PAUSE": "pay"}
+    hitl = [sys.executable, "-c", "from console.cli import main; main()", "--db", str(db), "--app", APP_SPEC]
+    proc = subprocess.Popen(
+        [*hitl, "resume", "s", 'finance={"approved": true}', 'risk={"approved": true}'],
+        env=env,
+        cwd=Path(__file__).resolve().parents[2],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while "refund@1/settle@1/pay@1" not in crash_app.read_effects(effects):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGINT)  # the process we started, by its pid
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 1 and "Traceback" not in err, err
+    assert err.strip().splitlines()[-1].startswith("error: stopped by Ctrl-C"), err
+    events, proj, extra = read(db, "s")
+    assert not any(e.event.node_info and e.event.node_info.status is NodeStatus.CANCELLED for e in events)
+    health = extra["health"][inv]
+    assert health.interrupted and health.in_doubt == ("refund@1/settle@1/pay@1",)
+    env.pop("HITL_CRASH_PAUSE")
+    shown = subprocess.run([*hitl, "show", "s"], env=env, capture_output=True, text=True, check=True).stdout
+    assert "interrupted mid-run" in shown and f"hitl redrive s {inv} --ack-in-doubt" in shown
+    done = subprocess.run([*hitl, "redrive", "s", inv, "--ack-in-doubt"], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    _, proj, _ = read(db, "s")
+    assert proj.invocation_status(inv) is NodeStatus.COMPLETED
+    assert crash_app.read_effects(effects)["refund@1/settle@1/pay@1"] == 2  # the acknowledged re-run

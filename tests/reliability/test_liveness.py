@@ -349,3 +349,31 @@ async def test_session_health_without_a_projection_reads_only_candidates(effects
     assert health[inv].interrupted and health[inv].in_doubt == ("refund@1/settle@1/pay@1",)
     assert not health[other].interrupted and health[other].label == "WAITING"
     assert await interrupted_invocations(store, "s", "waiting") != []  # a lease row makes it a candidate
+
+
+async def test_a_turn_stopped_from_outside_is_interrupted_not_cancelled(
+    effects: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C, a cancelled worker, an abandoned stream: not an operator's cancel.
+    Nothing more is written (the nodes' CANCELLED records are fenced off), the
+    invocation is interrupted mid-run with its running leaf in doubt, and a
+    re-drive finishes it."""
+    monkeypatch.setenv("HITL_CRASH_PAUSE", "pay")
+    store = MemoryStore()
+    runner, inv = await waiting(store)
+    turn = asyncio.ensure_future(drain(runner.run("u", "s", Content.from_responses({"finance": YES, "risk": YES}))))
+    while "refund@1/settle@1/pay@1" not in crash_app.read_effects(effects):
+        await asyncio.sleep(0.005)
+    n = (await store.get_session("s")).last_seq
+    turn.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await turn
+    await asyncio.sleep(0.05)  # nothing left running writes later either
+    assert (await store.get_session("s")).last_seq == n
+    health = await invocation_health(store, "s", inv)
+    assert health.interrupted and health.in_doubt == ("refund@1/settle@1/pay@1",), health
+    assert [lease.expired() for lease in await store.list_leases("s")] == [True]  # a trace, not a live lease
+    monkeypatch.delenv("HITL_CRASH_PAUSE")
+    await drain(runner.run("u", "s", invocation_id=inv, acknowledge_in_doubt=True))
+    assert (await invocation_health(store, "s", inv)).label == "COMPLETED"
+    assert await store.list_leases("s") == []
