@@ -268,6 +268,7 @@ class Projection:
                     run = self._own(self.nodes, (iid, itr.path))
                     run.resolved[fr.id] = itr.response
                     owners[run.path] = None
+                    change.paths.add(run.path)  # also when a partial answer leaves it WAITING
             for path in owners:
                 self._on_answered(iid, path, pos, change)
         elif action == "redrive":
