@@ -32,6 +32,7 @@ AREA_TITLES: dict[str, str] = {
     "log": "Log",
     "interrupts": "Interrupts",
     "invocation": "Invocation",
+    "replay": "Replay",
 }
 """Palette title prefix (``Area: Verb``) by the first part of an action id."""
 
@@ -49,7 +50,7 @@ class Action:
     description: str
     """One sentence for the help screen and the palette."""
     screen: str | tuple[str, ...]
-    """Where it is bound: ``app``, ``sessions``, ``inbox``, ``session`` or ``log`` (or several)."""
+    """Where it is bound: ``app``, ``sessions``, ``inbox``, ``session``, ``replay`` or ``log`` (or several)."""
     method: str
     """Textual action string run on the owner (``open_selected``, ``set_status('waiting')``)."""
     cli: str | None = None
@@ -174,6 +175,32 @@ ACTIONS: tuple[Action, ...] = (
            cli="hitl events {session_id}"),
     Action("log.last", "G", "Last", "Jump to the latest event", "log", "last", show=False,
            cli="hitl events {session_id} --tail"),
+    # ---------------------------------------------------------------- replay
+    # Read-only by construction: nothing bound on the replay screen writes.
+    Action("replay.open", "t", "Replay", "Replay this session's history, event by event", "session", "open_replay",
+           cli="hitl replay {session_id}", command="replay", show=False),
+    Action("replay.step", "right_square_bracket", "Step", "Step one event forward", "replay", "step(1)",
+           cli="hitl replay {session_id} --at {position}", key_display="]"),
+    Action("replay.step_back", "left_square_bracket", "Back", "Step one event back", "replay", "step(-1)",
+           cli="hitl replay {session_id} --at {position}", key_display="["),
+    Action("replay.next_action", "right_curly_bracket", "Next act", "Jump to the next operator action "
+           "(answer, re-drive, cancel)", "replay", "next_action", cli="hitl replay {session_id} --at {position}",
+           key_display="}"),
+    Action("replay.prev_action", "left_curly_bracket", "Prev act", "Jump to the previous operator action", "replay",
+           "prev_action", cli="hitl replay {session_id} --at {position}", key_display="{"),
+    Action("replay.start", "g", "Start", "Jump to the start (before the first event)", "replay", "start",
+           cli="hitl replay {session_id} --at 0", show=False),
+    Action("replay.end", "G", "End", "Jump to the end (the session as it is now)", "replay", "end",
+           cli="hitl replay {session_id} --at {position}", show=False),
+    Action("replay.at", None, "At", "Jump to event N (:at N)", "replay", "at",
+           cli="hitl replay {session_id} --at {position}", command="at"),
+    Action("replay.play", "p", "Play", "Play / pause through the events", "replay", "toggle_play",
+           cli="hitl replay {session_id}"),
+    Action("replay.faster", "plus", "Faster", "Play faster", "replay", "speed(1)", show=False, key_display="+"),
+    Action("replay.slower", "minus", "Slower", "Play slower", "replay", "speed(-1)", show=False, key_display="-"),
+    Action("replay.mark", "m", "Mark", "Mark this position (one end of a diff)", "replay", "mark"),
+    Action("replay.diff", "d", "Diff", "What changed between the mark and here", "replay", "diff",
+           cli="hitl replay {session_id} --at {position} --diff-from {mark}"),
 )
 """Every operator action, in help-screen order."""
 

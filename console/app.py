@@ -6,9 +6,11 @@ list. Tests and embedders build :class:`HitlApp` directly with any store (a
 ``MemoryStore`` works), a ``clock`` so ages render deterministically, and
 ``poll_interval=None`` to freeze live updates.
 
-Screens: Sessions (home) → Session (node tree, details, event log); Inbox (every
-open interrupt) → Session at that node; Help (``?``); ``:`` command mode; the
-command palette (``ctrl+p``). Every key comes from :mod:`console.actions`.
+Screens: Sessions (home) → Session (node tree, details, event log) → Replay
+(its history, event by event, read-only); Inbox (every open interrupt) → Session
+at that node; Help (``?``); ``:`` command mode; the command palette
+(``ctrl+p``). Every key comes from :mod:`console.actions`. ``replay=`` opens on
+the Replay screen (``hitl replay --ui``); an exported ``.jsonl`` file needs no store.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from .screens.command import ActionsProvider, CommandError, CommandLine, parse_c
 from .screens.help import HelpScreen, sections_for
 from .screens.inbox import InboxScreen
 from .screens.loaders import one_line
+from .screens.replay import ReplayScreen, ReplaySource
 from .screens.session import SessionScreen
 from .screens.sessions import STATUS_CYCLE, SessionsScreen
 
@@ -62,6 +65,7 @@ class HitlApp(App[None]):
         poll_interval: float | None = 0.5,
         refresh_interval: float | None = 2.0,
         cursor_blink: bool = True,
+        replay: ReplaySource | None = None,
     ) -> None:
         super().__init__()
         self._store = store
@@ -77,11 +81,15 @@ class HitlApp(App[None]):
         self.refresh_interval = refresh_interval
         """Seconds between refreshes of the sessions list and the inbox (None: never)."""
         self.cursor_blink = cursor_blink
+        self.replay_source = replay
+        """Open on the Replay screen of this session or exported file (a file needs no store)."""
         self._owns_store = store is None
         if store is not None:
             self.store_label = "memory store" if type(store).__name__ == "MemoryStore" else str(getattr(store, "path", ""))
         else:
             self.store_label = str(db_path) if db_path else "default store"
+        if replay is not None and replay.file is not None and store is None:
+            self.store_label = f"file {replay.file}"
 
     # ------------------------------------------------------------ store
     @property
@@ -94,14 +102,29 @@ class HitlApp(App[None]):
         yield Static(f"Opening {self.store_label}…", id="splash")
         yield Footer(compact=True)
 
+    @property
+    def storeless(self) -> bool:
+        """Replaying an exported file: there is no store to browse."""
+        return self._store is None and self.replay_source is not None and self.replay_source.file is not None
+
     def on_mount(self) -> None:
-        if self._store is None:
+        if self.storeless:
+            self.push_screen(ReplayScreen(self.replay_source))  # type: ignore[arg-type]
+        elif self._store is None:
             self._open_store()
         else:
             self._start()
 
     def _start(self) -> None:
         self.push_screen(SessionsScreen())
+        if self.replay_source is not None:
+            self.push_screen(ReplayScreen(self.replay_source))
+
+    def can_show_sessions(self, query: SessionQuery | None = None) -> bool:
+        return not self.storeless
+
+    def can_show_inbox(self, app_name: str | None = None) -> bool:
+        return not self.storeless
 
     @work(exclusive=True, group="open-store", exit_on_error=False)
     async def _open_store(self) -> None:
@@ -215,9 +238,9 @@ class HitlApp(App[None]):
         screen = self.screen
         if isinstance(screen, HelpScreen):
             return
-        by_screen = {s: for_screen(s) for s in ("app", "sessions", "inbox", "session", "log")}
+        by_screen = {s: for_screen(s) for s in ("app", "sessions", "inbox", "session", "log", "replay")}
         areas = (*screen.HELP_AREAS, "app") if isinstance(screen, HitlScreen) else ("app",)
-        title = {"sessions": "Sessions", "inbox": "Inbox", "session": "Session"}.get(
+        title = {"sessions": "Sessions", "inbox": "Inbox", "session": "Session", "replay": "Replay"}.get(
             getattr(screen, "AREA", ""), "Console"
         )
         self.push_screen(HelpScreen(title, sections_for(areas, by_screen), read_only=self.read_only))
@@ -268,6 +291,10 @@ class HitlApp(App[None]):
                 reason = "read-only mode (it writes to the store)" if action.writes and self.read_only else "it does not apply now"
                 self.notify(f"{action.id} is disabled: {reason}", severity="warning")
                 return
+            takes_args = getattr(owner, f"command_{action.action_name}", None)
+            if takes_args is not None and (args or opts):
+                self.call_later(takes_args, args, opts)  # e.g. ":at 120" on the replay screen
+                return
             self._run_on(owner, action.method)
 
 
@@ -276,6 +303,14 @@ class _Missing(dict[str, str]):
         return key.upper()
 
 
-def run_app(db_path: str | os.PathLike[str] | None, read_only: bool = False, registry: Any = None) -> None:
-    """Run the console on the SQLite store at ``db_path`` (None: the default path)."""
-    HitlApp(db_path=Path(db_path) if db_path is not None else None, read_only=read_only, registry=registry).run()
+def run_app(
+    db_path: str | os.PathLike[str] | None,
+    read_only: bool = False,
+    registry: Any = None,
+    replay: ReplaySource | None = None,
+) -> None:
+    """Run the console on the SQLite store at ``db_path`` (None: the default path);
+    ``replay``: open on the Replay screen of a session or of an exported file."""
+    HitlApp(
+        db_path=Path(db_path) if db_path is not None else None, read_only=read_only, registry=registry, replay=replay
+    ).run()

@@ -472,6 +472,13 @@ class SessionScreen(HitlScreen):
     def action_reload(self) -> None:
         self.reload_view(self.invocation_id)
 
+    def action_open_replay(self) -> None:
+        """Replay this session's history, from the event the log selects (else its end)."""
+        from .replay import ReplayScreen, ReplaySource
+
+        seq = self.log_widget.cursor_seq if self.detail_mode == "event" else None
+        self.app.push_screen(ReplayScreen(ReplaySource(session_id=self.session_id, at_seq=seq)))
+
     def _root_status(self) -> NodeStatus | None:
         return self.proj.invocation_status(self.invocation_id) if self.invocation_id else None
 

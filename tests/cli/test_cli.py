@@ -356,6 +356,8 @@ def test_action_registry_cli_templates_are_real_commands(hitl: Hitl, db: Path) -
         "interrupt_id": "finance-order-1001",
         "status": "waiting",
         "text": "refund",
+        "position": "5",  # replay.* templates: an event number and a marked one
+        "mark": "2",
     }
     for action in ACTIONS:
         if not action.cli or action.writes:

@@ -9,11 +9,19 @@ from console.actions import ACTIONS, BY_ID, bindings, for_screen, lookup
 from console.app import HitlApp
 from console.screens.command import CommandError, parse_command
 from console.screens.inbox import InboxScreen
+from console.screens.replay import ReplayScreen
 from console.screens.session import SessionScreen
 from console.screens.sessions import SessionsScreen
 from console.widgets.event_log import EventLog
 
-OWNERS = {"app": HitlApp, "sessions": SessionsScreen, "inbox": InboxScreen, "session": SessionScreen, "log": EventLog}
+OWNERS = {
+    "app": HitlApp,
+    "sessions": SessionsScreen,
+    "inbox": InboxScreen,
+    "session": SessionScreen,
+    "log": EventLog,
+    "replay": ReplayScreen,
+}
 
 
 def test_ids_are_dotted_and_unique():
@@ -30,7 +38,12 @@ def test_every_action_has_a_method_on_its_owner(action):
 
 
 def test_keys_do_not_clash_within_a_view():
-    views = {"sessions": ("app", "sessions"), "inbox": ("app", "inbox"), "session": ("app", "session", "log")}
+    views = {
+        "sessions": ("app", "sessions"),
+        "inbox": ("app", "inbox"),
+        "session": ("app", "session", "log"),
+        "replay": ("app", "replay"),  # its log (ReplayLog) binds no registry keys
+    }
     for view, screens in views.items():
         seen: dict[str, str] = {}
         for screen in screens:
@@ -58,7 +71,8 @@ def test_placeholders_for_the_next_issue_write():
 
 
 def test_every_action_names_a_cli_equivalent_or_is_pure_ui():
-    ui_only = {"app.command", "app.palette", "app.back", "app.quit", "sessions.sort", "tree.collapse_all"}
+    ui_only = {"app.command", "app.palette", "app.back", "app.quit", "sessions.sort", "tree.collapse_all",
+               "replay.faster", "replay.slower", "replay.mark"}
     for a in ACTIONS:
         assert a.cli or a.id in ui_only, a.id
 
