@@ -345,6 +345,9 @@ class ReplayScreen(HitlScreen):
 
     def _move_log(self, frame: Frame) -> None:
         log = self.log_widget
+        if log.invocation_id != frame.invocation_id and frame.invocation_id is not None:
+            log.invocation_id = frame.invocation_id  # other invocations' lines are drawn dim
+            log.refresh()
         if frame.step is None:
             if log.cursor != -1:
                 log.cursor = -1
