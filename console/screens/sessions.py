@@ -116,6 +116,7 @@ class SessionsScreen(HitlScreen):
                 user_id=query.user_id,
                 limit=limit,
                 cursor=cursor,
+                order="oldest_open" if self.sort_oldest else "updated",
             )
         except Exception as e:  # noqa: BLE001 -- shown as a one-line notification
             self.post_message(StoreFailed(one_line(e)))
@@ -147,10 +148,7 @@ class SessionsScreen(HitlScreen):
 
     # ------------------------------------------------------------ drawing
     def _ordered(self) -> list[SessionSummary]:
-        if not self.sort_oldest:
-            return self.rows
-        inf = float("inf")
-        return sorted(self.rows, key=lambda r: (r.oldest_open_at if r.oldest_open_at is not None else inf, r.id))
+        return self.rows  # the store pages in the chosen order
 
     def _cells(self, table: SessionTable, r: SessionSummary, now: float) -> list[Text | str]:
         return [
@@ -188,7 +186,7 @@ class SessionsScreen(HitlScreen):
 
     def _render_info(self) -> None:
         q = self.query_state
-        sort = "oldest open interrupt (loaded rows)" if self.sort_oldest else "last activity"
+        sort = "oldest open interrupt (waiting only)" if self.sort_oldest else "last activity"
         more = " · more below ↓" if self.next_cursor else ""
         status = f"[b]{q.status}[/b]" if q.status else "all"
         text = f" status: {status}   filter: {q.text or '-'}   sort: {sort}   {len(self.rows):,} shown{more}"
@@ -266,8 +264,13 @@ class SessionsScreen(HitlScreen):
         self.refresh_bindings()
 
     def action_toggle_sort(self) -> None:
+        """Triage order: the store pages sessions by their oldest open interrupt."""
         self.sort_oldest = not self.sort_oldest
-        self._show_rows()
+        self.rows = []
+        self.next_cursor = None
+        self.query_one(SessionTable).clear()
+        self.reload()
+        self._render_info()
 
     def action_refresh(self) -> None:
         self.reload(limit=min(max(len(self.rows), PAGE), REFRESH_CAP))

@@ -45,6 +45,7 @@ from ..models import Event, NodeStatus, Session, StoredEvent
 T = TypeVar("T")
 
 InvocationState = Literal["running", "waiting", "completed", "failed", "cancelled"]
+SessionOrder = Literal["updated", "oldest_open"]
 SessionStatus = Literal["new", "running", "waiting", "completed", "failed", "cancelled"]
 
 
@@ -264,8 +265,11 @@ class SessionStore(Protocol):
         updated_after: float | None = None,
         limit: int = 50,
         cursor: str | None = None,
+        order: SessionOrder = "updated",
     ) -> Page[SessionSummary]:
-        """Sessions, most recently updated first, keyset-paginated."""
+        """Sessions, keyset-paginated. ``order="updated"``: most recently updated
+        first. ``order="oldest_open"``: the triage queue -- only sessions with open
+        interrupts, the one whose oldest open interrupt is oldest first."""
         ...
 
     async def append_event(

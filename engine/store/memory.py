@@ -29,6 +29,7 @@ from .base import (
     InvocationSummary,
     Lease,
     Page,
+    SessionOrder,
     SessionSummary,
     import_record,
     index_effects,
@@ -125,6 +126,7 @@ class MemoryStore:
         updated_after: float | None = None,
         limit: int = 50,
         cursor: str | None = None,
+        order: SessionOrder = "updated",
     ) -> Page[SessionSummary]:
         _check_limit(limit)
         rows = [self._summary(d) for d in self._sessions.values()]
@@ -138,12 +140,31 @@ class MemoryStore:
             and (updated_before is None or r.updated_at < updated_before)
             and (updated_after is None or r.updated_at > updated_after)
         ]
-        rows.sort(key=lambda r: (-r.updated_at, r.id))
+        if order == "oldest_open":
+            rows = [r for r in rows if r.oldest_open_at is not None]
+
+            def key(r: SessionSummary) -> tuple[float, str]:
+                return (r.oldest_open_at or 0.0, r.id)
+
+            def field(r: SessionSummary) -> float:
+                return r.oldest_open_at or 0.0
+
+            sign = 1.0
+        else:
+
+            def key(r: SessionSummary) -> tuple[float, str]:
+                return (-r.updated_at, r.id)
+
+            def field(r: SessionSummary) -> float:
+                return r.updated_at
+
+            sign = -1.0
+        rows.sort(key=key)
         if cursor:
             ts, sid = json.loads(cursor)
-            rows = [r for r in rows if (-r.updated_at, r.id) > (-ts, sid)]
+            rows = [r for r in rows if key(r) > (sign * ts, sid)]
         page = rows[:limit]
-        nxt = json.dumps([page[-1].updated_at, page[-1].id]) if len(rows) > limit else None
+        nxt = json.dumps([field(page[-1]), page[-1].id]) if len(rows) > limit else None
         return Page(items=page, next_cursor=nxt)
 
     async def append_event(

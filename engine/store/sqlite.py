@@ -94,6 +94,7 @@ from .base import (
     InvocationSummary,
     Lease,
     Page,
+    SessionOrder,
     SessionSummary,
     import_record,
     index_effects,
@@ -290,7 +291,15 @@ def _migrate_3(conn: sqlite3.Connection) -> None:
             _insert_audit(conn, session_id, seq, p)
 
 
-_MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_1, _migrate_2, _migrate_3]
+def _migrate_4(conn: sqlite3.Connection) -> None:
+    """v3 -> v4: the triage order (oldest open interrupt first) of the sessions list."""
+    conn.execute(
+        "CREATE INDEX IF NOT EXISTS sessions_by_oldest_open ON sessions(oldest_open_at, id)"
+        " WHERE oldest_open_at IS NOT NULL"
+    )
+
+
+_MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_1, _migrate_2, _migrate_3, _migrate_4]
 """``_MIGRATIONS[i]`` upgrades schema version ``i`` to ``i + 1``. Append only."""
 
 SCHEMA_VERSION = len(_MIGRATIONS)
@@ -1296,6 +1305,7 @@ class SQLiteStore:
         updated_after: float | None = None,
         limit: int = 50,
         cursor: str | None = None,
+        order: SessionOrder = "updated",
     ) -> Page[SessionSummary]:
         if limit < 1:
             raise ValueError(f"limit must be at least 1, not {limit}")
@@ -1314,20 +1324,29 @@ class SQLiteStore:
         if updated_after is not None:
             where.append("updated_at > ?")
             params.append(updated_after)
+        oldest = order == "oldest_open"
+        if oldest:
+            where.append("oldest_open_at IS NOT NULL")
         if cursor:
             ts, sid = _decode_cursor(cursor, (float, str))
-            # Keyset: rows after (ts, sid) in (updated_at DESC, id) order. The first
-            # term is a plain range on the index, the second resolves ties.
-            where.append("updated_at <= ? AND (updated_at < ? OR id > ?)")
+            # Keyset: rows after (ts, sid) in index order. The first term is a
+            # plain range on the index, the second resolves ties.
+            if oldest:
+                where.append("oldest_open_at >= ? AND (oldest_open_at > ? OR id > ?)")
+            else:
+                where.append("updated_at <= ? AND (updated_at < ? OR id > ?)")
             params += [ts, ts, sid]
         sql = f"SELECT {_SUMMARY_COLS} FROM sessions"
         if where:
             sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY updated_at DESC, id LIMIT ?"
+        sql += " ORDER BY oldest_open_at, id LIMIT ?" if oldest else " ORDER BY updated_at DESC, id LIMIT ?"
         params.append(limit + 1)
         rows = await self._call(_list_sessions, sql, params)
         page = rows[:limit]
-        nxt = _encode_cursor(page[-1].updated_at, page[-1].id) if len(rows) > limit else None
+        nxt = None
+        if len(rows) > limit:
+            last = page[-1]
+            nxt = _encode_cursor(last.oldest_open_at if oldest else last.updated_at, last.id)
         return Page(items=page, next_cursor=nxt)
 
     # ---------------------------------------------------------------- events

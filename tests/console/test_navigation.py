@@ -331,3 +331,19 @@ async def test_event_log_is_virtual():
         cached = sum(len(p) for p in log._pages.values())
         assert cached <= 2 * log.PAGE
         assert "m0" in details_text(app)
+
+
+async def test_sort_by_oldest_open_interrupt_pages_from_the_store(store):
+    """`o` asks the store for the triage order: waiting sessions only, the one
+    with the oldest open interrupt first (not a re-sort of loaded rows)."""
+    app = make_app(store)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("o")
+        await settle(pilot)
+        screen = app.screen
+        shown = [r.id for r in screen.rows]
+        expected = [r.id for r in (await store.list_sessions(order="oldest_open", limit=500)).items]
+        assert shown == expected and shown
+        ages = [r.oldest_open_at for r in screen.rows]
+        assert ages == sorted(ages)

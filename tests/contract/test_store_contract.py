@@ -466,6 +466,47 @@ def test_list_sessions_keyset_pagination_returns_every_row_once(
     run(body())
 
 
+@given(
+    stamps=st.lists(st.sampled_from([100.0, 200.0, 300.0, None]), min_size=0, max_size=12),
+    page=st.integers(1, 5),
+)
+@settings(HYPO)
+@pytest.mark.parametrize("kind", KINDS)
+def test_list_sessions_triage_order_oldest_open_interrupt_first(
+    kind: str, tmp_path_factory: pytest.TempPathFactory, stamps: list[float | None], page: int
+) -> None:
+    """order="oldest_open": only sessions with open interrupts, oldest open
+    interrupt first (ties by id), keyset-paginated without repeats or gaps."""
+
+    async def body() -> None:
+        store = await open_store(kind, tmp_path_factory.mktemp("o"))
+        try:
+            expected: list[tuple[float, str]] = []
+            for i, ts in enumerate(stamps):
+                sid = f"s{i:02d}"
+                if ts is None:
+                    await store.create_session("app", "u", sid)
+                else:
+                    await waiting_session(store, f"q{i}", session_id=sid, ts=ts)
+                    expected.append((ts, sid))
+            seen: list[str] = []
+            cursor = None
+            for _ in range(len(stamps) + 2):
+                p = await store.list_sessions(limit=page, cursor=cursor, order="oldest_open")
+                seen += [r.id for r in p.items]
+                assert all(r.open_interrupts > 0 for r in p.items)
+                cursor = p.next_cursor
+                if cursor is None:
+                    break
+            else:
+                pytest.fail("pagination did not end")
+            assert seen == [sid for _, sid in sorted(expected)]
+        finally:
+            await store.close()
+
+    run(body())
+
+
 # ---------------------------------------------------------------------- the inbox
 
 

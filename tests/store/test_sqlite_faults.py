@@ -199,9 +199,10 @@ async def test_empty_file_is_initialised(tmp_path: Path) -> None:
 
 def _downgrade_to_v1(path: Path) -> None:
     """Turn a current file into what schema version 1 wrote: no summary columns
-    on sessions and none of their indexes (what migration 2 adds)."""
+    on sessions and none of their indexes (what migrations 2 and 4 add)."""
     conn = _raw(path)
-    for index in ("sessions_by_updated", "sessions_by_status", "sessions_by_app", "sessions_by_user"):
+    indexes = ("sessions_by_updated", "sessions_by_status", "sessions_by_app", "sessions_by_user")
+    for index in (*indexes, "sessions_by_oldest_open"):
         conn.execute(f"DROP INDEX {index}")
     for column in ("status", "open_interrupts", "oldest_open_at", "last_event_at", "event_count", "invocation_count"):
         conn.execute(f"ALTER TABLE sessions DROP COLUMN {column}")
