@@ -53,7 +53,7 @@ import click
 
 from engine import Content, Event, HitlError, Projection, cancel_invocation, project
 from engine.apps import AppRegistry
-from engine.errors import InvocationNotFoundError, ReadOnlyError
+from engine.errors import InvocationNotFoundError, ReadOnlyError, SchemaUpgradeNeeded
 from engine.liveness import INTERRUPTED, InvocationHealth, interrupted_invocations, session_health
 from engine.models import NodeStatus
 from engine.projection import NodeRun
@@ -244,9 +244,18 @@ async def open_store(*, write: bool) -> AsyncIterator[SessionStore]:
     opts = _opts()
     # inline: the CLI has no UI to keep responsive, so SQL runs on its loop thread (faster appends)
     timeout = 5.0 if opts.busy_timeout is None else opts.busy_timeout
-    store = await SQLiteStore.open(
-        opts.db_path(), read_only=opts.read_only or not write, inline=True, busy_timeout=timeout
-    )
+    try:
+        store = await SQLiteStore.open(
+            opts.db_path(), read_only=opts.read_only or not write, inline=True, busy_timeout=timeout
+        )
+    except SchemaUpgradeNeeded:
+        if opts.read_only:
+            raise
+        # A read command on a store written by an older hitl: upgrade it once (the
+        # writer migrates on open), then read as asked. --read-only never writes.
+        click.echo(f"upgrading {opts.db_path()} to this version's schema ...", err=True)
+        await (await SQLiteStore.open(opts.db_path(), inline=True, busy_timeout=timeout)).close()
+        store = await SQLiteStore.open(opts.db_path(), read_only=True, inline=True, busy_timeout=timeout)
     try:
         yield store
     finally:

@@ -173,6 +173,10 @@ class StoreError(HitlError):
     """The store cannot be used (missing, read-only, locked, newer schema...)."""
 
 
+class SchemaUpgradeNeeded(StoreError):
+    """A read-only open of a file with an older schema: a writer must upgrade it first."""
+
+
 class ConflictError(StoreError):
     """Another writer appended first; re-read and retry is the caller's choice."""
 

@@ -82,6 +82,7 @@ from ..errors import (
     InvocationBusyError,
     LeaseLostError,
     ReadOnlyError,
+    SchemaUpgradeNeeded,
     SessionNotFoundError,
     StoreError,
     StoreFullError,
@@ -377,7 +378,7 @@ def _check_file(info: _FileInfo, path: Path, read_only: bool) -> None:
     if read_only and info.version < SCHEMA_VERSION:
         if info.version == 0:
             raise StoreError(f"{path} is an empty database, not a hitl-console store yet; open it without --read-only")
-        raise StoreError(
+        raise SchemaUpgradeNeeded(
             f"the database {path} has schema version {info.version}, older than this hitl-console's "
             f"{SCHEMA_VERSION}; open it once without --read-only to upgrade it in place"
         )
