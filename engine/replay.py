@@ -12,6 +12,7 @@ that many events. Nothing here writes: replay is read-only by construction.
 from __future__ import annotations
 
 import bisect
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -221,7 +222,7 @@ def _itr_state(itr: Any) -> str | None:
     if itr is None:
         return None
     if itr.resolved:
-        return f"answered: {itr.response!r}"
+        return f"answered: {json.dumps(itr.response, default=str, ensure_ascii=False)}"
     if itr.cancelled:
         return "cancelled"
     return "open"

@@ -118,6 +118,6 @@ async def test_diff_between_two_positions():
     b = r.projection_at(first_answer + 12)
     rows = {(row.area, row.key): (row.before, row.after) for row in diff(a, b)}
     assert rows[("node", "wf@1/gate@1 status")] == ("WAITING", "COMPLETED")
-    assert rows[("interrupt", "gate-1")] == ("open", "answered: 'bad'")
+    assert rows[("interrupt", "gate-1")] == ("open", 'answered: "bad"')
     assert rows[("node", "wf@1/deploy@2")][1].startswith("new run")
     assert rows[("state", "n")] == (1, 2)
