@@ -1,0 +1,310 @@
+"""What the response editor shows around the editors: the dry run, the command, the outcome.
+
+Rendering only. The dry run is :func:`engine.resume.plan_resume` (the very
+function behind ``hitl resume --dry-run``); before/after is
+:func:`engine.replay.diff` of two projections. The one thing computed here is
+:func:`downstream`, which reads the workflow graph (when the app's code can be
+imported) to say which nodes an auto-completion makes runnable -- the event log
+alone does not know the graph.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from engine.models import NodeStatus, leaf_name, parent_path, split_path
+from engine.nodes import BaseNode, JoinNode
+from engine.projection import Projection
+from engine.redact import mask
+from engine.replay import DiffRow
+from engine.resume import ResumePlan
+from engine.workflow import ANY_ROUTE, Workflow
+
+from .format import STATUS_ICON, short
+
+EFFECT_STYLE = {
+    "auto-complete": "green",
+    "re-execute": "bold cyan",
+    "keep waiting": "yellow",
+    "re-run": "bold cyan",
+}
+
+
+# ------------------------------------------------------------------ commands
+def resume_command(
+    session_id: str,
+    answers: dict[str, Any],
+    invocation_id: str | None = None,
+    *,
+    operator: str | None = None,
+    reason: str | None = None,
+    dry_run: bool = False,
+) -> str:
+    """The ``hitl resume`` command that sends exactly these answers (shell-quoted, copyable)."""
+    parts = ["hitl", "resume", session_id]
+    parts += [f"{i}={json.dumps(v, ensure_ascii=False, separators=(',', ':'))}" for i, v in answers.items()]
+    if invocation_id:
+        parts += ["--invocation", invocation_id]
+    if dry_run:
+        parts.append("--dry-run")
+    if operator:
+        parts += ["--operator", operator]
+    if reason:
+        parts += ["--reason", reason]
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def write_command(
+    kind: str, session_id: str, invocation_id: str, *, operator: str | None, reason: str | None, ack: bool = False
+) -> str:
+    """``hitl redrive`` / ``hitl cancel`` with the same operator, reason and acknowledgement."""
+    parts = ["hitl", kind, session_id, invocation_id]
+    if ack:
+        parts.append("--ack-in-doubt")
+    if operator:
+        parts += ["--operator", operator]
+    if reason:
+        parts += ["--reason", reason]
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+# ------------------------------------------------------------------ downstream
+def _container(root: BaseNode, path: str) -> Workflow | None:
+    """The Workflow object that runs the node at ``path`` (None: a dynamic child, unknown code)."""
+    segments = [name for name, _ in split_path(path)]
+    node: BaseNode = root
+    if not segments or segments[0] != root.name:
+        return None
+    for name in segments[1:-1]:
+        if not isinstance(node, Workflow) or name not in node.nodes:
+            return None
+        node = node.nodes[name]
+    return node if isinstance(node, Workflow) and segments[-1] in node.nodes else None
+
+
+def downstream(plan: ResumePlan, after: Projection, root: BaseNode) -> list[str]:
+    """What each auto-completed node makes runnable in this turn, one line each:
+    ``pay runs (after approvals)``, ``approvals (join) waits for risk_approval``,
+    ``decide runs if route is 'ok'``. Uses the workflow graph of ``root``."""
+    inv = plan.invocation_id
+    lines: list[str] = []
+    for change in plan.changes:
+        if change.effect != "auto-complete":
+            continue
+        wf = _container(root, change.path)
+        name = leaf_name(change.path)
+        parent = parent_path(change.path)
+        if wf is None:
+            if parent is not None:
+                lines.append(f"{name}: its caller {leaf_name(parent)} re-executes and receives the answer")
+            continue
+        for dst, route in wf.succ.get(name, []):
+            node = wf.nodes.get(dst)
+            when = "" if route is ANY_ROUTE else f" if the route is {route!r}"
+            if isinstance(node, JoinNode):
+                missing = [
+                    p
+                    for p in wf.preds.get(dst, [])
+                    if (r := after.latest_run(inv, parent, p)) is None or r.status is not NodeStatus.COMPLETED
+                ]
+                if missing:
+                    lines.append(f"{dst} (join) waits for {', '.join(missing)}")
+                else:
+                    lines.append(f"{dst} (join) runs{when}: every branch is complete")
+            else:
+                lines.append(f"{dst} runs{when}, with {name}'s output")
+        if not wf.succ.get(name):
+            lines.append(f"{name} is a last node: {leaf_name(parent or '') or 'the workflow'} can complete")
+    return list(dict.fromkeys(lines))
+
+
+# ------------------------------------------------------------------ preview
+@dataclass
+class Preview:
+    """A dry run as the editor shows it."""
+
+    plan: ResumePlan | None = None
+    error: str | None = None
+    """Why the engine would reject these answers now (nothing is written either way)."""
+    downstream: list[str] = field(default_factory=list)
+    downstream_note: str | None = None
+    """Why downstream nodes are not listed (the app's code is not importable)."""
+    command: str = ""
+
+
+def preview_renderable(preview: Preview | None, *, stale: bool = False) -> RenderableType:
+    """The dry run: what resolves, each node's before -> after and effect, what
+    becomes runnable, side-effect warnings, what stays open, and the command."""
+    if preview is None:
+        return Text("Dry run: waiting for valid answers…", "dim")
+    parts: list[RenderableType] = []
+    title = Text("Dry run", "bold")
+    title.append(" · nothing is written" + (" · updating…" if stale else ""), "dim")
+    parts.append(title)
+    if preview.error:
+        parts.append(Text(f"✗ {preview.error}", "bold red"))
+    plan = preview.plan
+    if plan is not None:
+        t = Table.grid(padding=(0, 1))
+        t.add_column(style="dim", no_wrap=True)
+        t.add_column(overflow="fold")
+        t.add_row("resolves", ", ".join(plan.resolves))
+        parts.append(t)
+        for c in plan.changes:
+            line = Text("  ")
+            line.append(f"{STATUS_ICON[c.before.value]} {c.before.value} → {STATUS_ICON[c.after.value]} {c.after.value}")
+            line.append("  ")
+            line.append(c.effect, EFFECT_STYLE.get(c.effect, ""))
+            if c.effect == "auto-complete":
+                line.append(f" → {short(mask(c.output), 40)}", "dim")
+            if c.still_open:
+                line.append(f" (waits for {', '.join(c.still_open)})", "dim")
+            parts.append(Text(c.path, "bold"))
+            parts.append(line)
+        if preview.downstream:
+            parts.append(Text("then", "dim"))
+            parts.extend(Text(f"  {line}") for line in preview.downstream)
+        elif preview.downstream_note:
+            parts.append(Text(preview.downstream_note, "dim"))
+        if plan.runs_anything:
+            parts.append(Text("→ the invocation re-executes now (re-executed nodes keep their run ids)", "cyan"))
+        else:
+            parts.append(Text("→ nothing runs: every answered node keeps waiting for its other ids", "bold yellow"))
+        for w in plan.side_effect_warnings:
+            parts.append(Text(f"⚠ {w}", "yellow"))
+        still = ", ".join(plan.still_open) if plan.still_open else "none: every id is answered"
+        parts.append(Text.assemble(("still open ", "dim"), still))
+    if preview.command:
+        parts.append(Text("same from a shell (ctrl+o copies):", "dim"))
+        parts.append(Text(f"$ {preview.command}", "bold"))
+    return Group(*parts)
+
+
+# ------------------------------------------------------------------ outcome
+@dataclass
+class Outcome:
+    """What a write did (answer, re-drive, cancel), for the before/after view."""
+
+    kind: str
+    """``answer``, ``redrive`` or ``cancel``."""
+    session_id: str
+    invocation_id: str
+    operator: str | None
+    reason: str | None
+    events: int = 0
+    """Events this write appended (0: nothing was written)."""
+    rows: list[DiffRow] = field(default_factory=list)
+    status_before: NodeStatus | None = None
+    status_after: NodeStatus | None = None
+    still_open: list[str] = field(default_factory=list)
+    error: str | None = None
+    error_kind: str | None = None
+    """``rejected`` / ``conflict`` (nothing written), ``failed`` (a node failed:
+    written, the invocation is FAILED) or ``interrupted`` (stopped mid-run)."""
+    answered: list[str] = field(default_factory=list)
+    command: str = ""
+
+    @property
+    def written(self) -> bool:
+        return self.events > 0
+
+    @property
+    def nothing_ran(self) -> bool:
+        """An answer was stored and no node ran (a partial answer to a leaf)."""
+        return self.kind == "answer" and self.events == 1 and self.error is None
+
+
+def _value(v: Any) -> str:
+    return "-" if v is None else short(mask(v), 48)
+
+
+def outcome_renderable(o: Outcome) -> RenderableType:
+    """Before/after: flags first (nothing ran, failed, interrupted), then node
+    statuses, outputs, re-executions and new runs, interrupts, session state."""
+    parts: list[RenderableType] = []
+    verb = {"answer": "Answered", "redrive": "Re-drove", "cancel": "Cancelled"}[o.kind]
+    head = Text(f"{verb} ", "bold")
+    head.append(", ".join(o.answered) if o.answered else f"invocation {o.invocation_id}")
+    who = f" by {o.operator}" if o.operator else ""
+    why = f" ({o.reason})" if o.reason else ""
+    head.append(f"{who}{why}", "dim")
+    head.append(" ")
+    parts.append(head)
+    before = o.status_before.value if o.status_before else "-"
+    after = o.status_after.value if o.status_after else "-"
+    parts.append(
+        Text.assemble(
+            ("invocation ", "dim"),
+            o.invocation_id,
+            ("  ", ""),
+            (f"{STATUS_ICON.get(before, '')} {before} → {STATUS_ICON.get(after, '')} {after}", "bold"),
+            (f"  · {o.events} event{'s' if o.events != 1 else ''} written", "dim"),
+        )
+    )
+    if o.nothing_ran:
+        open_ids = ", ".join(o.still_open) or "-"
+        parts.append(
+            Text(f"⚠ Answered, but nothing ran: the answered node keeps waiting for {open_ids}.", "bold yellow")
+        )
+    if o.error:
+        style = "bold red" if o.error_kind in ("failed", "interrupted") else "bold yellow"
+        parts.append(Text(f"✗ {o.error}", style))
+    nodes = [r for r in o.rows if r.area == "node"]
+    itrs = [r for r in o.rows if r.area == "interrupt"]
+    state = [r for r in o.rows if r.area == "state"]
+    parts.append(_rows_table("node runs", nodes, executions=True))
+    if itrs:
+        parts.append(_rows_table("interrupts", itrs))
+    parts.append(_rows_table("session state", state) if state else Text("session state  unchanged", "dim"))
+    if o.still_open and not o.nothing_ran:
+        parts.append(Text.assemble(("still open  ", "dim"), ", ".join(o.still_open)))
+    if o.command:
+        parts.append(Text.assemble(("same from a shell: ", "dim"), (f"$ {o.command}", "bold")))
+    return Group(*parts)
+
+
+def _rows_table(title: str, rows: Iterable[DiffRow], *, executions: bool = False) -> RenderableType:
+    rows = list(rows)
+    t = Table(box=None, padding=(0, 1), show_header=True, header_style="dim", expand=True, title_justify="left")
+    t.title = title
+    t.title_style = "bold"
+    t.add_column("what", overflow="fold", ratio=3)
+    t.add_column("before", overflow="fold", ratio=2)
+    t.add_column("after", overflow="fold", ratio=2)
+    if not rows:
+        t.add_row(Text("no change", "dim"), "", "")
+    for r in rows:
+        label = Text(r.key)
+        after = Text(_value(r.after))
+        before = _value(r.before)
+        if r.key.endswith(" executions") and executions:
+            label = Text(r.key.removesuffix(" executions"))
+            label.append(" re-executed ↻ same run id", "cyan")
+            before, after = f"ran {r.before}×", Text(f"ran {r.after}×", "cyan")
+        elif r.before is None and isinstance(r.after, str) and r.after.startswith("new run"):
+            after = Text(r.after, "bold cyan")
+        elif r.key.endswith(" status"):
+            after.stylize("bold")
+        t.add_row(label, before, after)
+    return t
+
+
+def selection_summary(selected: list[str], open_ids: list[str]) -> Text:
+    """``● 2 selected: a, b · stays open: c`` -- what the message would answer and what not."""
+    chosen = [i for i in open_ids if i in selected]
+    rest = [i for i in open_ids if i not in selected]
+    t = Text()
+    t.append(f"● {len(chosen)} of {len(open_ids)} open selected", "bold")
+    if chosen:
+        t.append(f": {short(', '.join(chosen), 60)}")
+    t.append("  ·  stays open: ", "dim")
+    t.append(short(", ".join(rest), 60) if rest else "none", "yellow" if rest else "dim")
+    return t
