@@ -9,7 +9,7 @@ names the headless ``hitl`` command that does the same thing, so a runbook can
 repeat what an operator did.
 
 ``screen`` says where an action is bound: ``app`` (everywhere), a screen
-(``sessions``, ``inbox``, ``session``) or a widget (``log``). ``writes=True``
+(``sessions``, ``inbox``, ``session``, ``answer``) or a widget (``log``). ``writes=True``
 marks actions that append to the store; ``--read-only`` disables all of them.
 ``ready=False`` marks placeholders for actions that land with a later issue:
 they are listed (so the vocabulary is stable) and say so when used.
@@ -64,6 +64,9 @@ class Action:
     ready: bool = True
     """False: a placeholder for a later issue."""
     key_display: str | None = None
+    priority: bool = False
+    """Bound with priority: the key reaches the screen before the focused widget
+    (``space`` on the session screen, which the tree would otherwise take)."""
 
     @property
     def screens(self) -> tuple[str, ...]:
@@ -97,6 +100,7 @@ class Action:
             id=self.id,
             key_display=self.key_display,
             tooltip=self.description,
+            priority=self.priority,
         )
 
 
@@ -150,9 +154,19 @@ ACTIONS: tuple[Action, ...] = (
            cli="hitl show {session_id} --invocation {invocation_id}"),
     Action("inbox.refresh", "r", "Refresh", "Reload the inbox now", "inbox", "refresh", show=False,
            cli="hitl inbox"),
-    Action("interrupts.answer", "a", "Answer", "Answer open interrupt ids (several at once)", ("inbox", "session"),
-           "answer",
-           cli="hitl resume {session_id} {interrupt_id}=JSON --invocation {invocation_id}", writes=True, ready=False),
+    # Selecting ids and answering them: part of the write flow, so --read-only disables them too.
+    Action("interrupts.toggle", "space", "Select", "Select / unselect the open ids of this node (or inbox row)",
+           ("inbox", "session"), "toggle_interrupt", cli="hitl resume {session_id} {interrupt_id}=JSON",
+           writes=True, show=False, priority=True),
+    Action("interrupts.select_node", "a", "Node ids", "Select every open id of this node (and of nodes below it)",
+           ("inbox", "session"), "select_node", cli="hitl resume {session_id} {interrupt_id}=JSON",
+           writes=True, show=False),
+    Action("interrupts.select_all", "A", "All ids", "Select every open id of this invocation", ("inbox", "session"),
+           "select_invocation", cli="hitl resume {session_id} {interrupt_id}=JSON --invocation {invocation_id}",
+           writes=True, show=False),
+    Action("interrupts.answer", "e", "Answer", "Answer the selected ids (else this node's) in the response editor",
+           ("inbox", "session"), "answer",
+           cli="hitl resume {session_id} {interrupt_id}=JSON --invocation {invocation_id}", writes=True),
     # --------------------------------------------------------------- session
     Action("tree.next_waiting", "n", "Next", "Move to the next WAITING node", "session", "next_waiting",
            cli="hitl show {session_id} --invocation {invocation_id}"),
@@ -166,15 +180,30 @@ ACTIONS: tuple[Action, ...] = (
            "pick_invocation", cli="hitl show {session_id} --invocation {invocation_id}"),
     Action("session.refresh", "r", "Reload", "Reload the session from the store", "session", "reload", show=False,
            cli="hitl show {session_id}"),
-    Action("invocation.redrive", "R", "Re-drive", "Re-drive the failed invocation", "session", "redrive",
-           cli="hitl redrive {session_id} {invocation_id}", writes=True, ready=False),
-    Action("invocation.cancel", "X", "Cancel", "Cancel the invocation (closes its open interrupts)", "session",
-           "cancel", cli="hitl cancel {session_id} {invocation_id}", writes=True, ready=False),
+    Action("invocation.redrive", "R", "Re-drive", "Re-drive the failed or interrupted invocation (asks first)",
+           "session", "redrive", cli="hitl redrive {session_id} {invocation_id}", writes=True),
+    Action("invocation.cancel", "X", "Cancel", "Cancel the invocation with a reason (closes its open interrupts)",
+           "session", "cancel", cli="hitl cancel {session_id} {invocation_id} --reason TEXT", writes=True),
     # ------------------------------------------------------------------- log
     Action("log.first", "g", "First", "Jump to the first event", "log", "first", show=False,
            cli="hitl events {session_id}"),
     Action("log.last", "G", "Last", "Jump to the latest event", "log", "last", show=False,
            cli="hitl events {session_id} --tail"),
+    # ---------------------------------------------------------------- answer
+    # The response editor (console.screens.answer). Its text areas take printable
+    # keys, so only ctrl keys reach these while an answer is being typed.
+    Action("answer.submit", "ctrl+s", "Submit", "Submit the answers as one message (asks operator and reason)",
+           "answer", "submit", cli="hitl resume {session_id} {answers} --invocation {invocation_id}", writes=True),
+    Action("answer.toggle", "space", "Select", "Select / unselect the highlighted id", "answer", "toggle_highlighted",
+           cli="hitl resume {session_id} {interrupt_id}=JSON", writes=True, show=False),
+    Action("answer.node", "a", "Node ids", "Select every open id of the highlighted id's node", "answer",
+           "select_node", cli="hitl resume {session_id} {interrupt_id}=JSON", writes=True, show=False),
+    Action("answer.all", "A", "All ids", "Select every open id of the invocation", "answer", "select_all",
+           cli="hitl resume {session_id} {answers} --invocation {invocation_id}", writes=True, show=False),
+    Action("answer.reload", "ctrl+r", "Reload", "Reload the open ids from the store and re-apply the answers",
+           "answer", "reload", cli="hitl show {session_id} --invocation {invocation_id}"),
+    Action("answer.copy", "ctrl+o", "Copy cmd", "Copy the equivalent hitl resume command", "answer", "copy_command",
+           cli="hitl resume {session_id} {answers} --invocation {invocation_id}", writes=True),
     # ---------------------------------------------------------------- replay
     # Read-only by construction: nothing bound on the replay screen writes.
     Action("replay.open", "t", "Replay", "Replay this session's history, event by event", "session", "open_replay",

@@ -238,9 +238,9 @@ class HitlApp(App[None]):
         screen = self.screen
         if isinstance(screen, HelpScreen):
             return
-        by_screen = {s: for_screen(s) for s in ("app", "sessions", "inbox", "session", "log", "replay")}
+        by_screen = {s: for_screen(s) for s in ("app", "sessions", "inbox", "session", "log", "replay", "answer")}
         areas = (*screen.HELP_AREAS, "app") if isinstance(screen, HitlScreen) else ("app",)
-        title = {"sessions": "Sessions", "inbox": "Inbox", "session": "Session", "replay": "Replay"}.get(
+        title = {"sessions": "Sessions", "inbox": "Inbox", "session": "Session", "replay": "Replay", "answer": "Answer"}.get(
             getattr(screen, "AREA", ""), "Console"
         )
         self.push_screen(HelpScreen(title, sections_for(areas, by_screen), read_only=self.read_only))

@@ -21,6 +21,7 @@ from engine.store.base import InterruptRecord
 from ..actions import bindings
 from ..messages import InboxLoaded, StoreFailed
 from ..widgets.format import age, short
+from .answer import InboxAnswering
 from .base import HitlScreen
 from .loaders import one_line
 
@@ -44,7 +45,9 @@ def asks(rec: InterruptRecord) -> str:
     return rec.name + (f": {rec.message}" if rec.message else "")
 
 
-class InboxScreen(HitlScreen):
+class InboxScreen(InboxAnswering, HitlScreen):
+    """Selecting ids and answering them comes from :class:`InboxAnswering`."""
+
     AREA = "inbox"
     HELP_AREAS = ("inbox",)
     BINDINGS: ClassVar[list[Binding]] = bindings("inbox")
@@ -131,7 +134,7 @@ class InboxScreen(HitlScreen):
     def _cells(self, r: InterruptRecord, now: float) -> list[Text | str]:
         return [
             Text(age(now, r.raised_at), justify="right"),
-            r.interrupt_id,
+            self.interrupt_cell(r),
             r.session_id,
             short(asks(r), 32),
             r.path,
@@ -158,7 +161,7 @@ class InboxScreen(HitlScreen):
         more = " · more below ↓" if self.next_cursor else ""
         scope = f"app={self.app_name}" if self.app_name else "all apps"
         self.query_one("#inbox-info", Static).update(
-            f" open interrupts, oldest first · {scope} · {len(self.rows):,} shown{more}"
+            f" open interrupts, oldest first · {scope} · {len(self.rows):,} shown{more}{self.picked_summary()}"
         )
         empty = not self.rows
         self.query_one("#inbox-empty", Static).set_class(not empty, "-hidden")
@@ -205,15 +208,3 @@ class InboxScreen(HitlScreen):
 
     def action_refresh(self) -> None:
         self.reload(limit=min(max(len(self.rows), PAGE), REFRESH_CAP))
-
-    def can_answer(self) -> bool:
-        return self.selected is not None
-
-    def action_answer(self) -> None:
-        self.hitl.not_ready("interrupts.answer", self._cli_context())
-
-    def _cli_context(self) -> dict[str, str]:
-        rec = self.selected
-        if rec is None:
-            return {}
-        return {"session_id": rec.session_id, "invocation_id": rec.invocation_id, "interrupt_id": rec.interrupt_id}

@@ -31,7 +31,7 @@ from textual.containers import Horizontal
 from textual.widgets import Footer, Static, Tree
 
 from engine.errors import SessionNotFoundError
-from engine.models import NodeStatus, parent_path
+from engine.models import parent_path
 from engine.projection import Projection
 from engine.store.base import InvocationSummary
 
@@ -50,6 +50,7 @@ from ..widgets.details import Details, event_details, invocation_details, node_d
 from ..widgets.event_log import EventLog, corrupt_line, log_line
 from ..widgets.format import STATUS_ICON, short_id
 from ..widgets.node_tree import FOLD, NodeTree
+from .answer import SessionAnswering
 from .base import HitlScreen
 from .loaders import CHUNK, focus_path, load_history, load_view, one_line, read_events
 
@@ -57,7 +58,9 @@ HISTORY_DELAY = 0.2
 """Seconds after the first drawing before earlier loop runs are folded in."""
 
 
-class SessionScreen(HitlScreen):
+class SessionScreen(SessionAnswering, HitlScreen):
+    """Answering (select ids, editor, re-drive, cancel) comes from :class:`SessionAnswering`."""
+
     AREA = "session"
     HELP_AREAS = ("session", "log")
     BINDINGS: ClassVar[list[Binding]] = bindings("session")
@@ -88,6 +91,7 @@ class SessionScreen(HitlScreen):
         yield self.compose_title(f"hitl ▸ Session {self.session_id}")
         yield Static("loading…", id="session-info", classes="infoline")
         yield Static("", id="banner", classes="banner -hidden")
+        yield Static("", id="answer-bar", classes="answer-bar -hidden")
         with Horizontal(id="session-top"):
             yield NodeTree(id="tree")
             yield Details(id="details")
@@ -422,6 +426,10 @@ class SessionScreen(HitlScreen):
         if self.follow:
             parts.append("[reverse] FOLLOW [/]")
         self.query_one("#session-info", Static).update(" · ".join(parts))
+        self.render_selection()
+
+    def on_back(self) -> bool:
+        return self.clear_selection()  # esc clears a selection of ids before it leaves
 
     # ------------------------------------------------------------ actions
     def can_next_waiting(self) -> bool:
@@ -478,36 +486,6 @@ class SessionScreen(HitlScreen):
 
         seq = self.log_widget.cursor_seq if self.detail_mode == "event" else None
         self.app.push_screen(ReplayScreen(ReplaySource(session_id=self.session_id, at_seq=seq)))
-
-    def _root_status(self) -> NodeStatus | None:
-        return self.proj.invocation_status(self.invocation_id) if self.invocation_id else None
-
-    def can_answer(self) -> bool:
-        return bool(self.invocation_id and self.proj.open_interrupts(self.invocation_id))
-
-    def can_redrive(self) -> bool:
-        return self._root_status() in (NodeStatus.FAILED, NodeStatus.CANCELLED)
-
-    def can_cancel(self) -> bool:
-        status = self._root_status()
-        return status is not None and (not status.is_final or status is NodeStatus.FAILED)
-
-    def _cli_context(self) -> dict[str, str]:
-        ctx = {"session_id": self.session_id, "invocation_id": self.invocation_id or "INVOCATION"}
-        path = self.tree.cursor_path
-        run = self.proj.get(self.invocation_id, path) if self.invocation_id and path else None
-        if run is not None and run.own_pending:
-            ctx["interrupt_id"] = run.own_pending[0]
-        return ctx
-
-    def action_answer(self) -> None:
-        self.hitl.not_ready("interrupts.answer", self._cli_context())
-
-    def action_redrive(self) -> None:
-        self.hitl.not_ready("invocation.redrive", self._cli_context())
-
-    def action_cancel(self) -> None:
-        self.hitl.not_ready("invocation.cancel", self._cli_context())
 
 
 def _latest_run(proj: Projection, invocation_id: str, paths: Iterable[str]) -> str | None:

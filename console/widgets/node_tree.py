@@ -98,6 +98,7 @@ class NodeTree(Tree[str]):
         "nodetree--detail",
         "nodetree--resumed",
         "nodetree--fold",
+        "nodetree--marked",
     }
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
@@ -110,6 +111,8 @@ class NodeTree(Tree[str]):
         self._folds: dict[str, list[str]] = {}
         """fold node data -> paths not yet created under it."""
         self._styles: dict[str, Style] | None = None
+        self.marked: set[str] = set()
+        """Runs whose open ids are selected for answering: their labels start with ``●``."""
         self._order_cache: tuple[tuple[int, int, str | None], list[str], dict[str, int]] | None = None
 
     # ------------------------------------------------------------ styles
@@ -123,6 +126,7 @@ class NodeTree(Tree[str]):
                 detail=get("nodetree--detail", partial=True),
                 resumed=get("nodetree--resumed", partial=True),
                 fold=get("nodetree--fold", partial=True),
+                marked=get("nodetree--marked", partial=True),
             )
             self._styles = m
         return self._styles
@@ -154,7 +158,7 @@ class NodeTree(Tree[str]):
     def _add_subtree(self, parent: TreeNode[str], run: NodeRun, collapsed: set[str] | frozenset[str] = frozenset()) -> TreeNode[str]:
         assert self.proj is not None
         node = parent.add(
-            run_label(run, self.proj, self.styles_map),
+            self._label(run),
             data=run.path,
             expand=run.path not in collapsed,
             allow_expand=bool(run.children) or run.is_container,
@@ -172,6 +176,25 @@ class NodeTree(Tree[str]):
             if c is not None:
                 self._add_subtree(node, c, collapsed)
         return node
+
+    def _label(self, run: NodeRun) -> Text:
+        assert self.proj is not None
+        label = run_label(run, self.proj, self.styles_map)
+        if run.path in self.marked:
+            label = Text("● ", self.styles_map.get("marked", Style())) + label
+        return label
+
+    def set_marked(self, paths: set[str]) -> None:
+        """Mark these runs (selected ids) and relabel only the runs whose mark changed."""
+        changed = paths ^ self.marked
+        self.marked = set(paths)
+        if not changed or self.proj is None or self.invocation_id is None:
+            return
+        for path in changed:
+            node = self._by_path.get(path)
+            run = self.proj.get(self.invocation_id, path)
+            if node is not None and run is not None:
+                node.set_label(self._label(run))
 
     def _fold_label(self, n: int) -> Text:
         return Text(f"⋯ {n:,} earlier runs (expand to list)", self.styles_map["fold"])
@@ -204,7 +227,7 @@ class NodeTree(Tree[str]):
                 continue
             node = self._by_path.get(path)
             if node is not None:
-                node.set_label(run_label(run, proj, self.styles_map))
+                node.set_label(self._label(run))
                 if run.children and not node.allow_expand:
                     node.allow_expand = True
                 continue

@@ -187,7 +187,8 @@ async def test_palette_offers_only_what_applies(store):
         offered = {a.id for a, _ in app.applicable_actions(app.screen)}
         assert {"tree.next_waiting", "tree.follow", "log.last", "inbox.show", "app.help"} <= offered
         assert "session.invocations" not in offered  # one invocation only
-        assert "invocation.redrive" not in offered  # waiting, not failed; and not ready yet
+        assert "invocation.redrive" not in offered  # waiting, not failed
+        assert {"interrupts.answer", "invocation.cancel"} <= offered
         assert "sessions.open" not in offered  # another screen's action
         await pilot.press("escape")
         await settle(pilot)
@@ -231,16 +232,26 @@ async def test_read_only_disables_write_actions(store):
         assert any("read-only" in n for n in notes(app))
 
 
-async def test_write_placeholders_say_what_to_run(store):
+async def test_write_actions_confirm_and_say_what_to_run(store):
+    """R asks first, showing the equivalent command; esc backs out, nothing written."""
+    from console.screens.answer_dialogs import ConfirmWrite
+
     app = make_app(store)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         app.open_session("billing-failed")
         await settle(pilot)
         assert app.screen.check_action("redrive", ()) is True
+        last = (await store.get_session("billing-failed")).last_seq
         await pilot.press("R")
         await settle(pilot)
-        assert any("hitl redrive billing-failed inv1" in n for n in notes(app))
+        dialog = app.screen
+        assert isinstance(dialog, ConfirmWrite)
+        assert "hitl redrive billing-failed inv1" in str(dialog.query_one("#confirm-command").render())
+        await pilot.press("escape")
+        await settle(pilot)
+        assert isinstance(app.screen, SessionScreen)
+        assert (await store.get_session("billing-failed")).last_seq == last
 
 
 async def test_help_lists_keys_of_the_current_screen(store):

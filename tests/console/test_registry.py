@@ -7,6 +7,7 @@ import pytest
 
 from console.actions import ACTIONS, BY_ID, bindings, for_screen, lookup
 from console.app import HitlApp
+from console.screens.answer import AnswerScreen
 from console.screens.command import CommandError, parse_command
 from console.screens.inbox import InboxScreen
 from console.screens.replay import ReplayScreen
@@ -21,6 +22,7 @@ OWNERS = {
     "session": SessionScreen,
     "log": EventLog,
     "replay": ReplayScreen,
+    "answer": AnswerScreen,
 }
 
 
@@ -43,6 +45,7 @@ def test_keys_do_not_clash_within_a_view():
         "inbox": ("app", "inbox"),
         "session": ("app", "session", "log"),
         "replay": ("app", "replay"),  # its log (ReplayLog) binds no registry keys
+        "answer": ("app", "answer"),
     }
     for view, screens in views.items():
         seen: dict[str, str] = {}
@@ -64,10 +67,13 @@ def test_bindings_are_derived_with_ids():
     assert BY_ID["app.palette"].key == HitlApp.COMMAND_PALETTE_BINDING
 
 
-def test_placeholders_for_the_next_issue_write():
-    for aid in ("interrupts.answer", "invocation.redrive", "invocation.cancel"):
-        a = BY_ID[aid]
-        assert a.writes and not a.ready and a.cli and a.cli.startswith("hitl ")
+def test_answering_actions_write_and_name_their_command():
+    """Selecting, answering, re-driving and cancelling are real now, and all of
+    them are disabled by --read-only (writes=True)."""
+    for a in ACTIONS:
+        if a.area in ("interrupts", "invocation", "answer") and a.id != "answer.reload":
+            assert a.writes and a.ready and a.cli and a.cli.startswith("hitl "), a.id
+    assert BY_ID["interrupts.toggle"].binding().priority  # the tree would take space otherwise
 
 
 def test_every_action_names_a_cli_equivalent_or_is_pure_ui():
