@@ -767,6 +767,7 @@ class SessionAnswering:
             self.set_timer(0.02, lambda: self._settle_then_show(outcome, tries + 1, True))
             return
         self.render_selection()
+        self.app.clear_notifications()  # "running…" is over: the outcome says what happened
         self.app.push_screen(OutcomeScreen(outcome))
 
 
