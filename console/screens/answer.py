@@ -219,6 +219,8 @@ class AnswerScreen(HitlScreen):
         ids.add_options(
             [Selection(self._option_label(i), i.id, i.id in self.draft.selected) for i in self.open]
         )
+        if self.open:
+            ids.highlighted = 0  # space and `a` act on a highlighted id from the start
         if not self.open:
             self.draft.error = (self.draft.error + "\n" if self.draft.error else "") + (
                 f"invocation {inv} has no open interrupt: nothing to answer."

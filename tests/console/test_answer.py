@@ -397,10 +397,19 @@ async def test_inbox_selection_opens_the_editor_on_that_invocation() -> None:
         assert rec is not None
         await pilot.press("A")  # every loaded row of that invocation
         picked = inbox.picked
-        assert picked is not None and picked[:2] == (rec.session_id, rec.invocation_id) and rec.interrupt_id in picked[2]
+        same = [r.interrupt_id for r in inbox.rows if r.invocation_id == rec.invocation_id]
+        assert picked is not None and picked[:2] == (rec.session_id, rec.invocation_id) and picked[2] == same
+        assert len(same) == 2 and "● 2 selected in refund-multi-1" in str(inbox.query_one("#inbox-info").render())
         screen = await editor_screen(pilot, "e")
         assert screen.draft.invocation_id == rec.invocation_id and screen.selected == picked[2]
         assert isinstance(app.screen_stack[-2], SessionScreen)
+        screen.id_list.focus()
+        await pilot.press("space")  # on the list: unselect the highlighted id, its editor goes
+        await settle(pilot)
+        assert len(screen.selected) == len(screen.editors()) == 1
+        await pilot.press("A")  # every open id of the invocation again
+        await settle(pilot)
+        assert len(screen.selected) == len(screen.editors()) == 2
 
 
 # ------------------------------------------------------------------ re-drive and cancel
