@@ -462,3 +462,31 @@ async def test_cancel_needs_a_reason_and_is_audited() -> None:
     assert after.invocation_status(inv) is NodeStatus.CANCELLED and not after.open_interrupts(inv)
     (audit,) = (await store.audit_log(session_id="refund-waiting-1", action="cancel")).items
     assert (audit.operator, audit.reason) == ("tester", "gone")
+
+
+async def test_an_interrupted_invocation_is_refused_in_the_dry_run_and_offered_a_redrive() -> None:
+    """A turn started and its process died (a start record, no end, no lease): the
+    engine refuses answers until it is continued; the editor says so and how."""
+    from engine.models import Event, NodeInfo
+
+    store = await demo_store()
+    inv, _ = await invocation(store, "refund-waiting-1")
+    await store.append_event("refund-waiting-1", Event(
+        invocation_id=inv, author="refund",
+        node_info=NodeInfo(path="refund@1", run_id="1", lifecycle="start", is_container=True, rerun_on_resume=True)))
+    last = (await store.get_session("refund-waiting-1")).last_seq
+    app = app_for(store)
+    async with app.run_test(size=(120, 40)) as pilot:
+        session = await open_session(pilot, "refund-waiting-1")
+        screen = await editor_screen(pilot, "e")
+        await write_no_wait(pilot, screen, {"finance-order-1001": '{"approved": true}'})
+        await wait_until(pilot, lambda: screen.preview is not None)
+        assert "interrupted mid-run" in (screen.preview.error or "")  # type: ignore[union-attr]
+        assert "hitl redrive refund-waiting-1" in (screen.submit_problem() or "")
+        await pilot.press("escape")
+        await settle(pilot)
+        assert app.screen is session and session.can_redrive()
+        await pilot.press("R")
+        await settle(pilot)
+        assert "is interrupted mid-run" in plain(app.screen.body)  # type: ignore[attr-defined]
+    assert (await store.get_session("refund-waiting-1")).last_seq == last
