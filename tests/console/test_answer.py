@@ -19,7 +19,7 @@ from console.screens.answer_jobs import WriteJob, default_operator, execute
 from console.screens.inbox import InboxScreen
 from console.screens.session import SessionScreen
 from console.widgets.answer_editor import AnswerEditor, check_answer, json_highlights
-from console.widgets.answer_views import resume_command
+from console.widgets.answer_views import outcome_renderable, preview_renderable, resume_command
 from engine import Content, Runner
 from engine.apps import AppRegistry
 from engine.models import NodeStatus
@@ -490,3 +490,25 @@ async def test_an_interrupted_invocation_is_refused_in_the_dry_run_and_offered_a
         await settle(pilot)
         assert "is interrupted mid-run" in plain(app.screen.body)  # type: ignore[attr-defined]
     assert (await store.get_session("refund-waiting-1")).last_seq == last
+
+
+async def test_a_partial_answer_to_a_leaf_is_flagged_answered_but_nothing_ran() -> None:
+    store = await demo_store()
+    runner = Runner("incident", AppRegistry().get("incident"), store)
+    async for _ in runner.run("oncall", "incident-new", Content.from_text("disk full on db-9")):
+        pass
+    inv, proj = await invocation(store, "incident-new")
+    first, second = (i.id for i in proj.open_interrupts(inv))
+    app = app_for(store)
+    async with app.run_test(size=(120, 40)) as pilot:
+        session = await open_session(pilot, "incident-new")
+        session.action_answer([second])
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, AnswerScreen)
+        await write(pilot, screen, {second: '{"publish": false}'})
+        assert screen.preview is not None and not screen.preview.plan.runs_anything  # type: ignore[union-attr]
+        assert "nothing runs" in plain(preview_renderable(screen.preview))
+        outcome = (await submit(pilot)).outcome
+        assert outcome.nothing_ran and outcome.events == 1 and outcome.still_open == [first]
+        assert "Answered, but nothing ran" in plain(outcome_renderable(outcome))
