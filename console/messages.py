@@ -140,3 +140,14 @@ class InvocationsChanged(Message):
         super().__init__()
         self.invocations = invocations
         self.token = token
+
+
+class LivenessChecked(Message):
+    """Whether an invocation that looks mid-run really stopped (engine.liveness)."""
+
+    def __init__(self, invocation_id: str, interrupted: bool, in_doubt: tuple[str, ...], *, token: int) -> None:
+        super().__init__()
+        self.invocation_id = invocation_id
+        self.interrupted = interrupted
+        self.in_doubt = in_doubt
+        self.token = token

@@ -276,9 +276,9 @@ class InvocationHealth:
 
 
 def in_doubt_paths(proj: Projection, invocation_id: str) -> list[str]:
-    """Leaf runs with a start record and no end record (``NodeRun.in_doubt``).
+    """Leaf runs with a start record and no end record (``NodeRun.unfinished``).
     Meaningful only when no process is running the invocation."""
-    return sorted(r.path for r in proj.runs(invocation_id) if r.in_doubt)
+    return sorted(r.path for r in proj.runs(invocation_id) if r.unfinished)
 
 
 def is_mid_run(proj: Projection, invocation_id: str) -> bool:

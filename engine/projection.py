@@ -93,8 +93,10 @@ class NodeRun:
         return [i for i in self.interrupt_ids if i not in self.resolved]
 
     @property
-    def in_doubt(self) -> bool:
-        """Started but never recorded an end: the process may have died mid-run."""
+    def unfinished(self) -> bool:
+        """A leaf that started and has recorded no end yet. That is normal while a
+        process runs it; it is *in doubt* only when none does any more, which the
+        events alone cannot tell (``engine.liveness`` asks the store's leases)."""
         return self.status is NodeStatus.RUNNING and not self.is_container
 
 

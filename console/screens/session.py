@@ -31,6 +31,7 @@ from textual.containers import Horizontal
 from textual.widgets import Footer, Static, Tree
 
 from engine.errors import SessionNotFoundError
+from engine.liveness import invocation_health, is_mid_run
 from engine.models import parent_path
 from engine.projection import Projection
 from engine.store.base import InvocationSummary
@@ -43,6 +44,7 @@ from ..messages import (
     InvocationsChanged,
     InvocationView,
     LiveEvents,
+    LivenessChecked,
     LogPage,
     StoreFailed,
 )
@@ -71,6 +73,10 @@ class SessionScreen(SessionAnswering, HitlScreen):
         self.wanted_invocation = invocation_id
         self.wanted_path = path
         self.view: InvocationView | None = None
+        self.interrupted = False
+        """engine.liveness says the shown invocation stopped mid-run (no live lease)."""
+        self.in_doubt: frozenset[str] = frozenset()
+        """Its leaf runs that started, recorded no end, and no process runs any more."""
         self.proj: Projection = Projection()
         self.invocation_id: str | None = None
         self.invocations: list[InvocationSummary] = []
@@ -169,6 +175,9 @@ class SessionScreen(SessionAnswering, HitlScreen):
             if first:
                 log.action_last()
         self.wanted_path = None
+        self.interrupted, self.in_doubt = False, frozenset()
+        if view.invocation_id is not None and is_mid_run(view.projection, view.invocation_id):
+            self._check_liveness(view.invocation_id, self._token)
         if not view.complete and view.invocation_id:
             # Let the first paint and the log's first page go first: the fold
             # shares the store connection with them.
@@ -208,6 +217,32 @@ class SessionScreen(SessionAnswering, HitlScreen):
             return
         self._polling = True
         self._poll_worker(min(self.tree_seq, self.log_seq), self._token)
+        inv = self.invocation_id
+        if inv is not None and (is_mid_run(self.proj, inv) or self.interrupted):
+            self._check_liveness(inv, self._token)
+
+    @work(exclusive=True, group="session-liveness", exit_on_error=False)
+    async def _check_liveness(self, invocation_id: str, token: int) -> None:
+        """A crashed run writes nothing: only the store's lease tells a running
+        node from one in doubt, so ask it while the invocation looks mid-run."""
+        if not is_mid_run(self.proj, invocation_id):
+            self.post_message(LivenessChecked(invocation_id, False, (), token=token))
+            return
+        try:
+            h = await invocation_health(self.hitl.store, self.session_id, invocation_id, self.proj.fork())
+        except Exception:  # noqa: BLE001 -- a failed check shows nothing new; the next poll retries
+            return
+        self.post_message(LivenessChecked(invocation_id, h.interrupted, tuple(h.in_doubt), token=token))
+
+    def on_liveness_checked(self, message: LivenessChecked) -> None:
+        if message.token != self._token or message.invocation_id != self.invocation_id:
+            return
+        state = (message.interrupted, frozenset(message.in_doubt))
+        if state == (self.interrupted, self.in_doubt):
+            return
+        self.interrupted, self.in_doubt = state
+        self._show_details()
+        self._render_info()
 
     @work(group="session-poll", exit_on_error=False)
     async def _poll_worker(self, after: int, token: int) -> None:
@@ -357,7 +392,7 @@ class SessionScreen(SessionAnswering, HitlScreen):
         path = self.tree.cursor_path
         node = self.tree.cursor_node
         if path is not None:
-            details.show(node_details(self.proj, inv, path, st), f"Node {path}")
+            details.show(node_details(self.proj, inv, path, st, self.in_doubt), f"Node {path}")
         elif node is not None and node.data and node.data.startswith(FOLD):
             details.show("Earlier runs of a loop. Expand the node (enter) to list them.", "Earlier runs")
         else:
@@ -420,6 +455,9 @@ class SessionScreen(SessionAnswering, HitlScreen):
             opened = len(self.proj.open_interrupts(self.invocation_id))
             if opened:
                 parts.append(f"{opened} open")
+            if self.interrupted:
+                doubt = f", {len(self.in_doubt)} in doubt" if self.in_doubt else ""
+                parts.append(f"[b red]INTERRUPTED mid-run{doubt}[/]")
         parts.append(f"{self.log_seq:,} events")
         if self.history_loading:
             parts.append("loading earlier runs…")

@@ -87,7 +87,11 @@ def _indent(r: RenderableType) -> RenderableType:
     return Padding(r, (0, 0, 0, 2))
 
 
-def node_details(proj: Projection, invocation_id: str, path: str, st: Styles) -> RenderableType:
+def node_details(
+    proj: Projection, invocation_id: str, path: str, st: Styles, in_doubt: frozenset[str] = frozenset()
+) -> RenderableType:
+    """``in_doubt``: paths ``engine.liveness`` reports in doubt (the invocation
+    stopped mid-run); the events alone cannot tell a running node from a dead one."""
     """Everything about one node run."""
     run = proj.get(invocation_id, path)
     if run is None:
@@ -106,8 +110,11 @@ def node_details(proj: Projection, invocation_id: str, path: str, st: Styles) ->
     if run.call_key:
         rows.append(("call key", run.call_key))
     rows.append(("events", f"started at {run.started_pos}, last change at {run.updated_pos}"))
-    if run.in_doubt:
-        rows.append(("in doubt", Text("started but no end record: its process may have died", style=_s(st, "details--warn"))))
+    if path in in_doubt:
+        warn = "started, no end record, and no process runs it: its side effects may have happened"
+        rows.append(("in doubt", Text(warn, style=_s(st, "details--warn"))))
+    elif run.unfinished:
+        rows.append(("end record", "none yet (running)"))
     if run.input is not None:
         rows.append(("input", _json(run.input)))
     if run.output is not None:

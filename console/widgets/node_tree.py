@@ -70,7 +70,7 @@ def _extra(run: NodeRun, proj: Projection) -> str:
         return "" if run.output is None or run.is_container else "→ " + short(run.output, 40)
     if run.status is NodeStatus.PENDING:
         return "will re-execute" if run.rerun_on_resume else ""
-    if run.status is NodeStatus.RUNNING and run.in_doubt:
+    if run.unfinished:
         return "started, no end record yet"
     return ""
 
