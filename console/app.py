@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
@@ -29,6 +29,7 @@ from textual.binding import Binding
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Static
 
+from engine.redact import DEFAULT_SECRET_PATTERNS
 from engine.store.base import SessionStore
 
 from .actions import ACTIONS, BY_COMMAND, BY_ID, Action, bindings, for_screen, lookup
@@ -41,6 +42,7 @@ from .screens.loaders import one_line
 from .screens.replay import ReplayScreen, ReplaySource
 from .screens.session import SessionScreen
 from .screens.sessions import STATUS_CYCLE, SessionsScreen
+from .widgets.format import configure_secrets
 
 SESSION_STATUSES = {s for s in STATUS_CYCLE if s} | {"new"}
 
@@ -66,8 +68,11 @@ class HitlApp(App[None]):
         refresh_interval: float | None = 2.0,
         cursor_blink: bool = True,
         replay: ReplaySource | None = None,
+        show_secrets: bool = False,
+        secret_patterns: Iterable[str] = DEFAULT_SECRET_PATTERNS,
     ) -> None:
         super().__init__()
+        configure_secrets(show_secrets, secret_patterns)
         self._store = store
         self.db_path = db_path
         self.read_only = read_only
@@ -308,9 +313,17 @@ def run_app(
     read_only: bool = False,
     registry: Any = None,
     replay: ReplaySource | None = None,
+    show_secrets: bool = False,
+    secret_patterns: Iterable[str] = DEFAULT_SECRET_PATTERNS,
 ) -> None:
     """Run the console on the SQLite store at ``db_path`` (None: the default path);
-    ``replay``: open on the Replay screen of a session or of an exported file."""
+    ``replay``: open on the Replay screen of a session or of an exported file.
+    Values of secret-looking keys are masked unless ``show_secrets``."""
     HitlApp(
-        db_path=Path(db_path) if db_path is not None else None, read_only=read_only, registry=registry, replay=replay
+        db_path=Path(db_path) if db_path is not None else None,
+        read_only=read_only,
+        registry=registry,
+        replay=replay,
+        show_secrets=show_secrets,
+        secret_patterns=secret_patterns,
     ).run()

@@ -480,7 +480,13 @@ def cli(ctx: click.Context) -> None:
 
         click.echo(f"first run: seeding {path} with the sample sessions ...", err=True)
         run(build_demo_db(path))
-    run_app(path, read_only=opts.read_only, registry=registry)
+    run_app(
+        path,
+        read_only=opts.read_only,
+        registry=registry,
+        show_secrets=opts.show_secrets,
+        secret_patterns=opts.patterns(),
+    )
 
 
 def main() -> None:
@@ -1025,7 +1031,9 @@ def _replay_ui(session_id: str | None, file: str | None, at: int | None) -> None
         raise click.UsageError("--ui replays a file, not stdin: save the export first")
     source = ReplaySource(session_id=session_id, file=Path(file) if file else None, at=at)
     opts = _opts()
-    run_app(opts.db_path(), read_only=True, replay=source)
+    run_app(
+        opts.db_path(), read_only=True, replay=source, show_secrets=opts.show_secrets, secret_patterns=opts.patterns()
+    )
 
 
 def _print_frame(frame: Frame, as_json: bool) -> None:

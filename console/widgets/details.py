@@ -18,11 +18,11 @@ from textual.widgets import Static
 from engine.models import NodeStatus, StoredEvent
 from engine.projection import Interrupt, Projection
 
-from .format import STATUS_CLASSES, STATUS_ICON, clock_time, date_time, status_class, to_json
+from .format import STATUS_CLASSES, STATUS_ICON, clock_time, date_time, shown, status_class, to_json
 
 
 def _json(value: Any) -> RenderableType:
-    text = to_json(value, indent=2)
+    text = to_json(shown(value), indent=2)
     try:
         return JSON(text, indent=2)
     except Exception:  # noqa: BLE001 -- a repr() fallback is not JSON

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterable
 from typing import Any
+
+from engine.redact import DEFAULT_SECRET_PATTERNS, mask
 
 STATUS_ICON: dict[str, str] = {
     "PENDING": "○",
@@ -68,8 +71,25 @@ def to_json(value: Any, indent: int | None = None) -> str:
         return repr(value)
 
 
+_SECRETS: dict[str, Any] = {"show": False, "patterns": DEFAULT_SECRET_PATTERNS}
+"""How stored values are shown: values of secret-looking keys are masked
+unless the console was started with --show-secrets (set by HitlApp)."""
+
+
+def configure_secrets(show: bool, patterns: Iterable[str] = DEFAULT_SECRET_PATTERNS) -> None:
+    _SECRETS["show"] = show
+    _SECRETS["patterns"] = tuple(patterns)
+
+
+def shown(value: Any) -> Any:
+    """A stored value as the operator may see it (``engine.redact.mask``)."""
+    return value if _SECRETS["show"] else mask(value, _SECRETS["patterns"])
+
+
 def short(value: Any, width: int = 40) -> str:
-    """One line, at most ``width`` cells: strings as they are, other values as compact JSON."""
+    """One line, at most ``width`` cells: strings as they are, other values as
+    compact JSON (secret-looking keys masked)."""
+    value = shown(value)
     text = value if isinstance(value, str) else to_json(value)
     text = " ".join(text.split())
     return text if len(text) <= width else text[: max(width - 1, 0)] + "…"

@@ -440,12 +440,13 @@ def test_demo_command_builds_then_keeps(tmp_path: Path, hitl: Hitl) -> None:
 def test_no_subcommand_opens_the_console(hitl: Hitl, db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[tuple] = []
     fake = types.ModuleType("console.app")
-    fake.run_app = lambda path, read_only, registry: calls.append((path, read_only, registry))  # type: ignore[attr-defined]
+    fake.run_app = lambda path, read_only, registry, **kw: calls.append((path, read_only, registry, kw))  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "console.app", fake)
-    ok(hitl("--read-only", "--app", "ghost=tests.cli.ghost_app:workflow"))
-    ((path, read_only, registry),) = calls
+    ok(hitl("--read-only", "--app", "ghost=tests.cli.ghost_app:workflow", "--show-secrets", "--secret-pattern", "pin"))
+    ((path, read_only, registry, kw),) = calls
     assert Path(path) == db and read_only is True
     assert "ghost" in registry and "refund_approval" in registry
+    assert kw["show_secrets"] is True and "pin" in kw["secret_patterns"]
 
 
 def test_no_subcommand_without_the_console_ui(hitl: Hitl, monkeypatch: pytest.MonkeyPatch) -> None:
