@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar, cast
 
+from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.screen import Screen
-from textual.widgets import Label
+from textual.widgets import DataTable, Label
 
 from ..actions import lookup
 
@@ -61,3 +62,27 @@ class HitlScreen(Screen[None]):
 
     def error(self, text: str) -> None:
         self.notify(text, severity="error", timeout=8)
+
+
+class PagedTableScreen(HitlScreen):
+    """A screen around one keyset-paged DataTable: the next page loads when the
+    cursor or the scroll nears the end, and ``enter`` opens the selected row."""
+
+    def _load_more(self) -> None:
+        raise NotImplementedError
+
+    def action_open_selected(self) -> None:
+        raise NotImplementedError
+
+    @on(DataTable.RowHighlighted)
+    def _near_end(self, event: DataTable.RowHighlighted) -> None:
+        if event.cursor_row >= event.data_table.row_count - 10:
+            self._load_more()
+
+    def _scrolled(self, y: float) -> None:
+        if y >= self.query_one(DataTable).max_scroll_y - 5:
+            self._load_more()
+
+    @on(DataTable.RowSelected)
+    def _selected(self, event: DataTable.RowSelected) -> None:
+        self.action_open_selected()

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rich.text import Text
-from textual import on, work
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Static
@@ -22,7 +22,7 @@ from ..actions import bindings
 from ..messages import InboxLoaded, StoreFailed
 from ..widgets.format import age, short
 from .answer import InboxAnswering
-from .base import HitlScreen
+from .base import PagedTableScreen
 from .loaders import one_line
 
 PAGE = 100
@@ -45,7 +45,7 @@ def asks(rec: InterruptRecord) -> str:
     return rec.name + (f": {rec.message}" if rec.message else "")
 
 
-class InboxScreen(InboxAnswering, HitlScreen):
+class InboxScreen(InboxAnswering, PagedTableScreen):
     """Selecting ids and answering them comes from :class:`InboxAnswering`."""
 
     AREA = "inbox"
@@ -182,20 +182,6 @@ class InboxScreen(InboxAnswering, HitlScreen):
     def selected(self) -> InterruptRecord | None:
         key = self._selected_key()
         return next((r for r in self.rows if self._key(r) == key), None)
-
-    @on(DataTable.RowHighlighted, "#inbox-table")
-    def _near_end(self, event: DataTable.RowHighlighted) -> None:
-        if event.cursor_row >= event.data_table.row_count - 10:
-            self._load_more()
-
-    def _scrolled(self, y: float) -> None:
-        table = self.query_one("#inbox-table", DataTable)
-        if y >= table.max_scroll_y - 5:
-            self._load_more()
-
-    @on(DataTable.RowSelected, "#inbox-table")
-    def _selected(self, event: DataTable.RowSelected) -> None:
-        self.action_open_selected()
 
     # ------------------------------------------------------------ actions
     def can_open_selected(self) -> bool:

@@ -22,7 +22,7 @@ from engine.store.base import SessionSummary
 from ..actions import bindings
 from ..messages import SessionQuery, SessionsLoaded, StoreFailed
 from ..widgets.format import STATUS_CLASSES, STATUS_ICON, age, status_class
-from .base import HitlScreen
+from .base import PagedTableScreen
 from .loaders import one_line
 
 STATUS_CYCLE: tuple[str | None, ...] = (None, "waiting", "running", "failed", "completed", "cancelled")
@@ -51,7 +51,7 @@ class SessionTable(DataTable[Text | str]):
         return Text(f"{STATUS_ICON.get(word, '·')} {word}", self.get_component_rich_style(status_class(word), partial=True))
 
 
-class SessionsScreen(HitlScreen):
+class SessionsScreen(PagedTableScreen):
     AREA = "sessions"
     HELP_AREAS = ("sessions",)
     BINDINGS: ClassVar[list[Binding]] = bindings("sessions")
@@ -213,20 +213,6 @@ class SessionsScreen(HitlScreen):
             return str(table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value)
         except Exception:  # noqa: BLE001 -- no row under the cursor
             return None
-
-    @on(DataTable.RowHighlighted, "#sessions-table")
-    def _near_end(self, event: DataTable.RowHighlighted) -> None:
-        if event.cursor_row >= event.data_table.row_count - 10:
-            self._load_more()
-
-    def _scrolled(self, y: float) -> None:
-        table = self.query_one(SessionTable)
-        if y >= table.max_scroll_y - 5:
-            self._load_more()
-
-    @on(DataTable.RowSelected, "#sessions-table")
-    def _selected(self, event: DataTable.RowSelected) -> None:
-        self.action_open_selected()
 
     # ------------------------------------------------------------ actions
     def can_open_selected(self) -> bool:
