@@ -37,7 +37,6 @@ store, failed run...) with a one-line reason on stderr and no traceback; 2 usage
 from __future__ import annotations
 
 import asyncio
-import getpass
 import json
 import os
 import re
@@ -52,7 +51,7 @@ from typing import Any, NoReturn, TypeVar
 import click
 
 from engine import Content, Event, HitlError, Projection, cancel_invocation, project
-from engine.apps import AppRegistry
+from engine.apps import AppRegistry, default_operator
 from engine.errors import InvocationNotFoundError, ReadOnlyError, SchemaUpgradeNeeded
 from engine.liveness import INTERRUPTED, InvocationHealth, interrupted_invocations, session_health
 from engine.models import NodeStatus
@@ -702,15 +701,16 @@ def parse_answers(pairs: Iterable[str]) -> dict[str, Any]:
     return answers
 
 
-def default_operator() -> str | None:
-    try:
-        return os.environ.get("USER") or getpass.getuser()
-    except Exception:
-        return None
+def _operator(given: str | None) -> str | None:
+    """--operator, else ``[console] operator`` of the config (as the console), else $USER."""
+    return given or default_operator(_opts().config_path()) or None
 
 
 operator_option = click.option(
-    "--operator", metavar="NAME", default=default_operator, help="Recorded on the event (default: $USER)."
+    "--operator",
+    metavar="NAME",
+    default=None,
+    help="Recorded on the event (default: [console] operator in hitl.toml, else $USER).",
 )
 reason_option = click.option("--reason", metavar="TEXT", help="Why; recorded on the event.")
 
@@ -826,7 +826,7 @@ def resume(
             # The runner validates again, atomically with the append; this lookup
             # only names the invocation whose projection the stream folds.
             target = await validate_responses(store, session_id, content, inv)
-            events = runner.run(session.user_id, session_id, content, inv, operator=operator, reason=reason)
+            events = runner.run(session.user_id, session_id, content, inv, operator=_operator(operator), reason=reason)
             proj, count = await stream_run(store, session_id, target.invocation_id, events, opts.json)
             _summary(proj, target.invocation_id, count, opts.json)
 
@@ -862,7 +862,7 @@ def redrive(session_id: str, invocation: str, ack_in_doubt: bool, operator: str 
                 session.user_id,
                 session_id,
                 invocation_id=inv,
-                operator=operator,
+                operator=_operator(operator),
                 reason=reason,
                 acknowledge_in_doubt=ack_in_doubt,
             )
@@ -888,7 +888,7 @@ def cancel(session_id: str, invocation: str, operator: str | None, reason: str |
             inv = await resolve_invocation(store, session_id, invocation)
             before = await load_invocation(store, session_id, inv)
             closed = [i.id for i in before.open_interrupts(inv)]
-            event = await cancel_invocation(store, session_id, inv, operator=operator, reason=reason)
+            event = await cancel_invocation(store, session_id, inv, operator=_operator(operator), reason=reason)
         if opts.json:
             out_json({"invocation_id": inv, "status": "CANCELLED", "closed": closed, "event_id": event.id})
         else:
@@ -1130,7 +1130,7 @@ def import_cmd(file: str, as_id: str | None, operator: str | None, reason: str |
         source = "stdin" if file == "-" else str(Path(file).resolve())
         async with open_store(write=True) as store:
             session = await store.import_session(
-                lines, session_id=as_id, operator=operator, reason=reason, source=source
+                lines, session_id=as_id, operator=_operator(operator), reason=reason, source=source
             )
         if _opts().json:
             out_json({**session.model_dump(), "state": safe(session.state)})

@@ -20,6 +20,7 @@ A session whose app is not registered or cannot be imported can still be read
 
 from __future__ import annotations
 
+import getpass
 import importlib
 import os
 import sys
@@ -199,3 +200,21 @@ def _import(entry: _Entry) -> BaseNode:
     if not isinstance(obj, BaseNode):
         raise TypeError(f"{entry.spec} is a {type(obj).__name__}, not a workflow node")
     return obj
+
+
+def default_operator(config: str | os.PathLike[str] | None = None) -> str:
+    """Who is writing: ``[console] operator`` of ``hitl.toml`` (``./hitl.toml``
+    unless given), else ``$USER``, else the login name; ``""`` when none is known
+    (the confirmation then asks for one)."""
+    path = Path(config) if config is not None else Path("hitl.toml")
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        name = data.get("console", {}).get("operator")
+        if isinstance(name, str) and name.strip():
+            return name.strip()
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, AttributeError):
+        pass  # no config, or not ours to judge here: `hitl` reports a bad config
+    try:
+        return os.environ.get("USER") or getpass.getuser()
+    except Exception:  # noqa: BLE001 -- no login name in this environment
+        return ""

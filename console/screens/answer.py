@@ -49,7 +49,7 @@ from textual.message import Message
 from textual.widgets import Footer, SelectionList, Static
 from textual.widgets.selection_list import Selection
 
-from engine.apps import AppRegistry
+from engine.apps import AppRegistry, default_operator
 from engine.errors import HitlError
 from engine.liveness import InvocationHealth, invocation_health
 from engine.models import Content, Event, NodeStatus
@@ -69,7 +69,7 @@ from ..widgets.answer_views import (
 )
 from ..widgets.format import short, short_id
 from .answer_dialogs import ConfirmWrite, OutcomeScreen, WriteChoice
-from .answer_jobs import WriteJob, default_operator, execute
+from .answer_jobs import WriteJob, execute
 from .base import HitlScreen
 from .loaders import one_line
 

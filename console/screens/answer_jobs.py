@@ -15,12 +15,8 @@ before its first append (its rejections say "nothing was written").
 
 from __future__ import annotations
 
-import getpass
-import os
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from engine import Content, Event, cancel_invocation
@@ -42,28 +38,8 @@ from ..widgets.answer_views import Outcome
 from ..widgets.format import to_json
 from .loaders import one_line
 
-CONFIG_NAME = "hitl.toml"
-
 CONFLICTS = (AlreadyResolvedError, ConflictError, InvocationBusyError, LeaseLostError)
 """Refusals caused by another writer: the editor offers to reload and re-apply."""
-
-
-def default_operator(config: str | os.PathLike[str] | None = None) -> str:
-    """Who is writing: ``[console] operator`` of ``hitl.toml`` (``./hitl.toml``
-    unless given), else ``$USER``, else the login name; ``""`` when none is known
-    (the confirmation then asks for one)."""
-    path = Path(config) if config is not None else Path(CONFIG_NAME)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-        name = data.get("console", {}).get("operator")
-        if isinstance(name, str) and name.strip():
-            return name.strip()
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, AttributeError):
-        pass  # no config, or not ours to judge here: `hitl` reports a bad config
-    try:
-        return os.environ.get("USER") or getpass.getuser()
-    except Exception:  # noqa: BLE001 -- no login name in this environment
-        return ""
 
 
 @dataclass

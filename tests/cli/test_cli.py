@@ -457,3 +457,13 @@ def test_no_subcommand_without_the_console_ui(hitl: Hitl, monkeypatch: pytest.Mo
 def test_unknown_option_is_a_usage_error(hitl: Hitl) -> None:
     assert hitl("sessions", "--colour").exit_code == 2
     assert hitl("resume", "refund-waiting-1").exit_code == 2  # no ID=JSON
+
+
+def test_operator_defaults_to_the_config_like_the_console(hitl: Hitl, tmp_path: Path) -> None:
+    config = tmp_path / "hitl.toml"
+    config.write_text('[console]\noperator = "fiona"\n')
+    answer = 'finance-order-1001={"approved": true, "note": "ok"}'
+    ok(hitl("--config", str(config), "resume", "refund-waiting-1", answer))
+    rows = json.loads(ok(hitl("audit", "--session", "refund-waiting-1", "--json")))
+    newest = rows["audit"][0]
+    assert newest["operator"] == "fiona"

@@ -15,13 +15,13 @@ from rich.console import Console
 
 from console.screens.answer import AnswerScreen
 from console.screens.answer_dialogs import ConfirmWrite, OutcomeScreen
-from console.screens.answer_jobs import WriteJob, default_operator, execute
+from console.screens.answer_jobs import WriteJob, execute
 from console.screens.inbox import InboxScreen
 from console.screens.session import SessionScreen
 from console.widgets.answer_editor import AnswerEditor, check_answer, json_highlights
 from console.widgets.answer_views import outcome_renderable, preview_renderable, resume_command
 from engine import Content, Runner
-from engine.apps import AppRegistry
+from engine.apps import AppRegistry, default_operator
 from engine.models import NodeStatus
 from engine.store import MemoryStore
 
