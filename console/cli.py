@@ -60,7 +60,7 @@ from engine.redact import mask, mask_event, secret_patterns
 from engine.replay import Replay, diff, markers_for
 from engine.replay_view import Frame, diff_dict, frame_dict, goto, status_changes
 from engine.responses import MAX_RESPONSE_BYTES
-from engine.resume import ResumePlan, load_invocation, plan_resume, validate_responses
+from engine.resume import ResumePlan, load_invocation, next_runs, plan_resume, validate_responses
 from engine.store.base import SessionStore
 
 T = TypeVar("T")
@@ -715,7 +715,9 @@ operator_option = click.option(
 reason_option = click.option("--reason", metavar="TEXT", help="Why; recorded on the event.")
 
 
-def render_plan(plan: ResumePlan, session_id: str) -> list[str]:
+def render_plan(plan: ResumePlan, session_id: str, next_lines: list[str] | None = None) -> list[str]:
+    """``next_lines``: what the auto-completions make runnable (engine.resume.next_runs;
+    None when the app's code is not importable)."""
     lines = [f"dry run: session {session_id}, invocation {plan.invocation_id} (nothing was written)"]
     lines.append(f"  answers:    {', '.join(plan.resolves)}")
     width = max([len(c.path) for c in plan.changes] + [10])
@@ -730,9 +732,20 @@ def render_plan(plan: ResumePlan, session_id: str) -> list[str]:
         if plan.runs_anything
         else "  then:       nothing runs: every answered node keeps waiting for its other ids"
     )
+    for line in next_lines or []:
+        lines.append(f"  next:       {line}")
     for w in plan.side_effect_warnings:
         lines.append(f"  warning:    {w}")
     return lines
+
+
+def plan_next_runs(plan: ResumePlan, app_name: str) -> list[str] | None:
+    """The graph-aware part of a dry run, when the app's code can be imported."""
+    try:
+        root = _opts().registry().get(app_name)
+    except HitlError:
+        return None
+    return next_runs(plan, plan.after, root) if plan.after is not None else None
 
 
 async def stream_run(
@@ -814,10 +827,11 @@ def resume(
             content = Content.from_responses(values)
             if dry_run:
                 plan = await plan_resume(store, session_id, content, inv)
+                following = plan_next_runs(plan, session.app_name)
                 if opts.json:
-                    out_json({**plan.to_dict(), "changes": safe(plan.to_dict()["changes"])})
+                    out_json({**plan.to_dict(), "changes": safe(plan.to_dict()["changes"]), "next": following})
                 else:
-                    for line in render_plan(plan, session_id):
+                    for line in render_plan(plan, session_id, following):
                         out(line)
                 return
             if store.read_only:

@@ -28,10 +28,12 @@ from .errors import (
     TextWithResponsesError,
     UnknownInterruptError,
 )
-from .models import Content, Event, FunctionResponse, NodeStatus, Part
+from .models import Content, Event, FunctionResponse, NodeStatus, Part, leaf_name, parent_path, split_path
+from .nodes import BaseNode, JoinNode
 from .projection import Projection
 from .responses import unwrap_response, validate_response
 from .store.base import InterruptRecord, SessionStore
+from .workflow import ANY_ROUTE, Workflow
 
 
 @dataclass
@@ -146,6 +148,8 @@ class ResumePlan:
     changes: list[NodeChange]
     runs_anything: bool
     side_effect_warnings: list[str] = field(default_factory=list)
+    after: Projection | None = field(default=None, repr=False, compare=False)
+    """The invocation's projection with the answer applied (not serialised)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -220,6 +224,7 @@ def plan_from_projection(proj: Projection, target: ResumeTarget) -> ResumePlan:
         changes=changes,
         runs_anything=bool(root and root.status is NodeStatus.PENDING),
         side_effect_warnings=warnings,
+        after=after_proj,
     )
 
 
@@ -240,3 +245,54 @@ async def plan_resume(
             raise InvocationInterruptedError(session_id, inv, in_doubt_paths(proj, inv))
         raise InvocationBusyError(inv, lease)  # running (or just finished: the caller may retry)
     return plan_from_projection(proj, target)
+
+
+def _container(root: BaseNode, path: str) -> Workflow | None:
+    """The Workflow object that runs the node at ``path`` (None: a dynamic child, unknown code)."""
+    segments = [name for name, _ in split_path(path)]
+    node: BaseNode = root
+    if not segments or segments[0] != root.name:
+        return None
+    for name in segments[1:-1]:
+        if not isinstance(node, Workflow) or name not in node.nodes:
+            return None
+        node = node.nodes[name]
+    return node if isinstance(node, Workflow) and segments[-1] in node.nodes else None
+
+
+def next_runs(plan: ResumePlan, after: Projection, root: BaseNode) -> list[str]:
+    """What each auto-completed node makes runnable in this turn, one line each:
+    ``pay runs (after approvals)``, ``approvals (join) waits for risk_approval``,
+    ``decide runs if route is 'ok'``. Uses the workflow graph of ``root`` (the
+    app's code); ``after`` is the projection with the answer applied. The console
+    editor and ``hitl resume --dry-run`` both show it."""
+    inv = plan.invocation_id
+    lines: list[str] = []
+    for change in plan.changes:
+        if change.effect != "auto-complete":
+            continue
+        wf = _container(root, change.path)
+        name = leaf_name(change.path)
+        parent = parent_path(change.path)
+        if wf is None:
+            if parent is not None:
+                lines.append(f"{name}: its caller {leaf_name(parent)} re-executes and receives the answer")
+            continue
+        for dst, route in wf.succ.get(name, []):
+            node = wf.nodes.get(dst)
+            when = "" if route is ANY_ROUTE else f" if the route is {route!r}"
+            if isinstance(node, JoinNode):
+                missing = [
+                    p
+                    for p in wf.preds.get(dst, [])
+                    if (r := after.latest_run(inv, parent, p)) is None or r.status is not NodeStatus.COMPLETED
+                ]
+                if missing:
+                    lines.append(f"{dst} (join) waits for {', '.join(missing)}")
+                else:
+                    lines.append(f"{dst} (join) runs{when}: every branch is complete")
+            else:
+                lines.append(f"{dst} runs{when}, with {name}'s output")
+        if not wf.succ.get(name):
+            lines.append(f"{name} is a last node: {leaf_name(parent or '') or 'the workflow'} can complete")
+    return list(dict.fromkeys(lines))

@@ -52,16 +52,15 @@ from textual.widgets.selection_list import Selection
 from engine.apps import AppRegistry, default_operator
 from engine.errors import HitlError
 from engine.liveness import InvocationHealth, invocation_health
-from engine.models import Content, Event, NodeStatus
+from engine.models import Content, NodeStatus
 from engine.projection import Interrupt, Projection
-from engine.resume import load_invocation, plan_resume
+from engine.resume import load_invocation, next_runs, plan_resume
 
 from ..actions import bindings
 from ..widgets.answer_editor import AnswerEditor
 from ..widgets.answer_views import (
     Outcome,
     Preview,
-    downstream,
     preview_renderable,
     resume_command,
     selection_summary,
@@ -350,9 +349,8 @@ class AnswerScreen(HitlScreen):
             return
         try:
             root = registry_of(self).get(d.app_name)
-            after = await load_invocation(store, d.session_id, d.invocation_id)
-            after.apply(Event(invocation_id=d.invocation_id, author="user", content=content))
-            preview.downstream = downstream(preview.plan, after, root)
+            assert preview.plan.after is not None
+            preview.downstream = next_runs(preview.plan, preview.plan.after, root)
         except HitlError as e:
             preview.downstream_note = f"next nodes unknown: {one_line(e)}"
         self.post_message(PreviewReady(generation, preview))

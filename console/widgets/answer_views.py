@@ -20,13 +20,10 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from engine.models import NodeStatus, leaf_name, parent_path, split_path
-from engine.nodes import BaseNode, JoinNode
-from engine.projection import Projection
+from engine.models import NodeStatus
 from engine.redact import mask
 from engine.replay import DiffRow
 from engine.resume import ResumePlan
-from engine.workflow import ANY_ROUTE, Workflow
 
 from .format import STATUS_ICON, short
 
@@ -77,55 +74,6 @@ def write_command(
 
 
 # ------------------------------------------------------------------ downstream
-def _container(root: BaseNode, path: str) -> Workflow | None:
-    """The Workflow object that runs the node at ``path`` (None: a dynamic child, unknown code)."""
-    segments = [name for name, _ in split_path(path)]
-    node: BaseNode = root
-    if not segments or segments[0] != root.name:
-        return None
-    for name in segments[1:-1]:
-        if not isinstance(node, Workflow) or name not in node.nodes:
-            return None
-        node = node.nodes[name]
-    return node if isinstance(node, Workflow) and segments[-1] in node.nodes else None
-
-
-def downstream(plan: ResumePlan, after: Projection, root: BaseNode) -> list[str]:
-    """What each auto-completed node makes runnable in this turn, one line each:
-    ``pay runs (after approvals)``, ``approvals (join) waits for risk_approval``,
-    ``decide runs if route is 'ok'``. Uses the workflow graph of ``root``."""
-    inv = plan.invocation_id
-    lines: list[str] = []
-    for change in plan.changes:
-        if change.effect != "auto-complete":
-            continue
-        wf = _container(root, change.path)
-        name = leaf_name(change.path)
-        parent = parent_path(change.path)
-        if wf is None:
-            if parent is not None:
-                lines.append(f"{name}: its caller {leaf_name(parent)} re-executes and receives the answer")
-            continue
-        for dst, route in wf.succ.get(name, []):
-            node = wf.nodes.get(dst)
-            when = "" if route is ANY_ROUTE else f" if the route is {route!r}"
-            if isinstance(node, JoinNode):
-                missing = [
-                    p
-                    for p in wf.preds.get(dst, [])
-                    if (r := after.latest_run(inv, parent, p)) is None or r.status is not NodeStatus.COMPLETED
-                ]
-                if missing:
-                    lines.append(f"{dst} (join) waits for {', '.join(missing)}")
-                else:
-                    lines.append(f"{dst} (join) runs{when}: every branch is complete")
-            else:
-                lines.append(f"{dst} runs{when}, with {name}'s output")
-        if not wf.succ.get(name):
-            lines.append(f"{name} is a last node: {leaf_name(parent or '') or 'the workflow'} can complete")
-    return list(dict.fromkeys(lines))
-
-
 # ------------------------------------------------------------------ preview
 @dataclass
 class Preview:

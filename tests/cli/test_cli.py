@@ -467,3 +467,14 @@ def test_operator_defaults_to_the_config_like_the_console(hitl: Hitl, tmp_path: 
     rows = json.loads(ok(hitl("audit", "--session", "refund-waiting-1", "--json")))
     newest = rows["audit"][0]
     assert newest["operator"] == "fiona"
+
+
+def test_dry_run_says_what_runs_next_from_the_workflow_graph(hitl: Hitl) -> None:
+    answer = 'risk-order-1002={"approved": true, "note": "ok"}'
+    text = ok(hitl("resume", "refund-partial-1", answer, "--dry-run"))
+    assert "next:       approvals (join) runs: every branch is complete" in text
+    plan = json.loads(ok(hitl("resume", "refund-partial-1", answer, "--dry-run", "--json")))
+    assert plan["next"] == ["approvals (join) runs: every branch is complete"]
+    partial = json.loads(ok(hitl("resume", "refund-waiting-1", 'finance-order-1001={"approved": true, "note": "x"}',
+                                 "--dry-run", "--json")))
+    assert partial["next"] == ["approvals (join) waits for risk_approval"]
