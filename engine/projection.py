@@ -212,8 +212,6 @@ class Projection:
         self._gen = next(_GEN)  # shared records are now read-only for both
         return other
 
-    copy = fork
-
     # ------------------------------------------------------------------ apply
     def apply(self, event: Event, pos: int | None = None) -> Change:
         """Fold one event. ``pos`` is its position (the store's seq); default: next."""
@@ -408,9 +406,6 @@ class Projection:
         if inv is None or not inv.roots:
             return None
         return self.nodes.get((invocation_id, inv.roots[-1]))
-
-    def latest_path(self, invocation_id: str, parent: str | None, name: str) -> str | None:
-        return self._latest.get((invocation_id, parent, name))
 
     def latest_run(self, invocation_id: str, parent: str | None, name: str) -> NodeRun | None:
         path = self._latest.get((invocation_id, parent, name))

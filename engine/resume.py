@@ -176,7 +176,7 @@ def plan_from_projection(proj: Projection, target: ResumeTarget) -> ResumePlan:
     """Apply the validated answer to a copy of the projection and describe the diff."""
     inv = target.invocation_id
     before = {r.path: r.status for r in proj.runs(inv)}
-    after_proj = proj.copy()
+    after_proj = proj.fork()
     change = after_proj.apply(Event(invocation_id=inv, author="user", content=target.content))
     changes: list[NodeChange] = []
     for path in sorted(change.paths, key=lambda p: (p.count("/"), p)):

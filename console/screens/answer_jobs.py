@@ -80,7 +80,7 @@ async def execute(
         outcome.error, outcome.error_kind = _nothing_written(exc), "rejected"
         return outcome
     outcome.status_before = before.invocation_status(inv)
-    after = before.copy()
+    after = before.fork()
     written: list[Event] = []
 
     def seen(event: Event) -> None:
