@@ -734,14 +734,19 @@ class SessionAnswering:
                 severity = "error" if outcome.error else "information"
                 app.notify(outcome.error or f"{job.kind}: {outcome.events} events written", severity=severity)
 
+        # Shown in the screen's own info line, not a toast: a toast is posted to the
+        # app and could land after the outcome it announces.
+        self.writing = job.kind
+        self._render_info()
         self.hitl.run_worker(run(), group="hitl-write", exit_on_error=False)
-        self.notify(f"{job.kind}: running…" if job.kind != "cancel" else "cancelling…", timeout=3)
 
     def on_write_progress(self: SessionScreen, message: WriteProgress) -> None:  # type: ignore[misc]
         self._poll()
 
     def on_write_done(self: SessionScreen, message: WriteDone) -> None:  # type: ignore[misc]
         o = message.outcome
+        self.writing = None
+        self._render_info()
         if not o.written:
             if message.draft is not None:
                 message.draft.error = o.error
@@ -767,7 +772,6 @@ class SessionAnswering:
             self.set_timer(0.02, lambda: self._settle_then_show(outcome, tries + 1, True))
             return
         self.render_selection()
-        self.app.clear_notifications()  # "running…" is over: the outcome says what happened
         self.app.push_screen(OutcomeScreen(outcome))
 
 

@@ -91,6 +91,8 @@ class SessionScreen(SessionAnswering, HitlScreen):
         self._token = 0
         self._polling = False
         self._last_error: str | None = None
+        self.writing: str | None = None
+        """The kind of the console-started write now running (``answer``, ...), shown in the info line."""
 
     # ------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
@@ -459,6 +461,8 @@ class SessionScreen(SessionAnswering, HitlScreen):
                 doubt = f", {len(self.in_doubt)} in doubt" if self.in_doubt else ""
                 parts.append(f"[b red]INTERRUPTED mid-run{doubt}[/]")
         parts.append(f"{self.log_seq:,} events")
+        if self.writing:
+            parts.append(f"{self.writing}: running…")
         if self.history_loading:
             parts.append("loading earlier runs…")
         if self.follow:

@@ -302,21 +302,30 @@ class EventLog(ScrollView, can_focus=True):
         strip = Strip(list(text.render(self.app.console)))
         return strip.crop_extend(0, width, pad).apply_style(base)
 
-    def on_resize(self, event: events.Resize) -> None:
-        self.virtual_size = Size(event.size.width, self.total)
-
     # ------------------------------------------------------------ cursor
     def watch_cursor(self, old: int, new: int) -> None:
         self.refresh()
         if new < 0:
             return
+        self._keep_cursor_in_view()
+        self.post_message(self.Selected(self, new + 1))
+
+    def on_resize(self, event: events.Resize) -> None:
+        # The log's height changes when the lines around it re-wrap (the info
+        # line after a write, say): the cursor stays on screen whatever the
+        # order of those layouts, so what is shown depends on state, not timing.
+        self.virtual_size = Size(event.size.width, self.total)
+        self._keep_cursor_in_view()
+
+    def _keep_cursor_in_view(self) -> None:
+        if self.cursor < 0:
+            return
         top = self.scroll_offset.y
         height = self.scrollable_content_region.height
-        if new < top:
-            self.scroll_to(y=new, animate=False, immediate=True, force=True)
-        elif new >= top + height:
-            self.scroll_to(y=new - height + 1, animate=False, immediate=True, force=True)
-        self.post_message(self.Selected(self, new + 1))
+        if self.cursor < top:
+            self.scroll_to(y=self.cursor, animate=False, immediate=True, force=True)
+        elif height and self.cursor >= top + height:
+            self.scroll_to(y=self.cursor - height + 1, animate=False, immediate=True, force=True)
 
     def action_cursor(self, delta: int) -> None:
         if not self.total:

@@ -22,14 +22,14 @@ from .conftest import make_app, settle
 from .scenarios import build_store, refund_wf
 
 
-async def wait_until(pilot: Any, predicate: Any, timeout: float = 5.0) -> float:
-    """Seconds until ``predicate()`` held (fails after ``timeout``)."""
+async def wait_until(pilot: Any, predicate: Any, timeout: float = 30.0) -> None:
+    """Wait until ``predicate()`` holds (a generous deadline against hangs, not a
+    latency check: how fast the tree follows is measured in benchmarks/bench_console.py)."""
     start = time.monotonic()
     while not predicate():
         if time.monotonic() - start > timeout:
             raise AssertionError("condition not met in time")
         await pilot.pause(0.05)
-    return time.monotonic() - start
 
 
 def label(screen: SessionScreen, path: str) -> str:
@@ -58,8 +58,7 @@ async def test_resume_by_another_task_updates_the_tree_in_place():
                 pass
 
         await asyncio.create_task(answer({"legal-1": True}))
-        took = await wait_until(pilot, lambda: "COMPLETED" in label(screen, "refund@1/legal@1"))
-        assert took < 1.0
+        await wait_until(pilot, lambda: "COMPLETED" in label(screen, "refund@1/legal@1"))
         assert "answered → true" in label(screen, "refund@1/legal@1")
         assert "WAITING" in label(screen, "refund@1/ops@1")  # partial answer: ops still waits
         assert screen.tree.node_for("refund@1/join@1") is None
@@ -151,6 +150,5 @@ async def test_another_process_writes_sqlite(tmp_path: Path):
         )
         _, err = await proc.communicate()
         assert proc.returncode == 0, err.decode()
-        took = await wait_until(pilot, lambda: "COMPLETED" in label(screen, "refund@1/pay@1"))
-        assert took < 1.0
+        await wait_until(pilot, lambda: "COMPLETED" in label(screen, "refund@1/pay@1"))
     await store.close()
