@@ -17,7 +17,6 @@ import os
 from collections import Counter
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
