@@ -18,6 +18,7 @@ from typing import Any
 
 from .errors import (
     AlreadyResolvedError,
+    EmptyMessageError,
     AmbiguousInterruptError,
     InvalidResponseError,
     InvocationBusyError,
@@ -27,6 +28,7 @@ from .errors import (
     ResumeRejected,
     TextWithResponsesError,
     UnknownInterruptError,
+    WrongInvocationError,
 )
 from .models import Content, Event, FunctionResponse, NodeStatus, Part, leaf_name, parent_path, split_path
 from .nodes import BaseNode, JoinNode
@@ -52,6 +54,8 @@ async def validate_responses(
     store: SessionStore, session_id: str, content: Content, invocation_id: str | None = None
 ) -> ResumeTarget:
     """Validate an FR message against the interrupt index; nothing is written."""
+    if content.is_empty:
+        raise EmptyMessageError()
     frs = content.function_responses
     if not frs:
         raise ResumeRejected("the message contains no FunctionResponse")
@@ -71,6 +75,10 @@ async def validate_responses(
         if r.status == "open":
             open_by_id.setdefault(r.interrupt_id, []).append(r)
     unknown = [i for i in ids if i not in seen]
+    if unknown and invocation_id is not None:
+        owners = {r.invocation_id for r in rows if r.interrupt_id in unknown and r.status == "open"}
+        if owners:
+            raise WrongInvocationError([i for i in unknown if any(r.interrupt_id == i for r in rows)], invocation_id, owners)
     if unknown:
         raise UnknownInterruptError(unknown)
     resolved = [i for i in ids if i not in open_by_id]

@@ -15,6 +15,7 @@ from typing import Any
 
 from .context import Context, InvocationContext, NodeFailed, NodeRunner
 from .errors import (
+    EmptyMessageError,
     InDoubtError,
     InvocationInterruptedError,
     NotRedrivableError,
@@ -153,6 +154,8 @@ class Runner:
         mid-run (continue it first: re-drive it); InDoubtError for a re-drive
         that would re-execute nodes in doubt unless ``acknowledge_in_doubt``."""
         target: ResumeTarget | None = None
+        if new_message is not None and new_message.is_empty:
+            raise EmptyMessageError()
         if new_message is None:
             if invocation_id is None:
                 raise ValueError("pass new_message, or invocation_id to re-drive a failed invocation")
@@ -329,13 +332,13 @@ class Runner:
         if exc is not None:
             if isinstance(exc, NodeFailed) and not is_mid_run(proj, inv):
                 leaf = _failed_leaf(proj, inv) or (exc.path, exc.error_code, exc.error_message)
-                raise WorkflowFailed(*leaf) from exc
+                raise WorkflowFailed(*leaf, exception=exc.original if exc.path == leaf[0] else None) from exc
             if isinstance(exc, NodeFailed):
                 # The failure could not even be recorded (e.g. the store failed): say that.
                 cause = _store_error_in(exc)
                 if cause is not None:
                     raise cause from exc
-                raise WorkflowFailed(exc.path, exc.error_code, exc.error_message) from exc
+                raise WorkflowFailed(exc.path, exc.error_code, exc.error_message, exc.original) from exc
             raise exc
 
     async def _next_root_run_id(self, inv_ctx: InvocationContext) -> int:
