@@ -13,13 +13,14 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import (
     AlreadyResolvedError,
-    EmptyMessageError,
     AmbiguousInterruptError,
+    EmptyMessageError,
     InvalidResponseError,
     InvocationBusyError,
     InvocationInterruptedError,
@@ -33,7 +34,7 @@ from .errors import (
 from .models import Content, Event, FunctionResponse, NodeStatus, Part, leaf_name, parent_path, split_path
 from .nodes import BaseNode, JoinNode
 from .projection import Projection
-from .responses import unwrap_response, validate_response
+from .responses import coerce_response, unwrap_response
 from .store.base import InterruptRecord, SessionStore
 from .workflow import ANY_ROUTE, Workflow
 
@@ -99,22 +100,33 @@ async def validate_responses(
     records = {i: open_by_id[i][0] for i in ids}
     answers: dict[str, Any] = {}
     errors: dict[str, list[str]] = {}
+    stored: dict[str, Any] = {}
     for fr in frs:
         value = unwrap_response(fr.response)
-        errs = validate_response(records[fr.id].response_schema, value)
+        coerced, errs = coerce_response(records[fr.id].response_schema, value)
         if errs:
             errors[fr.id] = errs
-        answers[fr.id] = value
+        answers[fr.id] = coerced
+        stored[fr.id] = fr.response if _same_json(coerced, value) else _as_response(coerced)
     if errors:
         raise InvalidResponseError(errors)
     named = Content(
         role="user",
         parts=[
-            Part(function_response=FunctionResponse(id=fr.id, name=fr.name or records[fr.id].name, response=fr.response))
+            Part(function_response=FunctionResponse(id=fr.id, name=fr.name or records[fr.id].name, response=stored[fr.id]))
             for fr in frs
         ],
     )
     return ResumeTarget(next(iter(by_inv)), named, records, answers)
+
+
+def _same_json(a: Any, b: Any) -> bool:
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+def _as_response(value: Any) -> Any:
+    """The persisted form of a coerced answer: one that unwraps back to ``value``."""
+    return {"result": value} if isinstance(value, dict) and set(value) == {"result"} else value
 
 
 async def load_invocation(store: SessionStore, session_id: str, invocation_id: str) -> Projection:
