@@ -76,7 +76,7 @@ class Workflow(BaseNode):
                 if route is ANY_ROUTE and dst not in seen:
                     seen.append(dst)
                     stack.append(dst)
-        return [n for n in seen if self.is_terminal(n)]
+        return [n for n in self.nodes if n in seen and self.is_terminal(n)]
 
     # ------------------------------------------------------------ graph
     def _register(self, item: Any) -> list[str]:
