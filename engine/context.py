@@ -379,12 +379,13 @@ class NodeRunner:
             await ctx._settle_children()
 
         if self.node.timeout is not None:
+            limit = asyncio.timeout(self.node.timeout)
             try:
-                async with asyncio.timeout(self.node.timeout):
+                async with limit:
                     await body()
             except TimeoutError as exc:
-                if isinstance(exc, NodeTimeoutError):
-                    raise
+                if not limit.expired():
+                    raise  # the body's own TimeoutError, not the limit
                 raise NodeTimeoutError(self.path, self.node.timeout) from exc
         else:
             await body()

@@ -183,13 +183,13 @@ class MemoryStore:
             d = self._data(session_id)
             answered: set[tuple[str, str]] = set()
             for i, event in enumerate(events):
-                for iid in self._check(d, session_id, event, expected_seq if i == 0 else None, lease_owner):
+                for iid in self._check_append(d, session_id, event, expected_seq if i == 0 else None, lease_owner):
                     if (event.invocation_id, iid) in answered:
                         raise AlreadyResolvedError([iid])
                     answered.add((event.invocation_id, iid))
             return [self._append(session_id, event, None, None) for event in events]
 
-    def _check(
+    def _check_append(
         self, d: _SessionData, session_id: str, event: Event, expected_seq: int | None, lease_owner: str | None
     ) -> list[str]:
         """Raise what appending ``event`` now would raise; return the ids it answers."""
@@ -213,7 +213,7 @@ class MemoryStore:
         self, session_id: str, event: Event, expected_seq: int | None, lease_owner: str | None
     ) -> StoredEvent:
         d = self._data(session_id)
-        self._check(d, session_id, event, expected_seq, lease_owner)
+        self._check_append(d, session_id, event, expected_seq, lease_owner)
         last = len(d.events)
         if event.state_delta:
             kept = {k: v for k, v in event.state_delta.items() if not k.startswith("temp:")}

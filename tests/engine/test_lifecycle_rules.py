@@ -455,3 +455,14 @@ async def test_the_failing_nodes_path_and_exception_are_on_the_error():
     assert info.value.path == "wf@1/inner@1/pay@1"
     assert isinstance(info.value.exception, PaymentDeclined)
     assert str(info.value.exception) == "card expired"
+
+
+async def test_timeouts_leave_the_bodys_own_timeout_error_alone():
+    @node(timeout=60)
+    async def own(node_input):
+        raise TimeoutError("upstream API timed out")
+
+    h = Harness(Workflow("wf", [(START, own)]))
+    with pytest.raises(WorkflowFailed) as info:
+        await h.start()
+    assert info.value.error_message == "upstream API timed out"
