@@ -106,6 +106,7 @@ async def validate_responses(
         coerced, errs = coerce_response(records[fr.id].response_schema, value)
         if errs:
             errors[fr.id] = errs
+            continue
         answers[fr.id] = coerced
         stored[fr.id] = fr.response if _same_json(coerced, value) else _as_response(coerced)
     if errors:
