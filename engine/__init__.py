@@ -10,6 +10,7 @@ from .context import Context, NodeFailed, NodeInterrupted, NodeRunner
 from .errors import HitlError, WorkflowFailed
 from .models import Content, Event, FunctionCall, FunctionResponse, NodeInfo, NodeStatus, Part, Session
 from .nodes import START, BaseNode, FunctionNode, JoinNode, RequestInput, RetryConfig, node
+from .parallel import ParallelWorker
 from .projection import Projection, project
 from .runner import Runner, cancel_invocation
 from .workflow import Workflow
@@ -30,6 +31,7 @@ __all__ = [
     "NodeInterrupted",
     "NodeRunner",
     "NodeStatus",
+    "ParallelWorker",
     "Part",
     "Projection",
     "RequestInput",

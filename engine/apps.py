@@ -40,6 +40,7 @@ SAMPLE_APPS: dict[str, str] = {
     "deploy_pipeline": "sample_sessions.deploy_pipeline:workflow",
     "labelling_batch": "sample_sessions.labelling_batch:workflow",
     "incident": "sample_sessions.incident:workflow",
+    "contract_review": "sample_sessions.contract_review:workflow",
 }
 """The sample apps every default registry knows."""
 

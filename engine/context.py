@@ -33,11 +33,27 @@ class NodeInterrupted(Exception):
 class NodeFailed(Exception):
     """A node failed after its retries; its FAILED end record is persisted."""
 
-    def __init__(self, path: str, error_code: str, error_message: str) -> None:
+    def __init__(
+        self, path: str, error_code: str, error_message: str, original: BaseException | None = None
+    ) -> None:
         super().__init__(f"{path}: {error_code}: {error_message}")
         self.path = path
         self.error_code = error_code
         self.error_message = error_message
+        self.original = original
+        """The node body's own exception (what ``WorkflowFailed.exception`` exposes)."""
+
+
+class NodeTimeoutError(TimeoutError):
+    """A node body ran longer than its ``timeout``; names the node and the limit."""
+
+    status = "TimeoutError"
+    """The error code stays the builtin's name, as before (``_error_code`` reads it)."""
+
+    def __init__(self, path: str, limit: float) -> None:
+        super().__init__(f"node {path} did not finish within its timeout of {limit:g}s")
+        self.path = path
+        self.limit = limit
 
 
 class InvocationContext:
@@ -162,7 +178,16 @@ class Context:
 
     @property
     def unresolved_ids(self) -> list[str]:
-        return [i for i in dict.fromkeys(self.interrupt_ids) if i not in self.resume_inputs]
+        """Ids this run still waits on. The projection decides (an id answered
+        earlier and raised again is open again, DESIGN.md 3.4); an id it does not
+        know yet counts as unresolved unless this run holds an answer for it."""
+        proj, inv = self.projection, self.invocation_id
+        out = []
+        for i in dict.fromkeys(self.interrupt_ids):
+            itr = proj.interrupts.get((inv, i))
+            if (itr.open if itr is not None else i not in self.resume_inputs):
+                out.append(i)
+        return out
 
     async def run_node(self, node: BaseNode, node_input: Any = None, *, key: str | None = None) -> Any:
         """Run a dynamic child under this node and return its output.
@@ -210,7 +235,9 @@ class Context:
 
         async def child() -> Context:
             child_ctx = await coro
-            self.interrupt_ids.extend(child_ctx.unresolved_ids)
+            for i in child_ctx.unresolved_ids:
+                self.interrupt_ids.append(i)
+                self.resume_inputs.pop(i, None)  # the child asks again: its old answer no longer stands
             return child_ctx
 
         task = asyncio.ensure_future(child())
@@ -276,6 +303,8 @@ class NodeRunner:
         inv = self.parent_ctx.invocation
         existing = inv.projection.get(inv.invocation_id, self.path)
         resumed = existing is not None and existing.starts > 0
+        if resumed and resume_inputs is not None and self.node.sees_children_answers:
+            resume_inputs = {**inv.projection.descendant_answers(inv.invocation_id, self.path), **resume_inputs}
         ctx = Context(
             inv,
             self.node,
@@ -335,7 +364,7 @@ class NodeRunner:
                         await asyncio.sleep(retry.delay(attempt))
                         continue
                     await self._end(ctx, NodeStatus.FAILED, code, msg)
-                    raise NodeFailed(self.path, code, msg) from exc
+                    raise NodeFailed(self.path, code, msg, exc) from exc
         except asyncio.CancelledError:
             await asyncio.shield(self._end(ctx, NodeStatus.CANCELLED))
             raise
@@ -350,8 +379,14 @@ class NodeRunner:
             await ctx._settle_children()
 
         if self.node.timeout is not None:
-            async with asyncio.timeout(self.node.timeout):
-                await body()
+            limit = asyncio.timeout(self.node.timeout)
+            try:
+                async with limit:
+                    await body()
+            except TimeoutError as exc:
+                if not limit.expired():
+                    raise  # the body's own TimeoutError, not the limit
+                raise NodeTimeoutError(self.path, self.node.timeout) from exc
         else:
             await body()
 
@@ -375,12 +410,15 @@ class NodeRunner:
 
     def _new_interrupts_only(self, ctx: Context, event: Event) -> Event | None:
         """On re-execution a node may raise the same ids again: an id that is
-        already open here or already answered is not raised twice."""
+        still open here is not raised twice. An id it already holds an answer for
+        is asked again (DESIGN.md 3.4): it opens again and its old answer leaves
+        ``resume_inputs``."""
         proj = ctx.projection
-        known = set(ctx.interrupt_ids) | set(ctx.resume_inputs)
         fresh = []
         for iid in event.long_running_tool_ids or []:
-            if iid in known:
+            if iid in ctx.resume_inputs:
+                del ctx.resume_inputs[iid]
+            elif iid in ctx.interrupt_ids:
                 continue
             other = proj.interrupts.get((ctx.invocation_id, iid))
             if other is not None and other.open and other.path != self.path:

@@ -162,11 +162,16 @@ class NotRedrivableError(HitlError):
 class WorkflowFailed(HitlError):
     """Raised by ``Runner.run`` after a node failed; all events are persisted."""
 
-    def __init__(self, path: str, error_code: str, error_message: str) -> None:
+    def __init__(
+        self, path: str, error_code: str, error_message: str, exception: BaseException | None = None
+    ) -> None:
         super().__init__(f"node {path} failed: {error_code}: {error_message}")
         self.path = path
+        """Path of the node that failed first (the leaf, not its ancestors)."""
         self.error_code = error_code
         self.error_message = error_message
+        self.exception = exception
+        """The node body's original exception (None when only the log knows it)."""
 
 
 class StoreError(HitlError):
@@ -210,3 +215,25 @@ class CorruptEventError(StoreError):
         super().__init__(f"event {seq} of session {session_id} is corrupted: {detail}")
         self.session_id = session_id
         self.seq = seq
+
+
+class EmptyMessageError(ResumeRejected):
+    """A message with no parts, or only parts with neither text nor a response."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "the message is empty (no text and no FunctionResponse); nothing was written"
+        )
+
+
+class WrongInvocationError(ResumeRejected):
+    """An id answered under an invocation that does not own it."""
+
+    def __init__(self, ids: Iterable[str], named: str, owners: Iterable[str]) -> None:
+        ids = list(ids)
+        super().__init__(
+            f"interrupt {_ids(ids)} is not open in invocation {named}; it is open in invocation "
+            f"{_ids(owners)} (name that one, or leave the invocation out); nothing was written",
+            ids,
+        )
+        self.owners = sorted(owners)

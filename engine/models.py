@@ -107,6 +107,11 @@ class Content(_Model):
     def text(self) -> str:
         return "".join(p.text for p in self.parts if p.text)
 
+    @property
+    def is_empty(self) -> bool:
+        """No part carries text or a FunctionResponse (DESIGN.md 3.3: an error)."""
+        return not any(p.text or p.function_response is not None for p in self.parts)
+
 
 class NodeInfo(_Model):
     """Where an event comes from in the node tree, plus lifecycle-record fields."""
@@ -136,9 +141,11 @@ class Event(_Model):
     # Lambdas, so that tests and fixture generators can patch engine.models.new_id
     # and time.time (a captured function reference could not be patched).
     id: str = Field(default_factory=lambda: new_id())
-    invocation_id: str
-    author: str
-    """``user`` for operator/user messages, else the node name."""
+    invocation_id: str = ""
+    """Filled in by the runner for events a node body yields (as in ADK, a node
+    need not know it)."""
+    author: str = ""
+    """``user`` for operator/user messages, else the node name (filled in by the runner)."""
     timestamp: float = Field(default_factory=lambda: time.time())
     node_info: NodeInfo | None = None
     content: Content | None = None

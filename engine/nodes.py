@@ -86,6 +86,9 @@ class BaseNode:
     auto-completing with them (WAITING/COMPLETED)."""
     is_container: bool = False
     """True for nodes with children (Workflow, orchestration nodes)."""
+    always_outputs: bool = False
+    """True when every completed run has an output (JoinNode, ParallelWorker):
+    the graph then shows two such terminal nodes compete (DESIGN.md 3.9)."""
 
     def __init__(
         self,
@@ -102,6 +105,13 @@ class BaseNode:
             self.rerun_on_resume = rerun_on_resume
         self.retry = retry
         self.timeout = timeout
+
+    @property
+    def sees_children_answers(self) -> bool:
+        """Orchestration nodes (``ctx.run_node`` callers, parallel workers) find
+        their dynamic children's answers in ``ctx.resume_inputs`` when they
+        re-execute (DESIGN.md 3.4). A Workflow's children read their own."""
+        return self.is_container and self.rerun_on_resume
 
     def run(self, ctx: Context, node_input: Any) -> AsyncIterator[Any]:
         raise NotImplementedError
@@ -170,6 +180,8 @@ def node(
 class JoinNode(BaseNode):
     """Fan-in: runs once every predecessor has produced output since its last run.
     Its input and output are ``{predecessor name: output}``."""
+
+    always_outputs = True
 
     async def run(self, ctx: Context, node_input: Any) -> AsyncIterator[Any]:
         yield node_input

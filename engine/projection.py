@@ -421,6 +421,17 @@ class Projection:
             return []
         return [self.nodes[(invocation_id, c)] for c in run.children]
 
+    def descendant_answers(self, invocation_id: str, path: str) -> dict[str, Any]:
+        """Standing answers to the interrupt ids of a run's descendants, by id
+        (what an orchestration node sees in ``ctx.resume_inputs`` besides its own)."""
+        out: dict[str, Any] = {}
+        stack = list(reversed(self.nodes[(invocation_id, path)].children)) if (invocation_id, path) in self.nodes else []
+        while stack:
+            run = self.nodes[(invocation_id, stack.pop())]
+            out.update(run.resolved)
+            stack.extend(reversed(run.children))
+        return out
+
     def pending_ids(self, invocation_id: str, path: str) -> list[str]:
         """Open interrupt ids of a run and all its descendants (what it waits on)."""
         run = self.nodes.get((invocation_id, path))

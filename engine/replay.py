@@ -145,8 +145,9 @@ class Replay:
 
 
 def markers_for(event: Event, change: Change, after: Projection) -> list[Marker]:
-    """Explain one applied event. Auto-completions have no event of their own:
-    they are inferred here from the answer that caused them."""
+    """Explain one applied event. An auto-completion is explained at the answer
+    that causes it (its completion record follows in the same transaction; logs
+    written before those records existed have only the answer)."""
     out: list[Marker] = []
     inv = event.invocation_id
     kind = event.kind
@@ -160,7 +161,7 @@ def markers_for(event: Event, change: Change, after: Projection) -> list[Marker]
         ids = ", ".join(fr.id for fr in event.function_responses)
         out.append(Marker("answer", None, f"answer to {ids}{who}"))
         for path in change.auto_completed:
-            out.append(Marker("auto-complete", path, f"{path} auto-completed from the answer (inferred, no event)"))
+            out.append(Marker("auto-complete", path, f"{path} auto-completed from the answer"))
         for path in sorted(change.paths):
             run = after.get(inv, path)
             if run is not None and run.status is NodeStatus.PENDING:

@@ -4,20 +4,35 @@
 it is always stored with the interrupt's call as JSON Schema so that the
 console and the CLI validate answers without importing workflow code. This is
 the one place that validates an answer; the runner, the CLI's ``--dry-run`` and
-the console's editor all call :func:`validate_response`.
+the console's editor all call :func:`coerce_response` (or
+:func:`validate_response`, its errors only).
+
+Coercion follows pydantic's lax mode, driven only by the JSON Schema (so a
+pydantic model, a Python type and the equivalent JSON Schema dict coerce alike):
+numeric strings to numbers, integral floats to integers, ``"true"``/``"false"``
+(and pydantic's other boolean words, 0 and 1) to booleans, the schema's
+defaults filled in, ``null`` for optional fields left out whose schema allows
+it. In a union a branch the value already matches wins (pydantic's smart
+mode); else the first branch it can be coerced to. ``NaN`` and infinities are
+rejected: JSON has no such values.
 """
 
 from __future__ import annotations
 
+import copy
 import json
+import math
+import re
 from typing import Any
 
 import jsonschema
 from pydantic import BaseModel, TypeAdapter
 
 MAX_RESPONSE_BYTES = 1_000_000
-"""Largest accepted answer (its JSON encoding), per interrupt id. Larger answers
-are rejected before anything is persisted: a session log is not a blob store."""
+"""Largest accepted answer, per interrupt id: the UTF-8 bytes of its JSON text
+(non-ASCII characters count as their UTF-8 bytes, not as ``\\uXXXX`` escapes).
+Larger answers are rejected before anything is persisted: a session log is not
+a blob store."""
 
 
 def unwrap_response(response: Any) -> Any:
@@ -63,20 +78,195 @@ def _format_error(err: jsonschema.ValidationError) -> str:
 
 
 def validate_response(schema: dict[str, Any] | None, value: Any) -> list[str]:
-    """Errors of ``value`` (already unwrapped) against a JSON Schema, each
-    prefixed with the path of the offending field (``amount: expected integer``).
-    An empty list means valid."""
+    """Errors of ``value`` (already unwrapped) against a JSON Schema, after the
+    coercions of :func:`coerce_response`, each prefixed with the path of the
+    offending field (``amount: expected integer``). An empty list means valid."""
+    return coerce_response(schema, value)[1]
+
+
+def coerce_response(schema: dict[str, Any] | None, value: Any) -> tuple[Any, list[str]]:
+    """``(coerced value, errors)`` for an answer (already unwrapped): the one
+    validation of DESIGN.md 3.7. The coerced value is what gets persisted; with
+    errors it is ``value`` unchanged and nothing may be persisted."""
+    bad = _non_finite(value, "")
+    if bad is not None:
+        return value, [f"{bad or '(root)'}: NaN and infinities are not JSON values"]
     try:
-        size = len(json.dumps(value))
+        size = len(json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8"))
     except (TypeError, ValueError) as exc:
-        return [f"(root): not JSON-serialisable: {exc}"]
+        return value, [f"(root): not JSON-serialisable: {exc}"]
     if size > MAX_RESPONSE_BYTES:
-        return [f"(root): answer is {size} bytes; the limit is {MAX_RESPONSE_BYTES}"]
+        return value, [f"(root): answer is {size} bytes; the limit is {MAX_RESPONSE_BYTES}"]
     if not schema:
-        return []
+        return value, []
+    coerced = _coerce(schema, schema, value)
     validator = jsonschema.validators.validator_for(schema)(schema)
-    errors = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
-    return [_format_error(e) for e in errors]
+    errors = sorted(validator.iter_errors(coerced), key=lambda e: list(e.absolute_path))
+    if errors:
+        return value, [_format_error(e) for e in errors]
+    return coerced, []
+
+
+def _non_finite(value: Any, where: str) -> str | None:
+    """The path of the first NaN/Infinity inside ``value`` ('' for the root), else None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return where
+    if isinstance(value, dict):
+        for k, v in value.items():
+            found = _non_finite(v, f"{where}.{k}" if where else str(k))
+            if found is not None:
+                return found
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            found = _non_finite(v, f"{where}.{i}" if where else str(i))
+            if found is not None:
+                return found
+    return None
+
+
+_INT = re.compile(r"^\s*[+-]?\d+\s*$")
+_TRUE = {"1", "on", "t", "true", "y", "yes"}
+_FALSE = {"0", "off", "f", "false", "n", "no"}
+
+
+def _resolve(node: Any, root: dict[str, Any]) -> Any:
+    seen = 0
+    while isinstance(node, dict) and "$ref" in node and seen < 32:
+        ref = node["$ref"]
+        if not isinstance(ref, str) or not ref.startswith("#"):
+            return node
+        target: Any = root
+        for part in ref[2:].split("/") if ref != "#" else []:
+            target = target.get(part, {}) if isinstance(target, dict) else {}
+        rest = {k: v for k, v in node.items() if k != "$ref"}
+        node = {**target, **rest} if rest and isinstance(target, dict) else target
+        seen += 1
+    return node
+
+
+def _matches(node: Any, root: dict[str, Any], value: Any) -> bool:
+    """True when ``value`` is valid against ``node`` without any coercion."""
+    if not isinstance(node, dict):
+        return True
+    defs = {k: root[k] for k in ("$defs", "definitions") if k in root and k not in node}
+    validator = jsonschema.validators.validator_for(root)({**node, **defs})
+    return validator.is_valid(value)
+
+
+def _allows_null(node: Any, root: dict[str, Any]) -> bool:
+    node = _resolve(node, root)
+    if not isinstance(node, dict):
+        return False
+    typ = node.get("type")
+    if typ == "null" or (isinstance(typ, list) and "null" in typ):
+        return True
+    return any(_allows_null(b, root) for key in ("anyOf", "oneOf") for b in node.get(key, []) or [])
+
+
+def _coerce(node: Any, root: dict[str, Any], value: Any) -> Any:
+    node = _resolve(node, root)
+    if not isinstance(node, dict):
+        return value
+    for key in ("anyOf", "oneOf"):
+        branches = node.get(key)
+        if branches:
+            if any(_matches(b, root, value) for b in branches):
+                # Smart mode: an exact match keeps the value (defaults still filled in).
+                branch = next(b for b in branches if _matches(b, root, value))
+                return _coerce(branch, root, value)
+            for b in branches:
+                candidate = _coerce(b, root, value)
+                if _matches(b, root, candidate):
+                    return candidate
+            return value
+    if isinstance(node.get("allOf"), list) and len(node["allOf"]) == 1:
+        return _coerce({**{k: v for k, v in node.items() if k != "allOf"}, **node["allOf"][0]}, root, value)
+    typ = node.get("type")
+    types = typ if isinstance(typ, list) else [typ] if typ else []
+    if value is None or (types and _primitive_type(value) in types and not isinstance(value, (dict, list))):
+        return value
+    for t in types:
+        coerced = _coerce_to(t, node, root, value)
+        if coerced is not _NO:
+            return coerced
+    if not types and isinstance(value, dict) and "properties" in node:
+        return _coerce_object(node, root, value)
+    return value
+
+
+_NO: Any = object()
+
+
+def _primitive_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "other"
+
+
+def _coerce_to(t: str, node: dict[str, Any], root: dict[str, Any], value: Any) -> Any:
+    if t == "integer":
+        if isinstance(value, str) and _INT.match(value):
+            return int(value)
+        if isinstance(value, str):
+            try:
+                f = float(value)
+            except ValueError:
+                return _NO
+            return int(f) if math.isfinite(f) and f.is_integer() else _NO
+        if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+            return int(value)
+    elif t == "number":
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, str):
+            try:
+                f = float(value)
+            except ValueError:
+                return _NO
+            return f if math.isfinite(f) else _NO
+    elif t == "boolean":
+        if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+            return value.strip().lower() in _TRUE
+        if isinstance(value, int) and not isinstance(value, bool) and value in (0, 1):
+            return bool(value)
+    elif t == "object" and isinstance(value, dict):
+        return _coerce_object(node, root, value)
+    elif t == "array" and isinstance(value, list):
+        prefix = node.get("prefixItems")
+        items = node.get("items")
+        out = []
+        for i, v in enumerate(value):
+            sub = prefix[i] if isinstance(prefix, list) and i < len(prefix) else items
+            out.append(_coerce(sub, root, v) if isinstance(sub, dict) else v)
+        return out
+    return _NO
+
+
+def _coerce_object(node: dict[str, Any], root: dict[str, Any], value: dict[str, Any]) -> dict[str, Any]:
+    props = node.get("properties") or {}
+    required = set(node.get("required") or [])
+    extra = node.get("additionalProperties")
+    out = {
+        k: _coerce(props[k], root, v) if k in props else _coerce(extra, root, v) if isinstance(extra, dict) else v
+        for k, v in value.items()
+    }
+    for k, sub in props.items():
+        if k in out:
+            continue
+        resolved = _resolve(sub, root)
+        if isinstance(resolved, dict) and "default" in resolved:
+            out[k] = copy.deepcopy(resolved["default"])
+        elif isinstance(sub, dict) and "default" in sub:
+            out[k] = copy.deepcopy(sub["default"])
+        elif k not in required and _allows_null(sub, root):
+            out[k] = None
+    return out
 
 
 def template_for(schema: dict[str, Any] | None) -> Any:

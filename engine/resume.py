@@ -13,12 +13,14 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import (
     AlreadyResolvedError,
     AmbiguousInterruptError,
+    EmptyMessageError,
     InvalidResponseError,
     InvocationBusyError,
     InvocationInterruptedError,
@@ -27,11 +29,12 @@ from .errors import (
     ResumeRejected,
     TextWithResponsesError,
     UnknownInterruptError,
+    WrongInvocationError,
 )
 from .models import Content, Event, FunctionResponse, NodeStatus, Part, leaf_name, parent_path, split_path
 from .nodes import BaseNode, JoinNode
 from .projection import Projection
-from .responses import unwrap_response, validate_response
+from .responses import coerce_response, unwrap_response
 from .store.base import InterruptRecord, SessionStore
 from .workflow import ANY_ROUTE, Workflow
 
@@ -52,6 +55,8 @@ async def validate_responses(
     store: SessionStore, session_id: str, content: Content, invocation_id: str | None = None
 ) -> ResumeTarget:
     """Validate an FR message against the interrupt index; nothing is written."""
+    if content.is_empty:
+        raise EmptyMessageError()
     frs = content.function_responses
     if not frs:
         raise ResumeRejected("the message contains no FunctionResponse")
@@ -71,6 +76,10 @@ async def validate_responses(
         if r.status == "open":
             open_by_id.setdefault(r.interrupt_id, []).append(r)
     unknown = [i for i in ids if i not in seen]
+    if unknown and invocation_id is not None:
+        owners = {r.invocation_id for r in rows if r.interrupt_id in unknown and r.status == "open"}
+        if owners:
+            raise WrongInvocationError([i for i in unknown if any(r.interrupt_id == i for r in rows)], invocation_id, owners)
     if unknown:
         raise UnknownInterruptError(unknown)
     resolved = [i for i in ids if i not in open_by_id]
@@ -91,22 +100,34 @@ async def validate_responses(
     records = {i: open_by_id[i][0] for i in ids}
     answers: dict[str, Any] = {}
     errors: dict[str, list[str]] = {}
+    stored: dict[str, Any] = {}
     for fr in frs:
         value = unwrap_response(fr.response)
-        errs = validate_response(records[fr.id].response_schema, value)
+        coerced, errs = coerce_response(records[fr.id].response_schema, value)
         if errs:
             errors[fr.id] = errs
-        answers[fr.id] = value
+            continue
+        answers[fr.id] = coerced
+        stored[fr.id] = fr.response if _same_json(coerced, value) else _as_response(coerced)
     if errors:
         raise InvalidResponseError(errors)
     named = Content(
         role="user",
         parts=[
-            Part(function_response=FunctionResponse(id=fr.id, name=fr.name or records[fr.id].name, response=fr.response))
+            Part(function_response=FunctionResponse(id=fr.id, name=fr.name or records[fr.id].name, response=stored[fr.id]))
             for fr in frs
         ],
     )
     return ResumeTarget(next(iter(by_inv)), named, records, answers)
+
+
+def _same_json(a: Any, b: Any) -> bool:
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+def _as_response(value: Any) -> Any:
+    """The persisted form of a coerced answer: one that unwraps back to ``value``."""
+    return {"result": value} if isinstance(value, dict) and set(value) == {"result"} else value
 
 
 async def load_invocation(store: SessionStore, session_id: str, invocation_id: str) -> Projection:

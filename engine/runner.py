@@ -15,6 +15,7 @@ from typing import Any
 
 from .context import Context, InvocationContext, NodeFailed, NodeRunner
 from .errors import (
+    EmptyMessageError,
     InDoubtError,
     InvocationInterruptedError,
     NotRedrivableError,
@@ -33,7 +34,7 @@ from .liveness import (
     is_mid_run,
     stopped_mid_run,
 )
-from .models import Content, Event, NodeStatus, Session, StoredEvent, new_id
+from .models import Content, Event, NodeInfo, NodeStatus, Session, StoredEvent, new_id
 from .nodes import BaseNode
 from .projection import Projection
 from .resume import ResumeTarget, load_invocation, validate_responses
@@ -83,6 +84,29 @@ async def cancel_invocation(
         await keeper.close(clean=True)
 
 
+def auto_completion_records(proj: Projection, answer: Event) -> list[Event]:
+    """The completion records of the runs ``answer`` auto-completes (DESIGN.md
+    3.2, 3.4): an end record COMPLETED with the aggregated output, at the run's
+    path and run id, for every ``rerun_on_resume=False`` run whose last open id
+    it answers. Written with the answer, so the log states that the run finished."""
+    after = proj.fork()
+    change = after.apply(answer)
+    records = []
+    for path in change.auto_completed:
+        run = after.get(answer.invocation_id, path)
+        assert run is not None
+        records.append(
+            Event(
+                invocation_id=answer.invocation_id,
+                author=run.name,
+                timestamp=answer.timestamp,
+                node_info=NodeInfo(path=path, run_id=run.run_id, lifecycle="end", status=NodeStatus.COMPLETED),
+                output=run.output,
+            )
+        )
+    return records
+
+
 class _FencedStore:
     """The store as one turn sees it: every append is fenced by the turn's lease
     (a process that lost the lease cannot write another event)."""
@@ -95,6 +119,11 @@ class _FencedStore:
         self, session_id: str, event: Event, *, expected_seq: int | None = None, lease_owner: str | None = None
     ) -> StoredEvent:
         return await self._store.append_event(session_id, event, expected_seq=expected_seq, lease_owner=self._owner)
+
+    async def append_events(
+        self, session_id: str, events: list[Event], *, expected_seq: int | None = None, lease_owner: str | None = None
+    ) -> list[StoredEvent]:
+        return await self._store.append_events(session_id, events, expected_seq=expected_seq, lease_owner=self._owner)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
@@ -153,6 +182,8 @@ class Runner:
         mid-run (continue it first: re-drive it); InDoubtError for a re-drive
         that would re-execute nodes in doubt unless ``acknowledge_in_doubt``."""
         target: ResumeTarget | None = None
+        if new_message is not None and new_message.is_empty:
+            raise EmptyMessageError()
         if new_message is None:
             if invocation_id is None:
                 raise ValueError("pass new_message, or invocation_id to re-drive a failed invocation")
@@ -188,7 +219,8 @@ class Runner:
             else:
                 event = Event(invocation_id=inv_id, author="user", content=new_message, state_delta=state_delta)
                 inv_ctx, first = await self._begin(session, inv_id, Projection(), event, keeper.owner, session.last_seq)
-            yield first
+            for event in first:
+                yield event
             async for event in self._drive(inv_ctx, keeper):
                 yield event
         finally:
@@ -222,7 +254,7 @@ class Runner:
         operator: str | None,
         reason: str | None,
         state_delta: dict[str, Any] | None,
-    ) -> tuple[InvocationContext, Event]:
+    ) -> tuple[InvocationContext, list[Event]]:
         inv = target.invocation_id
         proj = await load_invocation(self.store, session.id, inv)
         if is_mid_run(proj, inv):
@@ -235,7 +267,7 @@ class Runner:
             state_delta=state_delta,
             custom_metadata=operator_metadata("resume", operator, reason),
         )
-        return await self._begin(session, inv, proj, event, owner)
+        return await self._begin(session, inv, proj, event, owner, completions=auto_completion_records(proj, event))
 
     async def _prepare_redrive(
         self,
@@ -246,7 +278,7 @@ class Runner:
         reason: str | None,
         state_delta: dict[str, Any] | None,
         acknowledge_in_doubt: bool,
-    ) -> tuple[InvocationContext, Event]:
+    ) -> tuple[InvocationContext, list[Event]]:
         proj = await load_invocation(self.store, session.id, invocation_id)
         status = proj.invocation_status(invocation_id)
         if status not in (NodeStatus.FAILED, NodeStatus.RUNNING, NodeStatus.PENDING, None):
@@ -271,10 +303,17 @@ class Runner:
         event: Event,
         owner: str,
         expected_seq: int | None = None,
-    ) -> tuple[InvocationContext, Event]:
+        completions: list[Event] | None = None,
+    ) -> tuple[InvocationContext, list[Event]]:
+        """Append the turn's first event (with ``completions``, the completion
+        records of the runs it auto-completes, in the same transaction)."""
         store = _FencedStore(self.store, owner)
-        stored = await store.append_event(session.id, event, expected_seq=expected_seq)
-        proj.apply(stored.event, stored.seq)
+        if completions:
+            written = await store.append_events(session.id, [event, *completions], expected_seq=expected_seq)
+        else:
+            written = [await store.append_event(session.id, event, expected_seq=expected_seq)]
+        for stored in written:
+            proj.apply(stored.event, stored.seq)
         # The state as of our first event (it carries its delta already); other
         # invocations of the session may have changed it since ``session`` was read.
         state = dict((await self.store.get_session(session.id)).state)
@@ -287,7 +326,7 @@ class Runner:
             projection=proj,
             state=state,
         )
-        return inv_ctx, stored.event
+        return inv_ctx, [w.event for w in written]
 
     # ---------------------------------------------------------------- drive
     async def _drive(self, inv_ctx: InvocationContext, keeper: LeaseKeeper) -> AsyncIterator[Event]:
@@ -329,13 +368,13 @@ class Runner:
         if exc is not None:
             if isinstance(exc, NodeFailed) and not is_mid_run(proj, inv):
                 leaf = _failed_leaf(proj, inv) or (exc.path, exc.error_code, exc.error_message)
-                raise WorkflowFailed(*leaf) from exc
+                raise WorkflowFailed(*leaf, exception=exc.original if exc.path == leaf[0] else None) from exc
             if isinstance(exc, NodeFailed):
                 # The failure could not even be recorded (e.g. the store failed): say that.
                 cause = _store_error_in(exc)
                 if cause is not None:
                     raise cause from exc
-                raise WorkflowFailed(exc.path, exc.error_code, exc.error_message) from exc
+                raise WorkflowFailed(exc.path, exc.error_code, exc.error_message, exc.original) from exc
             raise exc
 
     async def _next_root_run_id(self, inv_ctx: InvocationContext) -> int:

@@ -26,7 +26,7 @@ from typing import Any
 
 from .context import Context, NodeFailed, NodeRunner
 from .models import NodeStatus
-from .nodes import START, BaseNode, JoinNode
+from .nodes import START, BaseNode, FunctionNode, JoinNode
 from .projection import NodeRun
 
 
@@ -43,16 +43,40 @@ class Workflow(BaseNode):
 
     rerun_on_resume = True
     is_container = True
+    sees_children_answers = False  # type: ignore[assignment]
 
     def __init__(self, name: str, edges: Iterable[Any], **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
         self.nodes: dict[str, BaseNode] = {}
         self.succ: dict[str, list[tuple[str, Any]]] = {START.name: []}
         self.preds: dict[str, list[str]] = {}
+        self._wrapped: dict[Any, FunctionNode] = {}
         for chain in edges:
             self._add_chain(chain)
         if not self.succ[START.name]:
             raise ValueError(f"workflow {name!r} has no edge from START")
+        both = [n for n in self._unconditional_terminals() if self.nodes[n].always_outputs]
+        if len(both) > 1:
+            raise ValueError(
+                f"workflow {name!r} has {len(both)} terminal nodes that always run and always have output: "
+                f"{', '.join(both)}; a workflow has one output (DESIGN.md 3.9): join them (JoinNode) "
+                "or route between them"
+            )
+
+    def _unconditional_terminals(self) -> list[str]:
+        """Terminal nodes reached from START over unrouted edges only: the graph
+        alone shows that each of them runs. With ``always_outputs`` (JoinNode, a
+        parallel worker) it also shows their outputs would compete; for other
+        nodes only the run can tell (``MultipleOutputsError``)."""
+        seen: list[str] = []
+        stack = [START.name]
+        while stack:
+            src = stack.pop()
+            for dst, route in self.succ.get(src, []):
+                if route is ANY_ROUTE and dst not in seen:
+                    seen.append(dst)
+                    stack.append(dst)
+        return [n for n in self.nodes if n in seen and self.is_terminal(n)]
 
     # ------------------------------------------------------------ graph
     def _register(self, item: Any) -> list[str]:
@@ -60,8 +84,12 @@ class Workflow(BaseNode):
             return [START.name]
         if isinstance(item, (tuple, list)):
             return [n for sub in item for n in self._register(sub)]
+        if not isinstance(item, BaseNode) and callable(item) and hasattr(item, "__name__"):
+            # As in ADK: a bare function (sync, async, generator) is wrapped as @node;
+            # the same function in two chains is the same node.
+            item = self._wrapped.setdefault(item, FunctionNode(item))
         if not isinstance(item, BaseNode):
-            raise TypeError(f"workflow {self.name!r}: {item!r} is not a node")
+            raise TypeError(f"workflow {self.name!r}: {item!r} is not a node or a function")
         known = self.nodes.get(item.name)
         if known is not None and known is not item:
             raise ValueError(f"workflow {self.name!r} has two different nodes named {item.name!r}")
@@ -105,8 +133,22 @@ class Workflow(BaseNode):
         sched = _Scheduler(self, ctx)
         await sched.execute(node_input)
         ctx.interrupt_ids = [*ctx.interrupt_ids, *sched.waiting_ids()]
+        with_output = [n for n, out in sched.terminal_outputs.items() if out is not None]
+        if len(with_output) > 1:
+            raise MultipleOutputsError(ctx.path or self.name, with_output)
         if sched.has_terminal:
             yield sched.terminal_output
+
+
+class MultipleOutputsError(Exception):
+    """Two terminal nodes of one workflow completed with output (DESIGN.md 3.9)."""
+
+    def __init__(self, path: str, names: list[str]) -> None:
+        super().__init__(
+            f"workflow {path} has one output, but terminal nodes {' and '.join(names)} both completed with "
+            "output; join them (JoinNode) or route between them"
+        )
+        self.names = names
 
 
 class _Scheduler:
@@ -120,7 +162,8 @@ class _Scheduler:
         self.waiting: dict[str, list[str]] = {}
         self.has_terminal = False
         self.terminal_output: Any = None
-        self._terminal_pos = -1
+        self.terminal_outputs: dict[str, Any] = {}
+        """Terminal node name -> its latest output (more than one non-None: an error)."""
 
     def waiting_ids(self) -> list[str]:
         return [i for ids in self.waiting.values() for i in ids]
@@ -170,6 +213,7 @@ class _Scheduler:
         # (source, completed at, output, route) for every completion that may not
         # have triggered its successors yet.
         sources: list[tuple[str, int, Any, Any]] = [(START.name, me.started_pos, node_input, None)]
+        terminals: list[tuple[int, str, Any]] = []
         for name, run in latest.items():
             if run is None:
                 continue
@@ -179,9 +223,10 @@ class _Scheduler:
                 self.waiting[name] = proj.pending_ids(inv, run.path)
             elif run.status is NodeStatus.COMPLETED and run.completed_pos is not None:
                 sources.append((name, run.completed_pos, run.output, run.route))
-                if self.wf.is_terminal(name) and run.completed_pos > self._terminal_pos:
-                    self._terminal_pos = run.completed_pos
-                    self.has_terminal, self.terminal_output = True, run.output
+                if self.wf.is_terminal(name):
+                    terminals.append((run.completed_pos, name, run.output))
+        for _, name, output in sorted(terminals):
+            self._terminal(name, output)
         for src, pos, output, route in sorted(sources, key=lambda s: s[1]):
             for target, r in self.wf.succ[src]:
                 if r is not ANY_ROUTE and r != route:
@@ -193,10 +238,15 @@ class _Scheduler:
 
     def _complete(self, name: str, output: Any, route: Any) -> None:
         if name != START.name and self.wf.is_terminal(name):
-            self.has_terminal, self.terminal_output = True, output
+            self._terminal(name, output)
         for target, r in self.wf.succ[name]:
             if r is ANY_ROUTE or r == route:
                 self._trigger(target, name, output)
+
+    def _terminal(self, name: str, output: Any) -> None:
+        self.terminal_outputs[name] = output
+        if output is not None or not self.has_terminal:
+            self.has_terminal, self.terminal_output = True, output
 
     def _trigger(self, target: str, source: str, value: Any) -> None:
         node = self.wf.nodes[target]

@@ -12,7 +12,9 @@ written as a user of the engine would write it (deterministic, no network):
 * :mod:`~sample_sessions.labelling_batch` -- an orchestration node running one
   dynamic child per item (dozens of interrupt ids);
 * :mod:`~sample_sessions.incident` -- a node that fails after resume, then is
-  re-driven.
+  re-driven;
+* :mod:`~sample_sessions.contract_review` -- a parallel worker over N documents,
+  the flagged ones waiting for a lawyer independently.
 
 They are registered by default in :class:`engine.apps.AppRegistry`.
 
@@ -27,9 +29,12 @@ fixed clock, see :data:`~sample_sessions.demo.FIXTURE_EPOCH`) is regenerated wit
     python -m sample_sessions.fixtures
 """
 
-from . import deploy_pipeline, document_review, incident, labelling_batch, refund_approval
+from . import contract_review, deploy_pipeline, document_review, incident, labelling_batch, refund_approval
 
-APPS = {m.app_name: m for m in (refund_approval, document_review, deploy_pipeline, labelling_batch, incident)}
+APPS = {
+    m.app_name: m
+    for m in (refund_approval, document_review, deploy_pipeline, labelling_batch, incident, contract_review)
+}
 """app name -> sample module."""
 
-__all__ = ["APPS", "deploy_pipeline", "document_review", "incident", "labelling_batch", "refund_approval"]
+__all__ = ["APPS", "contract_review", "deploy_pipeline", "document_review", "incident", "labelling_batch", "refund_approval"]

@@ -32,7 +32,7 @@ from engine.errors import ConflictError, SessionNotFoundError
 from engine.models import Session
 from engine.store.base import SessionStore
 
-from . import deploy_pipeline, document_review, incident, labelling_batch, refund_approval
+from . import contract_review, deploy_pipeline, document_review, incident, labelling_batch, refund_approval
 from .clock import SimClock, frozen_engine
 
 DEFAULT_LONG_ITERATIONS = 300
@@ -81,6 +81,9 @@ EXPECTED: dict[str, Expect] = {
     ),
     "incident-failed-1": Expect("incident", "oncall", "failed", 0, 1, "mitigate failed after the answer"),
     "incident-redriven-1": Expect("incident", "oncall", "completed", 0, 1, "failed, then re-driven to completion"),
+    "contracts-partial-1": Expect(
+        "contract_review", "frank", "waiting", 2, 1, "a parallel worker over 9 documents: 3 flagged, 1 answered"
+    ),
 }
 """The named sessions, in creation order."""
 
@@ -147,6 +150,7 @@ REFUND = refund_approval.app_name
 REVIEW = document_review.app_name
 DEPLOY = deploy_pipeline.app_name
 LABELS = labelling_batch.app_name
+CONTRACTS = contract_review.app_name
 INCIDENT = incident.app_name
 
 
@@ -278,6 +282,13 @@ async def incident_redriven(d: Demo, sid: str) -> None:
     await d.redrive(INCIDENT, sid, inv, operator="sam", reason="pager API back")
 
 
+async def contracts_partial(d: Demo, sid: str) -> None:
+    await d.start(CONTRACTS, "frank", sid, "acme-q3 9")
+    d.clock.advance(minutes=25)
+    # Sent as a string, stored coerced to true by the Verdict schema.
+    await d.answer(CONTRACTS, sid, {"legal-acme-q3-06": {"approve": "true"}}, operator="frank")
+
+
 def scenarios(long_iterations: int) -> dict[str, Scenario]:
     table: dict[str, Scenario] = {
         "refund-waiting-1": refund_waiting,
@@ -296,6 +307,7 @@ def scenarios(long_iterations: int) -> dict[str, Scenario]:
         "incident-waiting-1": incident_waiting,
         "incident-failed-1": incident_failed,
         "incident-redriven-1": incident_redriven,
+        "contracts-partial-1": contracts_partial,
     }
     assert list(table) == list(EXPECTED)
     return table

@@ -281,6 +281,15 @@ class SessionStore(Protocol):
         the event's invocation."""
         ...
 
+    async def append_events(
+        self, session_id: str, events: list[Event], *, expected_seq: int | None = None, lease_owner: str | None = None
+    ) -> list[StoredEvent]:
+        """Append several events, in order, in one transaction: all or none.
+        ``expected_seq`` applies to the first; every event is fenced by
+        ``lease_owner``. The runner writes an answer together with the
+        completion records of the runs it auto-completes (DESIGN.md 3.2)."""
+        ...
+
     async def events(self, session_id: str, *, after_seq: int = 0, limit: int | None = None) -> list[StoredEvent]:
         """Events with ``seq > after_seq`` in order (tailing and paging)."""
         ...

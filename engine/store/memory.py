@@ -172,83 +172,113 @@ class MemoryStore:
     ) -> StoredEvent:
         self._check_writable()
         async with self._lock:
+            return self._append(session_id, event, expected_seq, lease_owner)
+
+    async def append_events(
+        self, session_id: str, events: list[Event], *, expected_seq: int | None = None, lease_owner: str | None = None
+    ) -> list[StoredEvent]:
+        self._check_writable()
+        async with self._lock:
+            # Check every event before writing any: rejected means nothing written.
             d = self._data(session_id)
-            last = len(d.events)
-            if expected_seq is not None and expected_seq != last:
-                raise ConflictError(
-                    f"session {session_id} changed (now at event {last}, expected {expected_seq}); reload and retry"
-                )
-            if lease_owner is not None:
-                held = self._leases.get((session_id, event.invocation_id))
-                if held is None or held.owner != lease_owner:
-                    raise LeaseLostError(session_id, event.invocation_id, lease_owner, held.holder if held else None)
-            if event.state_delta:
-                kept = {k: v for k, v in event.state_delta.items() if not k.startswith("temp:")}
-                event = event.model_copy(update={"state_delta": kept or None})
-            eff = index_effects(event)
-            inv = event.invocation_id
-            bad = [i for i in eff.resolved if (r := d.interrupts.get((inv, i))) is None or r.status != "open"]
-            if bad:
-                raise AlreadyResolvedError(bad)
-            seq = last + 1
-            d.events.append(event.to_json())
-            d.invocation_seqs.setdefault(inv, []).append(seq)
-            s = d.session
-            for iid, path, name, args in eff.opened:
-                d.interrupts[(inv, iid)] = InterruptRecord(
-                    interrupt_id=iid,
-                    session_id=s.id,
-                    app_name=s.app_name,
-                    user_id=s.user_id,
+            answered: set[tuple[str, str]] = set()
+            for i, event in enumerate(events):
+                for iid in self._check_append(d, session_id, event, expected_seq if i == 0 else None, lease_owner):
+                    if (event.invocation_id, iid) in answered:
+                        raise AlreadyResolvedError([iid])
+                    answered.add((event.invocation_id, iid))
+            return [self._append(session_id, event, None, None) for event in events]
+
+    def _check_append(
+        self, d: _SessionData, session_id: str, event: Event, expected_seq: int | None, lease_owner: str | None
+    ) -> list[str]:
+        """Raise what appending ``event`` now would raise; return the ids it answers."""
+        last = len(d.events)
+        if expected_seq is not None and expected_seq != last:
+            raise ConflictError(
+                f"session {session_id} changed (now at event {last}, expected {expected_seq}); reload and retry"
+            )
+        if lease_owner is not None:
+            held = self._leases.get((session_id, event.invocation_id))
+            if held is None or held.owner != lease_owner:
+                raise LeaseLostError(session_id, event.invocation_id, lease_owner, held.holder if held else None)
+        eff = index_effects(event)
+        inv = event.invocation_id
+        bad = [i for i in eff.resolved if (r := d.interrupts.get((inv, i))) is None or r.status != "open"]
+        if bad:
+            raise AlreadyResolvedError(bad)
+        return list(eff.resolved)
+
+    def _append(
+        self, session_id: str, event: Event, expected_seq: int | None, lease_owner: str | None
+    ) -> StoredEvent:
+        d = self._data(session_id)
+        self._check_append(d, session_id, event, expected_seq, lease_owner)
+        last = len(d.events)
+        if event.state_delta:
+            kept = {k: v for k, v in event.state_delta.items() if not k.startswith("temp:")}
+            event = event.model_copy(update={"state_delta": kept or None})
+        eff = index_effects(event)
+        inv = event.invocation_id
+        seq = last + 1
+        d.events.append(event.to_json())
+        d.invocation_seqs.setdefault(inv, []).append(seq)
+        s = d.session
+        for iid, path, name, args in eff.opened:
+            d.interrupts[(inv, iid)] = InterruptRecord(
+                interrupt_id=iid,
+                session_id=s.id,
+                app_name=s.app_name,
+                user_id=s.user_id,
+                invocation_id=inv,
+                path=path,
+                event_id=event.id,
+                name=name,
+                args=copy.deepcopy(args),
+                raised_seq=seq,
+                raised_at=event.timestamp,
+            )
+        for iid in eff.resolved:
+            r = d.interrupts[(inv, iid)]
+            r.status, r.resolved_by, r.resolved_seq = "resolved", event.id, seq
+        if eff.cancel_invocation:
+            for r in d.interrupts.values():
+                if r.invocation_id == inv and r.status == "open":
+                    r.status, r.resolved_seq = "cancelled", seq
+        summary = d.invocations.get(inv)
+        if summary is None:
+            summary = d.invocations[inv] = InvocationSummary(
+                session_id=s.id,
+                invocation_id=inv,
+                status=eff.invocation_status or "running",
+                started_seq=seq,
+                started_at=event.timestamp,
+                updated_at=event.timestamp,
+                message=eff.new_invocation_message or "",
+            )
+        elif eff.invocation_status:
+            summary.status = eff.invocation_status
+        summary.updated_at = event.timestamp
+        if eff.audit is not None:
+            action, operator, reason, details = eff.audit
+            self._add_audit(
+                AuditRecord(
+                    at=event.timestamp,
+                    action=action,
+                    operator=operator,
+                    reason=reason,
+                    session_id=session_id,
                     invocation_id=inv,
-                    path=path,
+                    seq=seq,
                     event_id=event.id,
-                    name=name,
-                    args=copy.deepcopy(args),
-                    raised_seq=seq,
-                    raised_at=event.timestamp,
+                    details=copy.deepcopy(details),
                 )
-            for iid in eff.resolved:
-                r = d.interrupts[(inv, iid)]
-                r.status, r.resolved_by, r.resolved_seq = "resolved", event.id, seq
-            if eff.cancel_invocation:
-                for r in d.interrupts.values():
-                    if r.invocation_id == inv and r.status == "open":
-                        r.status, r.resolved_seq = "cancelled", seq
-            summary = d.invocations.get(inv)
-            if summary is None:
-                summary = d.invocations[inv] = InvocationSummary(
-                    session_id=s.id,
-                    invocation_id=inv,
-                    status=eff.invocation_status or "running",
-                    started_seq=seq,
-                    started_at=event.timestamp,
-                    updated_at=event.timestamp,
-                    message=eff.new_invocation_message or "",
-                )
-            elif eff.invocation_status:
-                summary.status = eff.invocation_status
-            summary.updated_at = event.timestamp
-            if eff.audit is not None:
-                action, operator, reason, details = eff.audit
-                self._add_audit(
-                    AuditRecord(
-                        at=event.timestamp,
-                        action=action,
-                        operator=operator,
-                        reason=reason,
-                        session_id=session_id,
-                        invocation_id=inv,
-                        seq=seq,
-                        event_id=event.id,
-                        details=copy.deepcopy(details),
-                    )
-                )
-            if event.state_delta:
-                s.state.update(copy.deepcopy(event.state_delta))
-            s.last_seq = seq
-            s.updated_at = max(time.time(), s.updated_at)
-            return StoredEvent(seq=seq, session_id=session_id, event=Event.from_json(d.events[-1]))
+            )
+        if event.state_delta:
+            s.state.update(copy.deepcopy(event.state_delta))
+        s.last_seq = seq
+        s.updated_at = max(time.time(), s.updated_at)
+        return StoredEvent(seq=seq, session_id=session_id, event=Event.from_json(d.events[-1]))
 
     async def events(self, session_id: str, *, after_seq: int = 0, limit: int | None = None) -> list[StoredEvent]:
         d = self._data(session_id)

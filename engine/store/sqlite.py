@@ -722,6 +722,15 @@ _UPDATED_AT_RESOLUTION = 1.0
 """Seconds: how stale a session's ``updated_at`` may get while it only appends."""
 
 
+def _append_many_tx(
+    conn: sqlite3.Connection, session_id: str, prepared: list[_Prepared], expected_seq: int | None, lease_owner: str | None
+) -> list[int]:
+    """Several appends in the caller's one transaction (``append_events``)."""
+    return [
+        _append_tx(conn, session_id, p, expected_seq if i == 0 else None, lease_owner) for i, p in enumerate(prepared)
+    ]
+
+
 def _append_tx(
     conn: sqlite3.Connection, session_id: str, p: _Prepared, expected_seq: int | None, lease_owner: str | None = None
 ) -> int:
@@ -1358,6 +1367,14 @@ class SQLiteStore:
         p = _prepare(event)
         seq = await self._write(_append_tx, session_id, p, expected_seq, lease_owner)
         return StoredEvent(seq=seq, session_id=session_id, event=Event.from_json(p.json))
+
+    async def append_events(
+        self, session_id: str, events: list[Event], *, expected_seq: int | None = None, lease_owner: str | None = None
+    ) -> list[StoredEvent]:
+        self._check_writable()
+        prepared = [_prepare(e) for e in events]
+        seqs = await self._write(_append_many_tx, session_id, prepared, expected_seq, lease_owner)
+        return [StoredEvent(seq=q, session_id=session_id, event=Event.from_json(p.json)) for q, p in zip(seqs, prepared, strict=True)]
 
     async def events(
         self, session_id: str, *, after_seq: int = 0, limit: int | None = None, skip_corrupt: bool = False

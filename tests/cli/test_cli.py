@@ -238,7 +238,7 @@ def test_resume_partial_answer_to_a_leaf_runs_nothing(hitl: Hitl, db: Path) -> N
         ("refund-partial-1", 'finance-order-1002={"approved": true}', ["finance-order-1002", "already answered"]),
         (
             "refund-waiting-1",
-            'finance-order-1001={"approved": "yes"}',
+            'finance-order-1001={"approved": "maybe"}',  # "yes" is coerced to true (DESIGN.md 3.7)
             ["finance-order-1001", "approved: expected boolean"],
         ),
         ("refund-waiting-1", "finance-order-1001={approved: true", ["finance-order-1001", "not valid JSON"]),

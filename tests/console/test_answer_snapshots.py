@@ -52,7 +52,7 @@ def test_editor_with_a_schema_error(snap_compare):
     run_before = open_editor(
         "refund-waiting-1",
         ("A", "e"),
-        {"finance-order-1001": '{\n  "approved": "yes",\n  "note": "ok"\n}', "risk-order-1001": '{"approved": true}'},
+        {"finance-order-1001": '{\n  "approved": "maybe",\n  "note": "ok"\n}', "risk-order-1001": '{"approved": true}'},
     )
     assert snap_compare(app_for(store), terminal_size=SIZE, run_before=run_before)
 

@@ -99,7 +99,7 @@ async def test_t_on_the_session_screen_opens_the_replay_at_the_end(store):
         await settle(pilot)
         screen = app.screen
         assert isinstance(screen, ReplayScreen)
-        assert screen.position == screen.total == 14
+        assert screen.position == screen.total == 15  # with the auto-completion's record
         await assert_shows_fresh_state(app, store, "refund-partial-1")
         assert "risk_approval@1" in details_text(app) or "refund@1" in details_text(app)
         await pilot.press("escape")
@@ -125,13 +125,13 @@ async def test_stepping_forward_and_back_shows_each_prefix(store):
         await settle(pilot)
         screen = app.screen
         assert isinstance(screen, ReplayScreen) and screen.position == 8
-        for expected in range(9, 17):
+        for expected in range(9, 18):  # 10: gate@1's completion record
             await pilot.press("right_square_bracket")
             assert screen.position == expected
             await assert_shows_fresh_state(app, store, "deploy-waiting-1")
         assert "fresh run 2" in panel(app)  # gate@2: the loop re-triggered it
         assert screen.query_one(NodeTree).cursor_path == "pipeline@1/gate@2"
-        for expected in (15, 14, 13):
+        for expected in (16, 15, 14):
             await pilot.press("left_square_bracket")
             assert screen.position == expected
             await assert_shows_fresh_state(app, store, "deploy-waiting-1")
@@ -155,18 +155,18 @@ async def test_jumping_between_operator_actions_and_to_the_ends(store):
         assert screen.position == 9
         text = panel(app)
         assert "answer to gate-1 by demo" in text
-        assert "pipeline@1/gate@1 auto-completed from the answer (inferred, no event)" in text
+        assert "pipeline@1/gate@1 auto-completed from the answer" in text
         assert "pipeline@1 will re-execute (PENDING)" in text
         await assert_shows_fresh_state(app, store, "deploy-waiting-1")
         await pilot.press("right_curly_bracket")
-        assert screen.position == 20
-        assert screen.check_action("next_action", ()) is None  # none after 20: shown disabled
+        assert screen.position == 21
+        assert screen.check_action("next_action", ()) is None  # none after 21: shown disabled
         await pilot.press("right_curly_bracket")
-        assert screen.position == 20
+        assert screen.position == 21
         await pilot.press("G")
-        assert screen.position == screen.total == 30
+        assert screen.position == screen.total == 32
         await pilot.press("left_curly_bracket")
-        assert screen.position == 20
+        assert screen.position == 21
         await pilot.press("left_curly_bracket", "left_curly_bracket")
         assert screen.position == 9
         await assert_shows_fresh_state(app, store, "deploy-waiting-1")
@@ -177,7 +177,7 @@ async def test_at_n_in_command_mode(store):
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         screen = app.screen
-        assert isinstance(screen, ReplayScreen) and screen.position == 15
+        assert isinstance(screen, ReplayScreen) and screen.position == 16
         await pilot.press("colon", *"at 6", "enter")
         await settle(pilot)
         assert screen.position == 6
@@ -185,20 +185,20 @@ async def test_at_n_in_command_mode(store):
         await assert_shows_fresh_state(app, store, "incident-failed-1")
         app.run_command("at 99")
         await settle(pilot)
-        assert screen.position == 6 and any("out of range" in n and "0 to 15" in n for n in notes(app))
+        assert screen.position == 6 and any("out of range" in n and "0 to 16" in n for n in notes(app))
         app.run_command("at x")
         await settle(pilot)
         assert screen.position == 6 and any(":at takes one event number" in n for n in notes(app))
         screen.action_at()  # from the palette: the prompt opens with "at " typed
         await settle(pilot)
-        await pilot.press("1", "4", "enter")
+        await pilot.press("1", "5", "enter")
         await settle(pilot)
-        assert screen.position == 14
+        assert screen.position == 15
         assert "incident@1/mitigate@1 failed: PAGER_503" in panel(app)
 
 
 async def test_diff_between_the_mark_and_the_cursor(store):
-    app = replay_app(store, "incident-redriven-1", at=15)
+    app = replay_app(store, "incident-redriven-1", at=16)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         screen = app.screen
@@ -209,7 +209,7 @@ async def test_diff_between_the_mark_and_the_cursor(store):
         await pilot.press("m", "G", "d")
         await settle(pilot)
         modal = app.screen
-        assert isinstance(modal, DiffScreen) and (modal.first, modal.second) == (15, 22)
+        assert isinstance(modal, DiffScreen) and (modal.first, modal.second) == (16, 23)
         rows = {(r.area, r.key): (r.before, r.after) for r in modal.rows}
         assert rows[("node", "incident@1 status")] == ("FAILED", "COMPLETED")
         assert rows[("node", "incident@1/mitigate@1 status")] == ("FAILED", "COMPLETED")
@@ -222,7 +222,7 @@ async def test_diff_between_the_mark_and_the_cursor(store):
         await pilot.press("g", "right_square_bracket", "right_square_bracket", "right_square_bracket", "d")
         await settle(pilot)
         modal = app.screen
-        assert isinstance(modal, DiffScreen) and (modal.first, modal.second) == (3, 15)
+        assert isinstance(modal, DiffScreen) and (modal.first, modal.second) == (3, 16)
         await pilot.press("escape")
         assert screen.position == 3
         await assert_shows_fresh_state(app, store, "incident-redriven-1")
@@ -233,14 +233,14 @@ async def test_moving_the_log_cursor_moves_the_replay(store):
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         screen = app.screen
-        assert isinstance(screen, ReplayScreen) and screen.position == 14
+        assert isinstance(screen, ReplayScreen) and screen.position == 15
         screen.query_one(ReplayLog).focus()
-        await pilot.press("up", "up")
+        await pilot.press("up", "up", "up")  # past finance_approval's completion record
         await settle(pilot)
         assert screen.position == 12 and "answer to finance-order-1002" in panel(app)
         await assert_shows_fresh_state(app, store, "refund-partial-1")
         await pilot.press("G")  # the log binds no registry key: G reaches the screen
-        assert screen.position == 14 and screen.query_one(ReplayLog).cursor == 13
+        assert screen.position == 15 and screen.query_one(ReplayLog).cursor == 14
 
 
 async def wait_for(pilot, predicate, message: str, deadline: float = 30.0) -> None:
@@ -295,10 +295,10 @@ async def test_an_exported_file_replays_without_a_store(store, tmp_path: Path):
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         screen = app.screen
-        assert isinstance(screen, ReplayScreen) and screen.total == 22
+        assert isinstance(screen, ReplayScreen) and screen.total == 23
         assert app.storeless and app.check_action("show_inbox", ()) is None
         await pilot.press("right_curly_bracket", "right_curly_bracket")
-        assert screen.position == 16 and "redrive by sam (pager API back)" in panel(app)
+        assert screen.position == 17 and "redrive by sam (pager API back)" in panel(app)
         await assert_shows_fresh_state(app, store, "incident-redriven-1")
         await pilot.press("escape", "h")  # nothing to go back to, no store to browse
         assert app.screen is screen

@@ -72,13 +72,13 @@ def test_replay_re_execution(snap_compare, store):
 
 def test_replay_loop_iteration(snap_compare, store):
     """The loop re-triggers deploy: a fresh run (deploy@2) after the answer to gate-1."""
-    app = replay(store, "deploy-waiting-1", at=14)
+    app = replay(store, "deploy-waiting-1", at=15)
     assert snap_compare(app, terminal_size=SIZE, run_before=keys_then_settle())
 
 
 def test_replay_failure(snap_compare, store):
     """mitigate fails after the answer; the cursor is on it, its error in the details."""
-    app = replay(store, "incident-failed-1", at=14)
+    app = replay(store, "incident-failed-1", at=15)
     assert snap_compare(app, terminal_size=SIZE, run_before=keys_then_settle())
 
 

@@ -406,7 +406,7 @@ async def test_completed_nodes_never_run_again_in_the_invocation(calls):
         yield RequestInput("?", interrupt_id=f"q-{node_input}")
 
     a, b = counted("a"), counted("b")
-    h = Harness(Workflow("wf", [(START, a, (ask, b))]))
+    h = Harness(Workflow("wf", [(START, a, (ask, b), JoinNode("j"))]))  # one output (3.9)
     await h.start()
     await h.answer({"q-a": 1})
     assert calls == {"a": 1, "b": 1}

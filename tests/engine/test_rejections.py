@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel
 
-from engine import START, Content, Part, RequestInput, Runner, Workflow, node
+from engine import START, Content, JoinNode, Part, RequestInput, Runner, Workflow, node
 from engine.errors import (
     AlreadyResolvedError,
     AmbiguousInterruptError,
@@ -162,7 +162,7 @@ async def test_a_running_invocation_rejects_answers_until_it_settles():
         await release.wait()
         return 1
 
-    h = Harness(Workflow("wf", [(START, (a, slow))]))
+    h = Harness(Workflow("wf", [(START, (a, slow), JoinNode("j"))]))  # one output (3.9)
     task = asyncio.ensure_future(h.start())
     for _ in range(50):
         await asyncio.sleep(0)

@@ -89,7 +89,7 @@ async def test_markers_and_operator_action_jumps():
         for m in step.markers:
             kinds_seen.setdefault(m.kind, []).append(m.text)
     assert any("gate-1 by ann (smoke test red)" in t for t in kinds_seen["answer"])
-    assert any("wf@1/gate@1 auto-completed" in t and "inferred" in t for t in kinds_seen["auto-complete"])
+    assert any("wf@1/gate@1 auto-completed from the answer" in t for t in kinds_seen["auto-complete"])
     assert any("wf@1/review@1 will re-execute" in t for t in kinds_seen["pending"])
     assert any("wf@1/review@1 re-executes with the same run id" in t for t in kinds_seen["re-execute"])
     assert any("wf@1/deploy@2: fresh run 2" in t for t in kinds_seen["fresh-run"])

@@ -62,7 +62,11 @@ def check_log(events: list[Any]) -> Projection:
             itr = proj.interrupts.get((ev.invocation_id, fr.id))
             assert itr is not None and itr.open, f"seq {stored.seq} answers {fr.id}, which is not open"
         if ev.node_info and ev.node_info.lifecycle:
-            lifecycle.setdefault((ev.invocation_id, ev.node_info.path), []).append(ev.node_info.lifecycle)
+            run = proj.get(ev.invocation_id, ev.node_info.path)
+            # An auto-completion's record (DESIGN.md 3.2) ends a run already ended WAITING.
+            auto = ev.node_info.lifecycle == "end" and run is not None and run.auto_completed and run.has_end
+            if not auto:
+                lifecycle.setdefault((ev.invocation_id, ev.node_info.path), []).append(ev.node_info.lifecycle)
         proj.apply(ev, stored.seq)
     for key, seq in lifecycle.items():
         assert seq == ["start", "end"] * (len(seq) // 2), f"{key}: {seq}"

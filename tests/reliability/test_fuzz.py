@@ -37,6 +37,7 @@ STARTS = {
     "deploy": ("deploy_pipeline", ["v1.0.0"]),
     "labels": ("labelling_batch", ["birds 3"]),
     "incident": ("incident", ["api-latency p99 > 2s"]),
+    "contracts": ("contract_review", ["acme 6"]),
 }
 assert {app for app, _ in STARTS.values()} == set(SAMPLE_APPS)
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from engine import START, Content, RequestInput, Runner, Workflow, node
+from engine import START, Content, JoinNode, RequestInput, Runner, Workflow, node
 from engine.errors import (
     InDoubtError,
     InvocationBusyError,
@@ -64,6 +64,14 @@ class FailingStore(MemoryStore):
         self.appends += 1
         return stored
 
+    async def append_events(self, session_id: str, events: list[Event], **kw: Any) -> Any:
+        # One transaction (an answer and its completion records): all fail or none.
+        if self.fail_from is not None and self.appends + len(events) >= self.fail_from:
+            raise StoreError("database error: disk I/O error (simulated)")
+        stored = await super().append_events(session_id, events, **kw)
+        self.appends += len(events)
+        return stored
+
 
 async def drain(events: Any) -> list[Event]:
     return [e async for e in events]
@@ -106,9 +114,10 @@ async def test_clean_turns_release_their_lease(effects: Path) -> None:
 
 async def test_a_turn_that_dies_mid_run_is_interrupted_with_its_nodes_in_doubt(effects: Path) -> None:
     store = FailingStore()
-    # After the answer: root start, approvals start and end, settle start, pay start;
-    # the 7th append, pay's end record, fails (pay's side effect happened).
-    runner, inv = await stranded(store, fail_at=7)
+    # The answer with finance's and risk's completion records (3 appends), root start,
+    # approvals start and end, settle start, pay start; the 9th append, pay's end
+    # record, fails (pay's side effect happened).
+    runner, inv = await stranded(store, fail_at=9)
     health = await invocation_health(store, "s", inv)
     assert health.interrupted and not health.live and health.label == INTERRUPTED
     assert health.status is NodeStatus.RUNNING
@@ -122,7 +131,7 @@ async def test_a_turn_that_dies_mid_run_is_interrupted_with_its_nodes_in_doubt(e
 async def test_answers_to_an_interrupted_invocation_are_refused_without_writing(effects: Path) -> None:
     store = FailingStore()
     runner, inv = await waiting(store)
-    store.fail_from = store.appends + 2  # the answer lands, the turn dies before the root restarts
+    store.fail_from = store.appends + 3  # the answer and its record land, the turn dies before the root restarts
     with pytest.raises(StoreError):
         await drain(runner.run("u", "s", Content.from_responses({"finance": YES})))
     store.fail_from = None
@@ -145,7 +154,7 @@ async def test_answers_to_an_interrupted_invocation_are_refused_without_writing(
 
 async def test_redrive_over_nodes_in_doubt_needs_an_acknowledgement(effects: Path) -> None:
     store = FailingStore()
-    runner, inv = await stranded(store, fail_at=7)
+    runner, inv = await stranded(store, fail_at=9)
     before = [e.event.to_json() for e in await store.events("s")], await store.list_leases("s")
     with pytest.raises(InDoubtError, match=r"refund@1/settle@1/pay@1.*--ack-in-doubt") as info:
         await drain(runner.run("u", "s", invocation_id=inv))
@@ -171,8 +180,8 @@ async def test_redrive_over_nodes_in_doubt_needs_an_acknowledgement(effects: Pat
 
 async def test_completed_nodes_never_run_again_after_an_interruption(effects: Path) -> None:
     store = FailingStore()
-    # The 13th append, label@1's end record, fails: pay, notify and settle completed before.
-    runner, inv = await stranded(store, fail_at=13)
+    # The 15th append, label@1's end record, fails: pay, notify and settle completed before.
+    runner, inv = await stranded(store, fail_at=15)
     health = await invocation_health(store, "s", inv)
     assert health.in_doubt == ("refund@1/ship@1/label@1",), health
     await drain(runner.run("u", "s", invocation_id=inv, acknowledge_in_doubt=True))
@@ -201,7 +210,7 @@ async def test_a_live_run_is_busy_for_everyone_else(effects: Path) -> None:
         return 1
 
     store = MemoryStore()
-    wf = Workflow("wf", [(START, (ask, slow))])
+    wf = Workflow("wf", [(START, (ask, slow), JoinNode("j"))])  # one output (DESIGN.md 3.9)
     runner = Runner("app", wf, store, lease_ttl=0.3, lease_wait=0.05)
     turn = asyncio.ensure_future(drain(runner.run("u", "s", Content.from_text("go"))))
     await started.wait()
@@ -343,7 +352,7 @@ async def test_a_dead_holder_is_taken_over_and_a_live_one_waited_for() -> None:
 
 async def test_session_health_without_a_projection_reads_only_candidates(effects: Path) -> None:
     store = FailingStore()
-    runner, inv = await stranded(store, fail_at=7)
+    runner, inv = await stranded(store, fail_at=9)
     _, other = await waiting(store)  # a second, healthy invocation in the same session
     health = await session_health(store, "s")
     assert health[inv].interrupted and health[inv].in_doubt == ("refund@1/settle@1/pay@1",)

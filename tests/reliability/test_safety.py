@@ -58,6 +58,7 @@ def _write_calls(store: SQLiteStore, lines: list[str]) -> dict[str, Any]:
     return {
         "create_session": lambda: store.create_session("app", "u", "new"),
         "append_event": lambda: store.append_event("refund-waiting-1", ev),
+        "append_events": lambda: store.append_events("refund-waiting-1", [ev]),
         "put_snapshot": lambda: store.put_snapshot("refund-waiting-1", "inv", 1, {}),
         "import_session": lambda: store.import_session(lines, session_id="copy", operator="x"),
         "bulk_load": lambda: store.bulk_load([(Session(id="b", app_name="a", user_id="u"), [ev])]),

@@ -20,7 +20,15 @@ from console.cli import cli
 from engine.models import NodeStatus
 from engine.projection import project
 from engine.store.sqlite import SQLiteStore
-from sample_sessions import APPS, deploy_pipeline, document_review, incident, labelling_batch, refund_approval
+from sample_sessions import (
+    APPS,
+    contract_review,
+    deploy_pipeline,
+    document_review,
+    incident,
+    labelling_batch,
+    refund_approval,
+)
 from tests.cli.helpers import start_session
 
 YES = {"approved": True, "note": ""}
@@ -43,6 +51,12 @@ CASES: dict[str, tuple[Any, str, list[dict[str, Any]]]] = {
         labelling_batch,
         "cats 3",
         [{"label-cats-002": "fish"}, {"label-cats-001": "cat", "label-cats-003": "bird"}],
+    ),
+    "contracts-one-flagged": (contract_review, "acme 6", [{"legal-acme-03": {"approve": "true"}}]),
+    "contracts-all-flagged": (
+        contract_review,
+        "acme 6",
+        [{"legal-acme-06": {"approve": False}}, {"legal-acme-03": {"approve": "yes", "note": "ok"}}],
     ),
     "incident-keep-waiting": (incident, ALERT, [{f"statuspage-{INC}": {"publish": True}}]),
     "incident-then-fails": (

@@ -1,0 +1,83 @@
+"""``ParallelWorker``: map one child node over the items of the input (DESIGN.md 3.10).
+
+Each item is a dynamic child run under the worker's path
+(``wf@1/review@1/doc@3``), keyed by its index in the input, so on resume the
+worker behaves like any orchestration node (3.4): a completed item returns its
+recorded output without running, an answered item completes or re-executes by
+its own ``rerun_on_resume``, an item still waiting does not run. Items that
+interrupt wait independently while the others complete; the worker is WAITING
+on the union of its items' ids until every item is done, then completes with
+the items' outputs in input order. ``max_concurrency`` bounds how many items
+run at once (None: all). A failed item cancels the items still running and
+fails the worker, like a failed child in a Workflow.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Iterable
+from typing import Any
+
+from .context import Context, NodeInterrupted
+from .nodes import BaseNode, FunctionNode
+
+
+class ParallelWorker(BaseNode):
+    """Runs ``child`` once per item of its input; output: the items' outputs in order."""
+
+    rerun_on_resume = True
+    is_container = True
+    always_outputs = True
+
+    def __init__(
+        self,
+        child: BaseNode | Callable[..., Any],
+        name: str | None = None,
+        *,
+        max_concurrency: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if kwargs.get("rerun_on_resume") is False:
+            raise ValueError("a parallel worker re-executes on resume (rerun_on_resume=True); it cannot be False")
+        kwargs.pop("rerun_on_resume", None)
+        self.child = child if isinstance(child, BaseNode) else FunctionNode(child)
+        super().__init__(name or f"{self.child.name}_worker", **kwargs)
+        if max_concurrency is not None and max_concurrency < 1:
+            raise ValueError(f"max_concurrency must be at least 1, not {max_concurrency}")
+        self.max_concurrency = max_concurrency
+
+    async def run(self, ctx: Context, node_input: Any) -> AsyncIterator[Any]:
+        if isinstance(node_input, (str, bytes, dict)) or not isinstance(node_input, Iterable):
+            raise TypeError(
+                f"parallel worker {self.name} maps over a list of items; its input is a {type(node_input).__name__}"
+            )
+        items = list(node_input)
+        limit = asyncio.Semaphore(self.max_concurrency or max(len(items), 1))
+
+        async def one(index: int, item: Any) -> Any:
+            async with limit:
+                return await ctx.run_node(self.child, item, key=str(index))
+
+        tasks = [asyncio.ensure_future(one(i, item)) for i, item in enumerate(items)]
+        try:
+            pending = set(tasks)
+            while pending:
+                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                failed = [t for t in done if not t.cancelled() and _failure(t)]
+                if failed:
+                    raise failed[0].exception()  # type: ignore[misc]
+        finally:
+            # Cancelled from outside, or an item failed: the others stop and record it.
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        waiting = [t for t in tasks if isinstance(t.exception(), NodeInterrupted)]
+        if waiting:
+            # The items' ids are on ctx.interrupt_ids already: the worker ends WAITING.
+            raise NodeInterrupted([i for t in waiting for i in t.exception().ids])  # type: ignore[union-attr]
+        yield [t.result() for t in tasks]
+
+
+def _failure(task: asyncio.Task[Any]) -> bool:
+    exc = task.exception()
+    return exc is not None and not isinstance(exc, NodeInterrupted)
