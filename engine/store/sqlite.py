@@ -300,7 +300,20 @@ def _migrate_4(conn: sqlite3.Connection) -> None:
     )
 
 
-_MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_1, _migrate_2, _migrate_3, _migrate_4]
+def _migrate_5(conn: sqlite3.Connection) -> None:
+    """v4 -> v5: invocations by status within a session, so that the append path
+    finds the session's status with a few index probes instead of reading every
+    invocation of the session (issue 15)."""
+    conn.execute("CREATE INDEX IF NOT EXISTS invocations_by_status ON invocations(session_id, status)")
+
+
+_MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
+    _migrate_1,
+    _migrate_2,
+    _migrate_3,
+    _migrate_4,
+    _migrate_5,
+]
 """``_MIGRATIONS[i]`` upgrades schema version ``i`` to ``i + 1``. Append only."""
 
 SCHEMA_VERSION = len(_MIGRATIONS)
@@ -722,6 +735,24 @@ _UPDATED_AT_RESOLUTION = 1.0
 """Seconds: how stale a session's ``updated_at`` may get while it only appends."""
 
 
+def _append_head_sql(lease: bool, state: bool) -> str:
+    owner = "(SELECT owner FROM leases WHERE session_id = s.id AND invocation_id = ?1)" if lease else "NULL"
+    return (
+        "SELECT app_name, user_id, last_seq, updated_at, status, open_interrupts, oldest_open_at, invocation_count,"
+        f" {owner}, {'state' if state else 'NULL'} FROM sessions s WHERE id = ?2"
+    )
+
+
+_APPEND_HEAD_SQL = {(lease, state): _append_head_sql(lease, state) for lease in (False, True) for state in (False, True)}
+"""The append path's first statement, by (fenced by a lease, carries a state delta)."""
+
+_INVOCATION_STATES = ("running", "waiting", "failed", "completed", "cancelled")
+_STATUSES_SQL = "SELECT " + ", ".join(
+    f"EXISTS (SELECT 1 FROM invocations WHERE session_id = ?1 AND status = '{s}')" for s in _INVOCATION_STATES
+)
+"""Which invocation statuses a session has: one index probe each."""
+
+
 def _append_tx(
     conn: sqlite3.Connection, session_id: str, p: _Prepared, expected_seq: int | None, lease_owner: str | None = None
 ) -> int:
@@ -729,28 +760,22 @@ def _append_tx(
     audit. Runs inside a write transaction; raises before writing anything on a
     missing session, a seq conflict, a lost lease (fencing) or an answer to an
     id that is not open."""
-    row = conn.execute(
-        "SELECT app_name, user_id, last_seq, updated_at, status, open_interrupts, oldest_open_at, invocation_count"
-        " FROM sessions WHERE id = ?",
-        (session_id,),
-    ).fetchone()
+    inv = p.invocation_id
+    # One statement reads what the checks and the summary need: the session row,
+    # and the lease's owner (fencing) or the state (a delta) when they matter.
+    row = conn.execute(_APPEND_HEAD_SQL[lease_owner is not None, bool(p.delta)], (inv, session_id)).fetchone()
     if row is None:
         raise SessionNotFoundError(session_id)
-    app_name, user_id, last, updated_at, status, n_open, oldest_open, n_invocations = row
+    app_name, user_id, last, updated_at, status, n_open, oldest_open, n_invocations, held, state_json = row
     if expected_seq is not None and expected_seq != last:
         raise ConflictError(
             f"session {session_id} changed (now at event {last}, expected {expected_seq}); reload and retry"
         )
-    inv = p.invocation_id
-    if lease_owner is not None:
-        held = conn.execute(
-            "SELECT owner FROM leases WHERE session_id = ? AND invocation_id = ?", (session_id, inv)
-        ).fetchone()
-        if held is None or held[0] != lease_owner:
-            holder = Lease(
-                session_id=session_id, invocation_id=inv, owner=held[0], acquired_at=0, renewed_at=0, expires_at=0
-            ).holder if held else None
-            raise LeaseLostError(session_id, inv, lease_owner, holder)
+    if lease_owner is not None and held != lease_owner:
+        holder = Lease(
+            session_id=session_id, invocation_id=inv, owner=held, acquired_at=0, renewed_at=0, expires_at=0
+        ).holder if held is not None else None
+        raise LeaseLostError(session_id, inv, lease_owner, holder)
     if p.resolved:
         open_ids = {
             r[0]
@@ -810,9 +835,9 @@ def _append_tx(
         n_invocations += 1
     old_status = status
     if new_invocation or p.invocation_status is not None:
-        status = session_status(
-            [r[0] for r in conn.execute("SELECT DISTINCT status FROM invocations WHERE session_id = ?", (session_id,))]
-        )
+        # Index probes (invocations_by_status), not a read of every invocation.
+        present = conn.execute(_STATUSES_SQL, (session_id,)).fetchone()
+        status = session_status([s for s, there in zip(_INVOCATION_STATES, present, strict=True) if there])
     if p.opened or p.resolved or p.cancel:
         n_open, oldest_open = conn.execute(
             "SELECT count(*), min(raised_at) FROM interrupts WHERE session_id = ? AND status = 'open'", (session_id,)
@@ -835,7 +860,7 @@ def _append_tx(
     if p.audit is not None:
         _insert_audit(conn, session_id, seq, p)
     if p.delta:
-        state = json.loads(conn.execute("SELECT state FROM sessions WHERE id = ?", (session_id,)).fetchone()[0])
+        state = json.loads(state_json)
         state.update(p.delta)
         sets["state"] = to_json(state).decode()
     conn.execute(
