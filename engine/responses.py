@@ -10,10 +10,12 @@ the console's editor all call :func:`validate_response`.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
 from pydantic import BaseModel, TypeAdapter
+
+if TYPE_CHECKING:  # imported where used: ~80 ms that most commands never need
+    import jsonschema
 
 MAX_RESPONSE_BYTES = 1_000_000
 """Largest accepted answer (its JSON encoding), per interrupt id. Larger answers
@@ -43,6 +45,8 @@ def to_json_schema(schema: Any) -> dict[str, Any] | None:
     if schema is None:
         return None
     if isinstance(schema, dict):
+        import jsonschema
+
         jsonschema.validators.validator_for(schema).check_schema(schema)
         return schema
     if isinstance(schema, type) and issubclass(schema, BaseModel):
@@ -74,6 +78,8 @@ def validate_response(schema: dict[str, Any] | None, value: Any) -> list[str]:
         return [f"(root): answer is {size} bytes; the limit is {MAX_RESPONSE_BYTES}"]
     if not schema:
         return []
+    import jsonschema
+
     validator = jsonschema.validators.validator_for(schema)(schema)
     errors = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
     return [_format_error(e) for e in errors]
