@@ -299,6 +299,11 @@ class SessionStore(Protocol):
         """The session's invocations in start order with their status."""
         ...
 
+    async def invocation_count(self, session_id: str) -> int:
+        """How many invocations the session has (``len(list_invocations(...))``),
+        from the session's summary: it costs the same however many there are."""
+        ...
+
     async def lookup_interrupts(self, session_id: str, interrupt_ids: list[str]) -> list[InterruptRecord]:
         """Every index row (open or not) for these ids in the session."""
         ...

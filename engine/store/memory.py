@@ -278,6 +278,9 @@ class MemoryStore:
         d = self._data(session_id)
         return sorted((i.model_copy() for i in d.invocations.values()), key=lambda i: i.started_seq)
 
+    async def invocation_count(self, session_id: str) -> int:
+        return len(self._data(session_id).invocations)
+
     async def lookup_interrupts(self, session_id: str, interrupt_ids: list[str]) -> list[InterruptRecord]:
         d = self._data(session_id)
         wanted = set(interrupt_ids)

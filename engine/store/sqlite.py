@@ -927,7 +927,6 @@ def _read_events(
     limit: int | None,
     skip_corrupt: bool,
 ) -> list[StoredEvent]:
-    _require_session(conn, session_id)
     if invocation_id is None:
         sql, params = (
             "SELECT seq, json FROM events WHERE session_id = ? AND seq > ? ORDER BY seq",
@@ -941,6 +940,7 @@ def _read_events(
         params.append(max(limit, 0))
     out: list[StoredEvent] = []
     if limit is not None and limit <= 0:
+        _require_session(conn, session_id)
         return out
     cur = conn.execute(sql, params)
     try:
@@ -956,6 +956,8 @@ def _read_events(
                 break
     finally:
         cur.close()
+    if not out:  # the session check costs a statement only when there is nothing to return
+        _require_session(conn, session_id)
     return out
 
 
@@ -988,13 +990,21 @@ def _list_invocations(conn: sqlite3.Connection, session_id: str) -> list[Invocat
     return [_invocation_from_row(r) for r in rows]
 
 
+def _invocation_count(conn: sqlite3.Connection, session_id: str) -> int:
+    row = conn.execute("SELECT invocation_count FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    if row is None:
+        raise SessionNotFoundError(session_id)
+    return int(row[0])
+
+
 def _lookup_interrupts(conn: sqlite3.Connection, session_id: str, ids_json: str) -> list[InterruptRecord]:
-    _require_session(conn, session_id)
     rows = conn.execute(
         f"SELECT {_INTERRUPT_COLS} FROM interrupts WHERE session_id = ?"
         " AND interrupt_id IN (SELECT value FROM json_each(?)) ORDER BY raised_seq, invocation_id, interrupt_id",
         (session_id, ids_json),
-    )
+    ).fetchall()
+    if not rows:
+        _require_session(conn, session_id)
     return [_interrupt_from_row(r) for r in rows]
 
 
@@ -1003,11 +1013,11 @@ def _open_interrupts(conn: sqlite3.Connection, sql: str, params: list[Any]) -> l
 
 
 def _get_snapshot(conn: sqlite3.Connection, session_id: str, invocation_id: str) -> tuple[int, dict[str, Any]] | None:
-    _require_session(conn, session_id)
     row = conn.execute(
         "SELECT seq, data FROM snapshots WHERE session_id = ? AND invocation_id = ?", (session_id, invocation_id)
     ).fetchone()
     if row is None:
+        _require_session(conn, session_id)
         return None
     try:
         data = json.loads(row[1])
@@ -1017,7 +1027,14 @@ def _get_snapshot(conn: sqlite3.Connection, session_id: str, invocation_id: str)
 
 
 def _put_snapshot(conn: sqlite3.Connection, session_id: str, invocation_id: str, seq: int, data: str) -> None:
-    _require_session(conn, session_id)
+    try:
+        _upsert_snapshot(conn, session_id, invocation_id, seq, data)
+    except sqlite3.IntegrityError:  # the foreign key: no such session (there are no other constraints to break)
+        _require_session(conn, session_id)
+        raise
+
+
+def _upsert_snapshot(conn: sqlite3.Connection, session_id: str, invocation_id: str, seq: int, data: str) -> None:
     conn.execute(
         "INSERT INTO snapshots (session_id, invocation_id, seq, data) VALUES (?, ?, ?, ?)"
         " ON CONFLICT (session_id, invocation_id) DO UPDATE SET seq = excluded.seq, data = excluded.data"
@@ -1035,12 +1052,13 @@ def _acquire_lease_tx(
     steal_from: str | None,
     now: float,
 ) -> Lease:
-    _require_session(conn, session_id)
     row = conn.execute(
         f"SELECT {_LEASE_COLS} FROM leases WHERE session_id = ? AND invocation_id = ?", (session_id, invocation_id)
     ).fetchone()
     acquired = now
-    if row is not None:
+    if row is None:
+        _require_session(conn, session_id)
+    else:
         held = _lease_from_row(row)
         if held.owner not in (owner, steal_from) and not held.expired(now):
             raise InvocationBusyError(invocation_id, held)
@@ -1078,19 +1096,21 @@ def _renew_lease_tx(
 
 
 def _release_lease_tx(conn: sqlite3.Connection, session_id: str, invocation_id: str, owner: str) -> bool:
-    _require_session(conn, session_id)
     cur = conn.execute(
         "DELETE FROM leases WHERE session_id = ? AND invocation_id = ? AND owner = ?",
         (session_id, invocation_id, owner),
     )
+    if cur.rowcount == 0:
+        _require_session(conn, session_id)
     return cur.rowcount > 0
 
 
 def _get_lease(conn: sqlite3.Connection, session_id: str, invocation_id: str) -> Lease | None:
-    _require_session(conn, session_id)
     row = conn.execute(
         f"SELECT {_LEASE_COLS} FROM leases WHERE session_id = ? AND invocation_id = ?", (session_id, invocation_id)
     ).fetchone()
+    if row is None:
+        _require_session(conn, session_id)
     return _lease_from_row(row) if row else None
 
 
@@ -1408,6 +1428,9 @@ class SQLiteStore:
     # ------------------------------------------------------------ derived rows
     async def list_invocations(self, session_id: str) -> list[InvocationSummary]:
         return await self._call(_list_invocations, session_id)
+
+    async def invocation_count(self, session_id: str) -> int:
+        return await self._call(_invocation_count, session_id)
 
     async def lookup_interrupts(self, session_id: str, interrupt_ids: list[str]) -> list[InterruptRecord]:
         return await self._call(_lookup_interrupts, session_id, json.dumps(list(interrupt_ids)))
