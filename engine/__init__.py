@@ -6,7 +6,7 @@ Public API::
     from engine.store import MemoryStore
 """
 
-import importlib
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 # Names resolve on first use (PEP 562), so ``import engine`` -- and a command that
@@ -54,9 +54,28 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'engine' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    value = getattr(_submodule(module), name)
     globals()[name] = value  # later lookups skip this function
     return value
+
+
+def _submodule(module: str) -> ModuleType:
+    # Static imports: the product imports code by name only in its app registry.
+    if module == "context":
+        from . import context as m
+    elif module == "errors":
+        from . import errors as m
+    elif module == "models":
+        from . import models as m
+    elif module == "nodes":
+        from . import nodes as m
+    elif module == "projection":
+        from . import projection as m
+    elif module == "runner":
+        from . import runner as m
+    else:
+        from . import workflow as m
+    return m
 
 
 def __dir__() -> list[str]:

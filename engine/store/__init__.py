@@ -3,7 +3,7 @@
 Backends are imported on first use (PEP 562): ``engine.store.base`` does not
 pull in aiosqlite or the in-memory store."""
 
-import importlib
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 _LAZY = {
@@ -38,9 +38,20 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'engine.store' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    value = getattr(_submodule(module), name)
     globals()[name] = value
     return value
+
+
+def _submodule(module: str) -> ModuleType:
+    # Static imports: the product imports code by name only in its app registry.
+    if module == "base":
+        from . import base as m
+    elif module == "memory":
+        from . import memory as m
+    else:
+        from . import sqlite as m
+    return m
 
 
 def __dir__() -> list[str]:
