@@ -96,11 +96,17 @@ def _scope() -> str:
     return hashlib.sha256(f"{boot}/{ns}".encode()).hexdigest()[:12]
 
 
+_OPEN_OWNERS: set[str] = set()
+"""Owner ids of this process whose turn has not closed its lease keeper yet."""
+
+
 def new_owner() -> str:
     """A fresh owner id for one turn: ``host:pid:scope:start:token``."""
     host = socket.gethostname().replace(":", "_") or "host"
     pid = os.getpid()
-    return f"{host}:{pid}:{_scope()}:{_start_time(pid) or '-'}:{uuid.uuid4().hex[:8]}"
+    owner = f"{host}:{pid}:{_scope()}:{_start_time(pid) or '-'}:{uuid.uuid4().hex[:8]}"
+    _OPEN_OWNERS.add(owner)
+    return owner
 
 
 def owner_state(owner: str) -> Literal["alive", "dead", "unknown"]:
@@ -116,6 +122,10 @@ def owner_state(owner: str) -> Literal["alive", "dead", "unknown"]:
         return "dead"
     if start != "-" and now_start != start:
         return "dead"  # the pid was reused by another process
+    if int(pid) == os.getpid() and owner not in _OPEN_OWNERS:
+        # This very process, whose turn closed its keeper: what is left is a lease
+        # row its last write could not lapse (e.g. on a full disk).
+        return "dead"
     return "alive"
 
 
@@ -221,6 +231,7 @@ class LeaseKeeper:
         the row (a turn that did not finish). Never raises: a lease that cannot
         be written lapses by itself."""
         await self._stop_beating()
+        _OPEN_OWNERS.discard(self.lease.owner)
         if self.lost is not None:
             return
         lease = self.lease
