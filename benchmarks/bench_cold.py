@@ -47,6 +47,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 # Imported lazily (in functions), so that the child processes measure their own imports.
 
@@ -54,44 +55,14 @@ sys.path.insert(0, str(ROOT))
 # --------------------------------------------------------------------------- workflows
 
 
-def workflows() -> dict[str, Any]:
-    from engine import START, RequestInput, Workflow, node
-    from engine.models import new_id
+def workflows(loop_iterations: int = 1) -> dict[str, Any]:
+    """The warm benchmarks' workflows. A resume of the loop runs gate -> back ->
+    gate, never spin: the child process resumes with ``loop_iterations=1``."""
+    from bench_engine import SIMPLE, ask, loop_workflow
 
-    @node
-    async def prep(node_input):
-        return node_input
+    from engine import START, Workflow
 
-    @node
-    async def ask(node_input):
-        yield RequestInput("ok?", interrupt_id=f"q-{new_id()}")
-
-    @node
-    async def after(node_input):
-        return node_input
-
-    @node
-    async def spin(ctx, node_input):
-        i = (node_input if isinstance(node_input, int) else 0) + 1
-        ctx.route = "again" if i < ctx.state.get("iterations", 1) else "done"
-        return i
-
-    @node
-    async def gate(node_input):
-        yield RequestInput("continue?", interrupt_id=f"g-{new_id()}")
-
-    @node
-    async def back(ctx, node_input):
-        ctx.route = "again"
-        return node_input
-
-    return {
-        "simple": Workflow("simple", [(START, prep, ask, after)]),
-        "looper": Workflow(
-            "looper", [(START, spin), (spin, {"again": spin, "done": gate}), (gate, back, {"again": gate})]
-        ),
-        "one": Workflow("w", [(START, ask)]),
-    }
+    return {"simple": SIMPLE, "looper": loop_workflow(loop_iterations), "one": Workflow("w", [(START, ask)])}
 
 
 async def drain(it: Any) -> int:
@@ -142,8 +113,7 @@ async def build_loop(path: Path, iterations: int) -> None:
     from engine.store.sqlite import SQLiteStore
 
     store = await SQLiteStore.open(path, inline=True)
-    await store.create_session("bench", "u", "loop", state={"iterations": iterations})
-    await drain(Runner("bench", workflows()["looper"], store).run("u", "loop", Content.from_text("go")))
+    await drain(Runner("bench", workflows(iterations)["looper"], store).run("u", "loop", Content.from_text("go")))
     await store.checkpoint()
     await store.close()
 

@@ -41,7 +41,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from functools import cache
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from .errors import InvocationBusyError, LeaseLostError, StoreError
 from .models import NodeStatus
@@ -226,6 +226,10 @@ class LeaseKeeper:
 
     revoked = False
 
+    snapshot: tuple[int, dict[str, Any]] | None = None
+    """The turn's projection cache (seq, data), written by :meth:`close` with
+    the lease's release in one transaction."""
+
     async def close(self, *, clean: bool) -> None:
         """Stop renewing; delete the lease (``clean``) or let it lapse now but keep
         the row (a turn that did not finish). Never raises: a lease that cannot
@@ -235,15 +239,20 @@ class LeaseKeeper:
         if self.lost is not None:
             return
         lease = self.lease
+        snapshot, self.snapshot = self.snapshot, None
         with contextlib.suppress(Exception):
             if self.revoked:
                 if not clean:  # leave a lapsed row as the trace of the stopped turn
                     owner = f"{lease.owner}~stopped"
                     await self.store.acquire_lease(lease.session_id, lease.invocation_id, owner, 0)
             elif clean:
-                await self.store.release_lease(lease.session_id, lease.invocation_id, lease.owner)
+                await self.store.release_lease(lease.session_id, lease.invocation_id, lease.owner, snapshot=snapshot)
+                snapshot = None
             else:
                 await self.store.renew_lease(lease.session_id, lease.invocation_id, lease.owner, 0)
+        if snapshot is not None:  # a cache: a full or locked disk must not mask the outcome
+            with contextlib.suppress(Exception):
+                await self.store.put_snapshot(lease.session_id, lease.invocation_id, *snapshot)
 
 
 # ------------------------------------------------------------------ health

@@ -8,7 +8,6 @@ turn that ends WAITING is a normal return; a failed node raises
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
@@ -331,8 +330,8 @@ class Runner:
                 await asyncio.gather(task, return_exceptions=True)
         if keeper.lost is not None:
             raise keeper.lost
-        with contextlib.suppress(StoreError):  # a cache: a full or locked disk must not mask the outcome
-            await self.store.put_snapshot(inv_ctx.session_id, inv, proj.position, proj.compact(inv).to_dict())
+        # Written by keeper.close, in the transaction that releases the lease.
+        keeper.snapshot = (proj.position, proj.compact(inv).to_dict())
         if exc is not None:
             if isinstance(exc, NodeFailed) and not is_mid_run(proj, inv):
                 leaf = _failed_leaf(proj, inv) or (exc.path, exc.error_code, exc.error_message)

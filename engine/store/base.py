@@ -361,8 +361,17 @@ class SessionStore(Protocol):
         ``owner`` does not hold it any more."""
         ...
 
-    async def release_lease(self, session_id: str, invocation_id: str, owner: str) -> bool:
-        """Delete the lease if ``owner`` holds it; False when it did not."""
+    async def release_lease(
+        self,
+        session_id: str,
+        invocation_id: str,
+        owner: str,
+        *,
+        snapshot: tuple[int, dict[str, Any]] | None = None,
+    ) -> bool:
+        """Delete the lease if ``owner`` holds it; False when it did not. With
+        ``snapshot=(seq, data)``, also :meth:`put_snapshot` it, in the same
+        transaction (a turn's last write: one commit instead of two)."""
         ...
 
     async def get_lease(self, session_id: str, invocation_id: str) -> Lease | None:

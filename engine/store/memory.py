@@ -360,8 +360,17 @@ class MemoryStore:
             held.renewed_at, held.expires_at = now, now + ttl
             return held.model_copy()
 
-    async def release_lease(self, session_id: str, invocation_id: str, owner: str) -> bool:
+    async def release_lease(
+        self,
+        session_id: str,
+        invocation_id: str,
+        owner: str,
+        *,
+        snapshot: tuple[int, dict[str, Any]] | None = None,
+    ) -> bool:
         self._check_writable()
+        if snapshot is not None:
+            await self.put_snapshot(session_id, invocation_id, *snapshot)
         async with self._lock:
             self._data(session_id)
             key = (session_id, invocation_id)

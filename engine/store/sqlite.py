@@ -1095,7 +1095,11 @@ def _renew_lease_tx(
     return _lease_from_row((*row[:4], now, now + ttl))
 
 
-def _release_lease_tx(conn: sqlite3.Connection, session_id: str, invocation_id: str, owner: str) -> bool:
+def _release_lease_tx(
+    conn: sqlite3.Connection, session_id: str, invocation_id: str, owner: str, snapshot: tuple[int, str] | None
+) -> bool:
+    if snapshot is not None:
+        _put_snapshot(conn, session_id, invocation_id, *snapshot)
     cur = conn.execute(
         "DELETE FROM leases WHERE session_id = ? AND invocation_id = ? AND owner = ?",
         (session_id, invocation_id, owner),
@@ -1512,8 +1516,16 @@ class SQLiteStore:
     async def renew_lease(self, session_id: str, invocation_id: str, owner: str, ttl: float) -> Lease:
         return await self._write(_renew_lease_tx, session_id, invocation_id, owner, ttl, time.time())
 
-    async def release_lease(self, session_id: str, invocation_id: str, owner: str) -> bool:
-        return await self._write(_release_lease_tx, session_id, invocation_id, owner)
+    async def release_lease(
+        self,
+        session_id: str,
+        invocation_id: str,
+        owner: str,
+        *,
+        snapshot: tuple[int, dict[str, Any]] | None = None,
+    ) -> bool:
+        snap = None if snapshot is None else (snapshot[0], to_json(snapshot[1]).decode())
+        return await self._write(_release_lease_tx, session_id, invocation_id, owner, snap)
 
     async def get_lease(self, session_id: str, invocation_id: str) -> Lease | None:
         return await self._call(_get_lease, session_id, invocation_id)
