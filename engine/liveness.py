@@ -41,7 +41,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from functools import cache
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from .errors import InvocationBusyError, LeaseLostError, StoreError
 from .models import NodeStatus
@@ -96,11 +96,17 @@ def _scope() -> str:
     return hashlib.sha256(f"{boot}/{ns}".encode()).hexdigest()[:12]
 
 
+_OPEN_OWNERS: set[str] = set()
+"""Owner ids of this process whose turn has not closed its lease keeper yet."""
+
+
 def new_owner() -> str:
     """A fresh owner id for one turn: ``host:pid:scope:start:token``."""
     host = socket.gethostname().replace(":", "_") or "host"
     pid = os.getpid()
-    return f"{host}:{pid}:{_scope()}:{_start_time(pid) or '-'}:{uuid.uuid4().hex[:8]}"
+    owner = f"{host}:{pid}:{_scope()}:{_start_time(pid) or '-'}:{uuid.uuid4().hex[:8]}"
+    _OPEN_OWNERS.add(owner)
+    return owner
 
 
 def owner_state(owner: str) -> Literal["alive", "dead", "unknown"]:
@@ -116,6 +122,10 @@ def owner_state(owner: str) -> Literal["alive", "dead", "unknown"]:
         return "dead"
     if start != "-" and now_start != start:
         return "dead"  # the pid was reused by another process
+    if int(pid) == os.getpid() and owner not in _OPEN_OWNERS:
+        # This very process, whose turn closed its keeper: what is left is a lease
+        # row its last write could not lapse (e.g. on a full disk).
+        return "dead"
     return "alive"
 
 
@@ -216,23 +226,33 @@ class LeaseKeeper:
 
     revoked = False
 
+    snapshot: tuple[int, dict[str, Any]] | None = None
+    """The turn's projection cache (seq, data), written by :meth:`close` with
+    the lease's release in one transaction."""
+
     async def close(self, *, clean: bool) -> None:
         """Stop renewing; delete the lease (``clean``) or let it lapse now but keep
         the row (a turn that did not finish). Never raises: a lease that cannot
         be written lapses by itself."""
         await self._stop_beating()
+        _OPEN_OWNERS.discard(self.lease.owner)
         if self.lost is not None:
             return
         lease = self.lease
+        snapshot, self.snapshot = self.snapshot, None
         with contextlib.suppress(Exception):
             if self.revoked:
                 if not clean:  # leave a lapsed row as the trace of the stopped turn
                     owner = f"{lease.owner}~stopped"
                     await self.store.acquire_lease(lease.session_id, lease.invocation_id, owner, 0)
             elif clean:
-                await self.store.release_lease(lease.session_id, lease.invocation_id, lease.owner)
+                await self.store.release_lease(lease.session_id, lease.invocation_id, lease.owner, snapshot=snapshot)
+                snapshot = None
             else:
                 await self.store.renew_lease(lease.session_id, lease.invocation_id, lease.owner, 0)
+        if snapshot is not None:  # a cache: a full or locked disk must not mask the outcome
+            with contextlib.suppress(Exception):
+                await self.store.put_snapshot(lease.session_id, lease.invocation_id, *snapshot)
 
 
 # ------------------------------------------------------------------ health

@@ -23,10 +23,12 @@ import copy
 import json
 import math
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
 from pydantic import BaseModel, TypeAdapter
+
+if TYPE_CHECKING:  # imported where used: ~80 ms that most commands never need
+    import jsonschema
 
 MAX_RESPONSE_BYTES = 1_000_000
 """Largest accepted answer, per interrupt id: the UTF-8 bytes of its JSON text
@@ -58,6 +60,8 @@ def to_json_schema(schema: Any) -> dict[str, Any] | None:
     if schema is None:
         return None
     if isinstance(schema, dict):
+        import jsonschema
+
         jsonschema.validators.validator_for(schema).check_schema(schema)
         return schema
     if isinstance(schema, type) and issubclass(schema, BaseModel):
@@ -99,6 +103,8 @@ def coerce_response(schema: dict[str, Any] | None, value: Any) -> tuple[Any, lis
         return value, [f"(root): answer is {size} bytes; the limit is {MAX_RESPONSE_BYTES}"]
     if not schema:
         return value, []
+    import jsonschema
+
     coerced = _coerce(schema, schema, value)
     validator = jsonschema.validators.validator_for(schema)(schema)
     errors = sorted(validator.iter_errors(coerced), key=lambda e: list(e.absolute_path))
@@ -148,6 +154,8 @@ def _matches(node: Any, root: dict[str, Any], value: Any) -> bool:
     """True when ``value`` is valid against ``node`` without any coercion."""
     if not isinstance(node, dict):
         return True
+    import jsonschema
+
     defs = {k: root[k] for k in ("$defs", "definitions") if k in root and k not in node}
     validator = jsonschema.validators.validator_for(root)({**node, **defs})
     return validator.is_valid(value)

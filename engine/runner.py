@@ -8,7 +8,6 @@ turn that ends WAITING is a normal return; a failed node raises
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
@@ -201,8 +200,9 @@ class Runner:
                     raise TextToWaitingInvocationError(invocation_id)
                 raise ResumeRejected("a text message starts a new invocation; do not pass invocation_id")
             inv_id = new_id()
+        early: Projection | None = None
         if new_message is None or target is not None:
-            await self._refuse_early(session_id, inv_id, redrive=new_message is None, ack=acknowledge_in_doubt)
+            early = await self._refuse_early(session_id, inv_id, redrive=new_message is None, ack=acknowledge_in_doubt)
         lease = await acquire_invocation_lease(
             self.store, session_id, inv_id, ttl=self.lease_ttl, wait=self.lease_wait
         )
@@ -212,10 +212,12 @@ class Runner:
         try:
             if new_message is None:
                 inv_ctx, first = await self._prepare_redrive(
-                    session, inv_id, keeper.owner, operator, reason, state_delta, acknowledge_in_doubt
+                    session, inv_id, keeper.owner, operator, reason, state_delta, acknowledge_in_doubt, early
                 )
             elif target is not None:
-                inv_ctx, first = await self._prepare_resume(session, target, keeper.owner, operator, reason, state_delta)
+                inv_ctx, first = await self._prepare_resume(
+                    session, target, keeper.owner, operator, reason, state_delta, early
+                )
             else:
                 event = Event(invocation_id=inv_id, author="user", content=new_message, state_delta=state_delta)
                 inv_ctx, first = await self._begin(session, inv_id, Projection(), event, keeper.owner, session.last_seq)
@@ -230,20 +232,22 @@ class Runner:
             clean = inv_ctx is None or not is_mid_run(inv_ctx.projection, inv_id)
             await keeper.close(clean=clean)
 
-    async def _refuse_early(self, session_id: str, invocation_id: str, *, redrive: bool, ack: bool) -> None:
+    async def _refuse_early(self, session_id: str, invocation_id: str, *, redrive: bool, ack: bool) -> Projection:
         """Refuse an answer to an interrupted invocation, or an unacknowledged
         re-drive over nodes in doubt, before touching the lease: a refused
         action leaves the store exactly as it was (the checks are repeated
-        under the lease, where they are authoritative)."""
+        under the lease, where they are authoritative). Returns the projection
+        read, which the turn brings up to date under the lease (:func:`_catch_up`)."""
         proj = await load_invocation(self.store, session_id, invocation_id)
         stopped, _ = await stopped_mid_run(self.store, session_id, invocation_id, proj)
         if not stopped:
-            return  # not mid-run, or running right now: the lease decides (wait, then busy)
+            return proj  # not mid-run, or running right now: the lease decides (wait, then busy)
         doubt = in_doubt_paths(proj, invocation_id)
         if not redrive:
             raise InvocationInterruptedError(session_id, invocation_id, doubt)
         if doubt and not ack:
             raise InDoubtError(session_id, invocation_id, doubt)
+        return proj
 
     # -------------------------------------------------------------- prepare
     async def _prepare_resume(
@@ -254,9 +258,10 @@ class Runner:
         operator: str | None,
         reason: str | None,
         state_delta: dict[str, Any] | None,
+        early: Projection | None = None,
     ) -> tuple[InvocationContext, list[Event]]:
         inv = target.invocation_id
-        proj = await load_invocation(self.store, session.id, inv)
+        proj = await _catch_up(self.store, session.id, inv, early)
         if is_mid_run(proj, inv):
             # We hold the lease, so nobody is running it: it stopped mid-run.
             raise InvocationInterruptedError(session.id, inv, in_doubt_paths(proj, inv))
@@ -278,8 +283,9 @@ class Runner:
         reason: str | None,
         state_delta: dict[str, Any] | None,
         acknowledge_in_doubt: bool,
+        early: Projection | None = None,
     ) -> tuple[InvocationContext, list[Event]]:
-        proj = await load_invocation(self.store, session.id, invocation_id)
+        proj = await _catch_up(self.store, session.id, invocation_id, early)
         status = proj.invocation_status(invocation_id)
         if status not in (NodeStatus.FAILED, NodeStatus.RUNNING, NodeStatus.PENDING, None):
             raise NotRedrivableError(
@@ -363,8 +369,8 @@ class Runner:
                 await asyncio.gather(task, return_exceptions=True)
         if keeper.lost is not None:
             raise keeper.lost
-        with contextlib.suppress(StoreError):  # a cache: a full or locked disk must not mask the outcome
-            await self.store.put_snapshot(inv_ctx.session_id, inv, proj.position, proj.compact(inv).to_dict())
+        # Written by keeper.close, in the transaction that releases the lease.
+        keeper.snapshot = (proj.position, proj.compact(inv).to_dict())
         if exc is not None:
             if isinstance(exc, NodeFailed) and not is_mid_run(proj, inv):
                 leaf = _failed_leaf(proj, inv) or (exc.path, exc.error_code, exc.error_message)
@@ -378,8 +384,21 @@ class Runner:
             raise exc
 
     async def _next_root_run_id(self, inv_ctx: InvocationContext) -> int:
-        invocations = await self.store.list_invocations(inv_ctx.session_id)
-        return sum(1 for i in invocations if i.invocation_id != inv_ctx.invocation_id) + 1
+        # The other invocations of the session, plus one: the stored count already
+        # includes this one (its first event is persisted), and costs the same
+        # however many invocations the session has.
+        return await self.store.invocation_count(inv_ctx.session_id)
+
+
+async def _catch_up(store: SessionStore, session_id: str, invocation_id: str, proj: Projection | None) -> Projection:
+    """``proj`` (read before the lease was taken) brought up to date with the
+    events appended since, or a fresh load without it: the invocation's events
+    are read once per turn, not once per check."""
+    if proj is None:
+        return await load_invocation(store, session_id, invocation_id)
+    for se in await store.invocation_events(session_id, invocation_id, after_seq=proj.position):
+        proj.apply(se.event, se.seq)
+    return proj
 
 
 def _store_error_in(exc: BaseException) -> StoreError | None:

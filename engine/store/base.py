@@ -308,6 +308,11 @@ class SessionStore(Protocol):
         """The session's invocations in start order with their status."""
         ...
 
+    async def invocation_count(self, session_id: str) -> int:
+        """How many invocations the session has (``len(list_invocations(...))``),
+        from the session's summary: it costs the same however many there are."""
+        ...
+
     async def lookup_interrupts(self, session_id: str, interrupt_ids: list[str]) -> list[InterruptRecord]:
         """Every index row (open or not) for these ids in the session."""
         ...
@@ -365,8 +370,17 @@ class SessionStore(Protocol):
         ``owner`` does not hold it any more."""
         ...
 
-    async def release_lease(self, session_id: str, invocation_id: str, owner: str) -> bool:
-        """Delete the lease if ``owner`` holds it; False when it did not."""
+    async def release_lease(
+        self,
+        session_id: str,
+        invocation_id: str,
+        owner: str,
+        *,
+        snapshot: tuple[int, dict[str, Any]] | None = None,
+    ) -> bool:
+        """Delete the lease if ``owner`` holds it; False when it did not. With
+        ``snapshot=(seq, data)``, also :meth:`put_snapshot` it, in the same
+        transaction (a turn's last write: one commit instead of two)."""
         ...
 
     async def get_lease(self, session_id: str, invocation_id: str) -> Lease | None:

@@ -308,6 +308,9 @@ class MemoryStore:
         d = self._data(session_id)
         return sorted((i.model_copy() for i in d.invocations.values()), key=lambda i: i.started_seq)
 
+    async def invocation_count(self, session_id: str) -> int:
+        return len(self._data(session_id).invocations)
+
     async def lookup_interrupts(self, session_id: str, interrupt_ids: list[str]) -> list[InterruptRecord]:
         d = self._data(session_id)
         wanted = set(interrupt_ids)
@@ -387,8 +390,17 @@ class MemoryStore:
             held.renewed_at, held.expires_at = now, now + ttl
             return held.model_copy()
 
-    async def release_lease(self, session_id: str, invocation_id: str, owner: str) -> bool:
+    async def release_lease(
+        self,
+        session_id: str,
+        invocation_id: str,
+        owner: str,
+        *,
+        snapshot: tuple[int, dict[str, Any]] | None = None,
+    ) -> bool:
         self._check_writable()
+        if snapshot is not None:
+            await self.put_snapshot(session_id, invocation_id, *snapshot)
         async with self._lock:
             self._data(session_id)
             key = (session_id, invocation_id)

@@ -300,7 +300,20 @@ def _migrate_4(conn: sqlite3.Connection) -> None:
     )
 
 
-_MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_1, _migrate_2, _migrate_3, _migrate_4]
+def _migrate_5(conn: sqlite3.Connection) -> None:
+    """v4 -> v5: invocations by status within a session, so that the append path
+    finds the session's status with a few index probes instead of reading every
+    invocation of the session (issue 15)."""
+    conn.execute("CREATE INDEX IF NOT EXISTS invocations_by_status ON invocations(session_id, status)")
+
+
+_MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
+    _migrate_1,
+    _migrate_2,
+    _migrate_3,
+    _migrate_4,
+    _migrate_5,
+]
 """``_MIGRATIONS[i]`` upgrades schema version ``i`` to ``i + 1``. Append only."""
 
 SCHEMA_VERSION = len(_MIGRATIONS)
@@ -731,6 +744,24 @@ def _append_many_tx(
     ]
 
 
+def _append_head_sql(lease: bool, state: bool) -> str:
+    owner = "(SELECT owner FROM leases WHERE session_id = s.id AND invocation_id = ?1)" if lease else "NULL"
+    return (
+        "SELECT app_name, user_id, last_seq, updated_at, status, open_interrupts, oldest_open_at, invocation_count,"
+        f" {owner}, {'state' if state else 'NULL'} FROM sessions s WHERE id = ?2"
+    )
+
+
+_APPEND_HEAD_SQL = {(lease, state): _append_head_sql(lease, state) for lease in (False, True) for state in (False, True)}
+"""The append path's first statement, by (fenced by a lease, carries a state delta)."""
+
+_INVOCATION_STATES = ("running", "waiting", "failed", "completed", "cancelled")
+_STATUSES_SQL = "SELECT " + ", ".join(
+    f"EXISTS (SELECT 1 FROM invocations WHERE session_id = ?1 AND status = '{s}')" for s in _INVOCATION_STATES
+)
+"""Which invocation statuses a session has: one index probe each."""
+
+
 def _append_tx(
     conn: sqlite3.Connection, session_id: str, p: _Prepared, expected_seq: int | None, lease_owner: str | None = None
 ) -> int:
@@ -738,28 +769,22 @@ def _append_tx(
     audit. Runs inside a write transaction; raises before writing anything on a
     missing session, a seq conflict, a lost lease (fencing) or an answer to an
     id that is not open."""
-    row = conn.execute(
-        "SELECT app_name, user_id, last_seq, updated_at, status, open_interrupts, oldest_open_at, invocation_count"
-        " FROM sessions WHERE id = ?",
-        (session_id,),
-    ).fetchone()
+    inv = p.invocation_id
+    # One statement reads what the checks and the summary need: the session row,
+    # and the lease's owner (fencing) or the state (a delta) when they matter.
+    row = conn.execute(_APPEND_HEAD_SQL[lease_owner is not None, bool(p.delta)], (inv, session_id)).fetchone()
     if row is None:
         raise SessionNotFoundError(session_id)
-    app_name, user_id, last, updated_at, status, n_open, oldest_open, n_invocations = row
+    app_name, user_id, last, updated_at, status, n_open, oldest_open, n_invocations, held, state_json = row
     if expected_seq is not None and expected_seq != last:
         raise ConflictError(
             f"session {session_id} changed (now at event {last}, expected {expected_seq}); reload and retry"
         )
-    inv = p.invocation_id
-    if lease_owner is not None:
-        held = conn.execute(
-            "SELECT owner FROM leases WHERE session_id = ? AND invocation_id = ?", (session_id, inv)
-        ).fetchone()
-        if held is None or held[0] != lease_owner:
-            holder = Lease(
-                session_id=session_id, invocation_id=inv, owner=held[0], acquired_at=0, renewed_at=0, expires_at=0
-            ).holder if held else None
-            raise LeaseLostError(session_id, inv, lease_owner, holder)
+    if lease_owner is not None and held != lease_owner:
+        holder = Lease(
+            session_id=session_id, invocation_id=inv, owner=held, acquired_at=0, renewed_at=0, expires_at=0
+        ).holder if held is not None else None
+        raise LeaseLostError(session_id, inv, lease_owner, holder)
     if p.resolved:
         open_ids = {
             r[0]
@@ -819,9 +844,9 @@ def _append_tx(
         n_invocations += 1
     old_status = status
     if new_invocation or p.invocation_status is not None:
-        status = session_status(
-            [r[0] for r in conn.execute("SELECT DISTINCT status FROM invocations WHERE session_id = ?", (session_id,))]
-        )
+        # Index probes (invocations_by_status), not a read of every invocation.
+        present = conn.execute(_STATUSES_SQL, (session_id,)).fetchone()
+        status = session_status([s for s, there in zip(_INVOCATION_STATES, present, strict=True) if there])
     if p.opened or p.resolved or p.cancel:
         n_open, oldest_open = conn.execute(
             "SELECT count(*), min(raised_at) FROM interrupts WHERE session_id = ? AND status = 'open'", (session_id,)
@@ -844,7 +869,7 @@ def _append_tx(
     if p.audit is not None:
         _insert_audit(conn, session_id, seq, p)
     if p.delta:
-        state = json.loads(conn.execute("SELECT state FROM sessions WHERE id = ?", (session_id,)).fetchone()[0])
+        state = json.loads(state_json)
         state.update(p.delta)
         sets["state"] = to_json(state).decode()
     conn.execute(
@@ -911,7 +936,6 @@ def _read_events(
     limit: int | None,
     skip_corrupt: bool,
 ) -> list[StoredEvent]:
-    _require_session(conn, session_id)
     if invocation_id is None:
         sql, params = (
             "SELECT seq, json FROM events WHERE session_id = ? AND seq > ? ORDER BY seq",
@@ -925,6 +949,7 @@ def _read_events(
         params.append(max(limit, 0))
     out: list[StoredEvent] = []
     if limit is not None and limit <= 0:
+        _require_session(conn, session_id)
         return out
     cur = conn.execute(sql, params)
     try:
@@ -940,6 +965,8 @@ def _read_events(
                 break
     finally:
         cur.close()
+    if not out:  # the session check costs a statement only when there is nothing to return
+        _require_session(conn, session_id)
     return out
 
 
@@ -972,13 +999,21 @@ def _list_invocations(conn: sqlite3.Connection, session_id: str) -> list[Invocat
     return [_invocation_from_row(r) for r in rows]
 
 
+def _invocation_count(conn: sqlite3.Connection, session_id: str) -> int:
+    row = conn.execute("SELECT invocation_count FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    if row is None:
+        raise SessionNotFoundError(session_id)
+    return int(row[0])
+
+
 def _lookup_interrupts(conn: sqlite3.Connection, session_id: str, ids_json: str) -> list[InterruptRecord]:
-    _require_session(conn, session_id)
     rows = conn.execute(
         f"SELECT {_INTERRUPT_COLS} FROM interrupts WHERE session_id = ?"
         " AND interrupt_id IN (SELECT value FROM json_each(?)) ORDER BY raised_seq, invocation_id, interrupt_id",
         (session_id, ids_json),
-    )
+    ).fetchall()
+    if not rows:
+        _require_session(conn, session_id)
     return [_interrupt_from_row(r) for r in rows]
 
 
@@ -987,11 +1022,11 @@ def _open_interrupts(conn: sqlite3.Connection, sql: str, params: list[Any]) -> l
 
 
 def _get_snapshot(conn: sqlite3.Connection, session_id: str, invocation_id: str) -> tuple[int, dict[str, Any]] | None:
-    _require_session(conn, session_id)
     row = conn.execute(
         "SELECT seq, data FROM snapshots WHERE session_id = ? AND invocation_id = ?", (session_id, invocation_id)
     ).fetchone()
     if row is None:
+        _require_session(conn, session_id)
         return None
     try:
         data = json.loads(row[1])
@@ -1001,7 +1036,14 @@ def _get_snapshot(conn: sqlite3.Connection, session_id: str, invocation_id: str)
 
 
 def _put_snapshot(conn: sqlite3.Connection, session_id: str, invocation_id: str, seq: int, data: str) -> None:
-    _require_session(conn, session_id)
+    try:
+        _upsert_snapshot(conn, session_id, invocation_id, seq, data)
+    except sqlite3.IntegrityError:  # the foreign key: no such session (there are no other constraints to break)
+        _require_session(conn, session_id)
+        raise
+
+
+def _upsert_snapshot(conn: sqlite3.Connection, session_id: str, invocation_id: str, seq: int, data: str) -> None:
     conn.execute(
         "INSERT INTO snapshots (session_id, invocation_id, seq, data) VALUES (?, ?, ?, ?)"
         " ON CONFLICT (session_id, invocation_id) DO UPDATE SET seq = excluded.seq, data = excluded.data"
@@ -1019,12 +1061,13 @@ def _acquire_lease_tx(
     steal_from: str | None,
     now: float,
 ) -> Lease:
-    _require_session(conn, session_id)
     row = conn.execute(
         f"SELECT {_LEASE_COLS} FROM leases WHERE session_id = ? AND invocation_id = ?", (session_id, invocation_id)
     ).fetchone()
     acquired = now
-    if row is not None:
+    if row is None:
+        _require_session(conn, session_id)
+    else:
         held = _lease_from_row(row)
         if held.owner not in (owner, steal_from) and not held.expired(now):
             raise InvocationBusyError(invocation_id, held)
@@ -1061,20 +1104,26 @@ def _renew_lease_tx(
     return _lease_from_row((*row[:4], now, now + ttl))
 
 
-def _release_lease_tx(conn: sqlite3.Connection, session_id: str, invocation_id: str, owner: str) -> bool:
-    _require_session(conn, session_id)
+def _release_lease_tx(
+    conn: sqlite3.Connection, session_id: str, invocation_id: str, owner: str, snapshot: tuple[int, str] | None
+) -> bool:
+    if snapshot is not None:
+        _put_snapshot(conn, session_id, invocation_id, *snapshot)
     cur = conn.execute(
         "DELETE FROM leases WHERE session_id = ? AND invocation_id = ? AND owner = ?",
         (session_id, invocation_id, owner),
     )
+    if cur.rowcount == 0:
+        _require_session(conn, session_id)
     return cur.rowcount > 0
 
 
 def _get_lease(conn: sqlite3.Connection, session_id: str, invocation_id: str) -> Lease | None:
-    _require_session(conn, session_id)
     row = conn.execute(
         f"SELECT {_LEASE_COLS} FROM leases WHERE session_id = ? AND invocation_id = ?", (session_id, invocation_id)
     ).fetchone()
+    if row is None:
+        _require_session(conn, session_id)
     return _lease_from_row(row) if row else None
 
 
@@ -1401,6 +1450,9 @@ class SQLiteStore:
     async def list_invocations(self, session_id: str) -> list[InvocationSummary]:
         return await self._call(_list_invocations, session_id)
 
+    async def invocation_count(self, session_id: str) -> int:
+        return await self._call(_invocation_count, session_id)
+
     async def lookup_interrupts(self, session_id: str, interrupt_ids: list[str]) -> list[InterruptRecord]:
         return await self._call(_lookup_interrupts, session_id, json.dumps(list(interrupt_ids)))
 
@@ -1481,8 +1533,16 @@ class SQLiteStore:
     async def renew_lease(self, session_id: str, invocation_id: str, owner: str, ttl: float) -> Lease:
         return await self._write(_renew_lease_tx, session_id, invocation_id, owner, ttl, time.time())
 
-    async def release_lease(self, session_id: str, invocation_id: str, owner: str) -> bool:
-        return await self._write(_release_lease_tx, session_id, invocation_id, owner)
+    async def release_lease(
+        self,
+        session_id: str,
+        invocation_id: str,
+        owner: str,
+        *,
+        snapshot: tuple[int, dict[str, Any]] | None = None,
+    ) -> bool:
+        snap = None if snapshot is None else (snapshot[0], to_json(snapshot[1]).decode())
+        return await self._write(_release_lease_tx, session_id, invocation_id, owner, snap)
 
     async def get_lease(self, session_id: str, invocation_id: str) -> Lease | None:
         return await self._call(_get_lease, session_id, invocation_id)

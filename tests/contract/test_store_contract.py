@@ -94,6 +94,8 @@ async def test_missing_session_raises_everywhere(store: SessionStore) -> None:
     with pytest.raises(SessionNotFoundError):
         await store.list_invocations("nope")
     with pytest.raises(SessionNotFoundError):
+        await store.invocation_count("nope")
+    with pytest.raises(SessionNotFoundError):
         await store.lookup_interrupts("nope", ["x"])
     with pytest.raises(SessionNotFoundError):
         await store.get_snapshot("nope", "i")
@@ -212,6 +214,7 @@ async def test_cancel_closes_the_invocations_open_interrupts(store: SessionStore
     assert rows["inv2", "x"].status == "open"
     invs = {i.invocation_id: i.status for i in await store.list_invocations(sid)}
     assert invs == {"inv1": "cancelled", "inv2": "waiting"}
+    assert await store.invocation_count(sid) == 2
     assert [r.interrupt_id for r in (await store.open_interrupts()).items] == ["x"]
     (summary,) = (await store.list_sessions()).items
     assert (summary.open_interrupts, summary.status) == (1, "waiting")

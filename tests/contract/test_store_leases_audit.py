@@ -128,6 +128,20 @@ async def test_release_only_by_the_owner(store: SessionStore) -> None:
     assert (await store.acquire_lease("s1", "i1", "B", TTL)).owner == "B"
 
 
+async def test_release_writes_the_turns_snapshot_with_it(store: SessionStore) -> None:
+    await store.create_session("app", "u", "s1")
+    await store.acquire_lease("s1", "i1", "A", TTL)
+    assert await store.release_lease("s1", "i1", "A", snapshot=(3, {"position": 3})) is True
+    assert await store.get_lease("s1", "i1") is None
+    assert await store.get_snapshot("s1", "i1") == (3, {"position": 3})
+    # a cache: an older snapshot never replaces a newer one, also through a release
+    await store.acquire_lease("s1", "i1", "A", TTL)
+    await store.release_lease("s1", "i1", "A", snapshot=(2, {"position": 2}))
+    assert await store.get_snapshot("s1", "i1") == (3, {"position": 3})
+    with pytest.raises(SessionNotFoundError):
+        await store.release_lease("nope", "i1", "A", snapshot=(1, {}))
+
+
 async def test_fenced_appends(store: SessionStore) -> None:
     await store.create_session("app", "u", "s1")
     with pytest.raises(LeaseLostError, match="released"):  # nobody holds it

@@ -38,6 +38,7 @@ READS = {
     "invocation_events",
     "corrupt_events",
     "list_invocations",
+    "invocation_count",
     "lookup_interrupts",
     "open_interrupts",
     "get_snapshot",

@@ -1,0 +1,337 @@
+"""Cold-process benchmarks: what an operator's ``hitl resume`` actually pays (issue 15).
+
+    python benchmarks/bench_cold.py              # full run (several minutes: builds 100k-event stores)
+    python benchmarks/bench_cold.py --quick      # smaller stores, 3 repetitions
+    python benchmarks/bench_cold.py --reps 9 --only resume,fresh
+
+Every measurement runs in a fresh Python process on a fresh copy of a prebuilt,
+checkpointed store, at ``synchronous=NORMAL`` and ``FULL``. Repetitions are
+interleaved (rep 1 of every row, then rep 2, ...), so that load from other
+processes on the machine spreads over all rows alike. Prints, per row, the
+median and min-max of the operation's wall time, and the SQL statements and
+COMMITs the operation sent (counted with the sqlite3 trace callback on the
+store's connection; deterministic, unlike the times).
+
+The store is opened like the CLI opens it (``inline=True``: SQL on the loop's
+thread). Timed: the operation only (the resume / run call, iterated to its
+end), after the store is open; the open itself is its own row.
+
+Rows:
+* resume (answer -> settled turn, 2 trivial nodes) of a session whose history
+  holds N events of other, finished invocations (N = 100 / 10,000 / 100,000);
+* a new text turn (to its first interrupt) on the same sessions;
+* resume after 1 / 10,000 loop iterations of the waiting invocation;
+* fresh run to the first interrupt on a new session;
+* opening the store;
+* ``import engine``, and ``hitl sessions`` to its first line of output on a
+  100,000-session store (process start included);
+* ``bulk_load`` of the sessions' histories (in this process, once each).
+
+Exit code is non-zero only on error, never because a target was missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+# Imported lazily (in functions), so that the child processes measure their own imports.
+
+
+# --------------------------------------------------------------------------- workflows
+
+
+def workflows(loop_iterations: int = 1) -> dict[str, Any]:
+    """The warm benchmarks' workflows. A resume of the loop runs gate -> back ->
+    gate, never spin: the child process resumes with ``loop_iterations=1``."""
+    from bench_engine import SIMPLE, ask, loop_workflow
+
+    from engine import START, Workflow
+
+    return {"simple": SIMPLE, "looper": loop_workflow(loop_iterations), "one": Workflow("w", [(START, ask)])}
+
+
+async def drain(it: Any) -> int:
+    n = 0
+    async for _ in it:
+        n += 1
+    return n
+
+
+# --------------------------------------------------------------------------- building templates
+
+
+async def build_history(path: Path, n_events: int) -> float:
+    """Session ``big``: ``n_events`` events of finished SIMPLE invocations, then one waiting.
+    Returns the seconds ``bulk_load`` took to write the history."""
+    from engine import Content, Runner
+    from engine.models import Session, new_id
+    from engine.store.sqlite import SQLiteStore
+
+    wf = workflows()["simple"]
+    tpath = path.with_suffix(".template.sqlite")
+    store = await SQLiteStore.open(tpath, inline=True)
+    runner = Runner("bench", wf, store)
+    await drain(runner.run("u", "t", Content.from_text("x")))
+    iid = (await store.open_interrupts(session_id="t", limit=1)).items[0].interrupt_id
+    await drain(runner.run("u", "t", Content.from_responses({iid: True})))
+    template = [s.event for s in await store.events("t")]
+    await store.close()
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(tpath) + suffix).unlink(missing_ok=True)
+    events = []
+    while len(events) + len(template) <= max(n_events, len(template)):
+        inv = new_id()
+        events += [ev.model_copy(update={"id": new_id(), "invocation_id": inv}) for ev in template]
+    store = await SQLiteStore.open(path, inline=True)
+    t = time.perf_counter()
+    await store.bulk_load([(Session(id="big", app_name="bench", user_id="u"), events)])
+    loaded = time.perf_counter() - t
+    runner = Runner("bench", wf, store)
+    await drain(runner.run("u", "big", Content.from_text("go")))
+    await store.checkpoint()
+    await store.close()
+    return loaded
+
+
+async def build_loop(path: Path, iterations: int) -> None:
+    from engine import Content, Runner
+    from engine.store.sqlite import SQLiteStore
+
+    store = await SQLiteStore.open(path, inline=True)
+    await drain(Runner("bench", workflows(iterations)["looper"], store).run("u", "loop", Content.from_text("go")))
+    await store.checkpoint()
+    await store.close()
+
+
+async def build_empty(path: Path) -> None:
+    from engine.store.sqlite import SQLiteStore
+
+    store = await SQLiteStore.open(path, inline=True)
+    await store.checkpoint()
+    await store.close()
+
+
+async def build_many_sessions(path: Path, n_sessions: int) -> None:
+    from engine import Content
+    from engine.models import Event, Session, new_id
+    from engine.store.sqlite import SQLiteStore
+
+    def gen():
+        t0 = time.time() - n_sessions
+        for i in range(n_sessions):
+            s = Session(id=f"s{i:06d}", app_name=f"app{i % 7}", user_id=f"u{i % 13}", created_at=t0 + i)
+            ev = Event(invocation_id=new_id(), author="user", content=Content.from_text("hi"), timestamp=t0 + i)
+            yield s, [ev]
+
+    store = await SQLiteStore.open(path, inline=True)
+    await store.bulk_load(gen(), batch_size=2000)
+    await store.checkpoint()
+    await store.close()
+
+
+# --------------------------------------------------------------------------- child side
+
+
+def _counting(store: Any) -> dict[str, int]:
+    counts = {"stmts": 0, "commits": 0}
+
+    def trace(sql: str) -> None:
+        counts["stmts"] += 1
+        if sql.lstrip().upper().startswith("COMMIT"):
+            counts["commits"] += 1
+
+    store._driver._raw.set_trace_callback(trace)
+    return counts
+
+
+async def child(kind: str, db: str, sync: str) -> dict[str, Any]:
+    t_import = time.perf_counter()
+    from engine import Content, Runner
+    from engine.store.sqlite import SQLiteStore
+
+    imported = time.perf_counter() - t_import
+    wfs = workflows()
+    t = time.perf_counter()
+    store = await SQLiteStore.open(db, synchronous=sync, inline=True)
+    opened = time.perf_counter() - t
+    if kind in ("resume", "loop"):
+        sid = "big" if kind == "resume" else "loop"
+        wf = wfs["simple" if kind == "resume" else "looper"]
+        iid = (await store.open_interrupts(session_id=sid, limit=1)).items[0].interrupt_id
+        runner = Runner("bench", wf, store)
+        counts = _counting(store)
+        t = time.perf_counter()
+        n = await drain(runner.run("u", sid, Content.from_responses({iid: True})))
+    elif kind == "text":
+        runner = Runner("bench", wfs["simple"], store)
+        counts = _counting(store)
+        t = time.perf_counter()
+        n = await drain(runner.run("u", "big", Content.from_text("again")))
+    elif kind == "fresh":
+        runner = Runner("bench", wfs["one"], store)
+        counts = _counting(store)
+        t = time.perf_counter()
+        n = await drain(runner.run("u", "new-session", Content.from_text("go")))
+    else:
+        raise SystemExit(f"unknown child kind {kind}")
+    dt = time.perf_counter() - t
+    store._driver._raw.set_trace_callback(None)
+    await store.close()
+    return {"ms": dt * 1e3, "open_ms": opened * 1e3, "import_ms": imported * 1e3, "events": n, **counts}
+
+
+# --------------------------------------------------------------------------- parent side
+
+
+def fresh_copy(template: Path, work: Path) -> Path:
+    dst = work / "run.sqlite"
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(dst) + suffix).unlink(missing_ok=True)
+    shutil.copyfile(template, dst)
+    return dst
+
+
+def run_child(kind: str, template: Path, work: Path, sync: str) -> dict[str, Any]:
+    db = fresh_copy(template, work)
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", kind, str(db), sync], capture_output=True, text=True, check=False
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"child {kind} {template.name} {sync} failed:\n{out.stderr}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def time_import() -> float:
+    code = "import time; t = time.perf_counter(); import engine; print((time.perf_counter() - t) * 1e3)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    return float(out.stdout.strip())
+
+
+def time_hitl_sessions(db: Path) -> float:
+    hitl = Path(sys.executable).with_name("hitl")
+    cmd = [str(hitl)] if hitl.exists() else [sys.executable, "-m", "console.cli"]
+    env = {**os.environ, "HITL_DB": str(db)}
+    t = time.perf_counter()
+    p = subprocess.Popen([*cmd, "--db", str(db), "sessions"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert p.stdout is not None
+    first = p.stdout.readline()
+    dt = time.perf_counter() - t
+    p.communicate()
+    if p.returncode != 0 or not first:
+        raise RuntimeError(f"hitl sessions failed ({p.returncode})")
+    return dt * 1e3
+
+
+def fmt(values: list[float], unit: str = "ms") -> str:
+    med = statistics.median(values)
+    return f"{med:7.2f} {unit} [{min(values):.2f}-{max(values):.2f}]"
+
+
+def main(args: argparse.Namespace) -> int:
+    quick = args.quick
+    sizes = [100, 10_000] if quick else [100, 10_000, 100_000]
+    loop_n = 1_000 if quick else 10_000
+    n_sessions = 10_000 if quick else 100_000
+    reps = args.reps or (3 if quick else 7)
+    only = set(args.only.split(",")) if args.only else None
+
+    def wanted(group: str) -> bool:
+        return only is None or group in only
+
+    with tempfile.TemporaryDirectory(prefix="bench-cold-") as d:
+        tmp = Path(d)
+        work = tmp / "work"
+        work.mkdir()
+        t = time.perf_counter()
+        templates: dict[str, Path] = {}
+        bulk: dict[int, float] = {}
+        if wanted("resume") or wanted("text") or wanted("bulk"):
+            for n in sizes:
+                templates[f"hist-{n}"] = tmp / f"hist-{n}.sqlite"
+                bulk[n] = asyncio.run(build_history(templates[f"hist-{n}"], n))
+        if wanted("loop"):
+            for n in (1, loop_n):
+                templates[f"loop-{n}"] = tmp / f"loop-{n}.sqlite"
+                asyncio.run(build_loop(templates[f"loop-{n}"], n))
+        templates["empty"] = tmp / "empty.sqlite"
+        asyncio.run(build_empty(templates["empty"]))
+        if wanted("startup"):
+            templates["many"] = tmp / "many.sqlite"
+            asyncio.run(build_many_sessions(templates["many"], n_sessions))
+        print(f"(built the stores in {time.perf_counter() - t:.1f} s; {reps} interleaved repetitions)", flush=True)
+
+        # (label, kind, template key); each at NORMAL and FULL
+        cases: list[tuple[str, str, str]] = []
+        if wanted("resume"):
+            cases += [(f"resume, {n:,} other events", "resume", f"hist-{n}") for n in sizes]
+        if wanted("text"):
+            cases += [(f"new text turn, {n:,} events", "text", f"hist-{n}") for n in sizes]
+        if wanted("loop"):
+            cases += [(f"resume after {n:,} loop iterations", "loop", f"loop-{n}") for n in (1, loop_n)]
+        if wanted("fresh"):
+            cases.append(("fresh run to first interrupt", "fresh", "empty"))
+        results: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        imports: list[float] = []
+        listing: list[float] = []
+        for _ in range(reps):
+            for label, kind, key in cases:
+                for sync in ("NORMAL", "FULL"):
+                    results.setdefault((label, sync), []).append(run_child(kind, templates[key], work, sync))
+            if wanted("startup"):
+                imports.append(time_import())
+                listing.append(time_hitl_sessions(fresh_copy(templates["many"], work)))
+
+    rows: list[tuple[str, str, str, str]] = []
+    for label, _kind, _key in cases:
+        for sync in ("NORMAL", "FULL"):
+            rs = results[(label, sync)]
+            stmts = sorted({r["stmts"] for r in rs})
+            commits = sorted({r["commits"] for r in rs})
+            rows.append(
+                (
+                    f"{label} ({sync})",
+                    fmt([r["ms"] for r in rs]),
+                    "/".join(map(str, stmts)),
+                    "/".join(map(str, commits)),
+                )
+            )
+    if results:
+        opens = [r["open_ms"] for rs in results.values() for r in rs]
+        rows.append(("store open (all rows)", fmt(opens), "", ""))
+    if imports:
+        rows.append(("import engine (fresh process)", fmt(imports), "", ""))
+        rows.append((f"hitl sessions, first line ({n_sessions:,} sessions)", fmt(listing), "", ""))
+    for n, seconds in bulk.items():  # once each, in this process (SIMPLE invocations, ~8 events each)
+        rows.append((f"bulk_load, one {n:,}-event session (once)", f"{seconds:7.2f} s", "", ""))
+    w = max(len(r[0]) for r in rows)
+    print(f"{'cold process (median [min-max])':<{w}}  {'time':<28}  {'stmts':>6}  {'commits':>7}")
+    print("-" * (w + 48))
+    for name, value, stmts, commits in rows:
+        print(f"{name:<{w}}  {value:<28}  {stmts:>6}  {commits:>7}")
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) >= 2 and sys.argv[1] == "--child":
+        print(json.dumps(asyncio.run(child(sys.argv[2], sys.argv[3], sys.argv[4]))))
+        sys.exit(0)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--reps", type=int, default=0, help="repetitions per row (default 7, --quick 3)")
+    ap.add_argument("--only", help="comma-separated groups: resume,text,loop,fresh,startup,bulk")
+    sys.exit(main(ap.parse_args()))
