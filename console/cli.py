@@ -52,7 +52,7 @@ import click
 
 from engine import Content, Event, HitlError, Projection, cancel_invocation, project
 from engine.apps import AppRegistry, default_operator
-from engine.errors import InvocationNotFoundError, ReadOnlyError, SchemaUpgradeNeeded
+from engine.errors import InvocationNotFoundError, ReadOnlyError, SchemaUpgradeNeeded, require_id
 from engine.liveness import INTERRUPTED, InvocationHealth, interrupted_invocations, session_health
 from engine.models import NodeStatus
 from engine.projection import NodeRun
@@ -417,7 +417,8 @@ def render_tree(rows: list[dict[str, Any]]) -> list[str]:
 
 
 async def resolve_invocation(store: SessionStore, session_id: str, text: str) -> str:
-    """An invocation id from a unique prefix."""
+    """An invocation id from a unique prefix (never a blank one: BlankIdError)."""
+    require_id(text, "the invocation id")
     ids = [i.invocation_id for i in await store.list_invocations(session_id)]
     if text in ids:
         return text
@@ -585,7 +586,7 @@ def show(session_id: str, invocation: str | None, all_runs: bool) -> None:
         async with open_store(write=False) as store:
             session = await store.get_session(session_id)
             invocations = await store.list_invocations(session_id)
-            if invocation:
+            if invocation is not None:
                 inv_id = await resolve_invocation(store, session_id, invocation)
                 invocations = [i for i in invocations if i.invocation_id == inv_id]
             proj = await session_projection(store, session_id)
@@ -823,7 +824,7 @@ def resume(
         values = parse_answers([*answers, *answer_opts])
         async with open_store(write=not dry_run) as store:
             session = await store.get_session(session_id)
-            inv = await resolve_invocation(store, session_id, invocation) if invocation else None
+            inv = await resolve_invocation(store, session_id, invocation) if invocation is not None else None
             content = Content.from_responses(values)
             if dry_run:
                 plan = await plan_resume(store, session_id, content, inv)

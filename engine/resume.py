@@ -21,12 +21,14 @@ from .errors import (
     AmbiguousInterruptError,
     InvalidResponseError,
     InvocationBusyError,
+    InvocationCancelledError,
     InvocationInterruptedError,
     InvocationNotFoundError,
     MixedInvocationsError,
     ResumeRejected,
     TextWithResponsesError,
     UnknownInterruptError,
+    require_id,
 )
 from .models import Content, Event, FunctionResponse, NodeStatus, Part, leaf_name, parent_path, split_path
 from .nodes import BaseNode, JoinNode
@@ -52,6 +54,8 @@ async def validate_responses(
     store: SessionStore, session_id: str, content: Content, invocation_id: str | None = None
 ) -> ResumeTarget:
     """Validate an FR message against the interrupt index; nothing is written."""
+    if invocation_id is not None:
+        require_id(invocation_id, "the invocation id")
     frs = content.function_responses
     if not frs:
         raise ResumeRejected("the message contains no FunctionResponse")
@@ -77,6 +81,10 @@ async def validate_responses(
     if resolved:
         closed = [r for r in rows if r.interrupt_id in resolved and (invocation_id is None or r.invocation_id == invocation_id)]
         if closed and all(r.status == "cancelled" for r in closed):
+            inv_id = closed[0].invocation_id
+            cancel = await cancel_of(store, session_id, inv_id)
+            if cancel is not None:
+                raise InvocationCancelledError(inv_id, cancel, resolved, what=f"interrupt {', '.join(sorted(resolved))}")
             raise AlreadyResolvedError(resolved, cancelled=True)
         seqs = sorted({r.resolved_seq for r in closed if r.resolved_seq})
         raise AlreadyResolvedError(resolved, f" (at event {', '.join(map(str, seqs))})" if seqs else "")
@@ -107,6 +115,12 @@ async def validate_responses(
         ],
     )
     return ResumeTarget(next(iter(by_inv)), named, records, answers)
+
+
+async def cancel_of(store: SessionStore, session_id: str, invocation_id: str) -> dict[str, Any] | None:
+    """The operator's cancel of an invocation (who, when, why), or None."""
+    inv = (await load_invocation(store, session_id, invocation_id)).invocations.get(invocation_id)
+    return inv.cancel if inv is not None else None
 
 
 async def load_invocation(store: SessionStore, session_id: str, invocation_id: str) -> Projection:
