@@ -50,6 +50,7 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
+from console.inputs import MAX_ANSWER_FILE_BYTES, MAX_IMPORT_BYTES, CheckedGroup, decode, loads, read_bounded
 from engine import Content, Event, HitlError, Projection, cancel_invocation, project
 from engine.apps import AppRegistry, default_operator
 from engine.errors import InvocationNotFoundError, ReadOnlyError, SchemaUpgradeNeeded, require_id
@@ -59,7 +60,6 @@ from engine.projection import NodeRun
 from engine.redact import mask, mask_event, secret_patterns
 from engine.replay import Replay, diff, markers_for
 from engine.replay_view import Frame, diff_dict, frame_dict, goto, status_changes
-from engine.responses import MAX_RESPONSE_BYTES
 from engine.resume import ResumePlan, load_invocation, next_runs, plan_resume, validate_responses
 from engine.store.base import SessionStore
 
@@ -452,7 +452,7 @@ def health_line(h: InvocationHealth, session_id: str) -> list[str]:
 
 
 # ---------------------------------------------------------------------- group
-@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=CheckedGroup, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @common
 @app_spec_option
 @click.version_option(package_name="hitl-console", prog_name="hitl")
@@ -680,20 +680,10 @@ def parse_answers(pairs: Iterable[str]) -> dict[str, Any]:
         source = "value"
         if raw.startswith("@"):
             source = raw[1:]
-            try:
-                size = Path(source).stat().st_size
-                if size > 2 * MAX_RESPONSE_BYTES:  # do not even read it: the limit is on its JSON encoding
-                    raise HitlError(
-                        f"answer for {iid}: {source} has {size} bytes; an answer may have at most "
-                        f"{MAX_RESPONSE_BYTES} bytes of JSON (see README, Limits)"
-                    )
-                raw = Path(source).read_text(encoding="utf-8")
-            except OSError as exc:
-                raise HitlError(f"answer for {iid}: cannot read {source}: {exc.strerror}") from None
-            except UnicodeDecodeError as exc:
-                raise HitlError(f"answer for {iid}: {source} is not UTF-8 text (bad byte at offset {exc.start})") from None
+            what = f"answer for {iid}"
+            raw = decode(read_bounded(source, MAX_ANSWER_FILE_BYTES, what), f"{what}: {source}")
         try:
-            answers[iid] = json.loads(raw)
+            answers[iid] = loads(raw, f"answer for {iid} in {source}")
         except json.JSONDecodeError as exc:
             hint = f" (a string needs JSON quotes: {iid}='\"{raw}\"')" if source == "value" else ""
             raise HitlError(
@@ -914,6 +904,15 @@ def cancel(session_id: str, invocation: str, operator: str | None, reason: str |
 
 # --------------------------------------------------------------------- replay
 # --------------------------------------------------------------------- events
+MAX_SEQ = 2**63 - 1
+"""The largest seq a store can hold (SQLite's INTEGER)."""
+
+
+def _seq(ctx: click.Context, param: click.Parameter, value: int | None) -> int | None:
+    if value is not None and value > MAX_SEQ:
+        fail(f"{param.opts[0]} {value} is larger than any event seq can be (at most {MAX_SEQ})")
+    return value
+
 def event_summary(event: Event) -> str:
     """One line of what an event says (no projection needed)."""
     meta = event.custom_metadata or {}
@@ -937,7 +936,7 @@ def event_summary(event: Event) -> str:
 @cli.command()
 @common
 @click.argument("session_id", metavar="SESSION")
-@click.option("--after", type=click.IntRange(0), default=0, metavar="SEQ", help="Only events after this seq.")
+@click.option("--after", type=click.IntRange(0), callback=_seq, default=0, metavar="SEQ", help="Only events after this seq.")
 @click.option("--limit", type=click.IntRange(1), default=None, help="At most this many events.")
 @click.option("--tail", is_flag=True, help="Keep printing new events as they are appended (Ctrl-C stops).")
 @click.option(
@@ -976,7 +975,7 @@ def events(session_id: str, after: int, limit: int | None, tail: bool, interval:
 @cli.command()
 @common
 @click.argument("session_id", metavar="SESSION", required=False)
-@click.option("--at", "at", type=click.IntRange(0), metavar="N", help="Show the node tree as of event N.")
+@click.option("--at", "at", type=click.IntRange(0), callback=_seq, metavar="N", help="Show the node tree as of event N.")
 @click.option(
     "--file",
     "file",
@@ -988,6 +987,7 @@ def events(session_id: str, after: int, limit: int | None, tail: bool, interval:
     "--diff-from",
     "diff_from",
     type=click.IntRange(0),
+    callback=_seq,
     metavar="M",
     help="With --at N: what changed between event M and event N (statuses, outputs, runs, interrupts, state).",
 )
@@ -1013,8 +1013,7 @@ def replay(
         if file is not None:
             from engine.store.jsonl import parse_export
 
-            with click.open_file(file, "rb") as fh:
-                parsed = parse_export(fh)
+            parsed = parse_export(read_bounded(file, MAX_IMPORT_BYTES, "replay --file").splitlines())
             header = parsed.session
             events: list[tuple[int, Event]] = [(n, safe_event(e)) for n, e in enumerate(parsed.events, start=1)]
         else:
@@ -1140,8 +1139,9 @@ def import_cmd(file: str, as_id: str | None, operator: str | None, reason: str |
     The import is recorded in the audit log with the operator, the reason and the file."""
 
     async def body() -> None:
-        with click.open_file(file, "rb") as fh:
-            lines = fh.readlines()
+        if as_id is not None:
+            require_id(as_id, "--as (the new session id)")
+        lines = read_bounded(file, MAX_IMPORT_BYTES, "import").splitlines(keepends=True)
         source = "stdin" if file == "-" else str(Path(file).resolve())
         async with open_store(write=True) as store:
             session = await store.import_session(
