@@ -53,7 +53,7 @@ import click
 from console.inputs import MAX_ANSWER_FILE_BYTES, MAX_IMPORT_BYTES, CheckedGroup, decode, loads, read_bounded
 from engine import Content, Event, HitlError, Projection, cancel_invocation, project
 from engine.apps import AppRegistry, default_operator
-from engine.errors import InvocationNotFoundError, ReadOnlyError, SchemaUpgradeNeeded, require_id
+from engine.errors import InvocationNotFoundError, ReadOnlyError, require_id
 from engine.liveness import INTERRUPTED, InvocationHealth, interrupted_invocations, session_health
 from engine.models import NodeStatus
 from engine.projection import NodeRun
@@ -243,18 +243,12 @@ async def open_store(*, write: bool) -> AsyncIterator[SessionStore]:
     opts = _opts()
     # inline: the CLI has no UI to keep responsive, so SQL runs on its loop thread (faster appends)
     timeout = 5.0 if opts.busy_timeout is None else opts.busy_timeout
-    try:
-        store = await SQLiteStore.open(
-            opts.db_path(), read_only=opts.read_only or not write, inline=True, busy_timeout=timeout
-        )
-    except SchemaUpgradeNeeded:
-        if opts.read_only:
-            raise
-        # A read command on a store written by an older hitl: upgrade it once (the
-        # writer migrates on open), then read as asked. --read-only never writes.
-        click.echo(f"upgrading {opts.db_path()} to this version's schema ...", err=True)
-        await (await SQLiteStore.open(opts.db_path(), inline=True, busy_timeout=timeout)).close()
-        store = await SQLiteStore.open(opts.db_path(), read_only=True, inline=True, busy_timeout=timeout)
+    # A read never writes: a store from an older hitl is refused with a line
+    # that says so (SchemaUpgradeNeeded: run `hitl migrate`); a writing command
+    # upgrades it on open, before its first write.
+    store = await SQLiteStore.open(
+        opts.db_path(), read_only=opts.read_only or not write, inline=True, busy_timeout=timeout
+    )
     try:
         yield store
     finally:
@@ -1153,6 +1147,28 @@ def import_cmd(file: str, as_id: str | None, operator: str | None, reason: str |
             out(
                 f"imported session {session.id} ({session.app_name}, user {session.user_id}, {session.last_seq} events)"
             )
+
+    run(body())
+
+
+@cli.command()
+@common
+def migrate() -> None:
+    """Upgrade the store at --db to this version's schema, in place (reads never do)."""
+    from engine.store.sqlite import SCHEMA_VERSION, SQLiteStore, schema_version
+
+    async def body() -> None:
+        path = _opts().db_path()
+        if _opts().read_only:
+            raise ReadOnlyError("the store is open read-only (--read-only); nothing was written")
+        if not path.exists():
+            raise HitlError(f"no session database at {path}; check --db / $HITL_DB")
+        before = await schema_version(path)
+        await (await SQLiteStore.open(path, inline=True)).close()
+        if before == SCHEMA_VERSION:
+            out(f"{path} is already at schema version {SCHEMA_VERSION}; nothing to do")
+        else:
+            out(f"migrated {path} from schema version {before} to {SCHEMA_VERSION}")
 
     run(body())
 

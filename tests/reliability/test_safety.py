@@ -95,6 +95,7 @@ WRITING_COMMANDS = {
     "cancel": ["cancel", "refund-waiting-1", "-"],
     "import": ["import", "-"],  # the export file is filled in
     "demo": ["demo"],
+    "migrate": ["migrate"],
 }
 READING_COMMANDS = {
     "sessions": ["sessions"],
