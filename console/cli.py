@@ -57,7 +57,7 @@ from engine.errors import InvocationNotFoundError, ReadOnlyError, require_id
 from engine.liveness import INTERRUPTED, InvocationHealth, interrupted_invocations, session_health
 from engine.models import NodeStatus
 from engine.projection import NodeRun
-from engine.redact import mask, mask_event, secret_patterns
+from engine.redact import DEFAULT_SECRET_PATTERNS, Redactor, secret_patterns
 from engine.replay import Replay, diff, markers_for
 from engine.replay_view import Frame, diff_dict, frame_dict, goto, status_changes
 from engine.resume import ResumePlan, load_invocation, next_runs, plan_resume, validate_responses
@@ -83,6 +83,7 @@ class Options:
     secret_patterns: list[str] = field(default_factory=list)
     busy_timeout: float | None = None
     _patterns: tuple[str, ...] | None = None
+    _redactor: Redactor | None = None
 
     def db_path(self) -> Path:
         if self.db:
@@ -105,16 +106,36 @@ class Options:
             self._patterns = secret_patterns(self.config_path(), self.secret_patterns)
         return self._patterns
 
+    def redactor(self) -> Redactor:
+        """The command's one Redactor (patterns + --show-secrets); it remembers the
+        secret values it has seen, so they are masked wherever they reappear."""
+        if self._redactor is None:
+            try:
+                patterns = self.patterns()
+            except HitlError:
+                patterns = DEFAULT_SECRET_PATTERNS  # a bad config is reported by the command itself
+            self._redactor = Redactor(patterns, show=self.show_secrets)
+        return self._redactor
+
+
+def _redactor() -> Redactor:
+    ctx = click.get_current_context(silent=True)
+    if ctx is None or not isinstance(ctx.find_root().obj, Options):
+        return _FALLBACK_REDACTOR
+    return _opts().redactor()
+
+
+_FALLBACK_REDACTOR = Redactor()
+"""Outside a command (errors before options are parsed): the defaults, masked."""
+
 
 def safe(value: Any) -> Any:
     """``value`` as the CLI may show it: secrets masked unless --show-secrets."""
-    opts = _opts()
-    return value if opts.show_secrets else mask(value, opts.patterns())
+    return _redactor().value(value)
 
 
 def safe_event(event: Event) -> Event:
-    opts = _opts()
-    return event if opts.show_secrets else mask_event(event, opts.patterns())
+    return _redactor().event(event)
 
 
 def _opts() -> Options:
@@ -200,7 +221,8 @@ class OperatorError(click.ClickException):
     exit_code = 1
 
     def show(self, file: Any = None) -> None:
-        click.echo(f"error: {self.format_message()}", err=True)
+        # Errors echo values (validation messages, exception texts): masked too.
+        click.echo(f"error: {_redactor().text(self.format_message())}", err=True)
 
 
 def fail(message: str) -> NoReturn:
@@ -213,7 +235,7 @@ def run(coro: Coroutine[Any, Any, T], *, on_interrupt: str | None = None) -> T:
     try:
         return asyncio.run(coro)
     except HitlError as exc:
-        raise OperatorError(" ".join(str(exc).split())) from None
+        raise OperatorError(_redactor().text(" ".join(str(exc).split()))) from None
     except KeyboardInterrupt:
         if on_interrupt is None:
             raise
@@ -256,11 +278,12 @@ async def open_store(*, write: bool) -> AsyncIterator[SessionStore]:
 
 
 def out(text: str = "") -> None:
-    click.echo(text)
+    """Every line the CLI prints passes the redactor's free-text masking last."""
+    click.echo(_redactor().text(text))
 
 
 def out_json(obj: Any) -> None:
-    click.echo(json.dumps(obj, default=str, ensure_ascii=False))
+    click.echo(_redactor().text(json.dumps(obj, default=str, ensure_ascii=False)))
 
 
 # ----------------------------------------------------------------- formatting
@@ -428,7 +451,9 @@ async def resolve_invocation(store: SessionStore, session_id: str, text: str) ->
 
 async def session_projection(store: SessionStore, session_id: str) -> Projection:
     """The session's projection, from events with secrets masked (unless --show-secrets)."""
-    return project([(s.seq, safe_event(s.event)) for s in await store.events(session_id)])
+    stored = await store.events(session_id)
+    _redactor().learn_events(s.event for s in stored)  # a secret answered late is masked early too
+    return project([(s.seq, safe_event(s.event)) for s in stored])
 
 
 def health_line(h: InvocationHealth, session_id: str) -> list[str]:
@@ -678,6 +703,7 @@ def parse_answers(pairs: Iterable[str]) -> dict[str, Any]:
             raw = decode(read_bounded(source, MAX_ANSWER_FILE_BYTES, what), f"{what}: {source}")
         try:
             answers[iid] = loads(raw, f"answer for {iid} in {source}")
+            _redactor().learn_from(answers[iid])  # validation errors may echo it
         except json.JSONDecodeError as exc:
             hint = f" (a string needs JSON quotes: {iid}='\"{raw}\"')" if source == "value" else ""
             raise HitlError(
@@ -947,6 +973,7 @@ def events(session_id: str, after: int, limit: int | None, tail: bool, interval:
             printed = 0
             while True:
                 page = await store.events(session_id, after_seq=last, limit=None if tail else limit)
+                _redactor().learn_events(s.event for s in page)
                 for stored in page:
                     e = safe_event(stored.event)
                     if opts.json:
@@ -1009,12 +1036,15 @@ def replay(
 
             parsed = parse_export(read_bounded(file, MAX_IMPORT_BYTES, "replay --file").splitlines())
             header = parsed.session
+            _redactor().learn_events(parsed.events)
             events: list[tuple[int, Event]] = [(n, safe_event(e)) for n, e in enumerate(parsed.events, start=1)]
         else:
             assert session_id is not None
             async with open_store(write=False) as store:
                 header = await store.get_session(session_id)
-                events = [(s.seq, safe_event(s.event)) for s in await store.events(session_id)]
+                stored = await store.events(session_id)
+                _redactor().learn_events(s.event for s in stored)
+                events = [(s.seq, safe_event(s.event)) for s in stored]
         cursor = Replay(events)
         for n, name in ((at, "--at"), (diff_from, "--diff-from")):
             if n is not None and n > len(cursor):
