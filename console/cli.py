@@ -37,6 +37,7 @@ store, failed run...) with a one-line reason on stderr and no traceback; 2 usage
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import re
@@ -360,6 +361,11 @@ def ordered_children(proj: Projection, run: NodeRun, all_runs: bool) -> list[tup
         if key in latest:
             hidden[key] = hidden.get(key, 0) + 1
         latest[key] = k
+    for key, r in latest.items():
+        if key[1] is None and r.run_id.isdigit():
+            # Run ids count the runs of a (parent, name): a projection loaded from a
+            # snapshot keeps only the latest run, but its id still says how many came before.
+            hidden[key] = max(hidden.get(key, 0), int(r.run_id) - 1)
     return sorted(((r, hidden.get(key, 0)) for key, r in latest.items()), key=lambda x: (x[0].started_pos, x[0].path))
 
 
@@ -454,6 +460,29 @@ async def session_projection(store: SessionStore, session_id: str) -> Projection
     stored = await store.events(session_id)
     _redactor().learn_events(s.event for s in stored)  # a secret answered late is masked early too
     return project([(s.seq, safe_event(s.event)) for s in stored])
+
+
+async def latest_projection(store: SessionStore, session_id: str, invocation_ids: Iterable[str]) -> Projection:
+    """The latest runs of some invocations, each loaded as a resume loads it
+    (cached snapshot + the events after it: cost independent of how long the
+    session ran), side by side in one projection. Values are NOT masked: render
+    through :func:`safe` (``hitl show`` does, row by row)."""
+    merged = Projection()
+    for inv in invocation_ids:
+        try:
+            p = await load_invocation(store, session_id, inv)
+        except InvocationNotFoundError:
+            continue  # listed but without events yet
+        merged.nodes.update(p.nodes)
+        merged.interrupts.update(p.interrupts)
+        merged.invocations.update(p.invocations)
+        merged._latest.update(p._latest)
+        merged._max_run.update(p._max_run)
+        merged.position = max(merged.position, p.position)
+    red = _redactor()
+    red.learn_from([r.output for r in merged.nodes.values()] + [r.input for r in merged.nodes.values()])
+    red.learn_from([i.response for i in merged.interrupts.values()] + [i.args for i in merged.interrupts.values()])
+    return merged
 
 
 def health_line(h: InvocationHealth, session_id: str) -> list[str]:
@@ -608,7 +637,10 @@ def show(session_id: str, invocation: str | None, all_runs: bool) -> None:
             if invocation is not None:
                 inv_id = await resolve_invocation(store, session_id, invocation)
                 invocations = [i for i in invocations if i.invocation_id == inv_id]
-            proj = await session_projection(store, session_id)
+            if all_runs:  # every loop iteration: the whole log
+                proj = await session_projection(store, session_id)
+            else:  # the latest runs: each invocation from its snapshot + the events after it
+                proj = await latest_projection(store, session_id, [i.invocation_id for i in invocations])
             health = await session_health(store, session_id, proj)
         state = safe(session.state)
         if _opts().json:
@@ -619,7 +651,7 @@ def show(session_id: str, invocation: str | None, all_runs: bool) -> None:
                         {
                             **i.model_dump(),
                             "health": health[i.invocation_id].to_dict(),
-                            "nodes": tree_rows(proj, i.invocation_id, all_runs, health[i.invocation_id].in_doubt),
+                            "nodes": safe(tree_rows(proj, i.invocation_id, all_runs, health[i.invocation_id].in_doubt)),
                         }
                         for i in invocations
                     ],
@@ -636,7 +668,7 @@ def show(session_id: str, invocation: str | None, all_runs: bool) -> None:
             if h.interrupted:
                 status = f"{INTERRUPTED.upper()} (projection: {h.status.value if h.status else 'no run yet'})"
             out(f"invocation {i.invocation_id}  {status}  started {clock(i.started_at)}  message {short(i.message, 40) or '-'}")
-            for line in render_tree(tree_rows(proj, i.invocation_id, all_runs, h.in_doubt)):
+            for line in render_tree(safe(tree_rows(proj, i.invocation_id, all_runs, h.in_doubt))):
                 out(line)
             open_ids = [x.id for x in proj.open_interrupts(i.invocation_id)]
             if open_ids:
@@ -924,6 +956,8 @@ def cancel(session_id: str, invocation: str, operator: str | None, reason: str |
 
 # --------------------------------------------------------------------- replay
 # --------------------------------------------------------------------- events
+EVENTS_PAGE = 1000
+"""Events read per store call by ``hitl events``."""
 MAX_SEQ = 2**63 - 1
 """The largest seq a store can hold (SQLite's INTEGER)."""
 
@@ -972,7 +1006,9 @@ def events(session_id: str, after: int, limit: int | None, tail: bool, interval:
             last = after
             printed = 0
             while True:
-                page = await store.events(session_id, after_seq=last, limit=None if tail else limit)
+                # Pages, so memory stays constant however long the session is.
+                want = EVENTS_PAGE if limit is None else min(EVENTS_PAGE, limit - printed)
+                page = await store.events(session_id, after_seq=last, limit=want)
                 _redactor().learn_events(s.event for s in page)
                 for stored in page:
                     e = safe_event(stored.event)
@@ -985,6 +1021,8 @@ def events(session_id: str, after: int, limit: int | None, tail: bool, interval:
                     printed += 1
                     if limit is not None and printed >= limit:
                         return
+                if len(page) == want and (limit is None or printed < limit):
+                    continue  # more pages right away
                 if not tail:
                     return
                 await asyncio.sleep(interval)
@@ -1042,17 +1080,23 @@ def replay(
             assert session_id is not None
             async with open_store(write=False) as store:
                 header = await store.get_session(session_id)
-                stored = await store.events(session_id)
+                for n, name in ((at, "--at"), (diff_from, "--diff-from")):
+                    if n is not None and n > header.last_seq:
+                        raise HitlError(f"session {header.id} has {header.last_seq} events; {name} {n} is past its end")
+                # --at N (and --diff-from M) need the events up to there, not the rest.
+                upto = max(at or 0, diff_from or 0) if at is not None else None
+                stored = await store.events(session_id, limit=upto) if upto != 0 else []
                 _redactor().learn_events(s.event for s in stored)
                 events = [(s.seq, safe_event(s.event)) for s in stored]
         cursor = Replay(events)
+        total = header.last_seq if file is None else len(cursor)
         for n, name in ((at, "--at"), (diff_from, "--diff-from")):
-            if n is not None and n > len(cursor):
-                raise HitlError(f"session {header.id} has {len(cursor)} events; {name} {n} is past its end")
+            if n is not None and n > total:
+                raise HitlError(f"session {header.id} has {total} events; {name} {n} is past its end")
         if at is not None and diff_from is not None:
             _print_diff(header.id, cursor, diff_from, at, opts.json)
         elif at is not None:
-            _print_tree_at(header.id, goto(cursor, at), all_runs, opts.json)
+            _print_tree_at(header.id, dataclasses.replace(goto(cursor, at), total=total), all_runs, opts.json)
         else:
             for k in range(1, len(cursor) + 1):
                 _print_frame(goto(cursor, k), opts.json)

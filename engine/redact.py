@@ -132,13 +132,20 @@ class Redactor:
         self._pats = _normalised(self.patterns)
         self._known: set[str] = set()
         self._known_re: re.Pattern[str] | None = None
+        self._keys: dict[str, bool] = {}
+        """key -> is_secret (keys repeat across events: decide each once)."""
+        self._learned: set[str] = set()
+        """Ids of events already learned from."""
 
     # ---------------------------------------------------------------- learning
     def is_secret(self, key: object) -> bool:
         if not isinstance(key, str):
             return False
-        k = _norm(key)
-        return k not in _NOT_SECRET_KEYS and any(p in k for p in self._pats)
+        hit = self._keys.get(key)
+        if hit is None:
+            k = _norm(key)
+            hit = self._keys[key] = k not in _NOT_SECRET_KEYS and any(p in k for p in self._pats)
+        return hit
 
     def learn(self, value: Any) -> None:
         """Remember the strings (and scalars) of a secret value."""
@@ -182,7 +189,7 @@ class Redactor:
                 if len(v) == 2 and self.is_secret(v[0]):
                     self.learn(v[1])
                 stack.extend(v)
-            elif isinstance(v, str) and v[:1] in "{[":
+            elif isinstance(v, str) and v[:1] in ("{", "["):
                 with contextlib.suppress(ValueError):
                     stack.append(json.loads(v))
 
@@ -190,6 +197,11 @@ class Redactor:
         """Learn the secrets in events' payloads (never from structural fields
         such as ``author``, ids or paths)."""
         for e in events:
+            if e.id in self._learned:
+                continue
+            if len(self._learned) > 4096:  # bounded: a long stream keeps constant memory
+                self._learned.clear()
+            self._learned.add(e.id)
             info = e.node_info
             self.learn_from([e.output, e.route, e.state_delta, info.input if info else None])
             if e.content is not None:
@@ -279,37 +291,61 @@ class Redactor:
         return json.dumps(self._value(inner), ensure_ascii=False, separators=(",", ":"))
 
     def event(self, event: Event) -> Event:
-        """A copy of ``event`` with payloads and free text masked."""
+        """A copy of ``event`` with payloads and free text masked (the event
+        itself when nothing in it needed masking: no copy)."""
         if self.show:
             return event
         self.learn_events([event])
-        data = event.model_dump(mode="python")
+        update: dict[str, Any] = {}
         for name in ("output", "route", "state_delta"):
-            if data.get(name) is not None:
-                data[name] = self._value(data[name])
-        if data.get("error_message"):
-            data["error_message"] = self.text(data["error_message"])
-        info = data.get("node_info")
-        if info and info.get("input") is not None:
-            info["input"] = self._value(info["input"])
-        meta = data.get("custom_metadata")
+            value = getattr(event, name)
+            if value is not None:
+                masked = self._value(value)
+                if masked is not value:
+                    update[name] = masked
+        if event.error_message:
+            text = self.text(event.error_message)
+            if text != event.error_message:
+                update["error_message"] = text
+        info = event.node_info
+        if info is not None and info.input is not None:
+            masked = self._value(info.input)
+            if masked is not info.input:
+                update["node_info"] = info.model_copy(update={"input": masked})
+        meta = event.custom_metadata
         if meta:
-            data["custom_metadata"] = {k: self._value(v) if k != "action" else v for k, v in meta.items()}
-        content = data.get("content")
-        if content:
-            for part in content.get("parts", []):
-                if part.get("text"):
-                    part["text"] = self.text(part["text"])
-                call = part.get("function_call")
-                if call and isinstance(call.get("args"), dict):
-                    call["args"] = {
+            new_meta = {k: v if k == "action" else self._value(v) for k, v in meta.items()}
+            if any(new_meta[k] is not meta[k] for k in meta):
+                update["custom_metadata"] = new_meta
+        if event.content is not None:
+            parts = []
+            changed = False
+            for part in event.content.parts:
+                new = part
+                if part.text:
+                    text = self.text(part.text)
+                    if text != part.text:
+                        new = new.model_copy(update={"text": text})
+                if part.function_call is not None:
+                    args = part.function_call.args
+                    new_args = {
                         k: MASK if self.is_secret(k) else (self._schema(v) if k == "response_schema" else self._value(v))
-                        for k, v in call["args"].items()
+                        for k, v in args.items()
                     }
-                resp = part.get("function_response")
-                if resp is not None and "response" in resp:
-                    resp["response"] = self._value(resp["response"])
-        return Event.model_validate(data)
+                    if any(new_args[k] is not args[k] and new_args[k] != args[k] for k in args):
+                        call = part.function_call.model_copy(update={"args": new_args})
+                        new = new.model_copy(update={"function_call": call})
+                if part.function_response is not None:
+                    resp = part.function_response.response
+                    masked = self._value(resp)
+                    if masked is not resp:
+                        fr = part.function_response.model_copy(update={"response": masked})
+                        new = new.model_copy(update={"function_response": fr})
+                changed = changed or new is not part
+                parts.append(new)
+            if changed:
+                update["content"] = event.content.model_copy(update={"parts": parts})
+        return event.model_copy(update=update) if update else event
 
     def _schema(self, schema: Any) -> Any:
         """A response schema: only secret properties' defaults/examples are masked."""
