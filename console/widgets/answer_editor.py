@@ -29,9 +29,10 @@ from textual.message import Message
 from textual.widgets import Label, Static, TextArea
 
 from engine.projection import Interrupt
+from engine.redact import mask
 from engine.responses import template_for, unwrap_response, validate_response
 
-from .format import shown, to_json
+from .format import to_json
 
 # ------------------------------------------------------------------ checking
 
@@ -182,7 +183,7 @@ class AnswerEditor(Vertical):
         args = itr.args if isinstance(itr.args, dict) else {}
         payload = args.get("payload")
         t = Text()
-        t.append(to_json(shown(payload), indent=2) if payload is not None else "(no payload)")
+        t.append(to_json(mask(payload), indent=2) if payload is not None else "(no payload)")
         schema = itr.response_schema
         if schema is not None:
             t.append("\n\nschema ", "bold")
