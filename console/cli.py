@@ -37,6 +37,7 @@ store, failed run...) with a one-line reason on stderr and no traceback; 2 usage
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import re
@@ -50,16 +51,16 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
+from console.inputs import MAX_ANSWER_FILE_BYTES, MAX_IMPORT_BYTES, CheckedGroup, decode, loads, read_bounded
 from engine import Content, Event, HitlError, Projection, cancel_invocation, project
 from engine.apps import AppRegistry, default_operator
-from engine.errors import InvocationNotFoundError, ReadOnlyError, SchemaUpgradeNeeded
+from engine.errors import InvocationNotFoundError, ReadOnlyError, require_id
 from engine.liveness import INTERRUPTED, InvocationHealth, interrupted_invocations, session_health
 from engine.models import NodeStatus
 from engine.projection import NodeRun
-from engine.redact import mask, mask_event, secret_patterns
+from engine.redact import DEFAULT_SECRET_PATTERNS, Redactor, secret_patterns
 from engine.replay import Replay, diff, markers_for
 from engine.replay_view import Frame, diff_dict, frame_dict, goto, status_changes
-from engine.responses import MAX_RESPONSE_BYTES
 from engine.resume import ResumePlan, load_invocation, next_runs, plan_resume, validate_responses
 from engine.store.base import SessionStore
 
@@ -83,6 +84,7 @@ class Options:
     secret_patterns: list[str] = field(default_factory=list)
     busy_timeout: float | None = None
     _patterns: tuple[str, ...] | None = None
+    _redactor: Redactor | None = None
 
     def db_path(self) -> Path:
         if self.db:
@@ -105,16 +107,36 @@ class Options:
             self._patterns = secret_patterns(self.config_path(), self.secret_patterns)
         return self._patterns
 
+    def redactor(self) -> Redactor:
+        """The command's one Redactor (patterns + --show-secrets); it remembers the
+        secret values it has seen, so they are masked wherever they reappear."""
+        if self._redactor is None:
+            try:
+                patterns = self.patterns()
+            except HitlError:
+                patterns = DEFAULT_SECRET_PATTERNS  # a bad config is reported by the command itself
+            self._redactor = Redactor(patterns, show=self.show_secrets)
+        return self._redactor
+
+
+def _redactor() -> Redactor:
+    ctx = click.get_current_context(silent=True)
+    if ctx is None or not isinstance(ctx.find_root().obj, Options):
+        return _FALLBACK_REDACTOR
+    return _opts().redactor()
+
+
+_FALLBACK_REDACTOR = Redactor()
+"""Outside a command (errors before options are parsed): the defaults, masked."""
+
 
 def safe(value: Any) -> Any:
     """``value`` as the CLI may show it: secrets masked unless --show-secrets."""
-    opts = _opts()
-    return value if opts.show_secrets else mask(value, opts.patterns())
+    return _redactor().value(value)
 
 
 def safe_event(event: Event) -> Event:
-    opts = _opts()
-    return event if opts.show_secrets else mask_event(event, opts.patterns())
+    return _redactor().event(event)
 
 
 def _opts() -> Options:
@@ -200,7 +222,8 @@ class OperatorError(click.ClickException):
     exit_code = 1
 
     def show(self, file: Any = None) -> None:
-        click.echo(f"error: {self.format_message()}", err=True)
+        # Errors echo values (validation messages, exception texts): masked too.
+        click.echo(f"error: {_redactor().text(self.format_message())}", err=True)
 
 
 def fail(message: str) -> NoReturn:
@@ -213,7 +236,7 @@ def run(coro: Coroutine[Any, Any, T], *, on_interrupt: str | None = None) -> T:
     try:
         return asyncio.run(coro)
     except HitlError as exc:
-        raise OperatorError(" ".join(str(exc).split())) from None
+        raise OperatorError(_redactor().text(" ".join(str(exc).split()))) from None
     except KeyboardInterrupt:
         if on_interrupt is None:
             raise
@@ -243,18 +266,12 @@ async def open_store(*, write: bool) -> AsyncIterator[SessionStore]:
     opts = _opts()
     # inline: the CLI has no UI to keep responsive, so SQL runs on its loop thread (faster appends)
     timeout = 5.0 if opts.busy_timeout is None else opts.busy_timeout
-    try:
-        store = await SQLiteStore.open(
-            opts.db_path(), read_only=opts.read_only or not write, inline=True, busy_timeout=timeout
-        )
-    except SchemaUpgradeNeeded:
-        if opts.read_only:
-            raise
-        # A read command on a store written by an older hitl: upgrade it once (the
-        # writer migrates on open), then read as asked. --read-only never writes.
-        click.echo(f"upgrading {opts.db_path()} to this version's schema ...", err=True)
-        await (await SQLiteStore.open(opts.db_path(), inline=True, busy_timeout=timeout)).close()
-        store = await SQLiteStore.open(opts.db_path(), read_only=True, inline=True, busy_timeout=timeout)
+    # A read never writes: a store from an older hitl is refused with a line
+    # that says so (SchemaUpgradeNeeded: run `hitl migrate`); a writing command
+    # upgrades it on open, before its first write.
+    store = await SQLiteStore.open(
+        opts.db_path(), read_only=opts.read_only or not write, inline=True, busy_timeout=timeout
+    )
     try:
         yield store
     finally:
@@ -262,11 +279,12 @@ async def open_store(*, write: bool) -> AsyncIterator[SessionStore]:
 
 
 def out(text: str = "") -> None:
-    click.echo(text)
+    """Every line the CLI prints passes the redactor's free-text masking last."""
+    click.echo(_redactor().text(text))
 
 
 def out_json(obj: Any) -> None:
-    click.echo(json.dumps(obj, default=str, ensure_ascii=False))
+    click.echo(_redactor().text(json.dumps(obj, default=str, ensure_ascii=False)))
 
 
 # ----------------------------------------------------------------- formatting
@@ -343,6 +361,11 @@ def ordered_children(proj: Projection, run: NodeRun, all_runs: bool) -> list[tup
         if key in latest:
             hidden[key] = hidden.get(key, 0) + 1
         latest[key] = k
+    for key, r in latest.items():
+        if key[1] is None and r.run_id.isdigit():
+            # Run ids count the runs of a (parent, name): a projection loaded from a
+            # snapshot keeps only the latest run, but its id still says how many came before.
+            hidden[key] = max(hidden.get(key, 0), int(r.run_id) - 1)
     return sorted(((r, hidden.get(key, 0)) for key, r in latest.items()), key=lambda x: (x[0].started_pos, x[0].path))
 
 
@@ -417,7 +440,8 @@ def render_tree(rows: list[dict[str, Any]]) -> list[str]:
 
 
 async def resolve_invocation(store: SessionStore, session_id: str, text: str) -> str:
-    """An invocation id from a unique prefix."""
+    """An invocation id from a unique prefix (never a blank one: BlankIdError)."""
+    require_id(text, "the invocation id")
     ids = [i.invocation_id for i in await store.list_invocations(session_id)]
     if text in ids:
         return text
@@ -433,7 +457,32 @@ async def resolve_invocation(store: SessionStore, session_id: str, text: str) ->
 
 async def session_projection(store: SessionStore, session_id: str) -> Projection:
     """The session's projection, from events with secrets masked (unless --show-secrets)."""
-    return project([(s.seq, safe_event(s.event)) for s in await store.events(session_id)])
+    stored = await store.events(session_id)
+    _redactor().learn_events(s.event for s in stored)  # a secret answered late is masked early too
+    return project([(s.seq, safe_event(s.event)) for s in stored])
+
+
+async def latest_projection(store: SessionStore, session_id: str, invocation_ids: Iterable[str]) -> Projection:
+    """The latest runs of some invocations, each loaded as a resume loads it
+    (cached snapshot + the events after it: cost independent of how long the
+    session ran), side by side in one projection. Values are NOT masked: render
+    through :func:`safe` (``hitl show`` does, row by row)."""
+    merged = Projection()
+    for inv in invocation_ids:
+        try:
+            p = await load_invocation(store, session_id, inv)
+        except InvocationNotFoundError:
+            continue  # listed but without events yet
+        merged.nodes.update(p.nodes)
+        merged.interrupts.update(p.interrupts)
+        merged.invocations.update(p.invocations)
+        merged._latest.update(p._latest)
+        merged._max_run.update(p._max_run)
+        merged.position = max(merged.position, p.position)
+    red = _redactor()
+    red.learn_from([r.output for r in merged.nodes.values()] + [r.input for r in merged.nodes.values()])
+    red.learn_from([i.response for i in merged.interrupts.values()] + [i.args for i in merged.interrupts.values()])
+    return merged
 
 
 def health_line(h: InvocationHealth, session_id: str) -> list[str]:
@@ -451,7 +500,7 @@ def health_line(h: InvocationHealth, session_id: str) -> list[str]:
 
 
 # ---------------------------------------------------------------------- group
-@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=CheckedGroup, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @common
 @app_spec_option
 @click.version_option(package_name="hitl-console", prog_name="hitl")
@@ -585,10 +634,13 @@ def show(session_id: str, invocation: str | None, all_runs: bool) -> None:
         async with open_store(write=False) as store:
             session = await store.get_session(session_id)
             invocations = await store.list_invocations(session_id)
-            if invocation:
+            if invocation is not None:
                 inv_id = await resolve_invocation(store, session_id, invocation)
                 invocations = [i for i in invocations if i.invocation_id == inv_id]
-            proj = await session_projection(store, session_id)
+            if all_runs:  # every loop iteration: the whole log
+                proj = await session_projection(store, session_id)
+            else:  # the latest runs: each invocation from its snapshot + the events after it
+                proj = await latest_projection(store, session_id, [i.invocation_id for i in invocations])
             health = await session_health(store, session_id, proj)
         state = safe(session.state)
         if _opts().json:
@@ -599,7 +651,7 @@ def show(session_id: str, invocation: str | None, all_runs: bool) -> None:
                         {
                             **i.model_dump(),
                             "health": health[i.invocation_id].to_dict(),
-                            "nodes": tree_rows(proj, i.invocation_id, all_runs, health[i.invocation_id].in_doubt),
+                            "nodes": safe(tree_rows(proj, i.invocation_id, all_runs, health[i.invocation_id].in_doubt)),
                         }
                         for i in invocations
                     ],
@@ -616,7 +668,7 @@ def show(session_id: str, invocation: str | None, all_runs: bool) -> None:
             if h.interrupted:
                 status = f"{INTERRUPTED.upper()} (projection: {h.status.value if h.status else 'no run yet'})"
             out(f"invocation {i.invocation_id}  {status}  started {clock(i.started_at)}  message {short(i.message, 40) or '-'}")
-            for line in render_tree(tree_rows(proj, i.invocation_id, all_runs, h.in_doubt)):
+            for line in render_tree(safe(tree_rows(proj, i.invocation_id, all_runs, h.in_doubt))):
                 out(line)
             open_ids = [x.id for x in proj.open_interrupts(i.invocation_id)]
             if open_ids:
@@ -679,20 +731,11 @@ def parse_answers(pairs: Iterable[str]) -> dict[str, Any]:
         source = "value"
         if raw.startswith("@"):
             source = raw[1:]
-            try:
-                size = Path(source).stat().st_size
-                if size > 2 * MAX_RESPONSE_BYTES:  # do not even read it: the limit is on its JSON encoding
-                    raise HitlError(
-                        f"answer for {iid}: {source} has {size} bytes; an answer may have at most "
-                        f"{MAX_RESPONSE_BYTES} bytes of JSON (see README, Limits)"
-                    )
-                raw = Path(source).read_text(encoding="utf-8")
-            except OSError as exc:
-                raise HitlError(f"answer for {iid}: cannot read {source}: {exc.strerror}") from None
-            except UnicodeDecodeError as exc:
-                raise HitlError(f"answer for {iid}: {source} is not UTF-8 text (bad byte at offset {exc.start})") from None
+            what = f"answer for {iid}"
+            raw = decode(read_bounded(source, MAX_ANSWER_FILE_BYTES, what), f"{what}: {source}")
         try:
-            answers[iid] = json.loads(raw)
+            answers[iid] = loads(raw, f"answer for {iid} in {source}")
+            _redactor().learn_from(answers[iid])  # validation errors may echo it
         except json.JSONDecodeError as exc:
             hint = f" (a string needs JSON quotes: {iid}='\"{raw}\"')" if source == "value" else ""
             raise HitlError(
@@ -823,7 +866,7 @@ def resume(
         values = parse_answers([*answers, *answer_opts])
         async with open_store(write=not dry_run) as store:
             session = await store.get_session(session_id)
-            inv = await resolve_invocation(store, session_id, invocation) if invocation else None
+            inv = await resolve_invocation(store, session_id, invocation) if invocation is not None else None
             content = Content.from_responses(values)
             if dry_run:
                 plan = await plan_resume(store, session_id, content, inv)
@@ -913,6 +956,17 @@ def cancel(session_id: str, invocation: str, operator: str | None, reason: str |
 
 # --------------------------------------------------------------------- replay
 # --------------------------------------------------------------------- events
+EVENTS_PAGE = 1000
+"""Events read per store call by ``hitl events``."""
+MAX_SEQ = 2**63 - 1
+"""The largest seq a store can hold (SQLite's INTEGER)."""
+
+
+def _seq(ctx: click.Context, param: click.Parameter, value: int | None) -> int | None:
+    if value is not None and value > MAX_SEQ:
+        fail(f"{param.opts[0]} {value} is larger than any event seq can be (at most {MAX_SEQ})")
+    return value
+
 def event_summary(event: Event) -> str:
     """One line of what an event says (no projection needed)."""
     meta = event.custom_metadata or {}
@@ -936,7 +990,7 @@ def event_summary(event: Event) -> str:
 @cli.command()
 @common
 @click.argument("session_id", metavar="SESSION")
-@click.option("--after", type=click.IntRange(0), default=0, metavar="SEQ", help="Only events after this seq.")
+@click.option("--after", type=click.IntRange(0), callback=_seq, default=0, metavar="SEQ", help="Only events after this seq.")
 @click.option("--limit", type=click.IntRange(1), default=None, help="At most this many events.")
 @click.option("--tail", is_flag=True, help="Keep printing new events as they are appended (Ctrl-C stops).")
 @click.option(
@@ -952,7 +1006,10 @@ def events(session_id: str, after: int, limit: int | None, tail: bool, interval:
             last = after
             printed = 0
             while True:
-                page = await store.events(session_id, after_seq=last, limit=None if tail else limit)
+                # Pages, so memory stays constant however long the session is.
+                want = EVENTS_PAGE if limit is None else min(EVENTS_PAGE, limit - printed)
+                page = await store.events(session_id, after_seq=last, limit=want)
+                _redactor().learn_events(s.event for s in page)
                 for stored in page:
                     e = safe_event(stored.event)
                     if opts.json:
@@ -964,6 +1021,8 @@ def events(session_id: str, after: int, limit: int | None, tail: bool, interval:
                     printed += 1
                     if limit is not None and printed >= limit:
                         return
+                if len(page) == want and (limit is None or printed < limit):
+                    continue  # more pages right away
                 if not tail:
                     return
                 await asyncio.sleep(interval)
@@ -975,7 +1034,7 @@ def events(session_id: str, after: int, limit: int | None, tail: bool, interval:
 @cli.command()
 @common
 @click.argument("session_id", metavar="SESSION", required=False)
-@click.option("--at", "at", type=click.IntRange(0), metavar="N", help="Show the node tree as of event N.")
+@click.option("--at", "at", type=click.IntRange(0), callback=_seq, metavar="N", help="Show the node tree as of event N.")
 @click.option(
     "--file",
     "file",
@@ -987,6 +1046,7 @@ def events(session_id: str, after: int, limit: int | None, tail: bool, interval:
     "--diff-from",
     "diff_from",
     type=click.IntRange(0),
+    callback=_seq,
     metavar="M",
     help="With --at N: what changed between event M and event N (statuses, outputs, runs, interrupts, state).",
 )
@@ -1012,23 +1072,31 @@ def replay(
         if file is not None:
             from engine.store.jsonl import parse_export
 
-            with click.open_file(file, "rb") as fh:
-                parsed = parse_export(fh)
+            parsed = parse_export(read_bounded(file, MAX_IMPORT_BYTES, "replay --file").splitlines())
             header = parsed.session
+            _redactor().learn_events(parsed.events)
             events: list[tuple[int, Event]] = [(n, safe_event(e)) for n, e in enumerate(parsed.events, start=1)]
         else:
             assert session_id is not None
             async with open_store(write=False) as store:
                 header = await store.get_session(session_id)
-                events = [(s.seq, safe_event(s.event)) for s in await store.events(session_id)]
+                for n, name in ((at, "--at"), (diff_from, "--diff-from")):
+                    if n is not None and n > header.last_seq:
+                        raise HitlError(f"session {header.id} has {header.last_seq} events; {name} {n} is past its end")
+                # --at N (and --diff-from M) need the events up to there, not the rest.
+                upto = max(at or 0, diff_from or 0) if at is not None else None
+                stored = await store.events(session_id, limit=upto) if upto != 0 else []
+                _redactor().learn_events(s.event for s in stored)
+                events = [(s.seq, safe_event(s.event)) for s in stored]
         cursor = Replay(events)
+        total = header.last_seq if file is None else len(cursor)
         for n, name in ((at, "--at"), (diff_from, "--diff-from")):
-            if n is not None and n > len(cursor):
-                raise HitlError(f"session {header.id} has {len(cursor)} events; {name} {n} is past its end")
+            if n is not None and n > total:
+                raise HitlError(f"session {header.id} has {total} events; {name} {n} is past its end")
         if at is not None and diff_from is not None:
             _print_diff(header.id, cursor, diff_from, at, opts.json)
         elif at is not None:
-            _print_tree_at(header.id, goto(cursor, at), all_runs, opts.json)
+            _print_tree_at(header.id, dataclasses.replace(goto(cursor, at), total=total), all_runs, opts.json)
         else:
             for k in range(1, len(cursor) + 1):
                 _print_frame(goto(cursor, k), opts.json)
@@ -1139,8 +1207,9 @@ def import_cmd(file: str, as_id: str | None, operator: str | None, reason: str |
     The import is recorded in the audit log with the operator, the reason and the file."""
 
     async def body() -> None:
-        with click.open_file(file, "rb") as fh:
-            lines = fh.readlines()
+        if as_id is not None:
+            require_id(as_id, "--as (the new session id)")
+        lines = read_bounded(file, MAX_IMPORT_BYTES, "import").splitlines(keepends=True)
         source = "stdin" if file == "-" else str(Path(file).resolve())
         async with open_store(write=True) as store:
             session = await store.import_session(
@@ -1152,6 +1221,28 @@ def import_cmd(file: str, as_id: str | None, operator: str | None, reason: str |
             out(
                 f"imported session {session.id} ({session.app_name}, user {session.user_id}, {session.last_seq} events)"
             )
+
+    run(body())
+
+
+@cli.command()
+@common
+def migrate() -> None:
+    """Upgrade the store at --db to this version's schema, in place (reads never do)."""
+    from engine.store.sqlite import SCHEMA_VERSION, SQLiteStore, schema_version
+
+    async def body() -> None:
+        path = _opts().db_path()
+        if _opts().read_only:
+            raise ReadOnlyError("the store is open read-only (--read-only); nothing was written")
+        if not path.exists():
+            raise HitlError(f"no session database at {path}; check --db / $HITL_DB")
+        before = await schema_version(path)
+        await (await SQLiteStore.open(path, inline=True)).close()
+        if before == SCHEMA_VERSION:
+            out(f"{path} is already at schema version {SCHEMA_VERSION}; nothing to do")
+        else:
+            out(f"migrated {path} from schema version {before} to {SCHEMA_VERSION}")
 
     run(body())
 

@@ -16,6 +16,20 @@ class HitlError(Exception):
     """Base for errors an operator can act on (CLI exit code 1)."""
 
 
+class BlankIdError(HitlError):
+    """An empty or blank id where one is required: never "the only one"."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(f"{what} is empty; give an id (is a variable in the runbook unset?); nothing was written")
+
+
+def require_id(value: str | None, what: str) -> str:
+    """``value`` when it is a non-blank id, else :class:`BlankIdError`."""
+    if value is None or not value.strip():
+        raise BlankIdError(what)
+    return value
+
+
 class SessionNotFoundError(HitlError):
     def __init__(self, session_id: str) -> None:
         super().__init__(f"session {session_id!r} does not exist (list them with `hitl sessions`)")
@@ -157,6 +171,26 @@ class InDoubtError(HitlError):
 
 class NotRedrivableError(HitlError):
     pass
+
+
+class InvocationCancelledError(ResumeRejected, NotRedrivableError):
+    """An answer, re-drive or cancel of an invocation an operator cancelled
+    (DESIGN 3.11: a cancel is final). Names the cancel: who, when, why."""
+
+    def __init__(self, invocation_id: str, cancel: dict[str, object], ids: Iterable[str] = (), *, what: str = "") -> None:
+        when = cancel.get("timestamp")
+        at = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(when))) if isinstance(when, int | float) else "?"
+        by = cancel.get("operator") or "an unnamed operator"
+        reason = cancel.get("reason")
+        why = f" (reason: {reason})" if reason else " (no reason given)"
+        head = f"{what}: " if what else ""
+        super().__init__(
+            f"{head}invocation {invocation_id} was cancelled by {by} at {at}{why}; "
+            "a cancel is final, nothing was written",
+            ids,
+        )
+        self.invocation_id = invocation_id
+        self.cancel = cancel
 
 
 class WorkflowFailed(HitlError):

@@ -149,6 +149,9 @@ class Invocation:
     last_timestamp: float = 0.0
     actions: list[int] = field(default_factory=list)
     """Positions of operator actions (FR messages, re-drives, cancels)."""
+    cancel: dict[str, Any] | None = None
+    """The operator's cancel, once one was recorded (DESIGN 3.11: final):
+    ``{"pos", "timestamp", "operator", "reason"}``."""
     _gen: int = field(default=0, repr=False, compare=False)
 
     def clone(self, gen: int) -> Invocation:
@@ -249,7 +252,7 @@ class Projection:
         frs = event.function_responses
         action = event.action
         iid = event.invocation_id
-        if frs:
+        if frs and inv.cancel is None:
             inv.actions.append(pos)
             operator = (event.custom_metadata or {}).get("operator")
             owners: dict[str, None] = {}
@@ -271,6 +274,8 @@ class Projection:
                     change.paths.add(run.path)  # also when a partial answer leaves it WAITING
             for path in owners:
                 self._on_answered(iid, path, pos, change)
+        elif inv.cancel is not None:
+            return  # a cancel is final: the runner refuses whatever follows it
         elif action == "redrive":
             inv.actions.append(pos)
             # A failure stops its workflow, so failed, cancelled and stranded runs
@@ -281,8 +286,17 @@ class Projection:
                     self._mark_ancestors_pending(iid, run.parent, pos, change)
         elif action == "cancel":
             inv.actions.append(pos)
+            meta = event.custom_metadata or {}
+            inv.cancel = {
+                "pos": pos,
+                "timestamp": event.timestamp,
+                "operator": meta.get("operator"),
+                "reason": meta.get("reason"),
+            }
+            # Final (DESIGN 3.11): a failed run is unfinished business too, so it
+            # and its failed ancestors become CANCELLED; only completions stand.
             for run in self.runs(iid):
-                if not run.status.is_final:
+                if run.status is not NodeStatus.COMPLETED:
                     self._set(iid, run.path, NodeStatus.CANCELLED, pos, change)
             for key, itr in list(self.interrupts.items()):
                 if itr.invocation_id == iid and itr.open:

@@ -27,6 +27,8 @@ is a full-fidelity copy and is not masked.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import re
 import tomllib
@@ -40,8 +42,23 @@ from pydantic import BaseModel
 from .errors import HitlError
 from .models import Event
 
-DEFAULT_SECRET_PATTERNS: tuple[str, ...] = ("password", "secret", "token", "api_key")
-"""Key patterns masked by default."""
+DEFAULT_SECRET_PATTERNS: tuple[str, ...] = (
+    "password",
+    "passwd",
+    "pwd",
+    "passphrase",
+    "secret",
+    "token",
+    "api_key",
+    "private_key",
+    "credential",
+    "authorization",
+    "auth",
+    "bearer",
+    "cookie",
+)
+"""Key patterns masked by default (``auth`` also covers ``oauth``, ``author``:
+masking errs on the safe side)."""
 
 MASK = "***"
 """What a masked value is shown as."""
@@ -60,88 +77,303 @@ def _normalised(patterns: tuple[str, ...]) -> tuple[str, ...]:
 
 def is_secret_key(key: object, patterns: Iterable[str] = DEFAULT_SECRET_PATTERNS) -> bool:
     """Whether values under ``key`` are masked."""
-    if not isinstance(key, str):
-        return False
-    k = _norm(key)
-    return any(p in k for p in _normalised(tuple(patterns)))
+    return Redactor(patterns).is_secret(key)
 
 
 def mask(value: Any, patterns: Iterable[str] = DEFAULT_SECRET_PATTERNS) -> Any:
-    """A copy of ``value`` with the values of secret-looking keys replaced by
-    :data:`MASK` at any depth. ``value`` itself is never modified; values
-    without a secret key are returned as they are (not copied)."""
-    pats = _normalised(tuple(patterns))
-    if not pats:
-        return value
-    return _mask(value, pats)
-
-
-def _mask(value: Any, pats: tuple[str, ...]) -> Any:
-    if isinstance(value, BaseModel):
-        value = value.model_dump(mode="json", exclude_none=True)
-    if isinstance(value, Mapping):
-        out: dict[Any, Any] = {}
-        changed = False
-        for k, v in value.items():
-            if isinstance(k, str) and any(p in _norm(k) for p in pats):
-                out[k] = MASK
-                changed = True
-            else:
-                m = _mask(v, pats)
-                changed = changed or m is not v
-                out[k] = m
-        return out if changed or not isinstance(value, dict) else value
-    if isinstance(value, list | tuple):
-        items = [_mask(v, pats) for v in value]
-        if any(m is not v for m, v in zip(items, value, strict=True)):
-            return items if isinstance(value, list) else tuple(items)
-        return value
-    return value
+    """``Redactor(patterns).value(value)``: a masked copy, ``value`` unchanged."""
+    return Redactor(patterns).value(value)
 
 
 def mask_event(event: Event, patterns: Iterable[str] = DEFAULT_SECRET_PATTERNS) -> Event:
-    """A copy of ``event`` with secrets masked in its *payloads* only: node input,
-    output, route, state delta, function-call arguments (not their
-    ``response_schema``) and function responses. Structural fields (ids, paths,
-    statuses) are never touched, so a projection of masked events has the same
-    nodes and statuses as the real one -- with masked values."""
-    pats = _normalised(tuple(patterns))
-    if not pats:
-        return event
-    update: dict[str, Any] = {}
-    info = event.node_info
-    if info is not None and info.input is not None:
-        masked = _mask(info.input, pats)
-        if masked is not info.input:
-            update["node_info"] = info.model_copy(update={"input": masked})
-    for name in ("output", "route", "state_delta"):
-        value = getattr(event, name)
-        if value is not None:
-            masked = _mask(value, pats)
-            if masked is not value:
-                update[name] = masked
-    if event.content is not None:
-        parts = []
-        changed = False
-        for part in event.content.parts:
-            if part.function_call is not None:
-                args = part.function_call.args
-                new_args = {k: v if k == "response_schema" else _mask(v, pats) for k, v in args.items()}
-                new_args = {k: MASK if any(p in _norm(k) for p in pats) else v for k, v in new_args.items()}
-                if any(new_args[k] is not args[k] for k in args):
-                    part = part.model_copy(update={"function_call": part.function_call.model_copy(update={"args": new_args})})
-                    changed = True
-            elif part.function_response is not None:
-                resp = part.function_response.response
-                masked = _mask(resp, pats)
-                if masked is not resp:
-                    fr = part.function_response.model_copy(update={"response": masked})
-                    part = part.model_copy(update={"function_response": fr})
-                    changed = True
-            parts.append(part)
-        if changed:
-            update["content"] = event.content.model_copy(update={"parts": parts})
-    return event.model_copy(update=update) if update else event
+    """``Redactor(patterns).event(event)``: payloads and free text masked;
+    structural fields (ids, paths, statuses) are never touched, so a projection
+    of masked events has the same nodes and statuses as the real one."""
+    return Redactor(patterns).event(event)
+
+
+# ------------------------------------------------------------------ Redactor
+_DSN = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^:/\s@'\"]+:)([^@\s'\"]+)(@)")
+"""``postgresql://user:PASSWORD@host`` -> ``postgresql://user:***@host``."""
+_BEARER = re.compile(r"(?i)\b(bearer|basic|token)(\s+)([A-Za-z0-9._~+/=-]{6,})")
+"""``Authorization: Bearer abc.def`` -> ``Bearer ***``."""
+_ASSIGN = re.compile(
+    r"(?i)\b(password|passwd|pwd|passphrase|secret|token|api[_-]?key|private[_-]?key)(\s*=\s*|:)([^\s,;&'\"]+)"
+)
+"""``password=hunter2`` / ``api_key:abc`` in free text."""
+_NOT_SECRET_KEYS = frozenset({"author", "authors", "authorname", "authority", "authored"})
+"""Normalised keys that contain ``auth`` but name no credential."""
+_MIN_KNOWN = 4
+"""Known secret values shorter than this are not searched for in text (too many
+false hits); the key-name rule still masks them where they are stored."""
+
+
+class Redactor:
+    """The one masking policy of a process: key patterns + the show flag, and
+    the secret *values* it has seen.
+
+    * :meth:`value` masks values of secret-looking keys at any depth (after
+      unwrapping ``{"result": "<JSON>"}``), ``["password", value]`` pairs, and
+      the ``default``/``examples``/``const``/``enum`` of secret-named properties
+      in JSON Schemas; every string is also passed through :meth:`text`.
+    * :meth:`text` masks free text: passwords in DSNs, bearer tokens,
+      ``password=...`` assignments, and every secret value this redactor has
+      seen under a secret key (also a truncated one: ``hunter2h…``).
+    * :meth:`event` masks an event's payloads and free text (messages,
+      error messages, reasons); structural fields are never touched.
+
+    With ``show=True`` everything is returned as it is. One instance is made
+    per CLI command or console app and passed to every renderer.
+    """
+
+    def __init__(self, patterns: Iterable[str] = DEFAULT_SECRET_PATTERNS, *, show: bool = False) -> None:
+        self.patterns = tuple(patterns)
+        self.show = show
+        self._pats = _normalised(self.patterns)
+        self._known: set[str] = set()
+        self._known_re: re.Pattern[str] | None = None
+        self._keys: dict[str, bool] = {}
+        """key -> is_secret (keys repeat across events: decide each once)."""
+        self._learned: set[str] = set()
+        """Ids of events already learned from."""
+
+    # ---------------------------------------------------------------- learning
+    def is_secret(self, key: object) -> bool:
+        if not isinstance(key, str):
+            return False
+        hit = self._keys.get(key)
+        if hit is None:
+            k = _norm(key)
+            hit = self._keys[key] = k not in _NOT_SECRET_KEYS and any(p in k for p in self._pats)
+        return hit
+
+    def learn(self, value: Any) -> None:
+        """Remember the strings (and scalars) of a secret value."""
+        stack = [value]
+        while stack:
+            v = stack.pop()
+            if isinstance(v, Mapping):
+                stack.extend(v.values())
+            elif isinstance(v, list | tuple):
+                stack.extend(v)
+            elif isinstance(v, str | int | float) and not isinstance(v, bool):
+                text = str(v)
+                if len(text) >= _MIN_KNOWN and text not in self._known and text != MASK:
+                    self._known.add(text)
+                    self._known_re = None
+
+    def learn_from(self, value: Any) -> None:
+        """Walk ``value`` and learn the values of its secret keys (masking nothing)."""
+        stack = [value]
+        while stack:
+            v = stack.pop()
+            if isinstance(v, BaseModel):
+                v = v.model_dump(mode="json", exclude_none=True)
+            if isinstance(v, Mapping):
+                props = v.get("properties")
+                schema = isinstance(props, dict)
+                if schema:  # a JSON Schema: a secret property's values, not its type
+                    for name, sub in props.items():
+                        if self.is_secret(name) and isinstance(sub, dict):
+                            self.learn([sub.get(x) for x in ("default", "examples", "const", "enum")])
+                        else:
+                            stack.append(sub)
+                for k, x in v.items():
+                    if schema and k == "properties":
+                        continue
+                    if self.is_secret(k):
+                        self.learn(x)
+                    else:
+                        stack.append(x)
+            elif isinstance(v, list | tuple):
+                if len(v) == 2 and self.is_secret(v[0]):
+                    self.learn(v[1])
+                stack.extend(v)
+            elif isinstance(v, str) and v[:1] in ("{", "["):
+                with contextlib.suppress(ValueError):
+                    stack.append(json.loads(v))
+
+    def learn_events(self, events: Iterable[Event]) -> None:
+        """Learn the secrets in events' payloads (never from structural fields
+        such as ``author``, ids or paths)."""
+        for e in events:
+            if e.id in self._learned:
+                continue
+            if len(self._learned) > 4096:  # bounded: a long stream keeps constant memory
+                self._learned.clear()
+            self._learned.add(e.id)
+            info = e.node_info
+            self.learn_from([e.output, e.route, e.state_delta, info.input if info else None])
+            if e.content is not None:
+                for part in e.content.parts:
+                    if part.function_call is not None:
+                        self.learn_from(part.function_call.args)
+                    if part.function_response is not None:
+                        self.learn_from(part.function_response.response)
+
+    # ----------------------------------------------------------------- masking
+    def text(self, text: str) -> str:
+        if self.show or not text:
+            return text
+        out = _DSN.sub(lambda m: m.group(1) + MASK + m.group(3), text)
+        out = _BEARER.sub(lambda m: m.group(1) + m.group(2) + MASK, out)
+        out = _ASSIGN.sub(lambda m: m.group(1) + m.group(2) + MASK, out)
+        known = self._known_pattern()
+        if known is not None:
+            out = known.sub(MASK, out)
+        return out
+
+    def _known_pattern(self) -> re.Pattern[str] | None:
+        if not self._known:
+            return None
+        if self._known_re is None:
+            alts = []
+            for s in sorted(self._known, key=len, reverse=True):
+                forms = {s, json.dumps(s)[1:-1]}
+                for f in forms:
+                    alts.append(re.escape(f))
+                    if len(f) >= 8:  # a truncated echo: "hunter2h…"
+                        alts.append(re.escape(f[:6]) + r"[^\s'\",}\]]*(?:…|\.\.\.)")
+            self._known_re = re.compile("|".join(sorted(set(alts), key=len, reverse=True)))
+        return self._known_re
+
+    def value(self, value: Any) -> Any:
+        """A masked copy of ``value`` (``value`` itself is never modified)."""
+        if self.show:
+            return value
+        self.learn_from(value)
+        return self._value(value)
+
+    def _value(self, value: Any) -> Any:
+        """Masked ``value``; the very same object when nothing in it changed."""
+        if isinstance(value, BaseModel):
+            value = value.model_dump(mode="json", exclude_none=True)
+        if isinstance(value, str):
+            masked = self.text(value)
+            return value if masked == value else masked
+        if isinstance(value, Mapping):
+            if set(value) == {"result"} and isinstance(value["result"], str):
+                inner = self._wrapped(value["result"])
+                if inner is not None:
+                    return value if inner == value["result"] else {"result": inner}
+            out: dict[Any, Any] = {}
+            for k, v in value.items():
+                out[k] = MASK if self.is_secret(k) else self._value(v)
+            props = value.get("properties")
+            if isinstance(props, dict) and not self.is_secret("properties"):
+                # A JSON Schema: the defaults of secret properties are secrets too.
+                out["properties"] = {k: self._schema_prop(k, v) for k, v in props.items()}
+            same = isinstance(value, dict) and all(out[k] is value[k] for k in value)
+            return value if same else out
+        if isinstance(value, list | tuple):
+            items = [self._value(v) for v in value]
+            if len(items) == 2 and self.is_secret(value[0]):
+                items[1] = MASK
+            if all(m is v for m, v in zip(items, value, strict=True)):
+                return value
+            return items if isinstance(value, list) else tuple(items)
+        return value
+
+    def _schema_prop(self, name: str, sub: Any) -> Any:
+        if self.is_secret(name) and isinstance(sub, dict):
+            masked = _mask_schema_values(sub)
+            return sub if masked == sub else masked
+        return self._value(sub)
+
+    def _wrapped(self, text: str) -> str | None:
+        """``{"result": "<JSON>"}``: mask inside the JSON, keep the wrapping."""
+        try:
+            inner = json.loads(text)
+        except ValueError:
+            return None
+        if not isinstance(inner, dict | list):
+            return None
+        return json.dumps(self._value(inner), ensure_ascii=False, separators=(",", ":"))
+
+    def event(self, event: Event) -> Event:
+        """A copy of ``event`` with payloads and free text masked (the event
+        itself when nothing in it needed masking: no copy)."""
+        if self.show:
+            return event
+        self.learn_events([event])
+        update: dict[str, Any] = {}
+        for name in ("output", "route", "state_delta"):
+            value = getattr(event, name)
+            if value is not None:
+                masked = self._value(value)
+                if masked is not value:
+                    update[name] = masked
+        if event.error_message:
+            text = self.text(event.error_message)
+            if text != event.error_message:
+                update["error_message"] = text
+        info = event.node_info
+        if info is not None and info.input is not None:
+            masked = self._value(info.input)
+            if masked is not info.input:
+                update["node_info"] = info.model_copy(update={"input": masked})
+        meta = event.custom_metadata
+        if meta:
+            new_meta = {k: v if k == "action" else self._value(v) for k, v in meta.items()}
+            if any(new_meta[k] is not meta[k] for k in meta):
+                update["custom_metadata"] = new_meta
+        if event.content is not None:
+            parts = []
+            changed = False
+            for part in event.content.parts:
+                new = part
+                if part.text:
+                    text = self.text(part.text)
+                    if text != part.text:
+                        new = new.model_copy(update={"text": text})
+                if part.function_call is not None:
+                    args = part.function_call.args
+                    new_args = {
+                        k: MASK if self.is_secret(k) else (self._schema(v) if k == "response_schema" else self._value(v))
+                        for k, v in args.items()
+                    }
+                    if any(new_args[k] is not args[k] and new_args[k] != args[k] for k in args):
+                        call = part.function_call.model_copy(update={"args": new_args})
+                        new = new.model_copy(update={"function_call": call})
+                if part.function_response is not None:
+                    resp = part.function_response.response
+                    masked = self._value(resp)
+                    if masked is not resp:
+                        fr = part.function_response.model_copy(update={"response": masked})
+                        new = new.model_copy(update={"function_response": fr})
+                changed = changed or new is not part
+                parts.append(new)
+            if changed:
+                update["content"] = event.content.model_copy(update={"parts": parts})
+        return event.model_copy(update=update) if update else event
+
+    def _schema(self, schema: Any) -> Any:
+        """A response schema: only secret properties' defaults/examples are masked."""
+        if not isinstance(schema, dict):
+            return schema
+        out = dict(schema)
+        props = schema.get("properties")
+        if isinstance(props, dict):
+            out["properties"] = {
+                k: _mask_schema_values(v) if self.is_secret(k) and isinstance(v, dict) else self._schema(v)
+                for k, v in props.items()
+            }
+        for key in ("$defs", "definitions"):
+            if isinstance(schema.get(key), dict):
+                out[key] = {k: self._schema(v) for k, v in schema[key].items()}
+        for key in ("items", "additionalProperties"):
+            if isinstance(schema.get(key), dict):
+                out[key] = self._schema(schema[key])
+        for key in ("anyOf", "oneOf", "allOf"):
+            if isinstance(schema.get(key), list):
+                out[key] = [self._schema(v) for v in schema[key]]
+        if "default" in schema:
+            out["default"] = self._value(schema["default"])
+        return out
+
+
+def _mask_schema_values(sub: dict[str, Any]) -> dict[str, Any]:
+    return {k: (MASK if k in ("default", "examples", "const", "enum") else v) for k, v in sub.items()}
 
 
 def secret_patterns(

@@ -23,6 +23,7 @@ from .errors import (
     EmptyMessageError,
     InvalidResponseError,
     InvocationBusyError,
+    InvocationCancelledError,
     InvocationInterruptedError,
     InvocationNotFoundError,
     MixedInvocationsError,
@@ -30,6 +31,7 @@ from .errors import (
     TextWithResponsesError,
     UnknownInterruptError,
     WrongInvocationError,
+    require_id,
 )
 from .models import Content, Event, FunctionResponse, NodeStatus, Part, leaf_name, parent_path, split_path
 from .nodes import BaseNode, JoinNode
@@ -57,6 +59,8 @@ async def validate_responses(
     """Validate an FR message against the interrupt index; nothing is written."""
     if content.is_empty:
         raise EmptyMessageError()
+    if invocation_id is not None:
+        require_id(invocation_id, "the invocation id")
     frs = content.function_responses
     if not frs:
         raise ResumeRejected("the message contains no FunctionResponse")
@@ -86,6 +90,10 @@ async def validate_responses(
     if resolved:
         closed = [r for r in rows if r.interrupt_id in resolved and (invocation_id is None or r.invocation_id == invocation_id)]
         if closed and all(r.status == "cancelled" for r in closed):
+            inv_id = closed[0].invocation_id
+            cancel = await cancel_of(store, session_id, inv_id)
+            if cancel is not None:
+                raise InvocationCancelledError(inv_id, cancel, resolved, what=f"interrupt {', '.join(sorted(resolved))}")
             raise AlreadyResolvedError(resolved, cancelled=True)
         seqs = sorted({r.resolved_seq for r in closed if r.resolved_seq})
         raise AlreadyResolvedError(resolved, f" (at event {', '.join(map(str, seqs))})" if seqs else "")
@@ -128,6 +136,12 @@ def _same_json(a: Any, b: Any) -> bool:
 def _as_response(value: Any) -> Any:
     """The persisted form of a coerced answer: one that unwraps back to ``value``."""
     return {"result": value} if isinstance(value, dict) and set(value) == {"result"} else value
+
+
+async def cancel_of(store: SessionStore, session_id: str, invocation_id: str) -> dict[str, Any] | None:
+    """The operator's cancel of an invocation (who, when, why), or None."""
+    inv = (await load_invocation(store, session_id, invocation_id)).invocations.get(invocation_id)
+    return inv.cancel if inv is not None else None
 
 
 async def load_invocation(store: SessionStore, session_id: str, invocation_id: str) -> Projection:

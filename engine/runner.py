@@ -16,6 +16,7 @@ from .context import Context, InvocationContext, NodeFailed, NodeRunner
 from .errors import (
     EmptyMessageError,
     InDoubtError,
+    InvocationCancelledError,
     InvocationInterruptedError,
     NotRedrivableError,
     ResumeRejected,
@@ -23,6 +24,7 @@ from .errors import (
     StoreError,
     TextToWaitingInvocationError,
     WorkflowFailed,
+    require_id,
 )
 from .liveness import (
     DEFAULT_LEASE_TTL,
@@ -60,18 +62,24 @@ async def cancel_invocation(
     reason: str | None = None,
     lease_wait: float = DEFAULT_LEASE_WAIT,
 ) -> Event:
-    """Cancel a waiting, failed or interrupted invocation: every unfinished node
-    becomes CANCELLED and its open interrupts close. Needs no workflow code.
-    Holds the invocation's lease while it writes, so it never interleaves with a
-    running turn (InvocationBusyError while one runs)."""
-    await load_invocation(store, session_id, invocation_id)  # InvocationNotFoundError before any write
+    """Cancel a waiting, failed or interrupted invocation, for good (DESIGN 3.11):
+    every unfinished run becomes CANCELLED, its open interrupts close, and later
+    answers and re-drives are refused naming this cancel. Needs no workflow code.
+
+    Checked before anything is written (a refused cancel leaves the file as it
+    was): the id, that the invocation exists, is not completed and not cancelled
+    already. A RUNNING turn in another process is never cancelled under its feet:
+    cancel takes the invocation's lease, so while the turn holds it cancel waits
+    up to ``lease_wait`` and then refuses (InvocationBusyError) -- let the turn
+    end (waiting or failed), then cancel. An interrupted turn (its lease lapsed)
+    can be cancelled. Holding the lease while writing fences a turn that would
+    start meanwhile, so cancel and re-drive never interleave."""
+    require_id(invocation_id, "the invocation id")
+    _check_cancellable(await load_invocation(store, session_id, invocation_id), invocation_id)
     lease = await acquire_invocation_lease(store, session_id, invocation_id, wait=lease_wait)
     keeper = LeaseKeeper(store, lease, DEFAULT_LEASE_TTL)
     try:
-        proj = await load_invocation(store, session_id, invocation_id)
-        status = proj.invocation_status(invocation_id)
-        if status is not None and status.is_final and status is not NodeStatus.FAILED:
-            raise NotRedrivableError(f"invocation {invocation_id} is {status.value}; there is nothing to cancel")
+        _check_cancellable(await load_invocation(store, session_id, invocation_id), invocation_id)
         event = Event(
             invocation_id=invocation_id,
             author="user",
@@ -104,6 +112,33 @@ def auto_completion_records(proj: Projection, answer: Event) -> list[Event]:
             )
         )
     return records
+
+
+def _check_cancellable(proj: Projection, invocation_id: str) -> None:
+    inv = proj.invocations.get(invocation_id)
+    if inv is not None and inv.cancel is not None:
+        raise InvocationCancelledError(invocation_id, inv.cancel, what="cancel refused")
+    status = proj.invocation_status(invocation_id)
+    if status is not None and status.is_final and status is not NodeStatus.FAILED:
+        raise NotRedrivableError(
+            f"invocation {invocation_id} is {status.value}; there is nothing to cancel; nothing was written"
+        )
+
+
+def _check_not_cancelled(proj: Projection, invocation_id: str, what: str) -> None:
+    inv = proj.invocations.get(invocation_id)
+    if inv is not None and inv.cancel is not None:
+        raise InvocationCancelledError(invocation_id, inv.cancel, what=what)
+
+
+def _check_redrivable(proj: Projection, invocation_id: str) -> None:
+    _check_not_cancelled(proj, invocation_id, "re-drive refused")
+    status = proj.invocation_status(invocation_id)
+    if status not in (NodeStatus.FAILED, NodeStatus.RUNNING, NodeStatus.PENDING, None):
+        raise NotRedrivableError(
+            f"invocation {invocation_id} is {status.value if status else 'empty'}; "
+            "only a failed or interrupted invocation can be re-driven; nothing was written"
+        )
 
 
 class _FencedStore:
@@ -183,6 +218,8 @@ class Runner:
         target: ResumeTarget | None = None
         if new_message is not None and new_message.is_empty:
             raise EmptyMessageError()
+        if invocation_id is not None:
+            require_id(invocation_id, "the invocation id")
         if new_message is None:
             if invocation_id is None:
                 raise ValueError("pass new_message, or invocation_id to re-drive a failed invocation")
@@ -239,6 +276,10 @@ class Runner:
         under the lease, where they are authoritative). Returns the projection
         read, which the turn brings up to date under the lease (:func:`_catch_up`)."""
         proj = await load_invocation(self.store, session_id, invocation_id)
+        if redrive:
+            _check_redrivable(proj, invocation_id)  # before the lease: a refusal writes nothing
+        else:
+            _check_not_cancelled(proj, invocation_id, "answer refused")
         stopped, _ = await stopped_mid_run(self.store, session_id, invocation_id, proj)
         if not stopped:
             return proj  # not mid-run, or running right now: the lease decides (wait, then busy)
@@ -262,6 +303,7 @@ class Runner:
     ) -> tuple[InvocationContext, list[Event]]:
         inv = target.invocation_id
         proj = await _catch_up(self.store, session.id, inv, early)
+        _check_not_cancelled(proj, inv, "answer refused")  # cancelled while we waited for the lease
         if is_mid_run(proj, inv):
             # We hold the lease, so nobody is running it: it stopped mid-run.
             raise InvocationInterruptedError(session.id, inv, in_doubt_paths(proj, inv))
@@ -286,12 +328,7 @@ class Runner:
         early: Projection | None = None,
     ) -> tuple[InvocationContext, list[Event]]:
         proj = await _catch_up(self.store, session.id, invocation_id, early)
-        status = proj.invocation_status(invocation_id)
-        if status not in (NodeStatus.FAILED, NodeStatus.RUNNING, NodeStatus.PENDING, None):
-            raise NotRedrivableError(
-                f"invocation {invocation_id} is {status.value if status else 'empty'}; "
-                "only a failed or interrupted invocation can be re-driven"
-            )
+        _check_redrivable(proj, invocation_id)  # again under the lease, where it is authoritative
         doubt = in_doubt_paths(proj, invocation_id) if is_mid_run(proj, invocation_id) else []
         if doubt and not acknowledge_in_doubt:
             raise InDoubtError(session.id, invocation_id, doubt)

@@ -29,13 +29,12 @@ from engine.errors import (
     LeaseLostError,
     WorkflowFailed,
 )
-from engine.redact import mask
 from engine.replay import diff
 from engine.resume import load_invocation
 from engine.store.base import SessionStore
 
 from ..widgets.answer_views import Outcome
-from ..widgets.format import to_json
+from ..widgets.format import shown, to_json
 from .loaders import one_line
 
 CONFLICTS = (AlreadyResolvedError, ConflictError, InvocationBusyError, LeaseLostError)
@@ -141,7 +140,7 @@ async def execute(
             itr = after.interrupts.get((inv, row.key))
             if itr is not None and itr.resolved:
                 by = f" by {itr.operator}" if itr.operator else ""
-                row.after = f"answered{by}: {to_json(mask(itr.response))}"
+                row.after = f"answered{by}: {to_json(shown(itr.response))}"
             elif itr is not None and itr.cancelled:
                 row.after = "closed (cancelled)"
     outcome.status_after = after.invocation_status(inv)

@@ -21,7 +21,6 @@ from rich.table import Table
 from rich.text import Text
 
 from engine.models import NodeStatus
-from engine.redact import mask
 from engine.replay import DiffRow
 from engine.resume import ResumePlan
 
@@ -112,7 +111,7 @@ def preview_renderable(preview: Preview | None, *, stale: bool = False) -> Rende
             line.append("  ")
             line.append(c.effect, EFFECT_STYLE.get(c.effect, ""))
             if c.effect == "auto-complete":
-                line.append(f" → {short(mask(c.output), 40)}", "dim")
+                line.append(f" → {short(c.output, 40)}", "dim")
             if c.still_open:
                 line.append(f" (waits for {', '.join(c.still_open)})", "dim")
             parts.append(Text(c.path, "bold"))
@@ -171,7 +170,7 @@ class Outcome:
 
 
 def _value(v: Any) -> str:
-    return "-" if v is None else short(mask(v), 48)
+    return "-" if v is None else short(v, 48)
 
 
 def outcome_renderable(o: Outcome) -> RenderableType:

@@ -9,7 +9,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from engine.redact import DEFAULT_SECRET_PATTERNS, mask
+from engine.redact import DEFAULT_SECRET_PATTERNS, Redactor
 
 STATUS_ICON: dict[str, str] = {
     "PENDING": "○",
@@ -71,19 +71,30 @@ def to_json(value: Any, indent: int | None = None) -> str:
         return repr(value)
 
 
-_SECRETS: dict[str, Any] = {"show": False, "patterns": DEFAULT_SECRET_PATTERNS}
-"""How stored values are shown: values of secret-looking keys are masked
-unless the console was started with --show-secrets (set by HitlApp)."""
+_SECRETS: dict[str, Any] = {"redactor": Redactor(DEFAULT_SECRET_PATTERNS)}
+"""How stored values are shown: the app's one :class:`~engine.redact.Redactor`
+(secret keys masked, known secret values and DSN/bearer patterns masked in
+text) unless the console was started with --show-secrets (set by HitlApp)."""
 
 
 def configure_secrets(show: bool, patterns: Iterable[str] = DEFAULT_SECRET_PATTERNS) -> None:
-    _SECRETS["show"] = show
-    _SECRETS["patterns"] = tuple(patterns)
+    _SECRETS["redactor"] = Redactor(patterns, show=show)
+
+
+def redactor() -> Redactor:
+    """The console's Redactor (see :func:`configure_secrets`)."""
+    return _SECRETS["redactor"]
 
 
 def shown(value: Any) -> Any:
-    """A stored value as the operator may see it (``engine.redact.mask``)."""
-    return value if _SECRETS["show"] else mask(value, _SECRETS["patterns"])
+    """A stored value as the operator may see it (the console's Redactor)."""
+    return redactor().value(value)
+
+
+def shown_entry(key: str, value: Any) -> Any:
+    """``value`` stored under ``key`` (a top-level state key, say): masked when
+    the key itself looks secret."""
+    return shown({key: value})[key]
 
 
 def short(value: Any, width: int = 40) -> str:

@@ -23,7 +23,7 @@ from engine.replay import DiffRow, Marker
 from engine.replay_view import Frame
 
 from .event_log import EventLog
-from .format import date_time, short, short_id
+from .format import date_time, short, short_id, shown_entry
 
 MARKER_ICON: dict[str, str] = {
     "invocation": "▸",
@@ -126,7 +126,7 @@ def state_table(state: dict[str, Any], changed: set[str], styles: dict[str, Styl
     table.add_column(overflow="fold")
     for key in sorted(state):
         mark = Text("●", styles.get("replay--after", Style())) if key in changed else Text(" ")
-        table.add_row(mark, key, short(state[key], 200))
+        table.add_row(mark, key, short(shown_entry(key, state[key]), 200))
     return table
 
 

@@ -61,6 +61,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable, Generator, Iterable
@@ -356,6 +357,40 @@ def _newer_schema_error(path: Path, version: int) -> StoreError:
     )
 
 
+async def schema_version(path: str | os.PathLike[str]) -> int:
+    """The schema version of the store file at ``path`` (0: an empty file), read
+    without changing it (no -wal/-shm created)."""
+    db_path = Path(path).expanduser().absolute()
+    try:
+        info = await asyncio.to_thread(_probe, db_path.as_uri() + "?mode=ro", 5.0)
+    except sqlite3.Error as e:
+        raise _translate(e, db_path, 5.0) from e
+    _check_file(info, db_path, read_only=False)
+    return info.version
+
+
+def sqlite3_uri_path(uri: str) -> str:
+    """The file path of a ``file:`` URI as made by :meth:`Path.as_uri` (query removed)."""
+    from urllib.parse import unquote, urlparse
+
+    return unquote(urlparse(uri).path)
+
+
+def _immutable_ok(path: Path) -> bool:
+    """Whether reading ``path`` as an immutable file sees everything: nothing is
+    waiting in a -wal beside it."""
+    wal = Path(str(path) + "-wal")
+    try:
+        return not wal.exists() or wal.stat().st_size == 0
+    except OSError:
+        return False
+
+
+def _is_cantopen(exc: sqlite3.Error) -> bool:
+    code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+    return code in (sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FULL)
+
+
 @dataclass
 class _FileInfo:
     application_id: int
@@ -365,7 +400,14 @@ class _FileInfo:
 
 def _probe(uri: str, timeout: float) -> _FileInfo:
     """Read identity and schema version through a separate read-only connection,
-    so that a file we refuse is never touched (not even switched to WAL)."""
+    so that a file we refuse is never touched (not even switched to WAL).
+
+    Without a -wal beside it the file holds everything (a checkpointed store, or
+    not in WAL mode), so the probe opens it ``immutable``: no locks, and no
+    -wal/-shm companions are created beside a file we may refuse."""
+    path = Path(sqlite3_uri_path(uri))
+    if not Path(str(path) + "-wal").exists():
+        uri += "&immutable=1"
     conn = sqlite3.connect(uri, uri=True, timeout=timeout)
     try:
         app_id = int(conn.execute("PRAGMA application_id").fetchone()[0])
@@ -390,10 +432,15 @@ def _check_file(info: _FileInfo, path: Path, read_only: bool) -> None:
         raise _newer_schema_error(path, info.version)
     if read_only and info.version < SCHEMA_VERSION:
         if info.version == 0:
-            raise StoreError(f"{path} is an empty database, not a hitl-console store yet; open it without --read-only")
+            raise StoreError(
+                f"{path} is an empty file, not a hitl-console store yet; reading never creates one: "
+                "a command that writes (hitl import, hitl demo, hitl migrate) makes it a store, "
+                "or check --db / $HITL_DB"
+            )
         raise SchemaUpgradeNeeded(
-            f"the database {path} has schema version {info.version}, older than this hitl-console's "
-            f"{SCHEMA_VERSION}; open it once without --read-only to upgrade it in place"
+            f"the store {path} has schema version {info.version}, older than this hitl-console's "
+            f"{SCHEMA_VERSION}; reads never change it: run `hitl --db {path} migrate` to upgrade it in "
+            "place (any command that writes also upgrades it first)"
         )
 
 
@@ -513,6 +560,17 @@ def _translate(exc: sqlite3.Error, path: Path, busy_timeout: float) -> HitlError
         )
     if code == sqlite3.SQLITE_CANTOPEN or "unable to open" in msg:
         return StoreError(f"cannot open the database {path} ({msg}); check that the path and its directory exist")
+    if code in (sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN) or "disk I/O error" in msg:
+        free = shutil.disk_usage(path.parent).free if path.parent.exists() else None
+        if free is not None and free < 1024 * 1024:
+            return StoreFullError(
+                f"the disk holding {path} is full ({free} bytes free; SQLite said: {msg}); nothing was written. "
+                "Free disk space, then retry (reads of a checkpointed store still work)"
+            )
+        return StoreError(
+            f"cannot use {path} ({msg}): SQLite could not read or create the file or its -wal/-shm companions; "
+            "check the disk, and the permissions of the file and its directory"
+        )
     return StoreError(f"database error on {path}: {msg}")
 
 
@@ -1198,6 +1256,10 @@ class SQLiteStore:
 
     read_only: bool
     """True when opened read-only: every write method raises ReadOnlyError."""
+    immutable: bool = False
+    """True when read-only and opened as an immutable file, because SQLite could
+    not create its -shm index beside it (a directory this user cannot write, a
+    full disk). Changes another process makes meanwhile are not seen."""
 
     def __init__(self, driver: _Driver, path: Path, *, read_only: bool, busy_timeout: float) -> None:
         self._driver: _Driver | None = driver
@@ -1251,6 +1313,10 @@ class SQLiteStore:
         if db_path.is_dir():
             raise StoreError(f"{db_path} is a directory; give the path of a database file")
         exists = db_path.exists()
+        if exists and not db_path.is_file():
+            raise StoreError(
+                f"{db_path} is not a regular file (a device, FIFO or socket); give the path of a database file"
+            )
         if read_only and not exists:
             raise StoreError(
                 f"no session database at {db_path}; check the path (--db / $HITL_DB), "
@@ -1283,18 +1349,34 @@ class SQLiteStore:
             driver_cls = _InlineDriver
         target = uri + ("?mode=ro" if read_only else "?mode=rwc")
         try:
-            driver = await driver_cls.connect(
-                target, uri=True, timeout=busy_timeout, isolation_level=None, cached_statements=256
-            )
+            return await cls._connect(driver_cls, target, db_path, read_only, sync, busy_timeout)
+        except sqlite3.Error as e:
+            if not (read_only and _is_cantopen(e) and _immutable_ok(db_path)):
+                raise _translate(e, db_path, busy_timeout) from e
+        # Read-only and SQLite cannot create the -shm index beside the file (a
+        # directory we may not write, a full disk): read it as an immutable file.
+        # Caveat (README): no locks, so changes a writer makes while we read are
+        # not seen, and the store must not be in mid-write (no -wal beside it).
+        try:
+            store = await cls._connect(driver_cls, uri + "?mode=ro&immutable=1", db_path, True, sync, busy_timeout)
         except sqlite3.Error as e:
             raise _translate(e, db_path, busy_timeout) from e
-        store = cls(driver, db_path, read_only=read_only, busy_timeout=busy_timeout)
-        try:
-            await store._call(_setup, db_path, read_only, sync, int(busy_timeout * 1000))
-        except BaseException:
-            await store.close()
-            raise
+        store.immutable = True
         return store
+
+    @classmethod
+    async def _connect(
+        cls, driver_cls: type[_Driver], target: str, db_path: Path, read_only: bool, sync: str, busy_timeout: float
+    ) -> SQLiteStore:
+        driver = await driver_cls.connect(
+            target, uri=True, timeout=busy_timeout, isolation_level=None, cached_statements=256
+        )
+        try:  # sqlite3 errors stay untranslated here: the caller decides on a fallback
+            await driver.run(_setup, db_path, read_only, sync, int(busy_timeout * 1000))
+        except BaseException:
+            await driver.close()
+            raise
+        return cls(driver, db_path, read_only=read_only, busy_timeout=busy_timeout)
 
     async def __aenter__(self) -> SQLiteStore:
         return self

@@ -329,7 +329,7 @@ def test_cancel_closes_open_interrupts(hitl: Hitl, db: Path) -> None:
     assert inbox["interrupts"] == []
     proj = projection(db, "refund-waiting-1")
     assert proj.invocation_status(inv) is NodeStatus.CANCELLED
-    operator_error(hitl("cancel", "refund-waiting-1", inv), "nothing to cancel")
+    operator_error(hitl("cancel", "refund-waiting-1", inv), "was cancelled by tester", "reason: duplicate", "final")
     operator_error(hitl("resume", "refund-waiting-1", 'risk-order-1001={"approved": true}'), "risk-order-1001")
 
 

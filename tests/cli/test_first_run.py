@@ -37,16 +37,22 @@ def test_first_run_seeds_the_default_store(tmp_path, monkeypatch):
     assert result.exit_code == 0 and "seeding" not in result.output
 
 
-def test_read_command_upgrades_an_older_store_once_but_read_only_never_writes(tmp_path):
+def test_reads_never_upgrade_an_older_store_hitl_migrate_does(tmp_path):
     from tests.store.test_sqlite_faults import _downgrade_to_v1
 
     path = tmp_path / "old.sqlite"
     assert CliRunner().invoke(cli, ["--db", str(path), "demo"]).exit_code == 0
     _downgrade_to_v1(path)
     before = path.read_bytes()
-    refused = CliRunner().invoke(cli, ["--db", str(path), "--read-only", "sessions"])
-    assert refused.exit_code == 1 and "older than" in refused.output
-    assert path.read_bytes() == before, "--read-only must not migrate"
+    for args in (["--read-only", "sessions"], ["sessions", "--status", "waiting"], ["show", "refund-waiting-1"]):
+        refused = CliRunner().invoke(cli, ["--db", str(path), *args])
+        assert refused.exit_code == 1 and "older than this hitl-console" in refused.output, refused.output
+        assert "hitl --db" in refused.output and "migrate" in refused.output
+        assert path.read_bytes() == before, f"{args} must not migrate"
+    migrated = CliRunner().invoke(cli, ["--db", str(path), "migrate"])
+    assert migrated.exit_code == 0 and "from schema version 1" in migrated.output, migrated.output
     result = CliRunner().invoke(cli, ["--db", str(path), "sessions", "--status", "waiting"])
     assert result.exit_code == 0, result.output
-    assert "upgrading" in result.output and "refund-waiting-1" in result.output
+    assert "refund-waiting-1" in result.output
+    again = CliRunner().invoke(cli, ["--db", str(path), "migrate"])
+    assert again.exit_code == 0 and "already at schema version" in again.output

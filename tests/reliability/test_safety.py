@@ -97,6 +97,7 @@ WRITING_COMMANDS = {
     "cancel": ["cancel", "refund-waiting-1", "-"],
     "import": ["import", "-"],  # the export file is filled in
     "demo": ["demo"],
+    "migrate": ["migrate"],
 }
 READING_COMMANDS = {
     "sessions": ["sessions"],
@@ -232,7 +233,7 @@ def test_mask_masks_values_of_secret_keys_at_any_depth() -> None:
     assert mask({"iban": "DE00"}, ["iban"]) == {"iban": MASK}
     assert mask({"password": "x"}, []) == {"password": "x"}
     assert is_secret_key("X_Api_Key") and not is_secret_key("apikeys_count_x".replace("key", "ke"))
-    assert DEFAULT_SECRET_PATTERNS == ("password", "secret", "token", "api_key")
+    assert {"password", "secret", "token", "api_key", "authorization", "cookie", "passwd"} <= set(DEFAULT_SECRET_PATTERNS)
 
 
 def test_secret_patterns_come_from_defaults_config_and_options(tmp_path: Path) -> None:

@@ -288,6 +288,9 @@ def test_cli_on_corrupted_rows(hitl: Hitl, db: Path) -> None:
         (invs[0],),
     ).fetchone()[0]
     conn.execute("UPDATE events SET json = '{broken' WHERE session_id = 'refund-multi-1' AND seq = ?", (seq,))
+    # `show` reads an invocation from its cached snapshot on: drop that cache, so
+    # the damaged row is one it has to read.
+    conn.execute("DELETE FROM snapshots WHERE session_id = 'refund-multi-1' AND invocation_id = ?", (invs[0],))
     # A cached snapshot of the second is valid JSON of the wrong shape; the session state of another is garbage.
     conn.execute(
         "INSERT OR REPLACE INTO snapshots (session_id, invocation_id, seq, data) VALUES ('refund-multi-1', ?, 9999, '{\"x\": 1}')",

@@ -190,7 +190,7 @@ async def test_newer_schema_is_refused_and_file_left_unchanged(tmp_path: Path, r
 async def test_empty_file_is_initialised(tmp_path: Path) -> None:
     path = tmp_path / "empty.sqlite"
     path.touch()
-    with pytest.raises(StoreError, match="empty database.*without --read-only"):
+    with pytest.raises(StoreError, match="empty file, not a hitl-console store yet.*command that writes"):
         await SQLiteStore.open(path, read_only=True)
     async with SQLiteStore.open(path) as store:
         await waiting_session(store, "a", session_id="s1")
@@ -224,7 +224,7 @@ async def test_v1_file_is_upgraded_in_place(tmp_path: Path) -> None:
             await store.append_event(s.id, ev)
         expected = (await store.list_sessions(limit=100)).items
     _downgrade_to_v1(path)
-    with pytest.raises(StoreError, match="schema version 1, older.*without --read-only"):
+    with pytest.raises(StoreError, match="schema version 1, older.*reads never change it.*migrate"):
         await SQLiteStore.open(path, read_only=True)
 
     async with SQLiteStore.open(path) as store:  # the writer upgrades it

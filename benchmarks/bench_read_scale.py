@@ -1,0 +1,102 @@
+"""Read commands on one long session: time and peak memory of each, as a table.
+
+    python benchmarks/bench_read_scale.py                  # builds a ~100k-event session (several minutes)
+    python benchmarks/bench_read_scale.py --db big.sqlite  # reuse a store built before
+    python benchmarks/bench_read_scale.py --iterations 300 # quicker, ~3k events
+
+The session is the demo's ``deploy-long-1`` (a deploy loop: ~11 events per
+iteration), built with ``hitl demo --long-iterations N``. Each command runs as
+its own process (what an operator runs), output to /dev/null; the table gives
+wall time and the process's peak RSS (``wait4``). Targets from issue 12:
+``show`` under 0.5 s and 150 MiB at 100k events, ``events`` in constant memory,
+``replay --at N`` reading only up to N. Exits non-zero only on error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SESSION = "deploy-long-1"
+
+
+def hitl() -> list[str]:
+    exe = shutil.which("hitl")
+    return [exe] if exe else [sys.executable, "-m", "console.cli"]
+
+
+def measure(argv: list[str]) -> tuple[float, float, int]:
+    """(seconds, peak MiB, exit code) of one command."""
+    start = time.perf_counter()
+    with open(os.devnull, "wb") as null:
+        proc = subprocess.Popen(argv, stdout=null, stderr=subprocess.PIPE)
+        _, status, usage = os.wait4(proc.pid, 0)
+    elapsed = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    err = proc.stderr.read().decode() if proc.stderr else ""
+    if proc.returncode:
+        print(f"error: {' '.join(argv[1:])}: {err.strip()}", file=sys.stderr)
+    return elapsed, usage.ru_maxrss / 1024, proc.returncode
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--db", type=Path, help="an existing store with deploy-long-1 (else one is built)")
+    ap.add_argument("--iterations", type=int, default=9100, help="loop iterations when building (~11 events each)")
+    args = ap.parse_args()
+    base = hitl()
+    tmp = None
+    db = args.db
+    if db is None:
+        tmp = tempfile.mkdtemp(prefix="hitl-bench-read-")
+        db = Path(tmp) / "long.sqlite"
+        t0 = time.perf_counter()
+        subprocess.run([*base, "--db", str(db), "demo", "--long-iterations", str(args.iterations)], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        print(f"built {db} in {time.perf_counter() - t0:.1f} s")
+    try:
+        count = subprocess.run([*base, "--db", str(db), "--json", "show", SESSION], check=True, capture_output=True)
+        import json
+
+        events = json.loads(count.stdout)["session"]["last_seq"]
+        cases = [
+            ("hitl --help (start-up)", ["--help"]),
+            ("sessions", ["sessions"]),
+            ("show", ["show", SESSION]),
+            ("show --json", ["--json", "show", SESSION]),
+            ("show --all-runs", ["show", SESSION, "--all-runs"]),
+            ("events --limit 100", ["events", SESSION, "--limit", "100"]),
+            ("events (all)", ["events", SESSION]),
+            ("events --json (all)", ["--json", "events", SESSION]),
+            ("replay --at 100", ["replay", SESSION, "--at", "100"]),
+            (f"replay --at {events // 2}", ["replay", SESSION, "--at", str(events // 2)]),
+            (f"replay --at {events}", ["replay", SESSION, "--at", str(events)]),
+            ("export", ["export", SESSION]),
+        ]
+        rows = []
+        failed = 0
+        for name, argv in cases:
+            seconds, mib, code = measure([*base, "--db", str(db), *argv])
+            failed += code != 0
+            rows.append((name, f"{seconds:.2f}", f"{mib:.0f}", "ok" if code == 0 else f"exit {code}"))
+        print(f"\nread commands on {SESSION}: {events:,} events\n")
+        widths = [max(len(r[i]) for r in [("command", "seconds", "peak MiB", "result"), *rows]) for i in range(4)]
+        header = ("command", "seconds", "peak MiB", "result")
+        print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
+        print("  ".join("-" * w for w in widths))
+        for r in rows:
+            print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
+        return 1 if failed else 0
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

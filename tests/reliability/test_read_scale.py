@@ -1,0 +1,63 @@
+"""Read commands touch only what they show (the timings are in
+benchmarks/bench_read_scale.py; here, the access pattern that makes them):
+``events`` reads in bounded pages, ``replay --at N`` reads events up to N only,
+``show`` loads each invocation from its snapshot, not the whole log."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from console import cli as cli_mod
+from engine.store.sqlite import SQLiteStore
+from tests.cli.conftest import ok
+
+from .conftest import Hitl
+
+
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Any]]:
+    seen: list[tuple[str, Any]] = []
+    events, inv_events = SQLiteStore.events, SQLiteStore.invocation_events
+
+    async def spy_events(self: SQLiteStore, session_id: str, *a: Any, **kw: Any) -> Any:
+        seen.append(("events", kw.get("limit")))
+        return await events(self, session_id, *a, **kw)
+
+    async def spy_inv(self: SQLiteStore, session_id: str, invocation_id: str, *a: Any, **kw: Any) -> Any:
+        out = await inv_events(self, session_id, invocation_id, *a, **kw)
+        seen.append(("invocation_events", len(out)))
+        return out
+
+    monkeypatch.setattr(SQLiteStore, "events", spy_events)
+    monkeypatch.setattr(SQLiteStore, "invocation_events", spy_inv)
+    monkeypatch.setattr(cli_mod, "EVENTS_PAGE", 10)
+    return seen
+
+
+def test_events_streams_in_pages(hitl: Hitl, calls: list[tuple[str, Any]]) -> None:
+    text = ok(hitl("events", "deploy-long-1"))
+    total = json.loads(ok(hitl("--json", "show", "deploy-long-1")))["session"]["last_seq"]
+    assert len(text.splitlines()) == total > 10
+    limits = [limit for name, limit in calls if name == "events"]
+    assert limits and all(limit is not None and limit <= 10 for limit in limits), limits
+    assert len(limits) >= total // 10
+
+
+def test_replay_at_reads_only_up_to_n(hitl: Hitl, calls: list[tuple[str, Any]]) -> None:
+    text = ok(hitl("replay", "deploy-long-1", "--at", "5"))
+    total = json.loads(ok(hitl("--json", "show", "deploy-long-1")))["session"]["last_seq"]
+    assert f"at event 5 of {total}" in text
+    assert ("events", 5) in calls
+
+
+def test_show_loads_invocations_from_snapshots(hitl: Hitl, db: Path, calls: list[tuple[str, Any]]) -> None:
+    ok(hitl("show", "deploy-long-1"))
+    assert not [c for c in calls if c[0] == "events"], calls  # never the whole log
+    # The snapshot written at the end of the last turn leaves (almost) nothing to fold.
+    assert all(n <= 5 for name, n in calls if name == "invocation_events"), calls
+    shown = ok(hitl("show", "deploy-long-1"))
+    assert "earlier runs" in shown  # the collapsed loop still says how many iterations it hides
