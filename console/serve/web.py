@@ -198,6 +198,8 @@ class ConsoleServer(Server):
             return await handler(request)
         who, _token = self.identity(request)
         if who is None:
+            if self.mode == "proxy":
+                raise web.HTTPUnauthorized(text=f"no operator: the proxy did not send {self.options.proxy_header}\n")
             if request.method == "GET" and request.path == "/":
                 raise web.HTTPSeeOther("/login")
             raise web.HTTPUnauthorized(text="sign in first: /login\n")

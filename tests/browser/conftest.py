@@ -43,8 +43,11 @@ def store(demo_db: Path, tmp_path: Path) -> Path:
 
 
 def chromium_path() -> str | None:
-    path = os.environ.get("HITL_TEST_CHROMIUM") or "/usr/bin/chromium"
-    return path if Path(path).is_file() else shutil.which("chromium")
+    """$HITL_TEST_CHROMIUM (scripts/services/browser.sh sets it) when set, else the system Chromium."""
+    given = os.environ.get("HITL_TEST_CHROMIUM")
+    if given:
+        return given if Path(given).is_file() else None
+    return "/usr/bin/chromium" if Path("/usr/bin/chromium").is_file() else shutil.which("chromium")
 
 
 @pytest.fixture
