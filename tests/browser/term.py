@@ -54,8 +54,21 @@ def wait_text(page: Any, *needles: str, timeout: float = 45.0) -> str:
             polling=100,
         )
     except Exception as exc:
-        raise AssertionError(f"never on screen: {needles!r}\n--- screen ---\n{screen_text(page)}") from exc
+        raise AssertionError(
+            f"never on screen: {needles!r} (page: {failure_shot(page)})\n--- screen ---\n{screen_text(page)}"
+        ) from exc
     return screen_text(page)
+
+
+def failure_shot(page: Any) -> str:
+    """A screenshot of the page as a wait gave up, next to the test's others when they are kept."""
+    import os
+    import tempfile
+
+    directory = os.environ.get("HITL_TEST_ARTIFACTS") or tempfile.gettempdir()
+    path = Path(tempfile.mkstemp(prefix="browser-failure-", suffix=".png", dir=directory)[1])
+    page.screenshot(path=str(path))
+    return str(path)
 
 
 def wait_gone(page: Any, needle: str, timeout: float = 45.0) -> str:
@@ -82,3 +95,25 @@ def shot(page: Any, directory: Path, name: str) -> Path:
     page.screenshot(path=str(path))
     assert path.stat().st_size > 0
     return path
+
+
+CELL_GEOMETRY = """
+() => {
+  const term = (window.__hitlTerms || []).find((t) => t.buffer && t.buffer.active && t.rows);
+  const box = document.querySelector(".xterm-screen").getBoundingClientRect();
+  return { x: box.left, y: box.top, w: box.width / term.cols, h: box.height / term.rows };
+}
+"""
+
+
+def click_after(page: Any, needle: str) -> None:
+    """Click the terminal cell just after the first ``needle`` on screen (as an operator clicks
+    into an editor at the end of a word): focus and cursor go there, whatever had the focus."""
+    lines = screen_text(page).split("\n")
+    found = [(row, line.find(needle)) for row, line in enumerate(lines) if needle in line]
+    if not found:
+        raise AssertionError(f"{needle!r} is not on screen:\n" + "\n".join(lines))
+    row, col = found[0]
+    cell = page.evaluate(CELL_GEOMETRY)
+    col += len(needle)
+    page.mouse.click(cell["x"] + (col + 0.5) * cell["w"], cell["y"] + (row + 0.5) * cell["h"])

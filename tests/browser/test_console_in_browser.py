@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .served import PASSWORDS, hitl_bin, serve, write_config
-from .term import focus_terminal, open_console, shot, wait_text
+from .term import click_after, focus_terminal, open_console, shot, wait_text
 
 
 def sign_in(page: Any, url: str, name: str, shots: Path | None = None) -> None:
@@ -64,12 +64,15 @@ def test_operator_signs_in_and_answers_one_id_with_the_keyboard(
         # The editor has the focus once the dry run of its template answer is shown.
         wait_text(page, "Answer ▸ refund-waiting-1", '"approved": false', "✓ valid", "auto-complete",
                   """'finance-order-1001={"approved":false}'""")
-        # The template answers {"approved": false}: turn it into an approval, key by key.
-        page.keyboard.press("ArrowDown")
-        page.keyboard.press("End")
-        for _ in "false":
+        # The template answers {"approved": false}: click after "false" and make it an approval.
+        # One key at a time, each seen on screen before the next, as an operator types.
+        click_after(page, '"approved": false')
+        for n in range(len("false"), 0, -1):
             page.keyboard.press("Backspace")
-        page.keyboard.type("true")
+            wait_text(page, f'"approved": {"false"[: n - 1]} ')
+        for n in range(1, len("true") + 1):
+            page.keyboard.press("true"[n - 1])
+            wait_text(page, f'"approved": {"true"[:n]}')
         wait_text(page, '"approved": true', "✓ valid", """'finance-order-1001={"approved":true}'""")  # dry run done
         shot(page, shots, "04-answer-editor")
 
