@@ -139,3 +139,18 @@ async def test_read_only_write_keys_say_why(monkeypatch: pytest.MonkeyPatch, tmp
         notes = [n.message for n in app._notifications]
         assert notes == ["interrupts.answer is disabled: val is signed in as a viewer"]
         assert app.screen is session
+
+
+async def test_typing_a_write_key_into_an_input_is_not_refused(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The read-only hint is for key bindings, not for text typed into the filter."""
+    from tests.console.test_answer import settle
+
+    monkeypatch.chdir(tmp_path)
+    app = await _session_app(read_only=True, read_only_reason="a viewer")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("slash")
+        await settle(pilot)
+        await pilot.press("e", "space", "a")
+        await settle(pilot)
+        assert [n.message for n in app._notifications] == []
