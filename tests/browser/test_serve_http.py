@@ -191,3 +191,32 @@ def test_hash_password_prints_an_argon2_hash_that_verifies(tmp_path: Path) -> No
     digest = out.stdout.strip()
     assert digest.startswith("$argon2id$") and PasswordHasher().verify(digest, "s3cret phrase")
     assert "s3cret" not in out.stdout
+
+
+def test_sign_out_closes_the_open_console(store: Path, tmp_path: Path) -> None:
+    import asyncio
+
+    import aiohttp
+
+    async def scenario(url: str) -> str:
+        async with aiohttp.ClientSession(cookie_jar=aiohttp.DummyCookieJar()) as http:
+            async with http.post(url + "/login", data={"name": "alice", "secret": PASSWORDS["alice"]},
+                                 allow_redirects=False) as r:
+                cookie = r.headers["Set-Cookie"].split(";", 1)[0]
+            ws_url = url.replace("http", "ws", 1) + "/ws?width=100&height=30"
+            async with http.ws_connect(ws_url, headers={"Cookie": cookie}) as ws:
+                got = 0
+                while got < 2000:  # the console's first screen
+                    msg = await ws.receive(timeout=60)
+                    assert msg.type == aiohttp.WSMsgType.BINARY, msg
+                    got += len(msg.data)
+                async with http.post(url + "/logout", headers={"Cookie": cookie}, allow_redirects=False) as r:
+                    assert r.status == 303
+                while True:
+                    msg = await ws.receive(timeout=60)
+                    if msg.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED, aiohttp.WSMsgType.CLOSING):
+                        return "closed"
+
+    with serve(store, "--config", str(write_config(tmp_path)), cwd=tmp_path) as served:
+        assert asyncio.run(scenario(served.url)) == "closed"
+        served.wait_log("console closed for 'alice'")
