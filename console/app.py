@@ -23,7 +23,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
-from textual import work
+from textual import events, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.screen import ModalScreen, Screen
@@ -70,6 +70,8 @@ class HitlApp(App[None]):
         replay: ReplaySource | None = None,
         show_secrets: bool = False,
         secret_patterns: Iterable[str] = DEFAULT_SECRET_PATTERNS,
+        operator: str | None = None,
+        read_only_reason: str | None = None,
     ) -> None:
         super().__init__()
         configure_secrets(show_secrets, secret_patterns)
@@ -88,6 +90,11 @@ class HitlApp(App[None]):
         self.cursor_blink = cursor_blink
         self.replay_source = replay
         """Open on the Replay screen of this session or exported file (a file needs no store)."""
+        self.operator = operator
+        """Who is signed in (``hitl serve``): every write is recorded under this name and the
+        confirmation does not let it be changed. None: the confirmation offers ``default_operator()``."""
+        self.read_only_reason = read_only_reason or "read-only mode (it writes to the store)"
+        """What a write key says when pressed read-only (``hitl serve``: the viewer role)."""
         self._owns_store = store is None
         if store is not None:
             self.store_label = "memory store" if type(store).__name__ == "MemoryStore" else str(getattr(store, "path", ""))
@@ -149,6 +156,15 @@ class HitlApp(App[None]):
         if self._owns_store and self._store is not None:
             with contextlib.suppress(Exception):  # closing on exit must not raise
                 await self._store.close()
+
+    def on_key(self, event: events.Key) -> None:
+        """Read-only: a write key's binding is disabled, so pressing it would do nothing; say why."""
+        if not self.read_only:
+            return
+        for action in ACTIONS:
+            if action.writes and action.key == event.key and self.owner_of(action, self.screen) is not None:
+                self.notify(f"{action.id} is disabled: {self.read_only_reason}", severity="warning")
+                return
 
     # ------------------------------------------------------------ registry plumbing
     def owner_of(self, action: Action, screen: Screen[Any]) -> Any | None:

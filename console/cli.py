@@ -1394,5 +1394,11 @@ def demo(count: int, fresh: bool, epoch: float | None, long_iterations: int | No
     run(body())
 
 
+# ---------------------------------------------------------------------- serve
+from console.serve.command import serve as _serve  # noqa: E402 -- needs this module's options (console/serve/)
+
+cli.add_command(_serve)
+
+
 if __name__ == "__main__":
     main()

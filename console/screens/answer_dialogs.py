@@ -78,7 +78,11 @@ class ConfirmWrite(ModalScreen[WriteChoice | None]):
                 yield Static(self.body)
             if self.ack_label:
                 yield Checkbox(self.ack_label, id="confirm-ack")
-            yield Input(self.operator, placeholder="operator (required)", id="confirm-operator")
+            signed_in = getattr(self.app, "operator", None)  # hitl serve: the signed-in name, not editable
+            if signed_in:
+                self.operator = signed_in
+            yield Input(self.operator, placeholder="operator (required)", id="confirm-operator",
+                        disabled=bool(signed_in))
             placeholder = "reason (required)" if self.reason_required else "reason (optional, recorded)"
             yield Input("", placeholder=placeholder, id="confirm-reason")
             yield Static("", id="confirm-command")

@@ -1,0 +1,77 @@
+"""One browser connection's console process: ``python -m console.serve.child``.
+
+textual-serve starts this for every websocket (with Textual's web driver in
+the environment); it runs the very console ``hitl`` runs, on the server's
+store and options, for the signed-in operator: ``--operator NAME`` pins the
+name recorded on every write, ``--read-only`` (the viewer role, or the
+server's own ``--read-only``) opens the store read-only and disables every
+write key, which then says ``--read-only-reason``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+
+
+def build_argv(
+    python: str,
+    *,
+    db: Path,
+    read_only: bool,
+    config: str | None,
+    apps: Sequence[str],
+    show_secrets: bool,
+    secret_patterns: Sequence[str],
+    operator: str | None,
+    read_only_reason: str | None,
+) -> list[str]:
+    """The command line of one connection's console (an argv list: no shell, names are data)."""
+    argv = [python, "-m", "console.serve.child", "--db", str(db)]
+    if read_only:
+        argv.append("--read-only")
+    if config:
+        argv += ["--config", config]
+    for spec in apps:
+        argv += ["--app", spec]
+    if show_secrets:
+        argv.append("--show-secrets")
+    for pattern in secret_patterns:
+        argv += ["--secret-pattern", pattern]
+    if operator:
+        argv += ["--operator", operator]
+    if read_only_reason:
+        argv += ["--read-only-reason", read_only_reason]
+    return argv
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="console.serve.child")
+    parser.add_argument("--db", required=True)
+    parser.add_argument("--read-only", action="store_true")
+    parser.add_argument("--config")
+    parser.add_argument("--app", action="append", default=[])
+    parser.add_argument("--show-secrets", action="store_true")
+    parser.add_argument("--secret-pattern", action="append", default=[])
+    parser.add_argument("--operator")
+    parser.add_argument("--read-only-reason")
+    args = parser.parse_args(argv)
+
+    from engine.apps import AppRegistry
+
+    from ..app import HitlApp
+
+    HitlApp(
+        db_path=Path(args.db),
+        read_only=args.read_only,
+        registry=AppRegistry.from_options(args.app, args.config),
+        show_secrets=args.show_secrets,
+        secret_patterns=tuple(args.secret_pattern),
+        operator=args.operator,
+        read_only_reason=args.read_only_reason,
+    ).run()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,197 @@
+"""What ``hitl serve`` is told: the ``[serve]`` section of ``hitl.toml``.
+
+::
+
+    [serve]
+    title = "hitl console (production)"   # page title; default "hitl console"
+    session_hours = 8                      # a sign-in lasts this long (cookie and server side)
+    max_failed_signins = 5                 # per client address and per name ...
+    signin_window_seconds = 300            # ... within this window, then refused until it passes
+    proxy_role = "viewer"                  # --trust-proxy-header: role of names not listed below
+    trusted_proxies = ["127.0.0.1", "::1"] # --trust-proxy-header: peers whose header is believed
+
+    [serve.operators.alice]
+    role = "operator"                      # or "viewer"
+    password_hash = "$argon2id$v=19$..."   # `hitl serve --hash-password`
+
+    [serve.operators.kiosk]
+    role = "viewer"
+    token_hash = "$argon2id$v=19$..."      # a long random token, hashed the same way
+
+Credentials are only ever stored as argon2 hashes (argon2-cffi); a plain
+``password``/``token`` key is refused. Every problem is one :class:`ServeConfigError`
+line naming the key.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.errors import HitlError
+
+ROLES = ("viewer", "operator")
+DEFAULT_TITLE = "hitl console"
+
+
+class ServeConfigError(HitlError):
+    """``[serve]`` of hitl.toml is wrong, or the bind is unsafe: one line, nothing started."""
+
+
+@dataclass(frozen=True)
+class OperatorEntry:
+    """One configured operator: a name, a role and one credential hash."""
+
+    name: str
+    role: str
+    secret_hash: str
+    """An argon2 hash of the operator's password or token."""
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """Everything ``hitl serve`` reads from hitl.toml (defaults when there is none)."""
+
+    operators: dict[str, OperatorEntry] = field(default_factory=dict)
+    title: str = DEFAULT_TITLE
+    session_seconds: float = 8 * 3600
+    max_failed_signins: int = 5
+    signin_window_seconds: float = 300.0
+    proxy_role: str = "viewer"
+    trusted_proxies: tuple[str, ...] = ("127.0.0.1", "::1")
+
+    @property
+    def has_operators(self) -> bool:
+        return bool(self.operators)
+
+
+def load_serve_config(path: str | Path | None) -> ServeConfig:
+    """``[serve]`` of the config file at ``path`` (None or no section: the defaults)."""
+    if path is None:
+        return ServeConfig()
+    try:
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ServeConfigError(f"config file {path} not found") from None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ServeConfigError(f"cannot read {path}: {exc}") from None
+    section = data.get("serve", {})
+    if not isinstance(section, dict):
+        raise ServeConfigError(f"{path}: [serve] must be a table")
+    return _parse(section, str(path))
+
+
+def _parse(section: dict[str, Any], where: str) -> ServeConfig:
+    known = {"title", "session_hours", "max_failed_signins", "signin_window_seconds", "proxy_role",
+             "trusted_proxies", "operators"}
+    unknown = sorted(set(section) - known)
+    if unknown:
+        raise ServeConfigError(f"{where}: unknown key serve.{unknown[0]} (known: {', '.join(sorted(known))})")
+    title = section.get("title", DEFAULT_TITLE)
+    if not isinstance(title, str) or not title.strip():
+        raise ServeConfigError(f"{where}: serve.title must be a non-empty string")
+    hours = _number(section, "session_hours", 8, where)
+    failures = _number(section, "max_failed_signins", 5, where)
+    window = _number(section, "signin_window_seconds", 300, where)
+    if int(failures) != failures:
+        raise ServeConfigError(f"{where}: serve.max_failed_signins must be a whole number")
+    proxy_role = section.get("proxy_role", "viewer")
+    if proxy_role not in ROLES:
+        raise ServeConfigError(f"{where}: serve.proxy_role must be one of {', '.join(ROLES)}, not {proxy_role!r}")
+    proxies = section.get("trusted_proxies", ["127.0.0.1", "::1"])
+    if not isinstance(proxies, list) or not all(isinstance(p, str) for p in proxies):
+        raise ServeConfigError(f"{where}: serve.trusted_proxies must be a list of addresses")
+    for p in proxies:
+        try:
+            ipaddress.ip_address(p)
+        except ValueError:
+            raise ServeConfigError(f"{where}: serve.trusted_proxies: {p!r} is not an IP address") from None
+    operators: dict[str, OperatorEntry] = {}
+    raw = section.get("operators", {})
+    if not isinstance(raw, dict):
+        raise ServeConfigError(f"{where}: serve.operators must be a table of [serve.operators.NAME]")
+    for name, entry in raw.items():
+        operators[name] = _operator(name, entry, where)
+    return ServeConfig(
+        operators=operators,
+        title=title.strip(),
+        session_seconds=hours * 3600,
+        max_failed_signins=int(failures),
+        signin_window_seconds=window,
+        proxy_role=proxy_role,
+        trusted_proxies=tuple(proxies),
+    )
+
+
+def _number(section: dict[str, Any], key: str, default: float, where: str) -> float:
+    value = section.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise ServeConfigError(f"{where}: serve.{key} must be a positive number, not {value!r}")
+    return float(value)
+
+
+def _operator(name: str, entry: Any, where: str) -> OperatorEntry:
+    key = f"serve.operators.{name}"
+    if not valid_name(name):
+        raise ServeConfigError(f"{where}: {key}: a name is 1-64 printable characters without spaces at the ends")
+    if not isinstance(entry, dict):
+        raise ServeConfigError(f"{where}: {key} must be a table (role, password_hash or token_hash)")
+    for plain in ("password", "token"):
+        if plain in entry:
+            raise ServeConfigError(
+                f"{where}: {key}.{plain}: store a hash, never the secret itself (hitl serve --hash-password)"
+            )
+    unknown = sorted(set(entry) - {"role", "password_hash", "token_hash"})
+    if unknown:
+        raise ServeConfigError(f"{where}: {key}: unknown key {unknown[0]} (role, password_hash, token_hash)")
+    role = entry.get("role")
+    if role not in ROLES:
+        raise ServeConfigError(f"{where}: {key}.role must be one of {', '.join(ROLES)}, not {role!r}")
+    hashes = [k for k in ("password_hash", "token_hash") if k in entry]
+    if len(hashes) != 1:
+        raise ServeConfigError(f"{where}: {key} needs exactly one of password_hash, token_hash")
+    value = entry[hashes[0]]
+    if not isinstance(value, str) or not value.startswith("$argon2"):
+        raise ServeConfigError(f"{where}: {key}.{hashes[0]} is not an argon2 hash (make one: hitl serve --hash-password)")
+    return OperatorEntry(name, role, value)
+
+
+def valid_name(name: Any) -> bool:
+    """An operator name as recorded on events: 1-64 printable characters, no spaces at the ends."""
+    return (
+        isinstance(name, str)
+        and 0 < len(name) <= 64
+        and name == name.strip()
+        and name.isprintable()
+    )
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and loopback addresses; a bind to anything else is exposed."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_bind(host: str, config: ServeConfig, proxy_header: str | None) -> None:
+    """Refuse to expose a console nobody has to sign in to."""
+    if is_loopback(host) or config.has_operators or proxy_header:
+        return
+    raise ServeConfigError(
+        f"refusing to serve on {host}: it is not a loopback address and no sign-in is configured; "
+        "add operators to [serve.operators] in hitl.toml (hitl serve --hash-password makes a hash), "
+        "or put an authenticating proxy in front with --trust-proxy-header, or bind 127.0.0.1"
+    )
+
+
+def hash_secret(secret: str) -> str:
+    """An argon2id hash of ``secret`` (argon2-cffi's recommended parameters)."""
+    from argon2 import PasswordHasher
+
+    return PasswordHasher().hash(secret)

@@ -1,0 +1,118 @@
+"""The served console in a real (headless, system) Chromium: sign in, triage, answer, as
+an operator would; a viewer who cannot write. Each step leaves a screenshot."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from .served import PASSWORDS, hitl_bin, serve, write_config
+from .term import click_after, focus_terminal, open_console, shot, wait_text
+
+
+def sign_in(page: Any, url: str, name: str, shots: Path | None = None) -> None:
+    open_console(page)
+    page.goto(url + "/")
+    page.wait_for_url(url + "/login")
+    page.fill("#name", name)
+    page.fill("#secret", PASSWORDS[name])
+    if shots is not None:
+        shot(page, shots, "01-sign-in")
+    page.click("#sign-in")
+    page.wait_for_url(url + "/")
+
+
+def hitl_out(db: Path, *args: str) -> str:
+    out = subprocess.run([hitl_bin(), "--db", str(db), "--read-only", *args, "--json"], check=True,
+                         capture_output=True, text=True, timeout=60)
+    return out.stdout
+
+
+def open_refund_waiting(page: Any) -> str:
+    wait_text(page, "hitl ▸ Sessions", "refund-waiting-1", "16 shown")
+    focus_terminal(page)
+    page.keyboard.press("/")
+    wait_text(page, "filter session ids")  # the filter has the focus: type into it
+    page.keyboard.type("refund-waiting")
+    page.keyboard.press("Enter")
+    wait_text(page, "1 shown")
+    page.keyboard.press("Enter")
+    return wait_text(page, "Session refund-waiting-1", "finance-order-1001", "WAITING")
+
+
+def test_operator_signs_in_and_answers_one_id_with_the_keyboard(
+    browser_page: Any, store: Path, tmp_path: Path, shots: Path
+) -> None:
+    page = browser_page
+    config = write_config(tmp_path)
+    with serve(store, "--config", str(config), cwd=tmp_path) as served:
+        sign_in(page, served.url, "alice", shots)
+        assert page.title() == f"hitl console (test) · {store}"
+        assert page.locator("link[rel=icon]").get_attribute("href").startswith("data:image/svg+xml")
+        assert page.inner_text("#hitl-connected") == f"connected to {store}"
+        assert "signed in as alice" in page.inner_text("#hitl-bar")
+
+        wait_text(page, "refund-waiting-1", "16 shown")
+        shot(page, shots, "02-sessions")
+
+        open_refund_waiting(page)
+        shot(page, shots, "03-waiting-session")
+
+        page.keyboard.press("e")  # answer this node's id in the editor
+        # The editor has the focus once the dry run of its template answer is shown.
+        wait_text(page, "Answer ▸ refund-waiting-1", '"approved": false', "✓ valid", "auto-complete",
+                  """'finance-order-1001={"approved":false}'""")
+        # The template answers {"approved": false}: click after "false" and make it an approval.
+        # One key at a time, each seen on screen before the next, as an operator types.
+        click_after(page, '"approved": false')
+        for n in range(len("false"), 0, -1):
+            page.keyboard.press("Backspace")
+            wait_text(page, f'"approved": {"false"[: n - 1]} ')
+        for n in range(1, len("true") + 1):
+            page.keyboard.press("true"[n - 1])
+            wait_text(page, f'"approved": {"true"[:n]}')
+        wait_text(page, '"approved": true', "✓ valid", """'finance-order-1001={"approved":true}'""")  # dry run done
+        shot(page, shots, "04-answer-editor")
+
+        page.keyboard.press("Control+s")
+        screen = wait_text(page, "Submit 1 answer", "alice")
+        shot(page, shots, "05-confirm")
+        assert "--operator alice" in screen.replace("\n", " ")  # the signed-in name, not $USER
+        page.keyboard.type("approved in the browser")
+        page.keyboard.press("Control+s")
+        wait_text(page, "Outcome · session refund-waiting-1", "Answered finance-order-1001 by alice")
+        shot(page, shots, "06-outcome")
+
+    audit = json.loads(hitl_out(store, "audit", "--session", "refund-waiting-1"))["audit"]
+    mine = [r for r in audit if r["reason"] == "approved in the browser"]
+    assert [(r["action"], r["operator"], r["details"]["ids"]) for r in mine] == [
+        ("answer", "alice", ["finance-order-1001"])
+    ], audit
+    events = [json.loads(line) for line in hitl_out(store, "events", "refund-waiting-1").splitlines()]
+    answers = [e for e in events if (e.get("custom_metadata") or {}).get("reason") == "approved in the browser"]
+    assert len(answers) == 1
+    assert answers[0]["custom_metadata"]["operator"] == "alice"
+    assert answers[0]["content"]["parts"][0]["function_response"]["response"] == {"approved": True}
+    assert "signed in: 'alice' (operator)" in served.log()
+    assert PASSWORDS["alice"] not in served.log()
+
+
+def test_viewer_signs_in_and_cannot_write(browser_page: Any, store: Path, tmp_path: Path, shots: Path) -> None:
+    page = browser_page
+    before = store.read_bytes()
+    config = write_config(tmp_path)
+    with serve(store, "--config", str(config), cwd=tmp_path) as served:
+        sign_in(page, served.url, "val")
+        assert "viewer · read-only" in page.inner_text("#hitl-bar")
+        screen = wait_text(page, "READ-ONLY", "refund-waiting-1")
+        shot(page, shots, "01-viewer-sessions")
+        open_refund_waiting(page)
+        for key in ("e", " ", "X"):
+            page.keyboard.press(key)
+        screen = wait_text(page, "is disabled", "viewer")
+        shot(page, shots, "02-viewer-write-refused")
+        assert "Answer ▸" not in screen and "Cancel invocation" not in screen
+        served.wait_log("console opened for 'val' (viewer)")
+    assert store.read_bytes() == before

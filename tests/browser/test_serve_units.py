@@ -1,0 +1,156 @@
+"""The pieces of ``hitl serve`` without a server: the limiter, sessions, the bind
+rule, the per-connection command line, and the console hooks it relies on."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from console.serve.auth import FailureLimiter, Identity, SessionBook, Verifier
+from console.serve.child import build_argv
+from console.serve.config import ServeConfig, ServeConfigError, check_bind, is_loopback, load_serve_config
+from console.serve.web import ConsoleServer, ServeOptions
+
+from .served import PASSWORDS, write_config
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_limiter_refuses_past_the_limit_until_the_window_moves_on() -> None:
+    clock = Clock()
+    limiter = FailureLimiter(3, 60, clock)
+    for n in range(1, 4):
+        assert limiter.retry_after("addr:a", "name:x") == 0
+        assert limiter.failed("addr:a", "name:x") == n
+        clock.now += 1
+    assert limiter.retry_after("addr:a", "name:y") == pytest.approx(57)  # the address is limited
+    assert limiter.retry_after("addr:b", "name:x") == pytest.approx(57)  # and so is the name
+    assert limiter.retry_after("addr:b", "name:y") == 0
+    clock.now += 57
+    assert limiter.retry_after("addr:a", "name:x") == 0  # the first failure left the window
+    limiter.succeeded("name:x")
+    assert limiter.retry_after("addr:c", "name:x") == 0
+
+
+def test_sessions_expire_and_sign_out_closes_their_consoles() -> None:
+    clock = Clock()
+    book = SessionBook(3600, clock)
+    token, session = book.create(Identity("alice", "operator", "password"))
+    assert book.get(token) is session and book.get("forged") is None and book.get(None) is None
+    closed: list[str] = []
+    session.closers.add(lambda: closed.append("console"))
+    clock.now += 3599
+    assert book.get(token) is session and book.remaining(session) == pytest.approx(1)
+    book.drop(token)
+    assert closed == ["console"] and book.get(token) is None
+    token2, _ = book.create(Identity("val", "viewer", "password"))
+    clock.now += 3600
+    assert book.get(token2) is None  # expired
+    assert token != token2 and len(token) >= 40
+
+
+def test_verifier_checks_the_hash_and_unknown_names(tmp_path: Path) -> None:
+    config = load_serve_config(write_config(tmp_path))
+    verifier = Verifier(config)
+    entry = verifier.verify("alice", PASSWORDS["alice"])
+    assert entry is not None and entry.role == "operator"
+    assert verifier.verify("alice", PASSWORDS["val"]) is None
+    assert verifier.verify("nobody", PASSWORDS["alice"]) is None
+
+
+def test_bind_rule() -> None:
+    open_config = ServeConfig()
+    for host in ("127.0.0.1", "localhost", "::1", "127.3.4.5"):
+        assert is_loopback(host)
+        check_bind(host, open_config, None)
+    for host in ("0.0.0.0", "::", "10.1.2.3", "example.test", ""):
+        assert not is_loopback(host)
+        with pytest.raises(ServeConfigError, match="refusing to serve on"):
+            check_bind(host, open_config, None)
+        check_bind(host, open_config, "X-Remote-User")  # an authenticating proxy in front
+
+
+def test_viewer_console_is_read_only_and_pinned(tmp_path: Path) -> None:
+    config = load_serve_config(write_config(tmp_path))
+    options = ServeOptions(db=tmp_path / "s.sqlite", config=str(tmp_path / "hitl.toml"), apps=["x=mod:wf"],
+                           secret_patterns=("password", "iban"))
+    server = ConsoleServer(options, config, host="127.0.0.1", port=0)
+    viewer = server.argv_for(Identity("val; rm -rf /", "viewer", "password"))
+    assert viewer[:3] == [sys.executable, "-m", "console.serve.child"]
+    assert "--read-only" in viewer
+    assert viewer[viewer.index("--operator") + 1] == "val; rm -rf /"  # one argv item, never a shell word
+    assert "viewer" in viewer[viewer.index("--read-only-reason") + 1]
+    assert viewer[viewer.index("--app") + 1] == "x=mod:wf"
+    operator = server.argv_for(Identity("alice", "operator", "password"))
+    assert "--read-only" not in operator and operator[operator.index("--operator") + 1] == "alice"
+    server.options.read_only = True
+    assert "--read-only" in server.argv_for(Identity("alice", "operator", "password"))
+    assert build_argv("py", db=Path("d"), read_only=False, config=None, apps=[], show_secrets=False,
+                      secret_patterns=[], operator=None, read_only_reason=None) == ["py", "-m", "console.serve.child",
+                                                                                    "--db", "d"]
+
+
+# ------------------------------------------------------------------ console hooks
+async def _session_app(**kw: Any) -> Any:
+    from tests.console.answer_store import demo_store
+    from tests.console.test_answer import app_for
+
+    return app_for(await demo_store(), **kw)
+
+
+async def test_signed_in_operator_is_pinned_in_the_write_confirmation(monkeypatch: pytest.MonkeyPatch,
+                                                                      tmp_path: Path) -> None:
+    from textual.widgets import Input
+
+    from console.screens.answer_dialogs import ConfirmWrite
+    from tests.console.test_answer import open_session, settle, wait_until
+
+    monkeypatch.setenv("USER", "server-user")
+    monkeypatch.chdir(tmp_path)
+    app = await _session_app(operator="alice")
+    async with app.run_test(size=(120, 40)) as pilot:
+        session = await open_session(pilot, "refund-waiting-1")
+        assert session is app.screen
+        await pilot.press("X")  # cancel asks first: the confirmation shows who writes
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmWrite))
+        field = app.screen.query_one("#confirm-operator", Input)
+        assert field.value == "alice" and field.disabled
+        await settle(pilot)
+
+
+async def test_read_only_write_keys_say_why(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from tests.console.test_answer import open_session, settle
+
+    monkeypatch.chdir(tmp_path)
+    app = await _session_app(read_only=True, read_only_reason="val is signed in as a viewer")
+    async with app.run_test(size=(120, 40)) as pilot:
+        session = await open_session(pilot, "refund-waiting-1")
+        await pilot.press("e", "n")
+        await settle(pilot)
+        notes = [n.message for n in app._notifications]
+        assert notes == ["interrupts.answer is disabled: val is signed in as a viewer"]
+        assert app.screen is session
+
+
+async def test_typing_a_write_key_into_an_input_is_not_refused(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The read-only hint is for key bindings, not for text typed into the filter."""
+    from tests.console.test_answer import settle
+
+    monkeypatch.chdir(tmp_path)
+    app = await _session_app(read_only=True, read_only_reason="a viewer")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("slash")
+        await settle(pilot)
+        await pilot.press("e", "space", "a")
+        await settle(pilot)
+        assert [n.message for n in app._notifications] == []
