@@ -84,12 +84,29 @@ class Options:
     busy_timeout: float | None = None
     _patterns: tuple[str, ...] | None = None
 
-    def db_path(self) -> Path:
-        if self.db:
-            return Path(self.db).expanduser()
+    def db_path(self) -> Path | str:
+        """The store: --db, else $HITL_DB, else hitl.toml [store] url, else the
+        default file. A path, or a URL string (sqlite:, postgresql://, memory:)."""
+        from engine.store.factory import is_url
         from engine.store.sqlite import default_db_path
 
+        target = self.db or os.environ.get("HITL_DB") or self._store_config().get("url")
+        if target:
+            return target if is_url(target) else Path(target).expanduser()
         return default_db_path()
+
+    def _store_config(self) -> dict[str, Any]:
+        from engine.store.factory import store_config
+
+        try:
+            return store_config(self.config_path())
+        except HitlError as exc:
+            fail(str(exc))
+
+    def store_options(self) -> dict[str, Any]:
+        """Backend options from hitl.toml [store] (a PostgreSQL password)."""
+        cfg = self._store_config()
+        return {"password": cfg["password"]} if "password" in cfg else {}
 
     def config_path(self) -> str | None:
         if self.config is None and Path(CONFIG_NAME).is_file():
@@ -140,7 +157,8 @@ db_option = _global(
     "--db",
     name="db",
     metavar="PATH",
-    help="Session database (default: $HITL_DB or ~/.local/share/hitl-console/hitl.sqlite).",
+    help="Session store: a file path or a URL, sqlite:///PATH or postgresql://USER@HOST/DB (default: $HITL_DB, "
+    "hitl.toml [store] url, or ~/.local/share/hitl-console/hitl.sqlite).",
 )
 json_option = _global("--json", "json_", name="json", is_flag=True, help="Machine-readable output (JSON).")
 read_only_option = _global(
@@ -238,23 +256,24 @@ async def page_of(call: Coroutine[Any, Any, T]) -> T:
 @asynccontextmanager
 async def open_store(*, write: bool) -> AsyncIterator[SessionStore]:
     """The store at ``--db``; read-only unless the command writes (and no --read-only)."""
-    from engine.store.sqlite import SQLiteStore
+    from engine.store.factory import open_store as open_target
+    from engine.store.factory import store_label
 
     opts = _opts()
     # inline: the CLI has no UI to keep responsive, so SQL runs on its loop thread (faster appends)
     timeout = 5.0 if opts.busy_timeout is None else opts.busy_timeout
+    target = opts.db_path()
+    kw = {"inline": True, "busy_timeout": timeout, **opts.store_options()}
     try:
-        store = await SQLiteStore.open(
-            opts.db_path(), read_only=opts.read_only or not write, inline=True, busy_timeout=timeout
-        )
+        store = await open_target(target, read_only=opts.read_only or not write, **kw)
     except SchemaUpgradeNeeded:
         if opts.read_only:
             raise
         # A read command on a store written by an older hitl: upgrade it once (the
         # writer migrates on open), then read as asked. --read-only never writes.
-        click.echo(f"upgrading {opts.db_path()} to this version's schema ...", err=True)
-        await (await SQLiteStore.open(opts.db_path(), inline=True, busy_timeout=timeout)).close()
-        store = await SQLiteStore.open(opts.db_path(), read_only=True, inline=True, busy_timeout=timeout)
+        click.echo(f"upgrading {store_label(target)} to this version's schema ...", err=True)
+        await (await open_target(target, **kw)).close()
+        store = await open_target(target, read_only=True, **kw)
     try:
         yield store
     finally:
@@ -472,7 +491,7 @@ def cli(ctx: click.Context) -> None:
     except HitlError as exc:
         fail(str(exc))
     path = opts.db_path()
-    if not path.exists() and not opts.db and not os.environ.get("HITL_DB") and not opts.read_only:
+    if isinstance(path, Path) and not path.exists() and not opts.db and not os.environ.get("HITL_DB") and not opts.read_only:
         # First run on the embedded default store: seed it with the sample
         # sessions so the console opens on something real to triage.
         from sample_sessions.demo import build_demo_db
@@ -482,6 +501,7 @@ def cli(ctx: click.Context) -> None:
     run_app(
         path,
         read_only=opts.read_only,
+        store_options=opts.store_options(),
         registry=registry,
         show_secrets=opts.show_secrets,
         secret_patterns=opts.patterns(),
@@ -1271,6 +1291,7 @@ def demo(count: int, fresh: bool, epoch: float | None, long_iterations: int | No
 
     Always with the sample apps' own code (a config or --app entry of the same
     name does not replace it here)."""
+    from engine.store.factory import store_label
     from sample_sessions.demo import DEFAULT_LONG_ITERATIONS, build_demo_db, format_report
 
     opts = _opts()
@@ -1286,11 +1307,12 @@ def demo(count: int, fresh: bool, epoch: float | None, long_iterations: int | No
             epoch=epoch,
             long_iterations=DEFAULT_LONG_ITERATIONS if long_iterations is None else long_iterations,
             progress=lambda what: click.echo(f"  building {what}", err=True),
+            store_options=opts.store_options(),
         )
         if opts.json:
             out_json(
                 {
-                    "db": str(path),
+                    "db": store_label(path),
                     "created": report.created,
                     "kept": report.skipped,
                     "bulk": report.bulk,
@@ -1298,7 +1320,7 @@ def demo(count: int, fresh: bool, epoch: float | None, long_iterations: int | No
                 }
             )
         else:
-            out(format_report(report, path))
+            out(format_report(report, store_label(path)))
 
     run(body())
 

@@ -10,6 +10,7 @@ from .base import (
     index_effects,
     session_status,
 )
+from .factory import open_store, store_label
 from .memory import MemoryStore
 from .sqlite import SQLiteStore
 
@@ -23,5 +24,7 @@ __all__ = [
     "SessionStore",
     "SessionSummary",
     "index_effects",
+    "open_store",
+    "store_label",
     "session_status",
 ]

@@ -1141,6 +1141,9 @@ class SQLiteStore:
     read_only: bool
     """True when opened read-only: every write method raises ReadOnlyError."""
 
+    capabilities: frozenset[str] = frozenset({"skip_corrupt", "corrupt_events", "bulk_load", "checkpoint", "path"})
+    """Optional features (see :data:`engine.store.base.Capability`)."""
+
     def __init__(self, driver: _Driver, path: Path, *, read_only: bool, busy_timeout: float) -> None:
         self._driver: _Driver | None = driver
         self.path = path
