@@ -953,6 +953,11 @@ def event_summary(event: Event) -> str:
     return short(event.output, 60)
 
 
+async def _aiter(items: Iterable[T]) -> AsyncIterator[T]:
+    for item in items:
+        yield item
+
+
 @cli.command()
 @common
 @click.argument("session_id", metavar="SESSION")
@@ -960,7 +965,7 @@ def event_summary(event: Event) -> str:
 @click.option("--limit", type=click.IntRange(1), default=None, help="At most this many events.")
 @click.option("--tail", is_flag=True, help="Keep printing new events as they are appended (Ctrl-C stops).")
 @click.option(
-    "--interval", type=click.FloatRange(0.05), default=0.5, show_default=True, help="Polling interval for --tail."
+    "--interval", type=click.FloatRange(0.05), default=0.5, show_default=True, help="Polling interval for --tail (a fallback on PostgreSQL, which notifies)."
 )
 def events(session_id: str, after: int, limit: int | None, tail: bool, interval: float) -> None:
     """A session's event log, one line per event (--tail follows it)."""
@@ -969,24 +974,23 @@ def events(session_id: str, after: int, limit: int | None, tail: bool, interval:
     async def body() -> None:
         async with open_store(write=False) as store:
             await store.get_session(session_id)
-            last = after
             printed = 0
-            while True:
-                page = await store.events(session_id, after_seq=last, limit=None if tail else limit)
-                for stored in page:
-                    e = safe_event(stored.event)
-                    if opts.json:
-                        out_json({"seq": stored.seq, **e.model_dump(mode="json", exclude_none=True)})
-                    else:
-                        line = f"{stored.seq:>6}  {clock(e.timestamp)}  {e.kind:<9} {(e.path or '-'):<40} {event_summary(e)}"
-                        out(line.rstrip())
-                    last = stored.seq
-                    printed += 1
-                    if limit is not None and printed >= limit:
-                        return
-                if not tail:
+            if tail:  # woken by notifications where the store has them (PostgreSQL), else polling
+                from engine.store.tail import follow
+
+                page: Any = follow(store, session_id, after_seq=after, interval=interval)
+            else:
+                page = _aiter(await store.events(session_id, after_seq=after, limit=limit))
+            async for stored in page:
+                e = safe_event(stored.event)
+                if opts.json:
+                    out_json({"seq": stored.seq, **e.model_dump(mode="json", exclude_none=True)})
+                else:
+                    line = f"{stored.seq:>6}  {clock(e.timestamp)}  {e.kind:<9} {(e.path or '-'):<40} {event_summary(e)}"
+                    out(line.rstrip())
+                printed += 1
+                if limit is not None and printed >= limit:
                     return
-                await asyncio.sleep(interval)
 
     with suppress(KeyboardInterrupt):
         run(body())
@@ -1325,5 +1329,8 @@ def demo(count: int, fresh: bool, epoch: float | None, long_iterations: int | No
     run(body())
 
 
+from . import cli_store  # noqa: E402, F401 -- registers hitl migrate and hitl copy
+
 if __name__ == "__main__":
     main()
+

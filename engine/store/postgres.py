@@ -139,7 +139,7 @@ def mask_url(url: str) -> str:
     query = parts.query
     if query:
         pairs = [(k, "***" if k.lower() == "password" else v) for k, v in parse_qsl(query, keep_blank_values=True)]
-        query = urlencode(pairs, safe="/:")
+        query = urlencode(pairs, safe="/:*")
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
@@ -495,7 +495,9 @@ class PostgresStore:
     path = None
     """Not a file (the ``path`` capability of file stores)."""
 
-    capabilities: frozenset[str] = frozenset({"skip_corrupt", "corrupt_events", "bulk_load", "checkpoint", "migrate"})
+    capabilities: frozenset[str] = frozenset(
+        {"skip_corrupt", "corrupt_events", "bulk_load", "checkpoint", "migrate", "notify"}
+    )
     """Optional features (see :data:`engine.store.base.Capability`)."""
 
     def __init__(
@@ -510,6 +512,9 @@ class PostgresStore:
         """Seconds a statement waits for a row lock held by another session before failing."""
         self.migrated_from: int | None = None
         """The schema version found when a writer opened the store (before migrating)."""
+        self.retries = 0
+        """Units of work redone after a serialisation failure or deadlock (for tests and benchmarks)."""
+        self._connect_args: dict[str, Any] = {}
 
     @property
     def url(self) -> str:
@@ -590,6 +595,7 @@ class PostgresStore:
         except (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
             raise _connect_error(e, where) from None
         store = cls(pool, url, schema, read_only=read_only, busy_timeout=busy_timeout)
+        store._connect_args = {"dsn": dsn, "password": password, "server_settings": settings}
         try:
             version = await store.schema_version()
             if version > SCHEMA_VERSION:
@@ -677,6 +683,17 @@ class PostgresStore:
         mode = "ro" if self.read_only else "rw"
         return f"<PostgresStore {self.url!r} {mode}{' closed' if self._pool is None else ''}>"
 
+    # ------------------------------------------------------------ notifications
+    async def notifications(self, callback: Callable[[str | None, int | None], None]) -> Listener:
+        """Call ``callback(session_id, seq)`` (on this event loop) for every append
+        committed by anyone, from a dedicated LISTEN connection. After that
+        connection was lost and re-made, ``callback(None, None)``: notifications
+        may have been missed meanwhile, so re-read from the last seq seen. Close
+        the returned :class:`Listener` when done."""
+        listener = Listener(self._connect_args, callback, self.url)
+        await listener.start()
+        return listener
+
     # ---------------------------------------------------------------- helpers
     async def _run(self, fn: Callable[[asyncpg.Connection], Awaitable[T]], *, retry: bool = True) -> T:
         """``fn(conn)`` on a pooled connection; server errors become HitlErrors.
@@ -692,6 +709,7 @@ class PostgresStore:
             except (asyncpg.SerializationError, asyncpg.DeadlockDetectedError) as e:
                 if not retry or attempt == _RETRIES - 1:
                     raise _translate(e, self.url, self.busy_timeout) from None
+                self.retries += 1
                 await asyncio.sleep(0.01 * (2**attempt))
             except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, ConnectionError) as e:
                 raise _translate(e, self.url, self.busy_timeout) from None
@@ -1218,6 +1236,70 @@ class PostgresStore:
     async def checkpoint(self) -> None:
         """Nothing to do on a server (the file stores fold their journal here)."""
         self._check_writable()
+
+
+class Listener:
+    """A LISTEN connection on :data:`NOTIFY_CHANNEL` that reconnects when it is lost."""
+
+    def __init__(self, connect_args: dict[str, Any], callback: Callable[[str | None, int | None], None], where: str):
+        self._args = connect_args
+        self._callback = callback
+        self._where = where
+        self._conn: asyncpg.Connection | None = None
+        self._closed = False
+        self._reconnect: asyncio.Task[None] | None = None
+        self.reconnects = 0
+
+    async def start(self) -> None:
+        try:
+            conn = await asyncpg.connect(
+                self._args["dsn"], password=self._args["password"], server_settings=self._args["server_settings"]
+            )
+            await conn.add_listener(NOTIFY_CHANNEL, self._on_notify)
+        except (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
+            raise _connect_error(e, self._where) from None
+        conn.add_termination_listener(self._on_lost)
+        self._conn = conn
+
+    def _on_notify(self, _conn: object, _pid: int, _channel: str, payload: str) -> None:
+        try:
+            data = json.loads(payload)
+            sid, seq = str(data["s"]), int(data["q"])
+        except (ValueError, KeyError, TypeError):
+            return
+        self._callback(sid, seq)
+
+    def _on_lost(self, _conn: object) -> None:
+        self._conn = None
+        if not self._closed and self._reconnect is None:
+            self._reconnect = asyncio.get_running_loop().create_task(self._reconnect_loop())
+
+    async def _reconnect_loop(self) -> None:
+        delay = 0.1
+        try:
+            while not self._closed:
+                try:
+                    await self.start()
+                except StoreError:
+                    await asyncio.sleep(delay)
+                    delay = min(delay * 2, 5.0)
+                    continue
+                self.reconnects += 1
+                self._callback(None, None)
+                return
+        finally:
+            self._reconnect = None
+
+    async def close(self) -> None:
+        self._closed = True
+        if self._reconnect is not None:
+            self._reconnect.cancel()
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            try:
+                await asyncio.wait_for(conn.close(), timeout=2)
+            except (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
+                conn.terminate()
 
 
 class _Query:
