@@ -53,6 +53,7 @@ import json
 import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from functools import partial
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -390,6 +391,20 @@ SCHEMA_VERSION = len(_MIGRATIONS)
 
 # --------------------------------------------------------------------------- errors
 
+_CONNECTION_ERRORS = (
+    asyncpg.PostgresConnectionError,
+    asyncpg.InterfaceError,
+    asyncpg.CannotConnectNowError,
+    asyncpg.AdminShutdownError,
+    ConnectionError,
+    OSError,
+)
+
+
+class ConnectionLostError(StoreError):
+    """The connection to the server broke during a unit of work."""
+
+
 
 def _translate(exc: BaseException, where: str, busy_timeout: float) -> HitlError:
     """A driver or server error as the operator should read it (``where`` is the masked URL)."""
@@ -418,10 +433,9 @@ def _translate(exc: BaseException, where: str, busy_timeout: float) -> HitlError
         return StoreError(f"the database of {where} does not exist ({msg}); create it first (createdb)")
     if state == "42501":
         return StoreError(f"permission denied on {where} ({msg}); grant the store's user access to its schema")
-    if isinstance(exc, (asyncpg.PostgresConnectionError, asyncpg.InterfaceError, ConnectionError, OSError)):
-        return StoreError(
-            f"lost the connection to {where} ({type(exc).__name__}: {msg}); a write in flight may or may not "
-            "have been stored: re-read the session before retrying"
+    if isinstance(exc, _CONNECTION_ERRORS) or state.startswith("08") or state in ("57P01", "57P02", "57P03"):
+        return ConnectionLostError(
+            f"lost the connection to {where} ({type(exc).__name__}: {msg}); check that the server runs, then retry"
         )
     return StoreError(f"database error on {where}: {msg}")
 
@@ -695,23 +709,42 @@ class PostgresStore:
         return listener
 
     # ---------------------------------------------------------------- helpers
-    async def _run(self, fn: Callable[[asyncpg.Connection], Awaitable[T]], *, retry: bool = True) -> T:
+    async def _run(
+        self, fn: Callable[[asyncpg.Connection], Awaitable[T]], *, retry: bool = True, reconnect: bool = True
+    ) -> T:
         """``fn(conn)`` on a pooled connection; server errors become HitlErrors.
-        Serialisation failures and deadlocks are retried (``fn`` is one transaction)."""
+        Serialisation failures and deadlocks are retried (``fn`` is one transaction,
+        rolled back by the server). So is a lost connection (a restarted server, a
+        pooled connection that died) when ``reconnect``: callers whose ``fn`` may have
+        committed before the connection broke pass False and decide themselves."""
         for attempt in range(_RETRIES):
             if self._pool is None:
                 raise StoreError(f"the store {self.url} is closed")
             try:
                 async with self._pool.acquire() as conn:
                     return await fn(conn)
+            except ConnectionLostError:
+                raise
             except HitlError:
                 raise
-            except (asyncpg.SerializationError, asyncpg.DeadlockDetectedError) as e:
-                if not retry or attempt == _RETRIES - 1:
+            except _CONNECTION_ERRORS as e:
+                if not reconnect or attempt == _RETRIES - 1:
                     raise _translate(e, self.url, self.busy_timeout) from None
                 self.retries += 1
-                await asyncio.sleep(0.01 * (2**attempt))
-            except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, ConnectionError) as e:
+                await asyncio.sleep(0.05 * (2**attempt))
+            except asyncpg.PostgresError as e:
+                if e.sqlstate and (e.sqlstate.startswith("08") or e.sqlstate in ("57P01", "57P02", "57P03")):
+                    if not reconnect or attempt == _RETRIES - 1:
+                        raise _translate(e, self.url, self.busy_timeout) from None
+                    self.retries += 1
+                    await asyncio.sleep(0.05 * (2**attempt))
+                    continue
+                if isinstance(e, (asyncpg.SerializationError, asyncpg.DeadlockDetectedError)):
+                    if not retry or attempt == _RETRIES - 1:
+                        raise _translate(e, self.url, self.busy_timeout) from None
+                    self.retries += 1
+                    await asyncio.sleep(0.01 * (2**attempt))
+                    continue
                 raise _translate(e, self.url, self.busy_timeout) from None
             except (json.JSONDecodeError, ValidationError) as e:
                 detail = " ".join(str(e).split())[:200]
@@ -755,7 +788,7 @@ class PostgresStore:
                 raise ConflictError(f"session {sid!r} already exists")
             return _session_from_row(row)
 
-        return await self._run(fn)
+        return await self._run(fn, reconnect=False)  # a retry after a commit would say 'already exists'
 
     async def get_session(self, session_id: str) -> Session:
         async def fn(conn: asyncpg.Connection) -> Session:
@@ -827,7 +860,20 @@ class PostgresStore:
                 _raise_append_error(e, session_id, p.invocation_id, lease_owner, expected_seq)
                 raise
 
-        seq = await self._run(fn)
+        for _ in range(_RETRIES):
+            try:
+                seq = await self._run(fn, reconnect=False)
+                break
+            except ConnectionLostError:
+                # The connection broke: the append either committed or rolled back
+                # as a whole. Its event id says which; redo it only if it did not.
+                found = await self._run(partial(_seq_of_event, session_id=session_id, event_id=p.event_id))
+                if found is not None:
+                    seq = found
+                    break
+                self.retries += 1
+        else:
+            raise ConnectionLostError(f"lost the connection to {self.url} again and again; the event was not stored")
         return StoredEvent(seq=seq, session_id=session_id, event=Event.from_json(p.json))
 
     async def events(
@@ -1042,7 +1088,7 @@ class PostgresStore:
                     to_json(record.details).decode(),
                 )
 
-        await self._run(fn)
+        await self._run(fn, reconnect=False)
         return await self.get_session(sid)
 
     # ------------------------------------------------------------------ leases
@@ -1218,7 +1264,7 @@ class PostgresStore:
                 return n
 
             try:
-                return await self._run(fn)
+                return await self._run(fn, reconnect=False)
             except StoreError as e:
                 if "duplicate key" in str(e):
                     raise ConflictError(f"a session of the batch already exists ({e})") from None
@@ -1350,6 +1396,16 @@ def _append_args(session_id: str, p: _Prepared, expected_seq: int | None, lease_
         p.invocation_status,
         p.new_message,
         *audit,
+    )
+
+
+async def _seq_of_event(conn: asyncpg.Connection, *, session_id: str, event_id: str) -> int | None:
+    """The seq of event ``event_id`` in the session, if it was stored (a scan of that
+    session's log: only after a lost connection)."""
+    return await conn.fetchval(
+        "SELECT seq FROM events WHERE session_id = $1 AND event_id = $2 ORDER BY seq DESC LIMIT 1",
+        session_id,
+        event_id,
     )
 
 

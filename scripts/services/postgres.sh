@@ -31,15 +31,18 @@ _pg_start() {
     [ "$(id -u)" = 0 ] && chown postgres: "$dir"
     "${as[@]}" "$bin/initdb" -D "$dir/data" -U hitl --auth=trust -E UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 ||
         { cat "$dir/initdb.log" >&2; return 1; }
-    # Unix socket in $dir only; no TCP listener. fsync stays on: the fault
-    # tests restart the server and expect committed appends to survive.
+    # Unix socket in $dir only; no TCP listener. synchronous_commit=off: a test
+    # server need not wait for the disk at every commit (committed work still
+    # survives a clean restart, which is what the fault tests do).
     "${as[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-        -o "-c listen_addresses='' -c unix_socket_directories='$dir' -c max_connections=200" start >/dev/null ||
+        -o "-c listen_addresses='' -c unix_socket_directories='$dir' -c max_connections=200 -c synchronous_commit=off" \
+        start >/dev/null ||
         { cat "$dir/server.log" >&2; return 1; }
     STOP+=("${as[*]} $bin/pg_ctl -D '$dir/data' -m fast -w stop >/dev/null; rm -rf '$dir'")
     "${as[@]}" "$bin/createdb" -h "$dir" -U hitl hitl_test
     export HITL_TEST_PG_URL="postgresql://hitl@/hitl_test?host=$dir"
-    export HITL_TEST_PG_CTL="${as[*]} $bin/pg_ctl -D $dir/data"
+    # For the fault tests that restart the server (pg_ctl restart reuses the options above).
+    export HITL_TEST_PG_CTL="${as[*]} $bin/pg_ctl -D $dir/data -l $dir/server.log"
     echo "postgres.sh: PostgreSQL 15 on $dir (HITL_TEST_PG_URL=$HITL_TEST_PG_URL)" >&2
 }
 _pg_start
