@@ -152,3 +152,56 @@ async def test_another_process_writes_sqlite(tmp_path: Path):
         assert proc.returncode == 0, err.decode()
         await wait_until(pilot, lambda: "COMPLETED" in label(screen, "refund@1/pay@1"))
     await store.close()
+
+
+CHILD_ANY = textwrap.dedent(
+    """
+    import asyncio, sys
+    sys.path.insert(0, {root!r})
+    from engine import Content, Runner
+    from engine.store import open_store
+    from tests.console.scenarios import refund_wf
+
+    async def main():
+        store = await open_store({db!r})
+        runner = Runner("refunds", refund_wf, store)
+        async for _ in runner.run("alice", "refund-partial", Content.from_responses({{"legal-1": True, "ops-1": True}})):
+            pass
+        await store.close()
+
+    asyncio.run(main())
+    """
+)
+
+
+async def test_another_process_writes_postgres_and_a_notification_updates_the_tree():
+    """On PostgreSQL the screen follows LISTEN/NOTIFY: with a poll interval far
+    beyond the deadline, only a notification can bring the other process's
+    events on screen."""
+    from engine.store.postgres import PostgresStore
+    from tests.contract.builders import pg_fresh_url
+
+    from .conftest import copy_into_store
+
+    url = pg_fresh_url()
+    seed = await build_store()
+    store = await PostgresStore.open(url)
+    await copy_into_store(seed, store)
+    app = make_app(store, poll_interval=3600)
+    async with app.run_test(size=(120, 34)) as pilot:
+        await settle(pilot)
+        app.open_session("refund-partial")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, SessionScreen)
+        assert "WAITING" in label(screen, "refund@1")
+        await wait_until(pilot, lambda: screen._listener is not None)
+        root = str(Path(__file__).resolve().parents[2])
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", CHILD_ANY.format(root=root, db=url), stderr=subprocess.PIPE
+        )
+        _, err = await proc.communicate()
+        assert proc.returncode == 0, err.decode()
+        await wait_until(pilot, lambda: "COMPLETED" in label(screen, "refund@1/pay@1"))
+        assert "COMPLETED" in label(screen, "refund@1")
+    await store.close()
