@@ -14,13 +14,14 @@ from click.testing import CliRunner
 
 from console.cli import cli
 from engine.errors import ReadOnlyError, StoreError
-from engine.models import Content, Event, Session
+from engine.models import Content, Event
 from engine.store import open_store
 from engine.store.postgres import SCHEMA_VERSION, PostgresStore, mask_url
 from engine.store.sqlite import SQLiteStore
 from tests.cli.conftest import ok, operator_error
 from tests.contract.builders import dump, pg_fresh_url, pg_url
 
+from . import test_safety
 from .pg import copy_demo, pg_dump, run
 
 
@@ -36,41 +37,12 @@ def hitl(*args: str, input: str | None = None) -> Any:
     return CliRunner().invoke(cli, list(args), input=input, catch_exceptions=True)
 
 
-READS = {
-    "get_session",
-    "list_sessions",
-    "events",
-    "event_at",
-    "invocation_events",
-    "corrupt_events",
-    "list_invocations",
-    "lookup_interrupts",
-    "open_interrupts",
-    "get_snapshot",
-    "export_session",
-    "get_lease",
-    "list_leases",
-    "audit_log",
-    "schema_version",
-    "notifications",
-    "close",
-}
+# The SQLite tripwire's classification, with PostgreSQL's own extras.
+READS = (test_safety.READS - {"integrity_check"}) | {"schema_version", "notifications"}
 
 
 def _write_calls(store: PostgresStore, lines: list[str]) -> dict[str, Any]:
-    ev = Event(invocation_id="inv", author="user", content=Content.from_text("x"))
-    return {
-        "create_session": lambda: store.create_session("app", "u", "new"),
-        "append_event": lambda: store.append_event("refund-waiting-1", ev),
-        "put_snapshot": lambda: store.put_snapshot("refund-waiting-1", "inv", 1, {}),
-        "import_session": lambda: store.import_session(lines, session_id="copy", operator="x"),
-        "bulk_load": lambda: store.bulk_load([(Session(id="b", app_name="a", user_id="u"), [ev])]),
-        "acquire_lease": lambda: store.acquire_lease("refund-waiting-1", "inv", "me", 60),
-        "renew_lease": lambda: store.renew_lease("refund-waiting-1", "inv", "me", 60),
-        "release_lease": lambda: store.release_lease("refund-waiting-1", "inv", "me"),
-        "checkpoint": lambda: store.checkpoint(),
-        "migrate": lambda: store.migrate(),
-    }
+    return {**test_safety._write_calls(store, lines), "migrate": lambda: store.migrate()}  # type: ignore[arg-type]
 
 
 async def test_no_write_path_of_a_read_only_postgres_store_is_reachable(pg_demo_template: str) -> None:
