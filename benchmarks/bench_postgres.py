@@ -236,10 +236,17 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--sessions", type=int, default=None, help="sessions for the listing/inbox pages")
     ap.add_argument("--no-console", action="store_true")
+    ap.add_argument(
+        "--max-history",
+        type=int,
+        default=None,
+        help="largest unrelated history for resume and the console's long session (default 100,000; 10,000 quick)",
+    )
     ns = ap.parse_args()
     pg_base()
     q = ns.quick
-    sizes = [100, 10_000] if q else [100, 10_000, 100_000]
+    biggest = ns.max_history or (10_000 if q else 100_000)
+    sizes = [n for n in (100, 10_000, 100_000) if n <= biggest]
     n_sessions = ns.sessions or (10_000 if q else 100_000)
     samples = 5 if q else 15
     rows: list[tuple[str, str, str]] = []
@@ -262,7 +269,7 @@ def main() -> int:
                 r[f"conc{w}"] = b_concurrent(kind, tmp, w, 100 if q else 300)
             if not ns.no_console:
                 print(f"[{kind}] console", file=sys.stderr)
-                big, long = asyncio.run(console_stores(kind, tmp, n_sessions, 10_000 if q else 100_000))
+                big, long = asyncio.run(console_stores(kind, tmp, n_sessions, biggest))
                 r["paint"] = bench_console.child(["sessions", big])["first_paint_s"]
                 r["open"] = bench_console.child(["open", long, "long-loop"])
         s, p = res["sqlite"], res["postgres"]

@@ -1,6 +1,6 @@
 """The ``SessionStore`` contract and the row models it returns.
 
-Every backend (in-memory, SQLite, later PostgreSQL) implements
+Every backend (in-memory, SQLite, PostgreSQL) implements
 :class:`SessionStore` and passes the one contract suite in
 ``tests/contract``. Guarantees stated here are what callers rely on:
 
