@@ -89,6 +89,8 @@ class ConfirmWrite(ModalScreen[WriteChoice | None]):
                 yield Button("Back (esc)", id="confirm-back")
 
     def on_mount(self) -> None:
+        for box in self.query(Input):
+            box.cursor_blink = getattr(self.app, "cursor_blink", True)
         self.query_one("#confirm-operator" if not self.operator else "#confirm-reason", Input).focus()
         self._refresh_command()
 

@@ -117,6 +117,11 @@ def json_highlights(text: str) -> dict[int, list[Highlight]]:
 class JsonArea(TextArea):
     """A TextArea with JSON highlighting from :func:`json_highlights` (no tree-sitter)."""
 
+    def on_mount(self) -> None:
+        # The app's blink setting (off in snapshot tests: a blinking cursor makes
+        # the picture depend on when it is taken).
+        self.cursor_blink = getattr(self.app, "cursor_blink", True)
+
     def _build_highlight_map(self) -> None:
         # TextArea calls this after every edit; with no language set its own
         # version only clears the map, so fill it from the scanner instead.

@@ -48,7 +48,7 @@ async def settle(pilot: Any, rounds: int = 2) -> None:
         await pilot.pause()
 
 
-async def wait_until(pilot: Any, predicate: Any, timeout: float = 5.0) -> None:
+async def wait_until(pilot: Any, predicate: Any, timeout: float = 30.0) -> None:
     start = time.monotonic()
     while not predicate():
         if time.monotonic() - start > timeout:

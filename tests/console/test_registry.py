@@ -109,3 +109,47 @@ def test_parse_command():
 
 def test_bindings_helper_matches_registry():
     assert [b.id for b in bindings("log")] == [a.id for a in for_screen("log")]
+
+
+# A value for each placeholder the ``cli=`` templates use.
+PLACEHOLDERS = {
+    "session_id": "refund-waiting-1",
+    "invocation_id": "72b1ebac39e8",
+    "interrupt_id": "finance-order-1001",
+    "answers": "finance-order-1001=true",
+    "status": "waiting",
+    "text": "refund",
+    "position": "3",
+    "mark": "1",
+}
+
+
+@pytest.mark.parametrize("action", [a for a in ACTIONS if a.cli], ids=lambda a: a.id)
+def test_every_cli_template_is_a_command_the_cli_accepts(action):
+    """The help screen and the palette show ``action.cli`` as the equivalent
+    shell command: it must parse against the real click group (command, options
+    and arguments), or an operator copies a command that does not exist."""
+    import shlex
+
+    import click
+
+    from console.cli import cli
+
+    words = shlex.split(action.cli.format(**PLACEHOLDERS))
+    assert words[0] == "hitl", action.cli
+    if words[1:] == ["--help"]:
+        with pytest.raises(click.exceptions.Exit) as done:
+            cli.make_context("hitl", ["--help"])
+        assert done.value.exit_code == 0
+        return
+    ctx = cli.make_context("hitl", words[1:], resilient_parsing=False)
+    # click 8 keeps the subcommand apart from the rest; click 9 will keep it in args.
+    args = [*getattr(ctx, "_protected_args", []), *ctx.args]
+    if not args:  # `hitl --help` or the bare console
+        return
+    command = cli.get_command(ctx, args[0])
+    assert command is not None, f"{action.id}: no command {args[0]!r} in {action.cli!r}"
+    try:
+        command.make_context(args[0], args[1:], parent=ctx)
+    except click.UsageError as exc:
+        raise AssertionError(f"{action.id}: {action.cli!r} does not parse: {exc.format_message()}") from exc

@@ -5,6 +5,7 @@ show exactly a fresh projection of the events up to there."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from pathlib import Path
@@ -242,6 +243,15 @@ async def test_moving_the_log_cursor_moves_the_replay(store):
         assert screen.position == 14 and screen.query_one(ReplayLog).cursor == 13
 
 
+async def wait_for(pilot, predicate, message: str, deadline: float = 30.0) -> None:
+    """Wait on the screen's state (a deadline against hangs, not a timing check)."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + deadline
+    while not predicate():
+        assert loop.time() < end, message
+        await pilot.pause(0.02)
+
+
 async def test_play_runs_to_the_end_then_pauses(store):
     app = replay_app(store, "refund-partial-1", at=0)
     async with app.run_test(size=SIZE) as pilot:
@@ -252,15 +262,12 @@ async def test_play_runs_to_the_end_then_pauses(store):
         assert SPEEDS[screen.speed] == 8 and "8/s" in str(screen.query_one("#replay-info", Static).render())
         screen.speed = len(SPEEDS) - 1  # the fastest: 8 events a tick
         await pilot.press("p")
-        for _ in range(40):
-            await pilot.pause(0.05)
-            if not screen.playing:
-                break
-        assert not screen.playing and screen.position == screen.total
+        await wait_for(pilot, lambda: not screen.playing, "play stops by itself at the end")
+        assert screen.position == screen.total
         await assert_shows_fresh_state(app, store, "refund-partial-1")
-        screen.speed = 3  # 8 events/s, one a tick
+        screen.speed = 0  # 1 event/s, one a tick
         await pilot.press("p")  # at the end, play starts over
-        await pilot.pause(0.35)
+        await wait_for(pilot, lambda: screen.position > 0, "play started over from the beginning")
         await pilot.press("p")
         assert not screen.playing and 0 < screen.position < screen.total
 
