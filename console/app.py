@@ -72,8 +72,11 @@ class HitlApp(App[None]):
         secret_patterns: Iterable[str] = DEFAULT_SECRET_PATTERNS,
         operator: str | None = None,
         read_only_reason: str | None = None,
+        store_options: dict[str, Any] | None = None,
     ) -> None:
         super().__init__()
+        self.store_options = dict(store_options or {})
+        """Backend options for opening ``db_path`` (a PostgreSQL password from hitl.toml)."""
         configure_secrets(show_secrets, secret_patterns)
         self._store = store
         self.db_path = db_path
@@ -99,7 +102,9 @@ class HitlApp(App[None]):
         if store is not None:
             self.store_label = "memory store" if type(store).__name__ == "MemoryStore" else str(getattr(store, "path", ""))
         else:
-            self.store_label = str(db_path) if db_path else "default store"
+            from engine.store.factory import store_label
+
+            self.store_label = store_label(db_path) if db_path else "default store"
         if replay is not None and replay.file is not None and store is None:
             self.store_label = f"file {replay.file}"
 
@@ -141,10 +146,12 @@ class HitlApp(App[None]):
     @work(exclusive=True, group="open-store", exit_on_error=False)
     async def _open_store(self) -> None:
         try:
-            from engine.store.sqlite import SQLiteStore
+            from engine.store.factory import open_store, store_label
+            from engine.store.sqlite import default_db_path
 
-            self._store = await SQLiteStore.open(self.db_path, read_only=self.read_only)
-            self.store_label = str(getattr(self._store, "path", self.db_path or ""))
+            target = self.db_path if self.db_path is not None else default_db_path()
+            self._store = await open_store(target, read_only=self.read_only, **self.store_options)
+            self.store_label = store_label(target)
         except Exception as e:  # noqa: BLE001 -- told to the operator, never a traceback
             text = one_line(e)
             self.query_one("#splash", Static).update(f"Cannot open the session store.\n\n{text}\n\nPress q to quit.")
@@ -331,15 +338,17 @@ def run_app(
     replay: ReplaySource | None = None,
     show_secrets: bool = False,
     secret_patterns: Iterable[str] = DEFAULT_SECRET_PATTERNS,
+    store_options: dict[str, Any] | None = None,
 ) -> None:
-    """Run the console on the SQLite store at ``db_path`` (None: the default path);
+    """Run the console on the store at ``db_path``, a path or a URL (None: the default file);
     ``replay``: open on the Replay screen of a session or of an exported file.
     Values of secret-looking keys are masked unless ``show_secrets``."""
     HitlApp(
-        db_path=Path(db_path) if db_path is not None else None,
+        db_path=db_path if db_path is None or isinstance(db_path, str) and "://" in db_path else Path(db_path),
         read_only=read_only,
         registry=registry,
         replay=replay,
         show_secrets=show_secrets,
         secret_patterns=secret_patterns,
+        store_options=store_options,
     ).run()

@@ -86,12 +86,29 @@ class Options:
     _patterns: tuple[str, ...] | None = None
     _redactor: Redactor | None = None
 
-    def db_path(self) -> Path:
-        if self.db:
-            return Path(self.db).expanduser()
+    def db_path(self) -> Path | str:
+        """The store: --db, else $HITL_DB, else hitl.toml [store] url, else the
+        default file. A path, or a URL string (sqlite:, postgresql://, memory:)."""
+        from engine.store.factory import is_url
         from engine.store.sqlite import default_db_path
 
+        target = self.db or os.environ.get("HITL_DB") or self._store_config().get("url")
+        if target:
+            return target if is_url(target) else Path(target).expanduser()
         return default_db_path()
+
+    def _store_config(self) -> dict[str, Any]:
+        from engine.store.factory import store_config
+
+        try:
+            return store_config(self.config_path())
+        except HitlError as exc:
+            fail(str(exc))
+
+    def store_options(self) -> dict[str, Any]:
+        """Backend options from hitl.toml [store] (a PostgreSQL password)."""
+        cfg = self._store_config()
+        return {"password": cfg["password"]} if "password" in cfg else {}
 
     def config_path(self) -> str | None:
         if self.config is None and Path(CONFIG_NAME).is_file():
@@ -162,7 +179,8 @@ db_option = _global(
     "--db",
     name="db",
     metavar="PATH",
-    help="Session database (default: $HITL_DB or ~/.local/share/hitl-console/hitl.sqlite).",
+    help="Session store: a file path or a URL, sqlite:///PATH or postgresql://USER@HOST/DB (default: $HITL_DB, "
+    "hitl.toml [store] url, or ~/.local/share/hitl-console/hitl.sqlite).",
 )
 json_option = _global("--json", "json_", name="json", is_flag=True, help="Machine-readable output (JSON).")
 read_only_option = _global(
@@ -261,17 +279,17 @@ async def page_of(call: Coroutine[Any, Any, T]) -> T:
 @asynccontextmanager
 async def open_store(*, write: bool) -> AsyncIterator[SessionStore]:
     """The store at ``--db``; read-only unless the command writes (and no --read-only)."""
-    from engine.store.sqlite import SQLiteStore
+    from engine.store.factory import open_store as open_target
 
     opts = _opts()
     # inline: the CLI has no UI to keep responsive, so SQL runs on its loop thread (faster appends)
     timeout = 5.0 if opts.busy_timeout is None else opts.busy_timeout
+    target = opts.db_path()
+    kw = {"inline": True, "busy_timeout": timeout, **opts.store_options()}
     # A read never writes: a store from an older hitl is refused with a line
     # that says so (SchemaUpgradeNeeded: run `hitl migrate`); a writing command
     # upgrades it on open, before its first write.
-    store = await SQLiteStore.open(
-        opts.db_path(), read_only=opts.read_only or not write, inline=True, busy_timeout=timeout
-    )
+    store = await open_target(target, read_only=opts.read_only or not write, **kw)
     try:
         yield store
     finally:
@@ -521,7 +539,7 @@ def cli(ctx: click.Context) -> None:
     except HitlError as exc:
         fail(str(exc))
     path = opts.db_path()
-    if not path.exists() and not opts.db and not os.environ.get("HITL_DB") and not opts.read_only:
+    if isinstance(path, Path) and not path.exists() and not opts.db and not os.environ.get("HITL_DB") and not opts.read_only:
         # First run on the embedded default store: seed it with the sample
         # sessions so the console opens on something real to triage.
         from sample_sessions.demo import build_demo_db
@@ -531,6 +549,7 @@ def cli(ctx: click.Context) -> None:
     run_app(
         path,
         read_only=opts.read_only,
+        store_options=opts.store_options(),
         registry=registry,
         show_secrets=opts.show_secrets,
         secret_patterns=opts.patterns(),
@@ -987,6 +1006,22 @@ def event_summary(event: Event) -> str:
     return short(event.output, 60)
 
 
+async def _event_pages(store: Any, session_id: str, after: int, limit: int | None) -> AsyncIterator[Any]:
+    """A session's events after ``after`` (at most ``limit``), read a page at a
+    time so memory stays constant however long the session is."""
+    last, left = after, limit
+    while left is None or left > 0:
+        want = EVENTS_PAGE if left is None else min(EVENTS_PAGE, left)
+        page = await store.events(session_id, after_seq=last, limit=want)
+        for stored in page:
+            yield stored
+        if len(page) < want:
+            return
+        last = page[-1].seq
+        if left is not None:
+            left -= len(page)
+
+
 @cli.command()
 @common
 @click.argument("session_id", metavar="SESSION")
@@ -994,7 +1029,7 @@ def event_summary(event: Event) -> str:
 @click.option("--limit", type=click.IntRange(1), default=None, help="At most this many events.")
 @click.option("--tail", is_flag=True, help="Keep printing new events as they are appended (Ctrl-C stops).")
 @click.option(
-    "--interval", type=click.FloatRange(0.05), default=0.5, show_default=True, help="Polling interval for --tail."
+    "--interval", type=click.FloatRange(0.05), default=0.5, show_default=True, help="Polling interval for --tail (a fallback on PostgreSQL, which notifies)."
 )
 def events(session_id: str, after: int, limit: int | None, tail: bool, interval: float) -> None:
     """A session's event log, one line per event (--tail follows it)."""
@@ -1003,29 +1038,24 @@ def events(session_id: str, after: int, limit: int | None, tail: bool, interval:
     async def body() -> None:
         async with open_store(write=False) as store:
             await store.get_session(session_id)
-            last = after
             printed = 0
-            while True:
-                # Pages, so memory stays constant however long the session is.
-                want = EVENTS_PAGE if limit is None else min(EVENTS_PAGE, limit - printed)
-                page = await store.events(session_id, after_seq=last, limit=want)
-                _redactor().learn_events(s.event for s in page)
-                for stored in page:
-                    e = safe_event(stored.event)
-                    if opts.json:
-                        out_json({"seq": stored.seq, **e.model_dump(mode="json", exclude_none=True)})
-                    else:
-                        line = f"{stored.seq:>6}  {clock(e.timestamp)}  {e.kind:<9} {(e.path or '-'):<40} {event_summary(e)}"
-                        out(line.rstrip())
-                    last = stored.seq
-                    printed += 1
-                    if limit is not None and printed >= limit:
-                        return
-                if len(page) == want and (limit is None or printed < limit):
-                    continue  # more pages right away
-                if not tail:
+            if tail:  # woken by notifications where the store has them (PostgreSQL), else polling
+                from engine.store.tail import follow
+
+                source: Any = follow(store, session_id, after_seq=after, interval=interval)
+            else:
+                source = _event_pages(store, session_id, after, limit)
+            async for stored in source:
+                _redactor().learn_events([stored.event])
+                e = safe_event(stored.event)
+                if opts.json:
+                    out_json({"seq": stored.seq, **e.model_dump(mode="json", exclude_none=True)})
+                else:
+                    line = f"{stored.seq:>6}  {clock(e.timestamp)}  {e.kind:<9} {(e.path or '-'):<40} {event_summary(e)}"
+                    out(line.rstrip())
+                printed += 1
+                if limit is not None and printed >= limit:
                     return
-                await asyncio.sleep(interval)
 
     with suppress(KeyboardInterrupt):
         run(body())
@@ -1225,28 +1255,6 @@ def import_cmd(file: str, as_id: str | None, operator: str | None, reason: str |
     run(body())
 
 
-@cli.command()
-@common
-def migrate() -> None:
-    """Upgrade the store at --db to this version's schema, in place (reads never do)."""
-    from engine.store.sqlite import SCHEMA_VERSION, SQLiteStore, schema_version
-
-    async def body() -> None:
-        path = _opts().db_path()
-        if _opts().read_only:
-            raise ReadOnlyError("the store is open read-only (--read-only); nothing was written")
-        if not path.exists():
-            raise HitlError(f"no session database at {path}; check --db / $HITL_DB")
-        before = await schema_version(path)
-        await (await SQLiteStore.open(path, inline=True)).close()
-        if before == SCHEMA_VERSION:
-            out(f"{path} is already at schema version {SCHEMA_VERSION}; nothing to do")
-        else:
-            out(f"migrated {path} from schema version {before} to {SCHEMA_VERSION}")
-
-    run(body())
-
-
 # ---------------------------------------------------------------------- audit
 AUDIT_ACTIONS = ("answer", "redrive", "cancel", "import")
 
@@ -1362,6 +1370,7 @@ def demo(count: int, fresh: bool, epoch: float | None, long_iterations: int | No
 
     Always with the sample apps' own code (a config or --app entry of the same
     name does not replace it here)."""
+    from engine.store.factory import store_label
     from sample_sessions.demo import DEFAULT_LONG_ITERATIONS, build_demo_db, format_report
 
     opts = _opts()
@@ -1377,11 +1386,12 @@ def demo(count: int, fresh: bool, epoch: float | None, long_iterations: int | No
             epoch=epoch,
             long_iterations=DEFAULT_LONG_ITERATIONS if long_iterations is None else long_iterations,
             progress=lambda what: click.echo(f"  building {what}", err=True),
+            store_options=opts.store_options(),
         )
         if opts.json:
             out_json(
                 {
-                    "db": str(path),
+                    "db": store_label(path),
                     "created": report.created,
                     "kept": report.skipped,
                     "bulk": report.bulk,
@@ -1389,7 +1399,7 @@ def demo(count: int, fresh: bool, epoch: float | None, long_iterations: int | No
                 }
             )
         else:
-            out(format_report(report, path))
+            out(format_report(report, store_label(path)))
 
     run(body())
 
@@ -1399,6 +1409,8 @@ from console.serve.command import serve as _serve  # noqa: E402 -- needs this mo
 
 cli.add_command(_serve)
 
+from . import cli_store  # noqa: E402, F401 -- registers hitl migrate and hitl copy
 
 if __name__ == "__main__":
     main()
+

@@ -348,9 +348,10 @@ async def _bulk(store: SessionStore, count: int, newest: float, report: DemoRepo
             user = f"user-{k % BULK_USERS + 1:03d}"
             yield Session(id=sid, app_name=session.app_name, user_id=user, created_at=start, updated_at=start), copies
 
-    bulk_load = getattr(store, "bulk_load", None)
-    if bulk_load is not None:
-        await bulk_load(replicas())
+    from engine.store.base import has_capability
+
+    if has_capability(store, "bulk_load"):
+        await store.bulk_load(replicas())  # type: ignore[attr-defined]
     else:
         for session, events in replicas():
             await store.create_session(session.app_name, session.user_id, session.id)
@@ -425,19 +426,31 @@ async def build_demo_db(
     long_iterations: int = DEFAULT_LONG_ITERATIONS,
     registry: AppRegistry | None = None,
     progress: Callable[[str], None] | None = None,
+    store_options: dict[str, Any] | None = None,
 ) -> DemoReport:
-    """:func:`build_demo` into a SQLite file (``fresh``: delete it first)."""
-    from engine.store.sqlite import SQLiteStore
+    """:func:`build_demo` into a store: a SQLite file (``fresh``: delete it first)
+    or a URL (``postgresql://...``; ``fresh`` is refused there: drop the schema yourself)."""
+    from engine.errors import HitlError
+    from engine.store.base import has_capability
+    from engine.store.factory import is_url, open_store, store_label
 
-    path = Path(path).expanduser()
-    if fresh:
-        remove_db(path)
-    store = await SQLiteStore.open(path, inline=True)
+    if is_url(str(path)) and not str(path).startswith("sqlite:"):
+        if fresh:
+            raise HitlError(f"--fresh deletes a file; {store_label(str(path))} is a server store: drop its schema instead")
+        target: str | Path = str(path)
+    else:
+        from engine.store.factory import sqlite_path
+
+        target = sqlite_path(path)
+        if fresh:
+            remove_db(target)
+    store = await open_store(target, inline=True, **(store_options or {}))
     try:
         report = await build_demo(
             store, sessions=sessions, epoch=epoch, long_iterations=long_iterations, registry=registry, progress=progress
         )
-        await store.checkpoint()
+        if has_capability(store, "checkpoint"):
+            await store.checkpoint()  # type: ignore[attr-defined]
     finally:
         await store.close()
     return report

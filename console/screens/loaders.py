@@ -13,13 +13,12 @@
 from __future__ import annotations
 
 import asyncio
-import inspect
 from typing import Any
 
 from engine.errors import CorruptEventError, HitlError
 from engine.models import NodeStatus, StoredEvent
 from engine.projection import Projection
-from engine.store.base import InvocationSummary, SessionStore
+from engine.store.base import InvocationSummary, SessionStore, has_capability
 
 from ..messages import InvocationView
 
@@ -32,13 +31,6 @@ def one_line(exc: BaseException) -> str:
     text = str(exc) if isinstance(exc, HitlError) else f"{type(exc).__name__}: {exc}"
     text = " ".join(text.split())
     return text if len(text) <= 300 else text[:299] + "…"
-
-
-def _accepts(method: Any, name: str) -> bool:
-    try:
-        return name in inspect.signature(method).parameters
-    except (TypeError, ValueError):
-        return False
 
 
 def _gaps(after_seq: int, events: list[StoredEvent], upto: int | None) -> list[int]:
@@ -54,7 +46,7 @@ async def read_events(
     """Up to ``limit`` readable events after ``after_seq`` and the seqs of the
     corrupt rows met on the way. ``last_seq`` (read *before* this call) lets a
     short read also report corrupt rows at the end of the log."""
-    if _accepts(store.events, "skip_corrupt"):
+    if has_capability(store, "skip_corrupt"):
         events = await store.events(session_id, after_seq=after_seq, limit=limit, skip_corrupt=True)  # type: ignore[call-arg]
         reached_end = limit is None or len(events) < limit
         return events, _gaps(after_seq, events, last_seq if reached_end else None)
@@ -86,7 +78,7 @@ async def _invocation_tail(
         return await store.invocation_events(session_id, invocation_id, after_seq=after_seq), []
     except CorruptEventError as e:
         first_bad = e.seq
-    if _accepts(store.invocation_events, "skip_corrupt"):
+    if has_capability(store, "skip_corrupt"):
         events = await store.invocation_events(
             session_id, invocation_id, after_seq=after_seq, skip_corrupt=True  # type: ignore[call-arg]
         )

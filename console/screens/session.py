@@ -7,7 +7,9 @@ Data flow (all store reads in workers, results as messages):
    session). If the snapshot left out earlier loop iterations,
    :func:`~console.screens.loaders.load_history` folds the invocation from its
    first event in the background and the tree is redrawn once with every run.
-2. Every ``poll_interval`` seconds the screen reads the events appended since
+2. Every ``poll_interval`` seconds -- and at once on every append notification
+   of its session, when the store sends them (PostgreSQL's LISTEN/NOTIFY; the
+   timer is then the fallback) -- the screen reads the events appended since
    the last poll -- by this process or another -- applies them to the
    projection one by one, and relabels or adds only the tree nodes the
    projection's ``Change`` names. The log grows by the same events.
@@ -22,7 +24,7 @@ knows. A poll reads from the smaller of the two.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -34,7 +36,7 @@ from engine.errors import SessionNotFoundError
 from engine.liveness import invocation_health, is_mid_run
 from engine.models import parent_path
 from engine.projection import Projection
-from engine.store.base import InvocationSummary
+from engine.store.base import InvocationSummary, has_capability
 
 from ..actions import bindings
 from ..messages import (
@@ -90,6 +92,9 @@ class SessionScreen(SessionAnswering, HitlScreen):
         """``node``: the details pane follows the tree cursor; ``event``: the log cursor."""
         self._token = 0
         self._polling = False
+        self._poll_again = False
+        """A notification came while a poll was running: poll again when it ends."""
+        self._listener: Any = None
         self._last_error: str | None = None
         self.writing: str | None = None
         """The kind of the console-started write now running (``answer``, ...), shown in the info line."""
@@ -114,6 +119,30 @@ class SessionScreen(SessionAnswering, HitlScreen):
         self.reload_view(self.wanted_invocation)
         if self.hitl.poll_interval:
             self.set_interval(self.hitl.poll_interval, self._poll)
+            if has_capability(self.hitl.store, "notify"):
+                self._listen()
+
+    @work(group="session-listen", exit_on_error=False)
+    async def _listen(self) -> None:
+        """Poll at once when the store notifies an append to this session."""
+
+        def on_append(session_id: str | None, _seq: int | None) -> None:
+            if session_id is not None and session_id != self.session_id:
+                return
+            if self._polling:
+                self._poll_again = True
+            else:
+                self._poll()
+
+        try:
+            self._listener = await self.hitl.store.notifications(on_append)  # type: ignore[attr-defined]
+        except Exception:  # noqa: BLE001 -- no notifications: the timer still polls
+            self._listener = None
+
+    async def on_unmount(self) -> None:
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            await listener.close()
 
     @property
     def tree(self) -> NodeTree:
@@ -258,6 +287,9 @@ class SessionScreen(SessionAnswering, HitlScreen):
 
     def on_live_events(self, message: LiveEvents) -> None:
         self._polling = False
+        if self._poll_again:
+            self._poll_again = False
+            self.call_later(self._poll)
         if message.token != self._token or not (message.events or message.corrupt):
             return
         self._last_error = None

@@ -17,6 +17,8 @@ _LAZY = {
     "session_status": "base",
     "MemoryStore": "memory",
     "SQLiteStore": "sqlite",
+    "open_store": "factory",
+    "store_label": "factory",
 }
 
 if TYPE_CHECKING:
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
         index_effects,
         session_status,
     )
+    from .factory import open_store, store_label
     from .memory import MemoryStore
     from .sqlite import SQLiteStore
 
@@ -49,6 +52,8 @@ def _submodule(module: str) -> ModuleType:
         from . import base as m
     elif module == "memory":
         from . import memory as m
+    elif module == "factory":
+        from . import factory as m
     else:
         from . import sqlite as m
     return m
@@ -68,5 +73,7 @@ __all__ = [
     "SessionStore",
     "SessionSummary",
     "index_effects",
+    "open_store",
+    "store_label",
     "session_status",
 ]

@@ -1,6 +1,6 @@
 """The ``SessionStore`` contract and the row models it returns.
 
-Every backend (in-memory, SQLite, later PostgreSQL) implements
+Every backend (in-memory, SQLite, PostgreSQL) implements
 :class:`SessionStore` and passes the one contract suite in
 ``tests/contract``. Guarantees stated here are what callers rely on:
 
@@ -238,11 +238,32 @@ def session_status(statuses: list[InvocationState]) -> SessionStatus:
     return "completed" if "completed" in statuses else "cancelled"
 
 
+Capability = Literal["skip_corrupt", "corrupt_events", "bulk_load", "checkpoint", "path", "notify", "migrate"]
+"""Optional features beyond the protocol, declared in a store's ``capabilities``:
+
+``skip_corrupt``    ``events`` / ``invocation_events`` accept ``skip_corrupt=True``
+``corrupt_events``  ``await store.corrupt_events(session_id) -> list[int]``
+``bulk_load``       ``await store.bulk_load(sessions, batch_size=) -> int`` (events written)
+``checkpoint``      ``await store.checkpoint()`` (fold a journal before copying/measuring)
+``path``            ``store.path`` is the store's file
+``notify``          ``store.notifications()`` yields ``(session_id, seq)`` as appends commit
+``migrate``         ``await store.migrate() -> (version before, after)``
+"""
+
+
+def has_capability(store: object, capability: Capability) -> bool:
+    """Whether ``store`` declares ``capability`` (see :data:`Capability`)."""
+    return capability in getattr(store, "capabilities", ())
+
+
 @runtime_checkable
 class SessionStore(Protocol):
     """Durable home of sessions and their event logs. See the module docstring."""
 
     read_only: bool
+
+    capabilities: frozenset[Capability]
+    """What the store offers beyond this protocol (:data:`Capability`)."""
 
     async def create_session(
         self, app_name: str, user_id: str, session_id: str | None = None, state: dict[str, Any] | None = None

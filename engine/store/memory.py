@@ -63,6 +63,9 @@ class _SessionData:
 class MemoryStore:
     """A dict-backed store; one asyncio lock makes each append atomic."""
 
+    capabilities: frozenset[str] = frozenset()
+    """No optional features (see :data:`engine.store.base.Capability`)."""
+
     def __init__(self, *, read_only: bool = False) -> None:
         self.read_only = read_only
         self._sessions: dict[str, _SessionData] = {}

@@ -1261,6 +1261,9 @@ class SQLiteStore:
     not create its -shm index beside it (a directory this user cannot write, a
     full disk). Changes another process makes meanwhile are not seen."""
 
+    capabilities: frozenset[str] = frozenset({"skip_corrupt", "corrupt_events", "bulk_load", "checkpoint", "path"})
+    """Optional features (see :data:`engine.store.base.Capability`)."""
+
     def __init__(self, driver: _Driver, path: Path, *, read_only: bool, busy_timeout: float) -> None:
         self._driver: _Driver | None = driver
         self.path = path

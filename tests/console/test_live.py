@@ -113,11 +113,11 @@ CHILD = textwrap.dedent(
     import asyncio, sys
     sys.path.insert(0, {root!r})
     from engine import Content, Runner
-    from engine.store.sqlite import SQLiteStore
+    from engine.store import open_store
     from tests.console.scenarios import refund_wf
 
     async def main():
-        store = await SQLiteStore.open({db!r})
+        store = await open_store({db!r})
         runner = Runner("refunds", refund_wf, store)
         async for _ in runner.run("alice", "refund-partial", Content.from_responses({{"legal-1": True, "ops-1": True}})):
             pass
@@ -128,15 +128,19 @@ CHILD = textwrap.dedent(
 )
 
 
-async def test_another_process_writes_sqlite(tmp_path: Path):
-    sqlite = pytest.importorskip("engine.store.sqlite")
-    db = tmp_path / "live.sqlite"
-    seed = await build_store()
-    store = await sqlite.SQLiteStore.open(db)
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+async def test_another_process_writes_the_store(kind: str, tmp_path: Path):
+    """SQLite: the screen's poll brings another process's events. PostgreSQL: the
+    screen follows LISTEN/NOTIFY -- with a poll interval far beyond the deadline,
+    only a notification can bring them on screen."""
+    from tests.contract.builders import location, open_store
+
     from .conftest import copy_into_store
 
+    seed = await build_store()
+    store = await open_store(kind, tmp_path)
     await copy_into_store(seed, store)
-    app = make_app(store, poll_interval=0.2)
+    app = make_app(store, poll_interval=0.2 if kind == "sqlite" else 3600)
     async with app.run_test(size=(120, 34)) as pilot:
         await settle(pilot)
         app.open_session("refund-partial")
@@ -144,11 +148,14 @@ async def test_another_process_writes_sqlite(tmp_path: Path):
         screen = app.screen
         assert isinstance(screen, SessionScreen)
         assert "WAITING" in label(screen, "refund@1")
+        if kind == "postgres":
+            await wait_until(pilot, lambda: screen._listener is not None)
         root = str(Path(__file__).resolve().parents[2])
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-c", CHILD.format(root=root, db=str(db)), stderr=subprocess.PIPE
+            sys.executable, "-c", CHILD.format(root=root, db=str(location(store))), stderr=subprocess.PIPE
         )
         _, err = await proc.communicate()
         assert proc.returncode == 0, err.decode()
         await wait_until(pilot, lambda: "COMPLETED" in label(screen, "refund@1/pay@1"))
+        assert "COMPLETED" in label(screen, "refund@1")
     await store.close()

@@ -37,7 +37,9 @@ async def test_read_events_reads_around_corrupt_rows_without_skip_support():
 
 
 class SkippingStore(CorruptingStore):
-    """Like the SQLite store: ``skip_corrupt=True`` leaves bad rows out."""
+    """Like the SQLite store: ``skip_corrupt=True`` leaves bad rows out (and says so)."""
+
+    capabilities = frozenset({"skip_corrupt"})
 
     async def events(self, session_id, *, after_seq=0, limit=None, skip_corrupt=False):  # type: ignore[override]
         if not skip_corrupt:

@@ -7,6 +7,8 @@ store suites test the store alone.
 from __future__ import annotations
 
 import itertools
+import os
+import uuid
 from pathlib import Path
 from typing import Any
 from unittest.mock import patch
@@ -16,10 +18,35 @@ from engine.models import Content, Event, FunctionCall, NodeInfo, NodeStatus, Pa
 from engine.store import MemoryStore, SQLiteStore
 from engine.store.base import SessionStore
 
-KINDS = ["memory", "sqlite", "sqlite-thread", "sqlite-inline"]
+KINDS = ["memory", "sqlite", "sqlite-thread", "sqlite-inline", "postgres"]
 """Store kinds: the reference, SQLite on aiosqlite's thread, SQLite on the
-fallback driver used when aiosqlite's internals are not available, and SQLite
-run inline on the event loop (for workflow-only processes)."""
+fallback driver used when aiosqlite's internals are not available, SQLite
+run inline on the event loop (for workflow-only processes), and PostgreSQL
+(the server at ``$HITL_TEST_PG_URL``, a fresh schema per store)."""
+
+
+def pg_url() -> str:
+    """The test server's URL. Without one: a failure under CI=true (the
+    PostgreSQL suites must run there), else a skip that says how to get one."""
+    import pytest
+
+    url = os.environ.get("HITL_TEST_PG_URL")
+    if url:
+        return url
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail("CI=true but no PostgreSQL test server: HITL_TEST_PG_URL is unset (run the tests via scripts/test)")
+    pytest.skip("no PostgreSQL test server: run the tests via scripts/test, or set HITL_TEST_PG_URL")
+
+
+def pg_fresh_url() -> str:
+    """A URL of a new, empty schema on the test server."""
+    url = pg_url()
+    return f"{url}{'&' if '?' in url else '?'}schema=t_{uuid.uuid4().hex[:16]}"
+
+
+def location(store: SessionStore) -> Any:
+    """What ``open_store(kind, ..., path=)`` takes to reopen ``store``."""
+    return getattr(store, "path", None) or store._url  # type: ignore[attr-defined]
 
 _files = itertools.count()
 
@@ -29,6 +56,10 @@ async def open_store(kind: str, directory: Path, *, path: Path | None = None, **
     or the existing file ``path``)."""
     if kind == "memory":
         return MemoryStore(**kwargs)
+    if kind == "postgres":
+        from engine.store.postgres import PostgresStore
+
+        return await PostgresStore.open(str(path) if path else pg_fresh_url(), **kwargs)
     path = path or directory / f"store-{next(_files)}.sqlite"
     if kind == "sqlite-thread":
         with patch.object(sqlite_mod._AiosqliteDriver, "available", staticmethod(lambda: False)):
@@ -126,6 +157,8 @@ def kind_of(store: SessionStore) -> str:
     """The ``open_store`` kind that made ``store``."""
     if isinstance(store, MemoryStore):
         return "memory"
+    if type(store).__name__ == "PostgresStore":
+        return "postgres"
     assert isinstance(store, SQLiteStore)
     if isinstance(store._driver, sqlite_mod._InlineDriver):
         return "sqlite-inline"

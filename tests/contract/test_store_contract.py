@@ -34,6 +34,7 @@ from .builders import (
     end,
     interrupt,
     kind_of,
+    location,
     open_store,
     start,
     user_msg,
@@ -712,7 +713,7 @@ async def test_read_only_store_rejects_every_write(kind: str, tmp_path: Path) ->
         writer = await open_store(kind, tmp_path)
         await waiting_session(writer, "a", session_id="s1")
         await writer.close()
-        ro = await open_store(kind, tmp_path, path=writer.path, read_only=True)
+        ro = await open_store(kind, tmp_path, path=location(writer), read_only=True)
     try:
         assert ro.read_only is True
         writes = [

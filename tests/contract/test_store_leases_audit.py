@@ -20,7 +20,7 @@ from engine.models import Event
 from engine.store.base import SessionStore
 from engine.store.jsonl import ImportFormatError
 
-from .builders import KINDS, answer, cancel, dump, open_store, user_msg, waiting_session
+from .builders import KINDS, answer, cancel, dump, location, open_store, user_msg, waiting_session
 
 
 @pytest.fixture(params=KINDS)
@@ -273,7 +273,7 @@ async def test_read_only_store_rejects_lease_writes_and_serves_reads(kind: str, 
         await writer.acquire_lease(sid, "inv1", "A", TTL)
         await writer.append_event(sid, answer("inv1", {"a": 1}, custom_metadata=_op("resume", "fiona")))
         await writer.close()
-        ro = await open_store(kind, tmp_path, path=writer.path, read_only=True)
+        ro = await open_store(kind, tmp_path, path=location(writer), read_only=True)
     try:
         for coro in (
             ro.acquire_lease("s1", "inv1", "B", TTL, steal_from="A"),

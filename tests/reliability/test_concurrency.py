@@ -10,6 +10,7 @@ every payment is made exactly once.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import random
@@ -18,12 +19,15 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from engine import Content
 from engine.apps import AppRegistry
 from engine.models import NodeStatus
 from engine.projection import Projection
 from engine.resume import load_invocation
-from engine.store.sqlite import SQLiteStore
+from engine.store import open_store
+from engine.store.base import has_capability
 
 from .workers import OUTCOMES, answer_worker, context
 
@@ -32,12 +36,13 @@ SHARED = {"shared-a": [f"order-30{k:02d}" for k in range(1, 9)], "shared-b": [f"
 YES = {"approved": True, "note": "concurrent"}
 
 
-async def _setup(db: Path) -> dict[str, list[str]]:
+async def _setup(db: Path | str) -> dict[str, list[str]]:
     """Two shared sessions (eight invocations waiting on two ids each) and one
     session per worker; returns the interrupt ids of each session."""
     registry = AppRegistry()
     ids: dict[str, list[str]] = {}
-    async with SQLiteStore.open(db) as store:
+    store = await open_store(db)
+    try:
         runner = registry.runner("refund_approval", store)
         plan = {**SHARED, **{f"solo-{w}": [f"order-40{w:02d}"] for w in range(WORKERS)}}
         for sid, orders in plan.items():
@@ -45,7 +50,18 @@ async def _setup(db: Path) -> dict[str, list[str]]:
                 async for _ in runner.run("u", sid, Content.from_text(order)):
                     pass
             ids[sid] = [f"{who}-{o}" for o in orders for who in ("finance", "risk")]
+    finally:
+        await store.close()
     return ids
+
+
+@contextlib.asynccontextmanager
+async def _opened(db: Path | str) -> Any:
+    store = await open_store(db, read_only=True)
+    try:
+        yield store
+    finally:
+        await store.close()
 
 
 def check_log(events: list[Any]) -> Projection:
@@ -73,13 +89,22 @@ def check_log(events: list[Any]) -> Projection:
     return proj
 
 
-async def _tail(db: Path, sessions: list[str], stop: asyncio.Event, seen: dict[str, list[tuple[int, str]]]) -> int:
-    """Poll ``events(after_seq)`` per session like the console's live view."""
+async def _tail(
+    db: Path | str, sessions: list[str], stop: asyncio.Event, seen: dict[str, list[tuple[int, str]]]
+) -> int:
+    """Read ``events(after_seq)`` per session like the console's live view: on every
+    notification where the store sends them (PostgreSQL), else polling."""
     polls = 0
-    async with SQLiteStore.open(db, read_only=True) as store:
+    store = await open_store(db, read_only=True)
+    wake = asyncio.Event()
+    listener = None
+    if has_capability(store, "notify"):
+        listener = await store.notifications(lambda _s, _q: wake.set())  # type: ignore[attr-defined]
+    try:
         last = dict.fromkeys(sessions, 0)
         while True:
             final = stop.is_set()
+            wake.clear()
             for sid in sessions:
                 for stored in await store.events(sid, after_seq=last[sid]):
                     seen[sid].append((stored.seq, stored.event.id))
@@ -87,11 +112,28 @@ async def _tail(db: Path, sessions: list[str], stop: asyncio.Event, seen: dict[s
             polls += 1
             if final:
                 return polls
-            await asyncio.sleep(0.002)
+            if listener is None:
+                await asyncio.sleep(0.002)
+            else:
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(wake.wait(), 1.0)
+    finally:
+        if listener is not None:
+            await listener.close()
+        await store.close()
 
 
-async def test_concurrent_answers_land_exactly_once(tmp_path: Path) -> None:
-    db = tmp_path / "db.sqlite"
+@pytest.fixture(params=["sqlite", "postgres"])
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> Path | str:
+    """A new store of each backend (the PostgreSQL one on the test server)."""
+    if request.param == "postgres":
+        from tests.contract.builders import pg_fresh_url
+
+        return pg_fresh_url()
+    return tmp_path / "db.sqlite"
+
+
+async def test_concurrent_answers_land_exactly_once(tmp_path: Path, db: Path | str) -> None:
     ids = await _setup(db)
     rng = random.Random(int(os.environ.get("HITL_CONCURRENCY_SEED", "7")))
     go = tmp_path / "go"
@@ -149,7 +191,7 @@ async def test_concurrent_answers_land_exactly_once(tmp_path: Path) -> None:
     assert set(outcomes) <= set(OUTCOMES), outcomes  # nothing but a landing or a clean rejection
     landed = [r for r in reports if r["outcome"] == "landed"]
 
-    async with SQLiteStore.open(db, read_only=True) as store:
+    async with _opened(db) as store:
         answered: Counter[tuple[str, str]] = Counter()
         paid_runs: list[str] = []
         lost_ledger = 0
@@ -195,7 +237,7 @@ async def test_concurrent_answers_land_exactly_once(tmp_path: Path) -> None:
     retries = sum(r["retries"] for r in reports)
     rejected = {k: v for k, v in outcomes.items() if k != "landed"}
     print(
-        f"\nconcurrency: {WORKERS} processes, {len(sessions)} sessions, {elapsed:.1f}s: "
+        f"\nconcurrency ({'postgres' if isinstance(db, str) else 'sqlite'}): {WORKERS} processes, {len(sessions)} sessions, {elapsed:.1f}s: "
         f"answers attempted {len(reports)} (+{retries} retries after InvocationBusyError), "
         f"landed {len(landed)}, rejected {sum(rejected.values())} {rejected}; "
         f"tailing reader: {sum(len(v) for v in seen.values())} events in {polls} polls, none missed; "

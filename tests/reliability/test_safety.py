@@ -98,6 +98,7 @@ WRITING_COMMANDS = {
     "import": ["import", "-"],  # the export file is filled in
     "demo": ["demo"],
     "migrate": ["migrate"],
+    "copy": ["copy", "--from", "-", "--to", "-"],  # the stores are filled in
 }
 READING_COMMANDS = {
     "sessions": ["sessions"],
@@ -129,6 +130,7 @@ def test_every_writing_cli_command_fails_with_read_only_and_writes_nothing(
     args["redrive"][2] = _invocation(hitl, "incident-failed-1")
     args["cancel"][2] = _invocation(hitl, "refund-waiting-1")
     args["import"] = ["import", str(export), "--as", "copy"]
+    args["copy"] = ["copy", "--from", str(db), "--to", str(tmp_path / "copy.sqlite")]
     before, before_bytes = logical_dump(db), db.read_bytes()
     for name, argv in args.items():
         for placement in (["--read-only", *argv], [*argv, "--read-only"]):

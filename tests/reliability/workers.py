@@ -22,6 +22,7 @@ from typing import Any
 PRELOAD = [
     "engine",
     "engine.store.sqlite",
+    "engine.store.postgres",
     "engine.liveness",
     "engine.apps",
     "sample_sessions.refund_approval",
@@ -76,10 +77,10 @@ def crash_child(spec: dict[str, Any]) -> None:
 
 async def _crash_main(spec: dict[str, Any], fd: int) -> None:
     from engine import Content, Runner, WorkflowFailed
-    from engine.store.sqlite import SQLiteStore
+    from engine.store import open_store
     from tests.reliability import crash_app
 
-    inner = await SQLiteStore.open(spec["db"], inline=True, busy_timeout=30)
+    inner = await open_store(spec["db"], inline=True, busy_timeout=30)
     store = AckStore(inner, fd, spec.get("kill_after_append"))
     runner = Runner(crash_app.APP, crash_app.workflow, store)  # type: ignore[arg-type]
     sid, user = spec["session"], "u"
@@ -118,11 +119,12 @@ async def _answer_main(spec: dict[str, Any]) -> None:
     from engine import Content, HitlError
     from engine.apps import AppRegistry
     from engine.errors import InvocationBusyError
-    from engine.store.sqlite import SQLiteStore
+    from engine.store import open_store
 
     registry = AppRegistry()
     report: list[dict[str, Any]] = []
-    async with SQLiteStore.open(spec["db"], inline=spec.get("inline", True), busy_timeout=30) as store:
+    store = await open_store(spec["db"], inline=spec.get("inline", True), busy_timeout=30)
+    try:
         runner = registry.runner("refund_approval", store)
         runner.lease_wait = spec.get("lease_wait", 0.05)
         while not os.path.exists(spec["go"]):
@@ -148,5 +150,7 @@ async def _answer_main(spec: dict[str, Any]) -> None:
                     entry["error"] = str(exc)
                 break
             report.append(entry)
+    finally:
+        await store.close()
     with open(spec["report"], "w", encoding="utf-8") as fh:
         json.dump(report, fh)

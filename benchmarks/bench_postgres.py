@@ -1,0 +1,307 @@
+"""PostgreSQL next to SQLite, in one run: appends, resumes, fresh runs, per-node
+cost, store calls per operation, listing and inbox first pages with many
+sessions, concurrent writers, console first paint and a long session's open.
+
+    HITL_TEST_PG_URL=postgresql://... python benchmarks/bench_postgres.py [--quick] [--sessions N]
+
+The server is the one at ``$HITL_BENCH_PG_URL`` or ``$HITL_TEST_PG_URL`` (e.g.
+started by ``source scripts/services/postgres.sh``); every benchmark uses a new
+schema of it. Prints one table; numbers are reported, never asserted.
+
+"store calls" counts the SessionStore calls of one operation: on PostgreSQL
+each is one round trip (an append is one statement, ``hitl_append``), plus one
+when a read finds no rows and checks that the session exists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing
+import os
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import bench_console  # noqa: E402
+import bench_engine as be  # noqa: E402
+import bench_store as bs  # noqa: E402
+
+from engine import START, Content, Runner, Workflow  # noqa: E402
+from engine.models import Event, Session  # noqa: E402
+from engine.store import open_store  # noqa: E402
+
+
+def pg_base() -> str:
+    url = os.environ.get("HITL_BENCH_PG_URL") or os.environ.get("HITL_TEST_PG_URL")
+    if not url:
+        sys.exit("set HITL_BENCH_PG_URL or HITL_TEST_PG_URL (source scripts/services/postgres.sh)")
+    return url
+
+
+def target(kind: str, tmp: Path, name: str) -> str:
+    if kind == "sqlite":
+        return str(tmp / f"{name}-{uuid.uuid4().hex[:6]}.sqlite")
+    base = pg_base()
+    return f"{base}{'&' if '?' in base else '?'}schema=b_{name.replace('-', '_')}_{uuid.uuid4().hex[:8]}"
+
+
+class Counting:
+    """A store proxy counting awaited store calls (for 'store calls per op')."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+        self.calls = 0
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._store, name)
+        if not callable(attr) or name.startswith("_") or name in ("export_session",):
+            return attr
+
+        def wrapped(*a: Any, **kw: Any) -> Any:
+            self.calls += 1
+            return attr(*a, **kw)
+
+        return wrapped
+
+
+# ------------------------------------------------------------------ benchmarks
+
+
+async def b_append(kind: str, tmp: Path, n: int) -> dict[str, float]:
+    store = await open_store(target(kind, tmp, "append"), inline=True)
+    await store.create_session("app", "u", "s")
+    ev = [Event(invocation_id="i", author="user", content=Content.from_text(f"m{k}")) for k in range(n)]
+    times = []
+    for e in ev:
+        t = time.perf_counter()
+        await store.append_event("s", e)
+        times.append(time.perf_counter() - t)
+    await store.close()
+    return {"p50": statistics.median(times), "p99": bs.pct(times, 0.99)}
+
+
+async def b_resume(kind: str, tmp: Path, n_events: int, samples: int) -> tuple[float, float]:
+    """Median resume (answer -> settled turn) of SIMPLE next to n unrelated events; store calls per resume."""
+    template = await be.history_template(tmp)
+    store = await open_store(target(kind, tmp, f"hist{n_events}"), inline=True)
+    await store.bulk_load([(Session(id="big", app_name="bench", user_id="u"), be.replicate(template, n_events))])
+    counting = Counting(store)
+    runner = Runner("bench", be.SIMPLE, counting)  # type: ignore[arg-type]
+    times, calls = [], []
+    for _ in range(samples):
+        async for _ in runner.run("u", "big", Content.from_text("go")):
+            pass
+        iid = await be.open_interrupt(store, "big")  # type: ignore[arg-type]
+        counting.calls = 0
+        t = time.perf_counter()
+        await be.answer(runner, "big", iid)
+        times.append(time.perf_counter() - t)
+        calls.append(counting.calls)
+    await store.close()
+    return statistics.median(times), statistics.median(calls)
+
+
+async def b_fresh(kind: str, tmp: Path, samples: int) -> tuple[float, float]:
+    store = await open_store(target(kind, tmp, "fresh"), inline=True)
+    counting = Counting(store)
+    runner = Runner("bench", Workflow("w", [(START, be.ask)]), counting)  # type: ignore[arg-type]
+    times, calls = [], []
+    for i in range(samples):
+        counting.calls = 0
+        t = time.perf_counter()
+        async for _ in runner.run("u", f"s{i}", Content.from_text("go")):
+            pass
+        times.append(time.perf_counter() - t)
+        calls.append(counting.calls)
+    await store.close()
+    return statistics.median(times), statistics.median(calls)
+
+
+async def b_per_node(kind: str, tmp: Path, n_nodes: int) -> float:
+    from engine import node
+
+    nodes = []
+    for i in range(n_nodes):
+
+        @node(name=f"n{i}")
+        async def f(node_input: Any) -> Any:
+            return node_input
+
+        nodes.append(f)
+    store = await open_store(target(kind, tmp, "seq"), inline=True)
+    runner = Runner("bench", Workflow("seq", [(START, *nodes)]), store)
+    t = time.perf_counter()
+    async for _ in runner.run("u", "seq", Content.from_text("x")):
+        pass
+    dt = time.perf_counter() - t
+    await store.close()
+    return dt / n_nodes
+
+
+async def b_pages(kind: str, tmp: Path, n_sessions: int, repeats: int) -> dict[str, float]:
+    store = await open_store(target(kind, tmp, "pages"), inline=True)
+    t = time.perf_counter()
+    n_events = await store.bulk_load(bs.generate(n_sessions), batch_size=1000)
+    build = time.perf_counter() - t
+    out = {"build_s": build, "events": n_events}
+    for name, call in (
+        ("waiting", lambda: store.list_sessions(status="waiting", limit=50)),
+        ("triage", lambda: store.list_sessions(order="oldest_open", limit=50)),
+        ("inbox", lambda: store.open_interrupts(limit=50)),
+        ("inbox_app", lambda: store.open_interrupts(app_name="app3", limit=50)),
+    ):
+        await call()
+        out[name] = statistics.median(await bs.timed(call, repeats))
+    page = await store.list_sessions(status="waiting", limit=50)
+    nxt = page.next_cursor
+    out["waiting_next"] = statistics.median(
+        await bs.timed(lambda: store.list_sessions(status="waiting", limit=50, cursor=nxt), repeats)
+    )
+    await store.close()
+    return out
+
+
+def _writer(args: tuple[str, str, int, Any]) -> list[float]:
+    url, sid, n, barrier = args
+
+    async def go() -> list[float]:
+        store = await open_store(url, inline=True, busy_timeout=60, max_size=1)
+        await store.create_session("app", "u", sid)
+        barrier.wait()
+        out = []
+        for k in range(n):
+            e = Event(invocation_id="i", author="user", content=Content.from_text(f"m{k}"))
+            t = time.perf_counter()
+            await store.append_event(sid, e)
+            out.append(time.perf_counter() - t)
+        await store.close()
+        return out
+
+    return asyncio.run(go())
+
+
+def b_concurrent(kind: str, tmp: Path, writers: int, per: int) -> tuple[float, float]:
+    url = target(kind, tmp, f"conc{writers}")
+
+    async def init() -> None:
+        await (await open_store(url)).close()
+
+    asyncio.run(init())
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Manager() as m:
+        barrier = m.Barrier(writers + 1)
+        with ctx.Pool(writers) as pool:
+            res = pool.map_async(_writer, [(url, f"w{k}", per, barrier) for k in range(writers)])
+            barrier.wait()
+            t = time.perf_counter()
+            lat = [x for r in res.get(600) for x in r]
+            dt = time.perf_counter() - t
+    return len(lat) / dt, bs.pct(lat, 0.99)
+
+
+async def console_stores(kind: str, tmp: Path, n_sessions: int, n_events: int) -> tuple[str, str]:
+    import random
+
+    rng = random.Random(7)
+    big, long = target(kind, tmp, "csessions"), target(kind, tmp, "clong")
+    store = await open_store(big, inline=True)
+    await store.bulk_load(bench_console.small_session(k, rng) for k in range(n_sessions))
+    await store.close()
+    store = await open_store(long, inline=True)
+    s, evs, inv = bench_console.loop_session(n_events)
+    await store.bulk_load([(s, evs)])
+    await bench_console.snapshot_invocations(store, s.id, evs, [inv])
+    await store.close()
+    return big, long
+
+
+# ------------------------------------------------------------------ main
+
+
+def ms(x: float) -> str:
+    return f"{x * 1000:.2f} ms"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--sessions", type=int, default=None, help="sessions for the listing/inbox pages")
+    ap.add_argument("--no-console", action="store_true")
+    ap.add_argument(
+        "--max-history",
+        type=int,
+        default=None,
+        help="largest unrelated history for resume and the console's long session (default 100,000; 10,000 quick)",
+    )
+    ns = ap.parse_args()
+    pg_base()
+    q = ns.quick
+    biggest = ns.max_history or (10_000 if q else 100_000)
+    sizes = [n for n in (100, 10_000, 100_000) if n <= biggest]
+    n_sessions = ns.sessions or (10_000 if q else 100_000)
+    samples = 5 if q else 15
+    rows: list[tuple[str, str, str]] = []
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        res: dict[str, dict[str, Any]] = {"sqlite": {}, "postgres": {}}
+        for kind in ("sqlite", "postgres"):
+            r = res[kind]
+            print(f"[{kind}] appends", file=sys.stderr)
+            r["append"] = asyncio.run(b_append(kind, tmp, 300 if q else 1000))
+            for n in sizes:
+                print(f"[{kind}] resume with {n} events", file=sys.stderr)
+                r[f"resume{n}"] = asyncio.run(b_resume(kind, tmp, n, samples))
+            r["fresh"] = asyncio.run(b_fresh(kind, tmp, samples))
+            r["node"] = asyncio.run(b_per_node(kind, tmp, 100))
+            print(f"[{kind}] {n_sessions} sessions for the pages", file=sys.stderr)
+            r["pages"] = asyncio.run(b_pages(kind, tmp, n_sessions, 20))
+            for w in (4, 16):
+                print(f"[{kind}] {w} concurrent writers", file=sys.stderr)
+                r[f"conc{w}"] = b_concurrent(kind, tmp, w, 100 if q else 300)
+            if not ns.no_console:
+                print(f"[{kind}] console", file=sys.stderr)
+                big, long = asyncio.run(console_stores(kind, tmp, n_sessions, biggest))
+                r["paint"] = bench_console.child(["sessions", big])["first_paint_s"]
+                r["open"] = bench_console.child(["open", long, "long-loop"])
+        s, p = res["sqlite"], res["postgres"]
+        rows.append(("append p50 / p99", f"{ms(s['append']['p50'])} / {ms(s['append']['p99'])}",
+                     f"{ms(p['append']['p50'])} / {ms(p['append']['p99'])}"))
+        for n in sizes:
+            rows.append((f"resume, {n:,} unrelated events (store calls)",
+                         f"{ms(s[f'resume{n}'][0])} ({s[f'resume{n}'][1]:.0f})",
+                         f"{ms(p[f'resume{n}'][0])} ({p[f'resume{n}'][1]:.0f})"))
+        rows.append(("fresh run to first interrupt (store calls)", f"{ms(s['fresh'][0])} ({s['fresh'][1]:.0f})",
+                     f"{ms(p['fresh'][0])} ({p['fresh'][1]:.0f})"))
+        rows.append(("per node (sequential workflow)", ms(s["node"]), ms(p["node"])))
+        sp, pp = s["pages"], p["pages"]
+        rows.append((f"bulk load {n_sessions:,} sessions ({sp['events']:,} events)", f"{sp['build_s']:.1f} s",
+                     f"{pp['build_s']:.1f} s"))
+        for key, label in (("waiting", "first page, waiting sessions"), ("waiting_next", "  next page"),
+                           ("triage", "first page, oldest open first"), ("inbox", "first page, inbox"),
+                           ("inbox_app", "first page, inbox of one app")):
+            rows.append((f"{label} ({n_sessions:,} sessions)", ms(sp[key]), ms(pp[key])))
+        for w in (4, 16):
+            rows.append((f"{w} concurrent writers: appends/s, p99", f"{s[f'conc{w}'][0]:.0f}/s, {ms(s[f'conc{w}'][1])}",
+                         f"{p[f'conc{w}'][0]:.0f}/s, {ms(p[f'conc{w}'][1])}"))
+        if not ns.no_console:
+            rows.append((f"console first paint ({n_sessions:,} sessions)", ms(s["paint"]), ms(p["paint"])))
+            rows.append((f"console open, {s['open']['log_total']:,}-event session", ms(s["open"]["open_s"]),
+                         ms(p["open"]["open_s"])))
+    widths = [max(len(r[i]) for r in rows + [("metric", "SQLite", "PostgreSQL")]) for i in range(3)]
+    print("  ".join(h.ljust(w) for h, w in zip(("metric", "SQLite", "PostgreSQL"), widths, strict=True)))
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,129 @@
+"""Store administration commands: ``hitl migrate`` and ``hitl copy``.
+
+Registered on the ``hitl`` group by :mod:`console.cli` (imported at its end).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from engine.store.base import has_capability
+from engine.store.factory import open_store as open_target
+from engine.store.factory import store_kind, store_label
+
+from .cli import _opts, cli, common, fail, out, out_json, run
+
+
+@cli.command()
+@common
+def migrate() -> None:
+    """Upgrade the store's schema to this hitl's version (a writer also does it when
+    it opens the store). A store from a newer hitl is refused and left untouched."""
+    opts = _opts()
+    if opts.read_only:
+        fail("hitl migrate writes the store's schema; drop --read-only")
+    target = opts.db_path()
+    label = store_label(target)
+
+    async def body() -> None:
+        if store_kind(target) == "sqlite":
+            before, after = await _migrate_sqlite(Path(target))
+        else:
+            store = await open_target(target, migrate=False, inline=True, **opts.store_options())
+            try:
+                if not has_capability(store, "migrate"):
+                    fail(f"{label} has no schema to migrate")
+                before, after = await store.migrate()  # type: ignore[attr-defined]
+            finally:
+                await store.close()
+        if opts.json:
+            out_json({"db": label, "from": before, "to": after, "changed": before != after})
+        elif before == after:
+            out(f"{label}: already at schema version {after}, up to date")
+        else:
+            out(f"{label}: migrated from schema version {before} -> {after}")
+
+    run(body())
+
+
+async def _migrate_sqlite(path: Path) -> tuple[int, int]:
+    """(version before, after) of the SQLite file at ``path``: a writer migrates on open."""
+    from engine.errors import HitlError
+    from engine.store.sqlite import SCHEMA_VERSION, SQLiteStore, schema_version
+
+    path = path.expanduser()
+    if not path.exists():
+        # Never create a store here: a mistyped --db would leave a new empty file.
+        raise HitlError(f"no session database at {path}; check --db / $HITL_DB")
+    before = await schema_version(path)
+    await (await SQLiteStore.open(path, inline=True)).close()
+    return before, SCHEMA_VERSION
+
+
+@cli.command()
+@common
+@click.option("--from", "source", required=True, metavar="PATH_OR_URL", help="The store to copy.")
+@click.option("--to", "dest", required=True, metavar="PATH_OR_URL", help="The store to copy into (created if new).")
+@click.option("--operator", metavar="NAME", help="Recorded on each imported session's audit row.")
+def copy(source: str, dest: str, operator: str | None) -> None:
+    """Copy every session of one store into another (e.g. SQLite to PostgreSQL).
+
+    Each session is validated and written in one transaction; run the same
+    command again to resume a copy that was stopped (sessions already in the
+    target with the same log are skipped; a session that differs is reported
+    and left alone). Leases and snapshot caches are not copied."""
+    from engine.apps import default_operator
+    from engine.store.copy import copy_store, session_ids
+
+    opts = _opts()
+    if opts.read_only:
+        fail("hitl copy writes the --to store; drop --read-only")
+    src_label, dst_label = store_label(source), store_label(dest)
+    if source == dest:
+        fail(f"--from and --to are the same store ({src_label})")
+    who = operator or default_operator(opts.config_path())
+
+    async def body() -> None:
+        src = await open_target(source, read_only=True, inline=True)
+        try:
+            dst = await open_target(dest, inline=True, **opts.store_options())
+            try:
+                ids = await session_ids(src)
+                with click.progressbar(
+                    length=max(1, len(ids)),
+                    label=f"copying {src_label} -> {dst_label}",
+                    file=click.get_text_stream("stderr"),
+                ) as bar:
+                    report = await copy_store(
+                        src, dst, source_label=src_label, operator=who, ids=ids, progress=lambda _s, _o: bar.update(1)
+                    )
+            finally:
+                await dst.close()
+        finally:
+            await src.close()
+        if opts.json:
+            out_json(
+                {
+                    "from": src_label,
+                    "to": dst_label,
+                    "sessions": report.total,
+                    "copied": len(report.copied),
+                    "skipped": len(report.skipped),
+                    "diverged": report.diverged,
+                    "events": report.events,
+                }
+            )
+        else:
+            out(
+                f"copied {len(report.copied)} of {report.total} sessions ({report.events} events) "
+                f"from {src_label} to {dst_label}"
+                + (f"; {len(report.skipped)} already there (resumed)" if report.skipped else "")
+            )
+            for sid in report.diverged:
+                out(f"  not copied: {sid} exists in {dst_label} with a different log (left alone)")
+        if report.diverged:
+            raise SystemExit(1)
+
+    run(body(), on_interrupt="copy stopped: every session copied so far is complete; run the same command to resume")

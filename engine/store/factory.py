@@ -1,0 +1,119 @@
+"""``open_store``: one way to open any backend from what an operator typed.
+
+A store is named by a path or a URL, wherever one is asked for (``--db``,
+``$HITL_DB``, ``hitl.toml`` ``[store] url``, ``hitl copy --from/--to``):
+
+``/path/to/file.sqlite``, ``~/x.sqlite``, ``sqlite:///abs/path``, ``sqlite:rel/path``
+    :class:`~engine.store.sqlite.SQLiteStore`
+``postgresql://user@host:5432/db?sslmode=require&schema=hitl`` (or ``postgres://``)
+    :class:`~engine.store.postgres.PostgresStore` (asyncpg imported only then)
+``memory:``
+    :class:`~engine.store.memory.MemoryStore` (empty; for tests and demos)
+
+:func:`store_label` is how a store is named in messages: a path as is, a URL
+with its password masked.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from ..errors import StoreError
+from .base import SessionStore
+
+_SQLITE_ONLY = ("inline", "synchronous")
+_POSTGRES_ONLY = ("statement_timeout", "min_size", "max_size", "migrate", "password")
+
+
+def store_kind(target: str | os.PathLike[str]) -> str:
+    """``"sqlite"``, ``"postgres"`` or ``"memory"`` for a path or URL."""
+    text = os.fspath(target)
+    scheme = text.split("://", 1)[0].lower() if "://" in text else ""
+    if scheme in ("postgresql", "postgres"):
+        return "postgres"
+    if text == "memory:" or text.startswith("memory:"):
+        return "memory"
+    if scheme in ("", "sqlite") or text.startswith("sqlite:"):
+        return "sqlite"
+    raise StoreError(
+        f"unknown store URL scheme {scheme!r} in {store_label(text)}; "
+        "use a file path, sqlite:///path, postgresql://... or memory:"
+    )
+
+
+def sqlite_path(target: str | os.PathLike[str]) -> Path:
+    """The file a SQLite target names (``sqlite:///abs``, ``sqlite:rel`` or a plain path)."""
+    text = os.fspath(target)
+    if text.startswith("sqlite://"):
+        text = text[len("sqlite://") :] or "/"
+    elif text.startswith("sqlite:"):
+        text = text[len("sqlite:") :]
+    return Path(text).expanduser()
+
+
+def store_label(target: str | os.PathLike[str] | None) -> str:
+    """How messages name a store: a path as given, a URL with its password masked."""
+    if target is None:
+        return ""
+    text = os.fspath(target)
+    if "://" in text and not text.startswith("sqlite:"):
+        from .postgres import mask_url
+
+        return mask_url(text)
+    return text
+
+
+async def open_store(target: str | os.PathLike[str], *, read_only: bool = False, **options: Any) -> SessionStore:
+    """Open the store ``target`` names (see the module docstring). ``options`` are
+    passed to the backend that understands them (``busy_timeout`` to both,
+    ``inline``/``synchronous`` to SQLite, ``statement_timeout``/pool sizes/``migrate``
+    to PostgreSQL) and dropped for the others."""
+    kind = store_kind(target)
+    if kind == "memory":
+        from .memory import MemoryStore
+
+        return MemoryStore(read_only=read_only)
+    if kind == "postgres":
+        from .postgres import PostgresStore
+
+        kept = {k: v for k, v in options.items() if k not in _SQLITE_ONLY}
+        return await PostgresStore.open(os.fspath(target), read_only=read_only, **kept)
+    from .sqlite import SQLiteStore
+
+    kept = {k: v for k, v in options.items() if k not in _POSTGRES_ONLY}
+    return await SQLiteStore.open(sqlite_path(target), read_only=read_only, **kept)
+
+
+def is_url(target: object) -> bool:
+    """Whether ``target`` is a store URL (``scheme:...``) rather than a file path."""
+    return isinstance(target, str) and (
+        "://" in target or target.startswith(("sqlite:", "memory:")) and not os.path.exists(target)
+    )
+
+
+def store_config(config: str | os.PathLike[str] | None) -> dict[str, Any]:
+    """The ``[store]`` table of a ``hitl.toml`` ({} when there is none): ``url`` and,
+    for PostgreSQL, ``password`` (kept out of the URL so it is never shown)."""
+    import tomllib
+
+    if config is None:
+        return {}
+    path = Path(config)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise StoreError(f"cannot read {path}: {exc}") from None
+    table = data.get("store", {})
+    if not isinstance(table, dict):
+        raise StoreError(f"{path}: [store] must be a table (url = \"postgresql://...\")")
+    for key in ("url", "password"):
+        if key in table and not isinstance(table[key], str):
+            raise StoreError(f"{path}: [store] {key} must be a string")
+    unknown = sorted(set(table) - {"url", "password"})
+    if unknown:
+        raise StoreError(f"{path}: unknown key(s) in [store]: {', '.join(unknown)} (known: url, password)")
+    return dict(table)

@@ -1,0 +1,48 @@
+# shellcheck shell=bash
+# Sourced by scripts/test: a throwaway PostgreSQL 15 server for the PostgreSQL
+# test suites. It installs Debian's server package if initdb is missing, creates
+# a cluster in a temporary directory owned by the non-root `postgres` user (the
+# server refuses to run as root), listens on a Unix socket in that directory
+# only (no TCP), exports HITL_TEST_PG_URL and pushes its stop command on STOP.
+# Set HITL_TEST_PG_URL yourself to use another server instead; set
+# HITL_TEST_PG=0 to skip starting one (the PostgreSQL tests then skip, or fail
+# with CI=true).
+if [ -n "${HITL_TEST_PG_URL:-}" ] || [ "${HITL_TEST_PG:-1}" = "0" ]; then
+    return 0
+fi
+_pg_start() {
+    local bin=/usr/lib/postgresql/15/bin
+    if [ ! -x "$bin/initdb" ]; then
+        echo "postgres.sh: installing postgresql-15 (initdb not found in $bin)" >&2
+        if [ "$(id -u)" = 0 ]; then
+            apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-15 >/dev/null
+        else
+            sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-15 >/dev/null
+        fi
+    fi
+    local as=()
+    if [ "$(id -u)" = 0 ]; then
+        id postgres >/dev/null 2>&1 || useradd --system --no-create-home postgres
+        as=(runuser -u postgres --)
+    fi
+    local dir
+    dir=$(mktemp -d /tmp/hitl-pg.XXXXXX)
+    chmod 755 "$dir"
+    [ "$(id -u)" = 0 ] && chown postgres: "$dir"
+    "${as[@]}" "$bin/initdb" -D "$dir/data" -U hitl --auth=trust -E UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 ||
+        { cat "$dir/initdb.log" >&2; return 1; }
+    # Unix socket in $dir only; no TCP listener. synchronous_commit=off: a test
+    # server need not wait for the disk at every commit (committed work still
+    # survives a clean restart, which is what the fault tests do).
+    "${as[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
+        -o "-c listen_addresses='' -c unix_socket_directories='$dir' -c max_connections=200 -c synchronous_commit=off" \
+        start >/dev/null ||
+        { cat "$dir/server.log" >&2; return 1; }
+    STOP+=("${as[*]} $bin/pg_ctl -D '$dir/data' -m fast -w stop >/dev/null; rm -rf '$dir'")
+    "${as[@]}" "$bin/createdb" -h "$dir" -U hitl hitl_test
+    export HITL_TEST_PG_URL="postgresql://hitl@/hitl_test?host=$dir"
+    # For the fault tests that restart the server (pg_ctl restart reuses the options above).
+    export HITL_TEST_PG_CTL="${as[*]} $bin/pg_ctl -D $dir/data -l $dir/server.log"
+    echo "postgres.sh: PostgreSQL 15 on $dir (HITL_TEST_PG_URL=$HITL_TEST_PG_URL)" >&2
+}
+_pg_start
