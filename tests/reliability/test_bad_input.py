@@ -105,7 +105,7 @@ CASES: dict[str, tuple[list[str], list[str]]] = {
     "unknown invocation": (["resume", "refund-waiting-1", f"finance-order-1001={YES}", "--invocation", "ffff"], ["ffff", "is not in session"]),
     "answer of another invocation": (["resume", "refund-multi-1", f"finance-order-2001={YES}", "--invocation", "@second"], ["finance-order-2001"]),
     "answer over the size limit": (["resume", "refund-waiting-1", "finance-order-1001=@big.json"], [f"the limit is {MAX_RESPONSE_BYTES}"]),
-    "answer file far over the limit": (["resume", "refund-waiting-1", "finance-order-1001=@huge.json"], ["bytes of JSON", "Limits"]),
+    "answer file far over the limit": (["resume", "refund-waiting-1", "finance-order-1001=@huge.json"], ["the limit is", "Limits"]),
     "answer file not UTF-8": (["resume", "refund-waiting-1", "finance-order-1001=@latin1.json"], ["not UTF-8"]),
     "answer file missing": (["resume", "refund-waiting-1", "finance-order-1001=@missing.json"], ["cannot read missing.json"]),
     "import: non-UTF-8 bytes": (["import", "@binary.jsonl", "--as", "x"], ["line ", "not valid UTF-8", "nothing was imported"]),

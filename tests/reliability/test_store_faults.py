@@ -298,7 +298,8 @@ def test_cli_on_corrupted_rows(hitl: Hitl, db: Path) -> None:
     )
     conn.execute("UPDATE sessions SET state = 'not json' WHERE id = 'deploy-waiting-1'")
     conn.close()
-    operator_error(hitl("show", "refund-multi-1"), f"event {seq} of session refund-multi-1 is corrupted")
+    # (plain `show` reads each invocation from its snapshot; the whole log is read with --all-runs)
+    operator_error(hitl("show", "refund-multi-1", "--all-runs"), f"event {seq} of session refund-multi-1 is corrupted")
     operator_error(hitl("events", "refund-multi-1"), "is corrupted")
     operator_error(hitl("show", "deploy-waiting-1"), "is corrupted", "restore")
     ok(hitl("sessions"))  # listings never parse event rows
