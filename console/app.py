@@ -27,7 +27,7 @@ from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Footer
 
 from engine.redact import DEFAULT_SECRET_PATTERNS
 from engine.store.base import SessionStore
@@ -42,7 +42,9 @@ from .screens.loaders import one_line
 from .screens.replay import ReplayScreen, ReplaySource
 from .screens.session import SessionScreen
 from .screens.sessions import STATUS_CYCLE, SessionsScreen
+from .text import clean
 from .widgets.format import configure_secrets
+from .widgets.plain import Static
 
 SESSION_STATUSES = {s for s in STATUS_CYCLE if s} | {"new"}
 
@@ -149,6 +151,18 @@ class HitlApp(App[None]):
         if self._owns_store and self._store is not None:
             with contextlib.suppress(Exception):  # closing on exit must not raise
                 await self._store.close()
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: Any = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """Every toast is literal text (data is never markup), with terminal control neutralised."""
+        super().notify(clean(message), title=clean(title, one_line=True), severity=severity, timeout=timeout, markup=False)
 
     # ------------------------------------------------------------ registry plumbing
     def owner_of(self, action: Action, screen: Screen[Any]) -> Any | None:

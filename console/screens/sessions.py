@@ -15,13 +15,15 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.timer import Timer
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import Footer, Input
 
 from engine.store.base import SessionSummary
 
 from ..actions import bindings
 from ..messages import SessionQuery, SessionsLoaded, StoreFailed
-from ..widgets.format import STATUS_CLASSES, STATUS_ICON, age, status_class
+from ..text import clean, literal
+from ..widgets.format import STATUS_CLASSES, STATUS_ICON, age, short, status_class
+from ..widgets.plain import DataTable, Static
 from .base import PagedTableScreen
 from .loaders import one_line
 
@@ -155,9 +157,9 @@ class SessionsScreen(PagedTableScreen):
             table.status_cell(r.status),
             Text(str(r.open_interrupts) if r.open_interrupts else "", justify="right"),
             Text(age(now, r.oldest_open_at) if r.oldest_open_at is not None else "", justify="right"),
-            r.app_name,
-            r.user_id,
-            r.id,
+            literal(short(r.app_name, 24)),
+            literal(short(r.user_id, 20)),
+            literal(short(r.id, 48)),
             Text(age(now, r.last_event_at or r.updated_at), justify="right"),
         ]
 
@@ -188,10 +190,11 @@ class SessionsScreen(PagedTableScreen):
         q = self.query_state
         sort = "oldest open interrupt (waiting only)" if self.sort_oldest else "last activity"
         more = " · more below ↓" if self.next_cursor else ""
-        status = f"[b]{q.status}[/b]" if q.status else "all"
-        text = f" status: {status}   filter: {q.text or '-'}   sort: {sort}   {len(self.rows):,} shown{more}"
+        text = Text(" status: ")
+        text.append(q.status or "all", "b" if q.status else "")
+        text.append(f"   filter: {clean(q.text or '-', one_line=True)}   sort: {sort}   {len(self.rows):,} shown{more}")
         if self._busy:
-            text += "   loading…"
+            text.append("   loading…")
         self.query_one("#sessions-info", Static).update(text)
         empty = self.query_one("#sessions-empty", Static)
         show_empty = self.loaded_once and not self.rows and not self._busy

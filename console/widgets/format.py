@@ -11,6 +11,8 @@ from typing import Any
 
 from engine.redact import DEFAULT_SECRET_PATTERNS, mask
 
+from ..text import clean
+
 STATUS_ICON: dict[str, str] = {
     "PENDING": "○",
     "RUNNING": "▶",
@@ -64,11 +66,12 @@ def date_time(ts: float | None) -> str:
 
 
 def to_json(value: Any, indent: int | None = None) -> str:
-    """JSON for display; values JSON cannot encode are shown with ``repr``."""
+    """JSON for display (terminal control and bidi controls neutralised); values
+    JSON cannot encode are shown with ``repr``."""
     try:
-        return json.dumps(value, indent=indent, ensure_ascii=False, sort_keys=False, default=repr)
+        return clean(json.dumps(value, indent=indent, ensure_ascii=False, sort_keys=False, default=repr))
     except (TypeError, ValueError):
-        return repr(value)
+        return clean(repr(value))
 
 
 _SECRETS: dict[str, Any] = {"show": False, "patterns": DEFAULT_SECRET_PATTERNS}
@@ -91,15 +94,16 @@ def short(value: Any, width: int = 40) -> str:
     compact JSON (secret-looking keys masked)."""
     value = shown(value)
     text = value if isinstance(value, str) else to_json(value)
-    text = " ".join(text.split())
+    text = clean(" ".join(text.split()), one_line=True)
     return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
 
 
 def short_id(value: str, width: int = 12) -> str:
+    value = clean(value, one_line=True)
     return value if len(value) <= width else value[: width - 1] + "…"
 
 
 def id_list(ids: list[str], limit: int = 3) -> str:
     """``a, b, c +2``"""
-    head = ", ".join(ids[:limit])
+    head = clean(", ".join(ids[:limit]), one_line=True)
     return head + (f" +{len(ids) - limit}" if len(ids) > limit else "")
