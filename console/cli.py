@@ -50,6 +50,7 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
+from console.text import clean
 from engine import Content, Event, HitlError, Projection, cancel_invocation, project
 from engine.apps import AppRegistry, default_operator
 from engine.errors import InvocationNotFoundError, ReadOnlyError, SchemaUpgradeNeeded
@@ -200,7 +201,7 @@ class OperatorError(click.ClickException):
     exit_code = 1
 
     def show(self, file: Any = None) -> None:
-        click.echo(f"error: {self.format_message()}", err=True)
+        click.echo(clean(f"error: {self.format_message()}"), err=True)
 
 
 def fail(message: str) -> NoReturn:
@@ -261,8 +262,15 @@ async def open_store(*, write: bool) -> AsyncIterator[SessionStore]:
         await store.close()
 
 
+def interactive() -> bool:
+    """Someone at a terminal can answer a question (stdin is a tty)."""
+    return sys.stdin.isatty()
+
+
 def out(text: str = "") -> None:
-    click.echo(text)
+    """Text output: data in it is shown, never obeyed (console.text.clean: no
+    terminal control, no bidi reordering). ``--json`` output is exact."""
+    click.echo(clean(text))
 
 
 def out_json(obj: Any) -> None:
@@ -891,9 +899,11 @@ def redrive(session_id: str, invocation: str, ack_in_doubt: bool, operator: str 
 @click.argument("session_id", metavar="SESSION")
 @click.argument("invocation", metavar="INVOCATION")
 @operator_option
-@reason_option
-def cancel(session_id: str, invocation: str, operator: str | None, reason: str | None) -> None:
-    """Cancel a waiting or failed invocation; its open interrupts close."""
+@click.option("--reason", metavar="TEXT", help="Why (required); recorded on the cancel event.")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation on a terminal.")
+def cancel(session_id: str, invocation: str, operator: str | None, reason: str | None, yes: bool) -> None:
+    """Cancel a waiting or failed invocation; its open interrupts close. Final:
+    asks first on a terminal (unless --yes), and needs a --reason, like the console."""
     opts = _opts()
 
     async def body() -> None:
@@ -902,6 +912,15 @@ def cancel(session_id: str, invocation: str, operator: str | None, reason: str |
             inv = await resolve_invocation(store, session_id, invocation)
             before = await load_invocation(store, session_id, inv)
             closed = [i.id for i in before.open_interrupts(inv)]
+            # A finished invocation or a read-only store: the engine's own refusal says why not.
+            finished = opts.read_only or before.invocation_status(inv) in (NodeStatus.COMPLETED, NodeStatus.CANCELLED)
+            if not finished and (not reason or not reason.strip()):
+                fail("a cancel needs a reason: add --reason TEXT (it is recorded with the cancel); nothing was written")
+            if not finished and not yes and interactive():
+                what = f"; it closes {len(closed)} open interrupt(s)" if closed else ""
+                if not click.confirm(clean(f"Cancel invocation {inv} of session {session_id}{what}? This is final"),
+                                     default=False):
+                    fail("not cancelled: nothing was written")
             event = await cancel_invocation(store, session_id, inv, operator=_operator(operator), reason=reason)
         if opts.json:
             out_json({"invocation_id": inv, "status": "CANCELLED", "closed": closed, "event_id": event.id})

@@ -478,3 +478,43 @@ def test_dry_run_says_what_runs_next_from_the_workflow_graph(hitl: Hitl) -> None
     partial = json.loads(ok(hitl("resume", "refund-waiting-1", 'finance-order-1001={"approved": true, "note": "x"}',
                                  "--dry-run", "--json")))
     assert partial["next"] == ["approvals (join) waits for risk_approval"]
+
+
+# ----------------------------------------------------------- issue 11: refusals
+def test_cancel_requires_a_reason_and_writes_nothing_without_one(hitl: Hitl, db: Path) -> None:
+    (inv,) = invocation_ids(db, "refund-waiting-1")
+    _, before = session_events(db, "refund-waiting-1")
+    for argv in ([], ["--reason", "  "]):
+        operator_error(hitl("cancel", "refund-waiting-1", inv, *argv), "needs a reason", "--reason", "nothing was written")
+    assert len(session_events(db, "refund-waiting-1")[1]) == len(before)
+    assert projection(db, "refund-waiting-1").invocation_status(inv) is NodeStatus.WAITING
+
+
+def test_cancel_on_a_terminal_asks_first(hitl: Hitl, db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (inv,) = invocation_ids(db, "refund-waiting-1")
+    monkeypatch.setattr("console.cli.interactive", lambda: True)
+    res = hitl("cancel", "refund-waiting-1", inv, "--reason", "dup", input="n\n")
+    operator_error(res, "not cancelled", "nothing was written")
+    assert "Cancel invocation" in res.output and "This is final" in res.output
+    assert projection(db, "refund-waiting-1").invocation_status(inv) is NodeStatus.WAITING
+    ok(hitl("cancel", "refund-waiting-1", inv, "--reason", "dup", input="y\n"))
+    assert projection(db, "refund-waiting-1").invocation_status(inv) is NodeStatus.CANCELLED
+
+
+def test_cancel_with_yes_does_not_ask(hitl: Hitl, db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (inv,) = invocation_ids(db, "refund-waiting-1")
+    monkeypatch.setattr("console.cli.interactive", lambda: True)
+    text = ok(hitl("cancel", "refund-waiting-1", inv, "--reason", "dup", "--yes"))
+    assert "Cancel invocation" not in text
+
+
+def test_text_output_neutralises_terminal_control_and_json_stays_exact(hitl: Hitl, db: Path) -> None:
+    nasty = "\x1b]52;c;SGVsbG8=\x07[b]x[/b]\u202e\x1b[2J"
+    sid = "refund-waiting-1"
+    (inv,) = invocation_ids(db, sid)
+    ok(hitl("cancel", sid, inv, "--reason", nasty, "--operator", "op\x1b[31m"))
+    text = ok(hitl("events", sid))
+    assert "\x1b" not in text and "\u202e" not in text and "\x07" not in text
+    assert "␛]52;c;SGVsbG8=␇[b]x[/b]" in text
+    events = json_lines(ok(hitl("--json", "events", sid)))
+    assert any((e.get("custom_metadata") or {}).get("reason") == nasty for e in events)
