@@ -110,7 +110,7 @@ def _status(key: str, status: str | None, label: str) -> Action:
         f"sessions.status.{status or 'all'}",
         key,
         label,
-        f"Show {status or 'all'} sessions",
+        f"Show {status} sessions" if status else "Show all sessions (clears every filter: status, text, app, user)",
         "sessions",
         f"set_status({arg})",
         cli="hitl sessions" + (f" --status {status}" if status else ""),

@@ -72,8 +72,13 @@ class HitlApp(App[None]):
         replay: ReplaySource | None = None,
         show_secrets: bool = False,
         secret_patterns: Iterable[str] = DEFAULT_SECRET_PATTERNS,
+        screenshot_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         super().__init__()
+        self.screenshot_dir = Path(
+            screenshot_dir or os.environ.get("HITL_SCREENSHOT_DIR") or Path.home() / "hitl-screenshots"
+        )
+        """Where the palette's screenshot goes (created when needed; the toast says the file)."""
         configure_secrets(show_secrets, secret_patterns)
         self._store = store
         self.db_path = db_path
@@ -163,6 +168,20 @@ class HitlApp(App[None]):
     ) -> None:
         """Every toast is literal text (data is never markup), with terminal control neutralised."""
         super().notify(clean(message), title=clean(title, one_line=True), severity=severity, timeout=timeout, markup=False)
+
+    def deliver_screenshot(
+        self, filename: str | None = None, path: str | None = None, time_format: str | None = None
+    ) -> str | None:
+        """Save an SVG of the screen in :attr:`screenshot_dir` and say where (or why not)."""
+        where = Path(path) if path else self.screenshot_dir
+        try:
+            where.mkdir(parents=True, exist_ok=True)
+            saved = self.save_screenshot(filename, str(where), time_format)
+        except OSError as e:
+            self.notify(f"Screenshot not saved to {where}: {one_line(e)}", severity="error", timeout=10)
+            return None
+        self.notify(f"Screenshot saved to {saved}", title="Screenshot", timeout=10)
+        return saved
 
     # ------------------------------------------------------------ registry plumbing
     def owner_of(self, action: Action, screen: Screen[Any]) -> Any | None:
@@ -329,15 +348,20 @@ def run_app(
     replay: ReplaySource | None = None,
     show_secrets: bool = False,
     secret_patterns: Iterable[str] = DEFAULT_SECRET_PATTERNS,
+    headless: bool = False,
 ) -> None:
     """Run the console on the SQLite store at ``db_path`` (None: the default path);
     ``replay``: open on the Replay screen of a session or of an exported file.
-    Values of secret-looking keys are masked unless ``show_secrets``."""
-    HitlApp(
+    Values of secret-looking keys are masked unless ``show_secrets``.
+    A crash of the console exits non-zero (SystemExit with the app's return code)."""
+    app = HitlApp(
         db_path=Path(db_path) if db_path is not None else None,
         read_only=read_only,
         registry=registry,
         replay=replay,
         show_secrets=show_secrets,
         secret_patterns=secret_patterns,
-    ).run()
+    )
+    app.run(headless=headless)
+    if app.return_code:
+        raise SystemExit(app.return_code)

@@ -391,6 +391,9 @@ class SessionScreen(SessionAnswering, HitlScreen):
                 details.show("no event selected", "Event")
             return
         inv = self.invocation_id
+        if self.view is None:  # not loaded yet: say so, never "no invocation"
+            details.show(f"loading session {self.session_id}…", "Details")
+            return
         if inv is None:
             details.show("This session has no invocation yet.", "Details")
             return

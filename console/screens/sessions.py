@@ -192,17 +192,27 @@ class SessionsScreen(PagedTableScreen):
         more = " · more below ↓" if self.next_cursor else ""
         text = Text(" status: ")
         text.append(q.status or "all", "b" if q.status else "")
-        text.append(f"   filter: {clean(q.text or '-', one_line=True)}   sort: {sort}   {len(self.rows):,} shown{more}")
+        filters = [f"{k}={v}" for k, v in (("app", q.app_name), ("user", q.user_id)) if v]
+        if q.text:
+            filters.append(f'text="{q.text}"')
+        text.append("   filter: ")
+        text.append(clean(" ".join(filters), one_line=True) or "-", "b" if filters else "")
+        if filters or q.status:
+            text.append(" (0: clear)")
+        text.append(f"   sort: {sort}   {len(self.rows):,} shown{more}")
         if self._busy:
             text.append("   loading…")
         self.query_one("#sessions-info", Static).update(text)
         empty = self.query_one("#sessions-empty", Static)
         show_empty = self.loaded_once and not self.rows and not self._busy
         empty.set_class(not show_empty, "-hidden")
-        self.query_one(SessionTable).set_class(show_empty, "-hidden")
+        table = self.query_one(SessionTable)
+        table.set_class(show_empty, "-hidden")
+        if not show_empty and self.is_current and not self.query_one("#filter", Input).has_focus and not table.has_focus:
+            table.focus()  # it lost focus while hidden (an empty result): j/k and 1-5 must reach it again
         if show_empty:
             if q.status or q.text or q.app_name or q.user_id:
-                empty.update(f"No session matches {q.describe()}.\nPress 0 for every status, / to change the filter.")
+                empty.update(f"No session matches {q.describe()}.\nPress 0 to clear every filter, / to change the text filter.")
             else:
                 empty.update("This store has no sessions yet.\nRun a workflow, or create demo data with `hitl demo`.")
 
@@ -236,6 +246,9 @@ class SessionsScreen(PagedTableScreen):
         self.action_set_status(STATUS_CYCLE[(i + 1) % len(STATUS_CYCLE)])
 
     def action_set_status(self, status: str | None) -> None:
+        if status is None:  # 0: every session -- no filter of any kind stays active unseen
+            self.apply_query(SessionQuery())
+            return
         self.apply_query(SessionQuery(status, self.query_state.text, self.query_state.app_name, self.query_state.user_id))
 
     def apply_query(self, query: SessionQuery) -> None:
