@@ -145,6 +145,7 @@ ACTIONS: tuple[Action, ...] = (
     _status("3", "failed", "Failed"),
     _status("4", "completed", "Completed"),
     _status("5", "cancelled", "Cancelled"),
+    _status("6", "interrupted", "Interrupted"),
     Action("sessions.sort", "o", "Sort", "Sort by last activity / oldest open interrupt", "sessions",
            "toggle_sort"),
     Action("sessions.refresh", "r", "Refresh", "Reload the list now", "sessions", "refresh", show=False,

@@ -510,7 +510,11 @@ def main() -> None:
 @common
 @click.option("--app", "app_name", metavar="NAME", help="Only this app.")
 @click.option("--user", "user_id", metavar="USER", help="Only this user.")
-@click.option("--status", type=click.Choice(SESSION_STATUSES), help="Only sessions in this status.")
+@click.option(
+    "--status",
+    type=click.Choice((*SESSION_STATUSES, "interrupted")),
+    help="Only sessions in this status (interrupted: a turn stopped mid-run, no process runs it).",
+)
 @click.option(
     "--older-than", "older_than", metavar="DURATION", callback=_duration, help="Not updated for this long (2h, 3d)."
 )
@@ -534,7 +538,7 @@ def sessions(
                 store.list_sessions(
                     app_name=app_name,
                     user_id=user_id,
-                    status=status,
+                    status="running" if status == "interrupted" else status,  # interrupted: running, no live lease
                     text=search,
                     updated_before=time.time() - older_than if older_than is not None else None,
                     limit=limit,
@@ -542,6 +546,8 @@ def sessions(
                 )
             )
             stopped = {s.id: await interrupted_invocations(store, s.id, s.status) for s in page.items}
+            if status == "interrupted":
+                page.items = [s for s in page.items if stopped[s.id]]
         if _opts().json:
             out_json(
                 {
@@ -563,7 +569,7 @@ def sessions(
                 str(s.open_interrupts),
                 str(s.invocation_count),
                 str(s.event_count),
-                age(s.updated_at, now),
+                age(s.last_event_at or s.updated_at, now),  # an imported session: its events' time, not the import's
             ]
             for s in page.items
         ]

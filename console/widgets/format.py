@@ -21,8 +21,11 @@ STATUS_ICON: dict[str, str] = {
     "FAILED": "✗",
     "CANCELLED": "⊘",
     "NEW": "·",
+    "INTERRUPTED": "⚠",
 }
-"""One-cell glyph per status (the word is always shown too: colour is not the only cue)."""
+"""One-cell glyph per status (the word is always shown too: colour is not the only cue).
+``INTERRUPTED`` is a display state from ``engine.liveness``: the projection says
+RUNNING, but no live process holds the invocation's lease (it stopped mid-run)."""
 
 STATUS_CLASSES: set[str] = {f"status--{s.lower()}" for s in STATUS_ICON}
 """Component classes ``status--waiting`` etc.; their colours live in app.tcss."""

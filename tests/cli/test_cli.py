@@ -518,3 +518,28 @@ def test_text_output_neutralises_terminal_control_and_json_stays_exact(hitl: Hit
     assert "␛]52;c;SGVsbG8=␇[b]x[/b]" in text
     events = json_lines(ok(hitl("--json", "events", sid)))
     assert any((e.get("custom_metadata") or {}).get("reason") == nasty for e in events)
+
+
+def test_sessions_status_interrupted_lists_runs_whose_process_died(hitl: Hitl, db: Path) -> None:
+    import asyncio
+
+    from engine.models import Content, Event, NodeInfo
+    from engine.store.sqlite import SQLiteStore
+
+    async def strand() -> None:  # a start record and nothing after it, no lease: the process died
+        store = await SQLiteStore.open(db)
+        try:
+            await store.create_session("billing", "gina", "billing-stuck")
+            await store.append_event("billing-stuck", Event(invocation_id="x", author="user", content=Content.from_text("o-5")))
+            await store.append_event("billing-stuck", Event(
+                invocation_id="x", author="billing",
+                node_info=NodeInfo(path="billing@1", run_id="1", lifecycle="start", is_container=True, rerun_on_resume=True),
+            ))
+        finally:
+            await store.close()
+
+    asyncio.run(strand())
+    text = ok(hitl("sessions", "--status", "interrupted"))
+    assert "billing-stuck" in text and "interrupted mid-run" in text
+    assert len([ln for ln in text.splitlines() if ln.startswith(("refund", "incident", "billing"))]) == 1
+    assert "billing-stuck" not in ok(hitl("sessions", "--status", "waiting"))

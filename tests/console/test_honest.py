@@ -113,3 +113,21 @@ def test_a_console_crash_exits_non_zero(tmp_path: Path, monkeypatch: pytest.Monk
     with pytest.raises(SystemExit) as exc:
         run_app(tmp_path / "s.sqlite", headless=True)
     assert exc.value.code == 1
+
+
+async def test_a_run_whose_process_died_shows_interrupted_in_the_list_filter_and_triage(store: MemoryStore) -> None:
+    app = make_app(store)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(pilot)
+        line = next(ln for ln in screen_text(app).splitlines() if "billing-stuck" in ln)
+        assert "⚠ INTERRUPTED IN DOUBT" in line and "RUNNING" not in line
+        await pilot.press("6")
+        await settle(pilot)
+        assert [r.id for r in app.screen.rows] == ["billing-stuck"]
+        assert "status: interrupted" in screen_text(app)
+        await pilot.press("0", "o")  # triage order: what stopped mid-run first
+        await settle(pilot)
+        assert app.screen._ordered()[0].id == "billing-stuck"
+        app.run_command("sessions status=interrupted")
+        await settle(pilot)
+        assert [r.id for r in app.screen.rows] == ["billing-stuck"]
