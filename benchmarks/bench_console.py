@@ -309,11 +309,10 @@ async def measure_live(rounds: int = 5) -> dict[str, Any]:
     """Live update latency: another task answers an interrupt; seconds until the
     open session's tree shows the node COMPLETED (the console polls every 0.5 s).
     Moved here from tests/console/test_live.py: a number, not an assertion."""
-    from engine import START, Content, RequestInput, Runner, Workflow, node
-    from engine.store import MemoryStore
-
     from console.app import HitlApp
     from console.screens.session import SessionScreen
+    from engine import START, Content, RequestInput, Runner, Workflow, node
+    from engine.store import MemoryStore
 
     def asker(i: int) -> Any:
         @node(name=f"ask{i}")
