@@ -753,6 +753,16 @@ def render_plan(plan: ResumePlan, session_id: str, next_lines: list[str] | None 
     return lines
 
 
+def app_refusal(app_name: str) -> str | None:
+    """Why a real resume/re-drive of ``app_name`` would be refused here (its code
+    is not registered), or None when it would run."""
+    try:
+        _opts().registry().get(app_name)
+    except HitlError as exc:
+        return " ".join(str(exc).split())
+    return None
+
+
 def plan_next_runs(plan: ResumePlan, app_name: str) -> list[str] | None:
     """The graph-aware part of a dry run, when the app's code can be imported."""
     try:
@@ -842,11 +852,15 @@ def resume(
             if dry_run:
                 plan = await plan_resume(store, session_id, content, inv)
                 following = plan_next_runs(plan, session.app_name)
+                refusal = app_refusal(session.app_name)  # what the real command would say: it needs the app's code
                 if opts.json:
-                    out_json({**plan.to_dict(), "changes": safe(plan.to_dict()["changes"]), "next": following})
+                    out_json({**plan.to_dict(), "changes": safe(plan.to_dict()["changes"]), "next": following,
+                              "would_run": refusal is None, "refusal": refusal})
                 else:
                     for line in render_plan(plan, session_id, following):
                         out(line)
+                if refusal is not None:
+                    fail(f"the real command would refuse (nothing would be written): {refusal}")
                 return
             if store.read_only:
                 raise ReadOnlyError("the store is open read-only (--read-only); nothing was written")

@@ -543,3 +543,32 @@ def test_sessions_status_interrupted_lists_runs_whose_process_died(hitl: Hitl, d
     assert "billing-stuck" in text and "interrupted mid-run" in text
     assert len([ln for ln in text.splitlines() if ln.startswith(("refund", "incident", "billing"))]) == 1
     assert "billing-stuck" not in ok(hitl("sessions", "--status", "waiting"))
+
+
+def test_dry_run_for_an_unregistered_app_says_the_real_command_would_refuse(hitl: Hitl, db: Path) -> None:
+    import asyncio
+
+    from engine import START, Content, RequestInput, Runner, Workflow, node
+    from engine.store.sqlite import SQLiteStore
+
+    @node
+    async def ask(node_input: object) -> object:
+        yield RequestInput("ok?", response_schema=bool, interrupt_id="q-1")
+
+    async def start() -> None:  # a session of an app this CLI has no code for
+        store = await SQLiteStore.open(db)
+        try:
+            async for _ in Runner("elsewhere", Workflow("wf", [(START, ask)]), store).run("u", "alien-1", Content.from_text("go")):
+                pass
+        finally:
+            await store.close()
+
+    asyncio.run(start())
+    _, before = session_events(db, "alien-1")
+    res = hitl("resume", "alien-1", "q-1=true", "--dry-run")
+    operator_error(res, "the real command would refuse", "elsewhere")
+    assert "q-1" in res.output  # the plan is still shown
+    res = hitl("--json", "resume", "alien-1", "q-1=true", "--dry-run")
+    assert res.exit_code == 1 and json.loads(res.output.splitlines()[0])["would_run"] is False
+    operator_error(hitl("resume", "alien-1", "q-1=true"), "elsewhere")  # and indeed it does
+    assert len(session_events(db, "alien-1")[1]) == len(before)
