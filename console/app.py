@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from textual import work
+from textual.actions import parse as parse_action
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.screen import ModalScreen, Screen
@@ -47,6 +48,8 @@ from .widgets.format import configure_secrets
 from .widgets.plain import Static
 
 SESSION_STATUSES = {s for s in STATUS_CYCLE if s} | {"new"}
+READ_ONLY_DRY_RUN = frozenset({"interrupts.answer"})
+"""Write actions that still open in read-only mode: the editor, for a dry run (submitting stays disabled)."""
 
 
 class HitlApp(App[None]):
@@ -183,6 +186,23 @@ class HitlApp(App[None]):
         self.notify(f"Screenshot saved to {saved}", title="Screenshot", timeout=10)
         return saved
 
+    async def run_action(self, action: Any, default_namespace: Any = None, namespaces: Any = None) -> bool:
+        """A key bound to a write in read-only mode says why it does nothing
+        (Textual would pass a disabled binding over without a word)."""
+        if self.read_only and isinstance(action, str):
+            with contextlib.suppress(Exception):
+                _, name, params = parse_action(action)
+                area = getattr(default_namespace, "AREA", "") or ("app" if default_namespace is self else "log")
+                entry = lookup(area, name, params)
+                if entry is not None and entry.writes and entry.id not in READ_ONLY_DRY_RUN:
+                    self.notify(
+                        f"Read-only mode: {entry.id} ({entry.label}) is disabled -- it writes to the store. "
+                        "Start hitl without --read-only to do this.",
+                        severity="warning",
+                    )
+                    return True
+        return await super().run_action(action, default_namespace, namespaces)
+
     # ------------------------------------------------------------ registry plumbing
     def owner_of(self, action: Action, screen: Screen[Any]) -> Any | None:
         """The object that runs ``action`` on ``screen`` (app, the screen, or its log widget)."""
@@ -197,8 +217,9 @@ class HitlApp(App[None]):
         return None
 
     def action_state(self, action: Action, owner: Any) -> bool | None:
-        """True: enabled; None: shown but disabled (read-only, or does not apply now)."""
-        if action.writes and self.read_only:
+        """True: enabled; None: shown but disabled (read-only, or does not apply now).
+        In read-only mode the response editor still opens, for a dry run."""
+        if action.writes and self.read_only and action.id not in READ_ONLY_DRY_RUN:
             return None
         check = getattr(owner, f"can_{action.action_name}", None)
         if check is not None and not check(*action.params):

@@ -131,3 +131,30 @@ async def test_a_run_whose_process_died_shows_interrupted_in_the_list_filter_and
         app.run_command("sessions status=interrupted")
         await settle(pilot)
         assert [r.id for r in app.screen.rows] == ["billing-stuck"]
+
+
+async def test_read_only_keys_say_why_and_the_editor_opens_for_a_dry_run(store: MemoryStore) -> None:
+    from console.screens.answer import AnswerScreen
+
+    app = make_app(store, read_only=True)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(pilot)
+        app.open_session("refund-partial")
+        await wait_for(pilot, lambda: isinstance(app.screen, SessionScreen) and app.screen.view is not None, "session")
+        await settle(pilot)
+        await pilot.press("n")
+        await settle(pilot)
+        for key, action_id in (("R", "invocation.redrive"), ("X", "invocation.cancel"), ("space", "interrupts.toggle")):
+            app._notifications.clear()
+            await pilot.press(key)
+            await settle(pilot)
+            said = [n.message for n in app._notifications]
+            assert any("Read-only mode" in m and action_id in m for m in said), (key, said)
+        await pilot.press("e")
+        await wait_for(pilot, lambda: isinstance(app.screen, AnswerScreen), "the response editor")
+        await settle(pilot)
+        app._notifications.clear()
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+        assert isinstance(app.screen, AnswerScreen)  # no confirmation, nothing written
+        assert any("answer.submit" in n.message and "Read-only" in n.message for n in app._notifications)
