@@ -305,6 +305,50 @@ async def measure_open(db: str, session_id: str) -> dict[str, Any]:
         }
 
 
+async def measure_live(rounds: int = 5) -> dict[str, Any]:
+    """Live update latency: another task answers an interrupt; seconds until the
+    open session's tree shows the node COMPLETED (the console polls every 0.5 s).
+    Moved here from tests/console/test_live.py: a number, not an assertion."""
+    from console.app import HitlApp
+    from console.screens.session import SessionScreen
+    from engine import START, Content, RequestInput, Runner, Workflow, node
+    from engine.store import MemoryStore
+
+    def asker(i: int) -> Any:
+        @node(name=f"ask{i}")
+        async def ask(node_input: Any) -> Any:
+            yield RequestInput(f"ok {i}?", response_schema=bool, interrupt_id=f"q{i}")
+
+        return ask
+
+    wf = Workflow("live", [(START, tuple(asker(i) for i in range(rounds)))])
+    store = MemoryStore()
+    runner = Runner("live", wf, store)
+    async for _ in runner.run("u", "s", Content.from_text("go")):
+        pass
+    app = HitlApp(store, poll_interval=0.5, refresh_interval=None, cursor_blink=False)
+    took: list[float] = []
+    async with app.run_test(size=(120, 40)):
+        app.open_session("s")
+        await until(lambda: isinstance(app.screen, SessionScreen) and app.screen.view is not None)
+        screen = app.screen
+        for i in range(rounds):
+            async for _ in runner.run("u", "s", Content.from_responses({f"q{i}": True})):
+                pass
+            t0 = time.perf_counter()
+            node_ = None
+
+            def shown(i: int = i) -> bool:
+                nonlocal node_
+                node_ = screen.tree.node_for(f"live@1/ask{i}@1")
+                return node_ is not None and "COMPLETED" in str(node_.label)
+
+            await until(shown, 0.005)
+            took.append(await painted(app) - t0)
+    took.sort()
+    return {"live_median_s": took[len(took) // 2], "live_max_s": took[-1], "live_rounds": rounds}
+
+
 def child(args: list[str]) -> dict[str, Any]:
     out = subprocess.run(
         [sys.executable, __file__, "--child", *args], capture_output=True, text=True, cwd=ROOT, check=False, timeout=300
@@ -322,7 +366,10 @@ def main() -> int:
     ns = ap.parse_args()
     if ns.child:
         kind, *rest = ns.child
-        result = asyncio.run(measure_sessions(*rest) if kind == "sessions" else measure_open(*rest))
+        if kind == "live":
+            result = asyncio.run(measure_live())
+        else:
+            result = asyncio.run(measure_sessions(*rest) if kind == "sessions" else measure_open(*rest))
         print(json.dumps(result))
         return 0
     n_sessions, n_events = (10_000, 10_000) if ns.quick else (100_000, 100_000)
@@ -334,6 +381,7 @@ def main() -> int:
         s = child(["sessions", str(workdir / "sessions.sqlite")])
         loop = child(["open", str(workdir / "long.sqlite"), "long-loop"])
         chat = child(["open", str(workdir / "long.sqlite"), "long-chat"])
+        live = child(["live"])
     finally:
         if tmp is not None:
             tmp.cleanup()
@@ -356,6 +404,9 @@ def main() -> int:
          f"{chat['open_s'] * 1000:.0f} ms", "< 1 s", f"latest waiting invocation; {chat['tree_nodes']} tree nodes"),
         ("  log tail drawn", "", f"{chat['log_tail_s'] * 1000:.0f} ms", "", ""),
         ("  RSS, session open", "", f"{chat['rss_mb']:.0f} MB", "< 300 MB", f"peak {chat['peak_rss_mb']:.0f} MB"),
+        ("live update: answer → tree", f"{live['live_rounds']} answers by another task",
+         f"{live['live_median_s'] * 1000:.0f} ms", "< 1 s",
+         f"median; max {live['live_max_s'] * 1000:.0f} ms (polls every 0.5 s)"),
     ]
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     head = ("measurement", "size", "result", "target", "note")

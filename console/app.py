@@ -23,11 +23,12 @@ from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
-from textual import events, work
+from textual import work
+from textual.actions import parse as parse_action
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Footer
 
 from engine.redact import DEFAULT_SECRET_PATTERNS
 from engine.store.base import SessionStore
@@ -42,9 +43,13 @@ from .screens.loaders import one_line
 from .screens.replay import ReplayScreen, ReplaySource
 from .screens.session import SessionScreen
 from .screens.sessions import STATUS_CYCLE, SessionsScreen
+from .text import clean
 from .widgets.format import configure_secrets
+from .widgets.plain import Static
 
 SESSION_STATUSES = {s for s in STATUS_CYCLE if s} | {"new"}
+READ_ONLY_DRY_RUN = frozenset({"interrupts.answer"})
+"""Write actions that still open in read-only mode: the editor, for a dry run (submitting stays disabled)."""
 
 
 class HitlApp(App[None]):
@@ -73,10 +78,15 @@ class HitlApp(App[None]):
         operator: str | None = None,
         read_only_reason: str | None = None,
         store_options: dict[str, Any] | None = None,
+        screenshot_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         super().__init__()
         self.store_options = dict(store_options or {})
         """Backend options for opening ``db_path`` (a PostgreSQL password from hitl.toml)."""
+        self.screenshot_dir = Path(
+            screenshot_dir or os.environ.get("HITL_SCREENSHOT_DIR") or Path.home() / "hitl-screenshots"
+        )
+        """Where the palette's screenshot goes (created when needed; the toast says the file)."""
         configure_secrets(show_secrets, secret_patterns)
         self._store = store
         self.db_path = db_path
@@ -96,8 +106,9 @@ class HitlApp(App[None]):
         self.operator = operator
         """Who is signed in (``hitl serve``): every write is recorded under this name and the
         confirmation does not let it be changed. None: the confirmation offers ``default_operator()``."""
-        self.read_only_reason = read_only_reason or "read-only mode (it writes to the store)"
-        """What a write key says when pressed read-only (``hitl serve``: the viewer role)."""
+        self.read_only_reason = read_only_reason
+        """Why writes are disabled, said when a write key is pressed read-only (``hitl serve``:
+        the viewer role). None: the plain ``--read-only`` wording."""
         self._owns_store = store is None
         if store is not None:
             self.store_label = "memory store" if type(store).__name__ == "MemoryStore" else str(getattr(store, "path", ""))
@@ -164,14 +175,49 @@ class HitlApp(App[None]):
             with contextlib.suppress(Exception):  # closing on exit must not raise
                 await self._store.close()
 
-    def on_key(self, event: events.Key) -> None:
-        """Read-only: a write key's binding is disabled, so pressing it would do nothing; say why."""
-        if not self.read_only:
-            return
-        for action in ACTIONS:
-            if action.writes and action.key == event.key and self.owner_of(action, self.screen) is not None:
-                self.notify(f"{action.id} is disabled: {self.read_only_reason}", severity="warning")
-                return
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: Any = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """Every toast is literal text (data is never markup), with terminal control neutralised."""
+        super().notify(clean(message), title=clean(title, one_line=True), severity=severity, timeout=timeout, markup=False)
+
+    def deliver_screenshot(
+        self, filename: str | None = None, path: str | None = None, time_format: str | None = None
+    ) -> str | None:
+        """Save an SVG of the screen in :attr:`screenshot_dir` and say where (or why not)."""
+        where = Path(path) if path else self.screenshot_dir
+        try:
+            where.mkdir(parents=True, exist_ok=True)
+            saved = self.save_screenshot(filename, str(where), time_format)
+        except OSError as e:
+            self.notify(f"Screenshot not saved to {where}: {one_line(e)}", severity="error", timeout=10)
+            return None
+        self.notify(f"Screenshot saved to {saved}", title="Screenshot", timeout=10)
+        return saved
+
+    async def run_action(self, action: Any, default_namespace: Any = None, namespaces: Any = None) -> bool:
+        """A key bound to a write in read-only mode says why it does nothing
+        (Textual would pass a disabled binding over without a word)."""
+        if self.read_only and isinstance(action, str):
+            with contextlib.suppress(Exception):
+                _, name, params = parse_action(action)
+                area = getattr(default_namespace, "AREA", "") or ("app" if default_namespace is self else "log")
+                entry = lookup(area, name, params)
+                if entry is not None and entry.writes and entry.id not in READ_ONLY_DRY_RUN:
+                    why = self.read_only_reason or (
+                        "it writes to the store. Start hitl without --read-only to do this"
+                    )
+                    self.notify(
+                        f"Read-only mode: {entry.id} ({entry.label}) is disabled -- {why}.", severity="warning"
+                    )
+                    return True
+        return await super().run_action(action, default_namespace, namespaces)
 
     # ------------------------------------------------------------ registry plumbing
     def owner_of(self, action: Action, screen: Screen[Any]) -> Any | None:
@@ -187,8 +233,9 @@ class HitlApp(App[None]):
         return None
 
     def action_state(self, action: Action, owner: Any) -> bool | None:
-        """True: enabled; None: shown but disabled (read-only, or does not apply now)."""
-        if action.writes and self.read_only:
+        """True: enabled; None: shown but disabled (read-only, or does not apply now).
+        In read-only mode the response editor still opens, for a dry run."""
+        if action.writes and self.read_only and action.id not in READ_ONLY_DRY_RUN:
             return None
         check = getattr(owner, f"can_{action.action_name}", None)
         if check is not None and not check(*action.params):
@@ -339,11 +386,13 @@ def run_app(
     show_secrets: bool = False,
     secret_patterns: Iterable[str] = DEFAULT_SECRET_PATTERNS,
     store_options: dict[str, Any] | None = None,
+    headless: bool = False,
 ) -> None:
     """Run the console on the store at ``db_path``, a path or a URL (None: the default file);
     ``replay``: open on the Replay screen of a session or of an exported file.
-    Values of secret-looking keys are masked unless ``show_secrets``."""
-    HitlApp(
+    Values of secret-looking keys are masked unless ``show_secrets``.
+    A crash of the console exits non-zero (SystemExit with the app's return code)."""
+    app = HitlApp(
         db_path=db_path if db_path is None or isinstance(db_path, str) and "://" in db_path else Path(db_path),
         read_only=read_only,
         registry=registry,
@@ -351,4 +400,7 @@ def run_app(
         show_secrets=show_secrets,
         secret_patterns=secret_patterns,
         store_options=store_options,
-    ).run()
+    )
+    app.run(headless=headless)
+    if app.return_code:
+        raise SystemExit(app.return_code)

@@ -52,6 +52,7 @@ from typing import Any, NoReturn, TypeVar
 import click
 
 from console.inputs import MAX_ANSWER_FILE_BYTES, MAX_IMPORT_BYTES, CheckedGroup, decode, loads, read_bounded
+from console.text import clean
 from engine import Content, Event, HitlError, Projection, cancel_invocation, project
 from engine.apps import AppRegistry, default_operator
 from engine.errors import InvocationNotFoundError, ReadOnlyError, require_id
@@ -240,8 +241,9 @@ class OperatorError(click.ClickException):
     exit_code = 1
 
     def show(self, file: Any = None) -> None:
-        # Errors echo values (validation messages, exception texts): masked too.
-        click.echo(f"error: {_redactor().text(self.format_message())}", err=True)
+        # Errors echo values (validation messages, exception texts): masked too, and
+        # shown, never obeyed (no terminal control).
+        click.echo(clean(f"error: {_redactor().text(self.format_message())}"), err=True)
 
 
 def fail(message: str) -> NoReturn:
@@ -296,9 +298,16 @@ async def open_store(*, write: bool) -> AsyncIterator[SessionStore]:
         await store.close()
 
 
+def interactive() -> bool:
+    """Someone at a terminal can answer a question (stdin is a tty)."""
+    return sys.stdin.isatty()
+
+
 def out(text: str = "") -> None:
-    """Every line the CLI prints passes the redactor's free-text masking last."""
-    click.echo(_redactor().text(text))
+    """Every line the CLI prints passes the redactor's free-text masking, then
+    console.text.clean: data in it is shown, never obeyed (no terminal control,
+    no bidi reordering). ``--json`` output is exact."""
+    click.echo(clean(_redactor().text(text)))
 
 
 def out_json(obj: Any) -> None:
@@ -570,7 +579,11 @@ def main() -> None:
 @common
 @click.option("--app", "app_name", metavar="NAME", help="Only this app.")
 @click.option("--user", "user_id", metavar="USER", help="Only this user.")
-@click.option("--status", type=click.Choice(SESSION_STATUSES), help="Only sessions in this status.")
+@click.option(
+    "--status",
+    type=click.Choice((*SESSION_STATUSES, "interrupted")),
+    help="Only sessions in this status (interrupted: a turn stopped mid-run, no process runs it).",
+)
 @click.option(
     "--older-than", "older_than", metavar="DURATION", callback=_duration, help="Not updated for this long (2h, 3d)."
 )
@@ -594,7 +607,7 @@ def sessions(
                 store.list_sessions(
                     app_name=app_name,
                     user_id=user_id,
-                    status=status,
+                    status="running" if status == "interrupted" else status,  # interrupted: running, no live lease
                     text=search,
                     updated_before=time.time() - older_than if older_than is not None else None,
                     limit=limit,
@@ -602,6 +615,8 @@ def sessions(
                 )
             )
             stopped = {s.id: await interrupted_invocations(store, s.id, s.status) for s in page.items}
+            if status == "interrupted":
+                page.items = [s for s in page.items if stopped[s.id]]
         if _opts().json:
             out_json(
                 {
@@ -623,7 +638,7 @@ def sessions(
                 str(s.open_interrupts),
                 str(s.invocation_count),
                 str(s.event_count),
-                age(s.updated_at, now),
+                age(s.last_event_at or s.updated_at, now),  # an imported session: its events' time, not the import's
             ]
             for s in page.items
         ]
@@ -801,6 +816,16 @@ def render_plan(plan: ResumePlan, session_id: str, next_lines: list[str] | None 
     return lines
 
 
+def app_refusal(app_name: str) -> str | None:
+    """Why a real resume/re-drive of ``app_name`` would be refused here (its code
+    is not registered), or None when it would run."""
+    try:
+        _opts().registry().get(app_name)
+    except HitlError as exc:
+        return " ".join(str(exc).split())
+    return None
+
+
 def plan_next_runs(plan: ResumePlan, app_name: str) -> list[str] | None:
     """The graph-aware part of a dry run, when the app's code can be imported."""
     try:
@@ -890,11 +915,15 @@ def resume(
             if dry_run:
                 plan = await plan_resume(store, session_id, content, inv)
                 following = plan_next_runs(plan, session.app_name)
+                refusal = app_refusal(session.app_name)  # what the real command would say: it needs the app's code
                 if opts.json:
-                    out_json({**plan.to_dict(), "changes": safe(plan.to_dict()["changes"]), "next": following})
+                    out_json({**plan.to_dict(), "changes": safe(plan.to_dict()["changes"]), "next": following,
+                              "would_run": refusal is None, "refusal": refusal})
                 else:
                     for line in render_plan(plan, session_id, following):
                         out(line)
+                if refusal is not None:
+                    fail(f"the real command would refuse (nothing would be written): {refusal}")
                 return
             if store.read_only:
                 raise ReadOnlyError("the store is open read-only (--read-only); nothing was written")
@@ -953,9 +982,11 @@ def redrive(session_id: str, invocation: str, ack_in_doubt: bool, operator: str 
 @click.argument("session_id", metavar="SESSION")
 @click.argument("invocation", metavar="INVOCATION")
 @operator_option
-@reason_option
-def cancel(session_id: str, invocation: str, operator: str | None, reason: str | None) -> None:
-    """Cancel a waiting or failed invocation; its open interrupts close."""
+@click.option("--reason", metavar="TEXT", help="Why (required); recorded on the cancel event.")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation on a terminal.")
+def cancel(session_id: str, invocation: str, operator: str | None, reason: str | None, yes: bool) -> None:
+    """Cancel a waiting or failed invocation; its open interrupts close. Final:
+    asks first on a terminal (unless --yes), and needs a --reason, like the console."""
     opts = _opts()
 
     async def body() -> None:
@@ -964,6 +995,15 @@ def cancel(session_id: str, invocation: str, operator: str | None, reason: str |
             inv = await resolve_invocation(store, session_id, invocation)
             before = await load_invocation(store, session_id, inv)
             closed = [i.id for i in before.open_interrupts(inv)]
+            # A finished invocation or a read-only store: the engine's own refusal says why not.
+            finished = opts.read_only or before.invocation_status(inv) in (NodeStatus.COMPLETED, NodeStatus.CANCELLED)
+            if not finished and (not reason or not reason.strip()):
+                fail("a cancel needs a reason: add --reason TEXT (it is recorded with the cancel); nothing was written")
+            if not finished and not yes and interactive():
+                what = f"; it closes {len(closed)} open interrupt(s)" if closed else ""
+                if not click.confirm(clean(f"Cancel invocation {inv} of session {session_id}{what}? This is final"),
+                                     default=False):
+                    fail("not cancelled: nothing was written")
             event = await cancel_invocation(store, session_id, inv, operator=_operator(operator), reason=reason)
         if opts.json:
             out_json({"invocation_id": inv, "status": "CANCELLED", "closed": closed, "event_id": event.id})

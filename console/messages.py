@@ -48,9 +48,17 @@ class SessionsLoaded(Message):
     """A page of the sessions list (``append``: after the rows already shown)."""
 
     def __init__(
-        self, query: SessionQuery, rows: list[SessionSummary], next_cursor: str | None, *, append: bool
+        self,
+        query: SessionQuery,
+        rows: list[SessionSummary],
+        next_cursor: str | None,
+        *,
+        append: bool,
+        stopped: dict[str, tuple[bool, bool]] | None = None,
     ) -> None:
         super().__init__()
+        self.stopped = stopped or {}
+        """Session id -> (an invocation stopped mid-run, some node of it is in doubt) (engine.liveness)."""
         self.query = query
         self.rows = rows
         self.next_cursor = next_cursor

@@ -46,7 +46,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
-from textual.widgets import Footer, SelectionList, Static
+from textual.widgets import Footer, SelectionList
 from textual.widgets.selection_list import Selection
 
 from engine.apps import AppRegistry, default_operator
@@ -57,6 +57,7 @@ from engine.projection import Interrupt, Projection
 from engine.resume import load_invocation, next_runs, plan_resume
 
 from ..actions import bindings
+from ..text import clean_text
 from ..widgets.answer_editor import AnswerEditor
 from ..widgets.answer_views import (
     Outcome,
@@ -67,6 +68,7 @@ from ..widgets.answer_views import (
     write_command,
 )
 from ..widgets.format import short, short_id
+from ..widgets.plain import Static
 from .answer_dialogs import ConfirmWrite, OutcomeScreen, WriteChoice
 from .answer_jobs import WriteJob, execute
 from .base import HitlScreen
@@ -165,7 +167,7 @@ class AnswerScreen(HitlScreen):
     # ------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
         d = self.draft
-        yield self.compose_title(f"hitl ▸ Answer ▸ {d.session_id} ▸ invocation {short_id(d.invocation_id, 14)}")
+        yield self.compose_title(f"hitl ▸ Answer ▸ {short(d.session_id, 60)} ▸ invocation {short_id(d.invocation_id, 14)}")
         yield Static("loading…", id="answer-info", classes="infoline")
         yield Static("", id="answer-banner", classes="banner -hidden")
         with Horizontal(id="answer-main"):
@@ -244,11 +246,11 @@ class AnswerScreen(HitlScreen):
     @staticmethod
     def _option_label(itr: Interrupt) -> Text:
         t = Text()
-        t.append(itr.id, "bold")
+        t.append(short(itr.id, 40), "bold")
         t.append(f"  {itr.path.rsplit('/', 1)[-1]}", "dim")
         if itr.message:
             t.append(f"\n  {short(itr.message, 44)}", "dim")
-        return t
+        return clean_text(t)
 
     # ------------------------------------------------------------ selection
     @property
@@ -797,7 +799,7 @@ class InboxAnswering:
         return f" · ● {len(p[2])} selected in {p[0]} / {short_id(p[1], 10)} (e: answer, space: unselect)"
 
     def interrupt_cell(self, rec: InterruptRecord) -> str:
-        return ("● " if self.is_picked(rec) else "") + rec.interrupt_id
+        return ("● " if self.is_picked(rec) else "") + short(rec.interrupt_id, 32)
 
     def _pick(self, rows: list[InterruptRecord], *, toggle: bool) -> None:
         if not rows:

@@ -19,10 +19,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Checkbox, Input, Label, Static
+from textual.widgets import Button, Checkbox, Input
 
 from ..actions import BY_ID
 from ..widgets.answer_views import Outcome, outcome_renderable
+from ..widgets.plain import Label, Static
 
 CONFIRM_KEY = BY_ID["answer.submit"].key or "ctrl+s"
 """The dialog confirms with the key that submits answers (one vocabulary)."""

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar, cast
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.screen import Screen
-from textual.widgets import DataTable, Label
 
 from ..actions import lookup
+from ..text import clean
+from ..widgets.plain import DataTable, Label
 
 if TYPE_CHECKING:
     from ..app import HitlApp
@@ -20,7 +22,7 @@ if TYPE_CHECKING:
 class TitleBar(Horizontal):
     """One line: where you are on the left, mode badges on the right."""
 
-    def __init__(self, text: str, badges: str = "") -> None:
+    def __init__(self, text: str | Text, badges: str | Text = "") -> None:
         super().__init__(id="titlebar")
         self._text = text
         self._badges = badges
@@ -42,13 +44,13 @@ class HitlScreen(Screen[None]):
     def hitl(self) -> HitlApp:
         return cast("HitlApp", self.app)
 
-    def compose_title(self, text: str) -> TitleBar:
-        badges = []
+    def compose_title(self, text: str | Text) -> TitleBar:
+        badges = Text()
         if self.hitl.read_only:
-            badges.append("[reverse] READ-ONLY [/]")
+            badges.append(" READ-ONLY ", "reverse")
         if self.hitl.store_label:
-            badges.append(self.hitl.store_label)
-        return TitleBar(text, "  ".join(badges))
+            badges.append(("  " if badges else "") + clean(self.hitl.store_label))
+        return TitleBar(text, badges)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         entry = lookup(self.AREA, action, parameters)

@@ -21,9 +21,10 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.containers import Horizontal
 from textual.screen import ModalScreen
 from textual.suggester import SuggestFromList
-from textual.widgets import Input, Label
+from textual.widgets import Input
 
 from ..actions import ACTIONS, BY_COMMAND, BY_ID, COMMAND_ALIASES, Action
+from ..widgets.plain import Label
 
 if TYPE_CHECKING:
     from ..app import HitlApp

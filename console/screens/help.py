@@ -11,9 +11,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Label, Static
 
 from ..actions import AREA_TITLES, Action
+from ..widgets.plain import Label, Static, cells
 
 
 def key_text(action: Action) -> str:
@@ -41,7 +41,7 @@ def help_table(sections: list[tuple[str, list[Action]]], *, read_only: bool) -> 
                 what.append("  (next release)", style="italic")
             if a.cli:
                 what.append(f"\n$ {a.cli}", style="dim")
-            table.add_row(key_text(a), Text(a.id, style=style), what)
+            table.add_row(*cells(key_text(a), Text(a.id, style=style), what))
         parts.append(table)
         parts.append(Text(""))
     return Group(*parts)

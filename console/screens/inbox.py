@@ -13,14 +13,16 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import Footer
 
 from engine.models import REQUEST_INPUT_FUNCTION
 from engine.store.base import InterruptRecord
 
 from ..actions import bindings
 from ..messages import InboxLoaded, StoreFailed
+from ..text import literal
 from ..widgets.format import age, short
+from ..widgets.plain import DataTable, Static
 from .answer import InboxAnswering
 from .base import PagedTableScreen
 from .loaders import one_line
@@ -135,10 +137,10 @@ class InboxScreen(InboxAnswering, PagedTableScreen):
         return [
             Text(age(now, r.raised_at), justify="right"),
             self.interrupt_cell(r),
-            r.session_id,
-            short(asks(r), 32),
-            r.path,
-            r.app_name,
+            literal(short(r.session_id, 40)),
+            literal(short(asks(r), 32)),
+            literal(short(r.path, 40)),
+            literal(short(r.app_name, 24)),
         ]
 
     def _show_rows(self) -> None:

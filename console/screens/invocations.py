@@ -9,12 +9,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Label, OptionList
+from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
 from engine.store.base import InvocationSummary
 
+from ..text import clean_text
 from ..widgets.format import STATUS_ICON, age, short, short_id
+from ..widgets.plain import Label
 
 
 def invocation_option(n: int, inv: InvocationSummary, now: float, current: bool) -> Option:
@@ -27,7 +29,7 @@ def invocation_option(n: int, inv: InvocationSummary, now: float, current: bool)
     t.append(short_id(inv.invocation_id, 14) + "  ")
     if inv.message:
         t.append(f'"{short(inv.message, 30)}"')
-    return Option(t, id=inv.invocation_id)
+    return Option(clean_text(t), id=inv.invocation_id)
 
 
 class InvocationPicker(ModalScreen[str | None]):

@@ -36,7 +36,7 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import ModalScreen
 from textual.timer import Timer
-from textual.widgets import Footer, Input, Label, Static, Tree
+from textual.widgets import Footer, Input, Tree
 
 from engine.errors import SessionNotFoundError
 from engine.models import Session, StoredEvent, parent_path
@@ -46,7 +46,9 @@ from engine.replay_view import Frame, goto
 from ..actions import bindings
 from ..widgets.details import Details, invocation_details, node_details
 from ..widgets.event_log import EventLog, corrupt_line, log_line
+from ..widgets.format import short
 from ..widgets.node_tree import NodeTree
+from ..widgets.plain import Label, Static
 from ..widgets.replay_panels import ReplayLog, ReplayPanel, TimelineBar, change_table, event_panel, state_table
 from .base import HitlScreen
 from .loaders import CHUNK, one_line, read_events
@@ -214,7 +216,7 @@ class ReplayScreen(HitlScreen):
 
     # ------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
-        yield self.compose_title(f"hitl ▸ Replay {self.source.label}")
+        yield self.compose_title(f"hitl ▸ Replay {short(self.source.label, 80)}")
         yield Static("loading…", id="replay-info", classes="infoline")
         yield TimelineBar(id="timeline")
         yield ReplayPanel(id="replay-event")

@@ -26,11 +26,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.widgets import Footer, Static, Tree
+from textual.widgets import Footer, Tree
 
 from engine.errors import SessionNotFoundError
 from engine.liveness import invocation_health, is_mid_run
@@ -50,10 +51,12 @@ from ..messages import (
     LogPage,
     StoreFailed,
 )
+from ..text import literal
 from ..widgets.details import Details, event_details, invocation_details, node_details
 from ..widgets.event_log import EventLog, corrupt_line, log_line
-from ..widgets.format import STATUS_ICON, short_id
+from ..widgets.format import STATUS_ICON, short, short_id
 from ..widgets.node_tree import FOLD, NodeTree
+from ..widgets.plain import Static
 from .answer import SessionAnswering
 from .base import HitlScreen
 from .loaders import CHUNK, focus_path, load_history, load_view, one_line, read_events
@@ -101,7 +104,7 @@ class SessionScreen(SessionAnswering, HitlScreen):
 
     # ------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
-        yield self.compose_title(f"hitl ▸ Session {self.session_id}")
+        yield self.compose_title(f"hitl ▸ Session {short(self.session_id, 80)}")
         yield Static("loading…", id="session-info", classes="infoline")
         yield Static("", id="banner", classes="banner -hidden")
         yield Static("", id="answer-bar", classes="answer-bar -hidden")
@@ -420,6 +423,9 @@ class SessionScreen(SessionAnswering, HitlScreen):
                 details.show("no event selected", "Event")
             return
         inv = self.invocation_id
+        if self.view is None:  # not loaded yet: say so, never "no invocation"
+            details.show(f"loading session {self.session_id}…", "Details")
+            return
         if inv is None:
             details.show("This session has no invocation yet.", "Details")
             return
@@ -475,7 +481,7 @@ class SessionScreen(SessionAnswering, HitlScreen):
         if view is None:
             return
         s = view.session
-        parts = [f" {s.app_name} · {s.user_id} · {s.id}"]
+        parts: list[str | Text] = [f" {short(s.app_name, 40)} · {short(s.user_id, 30)} · {short(s.id, 60)}"]
         if self.invocation_id is None:
             parts.append("no invocation yet")
         else:
@@ -491,15 +497,15 @@ class SessionScreen(SessionAnswering, HitlScreen):
                 parts.append(f"{opened} open")
             if self.interrupted:
                 doubt = f", {len(self.in_doubt)} in doubt" if self.in_doubt else ""
-                parts.append(f"[b red]INTERRUPTED mid-run{doubt}[/]")
+                parts.append(Text(f"INTERRUPTED mid-run{doubt}", "b red"))
         parts.append(f"{self.log_seq:,} events")
         if self.writing:
             parts.append(f"{self.writing}: running…")
         if self.history_loading:
             parts.append("loading earlier runs…")
         if self.follow:
-            parts.append("[reverse] FOLLOW [/]")
-        self.query_one("#session-info", Static).update(" · ".join(parts))
+            parts.append(Text(" FOLLOW ", "reverse"))
+        self.query_one("#session-info", Static).update(Text(" · ").join(literal(p) if isinstance(p, str) else p for p in parts))
         self.render_selection()
 
     def on_back(self) -> bool:

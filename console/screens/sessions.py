@@ -15,17 +15,21 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.timer import Timer
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import Footer, Input
 
+from engine.liveness import interrupted_invocations
 from engine.store.base import SessionSummary
 
 from ..actions import bindings
 from ..messages import SessionQuery, SessionsLoaded, StoreFailed
-from ..widgets.format import STATUS_CLASSES, STATUS_ICON, age, status_class
+from ..text import clean, literal
+from ..widgets.format import STATUS_CLASSES, STATUS_ICON, age, short, status_class
+from ..widgets.plain import DataTable, Static
 from .base import PagedTableScreen
 from .loaders import one_line
 
-STATUS_CYCLE: tuple[str | None, ...] = (None, "waiting", "running", "failed", "completed", "cancelled")
+STATUS_CYCLE: tuple[str | None, ...] = (None, "waiting", "running", "failed", "completed", "cancelled", "interrupted")
+"""``interrupted`` is not a stored status: running sessions whose turn no live process holds (engine.liveness)."""
 PAGE = 100
 REFRESH_CAP = 1000
 """A periodic refresh re-reads at most this many rows (the ones near the top)."""
@@ -46,9 +50,12 @@ class SessionTable(DataTable[Text | str]):
 
     COMPONENT_CLASSES: ClassVar[set[str]] = DataTable.COMPONENT_CLASSES | STATUS_CLASSES
 
-    def status_cell(self, status: str) -> Text:
-        word = status.upper()
-        return Text(f"{STATUS_ICON.get(word, '·')} {word}", self.get_component_rich_style(status_class(word), partial=True))
+    def status_cell(self, status: str, stopped: tuple[bool, bool] = (False, False)) -> Text:
+        word = "INTERRUPTED" if stopped[0] else status.upper()
+        t = Text(f"{STATUS_ICON.get(word, '·')} {word}", self.get_component_rich_style(status_class(word), partial=True))
+        if stopped[1]:
+            t.append(" IN DOUBT", self.get_component_rich_style("status--interrupted", partial=True))
+        return t
 
 
 class SessionsScreen(PagedTableScreen):
@@ -62,6 +69,8 @@ class SessionsScreen(PagedTableScreen):
         self.sort_oldest = False
         """Sort the loaded rows by oldest open interrupt (the store orders by activity)."""
         self.rows: list[SessionSummary] = []
+        self.stopped: dict[str, tuple[bool, bool]] = {}
+        """Session id -> (interrupted mid-run, a node in doubt), from engine.liveness at load time."""
         self.next_cursor: str | None = None
         self._busy = False
         self._busy_more = False
@@ -109,8 +118,9 @@ class SessionsScreen(PagedTableScreen):
     @work(group="sessions-load", exit_on_error=False)
     async def _load(self, query: SessionQuery, limit: int, cursor: str | None, append: bool, generation: int) -> None:
         try:
-            page = await self.hitl.store.list_sessions(
-                status=query.status,
+            store = self.hitl.store
+            page = await store.list_sessions(
+                status="running" if query.status == "interrupted" else query.status,
                 text=query.text or None,
                 app_name=query.app_name,
                 user_id=query.user_id,
@@ -118,6 +128,20 @@ class SessionsScreen(PagedTableScreen):
                 cursor=cursor,
                 order="oldest_open" if self.sort_oldest else "updated",
             )
+            items = list(page.items)
+            if self.sort_oldest and not append and query.status in (None, "interrupted", "running"):
+                # triage: the store orders waiting sessions; what stopped mid-run goes first
+                running = await store.list_sessions(
+                    status="running", text=query.text or None, app_name=query.app_name,
+                    user_id=query.user_id, limit=PAGE,
+                )
+                known = {s.id for s in items}
+                items = [s for s in running.items if s.id not in known] + items
+            stopped: dict[str, tuple[bool, bool]] = {}
+            for s in items:  # liveness, computed once here (engine.liveness): cheap for non-running rows
+                health = await interrupted_invocations(store, s.id, s.status)
+                if health:
+                    stopped[s.id] = (True, any(h.in_doubt for h in health))
         except Exception as e:  # noqa: BLE001 -- shown as a one-line notification
             self.post_message(StoreFailed(one_line(e)))
             if generation == self._generation:
@@ -125,7 +149,11 @@ class SessionsScreen(PagedTableScreen):
             return
         if generation != self._generation:
             return  # the query changed meanwhile
-        self.post_message(SessionsLoaded(query, page.items, page.next_cursor, append=append))
+        if self.sort_oldest:
+            items = [s for s in items if s.id in stopped or s.status == "waiting" or query.status]
+        if query.status == "interrupted":
+            items = [s for s in items if s.id in stopped]
+        self.post_message(SessionsLoaded(query, items, page.next_cursor, append=append, stopped=stopped))
 
     def on_store_failed(self, message: StoreFailed) -> None:
         self.error(message.text)
@@ -142,22 +170,27 @@ class SessionsScreen(PagedTableScreen):
         else:
             self._busy = False
             self.rows = list(message.rows)
+        if not message.append:
+            self.stopped = {}
+        self.stopped.update(message.stopped)
         self.next_cursor = message.next_cursor
         self.loaded_once = True
         self._show_rows()
 
     # ------------------------------------------------------------ drawing
     def _ordered(self) -> list[SessionSummary]:
+        if self.sort_oldest:  # triage: what stopped mid-run comes before what merely waits
+            return sorted(self.rows, key=lambda r: r.id not in self.stopped)
         return self.rows  # the store pages in the chosen order
 
     def _cells(self, table: SessionTable, r: SessionSummary, now: float) -> list[Text | str]:
         return [
-            table.status_cell(r.status),
+            table.status_cell(r.status, self.stopped.get(r.id, (False, False))),
             Text(str(r.open_interrupts) if r.open_interrupts else "", justify="right"),
             Text(age(now, r.oldest_open_at) if r.oldest_open_at is not None else "", justify="right"),
-            r.app_name,
-            r.user_id,
-            r.id,
+            literal(short(r.app_name, 24)),
+            literal(short(r.user_id, 20)),
+            literal(short(r.id, 48)),
             Text(age(now, r.last_event_at or r.updated_at), justify="right"),
         ]
 
@@ -188,18 +221,29 @@ class SessionsScreen(PagedTableScreen):
         q = self.query_state
         sort = "oldest open interrupt (waiting only)" if self.sort_oldest else "last activity"
         more = " · more below ↓" if self.next_cursor else ""
-        status = f"[b]{q.status}[/b]" if q.status else "all"
-        text = f" status: {status}   filter: {q.text or '-'}   sort: {sort}   {len(self.rows):,} shown{more}"
+        text = Text(" status: ")
+        text.append(q.status or "all", "b" if q.status else "")
+        filters = [f"{k}={v}" for k, v in (("app", q.app_name), ("user", q.user_id)) if v]
+        if q.text:
+            filters.append(f'text="{q.text}"')
+        text.append("   filter: ")
+        text.append(clean(" ".join(filters), one_line=True) or "-", "b" if filters else "")
+        if filters or q.status:
+            text.append(" (0: clear)")
+        text.append(f"   sort: {sort}   {len(self.rows):,} shown{more}")
         if self._busy:
-            text += "   loading…"
+            text.append("   loading…")
         self.query_one("#sessions-info", Static).update(text)
         empty = self.query_one("#sessions-empty", Static)
         show_empty = self.loaded_once and not self.rows and not self._busy
         empty.set_class(not show_empty, "-hidden")
-        self.query_one(SessionTable).set_class(show_empty, "-hidden")
+        table = self.query_one(SessionTable)
+        table.set_class(show_empty, "-hidden")
+        if not show_empty and self.is_current and not self.query_one("#filter", Input).has_focus and not table.has_focus:
+            table.focus()  # it lost focus while hidden (an empty result): j/k and 1-5 must reach it again
         if show_empty:
             if q.status or q.text or q.app_name or q.user_id:
-                empty.update(f"No session matches {q.describe()}.\nPress 0 for every status, / to change the filter.")
+                empty.update(f"No session matches {q.describe()}.\nPress 0 to clear every filter, / to change the text filter.")
             else:
                 empty.update("This store has no sessions yet.\nRun a workflow, or create demo data with `hitl demo`.")
 
@@ -233,6 +277,9 @@ class SessionsScreen(PagedTableScreen):
         self.action_set_status(STATUS_CYCLE[(i + 1) % len(STATUS_CYCLE)])
 
     def action_set_status(self, status: str | None) -> None:
+        if status is None:  # 0: every session -- no filter of any kind stays active unseen
+            self.apply_query(SessionQuery())
+            return
         self.apply_query(SessionQuery(status, self.query_state.text, self.query_state.app_name, self.query_state.user_id))
 
     def apply_query(self, query: SessionQuery) -> None:

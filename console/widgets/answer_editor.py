@@ -26,13 +26,14 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.widgets import Label, Static, TextArea
+from textual.widgets import TextArea
 
 from engine.projection import Interrupt
 from engine.redact import mask
 from engine.responses import template_for, unwrap_response, validate_response
 
-from .format import to_json
+from .format import short, to_json
+from .plain import Label, Static
 
 # ------------------------------------------------------------------ checking
 
@@ -163,8 +164,8 @@ class AnswerEditor(Vertical):
     def compose(self) -> ComposeResult:
         itr = self.interrupt
         head = Text()
-        head.append(itr.id, "bold")
-        head.append(f"  {itr.path}", "dim")
+        head.append(short(itr.id, 60), "bold")
+        head.append(f"  {short(itr.path, 60)}", "dim")
         yield Label(head, classes="answer-head")
         if itr.message:
             yield Static(itr.message, classes="answer-message")

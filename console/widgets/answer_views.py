@@ -25,6 +25,7 @@ from engine.replay import DiffRow
 from engine.resume import ResumePlan
 
 from .format import STATUS_ICON, short
+from .plain import cells
 
 EFFECT_STYLE = {
     "auto-complete": "green",
@@ -103,7 +104,7 @@ def preview_renderable(preview: Preview | None, *, stale: bool = False) -> Rende
         t = Table.grid(padding=(0, 1))
         t.add_column(style="dim", no_wrap=True)
         t.add_column(overflow="fold")
-        t.add_row("resolves", ", ".join(plan.resolves))
+        t.add_row(*cells("resolves", ", ".join(plan.resolves)))
         parts.append(t)
         for c in plan.changes:
             line = Text("  ")
@@ -227,7 +228,7 @@ def _rows_table(title: str, rows: Iterable[DiffRow], *, executions: bool = False
     t.add_column("before", overflow="fold", ratio=2)
     t.add_column("after", overflow="fold", ratio=2)
     if not rows:
-        t.add_row(Text("no change", "dim"), "", "")
+        t.add_row(*cells(Text("no change", "dim"), "", ""))
     for r in rows:
         label = Text(r.key)
         after = Text(_value(r.after))
@@ -240,7 +241,7 @@ def _rows_table(title: str, rows: Iterable[DiffRow], *, executions: bool = False
             after = Text(r.after, "bold cyan")
         elif r.key.endswith(" status"):
             after.stylize("bold")
-        t.add_row(label, before, after)
+        t.add_row(*cells(label, before, after))
     return t
 
 

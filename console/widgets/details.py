@@ -13,12 +13,13 @@ from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
-from textual.widgets import Static
 
 from engine.models import NodeStatus, StoredEvent
-from engine.projection import Interrupt, Projection
+from engine.projection import Interrupt, NodeRun, Projection
 
+from ..text import clean, literal
 from .format import STATUS_CLASSES, STATUS_ICON, clock_time, date_time, shown, status_class, to_json
+from .plain import Static
 
 
 def _json(value: Any) -> RenderableType:
@@ -42,7 +43,7 @@ def _fields(rows: list[tuple[str, RenderableType | str]], st: Styles) -> Table:
     t.add_column(style=_s(st, "details--key"), no_wrap=True)
     t.add_column(overflow="fold")
     for k, v in rows:
-        t.add_row(k, v)
+        t.add_row(k, literal(v) if isinstance(v, str) else v)
     return t
 
 
@@ -58,8 +59,8 @@ def _interrupt_block(itr: Interrupt, st: Styles) -> RenderableType:
         head.append("✓ ", _s(st, "status--completed"))
     else:
         head.append("◆ ", _s(st, "status--waiting"))
-    head.append(itr.id, _s(st, "details--title"))
-    head.append(f"  {itr.name}", _s(st, "details--dim"))
+    head.append(clean(itr.id), _s(st, "details--title"))
+    head.append(clean(f"  {itr.name}"), _s(st, "details--dim"))
     rows: list[tuple[str, RenderableType | str]] = []
     if itr.message:
         rows.append(("message", itr.message))
@@ -87,6 +88,20 @@ def _indent(r: RenderableType) -> RenderableType:
     return Padding(r, (0, 0, 0, 2))
 
 
+def node_kind(run: NodeRun) -> str:
+    """What the node is, in words: only a node that asked something is described
+    by how it treats answers."""
+    if run.is_container:
+        return "container (its children run inside it); re-executes on resume"
+    if not run.interrupt_ids:
+        if run.rerun_on_resume:
+            return "node (orchestrates dynamic children); re-executes on resume"
+        return "leaf node (runs once per dispatch)"
+    if run.rerun_on_resume:
+        return "leaf that asks, re-executes on resume with the answers"
+    return "leaf that asks, waits for every answer, then completes with them"
+
+
 def node_details(
     proj: Projection, invocation_id: str, path: str, st: Styles, in_doubt: frozenset[str] = frozenset()
 ) -> RenderableType:
@@ -96,15 +111,12 @@ def node_details(
     run = proj.get(invocation_id, path)
     if run is None:
         return Text(f"{path}: not in this invocation", style=_s(st, "details--dim"))
-    title = Text(path, style=_s(st, "details--title"))
-    kind = "container" if run.is_container else "leaf"
-    behaviour = (
-        "re-executes on resume" if run.rerun_on_resume else "waits for every answer, then completes with them"
-    )
+    title = literal(path, _s(st, "details--title"))
+    rows_kind = node_kind(run)
     rows: list[tuple[str, RenderableType | str]] = [
         ("status", _status_text(run.status.value, st)),
         ("run id", run.run_id + (f"  ↻ resumed ({run.starts} starts)" if run.resumed else "")),
-        ("kind", f"{kind}, {behaviour}"),
+        ("kind", rows_kind),
         ("invocation", invocation_id),
     ]
     if run.call_key:
@@ -126,7 +138,7 @@ def node_details(
         rows.append(("route", _json(run.route)))
     if run.error_code:
         failed = f" ({run.errors} failed attempts)" if run.errors > 1 else ""
-        rows.append(("error", Text(f"{run.error_code}: {run.error_message}{failed}", style=_s(st, "status--failed"))))
+        rows.append(("error", literal(f"{run.error_code}: {run.error_message}{failed}", _s(st, "status--failed"))))
     if run.children:
         counts: dict[str, int] = {}
         for c in proj.children(invocation_id, path):

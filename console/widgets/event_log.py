@@ -26,9 +26,10 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.timer import Timer
 
-from engine.models import StoredEvent
+from engine.models import Event, StoredEvent
 
 from ..actions import bindings
+from ..text import clean
 from .format import clock_time, id_list, short
 
 KINDS = (
@@ -60,6 +61,19 @@ class LogLine:
     invocation_id: str
 
 
+def operator_of(e: Event) -> str | None:
+    """Who wrote an operator event (answer, re-drive, cancel); None for others."""
+    op = (e.custom_metadata or {}).get("operator")
+    return str(op) if op else None
+
+
+def operator_said(e: Event) -> str:
+    """`` · reason "card expired"`` -- the reason of an operator event (the
+    operator is in the author column)."""
+    reason = (e.custom_metadata or {}).get("reason")
+    return f' · reason "{short(str(reason), 60)}"' if reason else ""
+
+
 def log_line(se: StoredEvent) -> LogLine:
     """The one-line summary of a stored event."""
     e = se.event
@@ -69,14 +83,11 @@ def log_line(se: StoredEvent) -> LogLine:
     if kind == "message":
         summary = f'"{short(e.content.text if e.content else "", 60)}"'
     elif kind == "response":
-        parts = [f"{fr.id}={short(fr.response, 16)}" for fr in e.function_responses]
+        parts = [f"{short(fr.id, 24)}={short(fr.response, 16)}" for fr in e.function_responses]
         summary = "answers " + id_list(parts, 3)
-        op = (e.custom_metadata or {}).get("operator")
-        if op:
-            summary += f" by {op}"
+        summary += operator_said(e)
     elif kind in ("redrive", "cancel"):
-        meta = e.custom_metadata or {}
-        summary = " ".join(f"{k}={meta[k]}" for k in ("operator", "reason") if meta.get(k))
+        summary = kind + operator_said(e)
     elif kind == "start":
         summary = "re-executes" if info and info.input is None and info.rerun_on_resume else ""
         if info and info.input is not None:
@@ -104,9 +115,9 @@ def log_line(se: StoredEvent) -> LogLine:
         seq=se.seq,
         timestamp=e.timestamp,
         kind=intern(kind),
-        author=intern(e.author),
-        path=intern(info.path) if info else "",
-        summary=summary,
+        author=intern(clean(operator_of(e) or e.author, one_line=True)),
+        path=intern(clean(info.path, one_line=True)) if info else "",
+        summary=clean(summary, one_line=True),
         invocation_id=intern(e.invocation_id),
     )
 

@@ -11,6 +11,8 @@ from typing import Any
 
 from engine.redact import DEFAULT_SECRET_PATTERNS, Redactor
 
+from ..text import clean
+
 STATUS_ICON: dict[str, str] = {
     "PENDING": "○",
     "RUNNING": "▶",
@@ -19,8 +21,11 @@ STATUS_ICON: dict[str, str] = {
     "FAILED": "✗",
     "CANCELLED": "⊘",
     "NEW": "·",
+    "INTERRUPTED": "⚠",
 }
-"""One-cell glyph per status (the word is always shown too: colour is not the only cue)."""
+"""One-cell glyph per status (the word is always shown too: colour is not the only cue).
+``INTERRUPTED`` is a display state from ``engine.liveness``: the projection says
+RUNNING, but no live process holds the invocation's lease (it stopped mid-run)."""
 
 STATUS_CLASSES: set[str] = {f"status--{s.lower()}" for s in STATUS_ICON}
 """Component classes ``status--waiting`` etc.; their colours live in app.tcss."""
@@ -64,11 +69,12 @@ def date_time(ts: float | None) -> str:
 
 
 def to_json(value: Any, indent: int | None = None) -> str:
-    """JSON for display; values JSON cannot encode are shown with ``repr``."""
+    """JSON for display (terminal control and bidi controls neutralised); values
+    JSON cannot encode are shown with ``repr``."""
     try:
-        return json.dumps(value, indent=indent, ensure_ascii=False, sort_keys=False, default=repr)
+        return clean(json.dumps(value, indent=indent, ensure_ascii=False, sort_keys=False, default=repr))
     except (TypeError, ValueError):
-        return repr(value)
+        return clean(repr(value))
 
 
 _SECRETS: dict[str, Any] = {"redactor": Redactor(DEFAULT_SECRET_PATTERNS)}
@@ -102,15 +108,16 @@ def short(value: Any, width: int = 40) -> str:
     compact JSON (secret-looking keys masked)."""
     value = shown(value)
     text = value if isinstance(value, str) else to_json(value)
-    text = " ".join(text.split())
+    text = clean(" ".join(text.split()), one_line=True)
     return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
 
 
 def short_id(value: str, width: int = 12) -> str:
+    value = clean(value, one_line=True)
     return value if len(value) <= width else value[: width - 1] + "…"
 
 
 def id_list(ids: list[str], limit: int = 3) -> str:
     """``a, b, c +2``"""
-    head = ", ".join(ids[:limit])
+    head = clean(", ".join(ids[:limit]), one_line=True)
     return head + (f" +{len(ids) - limit}" if len(ids) > limit else "")

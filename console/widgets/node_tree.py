@@ -24,6 +24,7 @@ from textual.widgets.tree import TreeNode
 from engine.models import NodeStatus
 from engine.projection import NodeRun, Projection
 
+from ..text import clean, clean_text, literal
 from .format import STATUS_CLASSES, STATUS_ICON, id_list, short, short_id, status_class
 
 WINDOW = 50
@@ -38,7 +39,7 @@ def run_label(run: NodeRun, proj: Projection, style: dict[str, Style]) -> Text:
     """``approve@1 ◆ WAITING  approve-b "Approve B?"`` -- one line per run."""
     status = run.status.value
     t = Text()
-    t.append(f"{run.name}@{run.run_id}", style.get("name", Style()))
+    t.append(clean(f"{run.name}@{run.run_id}", one_line=True), style.get("name", Style()))
     t.append(" ")
     t.append(f"{STATUS_ICON[status]} {status}", style.get(status_class(status), Style()))
     if run.resumed:
@@ -114,6 +115,10 @@ class NodeTree(Tree[str]):
         self.marked: set[str] = set()
         """Runs whose open ids are selected for answering: their labels start with ``●``."""
         self._order_cache: tuple[tuple[int, int, str | None], list[str], dict[str, int]] | None = None
+
+    def process_label(self, label: str | Text) -> Text:
+        """A ``str`` label is literal text, never markup."""
+        return super().process_label(literal(label, one_line=True) if isinstance(label, str) else clean_text(label))
 
     # ------------------------------------------------------------ styles
     @property

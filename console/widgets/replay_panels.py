@@ -17,13 +17,13 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widget import Widget
-from textual.widgets import Static
 
 from engine.replay import DiffRow, Marker
 from engine.replay_view import Frame
 
 from .event_log import EventLog
 from .format import date_time, short, short_id, shown_entry
+from .plain import Static, cells
 
 MARKER_ICON: dict[str, str] = {
     "invocation": "▸",
@@ -65,7 +65,7 @@ def marker_table(markers: list[Marker], styles: dict[str, Style]) -> Table:
     table.add_column(overflow="fold")
     for m in markers:
         style = styles.get(f"marker--{m.kind}", Style())
-        table.add_row(Text(f"{MARKER_ICON.get(m.kind, '·')} {MARKER_LABEL.get(m.kind, m.kind)}", style), m.text)
+        table.add_row(*cells(Text(f"{MARKER_ICON.get(m.kind, '·')} {MARKER_LABEL.get(m.kind, m.kind)}", style), m.text))
     return table
 
 
@@ -82,7 +82,7 @@ def change_table(rows: list[DiffRow], styles: dict[str, Style], *, width: int = 
     table.add_column(no_wrap=True)
     table.add_column(overflow="fold", style=styles.get("replay--after", Style()))
     for r in rows:
-        table.add_row(r.area, r.key, _value(r.before, width), "→", _value(r.after, width))
+        table.add_row(*cells(r.area, r.key, _value(r.before, width), "→", _value(r.after, width)))
     return table
 
 
@@ -126,7 +126,7 @@ def state_table(state: dict[str, Any], changed: set[str], styles: dict[str, Styl
     table.add_column(overflow="fold")
     for key in sorted(state):
         mark = Text("●", styles.get("replay--after", Style())) if key in changed else Text(" ")
-        table.add_row(mark, key, short(shown_entry(key, state[key]), 200))
+        table.add_row(*cells(mark, key, short(shown_entry(key, state[key]), 200)))
     return table
 
 

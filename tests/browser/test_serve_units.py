@@ -134,10 +134,10 @@ async def test_read_only_write_keys_say_why(monkeypatch: pytest.MonkeyPatch, tmp
     app = await _session_app(read_only=True, read_only_reason="val is signed in as a viewer")
     async with app.run_test(size=(120, 40)) as pilot:
         session = await open_session(pilot, "refund-waiting-1")
-        await pilot.press("e", "n")
+        await pilot.press("X", "n")  # X: cancel writes; e opens a read-only dry run instead
         await settle(pilot)
         notes = [n.message for n in app._notifications]
-        assert notes == ["interrupts.answer is disabled: val is signed in as a viewer"]
+        assert notes == ["Read-only mode: invocation.cancel (Cancel) is disabled -- val is signed in as a viewer."]
         assert app.screen is session
 
 

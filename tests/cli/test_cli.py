@@ -478,3 +478,97 @@ def test_dry_run_says_what_runs_next_from_the_workflow_graph(hitl: Hitl) -> None
     partial = json.loads(ok(hitl("resume", "refund-waiting-1", 'finance-order-1001={"approved": true, "note": "x"}',
                                  "--dry-run", "--json")))
     assert partial["next"] == ["approvals (join) waits for risk_approval"]
+
+
+# ----------------------------------------------------------- issue 11: refusals
+def test_cancel_requires_a_reason_and_writes_nothing_without_one(hitl: Hitl, db: Path) -> None:
+    (inv,) = invocation_ids(db, "refund-waiting-1")
+    _, before = session_events(db, "refund-waiting-1")
+    for argv in ([], ["--reason", "  "]):
+        operator_error(hitl("cancel", "refund-waiting-1", inv, *argv), "needs a reason", "--reason", "nothing was written")
+    assert len(session_events(db, "refund-waiting-1")[1]) == len(before)
+    assert projection(db, "refund-waiting-1").invocation_status(inv) is NodeStatus.WAITING
+
+
+def test_cancel_on_a_terminal_asks_first(hitl: Hitl, db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (inv,) = invocation_ids(db, "refund-waiting-1")
+    monkeypatch.setattr("console.cli.interactive", lambda: True)
+    res = hitl("cancel", "refund-waiting-1", inv, "--reason", "dup", input="n\n")
+    operator_error(res, "not cancelled", "nothing was written")
+    assert "Cancel invocation" in res.output and "This is final" in res.output
+    assert projection(db, "refund-waiting-1").invocation_status(inv) is NodeStatus.WAITING
+    ok(hitl("cancel", "refund-waiting-1", inv, "--reason", "dup", input="y\n"))
+    assert projection(db, "refund-waiting-1").invocation_status(inv) is NodeStatus.CANCELLED
+
+
+def test_cancel_with_yes_does_not_ask(hitl: Hitl, db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (inv,) = invocation_ids(db, "refund-waiting-1")
+    monkeypatch.setattr("console.cli.interactive", lambda: True)
+    text = ok(hitl("cancel", "refund-waiting-1", inv, "--reason", "dup", "--yes"))
+    assert "Cancel invocation" not in text
+
+
+def test_text_output_neutralises_terminal_control_and_json_stays_exact(hitl: Hitl, db: Path) -> None:
+    nasty = "\x1b]52;c;SGVsbG8=\x07[b]x[/b]\u202e\x1b[2J"
+    sid = "refund-waiting-1"
+    (inv,) = invocation_ids(db, sid)
+    ok(hitl("cancel", sid, inv, "--reason", nasty, "--operator", "op\x1b[31m"))
+    text = ok(hitl("events", sid))
+    assert "\x1b" not in text and "\u202e" not in text and "\x07" not in text
+    assert "␛]52;c;SGVsbG8=␇[b]x[/b]" in text
+    events = json_lines(ok(hitl("--json", "events", sid)))
+    assert any((e.get("custom_metadata") or {}).get("reason") == nasty for e in events)
+
+
+def test_sessions_status_interrupted_lists_runs_whose_process_died(hitl: Hitl, db: Path) -> None:
+    import asyncio
+
+    from engine.models import Content, Event, NodeInfo
+    from engine.store.sqlite import SQLiteStore
+
+    async def strand() -> None:  # a start record and nothing after it, no lease: the process died
+        store = await SQLiteStore.open(db)
+        try:
+            await store.create_session("billing", "gina", "billing-stuck")
+            await store.append_event("billing-stuck", Event(invocation_id="x", author="user", content=Content.from_text("o-5")))
+            await store.append_event("billing-stuck", Event(
+                invocation_id="x", author="billing",
+                node_info=NodeInfo(path="billing@1", run_id="1", lifecycle="start", is_container=True, rerun_on_resume=True),
+            ))
+        finally:
+            await store.close()
+
+    asyncio.run(strand())
+    text = ok(hitl("sessions", "--status", "interrupted"))
+    assert "billing-stuck" in text and "interrupted mid-run" in text
+    assert len([ln for ln in text.splitlines() if ln.startswith(("refund", "incident", "billing"))]) == 1
+    assert "billing-stuck" not in ok(hitl("sessions", "--status", "waiting"))
+
+
+def test_dry_run_for_an_unregistered_app_says_the_real_command_would_refuse(hitl: Hitl, db: Path) -> None:
+    import asyncio
+
+    from engine import START, Content, RequestInput, Runner, Workflow, node
+    from engine.store.sqlite import SQLiteStore
+
+    @node
+    async def ask(node_input: object) -> object:
+        yield RequestInput("ok?", response_schema=bool, interrupt_id="q-1")
+
+    async def start() -> None:  # a session of an app this CLI has no code for
+        store = await SQLiteStore.open(db)
+        try:
+            async for _ in Runner("elsewhere", Workflow("wf", [(START, ask)]), store).run("u", "alien-1", Content.from_text("go")):
+                pass
+        finally:
+            await store.close()
+
+    asyncio.run(start())
+    _, before = session_events(db, "alien-1")
+    res = hitl("resume", "alien-1", "q-1=true", "--dry-run")
+    operator_error(res, "the real command would refuse", "elsewhere")
+    assert "q-1" in res.output  # the plan is still shown
+    res = hitl("--json", "resume", "alien-1", "q-1=true", "--dry-run")
+    assert res.exit_code == 1 and json.loads(res.output.splitlines()[0])["would_run"] is False
+    operator_error(hitl("resume", "alien-1", "q-1=true"), "elsewhere")  # and indeed it does
+    assert len(session_events(db, "alien-1")[1]) == len(before)

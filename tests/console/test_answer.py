@@ -378,9 +378,12 @@ async def test_read_only_mode_disables_selection_and_answering() -> None:
     app = app_for(store, read_only=True)
     async with app.run_test(size=(120, 40)) as pilot:
         session = await open_session(pilot, "refund-waiting-1")
-        await pilot.press("space", "a", "e", "X")
+        await pilot.press("space", "a", "X")
         await settle(pilot)
         assert app.screen is session and session.selection == []
+        await pilot.press("e")  # the editor still opens, for a dry run (issue 11); submitting stays disabled
+        await settle(pilot)
+        assert isinstance(app.screen, AnswerScreen) and session.selection == []
 
 
 async def test_inbox_selection_opens_the_editor_on_that_invocation() -> None:

@@ -138,7 +138,11 @@ def test_log_line_summaries():
     line = log_line(StoredEvent(seq=4, session_id="s", event=e))
     assert (line.kind, line.path, line.summary) == ("interrupt", "wf@1/approve@1", 'x-1 "Ok?"')
     fr = Event(invocation_id="i", author="user", content=Content.from_responses({"x-1": True}), custom_metadata={"action": "resume", "operator": "ann"})
-    assert log_line(StoredEvent(seq=5, session_id="s", event=fr)).summary == "answers x-1=true by ann"
+    line = log_line(StoredEvent(seq=5, session_id="s", event=fr))
+    assert (line.author, line.summary) == ("ann", "answers x-1=true")  # the operator, not "user"
+    fr.custom_metadata = {"action": "cancel", "operator": "ann", "reason": "dup [/x]"}
+    line = log_line(StoredEvent(seq=6, session_id="s", event=fr))
+    assert (line.author, line.summary) == ("ann", 'answers x-1=true · reason "dup [/x]"')
 
 
 def test_format_helpers():

@@ -221,7 +221,7 @@ def test_cli_with_the_database_locked_beyond_the_timeout(hitl: Hitl, db: Path) -
     try:
         answer = 'finance-order-1001={"approved": true}'
         operator_error(hitl("--busy-timeout", "0.2", "resume", "refund-waiting-1", answer), "locked by another process")
-        operator_error(hitl("--busy-timeout", "0.2", "cancel", "refund-waiting-1", inv), "locked", "retry")
+        operator_error(hitl("--busy-timeout", "0.2", "cancel", "refund-waiting-1", inv, "--reason", "r"), "locked", "retry")
     finally:
         holder.execute("ROLLBACK")
         holder.close()

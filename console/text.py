@@ -1,0 +1,106 @@
+"""Data is text: the one place where strings from outside become printable.
+
+Anything that came from a session, an answer, an operator, a file or an
+exception passes through here before the console or the CLI shows it:
+
+* :func:`clean` neutralises terminal control -- ESC sequences (``\\x1b[2J``,
+  OSC 52 clipboard writes, OSC 8 links), every other C0/C1 control character
+  and the bidi overrides that reorder what a line seems to say. C0 characters
+  become their visible "control pictures" (``␛``, ``␀``), C1 characters and
+  bidi controls the replacement character ``�``: one character for one, so a
+  styled ``Text`` can be cleaned without moving its spans. Newlines and tabs
+  are kept unless ``one_line``.
+* :func:`clean_text` does that to a ``rich.text.Text`` (styles kept), and
+  :class:`Cleaned` to the segments of any Rich renderable: the console's text
+  widgets (:mod:`console.widgets.plain`) pass everything through them, so a
+  string that reached a Text or a table unnoticed is neutralised anyway.
+* :func:`literal` wraps a cleaned string in a ``rich.text.Text``, which Rich
+  and Textual never parse as markup: ``[/tmp]`` stays ``[/tmp]`` and
+  ``[@click=app.quit]`` is never clickable. Pass a ``Text`` -- never a ``str``
+  -- to a Label, Static, DataTable cell, Tree label or Rich table whenever any
+  part of it came from data.
+
+``--json`` output does not come through here: it is exact (JSON escapes control
+characters itself).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.measure import Measurement
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+
+BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+"""Bidi marks, embeddings, overrides and isolates (they reorder what follows)."""
+
+_CONTROL = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{BIDI}]")
+_CONTROL_ONE_LINE = re.compile(f"[\x00-\x1f\x7f-\x9f{BIDI}]")
+
+
+def _picture(match: re.Match[str]) -> str:
+    ch = match.group()
+    code = ord(ch)
+    if code < 0x20:
+        return chr(0x2400 + code)  # ␀ ... ␟ (␛ for ESC)
+    if code == 0x7F:
+        return "\u2421"  # ␡
+    return "\ufffd"  # C1 controls, bidi controls
+
+
+def clean(value: Any, *, one_line: bool = False) -> str:
+    """``value`` as printable text: no terminal control, no bidi reordering.
+    ``one_line``: newlines and tabs become ``␊`` / ``␉`` too."""
+    text = value if isinstance(value, str) else str(value)
+    return (_CONTROL_ONE_LINE if one_line else _CONTROL).sub(_picture, text)
+
+
+def clean_text(text: Text) -> Text:
+    """``text`` with its characters cleaned (same length: its styles stay put)."""
+    plain = text.plain
+    cleaned = clean(plain)
+    if cleaned == plain:
+        return text
+    out = text.copy()
+    out.plain = cleaned
+    return out
+
+
+class Cleaned:
+    """A Rich renderable whose rendered segments carry no terminal control."""
+
+    def __init__(self, renderable: Any) -> None:
+        self.renderable = renderable
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for seg in console.render(self.renderable, options):
+            if seg.control or not _CONTROL.search(seg.text):
+                yield seg
+            else:
+                yield Segment(clean(seg.text), seg.style)
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement.get(console, options, self.renderable)
+
+
+def literal(value: Any, style: str | Style = "", *, one_line: bool = False) -> Text:
+    """A ``Text`` showing ``value`` exactly (cleaned), never parsed as markup."""
+    return Text(clean(value, one_line=one_line), style=style)
+
+
+def assemble(*parts: str | tuple[Any, str | Style] | Text) -> Text:
+    """Own words and data in one ``Text``: plain ``str`` parts are the console's
+    own (no markup either), ``(value, style)`` tuples are data, cleaned."""
+    t = Text()
+    for part in parts:
+        if isinstance(part, Text):
+            t.append_text(part)
+        elif isinstance(part, tuple):
+            t.append(clean(part[0]), part[1])
+        else:
+            t.append(part)
+    return t
