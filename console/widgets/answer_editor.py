@@ -197,6 +197,8 @@ class AnswerEditor(Vertical):
         return t
 
     def on_mount(self) -> None:
+        # The app's setting (off in snapshot tests), like the console's other inputs.
+        self.text_area.cursor_blink = getattr(self.app, "cursor_blink", True)
         self._show_check()
 
     @property
