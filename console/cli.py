@@ -1444,13 +1444,17 @@ def demo(count: int, fresh: bool, epoch: float | None, long_iterations: int | No
     run(body())
 
 
-# ---------------------------------------------------------------------- serve
-from console.serve.command import serve as _serve  # noqa: E402 -- needs this module's options (console/serve/)
-
-cli.add_command(_serve)
-
-from . import cli_store  # noqa: E402, F401 -- registers hitl migrate and hitl copy
-
+# ---------------------------------------------------------------------- more commands
 if __name__ == "__main__":
-    main()
+    # `python -m console.cli`: run the one real console.cli module (with every
+    # command registered), not this __main__ copy, whose command modules would
+    # import console.cli again half-built.
+    from console.cli import main as _main
 
+    _main()
+else:
+    from console.serve.command import serve as _serve  # noqa: E402 -- needs this module's options
+
+    cli.add_command(_serve)
+
+    from . import cli_store  # noqa: E402, F401 -- registers hitl migrate and hitl copy

@@ -503,6 +503,14 @@ class _Opener:
             await self._store.close()
 
 
+_PUT_SNAPSHOT_SQL = (
+    "INSERT INTO snapshots (session_id, invocation_id, seq, data) VALUES ($1, $2, $3, $4)"
+    " ON CONFLICT (session_id, invocation_id) DO UPDATE SET seq = excluded.seq, data = excluded.data"
+    " WHERE excluded.seq >= snapshots.seq"
+)
+"""A snapshot is replaced only by a newer one (a late writer never rolls it back)."""
+
+
 class PostgresStore:
     """:class:`~engine.store.base.SessionStore` on a PostgreSQL server.
 
@@ -884,6 +892,55 @@ class PostgresStore:
             raise ConnectionLostError(f"lost the connection to {self.url} again and again; the event was not stored")
         return StoredEvent(seq=seq, session_id=session_id, event=Event.from_json(p.json))
 
+    async def append_events(
+        self, session_id: str, events: list[Event], *, expected_seq: int | None = None, lease_owner: str | None = None
+    ) -> list[StoredEvent]:
+        """Several appends in one transaction (an answer and the completion records
+        of the runs it auto-completes): each is one ``hitl_append`` call, all
+        committed together or none."""
+        self._check_writable()
+        if not events:
+            return []
+        prepared = [_prepare(e) for e in events]
+
+        async def fn(conn: asyncpg.Connection) -> list[int]:
+            seqs: list[int] = []
+            async with conn.transaction():
+                for i, p in enumerate(prepared):
+                    args = _append_args(session_id, p, expected_seq if i == 0 else None, lease_owner)
+                    try:
+                        seqs.append(int(await conn.fetchval(_APPEND_SQL, *args)))
+                    except asyncpg.PostgresError as e:
+                        _raise_append_error(e, session_id, p.invocation_id, lease_owner, expected_seq)
+                        raise
+            return seqs
+
+        for _ in range(_RETRIES):
+            try:
+                seqs = await self._run(fn, reconnect=False)
+                break
+            except ConnectionLostError:
+                # All or none committed: the first event's id says which.
+                found = await self._run(partial(_seq_of_event, session_id=session_id, event_id=prepared[0].event_id))
+                if found is not None:
+                    seqs = list(range(found, found + len(prepared)))
+                    break
+                self.retries += 1
+        else:
+            raise ConnectionLostError(f"lost the connection to {self.url} again and again; the events were not stored")
+        return [
+            StoredEvent(seq=seq, session_id=session_id, event=Event.from_json(p.json)) for seq, p in zip(seqs, prepared, strict=True)
+        ]
+
+    async def invocation_count(self, session_id: str) -> int:
+        async def fn(conn: asyncpg.Connection) -> int:
+            n = await conn.fetchval("SELECT invocation_count FROM sessions WHERE id = $1", session_id)
+            if n is None:
+                raise SessionNotFoundError(session_id)
+            return int(n)
+
+        return await self._run(fn)
+
     async def events(
         self, session_id: str, *, after_seq: int = 0, limit: int | None = None, skip_corrupt: bool = False
     ) -> list[StoredEvent]:
@@ -1045,15 +1102,7 @@ class PostgresStore:
 
         async def fn(conn: asyncpg.Connection) -> None:
             try:
-                await conn.execute(
-                    "INSERT INTO snapshots (session_id, invocation_id, seq, data) VALUES ($1, $2, $3, $4)"
-                    " ON CONFLICT (session_id, invocation_id) DO UPDATE SET seq = excluded.seq, data = excluded.data"
-                    " WHERE excluded.seq >= snapshots.seq",
-                    session_id,
-                    invocation_id,
-                    seq,
-                    text,
-                )
+                await conn.execute(_PUT_SNAPSHOT_SQL, session_id, invocation_id, seq, text)
             except asyncpg.ForeignKeyViolationError:
                 raise SessionNotFoundError(session_id) from None
 
@@ -1174,19 +1223,30 @@ class PostgresStore:
 
         return await self._run(fn)
 
-    async def release_lease(self, session_id: str, invocation_id: str, owner: str) -> bool:
+    async def release_lease(
+        self,
+        session_id: str,
+        invocation_id: str,
+        owner: str,
+        *,
+        snapshot: tuple[int, dict[str, Any]] | None = None,
+    ) -> bool:
         self._check_writable()
+        text = to_json(snapshot[1]).decode() if snapshot is not None else None
 
         async def fn(conn: asyncpg.Connection) -> bool:
-            status = await conn.execute(
-                "DELETE FROM leases WHERE session_id = $1 AND invocation_id = $2 AND owner = $3",
-                session_id,
-                invocation_id,
-                owner,
-            )
-            if status == "DELETE 0":
-                await self._require_session(conn, session_id)
-                return False
+            async with conn.transaction():
+                status = await conn.execute(
+                    "DELETE FROM leases WHERE session_id = $1 AND invocation_id = $2 AND owner = $3",
+                    session_id,
+                    invocation_id,
+                    owner,
+                )
+                if status == "DELETE 0":
+                    await self._require_session(conn, session_id)
+                    return False
+                if snapshot is not None:
+                    await conn.execute(_PUT_SNAPSHOT_SQL, session_id, invocation_id, snapshot[0], text)
             return True
 
         return await self._run(fn)
