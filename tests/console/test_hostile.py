@@ -164,7 +164,7 @@ async def drive_everything(h: str) -> None:
 
 
 @settings(
-    max_examples=2,
+    max_examples=1,  # + the explicit all-NASTY example: ~25 s each, the whole test under 60 s in CI
     deadline=None,
     suppress_health_check=list(HealthCheck),
     derandomize=True,  # the same examples on every run: CI stays deterministic
