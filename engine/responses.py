@@ -308,3 +308,9 @@ def _template(node: dict[str, Any], root: dict[str, Any]) -> Any:
         required = node.get("required", list(props))
         return {k: _template(props.get(k, {}), root) for k in required}
     return {"string": "", "integer": 0, "number": 0, "boolean": False, "array": [], "null": None}.get(typ or "")
+
+
+def same_json(a: Any, b: Any) -> bool:
+    """Whether two answers are the same JSON value (key order aside): a coerced
+    answer that equals the sent one is stored as sent."""
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)

@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,7 +35,7 @@ from .errors import (
 from .models import Content, Event, FunctionResponse, NodeStatus, Part, leaf_name, parent_path, split_path
 from .nodes import BaseNode, JoinNode
 from .projection import Projection
-from .responses import coerce_response, unwrap_response
+from .responses import coerce_response, same_json, unwrap_response
 from .store.base import InterruptRecord, SessionStore
 from .workflow import ANY_ROUTE, Workflow
 
@@ -116,7 +115,7 @@ async def validate_responses(
             errors[fr.id] = errs
             continue
         answers[fr.id] = coerced
-        stored[fr.id] = fr.response if _same_json(coerced, value) else _as_response(coerced)
+        stored[fr.id] = fr.response if same_json(coerced, value) else _as_response(coerced)
     if errors:
         raise InvalidResponseError(errors)
     named = Content(
@@ -127,10 +126,6 @@ async def validate_responses(
         ],
     )
     return ResumeTarget(next(iter(by_inv)), named, records, answers)
-
-
-def _same_json(a: Any, b: Any) -> bool:
-    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
 
 
 def _as_response(value: Any) -> Any:

@@ -36,7 +36,7 @@ from ..errors import HitlError
 from ..jsonin import JSONInputError, loads
 from ..models import Event, NodeStatus, Session, StoredEvent, parent_path
 from ..projection import Projection
-from ..responses import coerce_response, unwrap_response
+from ..responses import coerce_response, same_json, unwrap_response
 from .base import SessionStore
 
 FORMAT = "hitl-session"
@@ -251,7 +251,7 @@ def _impossible(proj: Projection, event: Event) -> str | None:
                 coerced, errors = coerce_response(itr.response_schema, value)
                 if errors:
                     return f"the answer to {fr.id} fails its interrupt's schema: {'; '.join(errors)[:200]}"
-                if not _same_json(coerced, value):
+                if not same_json(coerced, value):
                     # A live answer is persisted coerced; one stored as the raw text
                     # (``"no"`` for a boolean) is not what the engine writes, and the
                     # workflow would receive it as it is (a truthy string).
@@ -286,10 +286,6 @@ def _parent_running(proj: Projection, invocation_id: str, path: str) -> bool:
         return True
     up = proj.get(invocation_id, parent)
     return up is not None and up.status is NodeStatus.RUNNING
-
-
-def _same_json(a: Any, b: Any) -> bool:
-    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
 
 
 def _short(value: Any) -> str:
