@@ -62,7 +62,7 @@ from engine.projection import NodeRun
 from engine.redact import DEFAULT_SECRET_PATTERNS, Redactor, secret_patterns
 from engine.replay import Replay, diff, markers_for
 from engine.replay_view import Frame, diff_dict, frame_dict, goto, status_changes
-from engine.resume import ResumePlan, load_invocation, next_runs, plan_resume, validate_responses
+from engine.resume import ResumePlan, load_invocation, next_runs, plan_resume
 from engine.store.base import SessionStore
 
 T = TypeVar("T")
@@ -836,15 +836,24 @@ def plan_next_runs(plan: ResumePlan, app_name: str) -> list[str] | None:
 
 
 async def stream_run(
-    store: SessionStore, session_id: str, invocation_id: str, events: AsyncIterator[Event], as_json: bool
+    store: SessionStore,
+    session_id: str,
+    invocation_id: str | None,
+    events: AsyncIterator[Event],
+    as_json: bool,
+    loaded: dict[str, Any] | None = None,
 ) -> tuple[Projection, int]:
     """Print each persisted event with the status its node has after it and what
     it did (:func:`engine.replay.markers_for`: answers, auto-completions,
     re-executions, failures). The projection is loaded before the first event
-    is persisted, then folded one event at a time."""
-    proj = await load_invocation(store, session_id, invocation_id)
+    is persisted, then folded one event at a time -- or, with ``loaded``, taken
+    from it (``"proj"``, filled by the Runner's ``on_loaded`` before its first
+    write: the invocation is not read again)."""
+    proj = await load_invocation(store, session_id, invocation_id) if loaded is None else Projection()
     count = 0
     async for event in events:
+        if loaded is not None and count == 0:
+            proj = loaded["proj"]
         count += 1
         change = proj.apply(event)
         run_ = proj.get(event.invocation_id, event.path) if event.path else None
@@ -928,12 +937,14 @@ def resume(
             if store.read_only:
                 raise ReadOnlyError("the store is open read-only (--read-only); nothing was written")
             runner = opts.registry().runner(session.app_name, store)
-            # The runner validates again, atomically with the append; this lookup
-            # only names the invocation whose projection the stream folds.
-            target = await validate_responses(store, session_id, content, inv)
-            events = runner.run(session.user_id, session_id, content, inv, operator=_operator(operator), reason=reason)
-            proj, count = await stream_run(store, session_id, target.invocation_id, events, opts.json)
-            _summary(proj, target.invocation_id, count, opts.json)
+            # The runner validates and loads the invocation once; the stream folds its copy.
+            loaded: dict[str, Any] = {}
+            events = runner.run(
+                session.user_id, session_id, content, inv, operator=_operator(operator), reason=reason,
+                on_loaded=lambda inv_id, proj: loaded.update(inv=inv_id, proj=proj),
+            )
+            proj, count = await stream_run(store, session_id, None, events, opts.json, loaded)
+            _summary(proj, loaded["inv"], count, opts.json)
 
     run(body(), on_interrupt=stopped_hint(session_id))
 

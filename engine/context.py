@@ -3,7 +3,18 @@
 ``InvocationContext`` is shared by every node of one turn of one invocation: it
 persists events (store append, then the projection, then the runner's event
 stream, in that order) and holds the projection the turn was reconstructed
-from. ``Context`` is per node run: path, run id, resume inputs, interrupt ids,
+from.
+
+Persistence is buffered to save commits (each one a disk sync under
+``synchronous=FULL``): an end record is *held* and written in one transaction
+with the next record -- typically the next node's start -- when no node body
+that runs user code is running (so no user code runs between the end and that
+write, and the window in which a crash loses a held end is engine code only).
+A start record is never held: it is durable before its body runs, so a run
+killed mid-body is still *in doubt*. What is held when the turn ends is
+written by the runner with the lease's release (:meth:`InvocationContext.take_held`),
+or by :meth:`InvocationContext.flush`. Only a context with ``buffered`` set
+(the Runner's) holds anything. ``Context`` is per node run: path, run id, resume inputs, interrupt ids,
 output, route and a state view that records deltas.
 """
 
@@ -80,12 +91,60 @@ class InvocationContext:
         """Session state as this turn sees it (``temp:`` keys live only here)."""
         self.queue: asyncio.Queue[StoredEvent] = asyncio.Queue()
         self._reserved: dict[tuple[str | None, str], int] = {}
+        self._held: list[Event] = []
+        """End records not written yet (see the module docstring)."""
+        self.user_bodies = 0
+        """Node bodies running user code now (a Workflow's or parallel worker's body is engine code)."""
+        self.last_seq: int | None = None
+        """The seq of the last event this turn wrote."""
+        self.buffered = False
+        """Hold end records (the Runner sets it: it writes what is held when the
+        turn ends). Off, every record is written when it is made, so a
+        ``NodeRunner`` used on its own has persisted its run when it returns."""
 
-    async def persist(self, event: Event) -> StoredEvent:
-        stored = await self.store.append_event(self.session_id, event)
-        self.projection.apply(stored.event, stored.seq)
-        self.queue.put_nowait(stored)
-        return stored
+    async def persist(self, event: Event, *, hold: bool = False) -> None:
+        """Write ``event`` with whatever is held, in one transaction; or, with
+        ``hold`` and while no user code runs, hold it for the next write."""
+        if hold and self.buffered and self.user_bodies == 0:
+            self._held.append(event)
+            return
+        events, self._held = [*self._held, event], []
+        try:
+            await self._write(events)
+        except BaseException:
+            self._held[:0] = events[:-1]  # not written: still held (the event itself fails its node)
+            raise
+
+    async def flush(self, events: list[Event] | None = None) -> None:
+        """Write what is held (or ``events``, taken with :meth:`take_held`), if anything."""
+        if events is None:
+            events, self._held = self._held, []
+        if events:
+            try:
+                await self._write(events)
+            except BaseException:
+                self._held[:0] = events
+                raise
+
+    def take_held(self) -> list[Event]:
+        """Hand what is held to the caller, which writes it (and :meth:`applied` it)."""
+        events, self._held = self._held, []
+        return events
+
+    async def _write(self, events: list[Event]) -> None:
+        if len(events) == 1:
+            written = [await self.store.append_event(self.session_id, events[0])]
+        else:
+            written = await self.store.append_events(self.session_id, events)
+        self.applied(written)
+
+    def applied(self, written: list[StoredEvent]) -> None:
+        """Events of this turn that are now stored: into the projection, then the stream."""
+        for stored in written:
+            self.projection.apply(stored.event, stored.seq)
+            self.queue.put_nowait(stored)
+        if written:
+            self.last_seq = written[-1].seq
 
     def reserve_run_id(self, parent: str | None, name: str) -> str:
         """Next run id for (parent, name), from persisted runs plus those dispatched
@@ -290,19 +349,52 @@ class NodeRunner:
     def _info(self, **kw: Any) -> NodeInfo:
         return NodeInfo(path=self.path, run_id=self.run_id, **kw)
 
-    async def _persist(self, ctx: Context, event: Event) -> None:
+    async def _persist(self, ctx: Context, event: Event, *, hold: bool = False) -> None:
         event.invocation_id = ctx.invocation_id
         event.author = self.node.name
         event.node_info = event.node_info or self._info()
         delta = ctx.state.take_delta()
         if delta:
             event.state_delta = {**(event.state_delta or {}), **delta}
-        await ctx.invocation.persist(event)
+        await ctx.invocation.persist(event, hold=hold)
 
-    async def run(self, node_input: Any = None, resume_inputs: dict[str, Any] | None = None) -> Context:
+    def _body_started(self, inv: InvocationContext) -> None:
+        from .parallel import ParallelWorker
+        from .workflow import Workflow
+
+        self._user_body = not isinstance(self.node, (Workflow, ParallelWorker))
+        inv.user_bodies += self._user_body
+
+    def _body_ended(self, inv: InvocationContext) -> None:
+        inv.user_bodies -= self._user_body
+        self._user_body = False
+
+    _user_body = False
+    """This run's body runs user code and is counted in ``InvocationContext.user_bodies``."""
+
+    def start_record(self, node_input: Any, *, resumed: bool) -> Event:
+        """The run's start record (``input`` only on its first start)."""
+        inv = self.parent_ctx.invocation
+        return Event(
+            invocation_id=inv.invocation_id,
+            author=self.node.name,
+            node_info=self._info(
+                lifecycle="start",
+                rerun_on_resume=self.node.rerun_on_resume,
+                is_container=self.node.is_container or None,
+                input=None if resumed else node_input,
+                call_key=self.call_key,
+            ),
+        )
+
+    async def run(
+        self, node_input: Any = None, resume_inputs: dict[str, Any] | None = None, *, start_written: bool = False
+    ) -> Context:
+        """Run the node. ``start_written``: its :meth:`start_record` is already
+        persisted (the Runner writes the root's with the turn's first events)."""
         inv = self.parent_ctx.invocation
         existing = inv.projection.get(inv.invocation_id, self.path)
-        resumed = existing is not None and existing.starts > 0
+        resumed = existing is not None and existing.starts > int(start_written)
         if resumed and resume_inputs is not None and self.node.sees_children_answers:
             resume_inputs = {**inv.projection.descendant_answers(inv.invocation_id, self.path), **resume_inputs}
         ctx = Context(
@@ -315,20 +407,9 @@ class NodeRunner:
             interrupt_ids=self.prior_interrupt_ids,
             output=self.prior_output,
         )
-        await self._persist(
-            ctx,
-            Event(
-                invocation_id=inv.invocation_id,
-                author=self.node.name,
-                node_info=self._info(
-                    lifecycle="start",
-                    rerun_on_resume=self.node.rerun_on_resume,
-                    is_container=self.node.is_container or None,
-                    input=None if resumed else node_input,
-                    call_key=self.call_key,
-                ),
-            ),
-        )
+        if not start_written:
+            await self._persist(ctx, self.start_record(node_input, resumed=resumed))
+        self._body_started(inv)
         retry = self.node.retry
         attempts = retry.max_attempts if retry else 1
         try:
@@ -437,6 +518,7 @@ class NodeRunner:
     async def _end(
         self, ctx: Context, status: NodeStatus, error_code: str | None = None, error_message: str | None = None
     ) -> None:
+        self._body_ended(ctx.invocation)
         await self._persist(
             ctx,
             Event(
@@ -448,4 +530,5 @@ class NodeRunner:
                 error_code=error_code,
                 error_message=error_message,
             ),
+            hold=True,
         )

@@ -212,6 +212,16 @@ class LeaseKeeper:
                 await self._task
             self._task = None
 
+    async def stop(self) -> None:
+        """Stop renewing (the turn is about to release the lease itself)."""
+        await self._stop_beating()
+
+    def released(self) -> None:
+        """The turn released the lease itself (``append_and_release``): :meth:`close` has nothing to write."""
+        self._released = True
+
+    _released = False
+
     async def revoke(self) -> None:
         """Let go of the lease *now*, while the turn's tasks still run: their
         appends are fenced from here on, so whatever they try to write on their
@@ -236,7 +246,7 @@ class LeaseKeeper:
         be written lapses by itself."""
         await self._stop_beating()
         _OPEN_OWNERS.discard(self.lease.owner)
-        if self.lost is not None:
+        if self.lost is not None or self._released:
             return
         lease = self.lease
         snapshot, self.snapshot = self.snapshot, None

@@ -8,14 +8,18 @@ turn that ends WAITING is a normal return; a failed node raises
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from .context import Context, InvocationContext, NodeFailed, NodeRunner
 from .errors import (
+    ConflictError,
     EmptyMessageError,
     InDoubtError,
+    InvocationBusyError,
     InvocationCancelledError,
     InvocationInterruptedError,
     NotRedrivableError,
@@ -33,13 +37,14 @@ from .liveness import (
     acquire_invocation_lease,
     in_doubt_paths,
     is_mid_run,
+    new_owner,
     stopped_mid_run,
 )
 from .models import Content, Event, NodeInfo, NodeStatus, Session, StoredEvent, new_id
 from .nodes import BaseNode
 from .projection import Projection
 from .resume import ResumeTarget, load_invocation, validate_responses
-from .store.base import SessionStore
+from .store.base import SessionStore, append_and_release, has_capability
 
 log = logging.getLogger(__name__)
 
@@ -163,6 +168,34 @@ class _FencedStore:
         return getattr(self._store, name)
 
 
+@dataclass
+class _Turn:
+    """What one call of ``Runner.run`` asked for."""
+
+    kind: str
+    """``start`` (a text message), ``resume`` (an answer) or ``redrive``."""
+    session_id: str
+    user_id: str
+    invocation_id: str
+    target: ResumeTarget | None
+    message: Content | None
+    state_delta: dict[str, Any] | None
+    operator: str | None
+    reason: str | None
+    ack: bool
+    on_loaded: Callable[[str, Projection], None] | None = None
+
+
+@dataclass
+class _Root:
+    """The root run a turn starts or re-executes, and its start record."""
+
+    runner: NodeRunner
+    start: Event
+    node_input: Any
+    resume_inputs: dict[str, Any] | None
+
+
 class Runner:
     """Runs one app's root workflow against a session store.
 
@@ -206,9 +239,15 @@ class Runner:
         operator: str | None = None,
         reason: str | None = None,
         acknowledge_in_doubt: bool = False,
+        on_loaded: Callable[[str, Projection], None] | None = None,
     ) -> AsyncIterator[Event]:
         """Start (text message), resume (FunctionResponse message) or re-drive
         (``invocation_id`` without a message) an invocation; yield its events.
+
+        ``on_loaded(invocation_id, projection)`` is called just before the
+        turn's first write with a copy of the invocation's projection as the
+        turn found it (what a caller folding the yielded events starts from:
+        ``hitl resume`` prints with it instead of loading the invocation again).
 
         Raises, before writing anything: the ResumeRejected family for a bad
         answer; InvocationBusyError while another process runs the invocation;
@@ -220,15 +259,17 @@ class Runner:
             raise EmptyMessageError()
         if invocation_id is not None:
             require_id(invocation_id, "the invocation id")
+        last_seq: int | None = None  # a new invocation's first event expects the session unchanged
         if new_message is None:
             if invocation_id is None:
                 raise ValueError("pass new_message, or invocation_id to re-drive a failed invocation")
-            session = await self.store.get_session(session_id)
-            inv_id = invocation_id
+            user_id = (await self.store.get_session(session_id)).user_id
+            inv_id, kind = invocation_id, "redrive"
         elif new_message.function_responses:
-            session = await self.store.get_session(session_id)
+            # The interrupt index names the session's user (and fails for a missing session).
             target = await validate_responses(self.store, session_id, new_message, invocation_id)
-            inv_id = target.invocation_id
+            inv_id, kind = target.invocation_id, "resume"
+            user_id = next(iter(target.records.values())).user_id
         else:
             session = await self._session(user_id, session_id, create=True)
             if invocation_id is not None:
@@ -236,38 +277,51 @@ class Runner:
                 if proj.invocation_status(invocation_id) is NodeStatus.WAITING:
                     raise TextToWaitingInvocationError(invocation_id)
                 raise ResumeRejected("a text message starts a new invocation; do not pass invocation_id")
-            inv_id = new_id()
+            inv_id, kind, user_id, last_seq = new_id(), "start", session.user_id, session.last_seq
         early: Projection | None = None
-        if new_message is None or target is not None:
-            early = await self._refuse_early(session_id, inv_id, redrive=new_message is None, ack=acknowledge_in_doubt)
-        lease = await acquire_invocation_lease(
-            self.store, session_id, inv_id, ttl=self.lease_ttl, wait=self.lease_wait
+        if kind != "start":
+            early = await self._refuse_early(session_id, inv_id, redrive=kind == "redrive", ack=acknowledge_in_doubt)
+        turn = _Turn(
+            kind,
+            session_id,
+            user_id,
+            inv_id,
+            target,
+            new_message,
+            state_delta,
+            operator,
+            reason,
+            acknowledge_in_doubt,
+            on_loaded,
         )
-        keeper = LeaseKeeper(self.store, lease, self.lease_ttl)
-        keeper.start()
+        keeper: LeaseKeeper | None = None
         inv_ctx: InvocationContext | None = None
         try:
-            if new_message is None:
-                inv_ctx, first = await self._prepare_redrive(
-                    session, inv_id, keeper.owner, operator, reason, state_delta, acknowledge_in_doubt, early
+            owner = new_owner()
+            opened = None
+            if has_capability(self.store, "acquire_and_append") and (early is None or not is_mid_run(early, inv_id)):
+                # The common case: lease, first events and the root's start record in one transaction.
+                opened = await self._open_fast(turn, early or Projection(), owner, last_seq)
+            if opened is None:
+                lease = await acquire_invocation_lease(
+                    self.store, session_id, inv_id, ttl=self.lease_ttl, wait=self.lease_wait, owner=owner
                 )
-            elif target is not None:
-                inv_ctx, first = await self._prepare_resume(
-                    session, target, keeper.owner, operator, reason, state_delta, early
-                )
-            else:
-                event = Event(invocation_id=inv_id, author="user", content=new_message, state_delta=state_delta)
-                inv_ctx, first = await self._begin(session, inv_id, Projection(), event, keeper.owner, session.last_seq)
+                keeper = LeaseKeeper(self.store, lease, self.lease_ttl)
+                keeper.start()
+                proj = await _catch_up(self.store, session_id, inv_id, early) if early is not None else Projection()
+                opened = await self._open(turn, proj, keeper, last_seq)
+            keeper, inv_ctx, first, root = opened
             for event in first:
                 yield event
-            async for event in self._drive(inv_ctx, keeper):
+            async for event in self._drive(inv_ctx, keeper, root):
                 yield event
         finally:
             # Clean end (nothing written, or the root recorded how the turn ended):
             # delete the lease. Otherwise let it lapse now but keep the row, so the
             # invocation shows as interrupted mid-run at once.
-            clean = inv_ctx is None or not is_mid_run(inv_ctx.projection, inv_id)
-            await keeper.close(clean=clean)
+            if keeper is not None:
+                clean = inv_ctx is None or not is_mid_run(inv_ctx.projection, inv_id)
+                await keeper.close(clean=clean)
 
     async def _refuse_early(self, session_id: str, invocation_id: str, *, redrive: bool, ack: bool) -> Projection:
         """Refuse an answer to an interrupted invocation, or an unacknowledged
@@ -290,103 +344,134 @@ class Runner:
             raise InDoubtError(session_id, invocation_id, doubt)
         return proj
 
-    # -------------------------------------------------------------- prepare
-    async def _prepare_resume(
-        self,
-        session: Session,
-        target: ResumeTarget,
-        owner: str,
-        operator: str | None,
-        reason: str | None,
-        state_delta: dict[str, Any] | None,
-        early: Projection | None = None,
-    ) -> tuple[InvocationContext, list[Event]]:
-        inv = target.invocation_id
-        proj = await _catch_up(self.store, session.id, inv, early)
-        _check_not_cancelled(proj, inv, "answer refused")  # cancelled while we waited for the lease
-        if is_mid_run(proj, inv):
-            # We hold the lease, so nobody is running it: it stopped mid-run.
-            raise InvocationInterruptedError(session.id, inv, in_doubt_paths(proj, inv))
-        event = Event(
-            invocation_id=inv,
-            author="user",
-            content=target.content,
-            state_delta=state_delta,
-            custom_metadata=operator_metadata("resume", operator, reason),
-        )
-        return await self._begin(session, inv, proj, event, owner, completions=auto_completion_records(proj, event))
+    # ------------------------------------------------------------ first write
+    def _first_events(self, turn: _Turn, proj: Projection) -> list[Event]:
+        """The turn's first events, checked against ``proj`` (current: read under
+        the lease, or proven unchanged by the transaction that writes them)."""
+        inv = turn.invocation_id
+        if turn.on_loaded is not None:
+            turn.on_loaded(inv, proj.fork())
+        if turn.kind == "resume":
+            assert turn.target is not None
+            _check_not_cancelled(proj, inv, "answer refused")  # cancelled while we waited for the lease
+            if is_mid_run(proj, inv):
+                # Nobody runs it (we hold the lease, or took it with these events): it stopped mid-run.
+                raise InvocationInterruptedError(turn.session_id, inv, in_doubt_paths(proj, inv))
+            event = Event(
+                invocation_id=inv,
+                author="user",
+                content=turn.target.content,
+                state_delta=turn.state_delta,
+                custom_metadata=operator_metadata("resume", turn.operator, turn.reason),
+            )
+            # with the completion records of the runs it auto-completes (DESIGN.md 3.2)
+            return [event, *auto_completion_records(proj, event)]
+        if turn.kind == "redrive":
+            _check_redrivable(proj, inv)  # again, where it is authoritative
+            doubt = in_doubt_paths(proj, inv) if is_mid_run(proj, inv) else []
+            if doubt and not turn.ack:
+                raise InDoubtError(turn.session_id, inv, doubt)
+            meta = operator_metadata("redrive", turn.operator, turn.reason)
+            if doubt:
+                meta["in_doubt"] = doubt  # what the operator acknowledged may run twice
+            return [Event(invocation_id=inv, author="user", state_delta=turn.state_delta, custom_metadata=meta)]
+        return [Event(invocation_id=inv, author="user", content=turn.message, state_delta=turn.state_delta)]
 
-    async def _prepare_redrive(
-        self,
-        session: Session,
-        invocation_id: str,
-        owner: str,
-        operator: str | None,
-        reason: str | None,
-        state_delta: dict[str, Any] | None,
-        acknowledge_in_doubt: bool,
-        early: Projection | None = None,
-    ) -> tuple[InvocationContext, list[Event]]:
-        proj = await _catch_up(self.store, session.id, invocation_id, early)
-        _check_redrivable(proj, invocation_id)  # again under the lease, where it is authoritative
-        doubt = in_doubt_paths(proj, invocation_id) if is_mid_run(proj, invocation_id) else []
-        if doubt and not acknowledge_in_doubt:
-            raise InDoubtError(session.id, invocation_id, doubt)
-        meta = operator_metadata("redrive", operator, reason)
-        if doubt:
-            meta["in_doubt"] = doubt  # what the operator acknowledged may run twice
-        event = Event(invocation_id=invocation_id, author="user", state_delta=state_delta, custom_metadata=meta)
-        return await self._begin(session, invocation_id, proj, event, owner)
-
-    async def _begin(
-        self,
-        session: Session,
-        invocation_id: str,
-        proj: Projection,
-        event: Event,
-        owner: str,
-        expected_seq: int | None = None,
-        completions: list[Event] | None = None,
-    ) -> tuple[InvocationContext, list[Event]]:
-        """Append the turn's first event (with ``completions``, the completion
-        records of the runs it auto-completes, in the same transaction)."""
-        store = _FencedStore(self.store, owner)
-        if completions:
-            written = await store.append_events(session.id, [event, *completions], expected_seq=expected_seq)
-        else:
-            written = [await store.append_event(session.id, event, expected_seq=expected_seq)]
-        for stored in written:
-            proj.apply(stored.event, stored.seq)
-        # The state as of our first event (it carries its delta already); other
-        # invocations of the session may have changed it since ``session`` was read.
-        state = dict((await self.store.get_session(session.id)).state)
-        inv_ctx = InvocationContext(
-            store=store,  # type: ignore[arg-type]
-            app_name=self.app_name,
-            user_id=session.user_id,
-            session_id=session.id,
-            invocation_id=invocation_id,
-            projection=proj,
-            state=state,
-        )
-        return inv_ctx, [w.event for w in written]
-
-    # ---------------------------------------------------------------- drive
-    async def _drive(self, inv_ctx: InvocationContext, keeper: LeaseKeeper) -> AsyncIterator[Event]:
-        proj = inv_ctx.projection
+    async def _plan_root(self, turn: _Turn, inv_ctx: InvocationContext, events: list[Event]) -> _Root | None:
+        """What the turn runs at the root once ``events`` are applied (None: nothing,
+        e.g. a partial answer to a leaf), and that run's start record -- written
+        with ``events``, so the root's start costs no commit of its own."""
+        after = inv_ctx.projection.fork()
+        for event in events:
+            after.apply(event)
         inv = inv_ctx.invocation_id
-        root = proj.root(inv)
+        root = after.root(inv)
         root_ctx = Context.root(inv_ctx)
         if root is None:
-            message = proj.invocations[inv].message
-            run_id = str(await self._next_root_run_id(inv_ctx))
+            # The other invocations of the session, plus one: from the stored count,
+            # which costs the same however many invocations the session has (it
+            # already includes this one unless its first event is still to be written).
+            count = await self.store.invocation_count(inv_ctx.session_id)
+            run_id = str(count + (turn.kind == "start"))
             runner = NodeRunner(self.workflow, root_ctx, run_id)
-            coro = runner.run(message)
-        elif root.status is NodeStatus.PENDING:
+            return _Root(runner, runner.start_record(after.invocations[inv].message, resumed=False), after.invocations[inv].message, None)
+        if root.status is NodeStatus.PENDING:
             runner = NodeRunner(self.workflow, root_ctx, root.run_id, prior_output=root.output)
-            coro = runner.run(root.input, resume_inputs=root.resolved)
-        else:
+            return _Root(runner, runner.start_record(root.input, resumed=True), root.input, root.resolved)
+        return None
+
+    def _context(self, turn: _Turn, proj: Projection, store: SessionStore) -> InvocationContext:
+        return InvocationContext(
+            store=store,
+            app_name=self.app_name,
+            user_id=turn.user_id,
+            session_id=turn.session_id,
+            invocation_id=turn.invocation_id,
+            projection=proj,
+            state={},
+        )
+
+    def _opened(
+        self, inv_ctx: InvocationContext, written: list[StoredEvent], state: dict[str, Any]
+    ) -> list[Event]:
+        for stored in written:
+            inv_ctx.projection.apply(stored.event, stored.seq)
+        # The state as of our first events (they carry their delta already); other
+        # invocations of the session may have changed it since it was last read.
+        inv_ctx.state.update(state)
+        inv_ctx.last_seq = written[-1].seq
+        inv_ctx.buffered = True  # end records ride on the next write (_finish writes the last ones)
+        return [w.event for w in written]
+
+    async def _open_fast(
+        self, turn: _Turn, proj: Projection, owner: str, last_seq: int | None
+    ) -> tuple[LeaseKeeper, InvocationContext, list[Event], _Root | None] | None:
+        """Take the lease and write the first events in one transaction, which
+        also proves ``proj`` current (no event of the invocation since it was
+        read). None when the lease is held or the invocation moved on: then
+        the caller takes the lease the long way and reads what changed."""
+        inv_ctx = self._context(turn, proj, _FencedStore(self.store, owner))  # type: ignore[arg-type]
+        events = self._first_events(turn, proj)
+        root = await self._plan_root(turn, inv_ctx, events)
+        try:
+            lease, written, state = await self.store.acquire_and_append(  # type: ignore[attr-defined]
+                turn.session_id,
+                turn.invocation_id,
+                [*events, *([root.start] if root else [])],
+                owner=owner,
+                ttl=self.lease_ttl,
+                expected_seq=last_seq,
+                invocation_after=None if turn.kind == "start" else proj.position,
+            )
+        except InvocationBusyError:
+            return None
+        except ConflictError:
+            if turn.kind == "start":
+                raise  # the session changed since it was read: as for any new invocation
+            return None
+        keeper = LeaseKeeper(self.store, lease, self.lease_ttl)
+        keeper.start()
+        return keeper, inv_ctx, self._opened(inv_ctx, written, state), root
+
+    async def _open(
+        self, turn: _Turn, proj: Projection, keeper: LeaseKeeper, last_seq: int | None
+    ) -> tuple[LeaseKeeper, InvocationContext, list[Event], _Root | None]:
+        """Under the held lease: check, and write the first events with the root's start record."""
+        store = _FencedStore(self.store, keeper.owner)
+        inv_ctx = self._context(turn, proj, store)  # type: ignore[arg-type]
+        events = self._first_events(turn, proj)
+        root = await self._plan_root(turn, inv_ctx, events)
+        written = await store.append_events(turn.session_id, [*events, *([root.start] if root else [])], expected_seq=last_seq)
+        state = dict((await self.store.get_session(turn.session_id)).state)
+        return keeper, inv_ctx, self._opened(inv_ctx, written, state), root
+
+    # ---------------------------------------------------------------- drive
+    async def _drive(self, inv_ctx: InvocationContext, keeper: LeaseKeeper, root: _Root | None) -> AsyncIterator[Event]:
+        proj = inv_ctx.projection
+        inv = inv_ctx.invocation_id
+        if root is None:
             return  # e.g. a partial answer to a leaf: nothing runs
+        coro = root.runner.run(root.node_input, resume_inputs=root.resume_inputs, start_written=True)
         done = object()
         task = asyncio.ensure_future(coro)
         task.add_done_callback(lambda _: inv_ctx.queue.put_nowait(done))  # type: ignore[arg-type]
@@ -398,16 +483,25 @@ class Runner:
         finally:
             if not task.done():
                 # Stopped from outside (Ctrl-C, a cancelled task, an abandoned stream):
-                # not an operator's cancel. Give up the lease first, so the nodes'
-                # CANCELLED records are refused and the invocation is left as it was,
+                # not an operator's cancel. Write the end records held so far (runs
+                # that did finish), then give up the lease, so the nodes' CANCELLED
+                # records are refused and the invocation is left as it was,
                 # interrupted mid-run, to be continued with a re-drive.
+                with contextlib.suppress(Exception):
+                    await inv_ctx.flush()
                 await keeper.revoke()
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
         if keeper.lost is not None:
             raise keeper.lost
-        # Written by keeper.close, in the transaction that releases the lease.
-        keeper.snapshot = (proj.position, proj.compact(inv).to_dict())
+        try:
+            await self._finish(inv_ctx, keeper)
+        except Exception as err:
+            if exc is None:
+                raise
+            raise err from exc
+        while not inv_ctx.queue.empty():
+            yield inv_ctx.queue.get_nowait().event
         if exc is not None:
             if isinstance(exc, NodeFailed) and not is_mid_run(proj, inv):
                 leaf = _failed_leaf(proj, inv) or (exc.path, exc.error_code, exc.error_message)
@@ -420,11 +514,36 @@ class Runner:
                 raise WorkflowFailed(exc.path, exc.error_code, exc.error_message, exc.original) from exc
             raise exc
 
-    async def _next_root_run_id(self, inv_ctx: InvocationContext) -> int:
-        # The other invocations of the session, plus one: the stored count already
-        # includes this one (its first event is persisted), and costs the same
-        # however many invocations the session has.
-        return await self.store.invocation_count(inv_ctx.session_id)
+    async def _finish(self, inv_ctx: InvocationContext, keeper: LeaseKeeper) -> None:
+        """The turn's last write: the end records still held, the projection's
+        snapshot and the lease's release, in one transaction when nothing else
+        was appended to the session meanwhile (the events' seqs, which the
+        snapshot states, are then known in advance); else the held records,
+        then the release with the snapshot (written by ``keeper.close``).
+        Raises when the held records cannot be written (the lease is then
+        still held, and the turn is left mid-run)."""
+        proj, inv = inv_ctx.projection, inv_ctx.invocation_id
+        held = inv_ctx.take_held()
+        if held and inv_ctx.last_seq is not None:
+            after = proj.fork()
+            for i, event in enumerate(held, start=inv_ctx.last_seq + 1):
+                after.apply(event, i)
+            snapshot = (after.position, after.compact(inv).to_dict())
+            await keeper.stop()
+            try:
+                written = await append_and_release(
+                    self.store, inv_ctx.session_id, inv, held, owner=keeper.owner,
+                    expected_seq=inv_ctx.last_seq, snapshot=snapshot,
+                )
+            except ConflictError:
+                pass  # another invocation of the session appended meanwhile: two writes
+            else:
+                keeper.released()
+                inv_ctx.applied(written)
+                return
+        await inv_ctx.flush(held)
+        # Written by keeper.close, in the transaction that releases the lease.
+        keeper.snapshot = (proj.position, proj.compact(inv).to_dict())
 
 
 async def _catch_up(store: SessionStore, session_id: str, invocation_id: str, proj: Projection | None) -> Projection:

@@ -33,6 +33,7 @@ Every backend (in-memory, SQLite, PostgreSQL) implements
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
@@ -238,7 +239,18 @@ def session_status(statuses: list[InvocationState]) -> SessionStatus:
     return "completed" if "completed" in statuses else "cancelled"
 
 
-Capability = Literal["skip_corrupt", "corrupt_events", "bulk_load", "checkpoint", "path", "notify", "migrate"]
+Capability = Literal[
+    "skip_corrupt",
+    "corrupt_events",
+    "bulk_load",
+    "checkpoint",
+    "path",
+    "notify",
+    "migrate",
+    "append_and_release",
+    "acquire_and_append",
+    "snapshot_and_events",
+]
 """Optional features beyond the protocol, declared in a store's ``capabilities``:
 
 ``skip_corrupt``    ``events`` / ``invocation_events`` accept ``skip_corrupt=True``
@@ -248,12 +260,68 @@ Capability = Literal["skip_corrupt", "corrupt_events", "bulk_load", "checkpoint"
 ``path``            ``store.path`` is the store's file
 ``notify``          ``store.notifications()`` yields ``(session_id, seq)`` as appends commit
 ``migrate``         ``await store.migrate() -> (version before, after)``
+``append_and_release``  ``await store.append_and_release(session_id, invocation_id, events, owner=,
+                    expected_seq=, snapshot=) -> list[StoredEvent]``: a turn's last events,
+                    its snapshot and the release of its lease in one transaction
+                    (:func:`append_and_release` is the portable call)
+``acquire_and_append``  ``await store.acquire_and_append(session_id, invocation_id, events, owner=,
+                    ttl=, expected_seq=, invocation_after=) -> (Lease, list[StoredEvent], state)``:
+                    a turn's first write in one transaction -- take the lease like
+                    ``acquire_lease`` (no ``steal_from``; InvocationBusyError), refuse
+                    with ConflictError if the invocation has an event after
+                    ``invocation_after`` or (``expected_seq``) the session moved, append
+                    the events, and return the session's state after them. Without it
+                    the Runner calls ``acquire_lease`` then ``append_events``
+``snapshot_and_events``  ``await store.snapshot_and_events(session_id, invocation_id)``:
+                    ``get_snapshot`` and ``invocation_events`` after it in one read
+                    (:func:`snapshot_and_events` is the portable call)
 """
 
 
 def has_capability(store: object, capability: Capability) -> bool:
     """Whether ``store`` declares ``capability`` (see :data:`Capability`)."""
     return capability in getattr(store, "capabilities", ())
+
+
+async def snapshot_and_events(
+    store: SessionStore, session_id: str, invocation_id: str
+) -> tuple[tuple[int, dict[str, Any]] | None, list[StoredEvent]]:
+    """An invocation's cached snapshot (None: none, or unreadable) and its events
+    after it -- all its events without one. One read on a store with the
+    ``snapshot_and_events`` capability, else ``get_snapshot`` then
+    ``invocation_events``."""
+    if has_capability(store, "snapshot_and_events"):
+        return await store.snapshot_and_events(session_id, invocation_id)  # type: ignore[attr-defined, no-any-return]
+    snap = await store.get_snapshot(session_id, invocation_id)
+    return snap, await store.invocation_events(session_id, invocation_id, after_seq=snap[0] if snap else 0)
+
+
+async def append_and_release(
+    store: SessionStore,
+    session_id: str,
+    invocation_id: str,
+    events: list[Event],
+    *,
+    owner: str,
+    expected_seq: int | None = None,
+    snapshot: tuple[int, dict[str, Any]] | None = None,
+) -> list[StoredEvent]:
+    """A turn's last write: append ``events`` fenced by ``owner``'s lease (with
+    ``expected_seq`` for the first, as :meth:`SessionStore.append_events`), then
+    cache ``snapshot`` and release the lease. One transaction (one commit, one
+    disk sync) on a store with the ``append_and_release`` capability; elsewhere
+    ``append_events`` then ``release_lease(snapshot=)``, two. Raises what
+    ``append_events`` raises, and then nothing was written and the lease is
+    still held. Once the events are written it does not raise: a lease that
+    cannot be released lapses by itself, and the snapshot is a cache."""
+    if has_capability(store, "append_and_release"):
+        return await store.append_and_release(  # type: ignore[attr-defined, no-any-return]
+            session_id, invocation_id, events, owner=owner, expected_seq=expected_seq, snapshot=snapshot
+        )
+    written = await store.append_events(session_id, events, expected_seq=expected_seq, lease_owner=owner)
+    with contextlib.suppress(Exception):
+        await store.release_lease(session_id, invocation_id, owner, snapshot=snapshot)
+    return written
 
 
 @runtime_checkable

@@ -63,7 +63,7 @@ class _SessionData:
 class MemoryStore:
     """A dict-backed store; one asyncio lock makes each append atomic."""
 
-    capabilities: frozenset[str] = frozenset()
+    capabilities: frozenset[str] = frozenset({"append_and_release", "acquire_and_append"})
     """No optional features (see :data:`engine.store.base.Capability`)."""
 
     def __init__(self, *, read_only: bool = False) -> None:
@@ -412,6 +412,49 @@ class MemoryStore:
                 return False
             del self._leases[key]
             return True
+
+    async def acquire_and_append(
+        self,
+        session_id: str,
+        invocation_id: str,
+        events: list[Event],
+        *,
+        owner: str,
+        ttl: float,
+        expected_seq: int | None = None,
+        invocation_after: int | None = None,
+    ) -> tuple[Lease, list[StoredEvent], dict[str, Any]]:
+        """Take the lease and append, all or none (see :data:`engine.store.base.Capability`)."""
+        self._check_writable()
+        d = self._data(session_id)
+        if invocation_after is not None and any(q > invocation_after for q in d.invocation_seqs.get(invocation_id, [])):
+            raise ConflictError(f"invocation {invocation_id} changed since event {invocation_after}; read it again")
+        before = self._leases.get((session_id, invocation_id))
+        lease = await self.acquire_lease(session_id, invocation_id, owner, ttl)
+        try:
+            written = await self.append_events(session_id, events, expected_seq=expected_seq, lease_owner=owner)
+        except BaseException:
+            if before is None:
+                self._leases.pop((session_id, invocation_id), None)
+            else:
+                self._leases[(session_id, invocation_id)] = before
+            raise
+        return lease, written, copy.deepcopy(d.session.state)
+
+    async def append_and_release(
+        self,
+        session_id: str,
+        invocation_id: str,
+        events: list[Event],
+        *,
+        owner: str,
+        expected_seq: int | None = None,
+        snapshot: tuple[int, dict[str, Any]] | None = None,
+    ) -> list[StoredEvent]:
+        """A turn's last events, its snapshot and its lease's release, all or none."""
+        written = await self.append_events(session_id, events, expected_seq=expected_seq, lease_owner=owner)
+        await self.release_lease(session_id, invocation_id, owner, snapshot=snapshot)
+        return written
 
     async def get_lease(self, session_id: str, invocation_id: str) -> Lease | None:
         self._data(session_id)

@@ -59,6 +59,7 @@ All SQL of the project lives in this module.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import shutil
@@ -797,144 +798,309 @@ def _append_many_tx(
     conn: sqlite3.Connection, session_id: str, prepared: list[_Prepared], expected_seq: int | None, lease_owner: str | None
 ) -> list[int]:
     """Several appends in the caller's one transaction (``append_events``)."""
-    return [
-        _append_tx(conn, session_id, p, expected_seq if i == 0 else None, lease_owner) for i, p in enumerate(prepared)
-    ]
+    return _append_batch(conn, session_id, prepared, expected_seq, lease_owner)[0]
 
-
-def _append_head_sql(lease: bool, state: bool) -> str:
-    owner = "(SELECT owner FROM leases WHERE session_id = s.id AND invocation_id = ?1)" if lease else "NULL"
-    return (
-        "SELECT app_name, user_id, last_seq, updated_at, status, open_interrupts, oldest_open_at, invocation_count,"
-        f" {owner}, {'state' if state else 'NULL'} FROM sessions s WHERE id = ?2"
-    )
-
-
-_APPEND_HEAD_SQL = {(lease, state): _append_head_sql(lease, state) for lease in (False, True) for state in (False, True)}
-"""The append path's first statement, by (fenced by a lease, carries a state delta)."""
 
 _INVOCATION_STATES = ("running", "waiting", "failed", "completed", "cancelled")
+
+
+@functools.cache
+def _append_head_sql(lease: bool, state: bool, acquire: bool = False, moved: bool = False, probe: bool = False) -> str:
+    """The append path's first statement: the session row, and what the checks
+    and the summary need folded in -- the lease's owner (fencing, or taking it:
+    with its times), the state (a delta), the invocation's last seq (a turn's
+    first write proves the invocation unchanged), whether the session's *other*
+    invocations have each status (one index probe each; the batch's invocation
+    gets a status the session's then depends on)."""
+    lease_row = "(SELECT {} FROM leases WHERE session_id = s.id AND invocation_id = ?1)"
+    cols = [
+        "app_name, user_id, last_seq, updated_at, status, open_interrupts, oldest_open_at, invocation_count",
+        lease_row.format("owner") if lease or acquire else "NULL",
+        "state" if state else "NULL",
+    ]
+    if acquire:
+        cols += [lease_row.format("acquired_at"), lease_row.format("expires_at")]
+    if moved:
+        cols.append("(SELECT max(seq) FROM events WHERE session_id = s.id AND invocation_id = ?1)")
+    if probe:
+        cols += [
+            f"EXISTS (SELECT 1 FROM invocations WHERE session_id = s.id AND status = '{st}' AND invocation_id != ?1)"
+            for st in _INVOCATION_STATES
+        ]
+    return f"SELECT {', '.join(cols)} FROM sessions s WHERE id = ?2"
+
+
 _STATUSES_SQL = "SELECT " + ", ".join(
     f"EXISTS (SELECT 1 FROM invocations WHERE session_id = ?1 AND status = '{s}')" for s in _INVOCATION_STATES
 )
 """Which invocation statuses a session has: one index probe each."""
 
+_EVENT_COLS = 8
+_INSERT_EVENTS_CHUNK = 500
+"""Events per multi-row INSERT (8 parameters each, well under SQLite's limit)."""
+
 
 def _append_tx(
     conn: sqlite3.Connection, session_id: str, p: _Prepared, expected_seq: int | None, lease_owner: str | None = None
 ) -> int:
-    """The append path: event, interrupt index, invocation, state, summary and
-    audit. Runs inside a write transaction; raises before writing anything on a
-    missing session, a seq conflict, a lost lease (fencing) or an answer to an
-    id that is not open."""
-    inv = p.invocation_id
-    # One statement reads what the checks and the summary need: the session row,
-    # and the lease's owner (fencing) or the state (a delta) when they matter.
-    row = conn.execute(_APPEND_HEAD_SQL[lease_owner is not None, bool(p.delta)], (inv, session_id)).fetchone()
+    """One append (see :func:`_append_batch`)."""
+    return _append_batch(conn, session_id, [p], expected_seq, lease_owner)[0][0]
+
+
+@dataclass(slots=True)
+class _InvocationChange:
+    """What a batch does to one invocation's row."""
+
+    first_seq: int
+    first_at: float
+    first_status: str | None
+    message: str
+    status: str | None = None
+    """The last status an event of the batch set (None: unchanged)."""
+    updated_at: float = 0.0
+
+
+def _append_batch(
+    conn: sqlite3.Connection,
+    session_id: str,
+    prepared: list[_Prepared],
+    expected_seq: int | None,
+    lease_owner: str | None,
+    *,
+    want_state: bool = False,
+    acquire: tuple[str, float] | None = None,
+    invocation_after: int | None = None,
+) -> tuple[list[int], dict[str, Any] | None, float | None]:
+    """The append path: events, interrupt index, invocations, state, summary and
+    audit, for a batch of events in order, inside the caller's write
+    transaction. Raises before anything is kept (the caller rolls back) on a
+    missing session, a seq conflict (``expected_seq``, for the first event), a
+    lost lease (fencing) or an answer to an id that is not open.
+
+    The derived rows are computed in one pass in Python and written once per
+    batch -- one session row read and update, one multi-row INSERT of the
+    events, one UPDATE per invocation -- so a batch costs a few statements more
+    than one event, and nothing here grows with the session's history (index
+    probes only; see tests/store/test_append_cost.py).
+
+    ``acquire=(owner, now)``: the batch takes the invocation's lease (the caller
+    writes the row): InvocationBusyError if another owner's has not expired.
+    ``invocation_after``: ConflictError if the invocation has an event after it.
+    Returns the seqs, the session's state after the batch (when it carried a
+    delta, or ``want_state``) and, with ``acquire``, the held lease's
+    ``acquired_at`` (None: a new lease)."""
+    invs = list(dict.fromkeys(p.invocation_id for p in prepared))
+    inv0 = invs[0]
+    has_delta = any(p.delta for p in prepared)
+    final_status = next((p.invocation_status for p in reversed(prepared) if p.invocation_status), None)
+    # One invocation whose status becomes something other than running: the
+    # session's status then depends on the others', probed in the same read.
+    probe = len(invs) == 1 and final_status not in (None, "running")
+    head = _append_head_sql(
+        lease_owner is not None, has_delta or want_state, acquire is not None, invocation_after is not None, probe
+    )
+    row = conn.execute(head, (inv0, session_id)).fetchone()
     if row is None:
         raise SessionNotFoundError(session_id)
-    app_name, user_id, last, updated_at, status, n_open, oldest_open, n_invocations, held, state_json = row
+    app_name, user_id, last, updated_at, status, n_open, oldest_open, n_invocations, held, state_json = row[:10]
+    extra = list(row[10:])
+    acquired_at = None
+    if acquire is not None:
+        acquired_at, expires_at = extra[:2]
+        del extra[:2]
+        owner, now = acquire
+        if held is not None and held != owner and expires_at > now:
+            raise InvocationBusyError(
+                inv0,
+                Lease(
+                    session_id=session_id, invocation_id=inv0, owner=held, acquired_at=acquired_at,
+                    renewed_at=acquired_at, expires_at=expires_at,
+                ),
+            )
+        if held != owner:
+            acquired_at = None
+        held = None
+    if invocation_after is not None:
+        inv_last = extra.pop(0)
+        if inv_last is not None and inv_last > invocation_after:
+            raise ConflictError(f"invocation {inv0} changed since event {invocation_after}; read it again")
+    others = extra if probe else None
     if expected_seq is not None and expected_seq != last:
         raise ConflictError(
             f"session {session_id} changed (now at event {last}, expected {expected_seq}); reload and retry"
         )
-    if lease_owner is not None and held != lease_owner:
-        holder = Lease(
-            session_id=session_id, invocation_id=inv, owner=held, acquired_at=0, renewed_at=0, expires_at=0
-        ).holder if held is not None else None
-        raise LeaseLostError(session_id, inv, lease_owner, holder)
-    if p.resolved:
-        open_ids = {
-            r[0]
-            for r in conn.execute(
-                "SELECT interrupt_id FROM interrupts WHERE session_id = ? AND invocation_id = ? AND status = 'open'"
-                " AND interrupt_id IN (SELECT value FROM json_each(?))",
-                (session_id, inv, json.dumps(p.resolved)),
-            )
-        }
-        bad = [i for i in p.resolved if i not in open_ids]
-        if bad:
-            raise AlreadyResolvedError(bad)
-    seq = last + 1
-    conn.execute(
-        "INSERT INTO events (session_id, seq, invocation_id, event_id, timestamp, path, kind, json)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        (session_id, seq, inv, p.event_id, p.timestamp, p.path, p.kind, p.json),
-    )
-    for iid, path, name, args in p.opened:
-        conn.execute(
-            "INSERT OR REPLACE INTO interrupts (session_id, invocation_id, interrupt_id, path, event_id, name, args,"
-            " raised_seq, raised_at, status, resolved_by, resolved_seq, app_name, user_id)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'open', NULL, NULL, ?, ?)",
-            (session_id, inv, iid, path, p.event_id, name, args, seq, p.timestamp, app_name, user_id),
-        )
-    if p.resolved:
-        conn.executemany(
+    if lease_owner is not None:
+        for inv in invs:
+            if inv != inv0:
+                r = conn.execute(
+                    "SELECT owner FROM leases WHERE session_id = ? AND invocation_id = ?", (session_id, inv)
+                ).fetchone()
+                held = r[0] if r else None
+            if held != lease_owner:
+                holder = Lease(
+                    session_id=session_id, invocation_id=inv, owner=held, acquired_at=0, renewed_at=0, expires_at=0
+                ).holder if held is not None else None
+                raise LeaseLostError(session_id, inv, lease_owner, holder)
+    # One pass over the batch, in order: what each event does to the interrupts
+    # raised in this batch (in memory), to rows already stored, and to invocations.
+    new_rows: dict[tuple[str, str], list[Any]] = {}
+    """(invocation, id) -> interrupts row raised in this batch, as it ends up."""
+    stored_answers: dict[tuple[str, str], tuple[str, int]] = {}
+    """(invocation, id) -> (event id, seq): answers to ids raised before this batch."""
+    cancels: list[tuple[int, str]] = []
+    cancelled: set[str] = set()
+    changes: dict[str, _InvocationChange] = {}
+    audits: list[tuple[Any, ...]] = []
+    event_rows: list[Any] = []
+    seqs: list[int] = []
+    state: dict[str, Any] | None = json.loads(state_json) if state_json is not None else None
+    for seq, p in enumerate(prepared, start=last + 1):
+        inv = p.invocation_id
+        seqs.append(seq)
+        event_rows += (session_id, seq, inv, p.event_id, p.timestamp, p.path, p.kind, p.json)
+        if p.resolved:
+            bad = []
+            for iid in p.resolved:
+                key = (inv, iid)
+                r = new_rows.get(key)
+                if r is not None:
+                    if r[9] != "open":
+                        bad.append(iid)
+                    else:
+                        r[9], r[10], r[11] = "resolved", p.event_id, seq
+                elif key in stored_answers or inv in cancelled:
+                    bad.append(iid)
+                else:
+                    stored_answers[key] = (p.event_id, seq)
+            if bad:
+                raise AlreadyResolvedError(bad)
+        for iid, path, name, args in p.opened:
+            new_rows[(inv, iid)] = [
+                session_id, inv, iid, path, p.event_id, name, args, seq, p.timestamp, "open", None, None, app_name, user_id
+            ]
+        if p.cancel:
+            for (r_inv, _), r in new_rows.items():
+                if r_inv == inv and r[9] == "open":
+                    r[9], r[11] = "cancelled", seq
+            cancels.append((seq, inv))
+            cancelled.add(inv)
+        ch = changes.get(inv)
+        if ch is None:
+            ch = changes[inv] = _InvocationChange(seq, p.timestamp, p.invocation_status, p.new_message or "")
+        if p.invocation_status is not None:
+            ch.status = p.invocation_status
+        ch.updated_at = p.timestamp
+        if p.audit is not None:
+            action, operator, reason, details = p.audit
+            audits.append((p.timestamp, action, operator, reason, session_id, inv, seq, p.event_id, details))
+        if p.delta:
+            assert state is not None
+            state.update(p.delta)
+    if stored_answers:
+        cur = conn.executemany(
             "UPDATE interrupts SET status = 'resolved', resolved_by = ?, resolved_seq = ?"
-            " WHERE session_id = ? AND invocation_id = ? AND interrupt_id = ?",
-            [(p.event_id, seq, session_id, inv, iid) for iid in p.resolved],
+            " WHERE session_id = ? AND invocation_id = ? AND interrupt_id = ? AND status = 'open'",
+            [(eid, seq, session_id, inv, iid) for (inv, iid), (eid, seq) in stored_answers.items()],
         )
-    if p.cancel:
+        if cur.rowcount != len(stored_answers):  # some id was not open: say which (nothing is kept)
+            bad = [
+                iid
+                for (inv, iid), (eid, _) in stored_answers.items()
+                if conn.execute(
+                    "SELECT 1 FROM interrupts WHERE session_id = ? AND invocation_id = ? AND interrupt_id = ?"
+                    " AND resolved_by = ?",
+                    (session_id, inv, iid, eid),
+                ).fetchone()
+                is None
+            ]
+            raise AlreadyResolvedError(bad)
+    for seq, inv in cancels:
         conn.execute(
             "UPDATE interrupts SET status = 'cancelled', resolved_seq = ?"
             " WHERE session_id = ? AND invocation_id = ? AND status = 'open'",
             (seq, session_id, inv),
         )
+    for i in range(0, len(event_rows), _EVENT_COLS * _INSERT_EVENTS_CHUNK):
+        chunk = event_rows[i : i + _EVENT_COLS * _INSERT_EVENTS_CHUNK]
+        conn.execute(
+            "INSERT INTO events (session_id, seq, invocation_id, event_id, timestamp, path, kind, json) VALUES "
+            + ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?)"] * (len(chunk) // _EVENT_COLS)),
+            chunk,
+        )
+    if new_rows:
+        conn.executemany(
+            "INSERT OR REPLACE INTO interrupts (session_id, invocation_id, interrupt_id, path, event_id, name, args,"
+            " raised_seq, raised_at, status, resolved_by, resolved_seq, app_name, user_id)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            list(new_rows.values()),
+        )
     # Most events leave the invocation's status alone: touch updated_at only, and
     # recompute the session's status just when an invocation appears or may change.
-    if p.invocation_status is None:
+    statuses: list[str] = []
+    new_invocation = False
+    for inv, ch in changes.items():
         cur = conn.execute(
-            "UPDATE invocations SET updated_at = ? WHERE session_id = ? AND invocation_id = ?",
-            (p.timestamp, session_id, inv),
+            "UPDATE invocations SET status = coalesce(?, status), updated_at = ? WHERE session_id = ? AND invocation_id = ?",
+            (ch.status, ch.updated_at, session_id, inv),
         )
-    else:
-        cur = conn.execute(
-            "UPDATE invocations SET status = ?, updated_at = ? WHERE session_id = ? AND invocation_id = ?",
-            (p.invocation_status, p.timestamp, session_id, inv),
-        )
-    new_invocation = cur.rowcount == 0
-    if new_invocation:
-        conn.execute(
-            "INSERT INTO invocations (session_id, invocation_id, status, started_seq, started_at, updated_at, message)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (session_id, inv, p.invocation_status or "running", seq, p.timestamp, p.timestamp, p.new_message or ""),
-        )
-        n_invocations += 1
+        if cur.rowcount == 0:
+            conn.execute(
+                "INSERT INTO invocations (session_id, invocation_id, status, started_seq, started_at, updated_at, message)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (session_id, inv, ch.status or ch.first_status or "running", ch.first_seq, ch.first_at, ch.updated_at, ch.message),
+            )
+            n_invocations += 1
+            new_invocation = True
+            statuses.append(ch.status or ch.first_status or "running")
+        elif ch.status is not None:
+            statuses.append(ch.status)
     old_status = status
-    if new_invocation or p.invocation_status is not None:
-        # Index probes (invocations_by_status), not a read of every invocation.
-        present = conn.execute(_STATUSES_SQL, (session_id,)).fetchone()
-        status = session_status([s for s, there in zip(_INVOCATION_STATES, present, strict=True) if there])
-    if p.opened or p.resolved or p.cancel:
+    if others is not None:  # probed with the head: the other invocations, plus this one
+        assert final_status is not None
+        present = {st for st, there in zip(_INVOCATION_STATES, others, strict=True) if there} | {final_status}
+        status = session_status([st for st in _INVOCATION_STATES if st in present])  # type: ignore[misc]
+    elif statuses:
+        if all(s == "running" for s in statuses):
+            status = "running"  # the highest-ranking status: no need to look at the others
+        else:  # index probes (invocations_by_status), not a read of every invocation
+            present = conn.execute(_STATUSES_SQL, (session_id,)).fetchone()
+            status = session_status([s for s, there in zip(_INVOCATION_STATES, present, strict=True) if there])
+    interrupts_changed = bool(new_rows or stored_answers or cancels)
+    if new_rows or cancels or (stored_answers and n_open - len(stored_answers) > 0):
         n_open, oldest_open = conn.execute(
             "SELECT count(*), min(raised_at) FROM interrupts WHERE session_id = ? AND status = 'open'", (session_id,)
         ).fetchone()
+    elif stored_answers:
+        n_open, oldest_open = 0, None  # every open interrupt of the session was answered
+    if audits:
+        conn.executemany(
+            "INSERT INTO audit (at, action, operator, reason, session_id, invocation_id, seq, event_id, details)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            audits,
+        )
     # Only columns that changed are SET: SQLite then leaves the four listing
     # indexes alone. updated_at (in all of them) moves at most once a second
     # unless the status changed, which is precise enough to sort by activity
     # and makes a busy session's appends much cheaper.
-    sets: dict[str, Any] = {"last_seq": seq, "last_event_at": p.timestamp, "event_count": seq}
+    seq = seqs[-1]
+    sets: dict[str, Any] = {"last_seq": seq, "last_event_at": prepared[-1].timestamp, "event_count": seq}
     now = max(time.time(), updated_at)
     status_changed = status != old_status
     if status_changed:
         sets["status"] = status
     if status_changed or now - updated_at >= _UPDATED_AT_RESOLUTION:
         sets["updated_at"] = now
-    if p.opened or p.resolved or p.cancel:
+    if interrupts_changed:
         sets["open_interrupts"], sets["oldest_open_at"] = n_open, oldest_open
     if new_invocation:
         sets["invocation_count"] = n_invocations
-    if p.audit is not None:
-        _insert_audit(conn, session_id, seq, p)
-    if p.delta:
-        state = json.loads(state_json)
-        state.update(p.delta)
+    if has_delta:
         sets["state"] = to_json(state).decode()
     conn.execute(
         f"UPDATE sessions SET {', '.join(f'{k} = ?' for k in sets)} WHERE id = ?",  # keys are fixed names above
         (*sets.values(), session_id),
     )
-    return seq
+    return seqs, state, acquired_at
 
 
 def _import_tx(
@@ -949,8 +1115,8 @@ def _import_tx(
         session.created_at,
         max(time.time(), session.created_at),
     )
-    for i, p in enumerate(events):
-        _append_tx(conn, session_id, p, i)
+    if events:
+        _append_batch(conn, session_id, events, 0, None)
     conn.execute(
         "INSERT INTO audit (at, action, operator, reason, session_id, details) VALUES (?, ?, ?, ?, ?, ?)",
         (record.at, record.action, record.operator, record.reason, session_id, to_json(record.details).decode()),
@@ -969,9 +1135,9 @@ def _bulk_tx(conn: sqlite3.Connection, batch: list[tuple[Session, list[Event]]])
             session.created_at,
             session.created_at,
         )
-        for event in events:
-            _append_tx(conn, session.id, _prepare(event), None)
-            n += 1
+        if events:
+            _append_batch(conn, session.id, [_prepare(e) for e in events], 0, None)
+            n += len(events)
     return n
 
 
@@ -1026,6 +1192,41 @@ def _read_events(
     if not out:  # the session check costs a statement only when there is nothing to return
         _require_session(conn, session_id)
     return out
+
+
+_SNAPSHOT_AND_EVENTS_SQL = (
+    "SELECT seq, data, NULL FROM snapshots WHERE session_id = ?1 AND invocation_id = ?2"
+    " UNION ALL SELECT seq, NULL, json FROM events WHERE session_id = ?1 AND invocation_id = ?2"
+    " AND seq > coalesce((SELECT seq FROM snapshots WHERE session_id = ?1 AND invocation_id = ?2), 0)"
+)
+"""An invocation's cached snapshot and the events after it: one statement, in seq order
+(the snapshot row first: it is at a seq no later event has)."""
+
+
+def _snapshot_and_events(
+    conn: sqlite3.Connection, session_id: str, invocation_id: str
+) -> tuple[tuple[int, dict[str, Any]] | None, list[StoredEvent]]:
+    snap: tuple[int, dict[str, Any]] | None = None
+    events: list[StoredEvent] = []
+    damaged = False
+    for seq, data, text in conn.execute(_SNAPSHOT_AND_EVENTS_SQL, (session_id, invocation_id)):
+        if text is None:
+            try:
+                value = json.loads(data)
+            except (ValueError, TypeError):
+                value = None
+            if isinstance(value, dict):
+                snap = (seq, value)
+            else:
+                damaged = True  # a cache: an unreadable snapshot is as good as none
+        else:
+            events.append(StoredEvent(seq=seq, session_id=session_id, event=_parse_event(session_id, seq, text)))
+    if damaged:
+        return None, _read_events(conn, session_id, invocation_id, 0, None, False)
+    if snap is None and not events:
+        _require_session(conn, session_id)
+    events.sort(key=lambda e: e.seq)
+    return snap, events
 
 
 def _event_at(conn: sqlite3.Connection, session_id: str, seq: int) -> StoredEvent:
@@ -1176,6 +1377,55 @@ def _release_lease_tx(
     return cur.rowcount > 0
 
 
+def _append_release_tx(
+    conn: sqlite3.Connection,
+    session_id: str,
+    invocation_id: str,
+    prepared: list[_Prepared],
+    expected_seq: int | None,
+    owner: str,
+    snapshot: tuple[int, str] | None,
+) -> list[int]:
+    """A turn's last write (``append_and_release``): its events, fenced by its
+    lease, then its snapshot and the lease's release, in the caller's one transaction."""
+    seqs = _append_many_tx(conn, session_id, prepared, expected_seq, owner)
+    if snapshot is not None:
+        _upsert_snapshot(conn, session_id, invocation_id, *snapshot)
+    conn.execute(
+        "DELETE FROM leases WHERE session_id = ? AND invocation_id = ? AND owner = ?", (session_id, invocation_id, owner)
+    )
+    return seqs
+
+
+def _acquire_append_tx(
+    conn: sqlite3.Connection,
+    session_id: str,
+    invocation_id: str,
+    owner: str,
+    ttl: float,
+    now: float,
+    prepared: list[_Prepared],
+    expected_seq: int | None,
+    invocation_after: int | None,
+) -> tuple[Lease, list[int], dict[str, Any]]:
+    """A turn's first write (``acquire_and_append``): take the lease (as
+    ``acquire_lease``, without stealing), check that the invocation has no event
+    after ``invocation_after``, append; in the caller's one transaction."""
+    seqs, state, acquired = _append_batch(
+        conn, session_id, prepared, expected_seq, None, want_state=True, acquire=(owner, now),
+        invocation_after=invocation_after,
+    )
+    lease = Lease(
+        session_id=session_id, invocation_id=invocation_id, owner=owner, acquired_at=acquired or now, renewed_at=now,
+        expires_at=now + ttl,
+    )
+    conn.execute(
+        f"INSERT OR REPLACE INTO leases ({_LEASE_COLS}) VALUES (?, ?, ?, ?, ?, ?)",
+        (session_id, invocation_id, owner, lease.acquired_at, lease.renewed_at, lease.expires_at),
+    )
+    return lease, seqs, state or {}
+
+
 def _get_lease(conn: sqlite3.Connection, session_id: str, invocation_id: str) -> Lease | None:
     row = conn.execute(
         f"SELECT {_LEASE_COLS} FROM leases WHERE session_id = ? AND invocation_id = ?", (session_id, invocation_id)
@@ -1261,7 +1511,18 @@ class SQLiteStore:
     not create its -shm index beside it (a directory this user cannot write, a
     full disk). Changes another process makes meanwhile are not seen."""
 
-    capabilities: frozenset[str] = frozenset({"skip_corrupt", "corrupt_events", "bulk_load", "checkpoint", "path"})
+    capabilities: frozenset[str] = frozenset(
+        {
+            "skip_corrupt",
+            "corrupt_events",
+            "bulk_load",
+            "checkpoint",
+            "path",
+            "append_and_release",
+            "acquire_and_append",
+            "snapshot_and_events",
+        }
+    )
     """Optional features (see :data:`engine.store.base.Capability`)."""
 
     def __init__(self, driver: _Driver, path: Path, *, read_only: bool, busy_timeout: float) -> None:
@@ -1579,6 +1840,13 @@ class SQLiteStore:
     async def get_snapshot(self, session_id: str, invocation_id: str) -> tuple[int, dict[str, Any]] | None:
         return await self._call(_get_snapshot, session_id, invocation_id)
 
+    async def snapshot_and_events(
+        self, session_id: str, invocation_id: str
+    ) -> tuple[tuple[int, dict[str, Any]] | None, list[StoredEvent]]:
+        """``get_snapshot`` and the invocation's events after it, in one read
+        (see :func:`engine.store.base.snapshot_and_events`)."""
+        return await self._call(_snapshot_and_events, session_id, invocation_id)
+
     async def put_snapshot(self, session_id: str, invocation_id: str, seq: int, data: dict[str, Any]) -> None:
         self._check_writable()
         await self._write(_put_snapshot, session_id, invocation_id, seq, to_json(data).decode())
@@ -1628,6 +1896,47 @@ class SQLiteStore:
     ) -> bool:
         snap = None if snapshot is None else (snapshot[0], to_json(snapshot[1]).decode())
         return await self._write(_release_lease_tx, session_id, invocation_id, owner, snap)
+
+    async def acquire_and_append(
+        self,
+        session_id: str,
+        invocation_id: str,
+        events: list[Event],
+        *,
+        owner: str,
+        ttl: float,
+        expected_seq: int | None = None,
+        invocation_after: int | None = None,
+    ) -> tuple[Lease, list[StoredEvent], dict[str, Any]]:
+        """A turn's first write in one transaction (see
+        :data:`engine.store.base.Capability`): the lease, then the events;
+        returns the lease, the stored events and the session's state after them."""
+        self._check_writable()
+        prepared = [_prepare(e) for e in events]
+        lease, seqs, state = await self._write(
+            _acquire_append_tx, session_id, invocation_id, owner, ttl, time.time(), prepared, expected_seq,
+            invocation_after,
+        )
+        stored = [StoredEvent(seq=q, session_id=session_id, event=Event.from_json(p.json)) for q, p in zip(seqs, prepared, strict=True)]
+        return lease, stored, state
+
+    async def append_and_release(
+        self,
+        session_id: str,
+        invocation_id: str,
+        events: list[Event],
+        *,
+        owner: str,
+        expected_seq: int | None = None,
+        snapshot: tuple[int, dict[str, Any]] | None = None,
+    ) -> list[StoredEvent]:
+        """A turn's last events, its snapshot and its lease's release in one
+        transaction (see :func:`engine.store.base.append_and_release`)."""
+        self._check_writable()
+        prepared = [_prepare(e) for e in events]
+        snap = None if snapshot is None else (snapshot[0], to_json(snapshot[1]).decode())
+        seqs = await self._write(_append_release_tx, session_id, invocation_id, prepared, expected_seq, owner, snap)
+        return [StoredEvent(seq=q, session_id=session_id, event=Event.from_json(p.json)) for q, p in zip(seqs, prepared, strict=True)]
 
     async def get_lease(self, session_id: str, invocation_id: str) -> Lease | None:
         return await self._call(_get_lease, session_id, invocation_id)

@@ -87,22 +87,64 @@ async def test_a_resume_reads_the_invocation_once(tmp_path: Path) -> None:
         iid = (await store.open_interrupts(session_id="s", limit=1)).items[0].interrupt_id
         with Traced(store) as t:
             await drain(runner.run("u", "s", Content.from_responses({iid: True})))
-        snapshots = t.matching("FROM snapshots")
-        assert len(snapshots) == 1, snapshots  # once, not again under the lease
-        reads = t.matching("SELECT seq, json FROM events")
-        # after the snapshot once, and under the lease only what came after that
-        # read: never the invocation from its start again
-        assert len(reads) == 2 and not any(r.endswith("seq > 0 ORDER BY seq") for r in reads), reads
-        # the session is checked only by reads that came back empty (here: the
-        # events after the snapshot, twice; no lease row yet, twice)
-        assert len(t.matching("SELECT 1 FROM sessions")) == 4
-        # today: lease, answer, root start, after start, after end, root end,
-        # release of the lease with the snapshot (was 8 commits, 68 statements;
-        # 55 before the auto-completed leaf's completion record rode in the
-        # answer's transaction, DESIGN.md 3.2: that record's append is 4 more)
-        assert t.commits == 7
-        assert len(t.sql) == 59, t.sql
-        assert "FROM snapshots" not in t.sql[-2] and "DELETE FROM leases" in t.sql[-2]
-        assert "INSERT INTO snapshots" in t.sql[-3]
+        # the snapshot and the events after it, in one statement, once: the
+        # transaction that takes the lease proves it current (nothing is read again)
+        loads = t.matching("FROM snapshots")
+        assert len(loads) == 1 and "UNION ALL" in loads[0], loads
+        assert not t.matching("SELECT seq, json FROM events"), "the invocation is not read again"
+        assert not t.matching("SELECT 1 FROM sessions"), "no session check: every read found rows"
+        assert not t.matching("FROM sessions WHERE id"), "no separate read of the session row"
+        # the lease, the answer, the ask's completion record and the root's start;
+        # after's start; after's end and the root's with the snapshot and the release
+        assert t.commits == 3, t.sql
+        assert len(t.sql) <= 25, t.sql  # was 59 statements in 7 commits
+        assert "INSERT OR REPLACE INTO leases" in t.sql[t.sql.index("COMMIT") - 1]
+        assert "DELETE FROM leases" in t.sql[-2] and "INSERT INTO snapshots" in t.sql[-3]
     finally:
         await store.close()
+
+
+def chain(k: int) -> Workflow:
+    """START -> ask -> n1 -> ... -> nk: a resume runs k nodes after the answer."""
+
+    @node
+    async def ask_k(node_input: Any):
+        yield RequestInput("go?", interrupt_id=f"k-{new_id()}")
+
+    nodes = [ask_k]
+    for i in range(k):
+
+        @node(name=f"n{i + 1}")
+        async def step(node_input: Any) -> Any:
+            return node_input
+
+        nodes.append(step)
+    return Workflow("chain", [(START, *nodes)])
+
+
+async def test_a_resume_that_runs_k_nodes_commits_at_most_k_plus_2_times(tmp_path: Path) -> None:
+    """Each node's start is its own commit (durable before its body runs); its end
+    rides on the next node's start, the last end on the lease's release."""
+    statements = {}
+    for k in (1, 2, 5):
+        store = await SQLiteStore.open(tmp_path / f"k{k}.sqlite", inline=True)
+        try:
+            runner = Runner("bench", chain(k), store)
+            await drain(runner.run("u", "s", Content.from_text("x")))
+            iid = (await store.open_interrupts(session_id="s", limit=1)).items[0].interrupt_id
+            with Traced(store) as t:
+                events = await drain(runner.run("u", "s", Content.from_responses({iid: True})))
+            ran = [e.path for e in events if e.kind == "start" and "/" in (e.path or "")]
+            assert len(ran) == k, ran
+            assert t.commits <= k + 2, (k, t.commits)
+            statements[k] = len(t.sql)
+            # every start record is committed before the next one is written
+            starts = [i for i, sql in enumerate(t.sql) if sql.startswith("INSERT INTO events") and '"start"' in sql]
+            commits = [i for i, sql in enumerate(t.sql) if sql.startswith("COMMIT")]
+            assert all(any(a < c < b for c in commits) for a, b in zip(starts, starts[1:], strict=False)), t.sql
+            assert (await store.list_invocations("s"))[0].status == "completed"
+        finally:
+            await store.close()
+    assert statements[1] <= 25, statements
+    # each further node costs its own commit and a handful of statements, not more
+    assert statements[5] - statements[1] <= 4 * 7, statements

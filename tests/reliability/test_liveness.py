@@ -131,12 +131,14 @@ async def test_a_turn_that_dies_mid_run_is_interrupted_with_its_nodes_in_doubt(e
 async def test_answers_to_an_interrupted_invocation_are_refused_without_writing(effects: Path) -> None:
     store = FailingStore()
     runner, inv = await waiting(store)
-    store.fail_from = store.appends + 3  # the answer and its record land, the turn dies before the root restarts
+    # The answer, its record and the root's start land in one write; the turn dies
+    # before the root's end record (its last write) lands: interrupted, nothing in doubt.
+    store.fail_from = store.appends + 4
     with pytest.raises(StoreError):
         await drain(runner.run("u", "s", Content.from_responses({"finance": YES})))
     store.fail_from = None
     health = await invocation_health(store, "s", inv)
-    assert health.interrupted and health.status is NodeStatus.PENDING and health.in_doubt == ()
+    assert health.interrupted and health.status is NodeStatus.RUNNING and health.in_doubt == ()
     before = [e.event.to_json() for e in await store.events("s")], await store.list_leases("s")
     with pytest.raises(InvocationInterruptedError, match=f"hitl redrive s {inv}") as info:
         await drain(runner.run("u", "s", Content.from_responses({"risk": YES})))

@@ -52,11 +52,27 @@ class AckStore:
 
     async def append_event(self, session_id: str, event: Any, **kw: Any) -> Any:
         stored = await self._store.append_event(session_id, event, **kw)
+        self._acked([stored])
+        return stored
+
+    async def append_events(self, session_id: str, events: Any, **kw: Any) -> Any:
+        stored = await self._store.append_events(session_id, events, **kw)
+        self._acked(stored)
+        return stored
+
+    async def append_and_release(self, session_id: str, invocation_id: str, events: Any, **kw: Any) -> Any:
+        stored = await self._store.append_and_release(session_id, invocation_id, events, **kw)
+        self._acked(stored)
+        return stored
+
+    def _acked(self, stored: list[Any]) -> None:
+        """One commit: ack its events, then maybe die (a kill point after every commit)."""
         self.appends += 1
-        os.write(self._fd, f"ack {stored.seq} {stored.event.id}\n".encode())
+        for s in stored:
+            os.write(self._fd, f"ack {s.seq} {s.event.id}\n".encode())
+        os.write(self._fd, b"commit\n")
         if self._kill_after is not None and self.appends >= self._kill_after:
             os.kill(os.getpid(), signal.SIGKILL)
-        return stored
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)

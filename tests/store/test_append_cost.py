@@ -134,10 +134,13 @@ async def test_append_statement_counts(tmp_path: Path) -> None:
     finally:
         await store.close()
     counts = [len(r["sql"]) for r in recs]
-    # new invocation: + INSERT invocations + status probe; start/end of a leaf: 6;
-    # interrupt: + INSERT interrupts + open count; answer: + open check + UPDATE interrupts + open count + audit;
-    # cancel: + UPDATE interrupts + status probe + open count + audit
-    assert counts == [8, 7, 6, 8, 7, 10, 6, 7, 8, 10], counts
+    # BEGIN, the head read, INSERT events, UPDATE invocations, UPDATE sessions, COMMIT: 6 --
+    # a start or end record, also the root's (its status probe is folded into the head read);
+    # new invocation: + INSERT invocations (running: no probe, it outranks every other status);
+    # interrupt: + INSERT interrupts + open count; answer: + UPDATE interrupts (its row count
+    # is the open check) + audit (the session's last open id: no open count);
+    # cancel: + UPDATE interrupts + open count + audit
+    assert counts == [7, 6, 6, 8, 6, 8, 6, 6, 7, 9], counts
     for r in recs:
         assert sum(1 for s in r["sql"] if s.upper().startswith("COMMIT")) == 1
         assert not any("DISTINCT" in s.upper() for s in r["sql"]), r["sql"]
