@@ -853,7 +853,6 @@ class _InvocationChange:
 
     first_seq: int
     first_at: float
-    first_status: str | None
     message: str
     status: str | None = None
     """The last status an event of the batch set (None: unchanged)."""
@@ -870,6 +869,7 @@ def _append_batch(
     want_state: bool = False,
     acquire: tuple[str, float] | None = None,
     invocation_after: int | None = None,
+    fresh: bool = False,
 ) -> tuple[list[int], dict[str, Any] | None, float | None]:
     """The append path: events, interrupt index, invocations, state, summary and
     audit, for a batch of events in order, inside the caller's write
@@ -886,6 +886,8 @@ def _append_batch(
     ``acquire=(owner, now)``: the batch takes the invocation's lease (the caller
     writes the row): InvocationBusyError if another owner's has not expired.
     ``invocation_after``: ConflictError if the invocation has an event after it.
+    ``fresh``: the session was created in this transaction (an import, a bulk
+    load): every invocation is new, no need to look for its row.
     Returns the seqs, the session's state after the batch (when it carried a
     delta, or ``want_state``) and, with ``acquire``, the held lease's
     ``acquired_at`` (None: a new lease)."""
@@ -986,7 +988,7 @@ def _append_batch(
             cancelled.add(inv)
         ch = changes.get(inv)
         if ch is None:
-            ch = changes[inv] = _InvocationChange(seq, p.timestamp, p.invocation_status, p.new_message or "")
+            ch = changes[inv] = _InvocationChange(seq, p.timestamp, p.new_message or "")
         if p.invocation_status is not None:
             ch.status = p.invocation_status
         ch.updated_at = p.timestamp
@@ -1037,23 +1039,29 @@ def _append_batch(
     # Most events leave the invocation's status alone: touch updated_at only, and
     # recompute the session's status just when an invocation appears or may change.
     statuses: list[str] = []
-    new_invocation = False
+    created: list[tuple[Any, ...]] = []
     for inv, ch in changes.items():
-        cur = conn.execute(
-            "UPDATE invocations SET status = coalesce(?, status), updated_at = ? WHERE session_id = ? AND invocation_id = ?",
-            (ch.status, ch.updated_at, session_id, inv),
-        )
-        if cur.rowcount == 0:
-            conn.execute(
-                "INSERT INTO invocations (session_id, invocation_id, status, started_seq, started_at, updated_at, message)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (session_id, inv, ch.status or ch.first_status or "running", ch.first_seq, ch.first_at, ch.updated_at, ch.message),
+        if not fresh:
+            cur = conn.execute(
+                "UPDATE invocations SET status = coalesce(?, status), updated_at = ?"
+                " WHERE session_id = ? AND invocation_id = ?",
+                (ch.status, ch.updated_at, session_id, inv),
             )
-            n_invocations += 1
-            new_invocation = True
-            statuses.append(ch.status or ch.first_status or "running")
-        elif ch.status is not None:
-            statuses.append(ch.status)
+            if cur.rowcount:
+                if ch.status is not None:
+                    statuses.append(ch.status)
+                continue
+        st = ch.status or "running"
+        created.append((session_id, inv, st, ch.first_seq, ch.first_at, ch.updated_at, ch.message))
+        statuses.append(st)
+    if created:
+        conn.executemany(
+            "INSERT INTO invocations (session_id, invocation_id, status, started_seq, started_at, updated_at, message)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            created,
+        )
+        n_invocations += len(created)
+    new_invocation = bool(created)
     old_status = status
     if others is not None:  # probed with the head: the other invocations, plus this one
         assert final_status is not None
@@ -1116,7 +1124,7 @@ def _import_tx(
         max(time.time(), session.created_at),
     )
     if events:
-        _append_batch(conn, session_id, events, 0, None)
+        _append_batch(conn, session_id, events, 0, None, fresh=True)
     conn.execute(
         "INSERT INTO audit (at, action, operator, reason, session_id, details) VALUES (?, ?, ?, ?, ?, ?)",
         (record.at, record.action, record.operator, record.reason, session_id, to_json(record.details).decode()),
@@ -1136,7 +1144,7 @@ def _bulk_tx(conn: sqlite3.Connection, batch: list[tuple[Session, list[Event]]])
             session.created_at,
         )
         if events:
-            _append_batch(conn, session.id, [_prepare(e) for e in events], 0, None)
+            _append_batch(conn, session.id, [_prepare(e) for e in events], 0, None, fresh=True)
             n += len(events)
     return n
 
@@ -1987,8 +1995,9 @@ class SQLiteStore:
     # ------------------------------------------------------------- utilities
     async def bulk_load(self, sessions: Iterable[tuple[Session, Iterable[Event]]], *, batch_size: int = 500) -> int:
         """Create many sessions with their events through the normal append path,
-        ``batch_size`` sessions per transaction: for benchmarks, demo stores and
-        fixtures. Uses each Session's id, app_name, user_id, state and created_at
+        ``batch_size`` sessions per transaction, each session's events as one
+        batch (linear: one pass computes the derived rows, written with
+        multi-row INSERTs): for benchmarks, demo stores and fixtures. Uses each Session's id, app_name, user_id, state and created_at
         (the rest is derived). Returns the number of events written."""
         self._check_writable()
         total = 0

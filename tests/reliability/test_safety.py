@@ -42,6 +42,7 @@ READS = {
     "lookup_interrupts",
     "open_interrupts",
     "get_snapshot",
+    "snapshot_and_events",
     "export_session",
     "get_lease",
     "list_leases",
@@ -66,6 +67,8 @@ def _write_calls(store: SQLiteStore, lines: list[str]) -> dict[str, Any]:
         "acquire_lease": lambda: store.acquire_lease("refund-waiting-1", "inv", "me", 60),
         "renew_lease": lambda: store.renew_lease("refund-waiting-1", "inv", "me", 60),
         "release_lease": lambda: store.release_lease("refund-waiting-1", "inv", "me"),
+        "acquire_and_append": lambda: store.acquire_and_append("refund-waiting-1", "inv", [ev], owner="me", ttl=60),
+        "append_and_release": lambda: store.append_and_release("refund-waiting-1", "inv", [ev], owner="me"),
         "checkpoint": lambda: store.checkpoint(),
     }
 
