@@ -1153,6 +1153,9 @@ def replay(
                 for n, name in ((at, "--at"), (diff_from, "--diff-from")):
                     if n is not None and n > header.last_seq:
                         raise HitlError(f"session {header.id} has {header.last_seq} events; {name} {n} is past its end")
+                if at and diff_from is None:  # one position: seek, page by page, keeping no event list
+                    await _replay_at(store, header.id, at, header.last_seq, all_runs, opts.json)
+                    return
                 # --at N (and --diff-from M) need the events up to there, not the rest.
                 upto = max(at or 0, diff_from or 0) if at is not None else None
                 stored = await store.events(session_id, limit=upto) if upto != 0 else []
@@ -1172,6 +1175,23 @@ def replay(
                 _print_frame(goto(cursor, k), opts.json)
 
     run(body())
+
+
+async def _replay_at(store: SessionStore, session_id: str, at: int, total: int, all_runs: bool, as_json: bool) -> None:
+    """``replay SESSION --at N``: the frame from the nearest snapshot (or event 1)
+    and the events up to N (:func:`engine.replay_seek.frame_at`)."""
+    from engine.replay_seek import frame_at
+
+    frame, _ = await frame_at(store, session_id, at, total, compact_ok=not all_runs)
+    # Folded raw (masking every event cost more than the fold): learn the secrets
+    # the projection holds, then mask what is printed, like `hitl show`.
+    red, proj = _redactor(), frame.projection
+    red.learn_from([r.output for r in proj.nodes.values()] + [r.input for r in proj.nodes.values()])
+    red.learn_from([i.response for i in proj.interrupts.values()] + [i.args for i in proj.interrupts.values()])
+    red.learn_from(proj.state)
+    if frame.step is not None:
+        red.learn_events([frame.step.event])
+    _print_tree_at(session_id, frame, all_runs, as_json, masked=True)
 
 
 def _replay_ui(session_id: str | None, file: str | None, at: int | None) -> None:
@@ -1222,20 +1242,24 @@ def _print_diff(session_id: str, cursor: Replay, first: int, second: int, as_jso
         out(f"  {r.area:<9} {r.key:<48} {before} -> {after}")
 
 
-def _print_tree_at(session_id: str, frame: Frame, all_runs: bool, as_json: bool) -> None:
-    """``--at N``: the node tree of every invocation after event N, and that event."""
+def _print_tree_at(session_id: str, frame: Frame, all_runs: bool, as_json: bool, masked: bool = False) -> None:
+    """``--at N``: the node tree of every invocation after event N, and that event
+    (``masked``: pass the rows through the redactor, the frame holds raw values)."""
     proj, at, total = frame.projection, frame.position, frame.total
+    rows: Callable[[Projection, str, bool], list[dict[str, Any]]] = (
+        (lambda p, i, a: safe(tree_rows(p, i, a))) if masked else tree_rows
+    )
     if as_json:
         data: dict[str, Any] = {
             "session": session_id,
             "at": at,
             "of": total,
-            "invocations": [{"invocation_id": i, "nodes": tree_rows(proj, i, all_runs)} for i in proj.invocations],
+            "invocations": [{"invocation_id": i, "nodes": rows(proj, i, all_runs)} for i in proj.invocations],
             "open": [x.id for x in proj.open_interrupts()],
         }
         if frame.step is not None:
             data["event"] = frame_dict(frame, nodes=False)
-        out_json(data)
+        out_json(safe(data) if masked else data)
         return
     out(f"session {session_id} at event {at} of {total}")
     if frame.step is not None:
@@ -1244,7 +1268,7 @@ def _print_tree_at(session_id: str, frame: Frame, all_runs: bool, as_json: bool)
     for inv_id in proj.invocations:
         status = proj.invocation_status(inv_id)
         out(f"invocation {inv_id}  {status.value if status else '-'}")
-        for line in render_tree(tree_rows(proj, inv_id, all_runs)):
+        for line in render_tree(rows(proj, inv_id, all_runs)):
             out(line)
 
 
