@@ -9,7 +9,10 @@ iteration), built with ``hitl demo --long-iterations N``. Each command runs as
 its own process (what an operator runs), output to /dev/null; the table gives
 wall time and the process's peak RSS (``wait4``). Targets from issue 12:
 ``show`` under 0.5 s and 150 MiB at 100k events, ``events`` in constant memory,
-``replay --at N`` reading only up to N. Exits non-zero only on error.
+``replay --at N`` reading only up to N (from the session's snapshot when that
+is exact for N - 1). The last row imports the session's export (~36 MB at
+100k events) into a copy of the store, under a new id. Exits non-zero only on
+error.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -85,6 +89,20 @@ def main() -> int:
             seconds, mib, code = measure([*base, "--db", str(db), *argv])
             failed += code != 0
             rows.append((name, f"{seconds:.2f}", f"{mib:.0f}", "ok" if code == 0 else f"exit {code}"))
+        with tempfile.TemporaryDirectory(prefix="hitl-bench-import-") as work:
+            export = Path(work) / "session.jsonl"
+            with open(export, "wb") as fh:
+                subprocess.run([*base, "--db", str(db), "export", SESSION], check=True, stdout=fh)
+            target = Path(work) / "copy.sqlite"
+            src, dst = sqlite3.connect(db), sqlite3.connect(target)  # a consistent copy, -wal included
+            src.backup(dst)
+            src.close()
+            dst.close()
+            size = export.stat().st_size / 2**20
+            argv = ["--db", str(target), "import", str(export), "--as", "bench-import", "--reason", "bench"]
+            seconds, mib, code = measure([*base, *argv])
+            failed += code != 0
+            rows.append((f"import ({size:.0f} MB file)", f"{seconds:.2f}", f"{mib:.0f}", "ok" if code == 0 else f"exit {code}"))
         print(f"\nread commands on {SESSION}: {events:,} events\n")
         widths = [max(len(r[i]) for r in [("command", "seconds", "peak MiB", "result"), *rows]) for i in range(4)]
         header = ("command", "seconds", "peak MiB", "result")

@@ -53,7 +53,7 @@ import click
 
 from console.inputs import MAX_ANSWER_FILE_BYTES, MAX_IMPORT_BYTES, CheckedGroup, decode, loads, read_bounded
 from console.text import clean
-from engine import Content, Event, HitlError, Projection, cancel_invocation, project
+from engine import Content, Event, HitlError, Projection, cancel_invocation
 from engine.apps import AppRegistry, default_operator
 from engine.errors import InvocationNotFoundError, ReadOnlyError, require_id
 from engine.liveness import INTERRUPTED, InvocationHealth, interrupted_invocations, session_health
@@ -483,10 +483,26 @@ async def resolve_invocation(store: SessionStore, session_id: str, text: str) ->
 
 
 async def session_projection(store: SessionStore, session_id: str) -> Projection:
-    """The session's projection, from events with secrets masked (unless --show-secrets)."""
-    stored = await store.events(session_id)
-    _redactor().learn_events(s.event for s in stored)  # a secret answered late is masked early too
-    return project([(s.seq, safe_event(s.event)) for s in stored])
+    """The session's whole projection (every loop iteration), folded page by page
+    (memory: the projection, not the event list). Values are NOT masked: the
+    redactor learns the secrets it holds; render through :func:`safe`."""
+    proj, seq = Projection(), 0
+    while page := await store.events(session_id, after_seq=seq, limit=EVENTS_PAGE):
+        for s in page:
+            proj.apply(s.event, s.seq)
+        seq = page[-1].seq
+    _learn_projection(proj)
+    return proj
+
+
+def _learn_projection(proj: Projection) -> None:
+    """Teach the command's redactor the secrets a projection holds (outputs,
+    inputs, answers, interrupt arguments, state), so that free text repeating
+    them is masked too."""
+    red = _redactor()
+    red.learn_from([r.output for r in proj.nodes.values()] + [r.input for r in proj.nodes.values()])
+    red.learn_from([i.response for i in proj.interrupts.values()] + [i.args for i in proj.interrupts.values()])
+    red.learn_from(proj.state)
 
 
 async def latest_projection(store: SessionStore, session_id: str, invocation_ids: Iterable[str]) -> Projection:
@@ -506,9 +522,7 @@ async def latest_projection(store: SessionStore, session_id: str, invocation_ids
         merged._latest.update(p._latest)
         merged._max_run.update(p._max_run)
         merged.position = max(merged.position, p.position)
-    red = _redactor()
-    red.learn_from([r.output for r in merged.nodes.values()] + [r.input for r in merged.nodes.values()])
-    red.learn_from([i.response for i in merged.interrupts.values()] + [i.args for i in merged.interrupts.values()])
+    _learn_projection(merged)
     return merged
 
 
@@ -1185,12 +1199,9 @@ async def _replay_at(store: SessionStore, session_id: str, at: int, total: int, 
     frame, _ = await frame_at(store, session_id, at, total, compact_ok=not all_runs)
     # Folded raw (masking every event cost more than the fold): learn the secrets
     # the projection holds, then mask what is printed, like `hitl show`.
-    red, proj = _redactor(), frame.projection
-    red.learn_from([r.output for r in proj.nodes.values()] + [r.input for r in proj.nodes.values()])
-    red.learn_from([i.response for i in proj.interrupts.values()] + [i.args for i in proj.interrupts.values()])
-    red.learn_from(proj.state)
+    _learn_projection(frame.projection)
     if frame.step is not None:
-        red.learn_events([frame.step.event])
+        _redactor().learn_events([frame.step.event])
     _print_tree_at(session_id, frame, all_runs, as_json, masked=True)
 
 
