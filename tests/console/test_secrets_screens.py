@@ -113,3 +113,41 @@ async def test_console_screens_show_no_secret_unless_asked(show: bool) -> None:
         assert leaks(seen["dry run"], ["answer_password"]) == ["answer_password"], seen["dry run"]
         assert set(leaks(seen["after view"], ["answer_password", "reason"])) == {"answer_password", "reason"}
         assert S["answer_password"] in seen["confirm"]
+
+
+def test_renderers_use_the_redactor_they_are_given() -> None:
+    """The dry run and the after view mask with the Redactor passed to them (the
+    app's), not a module default; no console or engine module calls the bare
+    ``mask``/``mask_event`` helpers any more."""
+    from pathlib import Path
+
+    from console.widgets.answer_views import Outcome, Preview, outcome_renderable, preview_renderable
+    from engine.redact import Redactor
+    from engine.replay import DiffRow
+
+    secret = S["answer_password"]
+    preview = Preview(command=f"hitl resume leak-1 'rotate={{\"password\":\"{secret}\"}}'", error=f"password={secret}")
+    outcome = Outcome(
+        "answer", "leak-1", "inv", "ann", f"password={secret}", events=2, error=f"failed with {secret}",
+        rows=[DiffRow("state", "api_key", None, secret), DiffRow("node", "a@1 output", None, {"password": secret})],
+        command=preview.command,
+    )
+    hiding, showing = Redactor(), Redactor(show=True)
+    hiding.learn_from({"password": secret})
+    configure_secrets(True)  # the module default says "show": the renderers must not use it
+    try:
+        assert secret not in plain(preview_renderable(preview, redactor=hiding))
+        assert secret not in plain(outcome_renderable(outcome, hiding))
+    finally:
+        configure_secrets(False)
+    assert secret in plain(preview_renderable(preview, redactor=showing))
+    assert plain(outcome_renderable(outcome, showing)).count(secret) >= 3
+    root = Path(__file__).resolve().parents[2]
+    bare = re.compile(r"from engine\.redact import[^\n]*\bmask(_event)?\b")
+    offenders = [
+        str(p.relative_to(root))
+        for d in ("console", "engine")
+        for p in (root / d).rglob("*.py")
+        if p.name != "redact.py" and bare.search(p.read_text(encoding="utf-8"))
+    ]
+    assert not offenders, offenders
