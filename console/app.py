@@ -87,7 +87,8 @@ class HitlApp(App[None]):
             screenshot_dir or os.environ.get("HITL_SCREENSHOT_DIR") or Path.home() / "hitl-screenshots"
         )
         """Where the palette's screenshot goes (created when needed; the toast says the file)."""
-        configure_secrets(show_secrets, secret_patterns)
+        self.redactor = configure_secrets(show_secrets, secret_patterns)
+        """The one masking policy of this console (patterns + --show-secrets), passed to renderers."""
         self._store = store
         self.db_path = db_path
         self.read_only = read_only

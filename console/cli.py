@@ -53,7 +53,7 @@ import click
 
 from console.inputs import MAX_ANSWER_FILE_BYTES, MAX_IMPORT_BYTES, CheckedGroup, decode, loads, read_bounded
 from console.text import clean
-from engine import Content, Event, HitlError, Projection, cancel_invocation, project
+from engine import Content, Event, HitlError, Projection, cancel_invocation
 from engine.apps import AppRegistry, default_operator
 from engine.errors import InvocationNotFoundError, ReadOnlyError, require_id
 from engine.liveness import INTERRUPTED, InvocationHealth, interrupted_invocations, session_health
@@ -483,10 +483,26 @@ async def resolve_invocation(store: SessionStore, session_id: str, text: str) ->
 
 
 async def session_projection(store: SessionStore, session_id: str) -> Projection:
-    """The session's projection, from events with secrets masked (unless --show-secrets)."""
-    stored = await store.events(session_id)
-    _redactor().learn_events(s.event for s in stored)  # a secret answered late is masked early too
-    return project([(s.seq, safe_event(s.event)) for s in stored])
+    """The session's whole projection (every loop iteration), folded page by page
+    (memory: the projection, not the event list). Values are NOT masked: the
+    redactor learns the secrets it holds; render through :func:`safe`."""
+    proj, seq = Projection(), 0
+    while page := await store.events(session_id, after_seq=seq, limit=EVENTS_PAGE):
+        for s in page:
+            proj.apply(s.event, s.seq)
+        seq = page[-1].seq
+    _learn_projection(proj)
+    return proj
+
+
+def _learn_projection(proj: Projection) -> None:
+    """Teach the command's redactor the secrets a projection holds (outputs,
+    inputs, answers, interrupt arguments, state), so that free text repeating
+    them is masked too."""
+    red = _redactor()
+    red.learn_from([r.output for r in proj.nodes.values()] + [r.input for r in proj.nodes.values()])
+    red.learn_from([i.response for i in proj.interrupts.values()] + [i.args for i in proj.interrupts.values()])
+    red.learn_from(proj.state)
 
 
 async def latest_projection(store: SessionStore, session_id: str, invocation_ids: Iterable[str]) -> Projection:
@@ -506,9 +522,7 @@ async def latest_projection(store: SessionStore, session_id: str, invocation_ids
         merged._latest.update(p._latest)
         merged._max_run.update(p._max_run)
         merged.position = max(merged.position, p.position)
-    red = _redactor()
-    red.learn_from([r.output for r in merged.nodes.values()] + [r.input for r in merged.nodes.values()])
-    red.learn_from([i.response for i in merged.interrupts.values()] + [i.args for i in merged.interrupts.values()])
+    _learn_projection(merged)
     return merged
 
 
@@ -1164,6 +1178,9 @@ def replay(
                 for n, name in ((at, "--at"), (diff_from, "--diff-from")):
                     if n is not None and n > header.last_seq:
                         raise HitlError(f"session {header.id} has {header.last_seq} events; {name} {n} is past its end")
+                if at and diff_from is None:  # one position: seek, page by page, keeping no event list
+                    await _replay_at(store, header.id, at, header.last_seq, all_runs, opts.json)
+                    return
                 # --at N (and --diff-from M) need the events up to there, not the rest.
                 upto = max(at or 0, diff_from or 0) if at is not None else None
                 stored = await store.events(session_id, limit=upto) if upto != 0 else []
@@ -1183,6 +1200,20 @@ def replay(
                 _print_frame(goto(cursor, k), opts.json)
 
     run(body())
+
+
+async def _replay_at(store: SessionStore, session_id: str, at: int, total: int, all_runs: bool, as_json: bool) -> None:
+    """``replay SESSION --at N``: the frame from the nearest snapshot (or event 1)
+    and the events up to N (:func:`engine.replay_seek.frame_at`)."""
+    from engine.replay_seek import frame_at
+
+    frame, _ = await frame_at(store, session_id, at, total, compact_ok=not all_runs)
+    # Folded raw (masking every event cost more than the fold): learn the secrets
+    # the projection holds, then mask what is printed, like `hitl show`.
+    _learn_projection(frame.projection)
+    if frame.step is not None:
+        _redactor().learn_events([frame.step.event])
+    _print_tree_at(session_id, frame, all_runs, as_json, masked=True)
 
 
 def _replay_ui(session_id: str | None, file: str | None, at: int | None) -> None:
@@ -1233,20 +1264,24 @@ def _print_diff(session_id: str, cursor: Replay, first: int, second: int, as_jso
         out(f"  {r.area:<9} {r.key:<48} {before} -> {after}")
 
 
-def _print_tree_at(session_id: str, frame: Frame, all_runs: bool, as_json: bool) -> None:
-    """``--at N``: the node tree of every invocation after event N, and that event."""
+def _print_tree_at(session_id: str, frame: Frame, all_runs: bool, as_json: bool, masked: bool = False) -> None:
+    """``--at N``: the node tree of every invocation after event N, and that event
+    (``masked``: pass the rows through the redactor, the frame holds raw values)."""
     proj, at, total = frame.projection, frame.position, frame.total
+    rows: Callable[[Projection, str, bool], list[dict[str, Any]]] = (
+        (lambda p, i, a: safe(tree_rows(p, i, a))) if masked else tree_rows
+    )
     if as_json:
         data: dict[str, Any] = {
             "session": session_id,
             "at": at,
             "of": total,
-            "invocations": [{"invocation_id": i, "nodes": tree_rows(proj, i, all_runs)} for i in proj.invocations],
+            "invocations": [{"invocation_id": i, "nodes": rows(proj, i, all_runs)} for i in proj.invocations],
             "open": [x.id for x in proj.open_interrupts()],
         }
         if frame.step is not None:
             data["event"] = frame_dict(frame, nodes=False)
-        out_json(data)
+        out_json(safe(data) if masked else data)
         return
     out(f"session {session_id} at event {at} of {total}")
     if frame.step is not None:
@@ -1255,7 +1290,7 @@ def _print_tree_at(session_id: str, frame: Frame, all_runs: bool, as_json: bool)
     for inv_id in proj.invocations:
         status = proj.invocation_status(inv_id)
         out(f"invocation {inv_id}  {status.value if status else '-'}")
-        for line in render_tree(tree_rows(proj, inv_id, all_runs)):
+        for line in render_tree(rows(proj, inv_id, all_runs)):
             out(line)
 
 

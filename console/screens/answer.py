@@ -281,7 +281,7 @@ class AnswerScreen(HitlScreen):
         for n, iid in enumerate(wanted):
             if iid in have:
                 continue
-            editor = AnswerEditor(by_id[iid], self.draft.texts.get(iid))
+            editor = AnswerEditor(by_id[iid], self.draft.texts.get(iid), redactor=self.hitl.redactor)
             later = next((have[w] for w in wanted[n + 1 :] if w in have), None)
             await box.mount(editor, before=later) if later is not None else await box.mount(editor)
             have[iid] = editor
@@ -342,6 +342,7 @@ class AnswerScreen(HitlScreen):
         d = self.draft
         store = self.hitl.store
         content = Content.from_responses(values)
+        self.hitl.redactor.learn_from(values)  # secrets typed into an answer are masked in the command and errors
         preview = Preview(command=resume_command(d.session_id, values, d.invocation_id))
         try:
             preview.plan = await plan_resume(store, d.session_id, content, d.invocation_id)
@@ -374,7 +375,7 @@ class AnswerScreen(HitlScreen):
                 lines.append(Text("Select ids on the left (space, a, A).", "dim"))
             body.update(Group(*lines))
             return
-        body.update(preview_renderable(self.preview, stale=stale))
+        body.update(preview_renderable(self.preview, stale=stale, redactor=self.hitl.redactor))
 
     # ------------------------------------------------------------ info
     def _render_info(self) -> None:
@@ -486,7 +487,7 @@ class AnswerScreen(HitlScreen):
         d = self.draft
         cmd = resume_command(d.session_id, values, d.invocation_id, operator=default_operator() or None)
         self.app.copy_to_clipboard(cmd)
-        self.notify(f"Copied: {cmd}", timeout=6)
+        self.notify(f"Copied: {self.hitl.redactor.text(cmd)}", timeout=6)
 
     def _save_texts(self) -> None:
         for e in self.editors():
@@ -774,7 +775,7 @@ class SessionAnswering:
             self.set_timer(0.02, lambda: self._settle_then_show(outcome, tries + 1, True))
             return
         self.render_selection()
-        self.app.push_screen(OutcomeScreen(outcome))
+        self.app.push_screen(OutcomeScreen(outcome, self.hitl.redactor))
 
 
 # ------------------------------------------------------------------ inbox side

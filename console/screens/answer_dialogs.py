@@ -21,8 +21,11 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input
 
+from engine.redact import Redactor
+
 from ..actions import BY_ID
 from ..widgets.answer_views import Outcome, outcome_renderable
+from ..widgets.format import redactor as app_redactor
 from ..widgets.plain import Label, Static
 
 CONFIRM_KEY = BY_ID["answer.submit"].key or "ctrl+s"
@@ -107,7 +110,9 @@ class ConfirmWrite(ModalScreen[WriteChoice | None]):
 
     def _refresh_command(self) -> None:
         operator, reason, ack = self._values()
-        self.query_one("#confirm-command", Static).update(f"$ {self.command(operator or None, reason, ack)}")
+        cmd = self.command(operator or None, reason, ack)
+        red = getattr(self.app, "redactor", None) or app_redactor()  # the app's: answers may hold secrets
+        self.query_one("#confirm-command", Static).update(f"$ {red.text(cmd)}")
 
     @on(Input.Changed)
     @on(Checkbox.Changed)
@@ -154,15 +159,16 @@ class OutcomeScreen(ModalScreen[None]):
 
     BINDINGS: ClassVar[list[Binding]] = [Binding("escape,enter,q", "close", "Close", show=False)]
 
-    def __init__(self, outcome: Outcome) -> None:
+    def __init__(self, outcome: Outcome, redactor: Redactor | None = None) -> None:
         super().__init__(classes="modal")
         self.outcome = outcome
+        self.redactor = redactor
 
     def compose(self) -> ComposeResult:
         o = self.outcome
         with VerticalScroll(classes="modal-box", id="outcome-box"):
             yield Label(f"Outcome · session {o.session_id}   (esc / enter: close)", classes="modal-title")
-            yield Static(outcome_renderable(o), id="outcome-body")
+            yield Static(outcome_renderable(o, self.redactor), id="outcome-body")
 
     def action_close(self) -> None:
         self.dismiss(None)

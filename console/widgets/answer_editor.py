@@ -29,9 +29,10 @@ from textual.message import Message
 from textual.widgets import TextArea
 
 from engine.projection import Interrupt
-from engine.redact import mask
+from engine.redact import Redactor
 from engine.responses import template_for, unwrap_response, validate_response
 
+from .format import redactor as app_redactor
 from .format import short, to_json
 from .plain import Label, Static
 
@@ -153,8 +154,11 @@ class AnswerEditor(Vertical):
         def interrupt_id(self) -> str:
             return self.editor.interrupt.id
 
-    def __init__(self, interrupt: Interrupt, text: str | None = None) -> None:
+    def __init__(self, interrupt: Interrupt, text: str | None = None, *, redactor: Redactor | None = None) -> None:
         super().__init__(classes="answer-editor")
+        self.redactor = redactor or app_redactor()
+        """Masks the payload, the schema, the message and errors (``--show-secrets`` shows them)."""
+        self.redactor.learn_from([interrupt.args, interrupt.response_schema])  # masked in the message too
         self.interrupt = interrupt
         """The open interrupt this editor answers (from the invocation's projection)."""
         self.start_text = initial_text(interrupt) if text is None else text
@@ -168,7 +172,7 @@ class AnswerEditor(Vertical):
         head.append(f"  {short(itr.path, 60)}", "dim")
         yield Label(head, classes="answer-head")
         if itr.message:
-            yield Static(itr.message, classes="answer-message")
+            yield Static(self.redactor.text(itr.message), classes="answer-message")
         with Horizontal(classes="answer-body"):
             area = JsonArea(
                 self.start_text,
@@ -189,11 +193,12 @@ class AnswerEditor(Vertical):
         args = itr.args if isinstance(itr.args, dict) else {}
         payload = args.get("payload")
         t = Text()
-        t.append(to_json(mask(payload), indent=2) if payload is not None else "(no payload)")
+        red = self.redactor
+        t.append(to_json(red.value(payload), indent=2) if payload is not None else "(no payload)")
         schema = itr.response_schema
         if schema is not None:
             t.append("\n\nschema ", "bold")
-            t.append(to_json(schema))
+            t.append(to_json(red.value(schema)))
         return t
 
     def on_mount(self) -> None:
@@ -229,5 +234,6 @@ class AnswerEditor(Vertical):
             status.update(Text("✓ valid", get("answer--ok", partial=True)))
         else:
             what = "✗ not JSON yet: " if self.check.syntax else "✗ "
-            status.update(Text(what + "\n  ".join(self.check.errors), get("answer--error", partial=True)))
+            errors = [self.redactor.text(e) for e in self.check.errors]  # errors may echo the value
+            status.update(Text(what + "\n  ".join(errors), get("answer--error", partial=True)))
         self.set_class(not self.check.ok, "-invalid")

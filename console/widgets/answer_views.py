@@ -21,10 +21,12 @@ from rich.table import Table
 from rich.text import Text
 
 from engine.models import NodeStatus
+from engine.redact import MASK, Redactor
 from engine.replay import DiffRow
 from engine.resume import ResumePlan
 
 from .format import STATUS_ICON, short
+from .format import redactor as app_redactor
 from .plain import cells
 
 EFFECT_STYLE = {
@@ -88,9 +90,11 @@ class Preview:
     command: str = ""
 
 
-def preview_renderable(preview: Preview | None, *, stale: bool = False) -> RenderableType:
+def preview_renderable(preview: Preview | None, *, stale: bool = False, redactor: Redactor | None = None) -> RenderableType:
     """The dry run: what resolves, each node's before -> after and effect, what
-    becomes runnable, side-effect warnings, what stays open, and the command."""
+    becomes runnable, side-effect warnings, what stays open, and the command,
+    masked by ``redactor`` (the app's; with --show-secrets it shows everything)."""
+    red = redactor or app_redactor()
     if preview is None:
         return Text("Dry run: waiting for valid answers…", "dim")
     parts: list[RenderableType] = []
@@ -98,7 +102,7 @@ def preview_renderable(preview: Preview | None, *, stale: bool = False) -> Rende
     title.append(" · nothing is written" + (" · updating…" if stale else ""), "dim")
     parts.append(title)
     if preview.error:
-        parts.append(Text(f"✗ {preview.error}", "bold red"))
+        parts.append(Text(f"✗ {red.text(preview.error)}", "bold red"))
     plan = preview.plan
     if plan is not None:
         t = Table.grid(padding=(0, 1))
@@ -112,7 +116,7 @@ def preview_renderable(preview: Preview | None, *, stale: bool = False) -> Rende
             line.append("  ")
             line.append(c.effect, EFFECT_STYLE.get(c.effect, ""))
             if c.effect == "auto-complete":
-                line.append(f" → {short(c.output, 40)}", "dim")
+                line.append(f" → {short(c.output, 40, red)}", "dim")
             if c.still_open:
                 line.append(f" (waits for {', '.join(c.still_open)})", "dim")
             parts.append(Text(c.path, "bold"))
@@ -127,12 +131,12 @@ def preview_renderable(preview: Preview | None, *, stale: bool = False) -> Rende
         else:
             parts.append(Text("→ nothing runs: every answered node keeps waiting for its other ids", "bold yellow"))
         for w in plan.side_effect_warnings:
-            parts.append(Text(f"⚠ {w}", "yellow"))
+            parts.append(Text(f"⚠ {red.text(w)}", "yellow"))
         still = ", ".join(plan.still_open) if plan.still_open else "none: every id is answered"
         parts.append(Text.assemble(("still open ", "dim"), still))
     if preview.command:
         parts.append(Text("same from a shell (ctrl+o copies):", "dim"))
-        parts.append(Text(f"$ {preview.command}", "bold"))
+        parts.append(Text(f"$ {red.text(preview.command)}", "bold"))
     return Group(*parts)
 
 
@@ -170,19 +174,21 @@ class Outcome:
         return self.kind == "answer" and self.events == 1 and self.error is None
 
 
-def _value(v: Any) -> str:
-    return "-" if v is None else short(v, 48)
+def _value(v: Any, red: Redactor) -> str:
+    return "-" if v is None else short(v, 48, red)
 
 
-def outcome_renderable(o: Outcome) -> RenderableType:
+def outcome_renderable(o: Outcome, redactor: Redactor | None = None) -> RenderableType:
     """Before/after: flags first (nothing ran, failed, interrupted), then node
-    statuses, outputs, re-executions and new runs, interrupts, session state."""
+    statuses, outputs, re-executions and new runs, interrupts, session state
+    (masked by ``redactor``, the app's by default)."""
+    red = redactor or app_redactor()
     parts: list[RenderableType] = []
     verb = {"answer": "Answered", "redrive": "Re-drove", "cancel": "Cancelled"}[o.kind]
     head = Text(f"{verb} ", "bold")
     head.append(", ".join(o.answered) if o.answered else f"invocation {o.invocation_id}")
     who = f" by {o.operator}" if o.operator else ""
-    why = f" ({o.reason})" if o.reason else ""
+    why = f" ({red.text(o.reason)})" if o.reason else ""
     head.append(f"{who}{why}", "dim")
     head.append(" ")
     parts.append(head)
@@ -204,22 +210,22 @@ def outcome_renderable(o: Outcome) -> RenderableType:
         )
     if o.error:
         style = "bold red" if o.error_kind in ("failed", "interrupted") else "bold yellow"
-        parts.append(Text(f"✗ {o.error}", style))
+        parts.append(Text(f"✗ {red.text(o.error)}", style))
     nodes = [r for r in o.rows if r.area == "node"]
     itrs = [r for r in o.rows if r.area == "interrupt"]
     state = [r for r in o.rows if r.area == "state"]
-    parts.append(_rows_table("node runs", nodes, executions=True))
+    parts.append(_rows_table("node runs", nodes, red, executions=True))
     if itrs:
-        parts.append(_rows_table("interrupts", itrs))
-    parts.append(_rows_table("session state", state) if state else Text("session state  unchanged", "dim"))
+        parts.append(_rows_table("interrupts", itrs, red))
+    parts.append(_rows_table("session state", state, red) if state else Text("session state  unchanged", "dim"))
     if o.still_open and not o.nothing_ran:
         parts.append(Text.assemble(("still open  ", "dim"), ", ".join(o.still_open)))
     if o.command:
-        parts.append(Text.assemble(("same from a shell: ", "dim"), (f"$ {o.command}", "bold")))
+        parts.append(Text.assemble(("same from a shell: ", "dim"), (f"$ {red.text(o.command)}", "bold")))
     return Group(*parts)
 
 
-def _rows_table(title: str, rows: Iterable[DiffRow], *, executions: bool = False) -> RenderableType:
+def _rows_table(title: str, rows: Iterable[DiffRow], red: Redactor, *, executions: bool = False) -> RenderableType:
     rows = list(rows)
     t = Table(box=None, padding=(0, 1), show_header=True, header_style="dim", expand=True, title_justify="left")
     t.title = title
@@ -231,8 +237,10 @@ def _rows_table(title: str, rows: Iterable[DiffRow], *, executions: bool = False
         t.add_row(*cells(Text("no change", "dim"), "", ""))
     for r in rows:
         label = Text(r.key)
-        after = Text(_value(r.after))
-        before = _value(r.before)
+        after = Text(_value(r.after, red))
+        before = _value(r.before, red)
+        if r.area == "state" and not red.show and red.is_secret(r.key):  # a secret-looking state key: its values
+            after, before = Text(MASK), MASK
         if r.key.endswith(" executions") and executions:
             label = Text(r.key.removesuffix(" executions"))
             label.append(" re-executed ↻ same run id", "cyan")

@@ -83,8 +83,11 @@ _SECRETS: dict[str, Any] = {"redactor": Redactor(DEFAULT_SECRET_PATTERNS)}
 text) unless the console was started with --show-secrets (set by HitlApp)."""
 
 
-def configure_secrets(show: bool, patterns: Iterable[str] = DEFAULT_SECRET_PATTERNS) -> None:
-    _SECRETS["redactor"] = Redactor(patterns, show=show)
+def configure_secrets(show: bool, patterns: Iterable[str] = DEFAULT_SECRET_PATTERNS) -> Redactor:
+    """Make the app's one Redactor (HitlApp keeps it as ``app.redactor`` and passes
+    it to the answer editor, the dry run and the outcome; other widgets reach it here)."""
+    red = _SECRETS["redactor"] = Redactor(patterns, show=show)
+    return red
 
 
 def redactor() -> Redactor:
@@ -103,10 +106,10 @@ def shown_entry(key: str, value: Any) -> Any:
     return shown({key: value})[key]
 
 
-def short(value: Any, width: int = 40) -> str:
+def short(value: Any, width: int = 40, red: Redactor | None = None) -> str:
     """One line, at most ``width`` cells: strings as they are, other values as
-    compact JSON (secret-looking keys masked)."""
-    value = shown(value)
+    compact JSON (secret-looking keys masked by ``red``, default the app's)."""
+    value = (red or redactor()).value(value)
     text = value if isinstance(value, str) else to_json(value)
     text = clean(" ".join(text.split()), one_line=True)
     return text if len(text) <= width else text[: max(width - 1, 0)] + "…"

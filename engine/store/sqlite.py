@@ -404,10 +404,10 @@ def _probe(uri: str, timeout: float) -> _FileInfo:
     so that a file we refuse is never touched (not even switched to WAL).
 
     Without a -wal beside it the file holds everything (a checkpointed store, or
-    not in WAL mode), so the probe opens it ``immutable``: no locks, and no
+    not in WAL mode; an empty -wal holds nothing either), so the probe opens it ``immutable``: no locks, and no
     -wal/-shm companions are created beside a file we may refuse."""
     path = Path(sqlite3_uri_path(uri))
-    if not Path(str(path) + "-wal").exists():
+    if _immutable_ok(path):  # no -wal, or an empty one (left by a reader on a full disk): nothing waits in it
         uri += "&immutable=1"
     conn = sqlite3.connect(uri, uri=True, timeout=timeout)
     try:
@@ -537,6 +537,45 @@ class _InlineDriver:
 _Driver = _AiosqliteDriver | _ThreadDriver | _InlineDriver
 
 
+_ROOM_PROBE = 64 * 1024
+"""Bytes :func:`no_room` tries to write beside the database."""
+
+
+def no_room(path: Path) -> str | None:
+    """Why nothing more can be written beside ``path`` -- a full disk (ENOSPC),
+    a quota (EDQUOT), a file-size limit (``ulimit -f``: EFBIG) -- or None.
+
+    SQLite reports all of these as "disk I/O error" when they hit its -wal or
+    -shm files, so after an I/O error the directory is probed: free space, the
+    process's file-size limit, then a 64 KiB scratch file (always removed; the
+    database and its companions are never touched)."""
+    import errno
+    import resource
+    import tempfile
+
+    parent = path.parent
+    if not parent.is_dir():
+        return None
+    soft = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    if soft != resource.RLIM_INFINITY and soft < _ROOM_PROBE:
+        return f"this process may not grow files beyond {soft} bytes (ulimit -f)"
+    try:
+        free = shutil.disk_usage(parent).free
+    except OSError:
+        free = None
+    if free is not None and free < 1024 * 1024:
+        return f"{free} bytes free"
+    try:
+        with tempfile.TemporaryFile(dir=parent, prefix=".hitl-room-") as fh:
+            fh.write(b"\0" * _ROOM_PROBE)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+            return os.strerror(exc.errno).lower()
+    return None
+
+
 def _translate(exc: sqlite3.Error, path: Path, busy_timeout: float) -> HitlError:
     msg = str(exc)
     code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
@@ -562,10 +601,10 @@ def _translate(exc: sqlite3.Error, path: Path, busy_timeout: float) -> HitlError
     if code == sqlite3.SQLITE_CANTOPEN or "unable to open" in msg:
         return StoreError(f"cannot open the database {path} ({msg}); check that the path and its directory exist")
     if code in (sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN) or "disk I/O error" in msg:
-        free = shutil.disk_usage(path.parent).free if path.parent.exists() else None
-        if free is not None and free < 1024 * 1024:
+        room = no_room(path)
+        if room is not None:
             return StoreFullError(
-                f"the disk holding {path} is full ({free} bytes free; SQLite said: {msg}); nothing was written. "
+                f"the disk holding {path} is full ({room}); nothing was written. "
                 "Free disk space, then retry (reads of a checkpointed store still work)"
             )
         return StoreError(

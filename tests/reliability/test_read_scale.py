@@ -51,7 +51,7 @@ def test_replay_at_reads_only_up_to_n(hitl: Hitl, calls: list[tuple[str, Any]]) 
     text = ok(hitl("replay", "deploy-long-1", "--at", "5"))
     total = json.loads(ok(hitl("--json", "show", "deploy-long-1")))["session"]["last_seq"]
     assert f"at event 5 of {total}" in text
-    assert ("events", 5) in calls
+    assert [c for c in calls if c[0] == "events"] == [("events", 4)]  # events 1-4, then event 5 alone
 
 
 def test_show_loads_invocations_from_snapshots(hitl: Hitl, db: Path, calls: list[tuple[str, Any]]) -> None:
@@ -61,3 +61,10 @@ def test_show_loads_invocations_from_snapshots(hitl: Hitl, db: Path, calls: list
     assert all(n <= 5 for name, n in calls if name == "invocation_events"), calls
     shown = ok(hitl("show", "deploy-long-1"))
     assert "earlier runs" in shown  # the collapsed loop still says how many iterations it hides
+
+
+def test_show_all_runs_folds_in_pages(hitl: Hitl, calls: list[tuple[str, Any]]) -> None:
+    shown = ok(hitl("show", "deploy-long-1", "--all-runs"))
+    limits = [limit for name, limit in calls if name == "events"]
+    assert limits and all(limit is not None and limit <= 10 for limit in limits), limits  # never the whole log
+    assert "earlier runs" not in shown and shown.count("deploy@") > 1  # every iteration is there

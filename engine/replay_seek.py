@@ -1,0 +1,72 @@
+"""``hitl replay --at N`` without loading the whole history.
+
+:func:`frame_at` gives the same :class:`~engine.replay_view.Frame` as
+``goto(Replay(events), N)`` but reads the store page by page and keeps no
+event list: memory is that of one projection, whatever N is. It seeks from the
+store's snapshot (the cache a resume loads) when that snapshot is exact for
+position N - 1 -- the session has one invocation so far and the snapshot is not
+past N - 1 -- and reads only the events after it. A snapshot is compact (it
+keeps the latest run of each node; run ids still count the earlier ones), so
+it is used only for the latest-runs view, never with ``--all-runs``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .models import Event
+from .projection import Projection
+from .replay import Step, markers_for
+from .replay_view import Frame
+from .store.base import SessionStore
+
+PAGE = 2000
+"""Events read per store call."""
+
+
+async def base_at(store: SessionStore, session_id: str, position: int, *, compact_ok: bool) -> tuple[Projection, int, bool]:
+    """(projection, its position, from a snapshot?) to start folding from for
+    the state after ``position`` events: a usable snapshot, else the empty one."""
+    if not compact_ok or position <= 0:
+        return Projection(), 0, False
+    started = [i for i in await store.list_invocations(session_id) if i.started_seq <= position]
+    if len(started) != 1:  # several invocations: a per-invocation snapshot misses the others' state
+        return Projection(), 0, False
+    snap = await store.get_snapshot(session_id, started[0].invocation_id)
+    if snap is None or not 0 < snap[0] <= position:
+        return Projection(), 0, False
+    try:
+        proj = Projection.from_dict(snap[1])
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return Projection(), 0, False  # a damaged cache is no cache
+    return proj, snap[0], True
+
+
+async def frame_at(
+    store: SessionStore,
+    session_id: str,
+    position: int,
+    total: int,
+    *,
+    compact_ok: bool = False,
+    shown: Callable[[Event], Event] = lambda e: e,
+) -> tuple[Frame, bool]:
+    """The frame at ``position`` (1..total) and whether it started from a snapshot.
+
+    ``shown`` maps each event read before it is folded (the CLI masks secrets
+    there); events from a snapshot were never seen by it -- render the frame's
+    values through the same redactor."""
+    proj, seq, from_snapshot = await base_at(store, session_id, position - 1, compact_ok=compact_ok)
+    while seq < position - 1:
+        page = await store.events(session_id, after_seq=seq, limit=min(PAGE, position - 1 - seq))
+        if not page:
+            break
+        for se in page:
+            proj.apply(shown(se.event), se.seq)
+        seq = page[-1].seq
+    before = proj.fork()
+    stored = await store.event_at(session_id, position)
+    event = shown(stored.event)
+    change = proj.apply(event, stored.seq)
+    step = Step(position, stored.seq, event, change, markers_for(event, change, proj))
+    return Frame(position, total, step, before, proj), from_snapshot
