@@ -135,7 +135,7 @@ class InboxScreen(InboxAnswering, PagedTableScreen):
 
     def _cells(self, r: InterruptRecord, now: float) -> list[Text | str]:
         return [
-            Text(age(now, r.raised_at), justify="right"),
+            Text(age(r.raised_at, now), justify="right"),
             self.interrupt_cell(r),
             literal(short(r.session_id, 40)),
             literal(short(asks(r), 32)),
