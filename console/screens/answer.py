@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.console import Group
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -168,6 +168,8 @@ class AnswerScreen(HitlScreen):
         """The answers the shown preview was computed for."""
         self._generation = 0
         self._loading = True
+        self._typed: list[str] = []
+        """Characters typed while loading with no editor yet (see :meth:`on_key`)."""
 
     # ------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
@@ -203,6 +205,20 @@ class AnswerScreen(HitlScreen):
     def on_mount(self) -> None:
         self._show_banner()
         self._load()
+
+    def on_key(self, event: events.Key) -> None:
+        """Text typed before the first editor exists (opened from the inbox, the
+        store still loading) is kept for it, not taken as keys of this screen."""
+        if not self._loading or self.focused is not None or self.query(AnswerEditor):
+            return
+        if event.is_printable and event.character:
+            self._typed.append(event.character)
+        elif event.key == "enter":
+            self._typed.append("\n")
+        else:
+            return  # esc, ctrl+...: as usual
+        event.stop()
+        event.prevent_default()
 
     # ------------------------------------------------------------ loading
     @work(exclusive=True, group="answer-load", exit_on_error=False)
@@ -251,7 +267,11 @@ class AnswerScreen(HitlScreen):
         await self._show_unsent()
         first = self.query(AnswerEditor)
         if first:
-            first.first().text_area.focus()
+            area = first.first().text_area
+            area.focus()
+            typed, self._typed = "".join(self._typed), []
+            if typed:
+                area.insert(typed)
         else:
             ids.focus()
 

@@ -409,3 +409,34 @@ async def test_an_imported_session_shows_its_events_age() -> None:
 
         cell = str(home.query_one(SessionTable).get_cell("copy-1", "active"))
         assert cell.endswith(("d", "h")) and cell != "0s" and "d" in cell, cell
+
+
+async def test_keys_typed_right_after_e_in_the_inbox_reach_the_editor(monkeypatch: pytest.MonkeyPatch) -> None:
+    """From the inbox the session is not loaded yet either: typed text waits for the editor."""
+    import console.screens.answer as answer_module
+
+    gate = asyncio.Event()
+    real = answer_module.load_invocation
+
+    async def slow_load(*a: Any, **kw: Any) -> Any:
+        await gate.wait()
+        return await real(*a, **kw)
+
+    store = await demo_store()
+    app = app_for(store)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(pilot)
+        app.action_show_inbox()
+        await settle(pilot)
+        inbox = app.screen
+        assert isinstance(inbox, InboxScreen)
+        await wait_until(pilot, lambda: inbox.loaded_once and inbox.selected is not None, what="inbox loaded")
+        wanted = inbox.selected.interrupt_id  # type: ignore[union-attr]
+        monkeypatch.setattr(answer_module, "load_invocation", slow_load)
+        await pilot.press("e", *'"x: a"', "space")
+        gate.set()
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, AnswerScreen), type(screen).__name__
+        assert screen.selected == [wanted]
+        assert editor(screen, wanted).text.startswith('"x: a" '), editor(screen, wanted).text
