@@ -19,7 +19,6 @@ from console.screens.answer import AnswerScreen
 from console.screens.answer_dialogs import ConfirmWrite, OutcomeScreen
 from console.screens.inbox import InboxScreen
 from console.screens.session import SessionScreen
-from console.widgets.answer_editor import AnswerEditor
 from console.widgets.event_log import EventLog
 from engine import START, Content, RequestInput, Runner, Workflow, node
 from engine.apps import AppRegistry
@@ -27,8 +26,9 @@ from engine.liveness import in_doubt_paths
 from engine.models import Event, NodeInfo, NodeStatus
 from engine.store import MemoryStore
 
-from .answer_store import NOW, demo_store, invocation, registry
-from .conftest import make_app
+from .answer_store import demo_store, invocation
+from .test_answer import app_for, editor, open_session, settle, wait_until
+from .test_answer import write as ready_to_submit
 
 
 @pytest.fixture(autouse=True)
@@ -37,44 +37,28 @@ def _operator(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
     monkeypatch.chdir(tmp_path)  # no hitl.toml here: the default operator is $USER
 
 
-def app_for(store: MemoryStore, **kw: Any) -> Any:
-    kw.setdefault("registry", registry())
-    kw.setdefault("clock", lambda: NOW)
-    return make_app(store, **kw)
-
-
-async def settle(pilot: Any, rounds: int = 2) -> None:
-    for _ in range(rounds):
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
-
-
-async def wait_until(pilot: Any, predicate: Any, timeout: float = 30.0, what: str = "condition") -> None:
-    start = time.monotonic()
-    while not predicate():
-        if time.monotonic() - start > timeout:
-            raise AssertionError(f"{what}: not met in time")
-        await pilot.pause(0.02)
-
-
-async def open_session(pilot: Any, session_id: str) -> SessionScreen:
-    await settle(pilot)
-    pilot.app.open_session(session_id)
+async def to_confirmation(pilot: Any, session_id: str, answers: dict[str, str]) -> tuple[SessionScreen, AnswerScreen]:
+    """Open the session, `e` (the cursor node's ids), type the answers, ctrl+s: the confirmation is up."""
+    session = await open_session(pilot, session_id)
+    await pilot.press("e")
     await settle(pilot)
     screen = pilot.app.screen
-    assert isinstance(screen, SessionScreen)
-    return screen
-
-
-def editor(screen: AnswerScreen, interrupt_id: str) -> AnswerEditor:
-    return next(e for e in screen.editors() if e.interrupt.id == interrupt_id)
-
-
-async def ready_to_submit(pilot: Any, screen: AnswerScreen, answers: dict[str, str]) -> None:
-    for iid, text in answers.items():
-        editor(screen, iid).set_text(text)
+    assert isinstance(screen, AnswerScreen) and screen.selected == list(answers)
+    await ready_to_submit(pilot, screen, answers)
+    await pilot.press("ctrl+s")
     await settle(pilot)
-    await wait_until(pilot, lambda: screen.submit_problem() is None, what="dry run passed")
+    assert isinstance(pilot.app.screen, ConfirmWrite)
+    return session, screen
+
+
+async def open_inbox(pilot: Any) -> InboxScreen:
+    await settle(pilot)
+    pilot.app.action_show_inbox()
+    await settle(pilot)
+    inbox = pilot.app.screen
+    assert isinstance(inbox, InboxScreen)
+    await wait_until(pilot, lambda: inbox.loaded_once and inbox.selected is not None)
+    return inbox
 
 
 def toasts(app: Any) -> list[str]:
@@ -113,17 +97,9 @@ async def test_quit_while_a_console_turn_runs_asks_first_and_waits_for_it() -> N
     from console.screens.answer_dialogs import QuitGuard
 
     async with app.run_test(size=(120, 40)) as pilot:
-        session = await open_session(pilot, "slow-1")
-        await pilot.press("e")
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, AnswerScreen)
-        await ready_to_submit(pilot, screen, {"go": "true"})
+        session, _ = await to_confirmation(pilot, "slow-1", {"go": "true"})
         await pilot.press("ctrl+s")
-        await settle(pilot)
-        assert isinstance(app.screen, ConfirmWrite)
-        await pilot.press("ctrl+s")
-        await wait_until(pilot, GATE["started"].is_set, what="slow_pay started")
+        await wait_until(pilot, GATE["started"].is_set)
         assert session.writing == "answer"
         for key in ("q", "ctrl+q", "ctrl+c"):
             await pilot.press(key)
@@ -143,7 +119,7 @@ async def test_quit_while_a_console_turn_runs_asks_first_and_waits_for_it() -> N
         assert app.return_code is None  # still waiting: the turn has not settled
         assert "waiting" in str(app.screen.query_one("#quit-status").render())
         GATE["release"].set()
-        await wait_until(pilot, lambda: app.return_code is not None, what="the app quit after the turn")
+        await wait_until(pilot, lambda: app.return_code is not None)
     inv, proj = await invocation(store, "slow-1")
     run = proj.get(inv, "slow@1/slow_pay@1")
     assert run is not None and run.status is NodeStatus.COMPLETED
@@ -156,7 +132,7 @@ async def test_quit_without_a_running_turn_quits_at_once() -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         await pilot.press("q")
-        await wait_until(pilot, lambda: app.return_code is not None, what="quit")
+        await wait_until(pilot, lambda: app.return_code is not None)
 
 
 # ------------------------------------------------------------------ 4. refusal
@@ -167,22 +143,13 @@ async def test_a_refused_submit_says_so_and_keeps_the_text_visible() -> None:
     app = app_for(store)
     mine = '{"approved": true, "note": "mine-7"}'
     async with app.run_test(size=(120, 40)) as pilot:
-        session = await open_session(pilot, "refund-waiting-1")
-        await pilot.press("e")
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, AnswerScreen) and screen.selected == ["finance-order-1001"]
-        await ready_to_submit(pilot, screen, {"finance-order-1001": mine})
-        await pilot.press("ctrl+s")
-        await settle(pilot)
-        assert isinstance(app.screen, ConfirmWrite)
+        session, screen = await to_confirmation(pilot, "refund-waiting-1", {"finance-order-1001": mine})
         other = Runner("refund_approval", AppRegistry().get("refund_approval"), store)
         async for _ in other.run("alice", "refund-waiting-1", Content.from_responses(
                 {"finance-order-1001": {"approved": False}}), operator="rick"):
             pass
         await pilot.press("ctrl+s")
-        await wait_until(pilot, lambda: isinstance(app.screen, AnswerScreen) and app.screen is not screen,
-                         what="the editor came back")
+        await wait_until(pilot, lambda: isinstance(app.screen, AnswerScreen) and app.screen is not screen)
         again = app.screen
         await settle(pilot)
         assert session.writing is None
@@ -200,23 +167,15 @@ async def test_the_reason_survives_tab_to_submit() -> None:
     store = await demo_store()
     app = app_for(store)
     async with app.run_test(size=(120, 40)) as pilot:
-        await open_session(pilot, "refund-waiting-1")
-        await pilot.press("e")
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, AnswerScreen)
-        await ready_to_submit(pilot, screen, {"finance-order-1001": '{"approved": true}'})
-        await pilot.press("ctrl+s")
-        await settle(pilot)
+        await to_confirmation(pilot, "refund-waiting-1", {"finance-order-1001": '{"approved": true}'})
         dialog = app.screen
-        assert isinstance(dialog, ConfirmWrite)
         labels = " ".join(str(w.render()) for w in dialog.query("Label"))
         assert "Operator" in labels and "Reason" in labels
         await pilot.press(*"checked with bob", "tab")
         await pilot.pause()
         assert dialog.focused is not None and dialog.focused.id != "confirm-reason"
         await pilot.press("ctrl+s")
-        await wait_until(pilot, lambda: isinstance(app.screen, OutcomeScreen), what="outcome")
+        await wait_until(pilot, lambda: isinstance(app.screen, OutcomeScreen))
     fr = [se.event for se in await store.events("refund-waiting-1") if se.event.kind == "response"]
     assert fr[-1].custom_metadata == {"action": "resume", "operator": "tester", "reason": "checked with bob"}
 
@@ -231,17 +190,9 @@ async def test_the_config_file_names_the_operator_of_console_writes(tmp_path: Pa
     store = await demo_store()
     app = app_for(store, config=ConsoleConfig.load(team))
     async with app.run_test(size=(120, 40)) as pilot:
-        await open_session(pilot, "refund-waiting-1")
-        await pilot.press("e")
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, AnswerScreen)
-        await ready_to_submit(pilot, screen, {"finance-order-1001": '{"approved": true}'})
-        await pilot.press("ctrl+s")
-        await settle(pilot)
-        assert isinstance(app.screen, ConfirmWrite)
+        await to_confirmation(pilot, "refund-waiting-1", {"finance-order-1001": '{"approved": true}'})
         await pilot.press(*"ok", "ctrl+s")
-        await wait_until(pilot, lambda: isinstance(app.screen, OutcomeScreen), what="outcome")
+        await wait_until(pilot, lambda: isinstance(app.screen, OutcomeScreen))
     fr = [se.event for se in await store.events("refund-waiting-1") if se.event.kind == "response"]
     assert fr[-1].custom_metadata["operator"] == "carol"
     (audit,) = (await store.audit_log(session_id="refund-waiting-1", action="answer")).items
@@ -264,25 +215,38 @@ def test_hitl_config_is_read_once_and_given_to_the_console(tmp_path: Path, monke
 
 
 # ------------------------------------------------------------------ 8. keys right after `e`
+class HeldLoad:
+    """The answer editor's store load, held until :meth:`release` (a slow store, on purpose)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        import console.screens.answer as answer_module
+
+        self.gate = asyncio.Event()
+        self.real = answer_module.load_invocation
+        self.monkeypatch, self.module = monkeypatch, answer_module
+
+    def hold(self) -> None:
+        self.monkeypatch.setattr(self.module, "load_invocation", self._held)
+
+    def release(self) -> None:
+        self.gate.set()
+
+    async def _held(self, *a: Any, **kw: Any) -> Any:
+        await self.gate.wait()
+        return await self.real(*a, **kw)
+
+
 async def test_keys_typed_right_after_e_reach_the_editor(monkeypatch: pytest.MonkeyPatch) -> None:
     """The store answers slowly (the load is held until the keys are typed):
     what is typed right after `e` lands in the editor, not in the id list."""
-    import console.screens.answer as answer_module
-
-    gate = asyncio.Event()
-    real = answer_module.load_invocation
-
-    async def slow_load(*a: Any, **kw: Any) -> Any:
-        await gate.wait()
-        return await real(*a, **kw)
-
     store = await demo_store()
     app = app_for(store)
     async with app.run_test(size=(120, 40)) as pilot:
         await open_session(pilot, "refund-waiting-1")
-        monkeypatch.setattr(answer_module, "load_invocation", slow_load)
+        held = HeldLoad(monkeypatch)
+        held.hold()
         await pilot.press("e", "ctrl+a", *'{"approved": true}', "a", "space")
-        gate.set()
+        held.release()
         await settle(pilot)
         screen = app.screen
         assert isinstance(screen, AnswerScreen)
@@ -346,7 +310,7 @@ async def test_the_event_log_shows_dates_and_labels_the_zone_once() -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         session = await open_session(pilot, "refund-waiting-1")
         log = session.query_one(EventLog)
-        await wait_until(pilot, lambda: log.line(1) is not None, what="first log page")
+        await wait_until(pilot, lambda: log.line(1) is not None)
         first = log.line(1)
         assert first is not None
         line = log._text(first, 4, 30).plain
@@ -380,12 +344,7 @@ async def test_the_inbox_shows_interrupted_and_in_doubt_rows() -> None:
                                rerun_on_resume=container)))
     app = app_for(store)
     async with app.run_test(size=(160, 40)) as pilot:
-        await settle(pilot)
-        app.action_show_inbox()
-        await settle(pilot)
-        inbox = app.screen
-        assert isinstance(inbox, InboxScreen)
-        await wait_until(pilot, lambda: inbox.loaded_once, what="inbox loaded")
+        inbox = await open_inbox(pilot)
         from console.widgets.plain import DataTable
 
         table = inbox.query_one("#inbox-table", DataTable)
@@ -404,7 +363,7 @@ async def test_an_imported_session_shows_its_events_age() -> None:
     async with app.run_test(size=(160, 40)) as pilot:
         await settle(pilot)
         home = app.screen
-        await wait_until(pilot, lambda: any(r.id == "copy-1" for r in home.rows), what="listed")  # type: ignore[attr-defined]
+        await wait_until(pilot, lambda: any(r.id == "copy-1" for r in home.rows))  # type: ignore[attr-defined]
         from console.screens.sessions import SessionTable
 
         cell = str(home.query_one(SessionTable).get_cell("copy-1", "active"))
@@ -413,28 +372,15 @@ async def test_an_imported_session_shows_its_events_age() -> None:
 
 async def test_keys_typed_right_after_e_in_the_inbox_reach_the_editor(monkeypatch: pytest.MonkeyPatch) -> None:
     """From the inbox the session is not loaded yet either: typed text waits for the editor."""
-    import console.screens.answer as answer_module
-
-    gate = asyncio.Event()
-    real = answer_module.load_invocation
-
-    async def slow_load(*a: Any, **kw: Any) -> Any:
-        await gate.wait()
-        return await real(*a, **kw)
-
     store = await demo_store()
     app = app_for(store)
     async with app.run_test(size=(160, 40)) as pilot:
-        await settle(pilot)
-        app.action_show_inbox()
-        await settle(pilot)
-        inbox = app.screen
-        assert isinstance(inbox, InboxScreen)
-        await wait_until(pilot, lambda: inbox.loaded_once and inbox.selected is not None, what="inbox loaded")
+        inbox = await open_inbox(pilot)
         wanted = inbox.selected.interrupt_id  # type: ignore[union-attr]
-        monkeypatch.setattr(answer_module, "load_invocation", slow_load)
+        held = HeldLoad(monkeypatch)
+        held.hold()
         await pilot.press("e", *'"x: a"', "space")
-        gate.set()
+        held.release()
         await settle(pilot)
         screen = app.screen
         assert isinstance(screen, AnswerScreen), type(screen).__name__
