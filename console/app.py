@@ -11,6 +11,12 @@ Screens: Sessions (home) → Session (node tree, details, event log) → Replay
 at that node; Help (``?``); ``:`` command mode; the command palette
 (``ctrl+p``). Every key comes from :mod:`console.actions`. ``replay=`` opens on
 the Replay screen (``hitl replay --ui``); an exported ``.jsonl`` file needs no store.
+
+``config=`` is the :class:`~console.config.ConsoleConfig` that ``hitl`` read
+once (``--config``): its operator signs console writes, its registry runs
+them, ``utc`` picks the zone of every time shown. Quitting (``q``, ``ctrl+q``,
+``ctrl+c``, ``:quit``) while a write started here still runs asks first
+(:class:`~console.screens.answer_dialogs.QuitGuard`; "wait for it" is the default).
 """
 
 from __future__ import annotations
@@ -125,7 +131,7 @@ class HitlApp(App[None]):
         """Open on the Replay screen of this session or exported file (a file needs no store)."""
         self.operator = operator
         """Who is signed in (``hitl serve``): every write is recorded under this name and the
-        confirmation does not let it be changed. None: the confirmation offers ``default_operator()``."""
+        confirmation does not let it be changed. None: the confirmation offers the config's operator."""
         self.read_only_reason = read_only_reason
         """Why writes are disabled, said when a write key is pressed read-only (``hitl serve``:
         the viewer role). None: the plain ``--read-only`` wording."""
@@ -204,7 +210,9 @@ class HitlApp(App[None]):
             f"check its nodes in doubt, then continue it: hitl redrive {j.session_id} {j.invocation_id} --ack-in-doubt"
             for j in stopped
         ]
-        self.exit(message="\n".join(lines) or None)
+        self.quit_message = "\n".join(lines)
+        """Printed after the console closed (what was stopped, how to continue)."""
+        self.exit(message=self.quit_message or None)
 
     @property
     def default_operator(self) -> str:

@@ -386,3 +386,26 @@ async def test_keys_typed_right_after_e_in_the_inbox_reach_the_editor(monkeypatc
         assert isinstance(screen, AnswerScreen), type(screen).__name__
         assert screen.selected == [wanted]
         assert editor(screen, wanted).text.startswith('"x: a" '), editor(screen, wanted).text
+
+
+async def test_quit_now_leaves_the_turn_interrupted_mid_run_and_says_how_to_continue() -> None:
+    """The explicit third choice: the turn stops, is not cancelled, and the exit message says what to run."""
+    GATE.update(started=asyncio.Event(), release=asyncio.Event())
+    store = MemoryStore()
+    reg = AppRegistry()
+    reg.register("slow", slow_wf)
+    async for _ in Runner("slow", slow_wf, store).run("u", "slow-2", Content.from_text("x")):
+        pass
+    app = app_for(store, registry=reg)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await to_confirmation(pilot, "slow-2", {"go": "true"})
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, GATE["started"].is_set)
+        await pilot.press("q")
+        await pilot.pause()
+        await pilot.click("#quit-now")
+        await wait_until(pilot, lambda: app.return_code is not None)
+    assert "hitl redrive slow-2" in app.quit_message
+    inv, proj = await invocation(store, "slow-2")
+    assert proj.invocation_status(inv) is not NodeStatus.CANCELLED
+    assert in_doubt_paths(proj, inv) == ["slow@1/slow_pay@1"]  # said, not silent: re-drive with --ack-in-doubt
