@@ -223,7 +223,11 @@ class EventLog(ScrollView, can_focus=True):
 
     def put_lines(self, lines: list[LogLine], *, complete_from: int | None = None, complete_to: int | None = None) -> None:
         """Cache lines; ``complete_from..complete_to`` marks the fetched seq range as known."""
+        now = self._now()
         for line in lines:
+            # The time column widens (for good) once a line not from today arrives:
+            # decided with the data, before any drawing, so every line of a picture aligns.
+            self._time_width = max(self._time_width, len(stamp(line.timestamp, now)))
             p = self._page_of(line.seq)
             page = self._pages.get(p)
             if page is None:
@@ -288,11 +292,7 @@ class EventLog(ScrollView, can_focus=True):
         s = self.style_map
         t = Text(no_wrap=True, overflow="crop")
         t.append(f"{line.seq:>{seq_width}} ", s["eventlog--seq"])
-        when = stamp(line.timestamp, self._now())
-        if len(when) > self._time_width:  # a line not from today: its date shows, the column widens
-            self._time_width = len(when)
-            self.refresh()
-        t.append(f"{when:>{self._time_width}} ", s["eventlog--time"])
+        t.append(f"{stamp(line.timestamp, self._now()):>{self._time_width}} ", s["eventlog--time"])
         t.append(f"{line.kind:<9.9} ", s.get(f"kind--{line.kind}", Style()))
         t.append(f"{line.author:<10.10} ", s["eventlog--author"])
         path = line.path if len(line.path) <= path_width else "…" + line.path[-(path_width - 1) :]
