@@ -11,6 +11,12 @@ Screens: Sessions (home) → Session (node tree, details, event log) → Replay
 at that node; Help (``?``); ``:`` command mode; the command palette
 (``ctrl+p``). Every key comes from :mod:`console.actions`. ``replay=`` opens on
 the Replay screen (``hitl replay --ui``); an exported ``.jsonl`` file needs no store.
+
+``config=`` is the :class:`~console.config.ConsoleConfig` that ``hitl`` read
+once (``--config``): its operator signs console writes, its registry runs
+them, ``utc`` picks the zone of every time shown. Quitting (``q``, ``ctrl+q``,
+``ctrl+c``, ``:quit``) while a write started here still runs asks first
+(:class:`~console.screens.answer_dialogs.QuitGuard`; "wait for it" is the default).
 """
 
 from __future__ import annotations
@@ -30,11 +36,15 @@ from textual.binding import Binding
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer
 
+from engine.apps import default_operator
 from engine.redact import DEFAULT_SECRET_PATTERNS
 from engine.store.base import SessionStore
 
 from .actions import ACTIONS, BY_COMMAND, BY_ID, Action, bindings, for_screen, lookup
+from .config import ConsoleConfig
 from .messages import SessionQuery
+from .screens.answer_dialogs import QUIT_NOW, QuitGuard
+from .screens.answer_jobs import WriteJob
 from .screens.base import HitlScreen
 from .screens.command import ActionsProvider, CommandError, CommandLine, parse_command
 from .screens.help import HelpScreen, sections_for
@@ -44,6 +54,7 @@ from .screens.replay import ReplayScreen, ReplaySource
 from .screens.session import SessionScreen
 from .screens.sessions import STATUS_CYCLE, SessionsScreen
 from .text import clean
+from .times import use_utc
 from .widgets.format import configure_secrets
 from .widgets.plain import Static
 
@@ -79,8 +90,23 @@ class HitlApp(App[None]):
         read_only_reason: str | None = None,
         store_options: dict[str, Any] | None = None,
         screenshot_dir: str | os.PathLike[str] | None = None,
+        config: ConsoleConfig | None = None,
+        utc: bool | None = None,
     ) -> None:
         super().__init__()
+        self.running_writes: list[WriteJob] = []
+        """Writes started from this console that have not settled (answer, re-drive, cancel)."""
+        self._quit_guard: QuitGuard | None = None
+        self._quit_waiting = False
+        """The operator chose "wait for it": quit when the last running write settles."""
+        self.config = config if config is not None else ConsoleConfig(operator=default_operator())
+        """hitl.toml and the command line, read once by ``hitl`` (None: ./hitl.toml's operator or $USER)."""
+        if registry is None:
+            registry = self.config.registry
+        if utc is None and config is not None:
+            utc = config.utc
+        if utc is not None:
+            use_utc(utc)  # every time on screen: UTC, or the local zone
         self.store_options = dict(store_options or {})
         """Backend options for opening ``db_path`` (a PostgreSQL password from hitl.toml)."""
         self.screenshot_dir = Path(
@@ -106,7 +132,7 @@ class HitlApp(App[None]):
         """Open on the Replay screen of this session or exported file (a file needs no store)."""
         self.operator = operator
         """Who is signed in (``hitl serve``): every write is recorded under this name and the
-        confirmation does not let it be changed. None: the confirmation offers ``default_operator()``."""
+        confirmation does not let it be changed. None: the confirmation offers the config's operator."""
         self.read_only_reason = read_only_reason
         """Why writes are disabled, said when a write key is pressed read-only (``hitl serve``:
         the viewer role). None: the plain ``--read-only`` wording."""
@@ -119,6 +145,81 @@ class HitlApp(App[None]):
             self.store_label = store_label(db_path) if db_path else "default store"
         if replay is not None and replay.file is not None and store is None:
             self.store_label = f"file {replay.file}"
+
+    # ------------------------------------------------------------ quitting
+    def write_started(self, job: WriteJob) -> None:
+        """A console-started write runs (an app worker): quitting asks first until it settles."""
+        self.running_writes.append(job)
+
+    def write_settled(self, job: WriteJob) -> None:
+        with contextlib.suppress(ValueError):
+            self.running_writes.remove(job)
+        if not self.running_writes and self._quit_guard is not None:
+            guard, self._quit_guard = self._quit_guard, None
+            if self._quit_waiting:
+                self.exit()
+            elif guard.is_attached:
+                guard.dismiss(None)  # nothing left to wait for: the dialog has no question any more
+
+    async def action_quit(self) -> None:
+        """``q``, ``ctrl+q``, ``:quit``: at once, unless a write started here is still running."""
+        if self.running_writes:
+            self._ask_before_quitting()
+            return
+        self.exit()
+
+    def action_help_quit(self) -> None:
+        """``ctrl+c``: the same question while a write runs; otherwise Textual's hint."""
+        if self.running_writes:
+            self._ask_before_quitting()
+            return
+        super().action_help_quit()
+
+    def _ask_before_quitting(self) -> None:
+        if self._quit_guard is not None:
+            return  # already asking
+        running = [f"{j.kind} of session {j.session_id}, invocation {j.invocation_id}" for j in self.running_writes]
+        guard = QuitGuard(running)
+        self._quit_guard, self._quit_waiting = guard, False
+
+        def chosen(choice: str | None) -> None:
+            if self._quit_guard is guard:
+                self._quit_guard = None
+            self._quit_waiting = False
+            if choice == QUIT_NOW:
+                self._quit_now()
+
+        self.push_screen(guard, chosen)
+
+    def quit_when_settled(self, guard: QuitGuard) -> None:
+        """The guard's default: wait for every running write, then quit."""
+        if not self.running_writes:
+            self.exit()
+            return
+        self._quit_waiting = True
+        guard.waiting()
+
+    def _quit_now(self) -> None:
+        """The operator insisted: stop the turns (the Runner revokes their leases, so
+        they stay interrupted mid-run, never cancelled) and say how to continue."""
+        stopped = list(self.running_writes)
+        for worker in self.workers:
+            if worker.group == "hitl-write":
+                worker.cancel()
+        lines = [
+            f"Stopped mid-run: {j.kind} of session {j.session_id}, invocation {j.invocation_id}; "
+            f"check its nodes in doubt, then continue it: hitl redrive {j.session_id} {j.invocation_id} --ack-in-doubt"
+            for j in stopped
+        ]
+        self.quit_message = "\n".join(lines)
+        """Printed after the console closed (what was stopped, how to continue)."""
+        self.exit(message=self.quit_message or None)
+
+    @property
+    def default_operator(self) -> str:
+        """The operator a write is recorded under unless changed in the confirmation:
+        the signed-in one (``hitl serve``), else the config's ([console] operator, $USER)."""
+        return self.operator or self.config.operator
 
     # ------------------------------------------------------------ store
     @property
@@ -388,6 +489,7 @@ def run_app(
     secret_patterns: Iterable[str] = DEFAULT_SECRET_PATTERNS,
     store_options: dict[str, Any] | None = None,
     headless: bool = False,
+    config: ConsoleConfig | None = None,
 ) -> None:
     """Run the console on the store at ``db_path``, a path or a URL (None: the default file);
     ``replay``: open on the Replay screen of a session or of an exported file.
@@ -401,6 +503,7 @@ def run_app(
         show_secrets=show_secrets,
         secret_patterns=secret_patterns,
         store_options=store_options,
+        config=config,
     )
     app.run(headless=headless)
     if app.return_code:

@@ -53,6 +53,7 @@ import click
 
 from console.inputs import MAX_ANSWER_FILE_BYTES, MAX_IMPORT_BYTES, CheckedGroup, decode, loads, read_bounded
 from console.text import clean
+from console.times import age, date_time, use_utc, zone_name
 from engine import Content, Event, HitlError, Projection, cancel_invocation
 from engine.apps import AppRegistry, default_operator
 from engine.errors import InvocationNotFoundError, ReadOnlyError, require_id
@@ -84,6 +85,8 @@ class Options:
     show_secrets: bool = False
     secret_patterns: list[str] = field(default_factory=list)
     busy_timeout: float | None = None
+    utc: bool = False
+    """``--utc``: every time shown in UTC (else the local zone), in the CLI and the console."""
     _patterns: tuple[str, ...] | None = None
     _redactor: Redactor | None = None
 
@@ -118,6 +121,12 @@ class Options:
 
     def registry(self) -> AppRegistry:
         return AppRegistry.from_options(self.apps, self.config_path())
+
+    def console_config(self) -> Any:
+        """The config file and these options as one object, read once, for the console."""
+        from console.config import ConsoleConfig
+
+        return ConsoleConfig.load(self.config_path(), apps=self.apps, extra_patterns=self.secret_patterns, utc=self.utc)
 
     def patterns(self) -> tuple[str, ...]:
         """Secret key patterns: defaults + hitl.toml [secrets] + --secret-pattern."""
@@ -210,6 +219,15 @@ secret_pattern_option = _global(
     metavar="PATTERN",
     help="Also mask values of keys containing PATTERN (repeatable; adds to password, secret, token, api_key).",
 )
+def _set_utc(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value:
+        ctx.find_root().ensure_object(Options).utc = True
+        use_utc(True)
+
+
+utc_option = click.option(
+    "--utc", is_flag=True, expose_value=False, callback=_set_utc, help="Show times in UTC (default: the local zone)."
+)
 app_spec_option = _global(
     "--app",
     name="apps",
@@ -223,6 +241,7 @@ def common(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Options every subcommand accepts after its name too."""
     for opt in (
         busy_timeout_option,
+        utc_option,
         secret_pattern_option,
         show_secrets_option,
         config_option,
@@ -333,21 +352,8 @@ def short(value: Any, width: int = 60) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
-def age(ts: float | None, now: float | None = None) -> str:
-    if ts is None:
-        return "-"
-    secs = max(0, int((now if now is not None else time.time()) - ts))
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if secs >= size:
-            major, rest = divmod(secs, size)
-            minor = {"d": ("h", 3600), "h": ("m", 60), "m": ("s", 1)}[unit]
-            sub = rest // minor[1]
-            return f"{major}{unit}{sub}{minor[0]}" if sub and major < 10 else f"{major}{unit}"
-    return f"{secs}s"
-
-
-def clock(ts: float | None) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts)) if ts is not None else "-"
+clock = date_time
+"""Absolute times in the CLI: the console's one format (``--utc`` switches the zone)."""
 
 
 def table(rows: list[list[str]], headers: list[str]) -> str:
@@ -548,6 +554,7 @@ def health_line(h: InvocationHealth, session_id: str) -> list[str]:
 @click.pass_context
 def cli(ctx: click.Context) -> None:
     """Operate human-in-the-loop workflows: without a subcommand, open the console."""
+    use_utc(_opts().utc)  # --utc before the subcommand (after it, its own callback sets it)
     if ctx.invoked_subcommand is not None:
         return
     opts = _opts()
@@ -558,7 +565,7 @@ def cli(ctx: click.Context) -> None:
             raise
         fail("the console UI (console/app.py) is not installed in this build; use the subcommands (hitl --help)")
     try:
-        registry = opts.registry()
+        config = opts.console_config()
     except HitlError as exc:
         fail(str(exc))
     path = opts.db_path()
@@ -573,9 +580,10 @@ def cli(ctx: click.Context) -> None:
         path,
         read_only=opts.read_only,
         store_options=opts.store_options(),
-        registry=registry,
+        registry=config.registry,
         show_secrets=opts.show_secrets,
-        secret_patterns=opts.patterns(),
+        secret_patterns=config.secret_patterns,
+        config=config,
     )
 
 
@@ -1432,7 +1440,7 @@ def audit(
                 ]
             )
         out(
-            table(rows, ["TIME", "ACTION", "OPERATOR", "SESSION", "INVOCATION", "WHAT", "REASON"])
+            table(rows, [f"TIME ({zone_name()})", "ACTION", "OPERATOR", "SESSION", "INVOCATION", "WHAT", "REASON"])
             if rows
             else "no operator writes match"
         )

@@ -68,11 +68,20 @@ class SessionsLoaded(Message):
 class InboxLoaded(Message):
     """A page of open interrupts, oldest first."""
 
-    def __init__(self, rows: list[InterruptRecord], next_cursor: str | None, *, append: bool) -> None:
+    def __init__(
+        self,
+        rows: list[InterruptRecord],
+        next_cursor: str | None,
+        *,
+        append: bool,
+        stopped: dict[tuple[str, str], tuple[bool, bool]] | None = None,
+    ) -> None:
         super().__init__()
         self.rows = rows
         self.next_cursor = next_cursor
         self.append = append
+        self.stopped = stopped or {}
+        """(session, invocation) -> (stopped mid-run, a node in doubt), from engine.liveness."""
 
 
 @dataclass

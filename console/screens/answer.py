@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.console import Group
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -49,7 +49,7 @@ from textual.message import Message
 from textual.widgets import Footer, SelectionList
 from textual.widgets.selection_list import Selection
 
-from engine.apps import AppRegistry, default_operator
+from engine.apps import AppRegistry
 from engine.errors import HitlError
 from engine.liveness import InvocationHealth, invocation_health
 from engine.models import Content, NodeStatus
@@ -138,6 +138,9 @@ class AnswerDraft:
     """The last refusal, shown as a banner when the editor reopens."""
     conflict: bool = False
     """The refusal came from another writer: offer reload and re-apply."""
+    unsent: dict[str, str] = field(default_factory=dict)
+    """Ids that closed before the operator's text could be sent, and why: their
+    text stays on screen (read-only, "not sent") until a write goes through."""
 
 
 # ------------------------------------------------------------------ the editor screen
@@ -147,6 +150,8 @@ class AnswerScreen(HitlScreen):
     AREA = "answer"
     HELP_AREAS = ("answer",)
     BINDINGS: ClassVar[list[Binding]] = bindings("answer")
+    AUTO_FOCUS = "JsonArea"
+    """The first answer's text, as soon as the screen shows (no editor yet: nothing, until loaded)."""
 
     def __init__(self, opener: SessionAnswering, draft: AnswerDraft, *, unavailable: str | None = None) -> None:
         super().__init__(classes="answer-screen")
@@ -163,6 +168,8 @@ class AnswerScreen(HitlScreen):
         """The answers the shown preview was computed for."""
         self._generation = 0
         self._loading = True
+        self._typed: list[str] = []
+        """Characters typed while loading with no editor yet (see :meth:`on_key`)."""
 
     # ------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
@@ -178,14 +185,40 @@ class AnswerScreen(HitlScreen):
                 pane = VerticalScroll(Static(preview_renderable(None), id="answer-preview-body"), id="answer-preview")
                 pane.border_title = "Dry run"
                 yield pane
-            editors = VerticalScroll(id="answer-editors")
-            editors.border_title = "Answers"
-            yield editors
+            with VerticalScroll(id="answer-editors") as editors:
+                editors.border_title = "Answers"
+                # Editors from the opener's projection, composed with the screen, so
+                # keys typed right after `e` land in the editor (the store load that
+                # follows confirms the ids, keeping these editors and their text).
+                yield from (AnswerEditor(itr, d.texts.get(itr.id)) for itr in self._known_open())
         yield Footer(compact=True)
+
+    def _known_open(self) -> list[Interrupt]:
+        """The selected ids that the opener's projection already shows open, in raise order."""
+        proj = getattr(self.opener, "proj", None)
+        if getattr(self.opener, "invocation_id", None) != self.draft.invocation_id or proj is None:
+            return []
+        wanted = set(self.draft.selected)
+        known = [i for i in proj.open_interrupts(self.draft.invocation_id) if i.id in wanted]
+        return sorted(known, key=lambda i: (i.raised_pos, i.id))
 
     def on_mount(self) -> None:
         self._show_banner()
         self._load()
+
+    def on_key(self, event: events.Key) -> None:
+        """Text typed before the first editor exists (opened from the inbox, the
+        store still loading) is kept for it, not taken as keys of this screen."""
+        if not self._loading or self.focused is not None or self.query(AnswerEditor):
+            return
+        if event.is_printable and event.character:
+            self._typed.append(event.character)
+        elif event.key == "enter":
+            self._typed.append("\n")
+        else:
+            return  # esc, ctrl+...: as usual
+        event.stop()
+        event.prevent_default()
 
     # ------------------------------------------------------------ loading
     @work(exclusive=True, group="answer-load", exit_on_error=False)
@@ -209,6 +242,9 @@ class AnswerScreen(HitlScreen):
         self.open = sorted(message.proj.open_interrupts(inv), key=lambda i: (i.raised_pos, i.id))
         open_ids = {i.id for i in self.open}
         gone = [i for i in self.draft.selected if i not in open_ids]
+        for iid in gone:
+            if self.draft.texts.get(iid):
+                self.draft.unsent[iid] = self._why_closed(iid)
         if gone:
             notes = [self._why_closed(i) for i in gone]
             self.draft.selected = [i for i in self.draft.selected if i in open_ids]
@@ -228,11 +264,26 @@ class AnswerScreen(HitlScreen):
             )
             self._show_banner()
         await self._sync_editors()
+        await self._show_unsent()
         first = self.query(AnswerEditor)
         if first:
-            first.first().text_area.focus()
+            area = first.first().text_area
+            area.focus()
+            typed, self._typed = "".join(self._typed), []
+            if typed:
+                area.insert(typed)
         else:
             ids.focus()
+
+    async def _show_unsent(self) -> None:
+        """The operator's text for ids that closed meanwhile: visible, read-only, marked not sent."""
+        box = self.query_one("#answer-editors", VerticalScroll)
+        await self.query(".answer-unsent").remove()
+        for iid, why in self.draft.unsent.items():
+            pane = Static(self.draft.texts.get(iid, ""), classes="answer-unsent")
+            pane.border_title = f"{short(iid, 40)}: NOT SENT"
+            pane.border_subtitle = short(why, 80)
+            await box.mount(pane)
 
     def _why_closed(self, interrupt_id: str) -> str:
         itr = self.proj.interrupts.get((self.draft.invocation_id, interrupt_id)) if self.proj else None
@@ -463,7 +514,7 @@ class AnswerScreen(HitlScreen):
             ConfirmWrite(
                 f"Submit {len(values)} answer{'s' if len(values) != 1 else ''} to invocation {d.invocation_id}",
                 body,
-                operator=default_operator(),
+                operator=self.hitl.default_operator,
                 command=command,
                 confirm_label="Submit",
             ),
@@ -485,7 +536,7 @@ class AnswerScreen(HitlScreen):
             self.notify("No command yet: every selected answer must be valid.", severity="warning")
             return
         d = self.draft
-        cmd = resume_command(d.session_id, values, d.invocation_id, operator=default_operator() or None)
+        cmd = resume_command(d.session_id, values, d.invocation_id, operator=self.hitl.default_operator or None)
         self.app.copy_to_clipboard(cmd)
         self.notify(f"Copied: {self.hitl.redactor.text(cmd)}", timeout=6)
 
@@ -710,7 +761,7 @@ class SessionAnswering:
             ConfirmWrite(
                 title,
                 Group(*lines),
-                operator=default_operator(),
+                operator=self.hitl.default_operator,
                 command=command,
                 reason_required=kind == "cancel",
                 ack_label=ack,
@@ -731,17 +782,22 @@ class SessionAnswering:
         app = self.app
 
         async def run() -> None:
-            outcome = await execute(store, registry, job, lambda _e: screen.post_message(WriteProgress()))
-            if not screen.post_message(WriteDone(job, outcome, draft)):
-                # The session screen is gone: say it where the operator is.
-                severity = "error" if outcome.error else "information"
-                app.notify(outcome.error or f"{job.kind}: {outcome.events} events written", severity=severity)
+            try:
+                outcome = await execute(store, registry, job, lambda _e: screen.post_message(WriteProgress()))
+                if not screen.post_message(WriteDone(job, outcome, draft)):
+                    # The session screen is gone: say it where the operator is.
+                    severity = "error" if outcome.error else "information"
+                    app.notify(outcome.error or f"{job.kind}: {outcome.events} events written", severity=severity)
+            finally:
+                hitl.write_settled(job)  # a quit that waited for this turn may go ahead now
 
         # Shown in the screen's own info line, not a toast: a toast is posted to the
         # app and could land after the outcome it announces.
         self.writing = job.kind
         self._render_info()
-        self.hitl.run_worker(run(), group="hitl-write", exit_on_error=False)
+        hitl = self.hitl
+        hitl.write_started(job)
+        hitl.run_worker(run(), group="hitl-write", exit_on_error=False)
 
     def on_write_progress(self: SessionScreen, message: WriteProgress) -> None:  # type: ignore[misc]
         self._poll()
@@ -751,6 +807,10 @@ class SessionAnswering:
         self.writing = None
         self._render_info()
         if not o.written:
+            # Said twice on purpose: a toast where the operator is looking now, and
+            # the banner of the editor that reopens with their text.
+            self.notify(o.error or "nothing was written", title=f"Not submitted ({job_kind(message.job)})",
+                        severity="error", timeout=10)
             if message.draft is not None:
                 message.draft.error = o.error
                 message.draft.conflict = o.error_kind == "conflict"
@@ -761,6 +821,7 @@ class SessionAnswering:
         if message.draft is not None:
             message.draft.texts = {k: v for k, v in message.draft.texts.items() if k in o.still_open}
             message.draft.selected = []
+            message.draft.unsent = {}
         self._set_selection([])
         self._settle_then_show(o, 0)
 
@@ -776,6 +837,10 @@ class SessionAnswering:
             return
         self.render_selection()
         self.app.push_screen(OutcomeScreen(outcome, self.hitl.redactor))
+
+
+def job_kind(job: WriteJob) -> str:
+    return {"answer": "answer", "redrive": "re-drive", "cancel": "cancel"}.get(job.kind, job.kind)
 
 
 # ------------------------------------------------------------------ inbox side

@@ -5,6 +5,9 @@
   the reason (required for a cancel), and for a re-drive over nodes in doubt an
   explicit acknowledgement. ``esc`` backs out; nothing is written.
 * :class:`OutcomeScreen` -- the before/after view once a write has settled.
+* :class:`QuitGuard` -- ``q`` / ``ctrl+q`` / ``ctrl+c`` while a write the
+  console started is running: wait for it (the default), keep working, or quit
+  now and leave the invocation interrupted mid-run -- said, never silent.
 """
 
 from __future__ import annotations
@@ -85,8 +88,12 @@ class ConfirmWrite(ModalScreen[WriteChoice | None]):
             signed_in = getattr(self.app, "operator", None)  # hitl serve: the signed-in name, not editable
             if signed_in:
                 self.operator = signed_in
+            yield Label("Operator (signed in)" if signed_in else "Operator (recorded with the write)",
+                        classes="confirm-label")
             yield Input(self.operator, placeholder="operator (required)", id="confirm-operator",
                         disabled=bool(signed_in))
+            yield Label("Reason (required)" if self.reason_required else "Reason (optional, recorded)",
+                        classes="confirm-label")
             placeholder = "reason (required)" if self.reason_required else "reason (optional, recorded)"
             yield Input("", placeholder=placeholder, id="confirm-reason")
             yield Static("", id="confirm-command")
@@ -172,3 +179,62 @@ class OutcomeScreen(ModalScreen[None]):
 
     def action_close(self) -> None:
         self.dismiss(None)
+
+
+QUIT_WAIT, QUIT_STAY, QUIT_NOW = "wait", "stay", "now"
+
+
+class QuitGuard(ModalScreen[str | None]):
+    """Quitting while a console-started turn runs: ask first; "wait for it" is the default.
+
+    Dismisses with :data:`QUIT_WAIT` (quit once every running write settled),
+    :data:`QUIT_NOW` (stop them mid-run and quit) or :data:`QUIT_STAY`/None.
+    While the app waits, the dialog stays up and says so (``#quit-status``)."""
+
+    BINDINGS: ClassVar[list[Binding]] = [Binding(BACK_KEY, "stay", "Keep working", show=False)]
+
+    def __init__(self, running: list[str]) -> None:
+        super().__init__(classes="modal")
+        self.running = running
+        """One line per running write: ``answer of session S, invocation I``."""
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="modal-box", id="quit-box"):
+            yield Label("Quit while a write is running?", classes="modal-title")
+            lines = "\n".join(f"  ▶ {r}" for r in self.running)
+            yield Static(
+                f"Still running, started from this console:\n{lines}\n\n"
+                "Quitting now stops the turn mid-run: its node is left in doubt (started, no end "
+                "record; a side effect may or may not have happened) and the invocation needs a re-drive.",
+                id="quit-body",
+            )
+            yield Static("", id="quit-status")
+            with Horizontal(id="quit-buttons"):
+                yield Button("Wait for it, then quit", id="quit-wait", variant="primary")
+                yield Button("Keep working (esc)", id="quit-stay")
+                yield Button("Quit now, leave it in doubt", id="quit-now", variant="error")
+
+    def on_mount(self) -> None:
+        self.query_one("#quit-wait", Button).focus()
+
+    def waiting(self) -> None:
+        """The operator chose to wait: say so, and keep the other choices."""
+        self.query_one("#quit-status", Static).update(
+            "Quitting once the turn settles: waiting for it (esc: keep working instead)."
+        )
+        self.query_one("#quit-wait", Button).disabled = True
+        self.query_one("#quit-stay", Button).focus()
+
+    @on(Button.Pressed, "#quit-wait")
+    def _wait(self) -> None:
+        quit_after = getattr(self.app, "quit_when_settled", None)
+        if callable(quit_after):
+            quit_after(self)
+
+    @on(Button.Pressed, "#quit-now")
+    def _now(self) -> None:
+        self.dismiss(QUIT_NOW)
+
+    @on(Button.Pressed, "#quit-stay")
+    def action_stay(self) -> None:
+        self.dismiss(QUIT_STAY)

@@ -13,10 +13,26 @@ from textual.screen import Screen
 
 from ..actions import lookup
 from ..text import clean
+from ..widgets.format import STATUS_CLASSES, STATUS_ICON, status_class
 from ..widgets.plain import DataTable, Label
 
 if TYPE_CHECKING:
     from ..app import HitlApp
+
+
+class StatusTable(DataTable[Text | str]):
+    """A DataTable with a status column; colours come from app.tcss component classes."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = DataTable.COMPONENT_CLASSES | STATUS_CLASSES
+
+    def status_cell(self, status: str, stopped: tuple[bool, bool] = (False, False)) -> Text:
+        """``◆ WAITING``; ``⚠ INTERRUPTED`` when stopped mid-run, `` IN DOUBT`` after it
+        when a node may have done its side effect (``stopped``: from engine.liveness)."""
+        word = "INTERRUPTED" if stopped[0] else status.upper()
+        t = Text(f"{STATUS_ICON.get(word, '·')} {word}", self.get_component_rich_style(status_class(word), partial=True))
+        if stopped[1]:
+            t.append(" IN DOUBT", self.get_component_rich_style("status--interrupted", partial=True))
+        return t
 
 
 class TitleBar(Horizontal):

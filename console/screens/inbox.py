@@ -2,7 +2,10 @@
 
 Each row addresses one interrupt fully -- interrupt id, node path with run id,
 invocation and session -- so ids reused across loop iterations or invocations
-cannot be confused. Enter opens the session at that node.
+cannot be confused. Enter opens the session at that node. STATUS is the
+interrupt's invocation as engine.liveness sees it: ``WAITING``, or
+``INTERRUPTED`` (a turn of it stopped mid-run: answers are refused until it is
+re-driven) with ``IN DOUBT`` when a node may already have done its side effect.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Footer
 
+from engine.liveness import interrupted_invocations
 from engine.models import REQUEST_INPUT_FUNCTION
 from engine.store.base import InterruptRecord
 
@@ -22,15 +26,16 @@ from ..actions import bindings
 from ..messages import InboxLoaded, StoreFailed
 from ..text import literal
 from ..widgets.format import age, short
-from ..widgets.plain import DataTable, Static
+from ..widgets.plain import Static
 from .answer import InboxAnswering
-from .base import PagedTableScreen
+from .base import PagedTableScreen, StatusTable
 from .loaders import one_line
 
 PAGE = 100
 REFRESH_CAP = 1000
 
 COLUMNS = (
+    ("status", "STATUS"),
     ("age", "AGE"),
     ("interrupt", "INTERRUPT"),
     ("session", "SESSION"),
@@ -58,6 +63,8 @@ class InboxScreen(InboxAnswering, PagedTableScreen):
         super().__init__(id="inbox-screen")
         self.app_name = app_name
         self.rows: list[InterruptRecord] = []
+        self.stopped: dict[tuple[str, str], tuple[bool, bool]] = {}
+        """(session, invocation) -> (stopped mid-run, a node in doubt): engine.liveness, once per load."""
         self.next_cursor: str | None = None
         self._busy = False
         self._busy_more = False
@@ -67,12 +74,12 @@ class InboxScreen(InboxAnswering, PagedTableScreen):
     def compose(self) -> ComposeResult:
         yield self.compose_title("hitl ▸ Inbox")
         yield Static("", id="inbox-info", classes="infoline")
-        yield DataTable(id="inbox-table", cursor_type="row", zebra_stripes=True)
+        yield StatusTable(id="inbox-table", cursor_type="row", zebra_stripes=True)
         yield Static("", id="inbox-empty", classes="empty -hidden")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        table = self.query_one("#inbox-table", DataTable)
+        table = self.query_one("#inbox-table", StatusTable)
         for key, label in COLUMNS:
             table.add_column(label, key=key)
         table.focus()
@@ -84,7 +91,7 @@ class InboxScreen(InboxAnswering, PagedTableScreen):
     def set_app(self, app_name: str | None) -> None:
         self.app_name = app_name
         self.rows, self.next_cursor = [], None
-        self.query_one("#inbox-table", DataTable).clear()
+        self.query_one("#inbox-table", StatusTable).clear()
         self.reload()
 
     # ------------------------------------------------------------ loading
@@ -106,12 +113,17 @@ class InboxScreen(InboxAnswering, PagedTableScreen):
     @work(group="inbox-load", exit_on_error=False)
     async def _load(self, limit: int, cursor: str | None, append: bool, generation: int) -> None:
         try:
-            page = await self.hitl.store.open_interrupts(app_name=self.app_name, limit=limit, cursor=cursor)
+            store = self.hitl.store
+            page = await store.open_interrupts(app_name=self.app_name, limit=limit, cursor=cursor)
+            stopped: dict[tuple[str, str], tuple[bool, bool]] = {}
+            for sid in dict.fromkeys(r.session_id for r in page.items):  # liveness, once per session shown
+                for h in await interrupted_invocations(store, sid):
+                    stopped[(sid, h.invocation_id)] = (True, bool(h.in_doubt))
         except Exception as e:  # noqa: BLE001 -- shown as a one-line notification
             self.post_message(StoreFailed(one_line(e)))
             return
         if generation == self._generation:
-            self.post_message(InboxLoaded(page.items, page.next_cursor, append=append))
+            self.post_message(InboxLoaded(page.items, page.next_cursor, append=append, stopped=stopped))
 
     def on_store_failed(self, message: StoreFailed) -> None:
         self._busy = self._busy_more = False
@@ -125,6 +137,8 @@ class InboxScreen(InboxAnswering, PagedTableScreen):
         else:
             self._busy = False
             self.rows = list(message.rows)
+            self.stopped = {}
+        self.stopped.update(message.stopped)
         self.next_cursor = message.next_cursor
         self.loaded_once = True
         self._show_rows()
@@ -134,8 +148,10 @@ class InboxScreen(InboxAnswering, PagedTableScreen):
         return f"{r.session_id}\x1f{r.invocation_id}\x1f{r.interrupt_id}"
 
     def _cells(self, r: InterruptRecord, now: float) -> list[Text | str]:
+        table = self.query_one("#inbox-table", StatusTable)
         return [
-            Text(age(now, r.raised_at), justify="right"),
+            table.status_cell("waiting", self.stopped.get((r.session_id, r.invocation_id), (False, False))),
+            Text(age(r.raised_at, now), justify="right"),
             self.interrupt_cell(r),
             literal(short(r.session_id, 40)),
             literal(short(asks(r), 32)),
@@ -144,7 +160,7 @@ class InboxScreen(InboxAnswering, PagedTableScreen):
         ]
 
     def _show_rows(self) -> None:
-        table = self.query_one("#inbox-table", DataTable)
+        table = self.query_one("#inbox-table", StatusTable)
         now = self.hitl.clock()
         keys = [str(k.value) for k in table.rows]
         wanted = [self._key(r) for r in self.rows]
@@ -172,7 +188,7 @@ class InboxScreen(InboxAnswering, PagedTableScreen):
             self.query_one("#inbox-empty", Static).update("No open interrupts: nobody is waiting for an answer.")
 
     def _selected_key(self) -> str | None:
-        table = self.query_one("#inbox-table", DataTable)
+        table = self.query_one("#inbox-table", StatusTable)
         if not table.row_count:
             return None
         try:

@@ -25,7 +25,7 @@ def invocation_option(n: int, inv: InvocationSummary, now: float, current: bool)
     t.append("▸ " if current else "  ")
     t.append(f"#{n:<3} ")
     t.append(f"{STATUS_ICON.get(status, '·')} {status:<9} ")
-    t.append(f"{age(now, inv.started_at):>6} ago  ")
+    t.append(f"{age(inv.started_at, now):>6} ago  ")
     t.append(short_id(inv.invocation_id, 14) + "  ")
     if inv.message:
         t.append(f'"{short(inv.message, 30)}"')

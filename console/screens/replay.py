@@ -44,6 +44,7 @@ from engine.replay import DiffRow, Replay, diff
 from engine.replay_view import Frame, goto
 
 from ..actions import bindings
+from ..times import zone_label
 from ..widgets.details import Details, invocation_details, node_details
 from ..widgets.event_log import EventLog, corrupt_line, log_line
 from ..widgets.format import short
@@ -233,7 +234,7 @@ class ReplayScreen(HitlScreen):
         self.query_one("#details", Details).border_title = "Details"
         self.query_one("#replay-state", ReplayPanel).border_title = "Session state"
         self.query_one("#replay-event", ReplayPanel).border_title = "Event"
-        self.log_widget.border_title = "Events"
+        self.log_widget.border_title = f"Events · times: {zone_label()}"  # the zone, said once
         self.tree.focus()
         self._load()
 

@@ -52,6 +52,7 @@ from ..messages import (
     StoreFailed,
 )
 from ..text import literal
+from ..times import zone_label
 from ..widgets.details import Details, event_details, invocation_details, node_details
 from ..widgets.event_log import EventLog, corrupt_line, log_line
 from ..widgets.format import STATUS_ICON, short, short_id
@@ -116,7 +117,7 @@ class SessionScreen(SessionAnswering, HitlScreen):
 
     def on_mount(self) -> None:
         self.query_one(NodeTree).border_title = "Nodes"
-        self.query_one(EventLog).border_title = "Events"
+        self.query_one(EventLog).border_title = f"Events · times: {zone_label()}"  # the zone, said once
         self.query_one(Details).border_title = "Details"
         self.query_one(NodeTree).focus()
         self.reload_view(self.wanted_invocation)

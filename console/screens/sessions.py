@@ -23,9 +23,9 @@ from engine.store.base import SessionSummary
 from ..actions import bindings
 from ..messages import SessionQuery, SessionsLoaded, StoreFailed
 from ..text import clean, literal
-from ..widgets.format import STATUS_CLASSES, STATUS_ICON, age, short, status_class
-from ..widgets.plain import DataTable, Static
-from .base import PagedTableScreen
+from ..widgets.format import age, short
+from ..widgets.plain import Static
+from .base import PagedTableScreen, StatusTable
 from .loaders import one_line
 
 STATUS_CYCLE: tuple[str | None, ...] = (None, "waiting", "running", "failed", "completed", "cancelled", "interrupted")
@@ -45,17 +45,8 @@ COLUMNS = (
 )
 
 
-class SessionTable(DataTable[Text | str]):
-    """The sessions DataTable; status colours come from app.tcss component classes."""
-
-    COMPONENT_CLASSES: ClassVar[set[str]] = DataTable.COMPONENT_CLASSES | STATUS_CLASSES
-
-    def status_cell(self, status: str, stopped: tuple[bool, bool] = (False, False)) -> Text:
-        word = "INTERRUPTED" if stopped[0] else status.upper()
-        t = Text(f"{STATUS_ICON.get(word, '·')} {word}", self.get_component_rich_style(status_class(word), partial=True))
-        if stopped[1]:
-            t.append(" IN DOUBT", self.get_component_rich_style("status--interrupted", partial=True))
-        return t
+class SessionTable(StatusTable):
+    """The sessions DataTable."""
 
 
 class SessionsScreen(PagedTableScreen):
@@ -187,11 +178,11 @@ class SessionsScreen(PagedTableScreen):
         return [
             table.status_cell(r.status, self.stopped.get(r.id, (False, False))),
             Text(str(r.open_interrupts) if r.open_interrupts else "", justify="right"),
-            Text(age(now, r.oldest_open_at) if r.oldest_open_at is not None else "", justify="right"),
+            Text(age(r.oldest_open_at, now) if r.oldest_open_at is not None else "", justify="right"),
             literal(short(r.app_name, 24)),
             literal(short(r.user_id, 20)),
             literal(short(r.id, 48)),
-            Text(age(now, r.last_event_at or r.updated_at), justify="right"),
+            Text(age(r.last_event_at or r.updated_at, now), justify="right"),
         ]
 
     def _show_rows(self) -> None:

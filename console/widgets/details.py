@@ -18,7 +18,7 @@ from engine.models import NodeStatus, StoredEvent
 from engine.projection import Interrupt, NodeRun, Projection
 
 from ..text import clean, literal
-from .format import STATUS_CLASSES, STATUS_ICON, clock_time, date_time, shown, status_class, to_json
+from .format import STATUS_CLASSES, STATUS_ICON, date_time, shown, status_class, to_json
 from .plain import Static
 
 
@@ -72,7 +72,7 @@ def _interrupt_block(itr: Interrupt, st: Styles) -> RenderableType:
         rows.append(("args", _json(other)))
     if itr.response_schema is not None:
         rows.append(("schema", _json(itr.response_schema)))
-    rows.append(("raised", f"event {itr.raised_pos} at {clock_time(itr.timestamp)}"))
+    rows.append(("raised", f"event {itr.raised_pos} at {date_time(itr.timestamp)}"))
     if itr.resolved:
         rows.append(("answer", _json(itr.response)))
         by = f" by {itr.operator}" if itr.operator else ""

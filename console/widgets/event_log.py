@@ -11,6 +11,7 @@ with 100,000 events scrolls like one with ten.
 from __future__ import annotations
 
 import sys
+import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import ClassVar
@@ -30,7 +31,7 @@ from engine.models import Event, StoredEvent
 
 from ..actions import bindings
 from ..text import clean
-from .format import clock_time, id_list, short
+from .format import id_list, short, stamp
 
 KINDS = (
     "message",
@@ -194,6 +195,13 @@ class EventLog(ScrollView, can_focus=True):
         self._wanted: set[int] = set()
         self._flush_timer: Timer | None = None
         self._styles: dict[str, Style] | None = None
+        self._time_width = 8
+        """Width of the time column: ``HH:MM:SS``, wider once a line shows its date."""
+
+    def _now(self) -> float:
+        """The app's clock (tests pin it), for "is this line from today"."""
+        clock = getattr(self.app, "clock", None)
+        return clock() if callable(clock) else time.time()
 
     # ------------------------------------------------------------ data
     def reset(self, total: int) -> None:
@@ -215,7 +223,11 @@ class EventLog(ScrollView, can_focus=True):
 
     def put_lines(self, lines: list[LogLine], *, complete_from: int | None = None, complete_to: int | None = None) -> None:
         """Cache lines; ``complete_from..complete_to`` marks the fetched seq range as known."""
+        now = self._now()
         for line in lines:
+            # The time column widens (for good) once a line not from today arrives:
+            # decided with the data, before any drawing, so every line of a picture aligns.
+            self._time_width = max(self._time_width, len(stamp(line.timestamp, now)))
             p = self._page_of(line.seq)
             page = self._pages.get(p)
             if page is None:
@@ -280,7 +292,7 @@ class EventLog(ScrollView, can_focus=True):
         s = self.style_map
         t = Text(no_wrap=True, overflow="crop")
         t.append(f"{line.seq:>{seq_width}} ", s["eventlog--seq"])
-        t.append(clock_time(line.timestamp) + " ", s["eventlog--time"])
+        t.append(f"{stamp(line.timestamp, self._now()):>{self._time_width}} ", s["eventlog--time"])
         t.append(f"{line.kind:<9.9} ", s.get(f"kind--{line.kind}", Style()))
         t.append(f"{line.author:<10.10} ", s["eventlog--author"])
         path = line.path if len(line.path) <= path_width else "…" + line.path[-(path_width - 1) :]

@@ -1,17 +1,18 @@
-"""Pure text formatting shared by the console's widgets: ages, times, short values,
-status glyphs. No state is computed here -- statuses come from
+"""Pure text formatting shared by the console's widgets: short values, status
+glyphs. Ages and times are :mod:`console.times` (one module with the CLI),
+re-exported here. No state is computed here -- statuses come from
 :mod:`engine.projection` or the store's summaries; this only spells them."""
 
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterable
 from typing import Any
 
 from engine.redact import DEFAULT_SECRET_PATTERNS, Redactor
 
 from ..text import clean
+from ..times import age, date_time, format_age, stamp  # noqa: F401 -- the shared time formats, re-exported
 
 STATUS_ICON: dict[str, str] = {
     "PENDING": "○",
@@ -33,39 +34,6 @@ STATUS_CLASSES: set[str] = {f"status--{s.lower()}" for s in STATUS_ICON}
 
 def status_class(status: str) -> str:
     return f"status--{status.lower()}"
-
-
-def format_age(seconds: float | None) -> str:
-    """``45s``, ``12m``, ``3h05m``, ``2d04h``; ``-`` for None. Negative ages (clock skew) read ``0s``."""
-    if seconds is None:
-        return "-"
-    s = max(int(seconds), 0)
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m"
-    if s < 86400:
-        h, m = divmod(s // 60, 60)
-        return f"{h}h{m:02d}m"
-    d, h = divmod(s // 3600, 24)
-    return f"{d}d{h:02d}h"
-
-
-def age(now: float, then: float | None) -> str:
-    return format_age(None if then is None else now - then)
-
-
-def clock_time(ts: float | None) -> str:
-    """Local wall-clock ``HH:MM:SS`` of an epoch timestamp."""
-    if ts is None:
-        return "--:--:--"
-    return time.strftime("%H:%M:%S", time.localtime(ts))
-
-
-def date_time(ts: float | None) -> str:
-    if ts is None:
-        return "-"
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
 
 
 def to_json(value: Any, indent: int | None = None) -> str:
