@@ -55,6 +55,7 @@ from engine.liveness import InvocationHealth, invocation_health
 from engine.models import Content, NodeStatus
 from engine.projection import Interrupt, Projection
 from engine.resume import load_invocation, next_runs, plan_resume
+from engine.views import allowed_actions
 
 from ..actions import bindings
 from ..text import clean_text
@@ -618,17 +619,15 @@ class SessionAnswering:
         self.app.push_screen(AnswerScreen(self, draft, unavailable=unavailable))
 
     # --- re-drive and cancel (registry: invocation.*)
-    def _root_status(self: SessionScreen) -> NodeStatus | None:  # type: ignore[misc]
-        return self.proj.invocation_status(self.invocation_id) if self.invocation_id else None
-
     def can_redrive(self: SessionScreen) -> bool:  # type: ignore[misc]
         # FAILED, or mid-run (RUNNING/PENDING): the engine tells a live run from
         # an interrupted one, and the confirmation says which it is.
-        return self._root_status() in (NodeStatus.FAILED, NodeStatus.RUNNING, NodeStatus.PENDING)
+        inv = self.invocation_id
+        return inv is not None and allowed_actions(self.proj, inv).redrive
 
     def can_cancel(self: SessionScreen) -> bool:  # type: ignore[misc]
-        status = self._root_status()
-        return status is not None and (not status.is_final or status is NodeStatus.FAILED)
+        inv = self.invocation_id
+        return inv is not None and allowed_actions(self.proj, inv).cancel
 
     def action_redrive(self: SessionScreen) -> None:  # type: ignore[misc]
         self._check_health("redrive")

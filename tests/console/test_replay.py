@@ -23,9 +23,9 @@ from console.screens.replay import SPEEDS, DiffScreen, ReplayScreen, ReplaySourc
 from console.widgets.node_tree import ROOT, NodeTree
 from console.widgets.replay_panels import ReplayLog, ReplayPanel
 from engine.projection import Projection, project
-from engine.replay_view import frame_dict
 from engine.store import MemoryStore
 from engine.store.jsonl import export_lines
+from engine.views import frame_dict
 
 from .conftest import details_text, make_app
 from .replay_store import build_replay_store
