@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from textual.actions import parse
 from textual.binding import Binding
 
+from engine.status import STATUS_CYCLE
+
 AREA_TITLES: dict[str, str] = {
     "app": "App",
     "sessions": "Sessions",
@@ -139,13 +141,8 @@ ACTIONS: tuple[Action, ...] = (
            cli="hitl sessions --text {text}", key_display="/"),
     Action("sessions.status_filter", "s", "Status", "Cycle the status filter", "sessions", "cycle_status",
            cli="hitl sessions --status {status}"),
-    _status("0", None, "All"),
-    _status("1", "waiting", "Waiting"),
-    _status("2", "running", "Running"),
-    _status("3", "failed", "Failed"),
-    _status("4", "completed", "Completed"),
-    _status("5", "cancelled", "Cancelled"),
-    _status("6", "interrupted", "Interrupted"),
+    # 0 all, 1 waiting, 2 running, 3 failed, 4 completed, 5 cancelled, 6 interrupted (engine.status.STATUS_CYCLE)
+    *(_status(str(n), s, s.title() if s else "All") for n, s in enumerate(STATUS_CYCLE)),
     Action("sessions.sort", "o", "Sort", "Sort by last activity / oldest open interrupt", "sessions",
            "toggle_sort"),
     Action("sessions.refresh", "r", "Refresh", "Reload the list now", "sessions", "refresh", show=False,

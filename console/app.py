@@ -31,6 +31,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer
 
 from engine.redact import DEFAULT_SECRET_PATTERNS
+from engine.status import SESSION_FILTERS
 from engine.store.base import SessionStore
 
 from .actions import ACTIONS, BY_COMMAND, BY_ID, Action, bindings, for_screen, lookup
@@ -42,12 +43,12 @@ from .screens.inbox import InboxScreen
 from .screens.loaders import one_line
 from .screens.replay import ReplayScreen, ReplaySource
 from .screens.session import SessionScreen
-from .screens.sessions import STATUS_CYCLE, SessionsScreen
+from .screens.sessions import SessionsScreen
 from .text import clean
 from .widgets.format import configure_secrets
 from .widgets.plain import Static
 
-SESSION_STATUSES = {s for s in STATUS_CYCLE if s} | {"new"}
+SESSION_STATUSES = set(SESSION_FILTERS)
 READ_ONLY_DRY_RUN = frozenset({"interrupts.answer"})
 """Write actions that still open in read-only mode: the editor, for a dry run (submitting stays disabled)."""
 

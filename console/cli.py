@@ -61,12 +61,12 @@ from engine.models import NodeStatus
 from engine.redact import DEFAULT_SECRET_PATTERNS, Redactor, secret_patterns
 from engine.replay import Replay, diff, markers_for
 from engine.resume import ResumePlan, load_invocation, next_runs, plan_resume, validate_responses
+from engine.status import INTERRUPTED_FILTER, SESSION_FILTERS, DisplayStatus, SessionStatus
 from engine.store.base import SessionStore
 from engine.views import Frame, diff_dict, frame_dict, goto, status_changes
 
 T = TypeVar("T")
 
-SESSION_STATUSES = ("new", "running", "waiting", "completed", "failed", "cancelled")
 CONFIG_NAME = "hitl.toml"
 
 
@@ -560,7 +560,7 @@ def main() -> None:
 @click.option("--user", "user_id", metavar="USER", help="Only this user.")
 @click.option(
     "--status",
-    type=click.Choice((*SESSION_STATUSES, "interrupted")),
+    type=click.Choice(SESSION_FILTERS),
     help="Only sessions in this status (interrupted: a turn stopped mid-run, no process runs it).",
 )
 @click.option(
@@ -586,7 +586,7 @@ def sessions(
                 store.list_sessions(
                     app_name=app_name,
                     user_id=user_id,
-                    status="running" if status == "interrupted" else status,  # interrupted: running, no live lease
+                    status=SessionStatus.RUNNING if status == INTERRUPTED_FILTER else status,  # running, no live lease
                     text=search,
                     updated_before=time.time() - older_than if older_than is not None else None,
                     limit=limit,
@@ -594,7 +594,7 @@ def sessions(
                 )
             )
             stopped = {s.id: await interrupted_invocations(store, s.id, s.status) for s in page.items}
-            if status == "interrupted":
+            if status == INTERRUPTED_FILTER:
                 page.items = [s for s in page.items if stopped[s.id]]
         if _opts().json:
             out_json(
@@ -677,7 +677,7 @@ def show(session_id: str, invocation: str | None, all_runs: bool) -> None:
         for i in invocations:
             out()
             h = health[i.invocation_id]
-            status = h.status.value if h.status else i.status.upper()
+            status = h.status.value if h.status else DisplayStatus.of(i.status).value
             if h.interrupted:
                 status = f"{INTERRUPTED.upper()} (projection: {h.status.value if h.status else 'no run yet'})"
             out(f"invocation {i.invocation_id}  {status}  started {clock(i.started_at)}  message {short(i.message, 40) or '-'}")

@@ -81,16 +81,16 @@ class DisplayStatus(enum.StrEnum):
 INTERRUPTED_FILTER = "interrupted"
 """The session filter for interrupted sessions (stored as ``running``; liveness decides)."""
 
-SESSION_FILTERS: tuple[str, ...] = (*SessionStatus, INTERRUPTED_FILTER)
-"""Every value ``--status`` / ``status=`` accepts."""
+SESSION_FILTERS: tuple[str, ...] = (*(s.value for s in SessionStatus), INTERRUPTED_FILTER)
+"""Every value ``--status`` / ``status=`` accepts (plain strings: click shows an enum member's name)."""
 
 STATUS_CYCLE: tuple[str | None, ...] = (
     None,
-    SessionStatus.WAITING,
-    SessionStatus.RUNNING,
-    SessionStatus.FAILED,
-    SessionStatus.COMPLETED,
-    SessionStatus.CANCELLED,
+    SessionStatus.WAITING.value,
+    SessionStatus.RUNNING.value,
+    SessionStatus.FAILED.value,
+    SessionStatus.COMPLETED.value,
+    SessionStatus.CANCELLED.value,
     INTERRUPTED_FILTER,
 )
 """The sessions list's status filter keys and cycle, in this order (None: all)."""

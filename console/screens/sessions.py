@@ -18,6 +18,7 @@ from textual.timer import Timer
 from textual.widgets import Footer, Input
 
 from engine.liveness import interrupted_invocations
+from engine.status import INTERRUPTED_FILTER, STATUS_CYCLE, DisplayStatus, SessionStatus
 from engine.store.base import SessionSummary
 
 from ..actions import bindings
@@ -28,8 +29,6 @@ from ..widgets.plain import DataTable, Static
 from .base import PagedTableScreen
 from .loaders import one_line
 
-STATUS_CYCLE: tuple[str | None, ...] = (None, "waiting", "running", "failed", "completed", "cancelled", "interrupted")
-"""``interrupted`` is not a stored status: running sessions whose turn no live process holds (engine.liveness)."""
 PAGE = 100
 REFRESH_CAP = 1000
 """A periodic refresh re-reads at most this many rows (the ones near the top)."""
@@ -51,10 +50,11 @@ class SessionTable(DataTable[Text | str]):
     COMPONENT_CLASSES: ClassVar[set[str]] = DataTable.COMPONENT_CLASSES | STATUS_CLASSES
 
     def status_cell(self, status: str, stopped: tuple[bool, bool] = (False, False)) -> Text:
-        word = "INTERRUPTED" if stopped[0] else status.upper()
+        word = DisplayStatus.INTERRUPTED if stopped[0] else DisplayStatus.of(status)
         t = Text(f"{STATUS_ICON.get(word, '·')} {word}", self.get_component_rich_style(status_class(word), partial=True))
         if stopped[1]:
-            t.append(" IN DOUBT", self.get_component_rich_style("status--interrupted", partial=True))
+            doubt = DisplayStatus.IN_DOUBT
+            t.append(f" {doubt}", self.get_component_rich_style(doubt.css_class, partial=True))
         return t
 
 
@@ -120,7 +120,7 @@ class SessionsScreen(PagedTableScreen):
         try:
             store = self.hitl.store
             page = await store.list_sessions(
-                status="running" if query.status == "interrupted" else query.status,
+                status=SessionStatus.RUNNING if query.status == INTERRUPTED_FILTER else query.status,
                 text=query.text or None,
                 app_name=query.app_name,
                 user_id=query.user_id,
@@ -129,10 +129,10 @@ class SessionsScreen(PagedTableScreen):
                 order="oldest_open" if self.sort_oldest else "updated",
             )
             items = list(page.items)
-            if self.sort_oldest and not append and query.status in (None, "interrupted", "running"):
+            if self.sort_oldest and not append and query.status in (None, INTERRUPTED_FILTER, SessionStatus.RUNNING):
                 # triage: the store orders waiting sessions; what stopped mid-run goes first
                 running = await store.list_sessions(
-                    status="running", text=query.text or None, app_name=query.app_name,
+                    status=SessionStatus.RUNNING, text=query.text or None, app_name=query.app_name,
                     user_id=query.user_id, limit=PAGE,
                 )
                 known = {s.id for s in items}
@@ -150,8 +150,8 @@ class SessionsScreen(PagedTableScreen):
         if generation != self._generation:
             return  # the query changed meanwhile
         if self.sort_oldest:
-            items = [s for s in items if s.id in stopped or s.status == "waiting" or query.status]
-        if query.status == "interrupted":
+            items = [s for s in items if s.id in stopped or s.status == SessionStatus.WAITING or query.status]
+        if query.status == INTERRUPTED_FILTER:
             items = [s for s in items if s.id in stopped]
         self.post_message(SessionsLoaded(query, items, page.next_cursor, append=append, stopped=stopped))
 
