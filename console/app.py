@@ -92,7 +92,7 @@ class HitlApp(App[None]):
         self._store = store
         self.db_path = db_path
         self.read_only = read_only
-        """Every action with ``writes=True`` is disabled, and the store is opened read-only."""
+        """Every action with ``writes=True`` or ``write_flow=True`` is disabled, and the store is opened read-only."""
         self.registry = registry
         """The app registry (``engine.apps``), needed by write actions; may be None."""
         self.clock = clock
@@ -210,7 +210,7 @@ class HitlApp(App[None]):
                 _, name, params = parse_action(action)
                 area = getattr(default_namespace, "AREA", "") or ("app" if default_namespace is self else "log")
                 entry = lookup(area, name, params)
-                if entry is not None and entry.writes and entry.id not in READ_ONLY_DRY_RUN:
+                if entry is not None and entry.read_only_disabled and entry.id not in READ_ONLY_DRY_RUN:
                     why = self.read_only_reason or (
                         "it writes to the store. Start hitl without --read-only to do this"
                     )
@@ -236,7 +236,7 @@ class HitlApp(App[None]):
     def action_state(self, action: Action, owner: Any) -> bool | None:
         """True: enabled; None: shown but disabled (read-only, or does not apply now).
         In read-only mode the response editor still opens, for a dry run."""
-        if action.writes and self.read_only and action.id not in READ_ONLY_DRY_RUN:
+        if action.read_only_disabled and self.read_only and action.id not in READ_ONLY_DRY_RUN:
             return None
         check = getattr(owner, f"can_{action.action_name}", None)
         if check is not None and not check(*action.params):
@@ -250,11 +250,9 @@ class HitlApp(App[None]):
         return self.action_state(entry, self)
 
     def applicable_actions(self, screen: Screen[Any]) -> list[tuple[Action, Callable[[], Any]]]:
-        """What the palette offers on ``screen``: ready actions that apply now."""
+        """What the palette offers on ``screen``: the actions that apply now."""
         out: list[tuple[Action, Callable[[], Any]]] = []
         for action in ACTIONS:
-            if not action.ready:
-                continue
             owner = self.owner_of(action, screen)
             if owner is None or self.action_state(action, owner) is not True:
                 continue
@@ -263,20 +261,6 @@ class HitlApp(App[None]):
 
     def _run_on(self, owner: Any, method: str) -> None:
         self.call_later(owner.run_action, method)
-
-    def not_ready(self, action_id: str, context: dict[str, str] | None = None) -> None:
-        """A placeholder action was used: say what to do instead."""
-        action = BY_ID[action_id]
-        if action.writes and self.read_only:
-            self.notify(f"Read-only mode: {action_id} is disabled (it writes to the store).", severity="warning")
-            return
-        cli = (action.cli or "").format_map(_Missing(context or {}))
-        self.notify(
-            f"{action.description} from the console comes with the next release; for now run: {cli}",
-            title=action_id,
-            severity="warning",
-            timeout=10,
-        )
 
     # ------------------------------------------------------------ navigation
     def open_session(self, session_id: str, *, invocation_id: str | None = None, path: str | None = None) -> None:
@@ -364,7 +348,7 @@ class HitlApp(App[None]):
                 return
             state = self.action_state(action, owner)
             if state is not True:
-                reason = "read-only mode (it writes to the store)" if action.writes and self.read_only else "it does not apply now"
+                reason = "read-only mode (it writes to the store)" if action.read_only_disabled and self.read_only else "it does not apply now"
                 self.notify(f"{action.id} is disabled: {reason}", severity="warning")
                 return
             takes_args = getattr(owner, f"command_{action.action_name}", None)
@@ -372,11 +356,6 @@ class HitlApp(App[None]):
                 self.call_later(takes_args, args, opts)  # e.g. ":at 120" on the replay screen
                 return
             self._run_on(owner, action.method)
-
-
-class _Missing(dict[str, str]):
-    def __missing__(self, key: str) -> str:
-        return key.upper()
 
 
 def run_app(

@@ -31,7 +31,7 @@ The flow, in the operator's words:
 Re-drive (``R``) and cancel (``X``) of an invocation go through the same
 confirmation (operator, reason; a re-drive over nodes in doubt needs an explicit
 acknowledgement) and the same before/after view. ``--read-only`` disables all
-of it (every action here is ``writes=True`` in the registry).
+of it (every action here is ``writes=True`` or ``write_flow=True`` in the registry).
 """
 
 from __future__ import annotations
@@ -492,9 +492,6 @@ class AnswerScreen(HitlScreen):
     def _save_texts(self) -> None:
         for e in self.editors():
             self.draft.texts[e.interrupt.id] = e.text
-
-    def on_unmount(self) -> None:
-        pass  # texts are saved on every edit (AnswerEditor.Checked)
 
 
 # ------------------------------------------------------------------ session screen side

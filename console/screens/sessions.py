@@ -67,7 +67,7 @@ class SessionsScreen(PagedTableScreen):
         super().__init__(id="sessions-screen")
         self.query_state = SessionQuery()
         self.sort_oldest = False
-        """Sort the loaded rows by oldest open interrupt (the store orders by activity)."""
+        """Triage order: the store pages by oldest open interrupt; what stopped mid-run goes first."""
         self.rows: list[SessionSummary] = []
         self.stopped: dict[str, tuple[bool, bool]] = {}
         """Session id -> (interrupted mid-run, a node in doubt), from engine.liveness at load time."""

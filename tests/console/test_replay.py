@@ -273,11 +273,11 @@ async def test_play_runs_to_the_end_then_pauses(store):
 
 
 async def test_replay_is_read_only_by_construction(store):
-    assert not [a.id for a in for_screen("replay") if a.writes]
+    assert not [a.id for a in for_screen("replay") if a.read_only_disabled]
     app = replay_app(store, "incident-failed-1")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        assert not [a.id for a, _ in app.applicable_actions(app.screen) if a.writes]
+        assert not [a.id for a, _ in app.applicable_actions(app.screen) if a.read_only_disabled]
         app.run_command("interrupts.answer")
         await settle(pilot)
         assert any("interrupts.answer applies on the inbox, session screen, not here" in n for n in notes(app))
