@@ -375,43 +375,13 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 
 # ---------------------------------------------------------------- tree view
 def tree_rows(
-    proj: Projection,
-    invocation_id: str,
-    all_runs: bool = False,
-    in_doubt: Iterable[str] = (),
-    interrupted: bool | None = None,
+    proj: Projection, invocation_id: str, all_runs: bool = False, health: InvocationHealth | None = None
 ) -> list[dict[str, Any]]:
-    """The node tree of one invocation as JSON-ready rows: the rows of
-    :func:`engine.views.tree_rows` (the console's tree draws the same ones) with
-    each run's output, error and interrupts. ``in_doubt``: paths flagged in
-    doubt, ``interrupted``: stopped mid-run (:class:`engine.liveness.InvocationHealth`)."""
-    rows: list[dict[str, Any]] = []
-    for row in views.tree_rows(proj, invocation_id, all_runs, in_doubt, interrupted):
-        run = proj.nodes[(invocation_id, row.path)]
-        open_ = [proj.interrupts.get((invocation_id, i)) for i in run.own_pending]
-        rows.append(
-            {
-                "path": run.path,
-                "node": row.node,
-                "depth": row.depth,
-                "status": run.status.value,
-                "display": row.display.value,
-                "output": run.output,
-                "error": f"{run.error_code}: {run.error_message}" if run.status is NodeStatus.FAILED else None,
-                "failed_attempts": run.errors,
-                "pending": [{"id": i.id, "message": i.message} for i in open_ if i is not None and i.open],
-                "answered": sorted(run.resolved) if run.status is not NodeStatus.COMPLETED else [],
-                "earlier_runs": row.earlier_runs,
-                "resumed": run.resumed,
-                "in_doubt": row.in_doubt,
-            }
-        )
-    return rows
-
-
-def _verdict(h: InvocationHealth) -> tuple[tuple[str, ...], bool]:
-    """Liveness's verdict for :func:`tree_rows`: (paths in doubt, interrupted)."""
-    return h.in_doubt, h.interrupted
+    """The node tree of one invocation as JSON-ready rows: :func:`engine.views.tree_rows`
+    (the console's tree draws the same ones) with each run's output, error and
+    interrupts. ``health``: liveness's verdict (interrupted, paths in doubt)."""
+    doubt, stopped = (health.in_doubt, health.interrupted) if health is not None else ((), False)
+    return [views.row_json(proj, row) for row in views.tree_rows(proj, invocation_id, all_runs, doubt, stopped)]
 
 
 def render_tree(rows: list[dict[str, Any]]) -> list[str]:
@@ -664,7 +634,7 @@ def show(session_id: str, invocation: str | None, all_runs: bool) -> None:
                         {
                             **i.model_dump(),
                             "health": health[i.invocation_id].to_dict(),
-                            "nodes": safe(tree_rows(proj, i.invocation_id, all_runs, *_verdict(health[i.invocation_id]))),
+                            "nodes": safe(tree_rows(proj, i.invocation_id, all_runs, health[i.invocation_id])),
                         }
                         for i in invocations
                     ],
@@ -681,7 +651,7 @@ def show(session_id: str, invocation: str | None, all_runs: bool) -> None:
             if h.interrupted:
                 status = f"{INTERRUPTED.upper()} (projection: {h.status.value if h.status else 'no run yet'})"
             out(f"invocation {i.invocation_id}  {status}  started {clock(i.started_at)}  message {short(i.message, 40) or '-'}")
-            for line in render_tree(safe(tree_rows(proj, i.invocation_id, all_runs, *_verdict(h)))):
+            for line in render_tree(safe(tree_rows(proj, i.invocation_id, all_runs, h))):
                 out(line)
             open_ids = [x.id for x in proj.open_interrupts(i.invocation_id)]
             if open_ids:

@@ -54,12 +54,16 @@ class DisplayStatus(enum.StrEnum):
     """The word a surface shows for a run, an invocation or a session (upper case)."""
 
     PENDING = "PENDING"
+    """Node status: scheduled (or re-executing after answers), not started."""
     RUNNING = "RUNNING"
+    """Node status, or a running invocation/session whose process liveness has not judged dead."""
     WAITING = "WAITING"
+    """Open interrupts wait for an answer."""
     COMPLETED = "COMPLETED"
     FAILED = "FAILED"
     CANCELLED = "CANCELLED"
     NEW = "NEW"
+    """A session without an invocation yet."""
     INTERRUPTED = "INTERRUPTED"
     """Stopped mid-run: the projection says RUNNING/PENDING, no live process holds it."""
     IN_DOUBT = "IN DOUBT"
@@ -77,6 +81,8 @@ class DisplayStatus(enum.StrEnum):
         word = DisplayStatus.INTERRUPTED if self is DisplayStatus.IN_DOUBT else self
         return "status--" + word.value.lower()
 
+
+assert {s.value for s in NodeStatus} <= {d.value for d in DisplayStatus}, "every node status is a display status"
 
 INTERRUPTED_FILTER = "interrupted"
 """The session filter for interrupted sessions (stored as ``running``; liveness decides)."""

@@ -290,6 +290,7 @@ def invocation_display(proj: Projection, invocation_id: str, interrupted: bool =
 class TreeRow:
     """One row of an invocation's node tree (what ``hitl show`` prints and the console draws)."""
 
+    invocation_id: str
     path: str
     name: str
     run_id: str
@@ -308,6 +309,27 @@ class TreeRow:
         return f"{self.name}@{self.run_id}"
 
 
+def row_json(proj: Projection, row: TreeRow) -> dict[str, Any]:
+    """A row with its run's output, error and interrupts, JSON-ready (``hitl show --json``)."""
+    run = proj.nodes[(row.invocation_id, row.path)]
+    open_ = [proj.interrupts.get((run.invocation_id, i)) for i in run.own_pending]
+    return {
+        "path": run.path,
+        "node": row.node,
+        "depth": row.depth,
+        "status": run.status.value,
+        "display": row.display.value,
+        "output": run.output,
+        "error": f"{run.error_code}: {run.error_message}" if run.status is NodeStatus.FAILED else None,
+        "failed_attempts": run.errors,
+        "pending": [{"id": i.id, "message": i.message} for i in open_ if i is not None and i.open],
+        "answered": sorted(run.resolved) if run.status is not NodeStatus.COMPLETED else [],
+        "earlier_runs": row.earlier_runs,
+        "resumed": run.resumed,
+        "in_doubt": row.in_doubt,
+    }
+
+
 def tree_rows(
     proj: Projection,
     invocation_id: str,
@@ -322,7 +344,7 @@ def tree_rows(
     stopped = bool(doubt) if interrupted is None else interrupted
     return [
         TreeRow(
-            run.path, run.name, run.run_id, depth, run.status,
+            invocation_id, run.path, run.name, run.run_id, depth, run.status,
             display_status(run, stopped, doubt), hidden, run.path in doubt,
         )
         for run, depth, hidden in _walk(proj, invocation_id, all_runs)
