@@ -4,15 +4,18 @@ Every thing an operator can do in the console has one dotted id here
 (``sessions.open``, ``tree.next_waiting``, ``interrupts.answer`` ...). Key
 bindings (``Binding(..., id=...)``, so a keymap can rebind them), the footer,
 the help screen (``?``), the command palette and ``:`` command mode are all
-derived from :data:`ACTIONS`; nothing else declares a key. Each action also
+derived from :data:`ACTIONS`. Keys that are not operator actions stay with their
+widgets and modals (cursor keys of the event log and replay panels, a dialog's
+confirm/back/close): they are not in the footer, the help or the palette. Each action also
 names the headless ``hitl`` command that does the same thing, so a runbook can
 repeat what an operator did.
 
 ``screen`` says where an action is bound: ``app`` (everywhere), a screen
 (``sessions``, ``inbox``, ``session``, ``answer``) or a widget (``log``). ``writes=True``
-marks actions that append to the store; ``--read-only`` disables all of them.
-``ready=False`` marks placeholders for actions that land with a later issue:
-they are listed (so the vocabulary is stable) and say so when used.
+marks actions that append to the store; ``write_flow=True`` those that write
+nothing themselves but only serve a write (selecting ids to answer, copying the
+resume command). ``--read-only`` disables both (:attr:`Action.read_only_disabled`;
+``console.app.READ_ONLY_DRY_RUN`` keeps the response editor's dry run open).
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from dataclasses import dataclass
 
 from textual.actions import parse
 from textual.binding import Binding
+
+from engine.status import STATUS_CYCLE
 
 AREA_TITLES: dict[str, str] = {
     "app": "App",
@@ -57,16 +62,22 @@ class Action:
     """The equivalent headless command (a template with ``{placeholders}``)."""
     writes: bool = False
     """Appends to the store; disabled by ``--read-only``."""
+    write_flow: bool = False
+    """Writes nothing itself, only serves a write (selects ids to answer, copies
+    the resume command); disabled by ``--read-only`` like the write."""
     show: bool = True
     """Shown in the footer."""
     command: str | None = None
     """Name in ``:`` command mode (besides the id itself)."""
-    ready: bool = True
-    """False: a placeholder for a later issue."""
     key_display: str | None = None
     priority: bool = False
     """Bound with priority: the key reaches the screen before the focused widget
     (``space`` on the session screen, which the tree would otherwise take)."""
+
+    @property
+    def read_only_disabled(self) -> bool:
+        """``--read-only`` disables it: it writes, or only serves a write."""
+        return self.writes or self.write_flow
 
     @property
     def screens(self) -> tuple[str, ...]:
@@ -139,13 +150,8 @@ ACTIONS: tuple[Action, ...] = (
            cli="hitl sessions --text {text}", key_display="/"),
     Action("sessions.status_filter", "s", "Status", "Cycle the status filter", "sessions", "cycle_status",
            cli="hitl sessions --status {status}"),
-    _status("0", None, "All"),
-    _status("1", "waiting", "Waiting"),
-    _status("2", "running", "Running"),
-    _status("3", "failed", "Failed"),
-    _status("4", "completed", "Completed"),
-    _status("5", "cancelled", "Cancelled"),
-    _status("6", "interrupted", "Interrupted"),
+    # 0 all, 1 waiting, 2 running, 3 failed, 4 completed, 5 cancelled, 6 interrupted (engine.status.STATUS_CYCLE)
+    *(_status(str(n), s, s.title() if s else "All") for n, s in enumerate(STATUS_CYCLE)),
     Action("sessions.sort", "o", "Sort", "Sort by last activity / oldest open interrupt", "sessions",
            "toggle_sort"),
     Action("sessions.refresh", "r", "Refresh", "Reload the list now", "sessions", "refresh", show=False,
@@ -158,13 +164,13 @@ ACTIONS: tuple[Action, ...] = (
     # Selecting ids and answering them: part of the write flow, so --read-only disables them too.
     Action("interrupts.toggle", "space", "Select", "Select / unselect the open ids of this node (or inbox row)",
            ("inbox", "session"), "toggle_interrupt", cli="hitl resume {session_id} {interrupt_id}=JSON",
-           writes=True, show=False, priority=True),
+           write_flow=True, show=False, priority=True),
     Action("interrupts.select_node", "a", "Node ids", "Select every open id of this node (and of nodes below it)",
            ("inbox", "session"), "select_node", cli="hitl resume {session_id} {interrupt_id}=JSON",
-           writes=True, show=False),
+           write_flow=True, show=False),
     Action("interrupts.select_all", "A", "All ids", "Select every open id of this invocation", ("inbox", "session"),
            "select_invocation", cli="hitl resume {session_id} {interrupt_id}=JSON --invocation {invocation_id}",
-           writes=True, show=False),
+           write_flow=True, show=False),
     Action("interrupts.answer", "e", "Answer", "Answer the selected ids (else this node's) in the response editor",
            ("inbox", "session"), "answer",
            cli="hitl resume {session_id} {interrupt_id}=JSON --invocation {invocation_id}", writes=True),
@@ -196,15 +202,15 @@ ACTIONS: tuple[Action, ...] = (
     Action("answer.submit", "ctrl+s", "Submit", "Submit the answers as one message (asks operator and reason)",
            "answer", "submit", cli="hitl resume {session_id} {answers} --invocation {invocation_id}", writes=True),
     Action("answer.toggle", "space", "Select", "Select / unselect the highlighted id", "answer", "toggle_highlighted",
-           cli="hitl resume {session_id} {interrupt_id}=JSON", writes=True, show=False),
+           cli="hitl resume {session_id} {interrupt_id}=JSON", write_flow=True, show=False),
     Action("answer.node", "a", "Node ids", "Select every open id of the highlighted id's node", "answer",
-           "select_node", cli="hitl resume {session_id} {interrupt_id}=JSON", writes=True, show=False),
+           "select_node", cli="hitl resume {session_id} {interrupt_id}=JSON", write_flow=True, show=False),
     Action("answer.all", "A", "All ids", "Select every open id of the invocation", "answer", "select_all",
-           cli="hitl resume {session_id} {answers} --invocation {invocation_id}", writes=True, show=False),
+           cli="hitl resume {session_id} {answers} --invocation {invocation_id}", write_flow=True, show=False),
     Action("answer.reload", "ctrl+r", "Reload", "Reload the open ids from the store and re-apply the answers",
            "answer", "reload", cli="hitl show {session_id} --invocation {invocation_id}"),
     Action("answer.copy", "ctrl+o", "Copy cmd", "Copy the equivalent hitl resume command", "answer", "copy_command",
-           cli="hitl resume {session_id} {answers} --invocation {invocation_id}", writes=True),
+           cli="hitl resume {session_id} {answers} --invocation {invocation_id}", write_flow=True),
     # ---------------------------------------------------------------- replay
     # Read-only by construction: nothing bound on the replay screen writes.
     Action("replay.open", "t", "Replay", "Replay this session's history, event by event", "session", "open_replay",
@@ -258,8 +264,3 @@ def lookup(screen: str, action_name: str, params: Iterable[object] = ()) -> Acti
             return a
     return None
 
-
-def help_rows(screens: Iterable[str]) -> list[Action]:
-    """Actions shown by the help screen for a view made of these screens/widgets."""
-    wanted = list(screens)
-    return [a for s in wanted for a in for_screen(s)]

@@ -38,6 +38,7 @@ from textual.widgets import Footer
 
 from engine.apps import default_operator
 from engine.redact import DEFAULT_SECRET_PATTERNS
+from engine.status import SESSION_FILTERS
 from engine.store.base import SessionStore
 
 from .actions import ACTIONS, BY_COMMAND, BY_ID, Action, bindings, for_screen, lookup
@@ -52,13 +53,13 @@ from .screens.inbox import InboxScreen
 from .screens.loaders import one_line
 from .screens.replay import ReplayScreen, ReplaySource
 from .screens.session import SessionScreen
-from .screens.sessions import STATUS_CYCLE, SessionsScreen
+from .screens.sessions import SessionsScreen
 from .text import clean
 from .times import use_utc
 from .widgets.format import configure_secrets
 from .widgets.plain import Static
 
-SESSION_STATUSES = {s for s in STATUS_CYCLE if s} | {"new"}
+SESSION_STATUSES = set(SESSION_FILTERS)
 READ_ONLY_DRY_RUN = frozenset({"interrupts.answer"})
 """Write actions that still open in read-only mode: the editor, for a dry run (submitting stays disabled)."""
 
@@ -118,7 +119,7 @@ class HitlApp(App[None]):
         self._store = store
         self.db_path = db_path
         self.read_only = read_only
-        """Every action with ``writes=True`` is disabled, and the store is opened read-only."""
+        """Every action with ``writes=True`` or ``write_flow=True`` is disabled, and the store is opened read-only."""
         self.registry = registry
         """The app registry (``engine.apps``), needed by write actions; may be None."""
         self.clock = clock
@@ -311,7 +312,7 @@ class HitlApp(App[None]):
                 _, name, params = parse_action(action)
                 area = getattr(default_namespace, "AREA", "") or ("app" if default_namespace is self else "log")
                 entry = lookup(area, name, params)
-                if entry is not None and entry.writes and entry.id not in READ_ONLY_DRY_RUN:
+                if entry is not None and entry.read_only_disabled and entry.id not in READ_ONLY_DRY_RUN:
                     why = self.read_only_reason or (
                         "it writes to the store. Start hitl without --read-only to do this"
                     )
@@ -337,7 +338,7 @@ class HitlApp(App[None]):
     def action_state(self, action: Action, owner: Any) -> bool | None:
         """True: enabled; None: shown but disabled (read-only, or does not apply now).
         In read-only mode the response editor still opens, for a dry run."""
-        if action.writes and self.read_only and action.id not in READ_ONLY_DRY_RUN:
+        if action.read_only_disabled and self.read_only and action.id not in READ_ONLY_DRY_RUN:
             return None
         check = getattr(owner, f"can_{action.action_name}", None)
         if check is not None and not check(*action.params):
@@ -351,11 +352,9 @@ class HitlApp(App[None]):
         return self.action_state(entry, self)
 
     def applicable_actions(self, screen: Screen[Any]) -> list[tuple[Action, Callable[[], Any]]]:
-        """What the palette offers on ``screen``: ready actions that apply now."""
+        """What the palette offers on ``screen``: the actions that apply now."""
         out: list[tuple[Action, Callable[[], Any]]] = []
         for action in ACTIONS:
-            if not action.ready:
-                continue
             owner = self.owner_of(action, screen)
             if owner is None or self.action_state(action, owner) is not True:
                 continue
@@ -364,20 +363,6 @@ class HitlApp(App[None]):
 
     def _run_on(self, owner: Any, method: str) -> None:
         self.call_later(owner.run_action, method)
-
-    def not_ready(self, action_id: str, context: dict[str, str] | None = None) -> None:
-        """A placeholder action was used: say what to do instead."""
-        action = BY_ID[action_id]
-        if action.writes and self.read_only:
-            self.notify(f"Read-only mode: {action_id} is disabled (it writes to the store).", severity="warning")
-            return
-        cli = (action.cli or "").format_map(_Missing(context or {}))
-        self.notify(
-            f"{action.description} from the console comes with the next release; for now run: {cli}",
-            title=action_id,
-            severity="warning",
-            timeout=10,
-        )
 
     # ------------------------------------------------------------ navigation
     def open_session(self, session_id: str, *, invocation_id: str | None = None, path: str | None = None) -> None:
@@ -465,7 +450,7 @@ class HitlApp(App[None]):
                 return
             state = self.action_state(action, owner)
             if state is not True:
-                reason = "read-only mode (it writes to the store)" if action.writes and self.read_only else "it does not apply now"
+                reason = "read-only mode (it writes to the store)" if action.read_only_disabled and self.read_only else "it does not apply now"
                 self.notify(f"{action.id} is disabled: {reason}", severity="warning")
                 return
             takes_args = getattr(owner, f"command_{action.action_name}", None)
@@ -473,11 +458,6 @@ class HitlApp(App[None]):
                 self.call_later(takes_args, args, opts)  # e.g. ":at 120" on the replay screen
                 return
             self._run_on(owner, action.method)
-
-
-class _Missing(dict[str, str]):
-    def __missing__(self, key: str) -> str:
-        return key.upper()
 
 
 def run_app(

@@ -54,21 +54,20 @@ import click
 from console.inputs import MAX_ANSWER_FILE_BYTES, MAX_IMPORT_BYTES, CheckedGroup, decode, loads, read_bounded
 from console.text import clean
 from console.times import age, date_time, use_utc, zone_name
-from engine import Content, Event, HitlError, Projection, cancel_invocation
+from engine import Content, Event, HitlError, Projection, cancel_invocation, views
 from engine.apps import AppRegistry, default_operator
 from engine.errors import InvocationNotFoundError, ReadOnlyError, require_id
 from engine.liveness import INTERRUPTED, InvocationHealth, interrupted_invocations, session_health
 from engine.models import NodeStatus
-from engine.projection import NodeRun
 from engine.redact import DEFAULT_SECRET_PATTERNS, Redactor, secret_patterns
 from engine.replay import Replay, diff, markers_for
-from engine.replay_view import Frame, diff_dict, frame_dict, goto, status_changes
 from engine.resume import ResumePlan, load_invocation, next_runs, plan_resume
+from engine.status import INTERRUPTED_FILTER, SESSION_FILTERS, DisplayStatus, SessionStatus
 from engine.store.base import SessionStore
+from engine.views import Frame, diff_dict, frame_dict, goto, status_changes
 
 T = TypeVar("T")
 
-SESSION_STATUSES = ("new", "running", "waiting", "completed", "failed", "cancelled")
 CONFIG_NAME = "hitl.toml"
 
 
@@ -381,64 +380,14 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 
 
 # ---------------------------------------------------------------- tree view
-def ordered_children(proj: Projection, run: NodeRun, all_runs: bool) -> list[tuple[NodeRun, int]]:
-    """Children in start order; without ``all_runs`` only the latest run of each
-    (name, call key) with the number of earlier runs it hides."""
-    kids = sorted(proj.children(run.invocation_id, run.path), key=lambda r: (r.started_pos or r.updated_pos, r.path))
-    if all_runs:
-        return [(k, 0) for k in kids]
-    latest: dict[tuple[str, str | None], NodeRun] = {}
-    hidden: dict[tuple[str, str | None], int] = {}
-    for k in kids:
-        key = (k.name, k.call_key)
-        if key in latest:
-            hidden[key] = hidden.get(key, 0) + 1
-        latest[key] = k
-    for key, r in latest.items():
-        if key[1] is None and r.run_id.isdigit():
-            # Run ids count the runs of a (parent, name): a projection loaded from a
-            # snapshot keeps only the latest run, but its id still says how many came before.
-            hidden[key] = max(hidden.get(key, 0), int(r.run_id) - 1)
-    return sorted(((r, hidden.get(key, 0)) for key, r in latest.items()), key=lambda x: (x[0].started_pos, x[0].path))
-
-
 def tree_rows(
-    proj: Projection, invocation_id: str, all_runs: bool = False, in_doubt: Iterable[str] = ()
+    proj: Projection, invocation_id: str, all_runs: bool = False, health: InvocationHealth | None = None
 ) -> list[dict[str, Any]]:
-    """The node tree of one invocation, depth-first, as rows (JSON-ready).
-    ``in_doubt``: paths flagged in doubt (:class:`engine.liveness.InvocationHealth`)."""
-    doubt = set(in_doubt)
-    rows: list[dict[str, Any]] = []
-    inv = proj.invocations.get(invocation_id)
-    if inv is None:
-        return rows
-
-    def visit(run: NodeRun, depth: int, hidden: int) -> None:
-        open_ = [proj.interrupts.get((invocation_id, i)) for i in run.own_pending]
-        pending = [{"id": i.id, "message": i.message} for i in open_ if i is not None and i.open]
-        rows.append(
-            {
-                "path": run.path,
-                "node": f"{run.name}@{run.run_id}",
-                "depth": depth,
-                "status": run.status.value,
-                "output": run.output,
-                "error": f"{run.error_code}: {run.error_message}" if run.status is NodeStatus.FAILED else None,
-                "failed_attempts": run.errors,
-                "pending": pending,
-                "answered": sorted(run.resolved) if run.status is not NodeStatus.COMPLETED else [],
-                "earlier_runs": hidden,
-                "resumed": run.resumed,
-                "in_doubt": run.path in doubt,
-            }
-        )
-        for child, h in ordered_children(proj, run, all_runs):
-            visit(child, depth + 1, h)
-
-    roots = [proj.get(invocation_id, p) for p in inv.roots]
-    for root in [r for r in roots if r is not None]:
-        visit(root, 0, 0)
-    return rows
+    """The node tree of one invocation as JSON-ready rows: :func:`engine.views.tree_rows`
+    (the console's tree draws the same ones) with each run's output, error and
+    interrupts. ``health``: liveness's verdict (interrupted, paths in doubt)."""
+    doubt, stopped = (health.in_doubt, health.interrupted) if health is not None else ((), False)
+    return [views.row_json(proj, row) for row in views.tree_rows(proj, invocation_id, all_runs, doubt, stopped)]
 
 
 def render_tree(rows: list[dict[str, Any]]) -> list[str]:
@@ -603,7 +552,7 @@ def main() -> None:
 @click.option("--user", "user_id", metavar="USER", help="Only this user.")
 @click.option(
     "--status",
-    type=click.Choice((*SESSION_STATUSES, "interrupted")),
+    type=click.Choice(SESSION_FILTERS),
     help="Only sessions in this status (interrupted: a turn stopped mid-run, no process runs it).",
 )
 @click.option(
@@ -629,7 +578,7 @@ def sessions(
                 store.list_sessions(
                     app_name=app_name,
                     user_id=user_id,
-                    status="running" if status == "interrupted" else status,  # interrupted: running, no live lease
+                    status=SessionStatus.RUNNING if status == INTERRUPTED_FILTER else status,  # running, no live lease
                     text=search,
                     updated_before=time.time() - older_than if older_than is not None else None,
                     limit=limit,
@@ -637,7 +586,7 @@ def sessions(
                 )
             )
             stopped = {s.id: await interrupted_invocations(store, s.id, s.status) for s in page.items}
-            if status == "interrupted":
+            if status == INTERRUPTED_FILTER:
                 page.items = [s for s in page.items if stopped[s.id]]
         if _opts().json:
             out_json(
@@ -707,7 +656,7 @@ def show(session_id: str, invocation: str | None, all_runs: bool) -> None:
                         {
                             **i.model_dump(),
                             "health": health[i.invocation_id].to_dict(),
-                            "nodes": safe(tree_rows(proj, i.invocation_id, all_runs, health[i.invocation_id].in_doubt)),
+                            "nodes": safe(tree_rows(proj, i.invocation_id, all_runs, health[i.invocation_id])),
                         }
                         for i in invocations
                     ],
@@ -720,11 +669,11 @@ def show(session_id: str, invocation: str | None, all_runs: bool) -> None:
         for i in invocations:
             out()
             h = health[i.invocation_id]
-            status = h.status.value if h.status else i.status.upper()
+            status = h.status.value if h.status else DisplayStatus.of(i.status).value
             if h.interrupted:
                 status = f"{INTERRUPTED.upper()} (projection: {h.status.value if h.status else 'no run yet'})"
             out(f"invocation {i.invocation_id}  {status}  started {clock(i.started_at)}  message {short(i.message, 40) or '-'}")
-            for line in render_tree(safe(tree_rows(proj, i.invocation_id, all_runs, h.in_doubt))):
+            for line in render_tree(safe(tree_rows(proj, i.invocation_id, all_runs, h))):
                 out(line)
             open_ids = [x.id for x in proj.open_interrupts(i.invocation_id)]
             if open_ids:

@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .errors import InvocationBusyError, LeaseLostError, StoreError
 from .models import NodeStatus
+from .status import DisplayStatus, InvocationState, SessionStatus
 from .store.base import Lease, SessionStore
 
 if TYPE_CHECKING:
@@ -386,10 +387,10 @@ async def session_health(
         return out
     for summary in await store.list_invocations(session_id):
         inv = summary.invocation_id
-        if inv in leases or summary.status == "running":
+        if inv in leases or summary.status == InvocationState.RUNNING:
             out[inv] = await invocation_health(store, session_id, inv)
         else:
-            status = NodeStatus(summary.status.upper())
+            status = NodeStatus(DisplayStatus.of(summary.status))
             out[inv] = InvocationHealth(inv, status, None, False, False)
     return out
 
@@ -400,6 +401,6 @@ async def interrupted_invocations(
     """The session's invocations that stopped mid-run (what the sessions list
     flags). Pass the listing's ``session_status`` to skip the invocation index
     for sessions that are not running and hold no lease rows (the common case)."""
-    if session_status is not None and session_status != "running" and not await store.list_leases(session_id):
+    if session_status is not None and session_status != SessionStatus.RUNNING and not await store.list_leases(session_id):
         return []
     return [h for h in (await session_health(store, session_id)).values() if h.interrupted]

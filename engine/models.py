@@ -55,16 +55,22 @@ class FunctionCall(_Model):
     """A function call; long-running ones are interrupts and ``id`` is the interrupt id."""
 
     id: str
+    """The call id; for an interrupt, the interrupt id an answer names."""
     name: str
+    """The function name (``request_input`` for ``RequestInput``)."""
     args: dict[str, Any] = Field(default_factory=dict)
+    """Arguments; a ``RequestInput`` stores ``message``, ``payload`` and ``response_schema`` here."""
 
 
 class FunctionResponse(_Model):
     """An answer to a function call with the same ``id``."""
 
     id: str
+    """The interrupt id answered."""
     name: str = ""
+    """The function name (informational; ADK clients send it)."""
     response: Any = None
+    """The answer as sent (``{"result": v}`` is unwrapped when folded, DESIGN 3.7)."""
 
 
 class Part(_Model):
@@ -76,7 +82,10 @@ class Part(_Model):
 
 
 class Content(_Model):
+    """A message: who speaks and its parts (ADK's ``types.Content``)."""
+
     role: Literal["user", "model"] = "user"
+    """``user`` for messages and answers, ``model`` for what nodes emit."""
     parts: list[Part] = Field(default_factory=list)
 
     @classmethod
@@ -119,6 +128,7 @@ class NodeInfo(_Model):
     path: str
     """Full node path with run ids, e.g. ``wf@1/review@2``."""
     run_id: str
+    """The run id of the path's last segment."""
     lifecycle: Literal["start", "end"] | None = None
     """``start``: a node run (re-)begins. ``end``: it finished with ``status``."""
     status: NodeStatus | None = None
@@ -141,20 +151,30 @@ class Event(_Model):
     # Lambdas, so that tests and fixture generators can patch engine.models.new_id
     # and time.time (a captured function reference could not be patched).
     id: str = Field(default_factory=lambda: new_id())
+    """Unique event id (an FR event's id is what ``Interrupt.resolved_by`` names)."""
     invocation_id: str = ""
     """Filled in by the runner for events a node body yields (as in ADK, a node
     need not know it)."""
     author: str = ""
     """``user`` for operator/user messages, else the node name (filled in by the runner)."""
     timestamp: float = Field(default_factory=lambda: time.time())
+    """Epoch seconds when the event was created."""
     node_info: NodeInfo | None = None
+    """Where in the node tree it comes from; None for user/operator events."""
     content: Content | None = None
+    """Text, function calls (interrupts) or function responses (answers)."""
     long_running_tool_ids: list[str] | None = None
+    """Ids of ``content``'s function calls that are interrupts (the run waits on them)."""
     output: Any = None
+    """A node's output (on output events and end records)."""
     route: Any = None
+    """A node's route: which outgoing edge(s) a Workflow follows."""
     state_delta: dict[str, Any] | None = None
+    """Session state changes riding on the event (DESIGN 3.8; ``temp:`` keys never stored)."""
     error_code: str | None = None
+    """On error events: the exception class name or its ``status`` (DESIGN 3.5)."""
     error_message: str | None = None
+    """On error events: the exception's message."""
     custom_metadata: dict[str, Any] | None = None
     """Operator actions: ``{"action": "resume"|"redrive"|"cancel", "operator": ..., "reason": ...}``."""
 
@@ -218,11 +238,17 @@ class Session(_Model):
     """A session's identity and current state (events are read separately)."""
 
     id: str
+    """The session id, unique in the store."""
     app_name: str
+    """The app (workflow) it runs; the registry maps it to code."""
     user_id: str
+    """The user it belongs to."""
     state: dict[str, Any] = Field(default_factory=dict)
+    """Session state: every stored ``state_delta`` applied in order."""
     created_at: float = Field(default_factory=lambda: time.time())
+    """When the session was created (for an imported one: when it was imported)."""
     updated_at: float = Field(default_factory=lambda: time.time())
+    """When the session row last changed (an append, an import)."""
     last_seq: int = 0
     """Sequence number of the last appended event (0: none)."""
 
@@ -231,8 +257,11 @@ class StoredEvent(_Model):
     """An event with its position in the session's log (1-based, contiguous)."""
 
     seq: int
+    """1-based position in the session's log; contiguous, never reused."""
     session_id: str
+    """The session the event belongs to."""
     event: Event
+    """The event as appended."""
 
 
 def split_path(path: str) -> list[tuple[str, str]]:

@@ -45,6 +45,7 @@ from .nodes import BaseNode
 from .projection import Projection
 from .resume import ResumeTarget, load_invocation, validate_responses
 from .store.base import SessionStore, append_and_release, has_capability
+from .views import REDRIVABLE, allowed_actions
 
 log = logging.getLogger(__name__)
 
@@ -120,13 +121,12 @@ def auto_completion_records(proj: Projection, answer: Event) -> list[Event]:
 
 
 def _check_cancellable(proj: Projection, invocation_id: str) -> None:
-    inv = proj.invocations.get(invocation_id)
-    if inv is not None and inv.cancel is not None:
-        raise InvocationCancelledError(invocation_id, inv.cancel, what="cancel refused")
-    status = proj.invocation_status(invocation_id)
-    if status is not None and status.is_final and status is not NodeStatus.FAILED:
+    allowed = allowed_actions(proj, invocation_id)
+    if allowed.cancelled is not None:
+        raise InvocationCancelledError(invocation_id, allowed.cancelled, what="cancel refused")
+    if not allowed.cancel and allowed.status is not None:
         raise NotRedrivableError(
-            f"invocation {invocation_id} is {status.value}; there is nothing to cancel; nothing was written"
+            f"invocation {invocation_id} is {allowed.status.value}; there is nothing to cancel; nothing was written"
         )
 
 
@@ -139,7 +139,7 @@ def _check_not_cancelled(proj: Projection, invocation_id: str, what: str) -> Non
 def _check_redrivable(proj: Projection, invocation_id: str) -> None:
     _check_not_cancelled(proj, invocation_id, "re-drive refused")
     status = proj.invocation_status(invocation_id)
-    if status not in (NodeStatus.FAILED, NodeStatus.RUNNING, NodeStatus.PENDING, None):
+    if status not in REDRIVABLE:  # the rule the console offers R by (engine.views.allowed_actions)
         raise NotRedrivableError(
             f"invocation {invocation_id} is {status.value if status else 'empty'}; "
             "only a failed or interrupted invocation can be re-driven; nothing was written"

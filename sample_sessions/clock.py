@@ -2,13 +2,13 @@
 
 ``frozen_engine(epoch, seed)`` patches, for the duration of a ``with`` block:
 
-* ``time.time`` (what stores use for session timestamps) and the default
-  factory of ``Event.timestamp`` (pydantic captured ``time.time`` when
-  ``engine.models`` was imported, so patching the module attribute alone does
-  not reach it) with a :class:`SimClock`;
-* the default factory of ``Event.id`` and ``engine.runner.new_id`` (invocation
-  ids) with counter-based ids derived from ``seed`` (:meth:`IdSource.reseed`
-  starts a new sequence).
+* ``time.time`` with a :class:`SimClock` (what stores use for session
+  timestamps, and what ``Event.timestamp``'s default factory calls: it is a
+  lambda that looks ``time.time`` up at each call);
+* ``engine.models.new_id`` (what ``Event.id``'s default factory calls, the same
+  way) and ``engine.runner.new_id`` (invocation ids; imported by name, so
+  patched there too) with counter-based ids derived from ``seed``
+  (:meth:`IdSource.reseed` starts a new sequence).
 
 Run against the same code, the same calls yield byte-identical stores, which is
 what snapshot fixtures need. The generator moves the clock forward explicitly
@@ -25,13 +25,11 @@ import hashlib
 import itertools
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 from unittest import mock
-
-from pydantic import BaseModel
 
 
 class SimClock:
@@ -85,19 +83,6 @@ class RealClock:
         return None
 
 
-@contextmanager
-def _default_factory(model: type[BaseModel], field: str, factory: Callable[[], Any]) -> Iterator[None]:
-    info = model.model_fields[field]
-    old = info.default_factory
-    info.default_factory = factory
-    model.model_rebuild(force=True)
-    try:
-        yield
-    finally:
-        info.default_factory = old
-        model.model_rebuild(force=True)
-
-
 @dataclass
 class Frozen:
     clock: SimClock
@@ -107,14 +92,12 @@ class Frozen:
 @contextmanager
 def frozen_engine(epoch: float, seed: str = "hitl-demo") -> Iterator[Frozen]:
     """Make the engine's timestamps and ids deterministic inside the block."""
-    from engine import runner
-    from engine.models import Event
+    from engine import models, runner
 
     frozen = Frozen(SimClock(epoch), IdSource(seed))
     with (
         mock.patch("time.time", frozen.clock),
         mock.patch.object(runner, "new_id", frozen.ids),
-        _default_factory(Event, "timestamp", frozen.clock),
-        _default_factory(Event, "id", frozen.ids),
+        mock.patch.object(models, "new_id", frozen.ids),
     ):
         yield frozen

@@ -31,7 +31,7 @@ The flow, in the operator's words:
 Re-drive (``R``) and cancel (``X``) of an invocation go through the same
 confirmation (operator, reason; a re-drive over nodes in doubt needs an explicit
 acknowledgement) and the same before/after view. ``--read-only`` disables all
-of it (every action here is ``writes=True`` in the registry).
+of it (every action here is ``writes=True`` or ``write_flow=True`` in the registry).
 """
 
 from __future__ import annotations
@@ -55,6 +55,7 @@ from engine.liveness import InvocationHealth, invocation_health
 from engine.models import Content, NodeStatus
 from engine.projection import Interrupt, Projection
 from engine.resume import load_invocation, next_runs, plan_resume
+from engine.views import allowed_actions
 
 from ..actions import bindings
 from ..text import clean_text
@@ -544,9 +545,6 @@ class AnswerScreen(HitlScreen):
         for e in self.editors():
             self.draft.texts[e.interrupt.id] = e.text
 
-    def on_unmount(self) -> None:
-        pass  # texts are saved on every edit (AnswerEditor.Checked)
-
 
 # ------------------------------------------------------------------ session screen side
 class SessionAnswering:
@@ -670,17 +668,15 @@ class SessionAnswering:
         self.app.push_screen(AnswerScreen(self, draft, unavailable=unavailable))
 
     # --- re-drive and cancel (registry: invocation.*)
-    def _root_status(self: SessionScreen) -> NodeStatus | None:  # type: ignore[misc]
-        return self.proj.invocation_status(self.invocation_id) if self.invocation_id else None
-
     def can_redrive(self: SessionScreen) -> bool:  # type: ignore[misc]
         # FAILED, or mid-run (RUNNING/PENDING): the engine tells a live run from
         # an interrupted one, and the confirmation says which it is.
-        return self._root_status() in (NodeStatus.FAILED, NodeStatus.RUNNING, NodeStatus.PENDING)
+        inv = self.invocation_id
+        return inv is not None and allowed_actions(self.proj, inv).redrive
 
     def can_cancel(self: SessionScreen) -> bool:  # type: ignore[misc]
-        status = self._root_status()
-        return status is not None and (not status.is_final or status is NodeStatus.FAILED)
+        inv = self.invocation_id
+        return inv is not None and allowed_actions(self.proj, inv).cancel
 
     def action_redrive(self: SessionScreen) -> None:  # type: ignore[misc]
         self._check_health("redrive")

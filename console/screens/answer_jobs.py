@@ -136,7 +136,7 @@ async def execute(
     before.state, after.state = state_before, state_after
     outcome.rows = diff(before, after)
     for row in outcome.rows:
-        if row.area == "interrupt":  # say what happened to it, in JSON (the diff keeps a repr)
+        if row.area == "interrupt":  # say who answered, masked (the diff's text is raw JSON, no operator)
             itr = after.interrupts.get((inv, row.key))
             if itr is not None and itr.resolved:
                 by = f" by {itr.operator}" if itr.operator else ""

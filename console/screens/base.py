@@ -11,6 +11,8 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.screen import Screen
 
+from engine.status import DisplayStatus
+
 from ..actions import lookup
 from ..text import clean
 from ..widgets.format import STATUS_CLASSES, STATUS_ICON, status_class
@@ -28,10 +30,11 @@ class StatusTable(DataTable[Text | str]):
     def status_cell(self, status: str, stopped: tuple[bool, bool] = (False, False)) -> Text:
         """``◆ WAITING``; ``⚠ INTERRUPTED`` when stopped mid-run, `` IN DOUBT`` after it
         when a node may have done its side effect (``stopped``: from engine.liveness)."""
-        word = "INTERRUPTED" if stopped[0] else status.upper()
+        word = DisplayStatus.INTERRUPTED if stopped[0] else DisplayStatus.of(status)
         t = Text(f"{STATUS_ICON.get(word, '·')} {word}", self.get_component_rich_style(status_class(word), partial=True))
         if stopped[1]:
-            t.append(" IN DOUBT", self.get_component_rich_style("status--interrupted", partial=True))
+            doubt = DisplayStatus.IN_DOUBT
+            t.append(f" {doubt}", self.get_component_rich_style(doubt.css_class, partial=True))
         return t
 
 

@@ -23,6 +23,8 @@ from textual.screen import ModalScreen
 from textual.suggester import SuggestFromList
 from textual.widgets import Input
 
+from engine.status import STATUS_CYCLE
+
 from ..actions import ACTIONS, BY_COMMAND, BY_ID, COMMAND_ALIASES, Action
 from ..widgets.plain import Label
 
@@ -31,11 +33,7 @@ if TYPE_CHECKING:
 
 SUGGESTIONS = [
     "sessions",
-    "sessions status=waiting",
-    "sessions status=failed",
-    "sessions status=running",
-    "sessions status=completed",
-    "sessions status=cancelled",
+    *(f"sessions status={s}" for s in STATUS_CYCLE if s),
     "inbox",
     "open ",
     "help",

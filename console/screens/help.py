@@ -34,11 +34,9 @@ def help_table(sections: list[tuple[str, list[Action]]], *, read_only: bool) -> 
         for a in actions:
             what = Text(a.description)
             style = ""
-            if a.writes and read_only:
+            if a.read_only_disabled and read_only:
                 what.append("  (disabled: read-only)", style="italic")
                 style = "dim strike"
-            elif not a.ready:
-                what.append("  (next release)", style="italic")
             if a.cli:
                 what.append(f"\n$ {a.cli}", style="dim")
             table.add_row(*cells(key_text(a), Text(a.id, style=style), what))

@@ -12,6 +12,7 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
+from engine.status import DisplayStatus
 from engine.store.base import InvocationSummary
 
 from ..text import clean_text
@@ -20,7 +21,7 @@ from ..widgets.plain import Label
 
 
 def invocation_option(n: int, inv: InvocationSummary, now: float, current: bool) -> Option:
-    status = inv.status.upper()
+    status = DisplayStatus.of(inv.status)
     t = Text()
     t.append("▸ " if current else "  ")
     t.append(f"#{n:<3} ")

@@ -16,8 +16,9 @@ import asyncio
 from typing import Any
 
 from engine.errors import CorruptEventError, HitlError
-from engine.models import NodeStatus, StoredEvent
+from engine.models import StoredEvent
 from engine.projection import Projection
+from engine.status import InvocationState
 from engine.store.base import InvocationSummary, SessionStore, has_capability
 
 from ..messages import InvocationView
@@ -102,7 +103,7 @@ def pick_invocation(invocations: list[InvocationSummary], wanted: str | None) ->
         return None
     if wanted and any(i.invocation_id == wanted for i in invocations):
         return wanted
-    waiting = [i for i in invocations if i.status == "waiting"]
+    waiting = [i for i in invocations if i.status == InvocationState.WAITING]
     return (waiting or invocations)[-1].invocation_id
 
 
@@ -196,26 +197,3 @@ async def load_history(
         complete=True,
         corrupt=sorted(set(corrupt)),
     )
-
-
-def focus_path(proj: Projection, invocation_id: str) -> str | None:
-    """Where the cursor starts: the first run waiting on its own open interrupts
-    (tree order), else the deepest failed run, else a run started without an end
-    record (in doubt), else None (the invocation itself)."""
-    inv = proj.invocations.get(invocation_id)
-    order: list[str] = []
-    stack = list(reversed(inv.roots)) if inv else []
-    while stack:
-        path = stack.pop()
-        run = proj.get(invocation_id, path)
-        if run is None:
-            continue
-        if run.status is NodeStatus.WAITING and run.own_pending:
-            return path
-        order.append(path)
-        stack.extend(reversed(run.children))
-    for status in (NodeStatus.FAILED, NodeStatus.RUNNING):
-        hits = [p for p in order if (r := proj.get(invocation_id, p)) and r.status is status and not r.is_container]
-        if hits:
-            return max(hits, key=lambda p: p.count("/"))
-    return None

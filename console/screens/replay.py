@@ -39,9 +39,9 @@ from textual.timer import Timer
 from textual.widgets import Footer, Input, Tree
 
 from engine.errors import SessionNotFoundError
-from engine.models import Session, StoredEvent, parent_path
+from engine.models import Session, StoredEvent
 from engine.replay import DiffRow, Replay, diff
-from engine.replay_view import Frame, goto
+from engine.views import Frame, change_paths, goto
 
 from ..actions import bindings
 from ..times import zone_label
@@ -383,18 +383,7 @@ class ReplayScreen(HitlScreen):
             return
         target = self._focus_path(frame)
         if single_step and frame.step is not None:
-            change = frame.step.change
-            touched = set(change.paths)
-            for iid in change.interrupts:
-                itr = frame.projection.interrupts.get((inv, iid))
-                if itr is not None:
-                    touched.add(itr.path)
-            for path in list(touched):  # ancestors show their descendants' pending ids
-                p = parent_path(path)
-                while p is not None and p not in touched:
-                    touched.add(p)
-                    p = parent_path(p)
-            tree.update_paths(touched)
+            tree.update_paths(change_paths(frame.projection, frame.step.change))
             if target is not None and target != tree.cursor_path:
                 tree.select_path(target)
         else:

@@ -35,9 +35,9 @@ from textual.widgets import Footer, Tree
 
 from engine.errors import SessionNotFoundError
 from engine.liveness import invocation_health, is_mid_run
-from engine.models import parent_path
 from engine.projection import Projection
 from engine.store.base import InvocationSummary, has_capability
+from engine.views import change_paths, focus_path
 
 from ..actions import bindings
 from ..messages import (
@@ -60,7 +60,7 @@ from ..widgets.node_tree import FOLD, NodeTree
 from ..widgets.plain import Static
 from .answer import SessionAnswering
 from .base import HitlScreen
-from .loaders import CHUNK, focus_path, load_history, load_view, one_line, read_events
+from .loaders import CHUNK, load_history, load_view, one_line, read_events
 
 HISTORY_DELAY = 0.2
 """Seconds after the first drawing before earlier loop runs are folded in."""
@@ -273,6 +273,7 @@ class SessionScreen(SessionAnswering, HitlScreen):
         if message.token != self._token or message.invocation_id != self.invocation_id:
             return
         state = (message.interrupted, frozenset(message.in_doubt))
+        self.tree.set_liveness(*state)
         if state == (self.interrupted, self.in_doubt):
             return
         self.interrupted, self.in_doubt = state
@@ -309,23 +310,12 @@ class SessionScreen(SessionAnswering, HitlScreen):
             if e.author == "user" and e.node_info is None:
                 refresh_invocations = True
             if e.invocation_id == inv and se.seq > self.tree_seq and se.seq > proj.position:
-                change = proj.apply(e, se.seq)
-                touched |= change.paths
-                for iid in change.interrupts:
-                    itr = proj.interrupts.get((e.invocation_id, iid))
-                    if itr is not None:
-                        touched.add(itr.path)
+                touched |= change_paths(proj, proj.apply(e, se.seq))
         if inv is None and message.events:
             # The session had no invocation when opened: draw the first one now.
             self.reload_view(None)
             return
         self.tree_seq = max(self.tree_seq, message.last_seq)
-        # Ancestors show their descendants' pending ids: relabel them too.
-        for path in list(touched):
-            p = parent_path(path)
-            while p is not None and p not in touched:
-                touched.add(p)
-                p = parent_path(p)
         if touched:
             self.tree.update_paths(touched)
         self._add_corrupt(message.corrupt)

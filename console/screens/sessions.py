@@ -18,6 +18,7 @@ from textual.timer import Timer
 from textual.widgets import Footer, Input
 
 from engine.liveness import interrupted_invocations
+from engine.status import INTERRUPTED_FILTER, STATUS_CYCLE, SessionStatus
 from engine.store.base import SessionSummary
 
 from ..actions import bindings
@@ -28,8 +29,6 @@ from ..widgets.plain import Static
 from .base import PagedTableScreen, StatusTable
 from .loaders import one_line
 
-STATUS_CYCLE: tuple[str | None, ...] = (None, "waiting", "running", "failed", "completed", "cancelled", "interrupted")
-"""``interrupted`` is not a stored status: running sessions whose turn no live process holds (engine.liveness)."""
 PAGE = 100
 REFRESH_CAP = 1000
 """A periodic refresh re-reads at most this many rows (the ones near the top)."""
@@ -58,7 +57,7 @@ class SessionsScreen(PagedTableScreen):
         super().__init__(id="sessions-screen")
         self.query_state = SessionQuery()
         self.sort_oldest = False
-        """Sort the loaded rows by oldest open interrupt (the store orders by activity)."""
+        """Triage order: the store pages by oldest open interrupt; what stopped mid-run goes first."""
         self.rows: list[SessionSummary] = []
         self.stopped: dict[str, tuple[bool, bool]] = {}
         """Session id -> (interrupted mid-run, a node in doubt), from engine.liveness at load time."""
@@ -111,7 +110,7 @@ class SessionsScreen(PagedTableScreen):
         try:
             store = self.hitl.store
             page = await store.list_sessions(
-                status="running" if query.status == "interrupted" else query.status,
+                status=SessionStatus.RUNNING if query.status == INTERRUPTED_FILTER else query.status,
                 text=query.text or None,
                 app_name=query.app_name,
                 user_id=query.user_id,
@@ -120,10 +119,10 @@ class SessionsScreen(PagedTableScreen):
                 order="oldest_open" if self.sort_oldest else "updated",
             )
             items = list(page.items)
-            if self.sort_oldest and not append and query.status in (None, "interrupted", "running"):
+            if self.sort_oldest and not append and query.status in (None, INTERRUPTED_FILTER, SessionStatus.RUNNING):
                 # triage: the store orders waiting sessions; what stopped mid-run goes first
                 running = await store.list_sessions(
-                    status="running", text=query.text or None, app_name=query.app_name,
+                    status=SessionStatus.RUNNING, text=query.text or None, app_name=query.app_name,
                     user_id=query.user_id, limit=PAGE,
                 )
                 known = {s.id for s in items}
@@ -141,8 +140,8 @@ class SessionsScreen(PagedTableScreen):
         if generation != self._generation:
             return  # the query changed meanwhile
         if self.sort_oldest:
-            items = [s for s in items if s.id in stopped or s.status == "waiting" or query.status]
-        if query.status == "interrupted":
+            items = [s for s in items if s.id in stopped or s.status == SessionStatus.WAITING or query.status]
+        if query.status == INTERRUPTED_FILTER:
             items = [s for s in items if s.id in stopped]
         self.post_message(SessionsLoaded(query, items, page.next_cursor, append=append, stopped=stopped))
 

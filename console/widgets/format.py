@@ -10,30 +10,38 @@ from collections.abc import Iterable
 from typing import Any
 
 from engine.redact import DEFAULT_SECRET_PATTERNS, Redactor
+from engine.status import DisplayStatus
 
 from ..text import clean
 from ..times import age, date_time, format_age, stamp  # noqa: F401 -- the shared time formats, re-exported
 
 STATUS_ICON: dict[str, str] = {
-    "PENDING": "○",
-    "RUNNING": "▶",
-    "WAITING": "◆",
-    "COMPLETED": "✓",
-    "FAILED": "✗",
-    "CANCELLED": "⊘",
-    "NEW": "·",
-    "INTERRUPTED": "⚠",
+    DisplayStatus.PENDING: "○",
+    DisplayStatus.RUNNING: "▶",
+    DisplayStatus.WAITING: "◆",
+    DisplayStatus.COMPLETED: "✓",
+    DisplayStatus.FAILED: "✗",
+    DisplayStatus.CANCELLED: "⊘",
+    DisplayStatus.NEW: "·",
+    DisplayStatus.INTERRUPTED: "⚠",
+    DisplayStatus.IN_DOUBT: "⚠",
 }
-"""One-cell glyph per status (the word is always shown too: colour is not the only cue).
-``INTERRUPTED`` is a display state from ``engine.liveness``: the projection says
-RUNNING, but no live process holds the invocation's lease (it stopped mid-run)."""
+"""One-cell glyph per :class:`~engine.status.DisplayStatus` (the word is always
+shown too: colour is not the only cue). ``INTERRUPTED`` and ``IN DOUBT`` come
+from ``engine.liveness``: the projection says RUNNING, but no live process holds
+the invocation's lease (it stopped mid-run)."""
+assert set(STATUS_ICON) == set(DisplayStatus), "an icon per display status"
 
-STATUS_CLASSES: set[str] = {f"status--{s.lower()}" for s in STATUS_ICON}
+STATUS_CLASSES: set[str] = {s.css_class for s in DisplayStatus}
 """Component classes ``status--waiting`` etc.; their colours live in app.tcss."""
 
 
 def status_class(status: str) -> str:
-    return f"status--{status.lower()}"
+    """The component class of a status word (``waiting`` or ``WAITING`` -> ``status--waiting``)."""
+    try:
+        return DisplayStatus.of(status).css_class
+    except ValueError:
+        return f"status--{status.lower()}"
 
 
 def to_json(value: Any, indent: int | None = None) -> str:

@@ -5,9 +5,12 @@ id; this widget only spells them. It is updated by path: :meth:`NodeTree.update_
 relabels the touched nodes and adds new runs where they belong, so a live
 session never rebuilds (or flickers) the whole tree.
 
-A parent with very many children (a loop that ran thousands of times) shows its
-latest :data:`WINDOW` runs; the earlier ones sit under one folded
-``⋯ N earlier runs`` node whose children are created only when it is expanded.
+Rows follow :func:`engine.views.visible_children` (the folding rule ``hitl show``
+uses too): of a loop's runs only the latest run of each node is a row; the
+earlier ones sit under one ``⋯ N earlier runs`` node before the parent's rows,
+whose children are created only when it is expanded. Statuses are
+:func:`engine.views.display_status`: the projected one, or INTERRUPTED / IN
+DOUBT once :meth:`NodeTree.set_liveness` passes ``engine.liveness``'s verdict.
 """
 
 from __future__ import annotations
@@ -21,37 +24,37 @@ from rich.text import Text
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
+from engine import views
+from engine.liveness import is_mid_run
 from engine.models import NodeStatus
 from engine.projection import NodeRun, Projection
+from engine.status import DisplayStatus
 
 from ..text import clean, clean_text, literal
-from .format import STATUS_CLASSES, STATUS_ICON, id_list, short, short_id, status_class
+from .format import STATUS_CLASSES, STATUS_ICON, id_list, short, short_id
 
-WINDOW = 50
-"""Children shown per parent before older ones are folded."""
-FOLD_AT = 60
-"""Fold only when a parent has more children than this (small overflows stay flat)."""
 ROOT = "#root"
 FOLD = "#fold:"
 
 
-def run_label(run: NodeRun, proj: Projection, style: dict[str, Style]) -> Text:
-    """``approve@1 ◆ WAITING  approve-b "Approve B?"`` -- one line per run."""
-    status = run.status.value
+def run_label(run: NodeRun, proj: Projection, style: dict[str, Style], display: DisplayStatus | None = None) -> Text:
+    """``approve@1 ◆ WAITING  approve-b "Approve B?"`` -- one line per run
+    (``display``: the word to show, by default the projected status)."""
+    word = display or DisplayStatus.of(run.status)
     t = Text()
     t.append(clean(f"{run.name}@{run.run_id}", one_line=True), style.get("name", Style()))
     t.append(" ")
-    t.append(f"{STATUS_ICON[status]} {status}", style.get(status_class(status), Style()))
+    t.append(f"{STATUS_ICON[word]} {word}", style.get(word.css_class, Style()))
     if run.resumed:
         t.append(" ↻", style.get("resumed", Style()))
-    extra = _extra(run, proj)
+    extra = _extra(run, proj, word)
     if extra:
         t.append("  ")
         t.append(extra, style.get("detail", Style()))
     return t
 
 
-def _extra(run: NodeRun, proj: Projection) -> str:
+def _extra(run: NodeRun, proj: Projection, display: DisplayStatus | None = None) -> str:
     inv = run.invocation_id
     if run.status is NodeStatus.WAITING:
         own = run.own_pending
@@ -71,21 +74,24 @@ def _extra(run: NodeRun, proj: Projection) -> str:
         return "" if run.output is None or run.is_container else "→ " + short(run.output, 40)
     if run.status is NodeStatus.PENDING:
         return "will re-execute" if run.rerun_on_resume else ""
+    if display is DisplayStatus.IN_DOUBT:
+        return "started, no end record"
+    if display is DisplayStatus.INTERRUPTED:
+        return "stopped mid-run"
     if run.unfinished:
         return "started, no end record yet"
     return ""
 
 
-def invocation_label(proj: Projection, invocation_id: str, style: dict[str, Style]) -> Text:
+def invocation_label(proj: Projection, invocation_id: str, style: dict[str, Style], interrupted: bool = False) -> Text:
     inv = proj.invocations.get(invocation_id)
-    root = proj.root(invocation_id)
+    word = views.invocation_display(proj, invocation_id, interrupted)
     t = Text()
     t.append("invocation ", style.get("detail", Style()))
     t.append(short_id(invocation_id, 14), style.get("name", Style()))
-    if root is not None:
-        status = root.status.value
+    if word is not None:
         t.append(" ")
-        t.append(f"{STATUS_ICON[status]} {status}", style.get(status_class(status), Style()))
+        t.append(f"{STATUS_ICON[word]} {word}", style.get(word.css_class, Style()))
     if inv and inv.message:
         t.append(f'  "{short(inv.message, 40)}"', style.get("detail", Style()))
     return t
@@ -115,6 +121,12 @@ class NodeTree(Tree[str]):
         self.marked: set[str] = set()
         """Runs whose open ids are selected for answering: their labels start with ``●``."""
         self._order_cache: tuple[tuple[int, int, str | None], list[str], dict[str, int]] | None = None
+        self.interrupted = False
+        """``engine.liveness`` says the invocation stopped mid-run (:meth:`set_liveness`)."""
+        self.in_doubt: frozenset[str] = frozenset()
+        """Leaf paths liveness reports in doubt."""
+        self._shown: dict[tuple[str, str, str | None], str] = {}
+        """(parent path, name, call key) -> the path of the run shown as its row."""
 
     def process_label(self, label: str | Text) -> Text:
         """A ``str`` label is literal text, never markup."""
@@ -145,11 +157,14 @@ class NodeTree(Tree[str]):
         """(Re)build the whole tree: on open, on invocation switch, after history loads."""
         collapsed = {p for p, n in self._by_path.items() if not n.is_expanded} if invocation_id == self.invocation_id else set()
         keep = cursor_path or (self.cursor_path if invocation_id == self.invocation_id else None)
+        if invocation_id != self.invocation_id or not is_mid_run(proj, invocation_id):
+            self.interrupted, self.in_doubt = False, frozenset()  # a verdict holds for one mid-run invocation
         self.proj, self.invocation_id = proj, invocation_id
         self.clear()
         self._by_path.clear()
         self._folds.clear()
-        self.root.set_label(invocation_label(proj, invocation_id, self.styles_map))
+        self._shown.clear()
+        self.root.set_label(invocation_label(proj, invocation_id, self.styles_map, self.interrupted))
         self.root.expand()
         inv = proj.invocations.get(invocation_id)
         for path in inv.roots if inv else []:
@@ -169,22 +184,20 @@ class NodeTree(Tree[str]):
             allow_expand=bool(run.children) or run.is_container,
         )
         self._by_path[run.path] = node
-        children = run.children
-        if len(children) > FOLD_AT:
-            older, children = children[:-WINDOW], children[-WINDOW:]
+        kids = views.visible_children(self.proj, run)
+        if kids.folded:
             key = FOLD + run.path
-            fold = node.add(self._fold_label(len(older)), data=key, expand=False, allow_expand=True)
-            self._folds[key] = list(older)
+            fold = node.add(self._fold_label(kids.folded), data=key, expand=False, allow_expand=True)
+            self._folds[key] = list(kids.earlier)
             self._by_path[key] = fold
-        for child in children:
-            c = self.proj.get(run.invocation_id, child)
-            if c is not None:
-                self._add_subtree(node, c, collapsed)
+        for child, _ in kids.shown:
+            self._shown[(run.path, child.name, child.call_key)] = child.path
+            self._add_subtree(node, child, collapsed)
         return node
 
     def _label(self, run: NodeRun) -> Text:
         assert self.proj is not None
-        label = run_label(run, self.proj, self.styles_map)
+        label = run_label(run, self.proj, self.styles_map, views.display_status(run, self.interrupted, self.in_doubt))
         if run.path in self.marked:
             label = Text("● ", self.styles_map.get("marked", Style())) + label
         return label
@@ -200,6 +213,21 @@ class NodeTree(Tree[str]):
             run = self.proj.get(self.invocation_id, path)
             if node is not None and run is not None:
                 node.set_label(self._label(run))
+
+    def set_liveness(self, interrupted: bool, in_doubt: frozenset[str]) -> None:
+        """``engine.liveness``'s verdict on the invocation: relabel the runs
+        whose display state it changes (INTERRUPTED, IN DOUBT) and the root."""
+        if (interrupted, in_doubt) == (self.interrupted, self.in_doubt):
+            return
+        self.interrupted, self.in_doubt = interrupted, in_doubt
+        proj, inv = self.proj, self.invocation_id
+        if proj is None or inv is None:
+            return
+        for path, node in self._by_path.items():
+            run = proj.get(inv, path)
+            if run is not None and run.status in (NodeStatus.RUNNING, NodeStatus.PENDING):
+                node.set_label(self._label(run))
+        self.root.set_label(invocation_label(proj, inv, self.styles_map, interrupted))
 
     def _fold_label(self, n: int) -> Text:
         return Text(f"⋯ {n:,} earlier runs (expand to list)", self.styles_map["fold"])
@@ -239,11 +267,17 @@ class NodeTree(Tree[str]):
             parent = self.root if run.parent is None else self._by_path.get(run.parent)
             if parent is None:
                 continue  # under a fold that was never expanded: created when it is
+            if run.parent is not None and (run.parent, run.name, run.call_key) in self._shown:
+                # A loop re-ran a node: its earlier row moves into the fold (rebuild, keeping cursor and folds).
+                self.load(proj, inv)
+                return [path]
+            if run.parent is not None:
+                self._shown[(run.parent, run.name, run.call_key)] = run.path
             self._add_subtree(parent, run)
             if not parent.allow_expand:
                 parent.allow_expand = True
             created.append(path)
-        self.root.set_label(invocation_label(proj, inv, self.styles_map))
+        self.root.set_label(invocation_label(proj, inv, self.styles_map, self.interrupted))
         return created
 
     # ------------------------------------------------------------ navigation
@@ -286,29 +320,17 @@ class NodeTree(Tree[str]):
         self.call_after_refresh(self.scroll_to_node, node, animate=False)
         return True
 
-    def _walk(self) -> list[tuple[str, bool]]:
-        """(path, waits on its own open interrupts) for every run, in tree order."""
-        proj, inv = self.proj, self.invocation_id
-        if proj is None or inv is None or inv not in proj.invocations:
-            return []
-        out: list[tuple[str, bool]] = []
-        stack = list(reversed(proj.invocations[inv].roots))
-        while stack:
-            path = stack.pop()
-            run = proj.get(inv, path)
-            if run is None:
-                continue
-            out.append((path, run.status is NodeStatus.WAITING and bool(run.own_pending)))
-            stack.extend(reversed(run.children))
-        return out
-
     def _order(self) -> tuple[list[str], dict[str, int]]:
         """Waiting runs and every run's position, in tree order; one walk per
         projection position (footers ask often, a loop may have 50,000 runs)."""
         key = (id(self.proj), self.proj.position if self.proj else 0, self.invocation_id)
         if self._order_cache is None or self._order_cache[0] != key:
-            walk = self._walk()
-            self._order_cache = (key, [p for p, waits in walk if waits], {p: i for i, (p, _) in enumerate(walk)})
+            proj, inv = self.proj, self.invocation_id
+            if proj is None or inv is None:
+                self._order_cache = (key, [], {})
+            else:
+                order = views.run_order(proj, inv)
+                self._order_cache = (key, views.waiting_paths(proj, inv), {p: i for i, p in enumerate(order)})
         return self._order_cache[1], self._order_cache[2]
 
     def waiting_paths(self) -> list[str]:

@@ -1,7 +1,7 @@
 """Widgets of the Replay screen: the timeline bar, the current-event panel, the
 session-state pane, the diff rendering and the replay's (key-less) event log.
 
-Rendering only: the frame (:mod:`engine.replay_view`) says which event is at the
+Rendering only: the frame (:mod:`engine.views`) says which event is at the
 cursor, what it did and what the state is; these widgets spell it. Colours come
 from the component classes styled in ``app.tcss``.
 """
@@ -19,7 +19,7 @@ from textual.containers import VerticalScroll
 from textual.widget import Widget
 
 from engine.replay import DiffRow, Marker
-from engine.replay_view import Frame
+from engine.views import Frame
 
 from .event_log import EventLog
 from .format import date_time, short, short_id, shown_entry

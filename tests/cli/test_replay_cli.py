@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from engine.projection import project
-from engine.replay_view import node_statuses
+from engine.views import node_statuses
 
 from .conftest import Hitl, json_lines, ok, operator_error
 from .helpers import session_events

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from console.screens.loaders import focus_path, is_complete, load_history, load_view, pick_invocation, read_events
+from console.screens.loaders import is_complete, load_history, load_view, pick_invocation, read_events
 from console.widgets.event_log import log_line
 from console.widgets.format import format_age, id_list, short
 from engine.models import Content, Event, NodeInfo, NodeStatus, StoredEvent
 from engine.projection import project
 from engine.store import MemoryStore
 from engine.store.base import InvocationSummary
+from engine.views import focus_path
 
 from .conftest import CorruptingStore, copy_into
 from .scenarios import build_store

@@ -69,10 +69,14 @@ def test_bindings_are_derived_with_ids():
 
 def test_answering_actions_write_and_name_their_command():
     """Selecting, answering, re-driving and cancelling are real now, and all of
-    them are disabled by --read-only (writes=True)."""
+    them are disabled by --read-only; only the ones that append say writes=True
+    (selecting ids and copying the command serve a write: write_flow=True)."""
+    serve = {"interrupts.toggle", "interrupts.select_node", "interrupts.select_all", "answer.toggle", "answer.node",
+             "answer.all", "answer.copy"}
     for a in ACTIONS:
         if a.area in ("interrupts", "invocation", "answer") and a.id != "answer.reload":
-            assert a.writes and a.ready and a.cli and a.cli.startswith("hitl "), a.id
+            assert a.read_only_disabled and a.cli and a.cli.startswith("hitl "), a.id
+            assert a.writes is (a.id not in serve) and a.write_flow is (a.id in serve), a.id
     assert BY_ID["interrupts.toggle"].binding().priority  # the tree would take space otherwise
 
 

@@ -23,9 +23,9 @@ from console.screens.replay import SPEEDS, DiffScreen, ReplayScreen, ReplaySourc
 from console.widgets.node_tree import ROOT, NodeTree
 from console.widgets.replay_panels import ReplayLog, ReplayPanel
 from engine.projection import Projection, project
-from engine.replay_view import frame_dict
 from engine.store import MemoryStore
 from engine.store.jsonl import export_lines
+from engine.views import frame_dict
 
 from .conftest import details_text, make_app
 from .replay_store import build_replay_store
@@ -273,11 +273,11 @@ async def test_play_runs_to_the_end_then_pauses(store):
 
 
 async def test_replay_is_read_only_by_construction(store):
-    assert not [a.id for a in for_screen("replay") if a.writes]
+    assert not [a.id for a in for_screen("replay") if a.read_only_disabled]
     app = replay_app(store, "incident-failed-1")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        assert not [a.id for a, _ in app.applicable_actions(app.screen) if a.writes]
+        assert not [a.id for a, _ in app.applicable_actions(app.screen) if a.read_only_disabled]
         app.run_command("interrupts.answer")
         await settle(pilot)
         assert any("interrupts.answer applies on the inbox, session screen, not here" in n for n in notes(app))

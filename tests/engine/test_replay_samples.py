@@ -1,6 +1,6 @@
 """Replay over every sample app's demo session: the state at any position equals
 a fresh projection of the events before it, and what the replay views show about
-one event (``engine.replay_view``) agrees with a fresh fold too."""
+one event (``engine.views``) agrees with a fresh fold too."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from engine.apps import AppRegistry
 from engine.models import StoredEvent
 from engine.projection import project
 from engine.replay import Replay, diff
-from engine.replay_view import frame_dict, goto, node_statuses, status_changes
 from engine.store import MemoryStore
+from engine.views import frame_dict, goto, node_statuses, status_changes
 from sample_sessions.demo import EXPECTED, FIXTURE_EPOCH, build_demo
 
 

@@ -1,0 +1,438 @@
+"""Views over the projection: what every surface renders, computed once.
+
+Pure functions of a :class:`~engine.projection.Projection` (no I/O, no widgets,
+no status logic: every status, output and interrupt comes from the projection;
+what it cannot see comes from :mod:`engine.liveness`, passed in). The console's
+tree, ``hitl show``, ``hitl replay`` and the runner's checks call these, so they
+show and allow the same things.
+
+Tree
+  :func:`visible_children`, :func:`tree_rows` -- an invocation's runs
+  depth-first under **the folding rule** (below); :func:`run_order` -- every
+  run depth-first, nothing folded; :func:`waiting_paths`, :func:`focus_path`
+  (where a cursor starts); :func:`display_status` (a run's word with liveness:
+  INTERRUPTED, IN DOUBT); :func:`change_paths` (the runs a
+  :class:`~engine.projection.Change` touches, ancestors included: what a
+  live tree relabels).
+
+Actions
+  :func:`allowed_actions` -- whether an invocation can be answered, re-driven
+  or cancelled, and why not (the runner and :func:`engine.runner.cancel_invocation`
+  refuse with the same rule the console uses to offer a key).
+
+Replay
+  :func:`goto` moves a :class:`~engine.replay.Replay` and returns a
+  :class:`Frame` (the event, its markers, the state just before and after it);
+  :func:`frame_markers`, :func:`effects`, :func:`status_changes`,
+  :func:`node_statuses`, :func:`frame_dict` (``hitl replay --json``).
+
+The folding rule (loop re-runs)
+  Under each parent, children are listed in the order they first ran. A loop
+  edge re-runs a node with a new run id: of the runs of one ``(name,
+  call_key)`` under one parent only the **latest** is a row; the earlier ones
+  are *folded*. The row counts them (``earlier_runs``); when the projection
+  does not hold them (a compact snapshot keeps only the latest run of a node)
+  its run id does (``review@3`` had two before it). ``hitl show`` prints
+  ``(+N earlier runs)`` on the row and lists them with ``--all-runs``; the
+  console puts them under one ``⋯ N earlier runs`` node before the parent's
+  rows, built when it is expanded. Roots (one per invocation turn) never fold.
+
+What these views cannot see
+  A RUNNING run in the projection may be running now or belong to a process
+  that died: only the store's leases tell (:mod:`engine.liveness`). Pass its
+  verdict (``interrupted``, ``in_doubt``) to :func:`display_status` and
+  :func:`tree_rows`; without it a dead run reads RUNNING.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from .models import Event, NodeStatus, parent_path
+from .projection import Change, NodeRun, Projection
+from .replay import DiffRow, Marker, Replay, Step, diff
+from .status import DisplayStatus
+
+
+@dataclass
+class Frame:
+    """The replay at one position: the event that led there and the state around it.
+
+    ``projection`` is the replay's live projection: read it before moving the
+    cursor again (the next forward step mutates it in place)."""
+
+    position: int
+    """Events applied (0: before the first event)."""
+    total: int
+    """Events in the history."""
+    step: Step | None
+    """The event at ``position`` and its markers; None at position 0."""
+    before: Projection | None
+    """The state after ``position - 1`` events (a cheap fork); None at position 0."""
+    projection: Projection
+    """The state after ``position`` events."""
+
+    @property
+    def event(self) -> Event | None:
+        return self.step.event if self.step else None
+
+    @property
+    def invocation_id(self) -> str | None:
+        return self.step.event.invocation_id if self.step else None
+
+    @property
+    def markers(self) -> list[Marker]:
+        return frame_markers(self.step)
+
+    @property
+    def effects(self) -> list[DiffRow]:
+        return effects(self)
+
+
+def goto(replay: Replay, position: int) -> Frame:
+    """Move ``replay`` to ``position`` (clamped) and describe it.
+
+    The cursor goes to ``position - 1`` first and forks the projection there
+    (copy-on-write, a few dict copies), then applies the one event at
+    ``position``: the cost is that of one seek."""
+    position = max(0, min(position, len(replay)))
+    if position == 0:
+        replay.seek(0)
+        return Frame(0, len(replay), None, None, replay.projection)
+    replay.seek(position - 1)
+    before = replay.projection.fork()
+    step = replay.seek(position)
+    return Frame(position, len(replay), step, before, replay.projection)
+
+
+def frame_markers(step: Step | None) -> list[Marker]:
+    """The step's markers, led by ``invocation`` when the event starts one."""
+    if step is None:
+        return []
+    event = step.event
+    out = list(step.markers)
+    if event.kind == "message":
+        text = event.content.text if event.content else ""
+        out.insert(0, Marker("invocation", None, f'new invocation {event.invocation_id}: "{text}"'))
+    return out
+
+
+@dataclass
+class _Slice:
+    """The part of a projection one event touched (what :func:`diff` reads)."""
+
+    nodes: dict[tuple[str, str], Any] = field(default_factory=dict)
+    interrupts: dict[tuple[str, str], Any] = field(default_factory=dict)
+    state: dict[str, Any] = field(default_factory=dict)
+
+
+def _slice(proj: Projection, nodes: list[tuple[str, str]], interrupts: list[tuple[str, str]], keys: set[str]) -> _Slice:
+    return _Slice(
+        {k: proj.nodes[k] for k in nodes if k in proj.nodes},
+        {k: proj.interrupts[k] for k in interrupts if k in proj.interrupts},
+        {k: proj.state[k] for k in keys if k in proj.state},
+    )
+
+
+def effects(frame: Frame) -> list[DiffRow]:
+    """What the event at the frame's position changed: :func:`engine.replay.diff`
+    of the state before and after it, over the runs, interrupts and state keys
+    the event touched."""
+    if frame.step is None or frame.before is None:
+        return []
+    change = frame.step.change
+    inv = change.invocation_id
+    nodes = [(inv, p) for p in change.paths]
+    itrs = [(inv, i) for i in change.interrupts]
+    keys = set(change.state_keys)
+    return diff(_slice(frame.before, nodes, itrs, keys), _slice(frame.projection, nodes, itrs, keys))  # type: ignore[arg-type]
+
+
+def status_changes(rows: list[DiffRow]) -> dict[str, str]:
+    """``{path: new status}`` for the runs whose status changed (or that started) in ``rows``."""
+    out: dict[str, str] = {}
+    for row in rows:
+        if row.area != "node":
+            continue
+        if row.key.endswith(" status"):
+            out[row.key[: -len(" status")]] = str(row.after)
+        elif row.before is None and isinstance(row.after, str) and row.after.startswith("new run "):
+            out[row.key] = row.after[len("new run ") :]
+    return out
+
+
+def node_statuses(proj: Projection, invocation_id: str) -> dict[str, str]:
+    """``{path: status}`` of every run of one invocation, in tree order (nothing folded)."""
+    return {p: proj.nodes[(invocation_id, p)].status.value for p in run_order(proj, invocation_id)}
+
+
+def marker_dict(m: Marker) -> dict[str, Any]:
+    return {"kind": m.kind, "path": m.path, "text": m.text}
+
+
+def diff_dict(row: DiffRow) -> dict[str, Any]:
+    return {"area": row.area, "key": row.key, "before": row.before, "after": row.after}
+
+
+def frame_dict(frame: Frame, *, nodes: bool = True) -> dict[str, Any]:
+    """The JSON of one position: the event, its markers, what it changed and
+    (``nodes``) the status of every run of its invocation after it."""
+    out: dict[str, Any] = {"position": frame.position, "of": frame.total}
+    step = frame.step
+    if step is None:
+        return out
+    event, inv = step.event, step.event.invocation_id
+    rows = effects(frame)
+    out.update(
+        seq=step.seq,
+        timestamp=event.timestamp,
+        invocation_id=inv,
+        kind=event.kind,
+        author=event.author,
+        path=event.path,
+        markers=[marker_dict(m) for m in frame_markers(step)],
+        statuses=status_changes(rows),
+        changes=[diff_dict(r) for r in rows],
+    )
+    if nodes:
+        out["nodes"] = node_statuses(frame.projection, inv)
+        out["open"] = [i.id for i in frame.projection.open_interrupts(inv)]
+    return out
+
+
+# ------------------------------------------------------------------ tree
+@dataclass(frozen=True)
+class Children:
+    """A run's children under the folding rule (module docstring)."""
+
+    shown: tuple[tuple[NodeRun, int], ...]
+    """The rows: each latest run with how many earlier runs of it are folded."""
+    earlier: tuple[str, ...]
+    """Paths of the folded runs the projection holds, in the order they ran."""
+
+    @property
+    def folded(self) -> int:
+        """Earlier runs folded, counted by run id where the projection lacks them."""
+        return sum(n for _, n in self.shown)
+
+
+def visible_children(proj: Projection, run: NodeRun, all_runs: bool = False) -> Children:
+    """``run``'s children in the order they ran; unless ``all_runs``, only the
+    latest run of each (name, call key), with the count of earlier ones."""
+    kids = [c for c in (proj.get(run.invocation_id, p) for p in run.children) if c is not None]
+    if all_runs:
+        return Children(tuple((k, 0) for k in kids), ())
+    latest: dict[tuple[str, str | None], NodeRun] = {}
+    seen: dict[tuple[str, str | None], int] = {}
+    for k in kids:
+        key = (k.name, k.call_key)
+        latest[key] = k
+        seen[key] = seen.get(key, 0) + 1
+    shown_paths = {r.path for r in latest.values()}
+    shown: list[tuple[NodeRun, int]] = []
+    for k in kids:
+        if k.path not in shown_paths:
+            continue
+        key = (k.name, k.call_key)
+        hidden = seen[key] - 1
+        if k.call_key is None and k.run_id.isdigit():
+            # Run ids count the runs of a (parent, name): a projection loaded from a
+            # snapshot keeps only the latest run, but its id still says how many came before.
+            hidden = max(hidden, int(k.run_id) - 1)
+        shown.append((k, hidden))
+    return Children(tuple(shown), tuple(k.path for k in kids if k.path not in shown_paths))
+
+
+def _walk(proj: Projection, invocation_id: str, all_runs: bool) -> Iterator[tuple[NodeRun, int, int]]:
+    """(run, depth, earlier runs folded into it) depth-first: the one tree walk."""
+    inv = proj.invocations.get(invocation_id)
+    if inv is None:
+        return
+    stack: list[tuple[NodeRun, int, int]] = [
+        (r, 0, 0) for r in reversed([proj.get(invocation_id, p) for p in inv.roots]) if r is not None
+    ]
+    while stack:
+        run, depth, hidden = stack.pop()
+        yield run, depth, hidden
+        kids = visible_children(proj, run, all_runs).shown
+        stack.extend((k, depth + 1, h) for k, h in reversed(kids))
+
+
+def run_order(proj: Projection, invocation_id: str) -> list[str]:
+    """Every run path of the invocation depth-first, children in the order they ran."""
+    return [r.path for r, _, _ in _walk(proj, invocation_id, all_runs=True)]
+
+
+def display_status(run: NodeRun, interrupted: bool = False, in_doubt: Iterable[str] = ()) -> DisplayStatus:
+    """The word shown for a run. In an invocation ``engine.liveness`` reports
+    interrupted, a run it names in doubt is IN DOUBT and any other RUNNING or
+    PENDING run is INTERRUPTED (nothing runs it any more); otherwise the
+    projected status."""
+    if interrupted:
+        if run.path in in_doubt:
+            return DisplayStatus.IN_DOUBT
+        if run.status in (NodeStatus.RUNNING, NodeStatus.PENDING):
+            return DisplayStatus.INTERRUPTED
+    return DisplayStatus.of(run.status)
+
+
+def invocation_display(proj: Projection, invocation_id: str, interrupted: bool = False) -> DisplayStatus | None:
+    """The word shown for an invocation (its root's), INTERRUPTED when liveness says so."""
+    if interrupted:
+        return DisplayStatus.INTERRUPTED
+    status = proj.invocation_status(invocation_id)
+    return DisplayStatus.of(status) if status is not None else None
+
+
+@dataclass(frozen=True)
+class TreeRow:
+    """One row of an invocation's node tree (what ``hitl show`` prints and the console draws)."""
+
+    invocation_id: str
+    path: str
+    name: str
+    run_id: str
+    depth: int
+    """0 for a root run."""
+    status: NodeStatus
+    """The projected status."""
+    display: DisplayStatus
+    """What to show: ``status``, or INTERRUPTED / IN DOUBT from liveness."""
+    earlier_runs: int
+    """Earlier runs of the same (name, call key) folded into this row."""
+    in_doubt: bool
+
+    @property
+    def node(self) -> str:
+        return f"{self.name}@{self.run_id}"
+
+
+def row_json(proj: Projection, row: TreeRow) -> dict[str, Any]:
+    """A row with its run's output, error and interrupts, JSON-ready (``hitl show --json``)."""
+    run = proj.nodes[(row.invocation_id, row.path)]
+    open_ = [proj.interrupts.get((run.invocation_id, i)) for i in run.own_pending]
+    return {
+        "path": run.path,
+        "node": row.node,
+        "depth": row.depth,
+        "status": run.status.value,
+        "display": row.display.value,
+        "output": run.output,
+        "error": f"{run.error_code}: {run.error_message}" if run.status is NodeStatus.FAILED else None,
+        "failed_attempts": run.errors,
+        "pending": [{"id": i.id, "message": i.message} for i in open_ if i is not None and i.open],
+        "answered": sorted(run.resolved) if run.status is not NodeStatus.COMPLETED else [],
+        "earlier_runs": row.earlier_runs,
+        "resumed": run.resumed,
+        "in_doubt": row.in_doubt,
+    }
+
+
+def tree_rows(
+    proj: Projection,
+    invocation_id: str,
+    all_runs: bool = False,
+    in_doubt: Iterable[str] = (),
+    interrupted: bool | None = None,
+) -> list[TreeRow]:
+    """The invocation's rows depth-first under the folding rule (every run with
+    ``all_runs``). ``in_doubt``/``interrupted``: the liveness verdict (by default
+    an invocation with paths in doubt is interrupted)."""
+    doubt = frozenset(in_doubt)
+    stopped = bool(doubt) if interrupted is None else interrupted
+    return [
+        TreeRow(
+            invocation_id, run.path, run.name, run.run_id, depth, run.status,
+            display_status(run, stopped, doubt), hidden, run.path in doubt,
+        )
+        for run, depth, hidden in _walk(proj, invocation_id, all_runs)
+    ]
+
+
+def waiting_paths(proj: Projection, invocation_id: str) -> list[str]:
+    """WAITING runs that raised open interrupts themselves, in tree order (folded runs included)."""
+    out = []
+    for run, _, _ in _walk(proj, invocation_id, all_runs=True):
+        if run.status is NodeStatus.WAITING and run.own_pending:
+            out.append(run.path)
+    return out
+
+
+def focus_path(proj: Projection, invocation_id: str) -> str | None:
+    """Where a cursor starts: the first run waiting on its own open interrupts
+    (tree order), else the deepest failed leaf, else the deepest leaf started
+    without an end record (in doubt if nothing runs it), else None (the invocation)."""
+    order: list[NodeRun] = []
+    for run, _, _ in _walk(proj, invocation_id, all_runs=True):
+        if run.status is NodeStatus.WAITING and run.own_pending:
+            return run.path
+        order.append(run)
+    for status in (NodeStatus.FAILED, NodeStatus.RUNNING):
+        hits = [r.path for r in order if r.status is status and not r.is_container]
+        if hits:
+            return max(hits, key=lambda p: p.count("/"))
+    return None
+
+
+def change_paths(proj: Projection, change: Change) -> set[str]:
+    """The runs ``change`` touched, the owners of the interrupts it touched, and
+    all their ancestors (a parent's label shows its descendants' pending ids)."""
+    inv = change.invocation_id
+    touched = set(change.paths)
+    for iid in change.interrupts:
+        itr = proj.interrupts.get((inv, iid))
+        if itr is not None:
+            touched.add(itr.path)
+    return with_ancestors(touched)
+
+
+def with_ancestors(paths: Iterable[str]) -> set[str]:
+    """``paths`` and every ancestor path of them."""
+    out = set(paths)
+    for path in list(out):
+        p = parent_path(path)
+        while p is not None and p not in out:
+            out.add(p)
+            p = parent_path(p)
+    return out
+
+
+# --------------------------------------------------------------- actions
+@dataclass(frozen=True)
+class Allowed:
+    """What an invocation allows now, by the projection (liveness refines it:
+    a RUNNING invocation can be re-driven only once no live process holds it)."""
+
+    answer: bool
+    """It has open interrupts and is not cancelled."""
+    redrive: bool
+    """FAILED, or mid-run (RUNNING, PENDING, or a message and no root run yet), and not cancelled."""
+    cancel: bool
+    """Not COMPLETED and not cancelled already (a FAILED one can be cancelled)."""
+    status: NodeStatus | None
+    """The root run's status (None: no run yet)."""
+    cancelled: dict[str, Any] | None
+    """The cancel record, when the invocation was cancelled (final)."""
+
+
+REDRIVABLE = (NodeStatus.FAILED, NodeStatus.RUNNING, NodeStatus.PENDING, None)
+"""Root statuses a re-drive accepts (None: a message and no root run yet)."""
+
+
+def allowed_actions(proj: Projection, invocation_id: str) -> Allowed:
+    """The one rule for answer / re-drive / cancel (DESIGN 3.5, 3.11)."""
+    inv = proj.invocations.get(invocation_id)
+    status = proj.invocation_status(invocation_id)
+    if inv is None:
+        return Allowed(False, False, False, status, None)
+    cancelled = inv.cancel
+    live = cancelled is None
+    return Allowed(
+        answer=live and bool(proj.open_interrupts(invocation_id)),
+        redrive=live and status in REDRIVABLE,
+        cancel=live and (status is None or not status.is_final or status is NodeStatus.FAILED),
+        status=status,
+        cancelled=cancelled,
+    )
