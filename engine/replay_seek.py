@@ -1,6 +1,6 @@
 """``hitl replay --at N`` without loading the whole history.
 
-:func:`frame_at` gives the same :class:`~engine.replay_view.Frame` as
+:func:`frame_at` gives the same :class:`~engine.views.Frame` as
 ``goto(Replay(events), N)`` but reads the store page by page and keeps no
 event list: memory is that of one projection, whatever N is. It seeks from the
 store's snapshot (the cache a resume loads) when that snapshot is exact for
@@ -17,8 +17,8 @@ from collections.abc import Callable
 from .models import Event
 from .projection import Projection
 from .replay import Step, markers_for
-from .replay_view import Frame
 from .store.base import SessionStore
+from .views import Frame
 
 PAGE = 2000
 """Events read per store call."""

@@ -17,8 +17,8 @@ from engine.projection import project
 from engine.redact import Redactor
 from engine.replay import Replay
 from engine.replay_seek import frame_at
-from engine.replay_view import frame_dict, goto
 from engine.store.sqlite import SQLiteStore
+from engine.views import frame_dict, goto
 from tests.cli.conftest import ok
 
 from .conftest import Hitl
