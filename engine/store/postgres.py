@@ -288,6 +288,37 @@ END
 $fn$
 """
 
+_APPEND_MANY_FN = r"""
+CREATE OR REPLACE FUNCTION hitl_append_many(
+    p_session text, p_expected bigint, p_lease text, p_now double precision,
+    p_json text[], p_event_id text[], p_inv text[], p_ts double precision[], p_path text[], p_kind text[],
+    p_delta jsonb[], p_opened jsonb[], p_resolved jsonb[], p_cancel boolean[], p_inv_status text[],
+    p_new_msg text[], p_audit_action text[], p_audit_operator text[], p_audit_reason text[], p_audit_details text[]
+) RETURNS bigint LANGUAGE plpgsql AS $fn$
+-- Several appends in ONE statement (hence one transaction and one round trip):
+-- hitl_append once per element, in order; the first checks p_expected. Element i
+-- of p_opened is a JSON array of [interrupt_id, path, name, args JSON]; of
+-- p_resolved, a JSON array of interrupt ids. Returns the last seq written.
+DECLARE
+    v_seq bigint;
+BEGIN
+    FOR i IN 1 .. coalesce(cardinality(p_json), 0) LOOP
+        v_seq := hitl_append(
+            p_session, CASE WHEN i = 1 THEN p_expected END, p_lease, p_now,
+            p_json[i], p_event_id[i], p_inv[i], p_ts[i], p_path[i], p_kind[i], p_delta[i],
+            ARRAY(SELECT o->>0 FROM jsonb_array_elements(p_opened[i]) WITH ORDINALITY AS x(o, n) ORDER BY n),
+            ARRAY(SELECT o->>1 FROM jsonb_array_elements(p_opened[i]) WITH ORDINALITY AS x(o, n) ORDER BY n),
+            ARRAY(SELECT o->>2 FROM jsonb_array_elements(p_opened[i]) WITH ORDINALITY AS x(o, n) ORDER BY n),
+            ARRAY(SELECT o->>3 FROM jsonb_array_elements(p_opened[i]) WITH ORDINALITY AS x(o, n) ORDER BY n),
+            ARRAY(SELECT r FROM jsonb_array_elements_text(p_resolved[i]) WITH ORDINALITY AS x(r, n) ORDER BY n),
+            p_cancel[i], p_inv_status[i], p_new_msg[i],
+            p_audit_action[i], p_audit_operator[i], p_audit_reason[i], p_audit_details[i]);
+    END LOOP;
+    RETURN v_seq;
+END
+$fn$
+"""
+
 _MIGRATIONS: list[list[str]] = [
     # v0 -> v1: the whole schema of SQLite's version 4, and the append function.
     [
@@ -390,6 +421,8 @@ _MIGRATIONS: list[list[str]] = [
         "CREATE INDEX audit_by_session ON audit(session_id, at, id)",
         _APPEND_FN,
     ],
+    # v1 -> v2: several appends in one statement (append_events: one round trip).
+    [_APPEND_MANY_FN],
 ]
 """``_MIGRATIONS[i]`` upgrades schema version ``i`` to ``i + 1`` (statements run in
 one transaction). Append only; never edit a released one."""
@@ -511,6 +544,18 @@ _PUT_SNAPSHOT_SQL = (
 """A snapshot is replaced only by a newer one (a late writer never rolls it back)."""
 
 
+_RELEASE_SQL = (
+    "WITH d AS (DELETE FROM leases WHERE session_id = $1 AND invocation_id = $2 AND owner = $3 RETURNING 1),"
+    " p AS (INSERT INTO snapshots (session_id, invocation_id, seq, data) SELECT $1, $2, $4, $5"
+    " WHERE $4::bigint IS NOT NULL AND EXISTS (SELECT 1 FROM d)"
+    " ON CONFLICT (session_id, invocation_id) DO UPDATE SET seq = excluded.seq, data = excluded.data"
+    " WHERE excluded.seq >= snapshots.seq RETURNING 1)"
+    " SELECT EXISTS (SELECT 1 FROM d), EXISTS (SELECT 1 FROM sessions WHERE id = $1)"
+)
+"""Release a lease and, if it was ours, keep the snapshot: one statement, so one
+transaction and one round trip."""
+
+
 class PostgresStore:
     """:class:`~engine.store.base.SessionStore` on a PostgreSQL server.
 
@@ -620,7 +665,12 @@ class PostgresStore:
                 await conn.close()
         try:
             pool = await asyncpg.create_pool(
-                dsn, password=password, min_size=min_size, max_size=max_size, server_settings=settings
+                dsn,
+                password=password,
+                min_size=min_size,
+                max_size=max_size,
+                server_settings=settings,
+                reset=_keep_session,
             )
         except (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
             raise _connect_error(e, where) from None
@@ -895,25 +945,24 @@ class PostgresStore:
     async def append_events(
         self, session_id: str, events: list[Event], *, expected_seq: int | None = None, lease_owner: str | None = None
     ) -> list[StoredEvent]:
-        """Several appends in one transaction (an answer and the completion records
-        of the runs it auto-completes): each is one ``hitl_append`` call, all
-        committed together or none."""
+        """Several appends in one statement (an answer and the completion records of
+        the runs it auto-completes; a node's end and the next node's start):
+        ``hitl_append_many``, one round trip, all committed together or none."""
         self._check_writable()
         if not events:
             return []
         prepared = [_prepare(e) for e in events]
 
+        args = _append_many_args(session_id, prepared, expected_seq, lease_owner)
+
         async def fn(conn: asyncpg.Connection) -> list[int]:
-            seqs: list[int] = []
-            async with conn.transaction():
-                for i, p in enumerate(prepared):
-                    args = _append_args(session_id, p, expected_seq if i == 0 else None, lease_owner)
-                    try:
-                        seqs.append(int(await conn.fetchval(_APPEND_SQL, *args)))
-                    except asyncpg.PostgresError as e:
-                        _raise_append_error(e, session_id, p.invocation_id, lease_owner, expected_seq)
-                        raise
-            return seqs
+            # One statement: the whole batch commits or none of it, in one round trip.
+            try:
+                last = int(await conn.fetchval(_APPEND_MANY_SQL, *args))
+            except asyncpg.PostgresError as e:
+                _raise_append_error(e, session_id, prepared[0].invocation_id, lease_owner, expected_seq)
+                raise
+            return list(range(last - len(prepared) + 1, last + 1))
 
         for _ in range(_RETRIES):
             try:
@@ -971,12 +1020,14 @@ class PostgresStore:
         if limit is not None and limit <= 0:
             await self.get_session(session_id)
             return []
-        if invocation_id is None:
-            sql = "SELECT seq, json FROM events WHERE session_id = $1 AND seq > $2 ORDER BY seq"
-            params: list[Any] = [session_id, after_seq]
-        else:
-            sql = "SELECT seq, json FROM events WHERE session_id = $1 AND invocation_id = $3 AND seq > $2 ORDER BY seq"
-            params = [session_id, after_seq, invocation_id]
+        # From the session row, LEFT JOINed: no row at all means no such session,
+        # one row of NULLs no events -- one statement either way.
+        sql = "SELECT e.seq, e.json FROM sessions s LEFT JOIN events e ON e.session_id = s.id AND e.seq > $2"
+        params: list[Any] = [session_id, after_seq]
+        if invocation_id is not None:
+            sql += " AND e.invocation_id = $3"
+            params.append(invocation_id)
+        sql += " WHERE s.id = $1 ORDER BY e.seq"
         if limit is not None and not skip_corrupt:
             sql += f" LIMIT ${len(params) + 1}"
             params.append(limit)
@@ -984,9 +1035,11 @@ class PostgresStore:
         async def fn(conn: asyncpg.Connection) -> list[StoredEvent]:
             rows = await conn.fetch(sql, *params)
             if not rows:
-                await self._require_session(conn, session_id)
+                raise SessionNotFoundError(session_id)
             out: list[StoredEvent] = []
             for seq, text in rows:
+                if seq is None:
+                    break
                 try:
                     event = _parse_event(session_id, seq, text)
                 except CorruptEventError:
@@ -1022,25 +1075,28 @@ class PostgresStore:
     async def list_invocations(self, session_id: str) -> list[InvocationSummary]:
         async def fn(conn: asyncpg.Connection) -> list[InvocationSummary]:
             rows = await conn.fetch(
-                f"SELECT {_INVOCATION_COLS} FROM invocations WHERE session_id = $1 ORDER BY started_seq", session_id
+                f"SELECT {_cols('v', _INVOCATION_COLS)} FROM sessions s LEFT JOIN invocations v"
+                " ON v.session_id = s.id WHERE s.id = $1 ORDER BY v.started_seq",
+                session_id,
             )
             if not rows:
-                await self._require_session(conn, session_id)
-            return [_invocation_from_row(r) for r in rows]
+                raise SessionNotFoundError(session_id)
+            return [_invocation_from_row(r) for r in rows if r[0] is not None]
 
         return await self._run(fn)
 
     async def lookup_interrupts(self, session_id: str, interrupt_ids: list[str]) -> list[InterruptRecord]:
         async def fn(conn: asyncpg.Connection) -> list[InterruptRecord]:
             rows = await conn.fetch(
-                f"SELECT {_INTERRUPT_COLS} FROM interrupts WHERE session_id = $1 AND interrupt_id = ANY($2::text[])"
-                " ORDER BY raised_seq, invocation_id, interrupt_id",
+                f"SELECT {_cols('i', _INTERRUPT_COLS)} FROM sessions s LEFT JOIN interrupts i"
+                " ON i.session_id = s.id AND i.interrupt_id = ANY($2::text[])"
+                " WHERE s.id = $1 ORDER BY i.raised_seq, i.invocation_id, i.interrupt_id",
                 session_id,
                 list(interrupt_ids),
             )
             if not rows:
-                await self._require_session(conn, session_id)
-            return [_interrupt_from_row(r) for r in rows]
+                raise SessionNotFoundError(session_id)
+            return [_interrupt_from_row(r) for r in rows if r[0] is not None]
 
         return await self._run(fn)
 
@@ -1081,12 +1137,14 @@ class PostgresStore:
     async def get_snapshot(self, session_id: str, invocation_id: str) -> tuple[int, dict[str, Any]] | None:
         async def fn(conn: asyncpg.Connection) -> tuple[int, dict[str, Any]] | None:
             row = await conn.fetchrow(
-                "SELECT seq, data FROM snapshots WHERE session_id = $1 AND invocation_id = $2",
+                "SELECT p.seq, p.data FROM sessions s LEFT JOIN snapshots p"
+                " ON p.session_id = s.id AND p.invocation_id = $2 WHERE s.id = $1",
                 session_id,
                 invocation_id,
             )
             if row is None:
-                await self._require_session(conn, session_id)
+                raise SessionNotFoundError(session_id)
+            if row[0] is None:
                 return None
             try:
                 data = json.loads(row[1])
@@ -1235,44 +1293,39 @@ class PostgresStore:
         text = to_json(snapshot[1]).decode() if snapshot is not None else None
 
         async def fn(conn: asyncpg.Connection) -> bool:
-            async with conn.transaction():
-                status = await conn.execute(
-                    "DELETE FROM leases WHERE session_id = $1 AND invocation_id = $2 AND owner = $3",
-                    session_id,
-                    invocation_id,
-                    owner,
-                )
-                if status == "DELETE 0":
-                    await self._require_session(conn, session_id)
-                    return False
-                if snapshot is not None:
-                    await conn.execute(_PUT_SNAPSHOT_SQL, session_id, invocation_id, snapshot[0], text)
-            return True
+            released, exists = await conn.fetchrow(
+                _RELEASE_SQL, session_id, invocation_id, owner, None if snapshot is None else snapshot[0], text
+            )
+            if not exists:
+                raise SessionNotFoundError(session_id)
+            return bool(released)
 
         return await self._run(fn)
 
     async def get_lease(self, session_id: str, invocation_id: str) -> Lease | None:
         async def fn(conn: asyncpg.Connection) -> Lease | None:
             row = await conn.fetchrow(
-                f"SELECT {_LEASE_COLS} FROM leases WHERE session_id = $1 AND invocation_id = $2",
+                f"SELECT {_cols('l', _LEASE_COLS)} FROM sessions s LEFT JOIN leases l"
+                " ON l.session_id = s.id AND l.invocation_id = $2 WHERE s.id = $1",
                 session_id,
                 invocation_id,
             )
             if row is None:
-                await self._require_session(conn, session_id)
-                return None
-            return _lease_from_row(row)
+                raise SessionNotFoundError(session_id)
+            return None if row[0] is None else _lease_from_row(row)
 
         return await self._run(fn)
 
     async def list_leases(self, session_id: str) -> list[Lease]:
         async def fn(conn: asyncpg.Connection) -> list[Lease]:
             rows = await conn.fetch(
-                f"SELECT {_LEASE_COLS} FROM leases WHERE session_id = $1 ORDER BY invocation_id", session_id
+                f"SELECT {_cols('l', _LEASE_COLS)} FROM sessions s LEFT JOIN leases l ON l.session_id = s.id"
+                " WHERE s.id = $1 ORDER BY l.invocation_id",
+                session_id,
             )
             if not rows:
-                await self._require_session(conn, session_id)
-            return [_lease_from_row(r) for r in rows]
+                raise SessionNotFoundError(session_id)
+            return [_lease_from_row(r) for r in rows if r[0] is not None]
 
         return await self._run(fn)
 
@@ -1436,7 +1489,13 @@ class _Query:
 
 _SESSION_COLS_PG = _SESSION_COLS.replace("state", "state::text")
 
+
+def _cols(alias: str, cols: str) -> str:
+    """``cols`` (a comma-separated column list) qualified by a table alias."""
+    return ", ".join(f"{alias}.{c.strip()}" for c in cols.split(","))
+
 _APPEND_SQL = "SELECT hitl_append(" + ", ".join(f"${i}" for i in range(1, 24)) + ")"
+_APPEND_MANY_SQL = "SELECT hitl_append_many(" + ", ".join(f"${i}" for i in range(1, 21)) + ")"
 
 
 def _append_args(session_id: str, p: _Prepared, expected_seq: int | None, lease_owner: str | None) -> tuple[Any, ...]:
@@ -1465,6 +1524,34 @@ def _append_args(session_id: str, p: _Prepared, expected_seq: int | None, lease_
         p.new_message,
         *audit,
     )
+
+
+def _append_many_args(
+    session_id: str, prepared: list[_Prepared], expected_seq: int | None, lease_owner: str | None
+) -> tuple[Any, ...]:
+    """The arguments of ``hitl_append_many``: one array per field of :func:`_append_args`."""
+    cols: list[list[Any]] = [[] for _ in range(16)]
+    for p in prepared:
+        opened = {iid: [iid, path, name, args] for iid, path, name, args in p.opened}  # last wins, as in SQLite
+        audit = p.audit or (None, None, None, None)
+        row = (
+            p.json,
+            p.event_id,
+            p.invocation_id,
+            p.timestamp,
+            p.path,
+            p.kind,
+            None if p.delta is None else to_json(p.delta).decode(),
+            to_json(list(opened.values())).decode(),
+            to_json(p.resolved).decode(),
+            p.cancel,
+            p.invocation_status,
+            p.new_message,
+            *audit,
+        )
+        for col, value in zip(cols, row, strict=True):
+            col.append(value)
+    return (session_id, expected_seq, lease_owner, time.time(), *cols)
 
 
 async def _seq_of_event(conn: asyncpg.Connection, *, session_id: str, event_id: str) -> int | None:
@@ -1503,6 +1590,14 @@ async def _append_many(conn: asyncpg.Connection, sid: str, prepared: list[_Prepa
     except asyncpg.PostgresError as e:
         _raise_append_error(e, sid, "", None)
         raise
+
+
+async def _keep_session(_conn: asyncpg.Connection) -> None:
+    """The pool's reset on release: nothing. asyncpg's default sends ``RESET ALL;
+    UNLISTEN *; CLOSE ALL; ...`` on every release -- one more round trip per store
+    call -- to undo session state this store never creates (its settings are
+    connection parameters, its locks transaction-scoped, LISTEN has its own
+    connection). A transaction left open is still rolled back by the pool."""
 
 
 def _newer_schema_error(where: str, version: int) -> StoreError:
