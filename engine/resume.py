@@ -36,7 +36,7 @@ from .models import Content, Event, FunctionResponse, NodeStatus, Part, leaf_nam
 from .nodes import BaseNode, JoinNode
 from .projection import Projection
 from .responses import coerce_response, same_json, unwrap_response
-from .store.base import InterruptRecord, SessionStore
+from .store.base import InterruptRecord, SessionStore, has_capability
 from .workflow import ANY_ROUTE, Workflow
 
 
@@ -141,15 +141,20 @@ async def cancel_of(store: SessionStore, session_id: str, invocation_id: str) ->
 
 async def load_invocation(store: SessionStore, session_id: str, invocation_id: str) -> Projection:
     """The projection of one invocation: cached snapshot + events after it."""
-    snap = await store.get_snapshot(session_id, invocation_id)
+    events = None
+    if has_capability(store, "load_invocation"):  # both reads in one (one round trip on a server)
+        snap, events = await store.load_invocation(session_id, invocation_id)  # type: ignore[attr-defined]
+    else:
+        snap = await store.get_snapshot(session_id, invocation_id)
     seq, proj = 0, Projection()
     if snap is not None:
         try:
             proj = Projection.from_dict(snap[1])
             seq = snap[0]
         except (KeyError, TypeError, ValueError, AttributeError):
-            snap = None  # a damaged cache is no cache: fold the invocation's events instead
-    events = await store.invocation_events(session_id, invocation_id, after_seq=seq)
+            snap, events = None, None  # a damaged cache is no cache: fold the invocation's events instead
+    if events is None:
+        events = await store.invocation_events(session_id, invocation_id, after_seq=seq)
     if not events and snap is None:
         raise InvocationNotFoundError(session_id, invocation_id)
     for se in events:

@@ -238,7 +238,9 @@ def session_status(statuses: list[InvocationState]) -> SessionStatus:
     return "completed" if "completed" in statuses else "cancelled"
 
 
-Capability = Literal["skip_corrupt", "corrupt_events", "bulk_load", "checkpoint", "path", "notify", "migrate"]
+Capability = Literal[
+    "skip_corrupt", "corrupt_events", "bulk_load", "checkpoint", "path", "notify", "migrate", "load_invocation"
+]
 """Optional features beyond the protocol, declared in a store's ``capabilities``:
 
 ``skip_corrupt``    ``events`` / ``invocation_events`` accept ``skip_corrupt=True``
@@ -248,6 +250,8 @@ Capability = Literal["skip_corrupt", "corrupt_events", "bulk_load", "checkpoint"
 ``path``            ``store.path`` is the store's file
 ``notify``          ``store.notifications()`` yields ``(session_id, seq)`` as appends commit
 ``migrate``         ``await store.migrate() -> (version before, after)``
+``load_invocation`` ``await store.load_invocation(sid, inv) -> (snapshot or None, events after it)``:
+                    ``get_snapshot`` and ``invocation_events`` in one read (one round trip)
 """
 
 

@@ -453,7 +453,6 @@ class ConnectionLostError(StoreError):
     """The connection to the server broke during a unit of work."""
 
 
-
 def _translate(exc: BaseException, where: str, busy_timeout: float) -> HitlError:
     """A driver or server error as the operator should read it (``where`` is the masked URL)."""
     state = getattr(exc, "sqlstate", None) or ""
@@ -551,6 +550,25 @@ _PUT_SNAPSHOT_SQL = (
 """A snapshot is replaced only by a newer one (a late writer never rolls it back)."""
 
 
+def _snapshot_from(seq: int, text: str) -> tuple[int, dict[str, Any]] | None:
+    try:
+        data = json.loads(text)
+    except (ValueError, TypeError):
+        return None  # a cache: an unreadable snapshot is as good as none
+    return (seq, data) if isinstance(data, dict) else None
+
+
+_LOAD_INVOCATION_SQL = (
+    "SELECT 0 AS k, seq, data FROM snapshots WHERE session_id = $1 AND invocation_id = $2"
+    " UNION ALL SELECT 1, seq, json FROM events WHERE session_id = $1 AND invocation_id = $2 AND seq > coalesce("
+    "(SELECT seq FROM snapshots WHERE session_id = $1 AND invocation_id = $2), 0)"
+    " UNION ALL SELECT 2, NULL, NULL FROM sessions WHERE id = $1"
+    " ORDER BY 1, 2"
+)
+"""An invocation's snapshot (kind 0), its events after it (1), and a row saying
+the session exists (2, last)."""
+
+
 _RELEASE_SQL = (
     "WITH d AS (DELETE FROM leases WHERE session_id = $1 AND invocation_id = $2 AND owner = $3 RETURNING 1),"
     " p AS (INSERT INTO snapshots (session_id, invocation_id, seq, data) SELECT $1, $2, $4, $5"
@@ -578,7 +596,7 @@ class PostgresStore:
     """Not a file (the ``path`` capability of file stores)."""
 
     capabilities: frozenset[str] = frozenset(
-        {"skip_corrupt", "corrupt_events", "bulk_load", "checkpoint", "migrate", "notify"}
+        {"skip_corrupt", "corrupt_events", "bulk_load", "checkpoint", "migrate", "notify", "load_invocation"}
     )
     """Optional features (see :data:`engine.store.base.Capability`)."""
 
@@ -985,7 +1003,8 @@ class PostgresStore:
         else:
             raise ConnectionLostError(f"lost the connection to {self.url} again and again; the events were not stored")
         return [
-            StoredEvent(seq=seq, session_id=session_id, event=Event.from_json(p.json)) for seq, p in zip(seqs, prepared, strict=True)
+            StoredEvent(seq=seq, session_id=session_id, event=Event.from_json(p.json))
+            for seq, p in zip(seqs, prepared, strict=True)
         ]
 
     async def invocation_count(self, session_id: str) -> int:
@@ -1151,13 +1170,40 @@ class PostgresStore:
             )
             if row is None:
                 raise SessionNotFoundError(session_id)
-            if row[0] is None:
-                return None
-            try:
-                data = json.loads(row[1])
-            except (ValueError, TypeError):
-                return None  # a cache: an unreadable snapshot is as good as none
-            return (row[0], data) if isinstance(data, dict) else None
+            return None if row[0] is None else _snapshot_from(row[0], row[1])
+
+        return await self._run(fn)
+
+    async def load_invocation(
+        self, session_id: str, invocation_id: str
+    ) -> tuple[tuple[int, dict[str, Any]] | None, list[StoredEvent]]:
+        """``get_snapshot`` and ``invocation_events(after_seq=<the snapshot's seq>)``
+        in one statement (capability ``load_invocation``): what a resume reads."""
+
+        async def fn(conn: asyncpg.Connection) -> tuple[tuple[int, dict[str, Any]] | None, list[StoredEvent]]:
+            rows = await conn.fetch(_LOAD_INVOCATION_SQL, session_id, invocation_id)
+            if not rows or rows[-1][0] != 2:
+                raise SessionNotFoundError(session_id)
+            snap = None
+            events: list[StoredEvent] = []
+            for kind, seq, text in rows[:-1]:
+                if kind == 0:
+                    snap = _snapshot_from(seq, text)
+                    if snap is None:  # unreadable: no cache, so every event of the invocation (rare)
+                        rows = await conn.fetch(
+                            "SELECT 1, seq, json FROM events WHERE session_id = $1 AND invocation_id = $2 ORDER BY seq",
+                            session_id,
+                            invocation_id,
+                        )
+                        return None, [
+                            StoredEvent(seq=q, session_id=session_id, event=_parse_event(session_id, q, t))
+                            for _, q, t in rows
+                        ]
+                else:
+                    events.append(
+                        StoredEvent(seq=seq, session_id=session_id, event=_parse_event(session_id, seq, text))
+                    )
+            return snap, events
 
         return await self._run(fn)
 
@@ -1200,8 +1246,17 @@ class PostgresStore:
         batch = _Batch()
         batch.add(sid, parsed.session, prepared, updated_at=max(now, parsed.session.created_at), now=now)
         batch.audit.append(
-            (record.at, record.action, record.operator, record.reason, sid, None, None, None,
-             to_json(record.details).decode())
+            (
+                record.at,
+                record.action,
+                record.operator,
+                record.reason,
+                sid,
+                None,
+                None,
+                None,
+                to_json(record.details).decode(),
+            )
         )
 
         async def fn(conn: asyncpg.Connection) -> None:
@@ -1491,6 +1546,7 @@ def _cols(alias: str, cols: str) -> str:
     """``cols`` (a comma-separated column list) qualified by a table alias."""
     return ", ".join(f"{alias}.{c.strip()}" for c in cols.split(","))
 
+
 _APPEND_SQL = "SELECT hitl_append(" + ", ".join(f"${i}" for i in range(1, 24)) + ")"
 _APPEND_MANY_SQL = "SELECT hitl_append_many(" + ", ".join(f"${i}" for i in range(1, 21)) + ")"
 
@@ -1646,7 +1702,13 @@ class _Batch:
             rec = invocations.get(inv)
             changed = rec is None or p.invocation_status is not None
             if rec is None:
-                invocations[inv] = [p.invocation_status or "running", seq, p.timestamp, p.timestamp, p.new_message or ""]
+                invocations[inv] = [
+                    p.invocation_status or "running",
+                    seq,
+                    p.timestamp,
+                    p.timestamp,
+                    p.new_message or "",
+                ]
                 counts[invocations[inv][0]] = counts.get(invocations[inv][0], 0) + 1
             else:
                 rec[3] = p.timestamp
@@ -1667,9 +1729,21 @@ class _Batch:
             last_ts = p.timestamp
         open_at = [rec[5] for rec in interrupts.values() if rec[6] == "open"]
         self.sessions.append(
-            (sid, session.app_name, session.user_id, to_json(state).decode(), session.created_at, updated,
-             len(prepared), status, len(open_at), min(open_at, default=None), last_ts, len(prepared),
-             len(invocations))
+            (
+                sid,
+                session.app_name,
+                session.user_id,
+                to_json(state).decode(),
+                session.created_at,
+                updated,
+                len(prepared),
+                status,
+                len(open_at),
+                min(open_at, default=None),
+                last_ts,
+                len(prepared),
+                len(invocations),
+            )
         )
         for (inv, iid), r in interrupts.items():
             self.interrupts.append((sid, inv, iid, *r, session.app_name, session.user_id))
@@ -1678,8 +1752,13 @@ class _Batch:
 
     async def write(self, conn: asyncpg.Connection) -> None:
         args: list[list[Any]] = []
-        for rows, width in ((self.sessions, 13), (self.events, 8), (self.interrupts, 14), (self.invocations, 7),
-                            (self.audit, 9)):
+        for rows, width in (
+            (self.sessions, 13),
+            (self.events, 8),
+            (self.interrupts, 14),
+            (self.invocations, 7),
+            (self.audit, 9),
+        ):
             args += [list(col) for col in zip(*rows, strict=True)] if rows else [[] for _ in range(width)]
         await conn.execute(_BATCH_SQL, *args)
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from engine.errors import AlreadyResolvedError, ConflictError
+from engine.errors import AlreadyResolvedError, ConflictError, SessionNotFoundError
 from engine.models import Content, Event, Session, StoredEvent
 from engine.store.jsonl import ImportFormatError, event_line, header_line
 from engine.store.postgres import PostgresStore
@@ -126,7 +126,9 @@ async def test_bulk_load_is_all_or_nothing_per_batch_and_refuses_an_existing_ses
         with pytest.raises(ConflictError, match="already exists"):
             await store.bulk_load(batch)
         assert await pg_dump(url) == before
-        n = await store.bulk_load([(Session(id=f"s{k}", app_name="app", user_id="u"), [_ask("i", "q")]) for k in range(5)])
+        n = await store.bulk_load(
+            [(Session(id=f"s{k}", app_name="app", user_id="u"), [_ask("i", "q")]) for k in range(5)]
+        )
         assert n == 5
         page = await store.open_interrupts(limit=10)
         assert sorted(r.session_id for r in page.items) == [f"s{k}" for k in range(5)]
@@ -199,3 +201,31 @@ def _acquire_then(store: PostgresStore, call: Callable[[], Awaitable[Any]]) -> C
         assert await call() is True
 
     return both
+
+
+async def test_load_invocation_reads_the_snapshot_and_the_events_after_it_in_one_round_trip(round_trips: Any) -> None:
+    async with PostgresStore.open(pg_fresh_url(), max_size=1) as store:
+        await store.create_session("app", "u", "s")
+        for ev in (start("i"), _ask("i", "q"), start("other", path="wf@2")):
+            await store.append_event("s", ev)
+        assert await round_trips(lambda: store.load_invocation("s", "i")) == 1
+        snap, events = await store.load_invocation("s", "i")
+        assert snap is None and [e.seq for e in events] == [1, 2]
+        await store.put_snapshot("s", "i", 1, {"k": 1})
+        await store.append_event("s", answer("i", {"q": True}))
+        snap, events = await store.load_invocation("s", "i")
+        assert snap == (1, {"k": 1}) and [e.seq for e in events] == [2, 4]
+        assert (snap, events) == (
+            await store.get_snapshot("s", "i"),
+            await store.invocation_events("s", "i", after_seq=1),
+        )
+        # An unreadable snapshot is no snapshot: then every event of the invocation.
+        await store.put_snapshot("s", "i", 2, {"k": 2})
+        assert store._pool is not None
+        async with store._pool.acquire() as conn:
+            await conn.execute("UPDATE snapshots SET data = 'not json' WHERE session_id = 's'")
+        snap, events = await store.load_invocation("s", "i")
+        assert snap is None and [e.seq for e in events] == [1, 2, 4]
+        assert await store.load_invocation("s", "nothing") == (None, [])
+        with pytest.raises(SessionNotFoundError):
+            await store.load_invocation("missing", "i")
