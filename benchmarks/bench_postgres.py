@@ -313,6 +313,7 @@ def main() -> int:
     ap.add_argument("--sessions", type=int, default=None, help="sessions for the listing/inbox pages")
     ap.add_argument("--no-console", action="store_true")
     ap.add_argument("--trace", action="store_true", help="print the round trips of each store call of a resume")
+    ap.add_argument("--only", choices=("sqlite", "postgres"), help="measure one backend (its column only)")
     ap.add_argument(
         "--max-history",
         type=int,
@@ -331,7 +332,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         res: dict[str, dict[str, Any]] = {"sqlite": {}, "postgres": {}}
-        for kind in ("sqlite", "postgres"):
+        kinds = (ns.only,) if ns.only else ("sqlite", "postgres")
+        for kind in kinds:
             r = res[kind]
             print(f"[{kind}] appends", file=sys.stderr)
             r["append"] = asyncio.run(b_append(kind, tmp, 300 if q else 1000))
@@ -352,6 +354,8 @@ def main() -> int:
                 big, long = asyncio.run(console_stores(kind, tmp, n_sessions, biggest))
                 r["paint"] = bench_console.child(["sessions", big])["first_paint_s"]
                 r["open"] = bench_console.child(["open", long, "long-loop"])
+        if ns.only:  # one column: show it in both (the other backend was not measured)
+            res = {"sqlite": res[ns.only], "postgres": res[ns.only]}
         s, p = res["sqlite"], res["postgres"]
         rows.append(("append p50 / p99", f"{ms(s['append']['p50'])} / {ms(s['append']['p99'])}",
                      f"{ms(p['append']['p50'])} / {ms(p['append']['p99'])}"))
@@ -387,8 +391,12 @@ def main() -> int:
             for name, n in trace:
                 print(f"  {name:<22} {n}")
             print(f"  {'total':<22} {sum(n for _, n in trace)}")
-    widths = [max(len(r[i]) for r in rows + [("metric", "SQLite", "PostgreSQL")]) for i in range(3)]
-    print("  ".join(h.ljust(w) for h, w in zip(("metric", "SQLite", "PostgreSQL"), widths, strict=True)))
+    head = ("metric", "SQLite", "PostgreSQL")
+    if ns.only:
+        head = ("metric", {"sqlite": "SQLite", "postgres": "PostgreSQL"}[ns.only])
+        rows = [(r[0], r[2] if ns.only == "postgres" else r[1]) for r in rows]
+    widths = [max(len(r[i]) for r in [*rows, head]) for i in range(len(head))]
+    print("  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)))
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
     return 0

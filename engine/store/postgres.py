@@ -1046,17 +1046,23 @@ class PostgresStore:
         if limit is not None and limit <= 0:
             await self.get_session(session_id)
             return []
-        # From the session row, LEFT JOINed: no row at all means no such session,
-        # one row of NULLs no events -- one statement either way.
-        sql = "SELECT e.seq, e.json FROM sessions s LEFT JOIN events e ON e.session_id = s.id AND e.seq > $2"
+        # One statement either way: the events in index order, or -- only when there
+        # are none -- one row of NULLs if the session exists (no row: no session).
+        # Just one branch can yield rows, so the first one's order is the result's;
+        # a join from the session row would sort every event after after_seq per page.
+        cond = "session_id = $1 AND seq > $2"
         params: list[Any] = [session_id, after_seq]
         if invocation_id is not None:
-            sql += " AND e.invocation_id = $3"
+            cond += " AND invocation_id = $3"
             params.append(invocation_id)
-        sql += " WHERE s.id = $1 ORDER BY e.seq"
+        page = ""
         if limit is not None and not skip_corrupt:
-            sql += f" LIMIT ${len(params) + 1}"
+            page = f" LIMIT ${len(params) + 1}"
             params.append(limit)
+        sql = (
+            f"(SELECT seq, json FROM events WHERE {cond} ORDER BY seq{page}) UNION ALL"
+            f" SELECT NULL, NULL FROM sessions WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM events WHERE {cond})"
+        )
 
         async def fn(conn: asyncpg.Connection) -> list[StoredEvent]:
             rows = await conn.fetch(sql, *params)
