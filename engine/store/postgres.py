@@ -6,7 +6,7 @@ docstring for what each table holds); this module says what differs.
 Why asyncpg
     It speaks PostgreSQL's binary protocol natively from asyncio with its own
     pool and a per-connection prepared-statement cache, so an append -- one
-    ``SELECT hitl_append(...)`` -- is one round trip with no per-call parse;
+    ``SELECT hitl_append_many(...)`` -- is one round trip with no per-call parse;
     ``executemany`` pipelines imports and bulk loads; ``add_listener`` gives
     LISTEN/NOTIFY on a pooled connection. psycopg 3's async mode would do, but
     is slower per statement and adds nothing we use.
@@ -24,6 +24,8 @@ The append is one server-side function
     rows is still decided in Python by :func:`engine.store.base.index_effects`
     and passed in as arguments; the function only writes it. The one rule it
     restates in SQL is :func:`engine.store.base.session_status` (a CASE).
+    Every append goes through ``hitl_append_many`` (a list of one or more
+    events, one statement), which calls ``hitl_append`` per event.
 
 Errors
     The function raises SQLSTATEs of class ``HT`` that :func:`_translate` turns
@@ -940,32 +942,8 @@ class PostgresStore:
     async def append_event(
         self, session_id: str, event: Event, *, expected_seq: int | None = None, lease_owner: str | None = None
     ) -> StoredEvent:
-        self._check_writable()
-        p = _prepare(event)
-        args = _append_args(session_id, p, expected_seq, lease_owner)
-
-        async def fn(conn: asyncpg.Connection) -> int:
-            try:
-                return int(await conn.fetchval(_APPEND_SQL, *args))
-            except asyncpg.PostgresError as e:
-                _raise_append_error(e, session_id, p.invocation_id, lease_owner, expected_seq)
-                raise
-
-        for _ in range(_RETRIES):
-            try:
-                seq = await self._run(fn, reconnect=False)
-                break
-            except ConnectionLostError:
-                # The connection broke: the append either committed or rolled back
-                # as a whole. Its event id says which; redo it only if it did not.
-                found = await self._run(partial(_seq_of_event, session_id=session_id, event_id=p.event_id))
-                if found is not None:
-                    seq = found
-                    break
-                self.retries += 1
-        else:
-            raise ConnectionLostError(f"lost the connection to {self.url} again and again; the event was not stored")
-        return StoredEvent(seq=seq, session_id=session_id, event=Event.from_json(p.json))
+        [stored] = await self.append_events(session_id, [event], expected_seq=expected_seq, lease_owner=lease_owner)
+        return stored
 
     async def append_events(
         self, session_id: str, events: list[Event], *, expected_seq: int | None = None, lease_owner: str | None = None
@@ -1553,42 +1531,13 @@ def _cols(alias: str, cols: str) -> str:
     return ", ".join(f"{alias}.{c.strip()}" for c in cols.split(","))
 
 
-_APPEND_SQL = "SELECT hitl_append(" + ", ".join(f"${i}" for i in range(1, 24)) + ")"
 _APPEND_MANY_SQL = "SELECT hitl_append_many(" + ", ".join(f"${i}" for i in range(1, 21)) + ")"
-
-
-def _append_args(session_id: str, p: _Prepared, expected_seq: int | None, lease_owner: str | None) -> tuple[Any, ...]:
-    opened = {iid: (iid, path, name, args) for iid, path, name, args in p.opened}  # last wins, as in SQLite
-    cols = list(zip(*opened.values(), strict=True)) if opened else [(), (), (), ()]
-    audit = p.audit or (None, None, None, None)
-    return (
-        session_id,
-        expected_seq,
-        lease_owner,
-        time.time(),
-        p.json,
-        p.event_id,
-        p.invocation_id,
-        p.timestamp,
-        p.path,
-        p.kind,
-        None if p.delta is None else to_json(p.delta).decode(),
-        list(cols[0]),
-        list(cols[1]),
-        list(cols[2]),
-        list(cols[3]),
-        list(p.resolved),
-        p.cancel,
-        p.invocation_status,
-        p.new_message,
-        *audit,
-    )
 
 
 def _append_many_args(
     session_id: str, prepared: list[_Prepared], expected_seq: int | None, lease_owner: str | None
 ) -> tuple[Any, ...]:
-    """The arguments of ``hitl_append_many``: one array per field of :func:`_append_args`."""
+    """The arguments of ``hitl_append_many``: one array per field of ``hitl_append``'s."""
     cols: list[list[Any]] = [[] for _ in range(16)]
     for p in prepared:
         opened = {iid: [iid, path, name, args] for iid, path, name, args in p.opened}  # last wins, as in SQLite
