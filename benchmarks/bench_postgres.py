@@ -8,15 +8,23 @@ The server is the one at ``$HITL_BENCH_PG_URL`` or ``$HITL_TEST_PG_URL`` (e.g.
 started by ``source scripts/services/postgres.sh``); every benchmark uses a new
 schema of it. Prints one table; numbers are reported, never asserted.
 
-"store calls" counts the SessionStore calls of one operation: on PostgreSQL
-each is one round trip (an append is one statement, ``hitl_append``), plus one
-when a read finds no rows and checks that the session exists.
+"store calls" counts the SessionStore calls of one operation; "round trips"
+counts what the client sent the PostgreSQL server during it (asyncpg writes
+the socket once per round trip: a statement and its Sync; a statement's first
+use on a connection adds its prepare). ``--trace`` prints the round trips of
+every store call of one resume and one fresh run.
+
+The full run (1,000,000 sessions for the pages, 100,000-event histories and
+imports) takes a long while -- tens of minutes on a small machine, most of it
+building the big stores; ``--quick`` (10,000 sessions, 10,000 events) is a
+smoke run of a few minutes, ``--sessions N`` / ``--max-history N`` pick sizes.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import asyncio.selector_events
 import multiprocessing
 import os
 import statistics
@@ -54,21 +62,59 @@ def target(kind: str, tmp: Path, name: str) -> str:
     return f"{base}{'&' if '?' in base else '?'}schema=b_{name.replace('-', '_')}_{uuid.uuid4().hex[:8]}"
 
 
+class RoundTrips:
+    """Counts the messages this process sends over socket transports: with one
+    PostgreSQL store open, its round trips (asyncpg writes once per Sync)."""
+
+    sent = 0
+    _installed = False
+
+    @classmethod
+    def install(cls) -> None:
+        if cls._installed:
+            return
+        transport = asyncio.selector_events._SelectorSocketTransport  # type: ignore[attr-defined]
+        write = transport.write
+
+        def counting(self: Any, data: Any) -> None:
+            cls.sent += 1
+            write(self, data)
+
+        transport.write = counting
+        cls._installed = True
+
+
 class Counting:
-    """A store proxy counting awaited store calls (for 'store calls per op')."""
+    """A store proxy counting awaited store calls and round trips (for 'per op');
+    ``trace`` keeps (call, round trips) of each."""
 
     def __init__(self, store: Any) -> None:
         self._store = store
         self.calls = 0
+        self.trace: list[tuple[str, int]] = []
+        self._mark = RoundTrips.sent
+
+    def reset(self) -> None:
+        self.calls = 0
+        self.trace = []
+        self._mark = RoundTrips.sent
+
+    @property
+    def round_trips(self) -> int:
+        return RoundTrips.sent - self._mark
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._store, name)
         if not callable(attr) or name.startswith("_") or name in ("export_session",):
             return attr
 
-        def wrapped(*a: Any, **kw: Any) -> Any:
+        async def wrapped(*a: Any, **kw: Any) -> Any:
             self.calls += 1
-            return attr(*a, **kw)
+            before = RoundTrips.sent
+            try:
+                return await attr(*a, **kw)
+            finally:
+                self.trace.append((name, RoundTrips.sent - before))
 
         return wrapped
 
@@ -89,41 +135,44 @@ async def b_append(kind: str, tmp: Path, n: int) -> dict[str, float]:
     return {"p50": statistics.median(times), "p99": bs.pct(times, 0.99)}
 
 
-async def b_resume(kind: str, tmp: Path, n_events: int, samples: int) -> tuple[float, float]:
-    """Median resume (answer -> settled turn) of SIMPLE next to n unrelated events; store calls per resume."""
+async def b_resume(kind: str, tmp: Path, n_events: int, samples: int) -> tuple[float, float, float, list[Any]]:
+    """Median resume (answer -> settled turn) of SIMPLE next to n unrelated events; store calls and
+    round trips per resume, and the trace of the last one."""
     template = await be.history_template(tmp)
     store = await open_store(target(kind, tmp, f"hist{n_events}"), inline=True)
     await store.bulk_load([(Session(id="big", app_name="bench", user_id="u"), be.replicate(template, n_events))])
     counting = Counting(store)
     runner = Runner("bench", be.SIMPLE, counting)  # type: ignore[arg-type]
-    times, calls = [], []
+    times, calls, trips = [], [], []
     for _ in range(samples):
         async for _ in runner.run("u", "big", Content.from_text("go")):
             pass
         iid = await be.open_interrupt(store, "big")  # type: ignore[arg-type]
-        counting.calls = 0
+        counting.reset()
         t = time.perf_counter()
         await be.answer(runner, "big", iid)
         times.append(time.perf_counter() - t)
         calls.append(counting.calls)
+        trips.append(counting.round_trips)
     await store.close()
-    return statistics.median(times), statistics.median(calls)
+    return statistics.median(times), statistics.median(calls), statistics.median(trips), counting.trace
 
 
-async def b_fresh(kind: str, tmp: Path, samples: int) -> tuple[float, float]:
+async def b_fresh(kind: str, tmp: Path, samples: int) -> tuple[float, float, float, list[Any]]:
     store = await open_store(target(kind, tmp, "fresh"), inline=True)
     counting = Counting(store)
     runner = Runner("bench", Workflow("w", [(START, be.ask)]), counting)  # type: ignore[arg-type]
-    times, calls = [], []
+    times, calls, trips = [], [], []
     for i in range(samples):
-        counting.calls = 0
+        counting.reset()
         t = time.perf_counter()
         async for _ in runner.run("u", f"s{i}", Content.from_text("go")):
             pass
         times.append(time.perf_counter() - t)
         calls.append(counting.calls)
+        trips.append(counting.round_trips)
     await store.close()
-    return statistics.median(times), statistics.median(calls)
+    return statistics.median(times), statistics.median(calls), statistics.median(trips), counting.trace
 
 
 async def b_per_node(kind: str, tmp: Path, n_nodes: int) -> float:
@@ -167,6 +216,33 @@ async def b_pages(kind: str, tmp: Path, n_sessions: int, repeats: int) -> dict[s
         await bs.timed(lambda: store.list_sessions(status="waiting", limit=50, cursor=nxt), repeats)
     )
     await store.close()
+    return out
+
+
+async def b_import(kind: str, tmp: Path, n_events: int) -> dict[str, float]:
+    """A long session: bulk load, export, import (hitl copy's unit) and a whole-store copy from SQLite."""
+    from engine.store.copy import copy_store
+
+    s, evs, _inv = bench_console.loop_session(n_events)
+    store = await open_store(target(kind, tmp, "import"), inline=True)
+    t = time.perf_counter()
+    await store.bulk_load([(s, evs)])
+    out = {"bulk": time.perf_counter() - t}
+    t = time.perf_counter()
+    lines = [line async for line in store.export_session(s.id)]
+    out["export"] = time.perf_counter() - t
+    t = time.perf_counter()
+    await store.import_session(lines, session_id="copy")
+    out["import"] = time.perf_counter() - t
+    await store.close()
+    source = await open_store(str(tmp / f"copysrc-{uuid.uuid4().hex[:6]}.sqlite"), inline=True)
+    await source.bulk_load([(s, evs)])
+    dest = await open_store(target(kind, tmp, "copy"), inline=True)
+    t = time.perf_counter()
+    await copy_store(source, dest, source_label="bench")
+    out["copy"] = time.perf_counter() - t
+    await source.close()
+    await dest.close()
     return out
 
 
@@ -236,6 +312,8 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--sessions", type=int, default=None, help="sessions for the listing/inbox pages")
     ap.add_argument("--no-console", action="store_true")
+    ap.add_argument("--trace", action="store_true", help="print the round trips of each store call of a resume")
+    ap.add_argument("--only", choices=("sqlite", "postgres"), help="measure one backend (its column only)")
     ap.add_argument(
         "--max-history",
         type=int,
@@ -244,16 +322,18 @@ def main() -> int:
     )
     ns = ap.parse_args()
     pg_base()
+    RoundTrips.install()
     q = ns.quick
     biggest = ns.max_history or (10_000 if q else 100_000)
     sizes = [n for n in (100, 10_000, 100_000) if n <= biggest]
-    n_sessions = ns.sessions or (10_000 if q else 100_000)
+    n_sessions = ns.sessions or (10_000 if q else 1_000_000)
     samples = 5 if q else 15
     rows: list[tuple[str, str, str]] = []
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         res: dict[str, dict[str, Any]] = {"sqlite": {}, "postgres": {}}
-        for kind in ("sqlite", "postgres"):
+        kinds = (ns.only,) if ns.only else ("sqlite", "postgres")
+        for kind in kinds:
             r = res[kind]
             print(f"[{kind}] appends", file=sys.stderr)
             r["append"] = asyncio.run(b_append(kind, tmp, 300 if q else 1000))
@@ -262,6 +342,8 @@ def main() -> int:
                 r[f"resume{n}"] = asyncio.run(b_resume(kind, tmp, n, samples))
             r["fresh"] = asyncio.run(b_fresh(kind, tmp, samples))
             r["node"] = asyncio.run(b_per_node(kind, tmp, 100))
+            print(f"[{kind}] import/copy of a {biggest}-event session", file=sys.stderr)
+            r["import"] = asyncio.run(b_import(kind, tmp, biggest))
             print(f"[{kind}] {n_sessions} sessions for the pages", file=sys.stderr)
             r["pages"] = asyncio.run(b_pages(kind, tmp, n_sessions, 20))
             for w in (4, 16):
@@ -272,16 +354,23 @@ def main() -> int:
                 big, long = asyncio.run(console_stores(kind, tmp, n_sessions, biggest))
                 r["paint"] = bench_console.child(["sessions", big])["first_paint_s"]
                 r["open"] = bench_console.child(["open", long, "long-loop"])
+        if ns.only:  # one column: show it in both (the other backend was not measured)
+            res = {"sqlite": res[ns.only], "postgres": res[ns.only]}
         s, p = res["sqlite"], res["postgres"]
         rows.append(("append p50 / p99", f"{ms(s['append']['p50'])} / {ms(s['append']['p99'])}",
                      f"{ms(p['append']['p50'])} / {ms(p['append']['p99'])}"))
         for n in sizes:
-            rows.append((f"resume, {n:,} unrelated events (store calls)",
+            rows.append((f"resume, {n:,} unrelated events (store calls; PG round trips)",
                          f"{ms(s[f'resume{n}'][0])} ({s[f'resume{n}'][1]:.0f})",
-                         f"{ms(p[f'resume{n}'][0])} ({p[f'resume{n}'][1]:.0f})"))
-        rows.append(("fresh run to first interrupt (store calls)", f"{ms(s['fresh'][0])} ({s['fresh'][1]:.0f})",
-                     f"{ms(p['fresh'][0])} ({p['fresh'][1]:.0f})"))
+                         f"{ms(p[f'resume{n}'][0])} ({p[f'resume{n}'][1]:.0f}; {p[f'resume{n}'][2]:.0f} rt)"))
+        rows.append(("fresh run to first interrupt (store calls; PG round trips)",
+                     f"{ms(s['fresh'][0])} ({s['fresh'][1]:.0f})",
+                     f"{ms(p['fresh'][0])} ({p['fresh'][1]:.0f}; {p['fresh'][2]:.0f} rt)"))
         rows.append(("per node (sequential workflow)", ms(s["node"]), ms(p["node"])))
+        si, pi = s["import"], p["import"]
+        for key, label in (("bulk", "bulk load"), ("export", "export"), ("import", "import (hitl copy's unit)"),
+                           ("copy", "hitl copy from SQLite")):
+            rows.append((f"{label}, one {biggest:,}-event session", f"{si[key]:.1f} s", f"{pi[key]:.1f} s"))
         sp, pp = s["pages"], p["pages"]
         rows.append((f"bulk load {n_sessions:,} sessions ({sp['events']:,} events)", f"{sp['build_s']:.1f} s",
                      f"{pp['build_s']:.1f} s"))
@@ -296,8 +385,18 @@ def main() -> int:
             rows.append((f"console first paint ({n_sessions:,} sessions)", ms(s["paint"]), ms(p["paint"])))
             rows.append((f"console open, {s['open']['log_total']:,}-event session", ms(s["open"]["open_s"]),
                          ms(p["open"]["open_s"])))
-    widths = [max(len(r[i]) for r in rows + [("metric", "SQLite", "PostgreSQL")]) for i in range(3)]
-    print("  ".join(h.ljust(w) for h, w in zip(("metric", "SQLite", "PostgreSQL"), widths, strict=True)))
+    if ns.trace:
+        for label, (_, _, _, trace) in (("resume", p[f"resume{sizes[0]}"]), ("fresh run", p["fresh"])):
+            print(f"PostgreSQL round trips per store call, one {label}:")
+            for name, n in trace:
+                print(f"  {name:<22} {n}")
+            print(f"  {'total':<22} {sum(n for _, n in trace)}")
+    head = ("metric", "SQLite", "PostgreSQL")
+    if ns.only:
+        head = ("metric", {"sqlite": "SQLite", "postgres": "PostgreSQL"}[ns.only])
+        rows = [(r[0], r[2] if ns.only == "postgres" else r[1]) for r in rows]
+    widths = [max(len(r[i]) for r in [*rows, head]) for i in range(len(head))]
+    print("  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)))
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
     return 0

@@ -6,7 +6,7 @@ docstring for what each table holds); this module says what differs.
 Why asyncpg
     It speaks PostgreSQL's binary protocol natively from asyncio with its own
     pool and a per-connection prepared-statement cache, so an append -- one
-    ``SELECT hitl_append(...)`` -- is one round trip with no per-call parse;
+    ``SELECT hitl_append_many(...)`` -- is one round trip with no per-call parse;
     ``executemany`` pipelines imports and bulk loads; ``add_listener`` gives
     LISTEN/NOTIFY on a pooled connection. psycopg 3's async mode would do, but
     is slower per statement and adds nothing we use.
@@ -24,6 +24,8 @@ The append is one server-side function
     rows is still decided in Python by :func:`engine.store.base.index_effects`
     and passed in as arguments; the function only writes it. The one rule it
     restates in SQL is :func:`engine.store.base.session_status` (a CASE).
+    Every append goes through ``hitl_append_many`` (a list of one or more
+    events, one statement), which calls ``hitl_append`` per event.
 
 Errors
     The function raises SQLSTATEs of class ``HT`` that :func:`_translate` turns
@@ -43,13 +45,19 @@ Schema migrations
     a newer schema is refused untouched. ``?schema=NAME`` in the URL puts the
     tables in that schema (created by a writer) instead of ``public``.
 
-Known cost
-    An import or bulk load writes one session's events in one transaction
-    through ``hitl_append``, which updates the session row once per event; the
-    row versions pile up until commit, so importing one very long session
-    slows down with its length (a 3,000-event session copies in seconds, a
-    100,000-event one takes minutes). A batch form of the append function
-    that updates the session row once per batch would remove it.
+Batches
+    An import or a bulk load does not go through ``hitl_append``: the derived
+    rows of whole sessions are computed in one pass in Python (:class:`_Batch`,
+    the same rules and checks) and written with one statement of unnest'ed
+    column arrays, so a 100,000-event session imports in seconds, not minutes.
+    ``append_events`` (an answer with its auto-completions, a node's end with
+    the next node's start) is one ``hitl_append_many`` call.
+
+Round trips
+    Every store call is one statement, hence one round trip: no BEGIN/COMMIT
+    around a single atomic statement, reads that find nothing tell a missing
+    session from the same statement (LEFT JOIN from the session row), and the
+    pool does not reset connections on release (:func:`_keep_session`).
 
 All SQL of this backend lives in this module.
 """
@@ -93,6 +101,7 @@ from .base import (
     SessionOrder,
     SessionSummary,
     import_record,
+    session_status,
 )
 
 # Row converters, cursors and the event preparation are the SQLite store's: one
@@ -288,6 +297,37 @@ END
 $fn$
 """
 
+_APPEND_MANY_FN = r"""
+CREATE OR REPLACE FUNCTION hitl_append_many(
+    p_session text, p_expected bigint, p_lease text, p_now double precision,
+    p_json text[], p_event_id text[], p_inv text[], p_ts double precision[], p_path text[], p_kind text[],
+    p_delta jsonb[], p_opened jsonb[], p_resolved jsonb[], p_cancel boolean[], p_inv_status text[],
+    p_new_msg text[], p_audit_action text[], p_audit_operator text[], p_audit_reason text[], p_audit_details text[]
+) RETURNS bigint LANGUAGE plpgsql AS $fn$
+-- Several appends in ONE statement (hence one transaction and one round trip):
+-- hitl_append once per element, in order; the first checks p_expected. Element i
+-- of p_opened is a JSON array of [interrupt_id, path, name, args JSON]; of
+-- p_resolved, a JSON array of interrupt ids. Returns the last seq written.
+DECLARE
+    v_seq bigint;
+BEGIN
+    FOR i IN 1 .. coalesce(cardinality(p_json), 0) LOOP
+        v_seq := hitl_append(
+            p_session, CASE WHEN i = 1 THEN p_expected END, p_lease, p_now,
+            p_json[i], p_event_id[i], p_inv[i], p_ts[i], p_path[i], p_kind[i], p_delta[i],
+            ARRAY(SELECT o->>0 FROM jsonb_array_elements(p_opened[i]) WITH ORDINALITY AS x(o, n) ORDER BY n),
+            ARRAY(SELECT o->>1 FROM jsonb_array_elements(p_opened[i]) WITH ORDINALITY AS x(o, n) ORDER BY n),
+            ARRAY(SELECT o->>2 FROM jsonb_array_elements(p_opened[i]) WITH ORDINALITY AS x(o, n) ORDER BY n),
+            ARRAY(SELECT o->>3 FROM jsonb_array_elements(p_opened[i]) WITH ORDINALITY AS x(o, n) ORDER BY n),
+            ARRAY(SELECT r FROM jsonb_array_elements_text(p_resolved[i]) WITH ORDINALITY AS x(r, n) ORDER BY n),
+            p_cancel[i], p_inv_status[i], p_new_msg[i],
+            p_audit_action[i], p_audit_operator[i], p_audit_reason[i], p_audit_details[i]);
+    END LOOP;
+    RETURN v_seq;
+END
+$fn$
+"""
+
 _MIGRATIONS: list[list[str]] = [
     # v0 -> v1: the whole schema of SQLite's version 4, and the append function.
     [
@@ -390,6 +430,8 @@ _MIGRATIONS: list[list[str]] = [
         "CREATE INDEX audit_by_session ON audit(session_id, at, id)",
         _APPEND_FN,
     ],
+    # v1 -> v2: several appends in one statement (append_events: one round trip).
+    [_APPEND_MANY_FN],
 ]
 """``_MIGRATIONS[i]`` upgrades schema version ``i`` to ``i + 1`` (statements run in
 one transaction). Append only; never edit a released one."""
@@ -411,7 +453,6 @@ _CONNECTION_ERRORS = (
 
 class ConnectionLostError(StoreError):
     """The connection to the server broke during a unit of work."""
-
 
 
 def _translate(exc: BaseException, where: str, busy_timeout: float) -> HitlError:
@@ -511,6 +552,37 @@ _PUT_SNAPSHOT_SQL = (
 """A snapshot is replaced only by a newer one (a late writer never rolls it back)."""
 
 
+def _snapshot_from(seq: int, text: str) -> tuple[int, dict[str, Any]] | None:
+    try:
+        data = json.loads(text)
+    except (ValueError, TypeError):
+        return None  # a cache: an unreadable snapshot is as good as none
+    return (seq, data) if isinstance(data, dict) else None
+
+
+_LOAD_INVOCATION_SQL = (
+    "SELECT 0 AS k, seq, data FROM snapshots WHERE session_id = $1 AND invocation_id = $2"
+    " UNION ALL SELECT 1, seq, json FROM events WHERE session_id = $1 AND invocation_id = $2 AND seq > coalesce("
+    "(SELECT seq FROM snapshots WHERE session_id = $1 AND invocation_id = $2), 0)"
+    " UNION ALL SELECT 2, NULL, NULL FROM sessions WHERE id = $1"
+    " ORDER BY 1, 2"
+)
+"""An invocation's snapshot (kind 0), its events after it (1), and a row saying
+the session exists (2, last)."""
+
+
+_RELEASE_SQL = (
+    "WITH d AS (DELETE FROM leases WHERE session_id = $1 AND invocation_id = $2 AND owner = $3 RETURNING 1),"
+    " p AS (INSERT INTO snapshots (session_id, invocation_id, seq, data) SELECT $1, $2, $4, $5"
+    " WHERE $4::bigint IS NOT NULL AND EXISTS (SELECT 1 FROM d)"
+    " ON CONFLICT (session_id, invocation_id) DO UPDATE SET seq = excluded.seq, data = excluded.data"
+    " WHERE excluded.seq >= snapshots.seq RETURNING 1)"
+    " SELECT EXISTS (SELECT 1 FROM d), EXISTS (SELECT 1 FROM sessions WHERE id = $1)"
+)
+"""Release a lease and, if it was ours, keep the snapshot: one statement, so one
+transaction and one round trip."""
+
+
 class PostgresStore:
     """:class:`~engine.store.base.SessionStore` on a PostgreSQL server.
 
@@ -526,7 +598,7 @@ class PostgresStore:
     """Not a file (the ``path`` capability of file stores)."""
 
     capabilities: frozenset[str] = frozenset(
-        {"skip_corrupt", "corrupt_events", "bulk_load", "checkpoint", "migrate", "notify"}
+        {"skip_corrupt", "corrupt_events", "bulk_load", "checkpoint", "migrate", "notify", "snapshot_and_events"}
     )
     """Optional features (see :data:`engine.store.base.Capability`)."""
 
@@ -620,7 +692,12 @@ class PostgresStore:
                 await conn.close()
         try:
             pool = await asyncpg.create_pool(
-                dsn, password=password, min_size=min_size, max_size=max_size, server_settings=settings
+                dsn,
+                password=password,
+                min_size=min_size,
+                max_size=max_size,
+                server_settings=settings,
+                reset=_keep_session,
             )
         except (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
             raise _connect_error(e, where) from None
@@ -865,55 +942,30 @@ class PostgresStore:
     async def append_event(
         self, session_id: str, event: Event, *, expected_seq: int | None = None, lease_owner: str | None = None
     ) -> StoredEvent:
-        self._check_writable()
-        p = _prepare(event)
-        args = _append_args(session_id, p, expected_seq, lease_owner)
-
-        async def fn(conn: asyncpg.Connection) -> int:
-            try:
-                return int(await conn.fetchval(_APPEND_SQL, *args))
-            except asyncpg.PostgresError as e:
-                _raise_append_error(e, session_id, p.invocation_id, lease_owner, expected_seq)
-                raise
-
-        for _ in range(_RETRIES):
-            try:
-                seq = await self._run(fn, reconnect=False)
-                break
-            except ConnectionLostError:
-                # The connection broke: the append either committed or rolled back
-                # as a whole. Its event id says which; redo it only if it did not.
-                found = await self._run(partial(_seq_of_event, session_id=session_id, event_id=p.event_id))
-                if found is not None:
-                    seq = found
-                    break
-                self.retries += 1
-        else:
-            raise ConnectionLostError(f"lost the connection to {self.url} again and again; the event was not stored")
-        return StoredEvent(seq=seq, session_id=session_id, event=Event.from_json(p.json))
+        [stored] = await self.append_events(session_id, [event], expected_seq=expected_seq, lease_owner=lease_owner)
+        return stored
 
     async def append_events(
         self, session_id: str, events: list[Event], *, expected_seq: int | None = None, lease_owner: str | None = None
     ) -> list[StoredEvent]:
-        """Several appends in one transaction (an answer and the completion records
-        of the runs it auto-completes): each is one ``hitl_append`` call, all
-        committed together or none."""
+        """Several appends in one statement (an answer and the completion records of
+        the runs it auto-completes; a node's end and the next node's start):
+        ``hitl_append_many``, one round trip, all committed together or none."""
         self._check_writable()
         if not events:
             return []
         prepared = [_prepare(e) for e in events]
 
+        args = _append_many_args(session_id, prepared, expected_seq, lease_owner)
+
         async def fn(conn: asyncpg.Connection) -> list[int]:
-            seqs: list[int] = []
-            async with conn.transaction():
-                for i, p in enumerate(prepared):
-                    args = _append_args(session_id, p, expected_seq if i == 0 else None, lease_owner)
-                    try:
-                        seqs.append(int(await conn.fetchval(_APPEND_SQL, *args)))
-                    except asyncpg.PostgresError as e:
-                        _raise_append_error(e, session_id, p.invocation_id, lease_owner, expected_seq)
-                        raise
-            return seqs
+            # One statement: the whole batch commits or none of it, in one round trip.
+            try:
+                last = int(await conn.fetchval(_APPEND_MANY_SQL, *args))
+            except asyncpg.PostgresError as e:
+                _raise_append_error(e, session_id, prepared[0].invocation_id, lease_owner, expected_seq)
+                raise
+            return list(range(last - len(prepared) + 1, last + 1))
 
         for _ in range(_RETRIES):
             try:
@@ -929,7 +981,8 @@ class PostgresStore:
         else:
             raise ConnectionLostError(f"lost the connection to {self.url} again and again; the events were not stored")
         return [
-            StoredEvent(seq=seq, session_id=session_id, event=Event.from_json(p.json)) for seq, p in zip(seqs, prepared, strict=True)
+            StoredEvent(seq=seq, session_id=session_id, event=Event.from_json(p.json))
+            for seq, p in zip(seqs, prepared, strict=True)
         ]
 
     async def invocation_count(self, session_id: str) -> int:
@@ -971,22 +1024,32 @@ class PostgresStore:
         if limit is not None and limit <= 0:
             await self.get_session(session_id)
             return []
-        if invocation_id is None:
-            sql = "SELECT seq, json FROM events WHERE session_id = $1 AND seq > $2 ORDER BY seq"
-            params: list[Any] = [session_id, after_seq]
-        else:
-            sql = "SELECT seq, json FROM events WHERE session_id = $1 AND invocation_id = $3 AND seq > $2 ORDER BY seq"
-            params = [session_id, after_seq, invocation_id]
+        # One statement either way: the events in index order, or -- only when there
+        # are none -- one row of NULLs if the session exists (no row: no session).
+        # Just one branch can yield rows, so the first one's order is the result's;
+        # a join from the session row would sort every event after after_seq per page.
+        cond = "session_id = $1 AND seq > $2"
+        params: list[Any] = [session_id, after_seq]
+        if invocation_id is not None:
+            cond += " AND invocation_id = $3"
+            params.append(invocation_id)
+        page = ""
         if limit is not None and not skip_corrupt:
-            sql += f" LIMIT ${len(params) + 1}"
+            page = f" LIMIT ${len(params) + 1}"
             params.append(limit)
+        sql = (
+            f"(SELECT seq, json FROM events WHERE {cond} ORDER BY seq{page}) UNION ALL"
+            f" SELECT NULL, NULL FROM sessions WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM events WHERE {cond})"
+        )
 
         async def fn(conn: asyncpg.Connection) -> list[StoredEvent]:
             rows = await conn.fetch(sql, *params)
             if not rows:
-                await self._require_session(conn, session_id)
+                raise SessionNotFoundError(session_id)
             out: list[StoredEvent] = []
             for seq, text in rows:
+                if seq is None:
+                    break
                 try:
                     event = _parse_event(session_id, seq, text)
                 except CorruptEventError:
@@ -1022,25 +1085,28 @@ class PostgresStore:
     async def list_invocations(self, session_id: str) -> list[InvocationSummary]:
         async def fn(conn: asyncpg.Connection) -> list[InvocationSummary]:
             rows = await conn.fetch(
-                f"SELECT {_INVOCATION_COLS} FROM invocations WHERE session_id = $1 ORDER BY started_seq", session_id
+                f"SELECT {_cols('v', _INVOCATION_COLS)} FROM sessions s LEFT JOIN invocations v"
+                " ON v.session_id = s.id WHERE s.id = $1 ORDER BY v.started_seq",
+                session_id,
             )
             if not rows:
-                await self._require_session(conn, session_id)
-            return [_invocation_from_row(r) for r in rows]
+                raise SessionNotFoundError(session_id)
+            return [_invocation_from_row(r) for r in rows if r[0] is not None]
 
         return await self._run(fn)
 
     async def lookup_interrupts(self, session_id: str, interrupt_ids: list[str]) -> list[InterruptRecord]:
         async def fn(conn: asyncpg.Connection) -> list[InterruptRecord]:
             rows = await conn.fetch(
-                f"SELECT {_INTERRUPT_COLS} FROM interrupts WHERE session_id = $1 AND interrupt_id = ANY($2::text[])"
-                " ORDER BY raised_seq, invocation_id, interrupt_id",
+                f"SELECT {_cols('i', _INTERRUPT_COLS)} FROM sessions s LEFT JOIN interrupts i"
+                " ON i.session_id = s.id AND i.interrupt_id = ANY($2::text[])"
+                " WHERE s.id = $1 ORDER BY i.raised_seq, i.invocation_id, i.interrupt_id",
                 session_id,
                 list(interrupt_ids),
             )
             if not rows:
-                await self._require_session(conn, session_id)
-            return [_interrupt_from_row(r) for r in rows]
+                raise SessionNotFoundError(session_id)
+            return [_interrupt_from_row(r) for r in rows if r[0] is not None]
 
         return await self._run(fn)
 
@@ -1081,18 +1147,47 @@ class PostgresStore:
     async def get_snapshot(self, session_id: str, invocation_id: str) -> tuple[int, dict[str, Any]] | None:
         async def fn(conn: asyncpg.Connection) -> tuple[int, dict[str, Any]] | None:
             row = await conn.fetchrow(
-                "SELECT seq, data FROM snapshots WHERE session_id = $1 AND invocation_id = $2",
+                "SELECT p.seq, p.data FROM sessions s LEFT JOIN snapshots p"
+                " ON p.session_id = s.id AND p.invocation_id = $2 WHERE s.id = $1",
                 session_id,
                 invocation_id,
             )
             if row is None:
-                await self._require_session(conn, session_id)
-                return None
-            try:
-                data = json.loads(row[1])
-            except (ValueError, TypeError):
-                return None  # a cache: an unreadable snapshot is as good as none
-            return (row[0], data) if isinstance(data, dict) else None
+                raise SessionNotFoundError(session_id)
+            return None if row[0] is None else _snapshot_from(row[0], row[1])
+
+        return await self._run(fn)
+
+    async def snapshot_and_events(
+        self, session_id: str, invocation_id: str
+    ) -> tuple[tuple[int, dict[str, Any]] | None, list[StoredEvent]]:
+        """``get_snapshot`` and ``invocation_events(after_seq=<the snapshot's seq>)``
+        in one statement (capability ``snapshot_and_events``): what a resume reads."""
+
+        async def fn(conn: asyncpg.Connection) -> tuple[tuple[int, dict[str, Any]] | None, list[StoredEvent]]:
+            rows = await conn.fetch(_LOAD_INVOCATION_SQL, session_id, invocation_id)
+            if not rows or rows[-1][0] != 2:
+                raise SessionNotFoundError(session_id)
+            snap = None
+            events: list[StoredEvent] = []
+            for kind, seq, text in rows[:-1]:
+                if kind == 0:
+                    snap = _snapshot_from(seq, text)
+                    if snap is None:  # unreadable: no cache, so every event of the invocation (rare)
+                        rows = await conn.fetch(
+                            "SELECT 1, seq, json FROM events WHERE session_id = $1 AND invocation_id = $2 ORDER BY seq",
+                            session_id,
+                            invocation_id,
+                        )
+                        return None, [
+                            StoredEvent(seq=q, session_id=session_id, event=_parse_event(session_id, q, t))
+                            for _, q, t in rows
+                        ]
+                else:
+                    events.append(
+                        StoredEvent(seq=seq, session_id=session_id, event=_parse_event(session_id, seq, text))
+                    )
+            return snap, events
 
         return await self._run(fn)
 
@@ -1122,28 +1217,37 @@ class PostgresStore:
         reason: str | None = None,
         source: str | None = None,
     ) -> Session:
-        """Create a session from an export: validated as a whole first, then written
-        in one transaction through the append function with its audit record."""
+        """Create a session from an export: validated as a whole first, its derived
+        rows computed in one pass (:class:`_Batch`), then written with its audit
+        record in one statement."""
         self._check_writable()
         parsed = jsonl.parse_export(lines)
         sid = session_id or parsed.session.id
         prepared = [_prepare(e) for e in parsed.events]
         record = import_record(sid, len(prepared), operator, reason, source, parsed.session.id)
 
+        now = time.time()
+        batch = _Batch()
+        batch.add(sid, parsed.session, prepared, updated_at=max(now, parsed.session.created_at), now=now)
+        batch.audit.append(
+            (
+                record.at,
+                record.action,
+                record.operator,
+                record.reason,
+                sid,
+                None,
+                None,
+                None,
+                to_json(record.details).decode(),
+            )
+        )
+
         async def fn(conn: asyncpg.Connection) -> None:
-            async with conn.transaction():
-                await _insert_session(conn, sid, parsed.session, updated_at=max(time.time(), parsed.session.created_at))
-                await _append_many(conn, sid, prepared)
-                await conn.execute(
-                    "INSERT INTO audit (at, action, operator, reason, session_id, details)"
-                    " VALUES ($1, $2, $3, $4, $5, $6)",
-                    record.at,
-                    record.action,
-                    record.operator,
-                    record.reason,
-                    sid,
-                    to_json(record.details).decode(),
-                )
+            try:
+                await batch.write(conn)
+            except asyncpg.UniqueViolationError:
+                raise ConflictError(f"session {sid!r} already exists") from None
 
         await self._run(fn, reconnect=False)
         return await self.get_session(sid)
@@ -1235,44 +1339,39 @@ class PostgresStore:
         text = to_json(snapshot[1]).decode() if snapshot is not None else None
 
         async def fn(conn: asyncpg.Connection) -> bool:
-            async with conn.transaction():
-                status = await conn.execute(
-                    "DELETE FROM leases WHERE session_id = $1 AND invocation_id = $2 AND owner = $3",
-                    session_id,
-                    invocation_id,
-                    owner,
-                )
-                if status == "DELETE 0":
-                    await self._require_session(conn, session_id)
-                    return False
-                if snapshot is not None:
-                    await conn.execute(_PUT_SNAPSHOT_SQL, session_id, invocation_id, snapshot[0], text)
-            return True
+            released, exists = await conn.fetchrow(
+                _RELEASE_SQL, session_id, invocation_id, owner, None if snapshot is None else snapshot[0], text
+            )
+            if not exists:
+                raise SessionNotFoundError(session_id)
+            return bool(released)
 
         return await self._run(fn)
 
     async def get_lease(self, session_id: str, invocation_id: str) -> Lease | None:
         async def fn(conn: asyncpg.Connection) -> Lease | None:
             row = await conn.fetchrow(
-                f"SELECT {_LEASE_COLS} FROM leases WHERE session_id = $1 AND invocation_id = $2",
+                f"SELECT {_cols('l', _LEASE_COLS)} FROM sessions s LEFT JOIN leases l"
+                " ON l.session_id = s.id AND l.invocation_id = $2 WHERE s.id = $1",
                 session_id,
                 invocation_id,
             )
             if row is None:
-                await self._require_session(conn, session_id)
-                return None
-            return _lease_from_row(row)
+                raise SessionNotFoundError(session_id)
+            return None if row[0] is None else _lease_from_row(row)
 
         return await self._run(fn)
 
     async def list_leases(self, session_id: str) -> list[Lease]:
         async def fn(conn: asyncpg.Connection) -> list[Lease]:
             rows = await conn.fetch(
-                f"SELECT {_LEASE_COLS} FROM leases WHERE session_id = $1 ORDER BY invocation_id", session_id
+                f"SELECT {_cols('l', _LEASE_COLS)} FROM sessions s LEFT JOIN leases l ON l.session_id = s.id"
+                " WHERE s.id = $1 ORDER BY l.invocation_id",
+                session_id,
             )
             if not rows:
-                await self._require_session(conn, session_id)
-            return [_lease_from_row(r) for r in rows]
+                raise SessionNotFoundError(session_id)
+            return [_lease_from_row(r) for r in rows if r[0] is not None]
 
         return await self._run(fn)
 
@@ -1310,40 +1409,30 @@ class PostgresStore:
 
     # ------------------------------------------------------------- utilities
     async def bulk_load(self, sessions: Iterable[tuple[Session, Iterable[Event]]], *, batch_size: int = 500) -> int:
-        """Create many sessions with their events through the append function,
-        ``batch_size`` sessions per transaction (pipelined). Returns the events written."""
+        """Create many sessions with their events, ``batch_size`` sessions per
+        statement (derived rows computed in one pass, :class:`_Batch`). Returns the
+        events written."""
         self._check_writable()
         total = 0
-        batch: list[tuple[Session, list[_Prepared]]] = []
+        batch = _Batch()
 
-        async def flush(items: list[tuple[Session, list[_Prepared]]]) -> int:
+        async def flush(b: _Batch) -> int:
             async def fn(conn: asyncpg.Connection) -> int:
-                n = 0
-                async with conn.transaction():
-                    await conn.executemany(
-                        "INSERT INTO sessions (id, app_name, user_id, state, created_at, updated_at, last_seq, status)"
-                        " VALUES ($1, $2, $3, $4::jsonb, $5, $5, 0, 'new')",
-                        [(s.id, s.app_name, s.user_id, to_json(s.state).decode(), s.created_at) for s, _ in items],
-                    )
-                    args = [_append_args(s.id, p, None, None) for s, events in items for p in events]
-                    if args:
-                        await conn.executemany(_APPEND_SQL, args)
-                    n = len(args)
-                return n
+                try:
+                    await b.write(conn)
+                except asyncpg.UniqueViolationError as e:
+                    raise ConflictError(f"a session of the batch already exists ({e.detail or e})") from None
+                return len(b.events)
 
-            try:
-                return await self._run(fn, reconnect=False)
-            except StoreError as e:
-                if "duplicate key" in str(e):
-                    raise ConflictError(f"a session of the batch already exists ({e})") from None
-                raise
+            return await self._run(fn, reconnect=False)
 
+        now = time.time()
         for session, events in sessions:
-            batch.append((session, [_prepare(e) for e in events]))
-            if len(batch) >= batch_size:
+            batch.add(session.id, session, [_prepare(e) for e in events], updated_at=session.created_at, now=now)
+            if len(batch.sessions) >= batch_size:
                 total += await flush(batch)
-                batch = []
-        if batch:
+                batch = _Batch()
+        if batch.sessions:
             total += await flush(batch)
         return total
 
@@ -1436,35 +1525,41 @@ class _Query:
 
 _SESSION_COLS_PG = _SESSION_COLS.replace("state", "state::text")
 
-_APPEND_SQL = "SELECT hitl_append(" + ", ".join(f"${i}" for i in range(1, 24)) + ")"
+
+def _cols(alias: str, cols: str) -> str:
+    """``cols`` (a comma-separated column list) qualified by a table alias."""
+    return ", ".join(f"{alias}.{c.strip()}" for c in cols.split(","))
 
 
-def _append_args(session_id: str, p: _Prepared, expected_seq: int | None, lease_owner: str | None) -> tuple[Any, ...]:
-    opened = {iid: (iid, path, name, args) for iid, path, name, args in p.opened}  # last wins, as in SQLite
-    cols = list(zip(*opened.values(), strict=True)) if opened else [(), (), (), ()]
-    audit = p.audit or (None, None, None, None)
-    return (
-        session_id,
-        expected_seq,
-        lease_owner,
-        time.time(),
-        p.json,
-        p.event_id,
-        p.invocation_id,
-        p.timestamp,
-        p.path,
-        p.kind,
-        None if p.delta is None else to_json(p.delta).decode(),
-        list(cols[0]),
-        list(cols[1]),
-        list(cols[2]),
-        list(cols[3]),
-        list(p.resolved),
-        p.cancel,
-        p.invocation_status,
-        p.new_message,
-        *audit,
-    )
+_APPEND_MANY_SQL = "SELECT hitl_append_many(" + ", ".join(f"${i}" for i in range(1, 21)) + ")"
+
+
+def _append_many_args(
+    session_id: str, prepared: list[_Prepared], expected_seq: int | None, lease_owner: str | None
+) -> tuple[Any, ...]:
+    """The arguments of ``hitl_append_many``: one array per field of ``hitl_append``'s."""
+    cols: list[list[Any]] = [[] for _ in range(16)]
+    for p in prepared:
+        opened = {iid: [iid, path, name, args] for iid, path, name, args in p.opened}  # last wins, as in SQLite
+        audit = p.audit or (None, None, None, None)
+        row = (
+            p.json,
+            p.event_id,
+            p.invocation_id,
+            p.timestamp,
+            p.path,
+            p.kind,
+            None if p.delta is None else to_json(p.delta).decode(),
+            to_json(list(opened.values())).decode(),
+            to_json(p.resolved).decode(),
+            p.cancel,
+            p.invocation_status,
+            p.new_message,
+            *audit,
+        )
+        for col, value in zip(cols, row, strict=True):
+            col.append(value)
+    return (session_id, expected_seq, lease_owner, time.time(), *cols)
 
 
 async def _seq_of_event(conn: asyncpg.Connection, *, session_id: str, event_id: str) -> int | None:
@@ -1477,32 +1572,158 @@ async def _seq_of_event(conn: asyncpg.Connection, *, session_id: str, event_id: 
     )
 
 
-async def _insert_session(conn: asyncpg.Connection, sid: str, session: Session, *, updated_at: float) -> None:
-    try:
-        await conn.execute(
-            "INSERT INTO sessions (id, app_name, user_id, state, created_at, updated_at, last_seq, status)"
-            " VALUES ($1, $2, $3, $4::jsonb, $5, $6, 0, 'new')",
-            sid,
-            session.app_name,
-            session.user_id,
-            to_json(session.state).decode(),
-            session.created_at,
-            updated_at,
+_BATCH_SQL = """
+WITH s AS (
+    INSERT INTO sessions (id, app_name, user_id, state, created_at, updated_at, last_seq, status, open_interrupts,
+                          oldest_open_at, last_event_at, event_count, invocation_count)
+    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::float8[], $6::float8[], $7::bigint[],
+                         $8::text[], $9::int[], $10::float8[], $11::float8[], $12::bigint[], $13::int[])
+), e AS (
+    INSERT INTO events (session_id, seq, invocation_id, event_id, timestamp, path, kind, json)
+    SELECT * FROM unnest($14::text[], $15::bigint[], $16::text[], $17::text[], $18::float8[], $19::text[],
+                         $20::text[], $21::text[])
+), i AS (
+    INSERT INTO interrupts (session_id, invocation_id, interrupt_id, path, event_id, name, args, raised_seq,
+                            raised_at, status, resolved_by, resolved_seq, app_name, user_id)
+    SELECT * FROM unnest($22::text[], $23::text[], $24::text[], $25::text[], $26::text[], $27::text[], $28::text[],
+                         $29::bigint[], $30::float8[], $31::text[], $32::text[], $33::bigint[], $34::text[],
+                         $35::text[])
+), v AS (
+    INSERT INTO invocations (session_id, invocation_id, status, started_seq, started_at, updated_at, message)
+    SELECT * FROM unnest($36::text[], $37::text[], $38::text[], $39::bigint[], $40::float8[], $41::float8[],
+                         $42::text[])
+), a AS (
+    INSERT INTO audit (at, action, operator, reason, session_id, invocation_id, seq, event_id, details)
+    SELECT * FROM unnest($43::float8[], $44::text[], $45::text[], $46::text[], $47::text[], $48::text[],
+                         $49::bigint[], $50::text[], $51::text[])
+)
+SELECT 1
+"""
+"""A batch of whole sessions in ONE statement: every table's rows as column arrays
+(unnest), so one round trip and one transaction whatever the size. The foreign
+keys are checked at the end of the statement, when the sessions are in."""
+
+
+class _Batch:
+    """The rows a run of appends would write, computed in one pass in Python.
+
+    :meth:`add` folds a new session's prepared events exactly as ``hitl_append``
+    does one by one -- the interrupt index (raise, re-raise, answer, cancel), the
+    invocations, the session's summary, status, state and ``updated_at`` rule,
+    the audit rows -- with the same check (an answer must name an interrupt open
+    in its invocation: AlreadyResolvedError), but each row is written once, in
+    its final form, by :meth:`write`. This is what makes a 100,000-event import
+    linear: the per-event path updates the session row once per event."""
+
+    def __init__(self) -> None:
+        self.sessions: list[tuple[Any, ...]] = []
+        self.events: list[tuple[Any, ...]] = []
+        self.interrupts: list[tuple[Any, ...]] = []
+        self.invocations: list[tuple[Any, ...]] = []
+        self.audit: list[tuple[Any, ...]] = []
+
+    def add(self, sid: str, session: Session, prepared: list[_Prepared], *, updated_at: float, now: float) -> None:
+        interrupts: dict[tuple[str, str], list[Any]] = {}
+        """(invocation, interrupt id) -> [path, event_id, name, args, raised_seq, raised_at, status,
+        resolved_by, resolved_seq]"""
+        open_by_inv: dict[str, set[str]] = {}
+        invocations: dict[str, list[Any]] = {}
+        """invocation -> [status, started_seq, started_at, updated_at, message]"""
+        counts: dict[str, int] = {}
+        state = dict(session.state)
+        status = "new"
+        updated = updated_at
+        last_ts = None
+        for seq, p in enumerate(prepared, start=1):
+            inv = p.invocation_id
+            open_here = open_by_inv.setdefault(inv, set())
+            if p.resolved:
+                bad = [r for r in p.resolved if r not in open_here]
+                if bad:
+                    raise AlreadyResolvedError(bad)
+            self.events.append((sid, seq, inv, p.event_id, p.timestamp, p.path, p.kind, p.json))
+            for iid, path, name, args in p.opened:  # a later duplicate wins, as in hitl_append
+                interrupts[inv, iid] = [path, p.event_id, name, args, seq, p.timestamp, "open", None, None]
+                open_here.add(iid)
+            for iid in p.resolved:
+                rec = interrupts[inv, iid]
+                rec[6:9] = ["resolved", p.event_id, seq]
+                open_here.discard(iid)
+            if p.cancel:
+                for iid in open_here:
+                    rec = interrupts[inv, iid]
+                    rec[6], rec[8] = "cancelled", seq
+                open_here.clear()
+            rec = invocations.get(inv)
+            changed = rec is None or p.invocation_status is not None
+            if rec is None:
+                invocations[inv] = [
+                    p.invocation_status or "running",
+                    seq,
+                    p.timestamp,
+                    p.timestamp,
+                    p.new_message or "",
+                ]
+                counts[invocations[inv][0]] = counts.get(invocations[inv][0], 0) + 1
+            else:
+                rec[3] = p.timestamp
+                if p.invocation_status is not None:
+                    counts[rec[0]] -= 1
+                    rec[0] = p.invocation_status
+                    counts[rec[0]] = counts.get(rec[0], 0) + 1
+            before = status
+            if changed:
+                status = session_status([k for k, n in counts.items() if n > 0])  # type: ignore[misc]
+            if status != before or max(now, updated) - updated >= 1.0:
+                updated = max(now, updated)
+            if p.audit is not None:
+                action, operator, reason, details = p.audit
+                self.audit.append((p.timestamp, action, operator, reason, sid, inv, seq, p.event_id, details))
+            if p.delta is not None:
+                state.update(p.delta)
+            last_ts = p.timestamp
+        open_at = [rec[5] for rec in interrupts.values() if rec[6] == "open"]
+        self.sessions.append(
+            (
+                sid,
+                session.app_name,
+                session.user_id,
+                to_json(state).decode(),
+                session.created_at,
+                updated,
+                len(prepared),
+                status,
+                len(open_at),
+                min(open_at, default=None),
+                last_ts,
+                len(prepared),
+                len(invocations),
+            )
         )
-    except asyncpg.UniqueViolationError:
-        raise ConflictError(f"session {sid!r} already exists") from None
+        for (inv, iid), r in interrupts.items():
+            self.interrupts.append((sid, inv, iid, *r, session.app_name, session.user_id))
+        for inv, r in invocations.items():
+            self.invocations.append((sid, inv, *r))
+
+    async def write(self, conn: asyncpg.Connection) -> None:
+        args: list[list[Any]] = []
+        for rows, width in (
+            (self.sessions, 13),
+            (self.events, 8),
+            (self.interrupts, 14),
+            (self.invocations, 7),
+            (self.audit, 9),
+        ):
+            args += [list(col) for col in zip(*rows, strict=True)] if rows else [[] for _ in range(width)]
+        await conn.execute(_BATCH_SQL, *args)
 
 
-async def _append_many(conn: asyncpg.Connection, sid: str, prepared: list[_Prepared]) -> None:
-    """Append ``prepared`` in order inside the caller's transaction (pipelined)."""
-    if not prepared:
-        return
-    args = [_append_args(sid, p, i, None) for i, p in enumerate(prepared)]
-    try:
-        await conn.executemany(_APPEND_SQL, args)
-    except asyncpg.PostgresError as e:
-        _raise_append_error(e, sid, "", None)
-        raise
+async def _keep_session(_conn: asyncpg.Connection) -> None:
+    """The pool's reset on release: nothing. asyncpg's default sends ``RESET ALL;
+    UNLISTEN *; CLOSE ALL; ...`` on every release -- one more round trip per store
+    call -- to undo session state this store never creates (its settings are
+    connection parameters, its locks transaction-scoped, LISTEN has its own
+    connection). A transaction left open is still rolled back by the pool."""
 
 
 def _newer_schema_error(where: str, version: int) -> StoreError:

@@ -97,7 +97,7 @@ async def test_a_connection_dropped_mid_transaction_rolls_back_and_the_append_la
 
         async def victim() -> int | None:
             return await monitor.fetchval(
-                "SELECT pid FROM pg_stat_activity WHERE query LIKE 'SELECT hitl_append(%' AND wait_event_type = 'Lock'"
+                "SELECT pid FROM pg_stat_activity WHERE query LIKE 'SELECT hitl_append%' AND wait_event_type = 'Lock'"
             )
 
         pid = await _wait_for(victim, "the append to wait on the lock")
@@ -167,7 +167,7 @@ async def test_serialization_failures_are_retried(url: str, monitor: asyncpg.Con
 
         async def waiting() -> bool:
             n = await monitor.fetchval(
-                "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'SELECT hitl_append(%'"
+                "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'SELECT hitl_append%'"
                 " AND wait_event_type = 'Lock'"
             )
             return n == 4
