@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -10,6 +11,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 from textual.pilot import Pilot
+from textual.worker import WorkerState
 
 from console.app import HitlApp
 from console.widgets.details import Details
@@ -43,12 +45,44 @@ def make_app(store: Any, **kwargs: Any) -> HitlApp:
     return HitlApp(store, **kwargs)
 
 
-async def settle(pilot: Pilot[Any], rounds: int = 3) -> None:
-    """Let workers finish and their messages be handled (a few rounds: loads chain)."""
-    for _ in range(rounds):
-        await pilot.pause(0.05)  # timers (debounces, page fetch delays) fire
-        await pilot.app.workers.wait_for_complete()
+def pending(app: Any) -> list[str]:
+    """What the console still has to do: a worker running, a one-shot timer of its
+    own screens and widgets not fired yet (filter debounce, a delayed page fetch, the
+    history fold), a message not handled yet. Toasts' expiry timers are Textual's, not
+    the console's: a notification stays on screen."""
+    todo = [f"worker {w.name}" for w in app.workers if w.state in (WorkerState.PENDING, WorkerState.RUNNING)]
+    nodes = [app, *(n for screen in app.screen_stack for n in screen.walk_children(with_self=True))]
+    for node in nodes:
+        if node._message_queue.qsize():
+            todo.append(f"messages for {node!r}")
+        if type(node).__module__.startswith("console."):
+            todo += [
+                f"timer {t.name} of {node!r}"
+                for t in list(node._timers)
+                if t._repeat == 0 and t._task is not None and not t._task.done()
+            ]
+    return todo
+
+
+async def settle(pilot: Pilot[Any], rounds: int = 2, timeout: float = 60.0) -> None:
+    """Wait until the console is quiet (``pending`` is empty) ``rounds`` checks in a
+    row: its workers done, their messages handled, its own timers fired. A state, not
+    a time: as exact on a loaded machine as on a quiet one. The deadline is generous,
+    against a hang only."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    quiet = 0
+    while quiet < rounds:
         await pilot.pause()
+        await pilot.app.workers.wait_for_complete()
+        todo = pending(pilot.app)
+        if not todo:
+            quiet += 1
+            continue
+        quiet = 0
+        if loop.time() > deadline:
+            raise AssertionError(f"the console did not settle in {timeout}s: {todo}")
+        await pilot.pause(0.02)
 
 
 def keys_then_settle(*keys: str) -> Callable[[Pilot[Any]], Awaitable[None]]:

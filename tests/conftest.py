@@ -1,0 +1,30 @@
+"""Suite-wide setup for parallel runs (pytest-xdist, as scripts/test runs the suite).
+
+Each worker gets a PostgreSQL server of its own: scripts/services/postgres.sh
+starts one per worker (``HITL_TEST_PG_URL_<k>``/``HITL_TEST_PG_CTL_<k>``) and
+worker ``gw<k>`` points ``HITL_TEST_PG_URL``/``HITL_TEST_PG_CTL`` at server k
+before any test reads them. Schemas already isolate tests' data; a server per
+worker also keeps the fault tests (a server restart, pg_stat_activity queries)
+from touching another worker's tests.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    servers = int(os.environ.get("HITL_TEST_PG_SERVERS", "0") or 0)
+    if not worker or not servers:
+        return  # one process, or a server the caller gave (HITL_TEST_PG_URL): nothing to pick
+    k = int(worker.removeprefix("gw"))
+    if k >= servers:
+        raise pytest.UsageError(
+            f"worker {worker} has no PostgreSQL server of its own ({servers} started): run "
+            f"HITL_TEST_WORKERS=N bash scripts/test, which starts one server per worker and passes -n N"
+        )
+    os.environ["HITL_TEST_PG_URL"] = os.environ[f"HITL_TEST_PG_URL_{k}"]
+    os.environ["HITL_TEST_PG_CTL"] = os.environ[f"HITL_TEST_PG_CTL_{k}"]
