@@ -426,7 +426,8 @@ def test_ctrl_c_during_hitl_resume_leaves_it_interrupted(tmp_path: Path) -> None
     db = tmp_path / "sigint.sqlite"
     shutil.copy(template, db)
     effects = tmp_path / "effects.log"
-    env = {**os.environ, "HITL_CRASH_EFFECTS": str(effects), "HITL_CRASH_PAUSE": "pay"}
+    # PYTHONFAULTHANDLER: a process that does not stop is aborted and shows where it hung
+    env = {**os.environ, "HITL_CRASH_EFFECTS": str(effects), "HITL_CRASH_PAUSE": "pay", "PYTHONFAULTHANDLER": "1"}
     hitl = [sys.executable, "-c", "from console.cli import main; main()", "--db", str(db), "--app", APP_SPEC]
     proc = subprocess.Popen(
         [*hitl, "resume", "s", 'finance={"approved": true}', 'risk={"approved": true}'],
@@ -442,7 +443,11 @@ def test_ctrl_c_during_hitl_resume_leaves_it_interrupted(tmp_path: Path) -> None
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
             time.sleep(0.01)
         proc.send_signal(signal.SIGINT)  # the process we started, by its pid
-        _, err = proc.communicate(timeout=30)
+        try:
+            _, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGABRT)  # faulthandler prints every thread's stack
+            raise AssertionError("hitl resume did not stop after Ctrl-C:\n" + proc.communicate()[1]) from None
     finally:
         if proc.poll() is None:
             proc.kill()
