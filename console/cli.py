@@ -672,7 +672,7 @@ def show(session_id: str, invocation: str | None, all_runs: bool) -> None:
             status = h.status.value if h.status else DisplayStatus.of(i.status).value
             if h.interrupted:
                 status = f"{INTERRUPTED.upper()} (projection: {h.status.value if h.status else 'no run yet'})"
-            out(f"invocation {i.invocation_id}  {status}  started {clock(i.started_at)}  message {short(i.message, 40) or '-'}")
+            out(f"invocation {i.invocation_id}  {status}  started {clock(i.started_at)} {zone_name(i.started_at)}  message {short(i.message, 40) or '-'}")
             for line in render_tree(safe(tree_rows(proj, i.invocation_id, all_runs, h))):
                 out(line)
             open_ids = [x.id for x in proj.open_interrupts(i.invocation_id)]

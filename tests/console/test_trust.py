@@ -8,6 +8,7 @@ Every wait is on state (predicates with generous deadlines), never on time."""
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -329,6 +330,19 @@ def test_hitl_utc_switches_cli_times(tmp_path: Path, tokyo: Any) -> None:
     assert local.exit_code == 0 and utc.exit_code == 0, (local.output, utc.output)
     assert "JST" in local.output and "UTC" in utc.output
     assert local.output != utc.output
+
+
+def test_hitl_show_names_the_zone_of_its_times(tmp_path: Path, tokyo: Any) -> None:
+    from console.cli import cli
+
+    db = tmp_path / "d.sqlite"
+    assert CliRunner().invoke(cli, ["demo", "--db", str(db)]).exit_code == 0
+    local = CliRunner().invoke(cli, ["--db", str(db), "show", "refund-waiting-1"])
+    utc = CliRunner().invoke(cli, ["--db", str(db), "--utc", "show", "refund-waiting-1"])
+    assert local.exit_code == 0 and utc.exit_code == 0, (local.output, utc.output)
+    started = [line for line in local.output.splitlines() if " started " in line]
+    assert started and all(re.search(r"started \d{4}-\d\d-\d\d \d\d:\d\d:\d\d JST ", line) for line in started)
+    assert all(" UTC " in line for line in utc.output.splitlines() if " started " in line)
 
 
 # ------------------------------------------------------------------ 3. inbox states
