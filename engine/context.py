@@ -93,6 +93,12 @@ class InvocationContext:
         self._reserved: dict[tuple[str | None, str], int] = {}
         self._held: list[Event] = []
         """End records not written yet (see the module docstring)."""
+        self._writing = asyncio.Lock()
+        """Writes of this turn go to the store one after the other, in the order
+        they were made. A write that carries held end records must commit before
+        any later one: parallel branches started by the same completion would
+        otherwise race on a store with a connection pool (PostgreSQL), and a
+        start could get a seq before the end that triggered it."""
         self.user_bodies = 0
         """Node bodies running user code now (a Workflow's or parallel worker's body is engine code)."""
         self.last_seq: int | None = None
@@ -108,23 +114,25 @@ class InvocationContext:
         if hold and self.buffered and self.user_bodies == 0:
             self._held.append(event)
             return
-        events, self._held = [*self._held, event], []
-        try:
-            await self._write(events)
-        except BaseException:
-            self._held[:0] = events[:-1]  # not written: still held (the event itself fails its node)
-            raise
-
-    async def flush(self, events: list[Event] | None = None) -> None:
-        """Write what is held (or ``events``, taken with :meth:`take_held`), if anything."""
-        if events is None:
-            events, self._held = self._held, []
-        if events:
+        async with self._writing:
+            events, self._held = [*self._held, event], []
             try:
                 await self._write(events)
             except BaseException:
-                self._held[:0] = events
+                self._held[:0] = events[:-1]  # not written: still held (the event itself fails its node)
                 raise
+
+    async def flush(self, events: list[Event] | None = None) -> None:
+        """Write what is held (or ``events``, taken with :meth:`take_held`), if anything."""
+        async with self._writing:
+            if events is None:
+                events, self._held = self._held, []
+            if events:
+                try:
+                    await self._write(events)
+                except BaseException:
+                    self._held[:0] = events
+                    raise
 
     def take_held(self) -> list[Event]:
         """Hand what is held to the caller, which writes it (and :meth:`applied` it)."""
