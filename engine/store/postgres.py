@@ -53,6 +53,15 @@ Batches
     ``append_events`` (an answer with its auto-completions, a node's end with
     the next node's start) is one ``hitl_append_many`` call.
 
+A turn's first and last writes
+    ``acquire_and_append`` and ``append_and_release`` (the capabilities of that
+    name) are one statement each too: ``hitl_acquire_append`` takes the lease
+    as ``acquire_lease`` does, checks that the invocation did not move on, and
+    appends through ``hitl_append_many`` fenced by it; ``hitl_append_release``
+    appends fenced, keeps the snapshot and deletes the lease. So a resume that
+    runs one node is 5 round trips: the answer's lookup, the invocation's read,
+    the first write, the node's write, the last write.
+
 Round trips
     Every store call is one statement, hence one round trip: no BEGIN/COMMIT
     around a single atomic statement, reads that find nothing tell a missing
@@ -966,6 +975,23 @@ class PostgresStore:
                 f"the store {self.url} is open read-only; nothing was written (open it without --read-only)"
             )
 
+    async def _write_batch(
+        self, fn: Callable[[asyncpg.Connection], Awaitable[T]], session_id: str, prepared: list[_Prepared]
+    ) -> tuple[T, None] | tuple[None, int]:
+        """Run ``fn``, a statement that appends ``prepared`` (all or none), and return
+        ``(its result, None)``. When the connection breaks, the first event's id
+        says whether it committed: then ``(None, the batch's last seq)``, else it
+        is run again (nothing of it was written)."""
+        for _ in range(_RETRIES):
+            try:
+                return await self._run(fn, reconnect=False), None
+            except ConnectionLostError:
+                found = await self._run(partial(_seq_of_event, session_id=session_id, event_id=prepared[0].event_id))
+                if found is not None:
+                    return None, found + len(prepared) - 1
+                self.retries += 1
+        raise ConnectionLostError(f"lost the connection to {self.url} again and again; the events were not stored")
+
     async def _require_session(self, conn: asyncpg.Connection, session_id: str) -> None:
         if await conn.fetchval("SELECT 1 FROM sessions WHERE id = $1", session_id) is None:
             raise SessionNotFoundError(session_id)
@@ -1071,32 +1097,16 @@ class PostgresStore:
 
         args = _append_many_args(session_id, prepared, expected_seq, lease_owner)
 
-        async def fn(conn: asyncpg.Connection) -> list[int]:
+        async def fn(conn: asyncpg.Connection) -> int:
             # One statement: the whole batch commits or none of it, in one round trip.
             try:
-                last = int(await conn.fetchval(_APPEND_MANY_SQL, *args))
+                return int(await conn.fetchval(_APPEND_MANY_SQL, *args))
             except asyncpg.PostgresError as e:
                 _raise_append_error(e, session_id, prepared[0].invocation_id, lease_owner, expected_seq)
                 raise
-            return list(range(last - len(prepared) + 1, last + 1))
 
-        for _ in range(_RETRIES):
-            try:
-                seqs = await self._run(fn, reconnect=False)
-                break
-            except ConnectionLostError:
-                # All or none committed: the first event's id says which.
-                found = await self._run(partial(_seq_of_event, session_id=session_id, event_id=prepared[0].event_id))
-                if found is not None:
-                    seqs = list(range(found, found + len(prepared)))
-                    break
-                self.retries += 1
-        else:
-            raise ConnectionLostError(f"lost the connection to {self.url} again and again; the events were not stored")
-        return [
-            StoredEvent(seq=seq, session_id=session_id, event=Event.from_json(p.json))
-            for seq, p in zip(seqs, prepared, strict=True)
-        ]
+        last, found = await self._write_batch(fn, session_id, prepared)
+        return _stored(session_id, prepared, found if last is None else last)
 
     async def invocation_count(self, session_id: str) -> int:
         async def fn(conn: asyncpg.Connection) -> int:
@@ -1491,25 +1501,17 @@ class PostgresStore:
                 raise
             return row[0], row[1], row[2]
 
-        for _ in range(_RETRIES):
-            try:
-                acquired, last, state_text = await self._run(fn, reconnect=False)
-                break
-            except ConnectionLostError:
-                # All or none committed: the first event's id says which. If it was,
-                # so was the lease; read it and the state back (rare).
-                if not prepared:
-                    raise
-                found = await self._run(partial(_seq_of_event, session_id=session_id, event_id=prepared[0].event_id))
-                if found is not None:
-                    held = await self.get_lease(session_id, invocation_id)
-                    if held is None or held.owner != owner:  # lapsed and taken over meanwhile
-                        raise LeaseLostError(session_id, invocation_id, owner, held.holder if held else None) from None
-                    session = await self.get_session(session_id)
-                    return held, _stored(session_id, prepared, found + len(prepared) - 1), dict(session.state)
-                self.retries += 1
+        if not prepared:
+            row = await self._run(fn)  # nothing to find again after a lost connection: the lease alone
         else:
-            raise ConnectionLostError(f"lost the connection to {self.url} again and again; the events were not stored")
+            row, found = await self._write_batch(fn, session_id, prepared)
+            if row is None:  # committed, and the connection broke: so was the lease; read it and the state back
+                held = await self.get_lease(session_id, invocation_id)
+                if held is None or held.owner != owner:  # lapsed and taken over meanwhile
+                    raise LeaseLostError(session_id, invocation_id, owner, held.holder if held else None)
+                session = await self.get_session(session_id)
+                return held, _stored(session_id, prepared, found), dict(session.state)
+        acquired, last, state_text = row
         lease = Lease(
             session_id=session_id,
             invocation_id=invocation_id,
@@ -1545,21 +1547,12 @@ class PostgresStore:
                 _raise_append_error(e, session_id, invocation_id, owner, expected_seq)
                 raise
 
-        for _ in range(_RETRIES):
-            try:
-                last = await self._run(fn, reconnect=False)
-                break
-            except ConnectionLostError:
-                # All or none committed (the release with the events): the first event's id says which.
-                if not prepared:
-                    raise
-                found = await self._run(partial(_seq_of_event, session_id=session_id, event_id=prepared[0].event_id))
-                if found is not None:
-                    last = found + len(prepared) - 1
-                    break
-                self.retries += 1
+        if not prepared:
+            last = await self._run(fn)  # the snapshot and the release: safe to redo
         else:
-            raise ConnectionLostError(f"lost the connection to {self.url} again and again; the events were not stored")
+            # All or none committed (the release with the events).
+            last, found = await self._write_batch(fn, session_id, prepared)
+            last = found if last is None else last
         return _stored(session_id, prepared, last)
 
     async def get_lease(self, session_id: str, invocation_id: str) -> Lease | None:
