@@ -12,13 +12,14 @@ from typing import Any
 
 import pytest
 
-from engine import START, RequestInput, Runner, Workflow, node
+from engine import Runner
 from engine.errors import AlreadyResolvedError, ConflictError, SessionNotFoundError
 from engine.models import Content, Event, Session, StoredEvent, new_id
 from engine.store.jsonl import ImportFormatError, event_line, header_line
 from engine.store.postgres import PostgresStore
 from engine.store.sqlite import SQLiteStore
 from tests.contract.builders import answer, dump, interrupt, pg_fresh_url, start
+from tests.engine.test_turn_cost import SIMPLE
 
 from .pg import pg_dump
 
@@ -267,28 +268,13 @@ async def test_a_turns_first_and_last_writes_are_one_round_trip_each(round_trips
         assert snap is not None and snap[0] == (await store.get_session("s")).last_seq
 
 
-@node
-async def _prep(node_input: Any) -> Any:
-    return node_input
-
-
-@node
-async def _gate(node_input: Any):
-    yield RequestInput("ok?", interrupt_id=f"q-{new_id()}")
-
-
-@node
-async def _after(node_input: Any) -> Any:
-    return node_input
-
-
 async def test_a_resume_that_runs_one_node_takes_at_most_six_round_trips(sent: list[int]) -> None:
     """Issue 17's budget: answer, lease, the node's run and the turn's end on
     PostgreSQL in at most 6 round trips (each store call is one; the turn's first
     and last writes fold the lease into the appends). A fresh run to its first
     interrupt (two nodes here) is counted too: it pays the session's creation on top."""
     async with PostgresStore.open(pg_fresh_url(), max_size=1) as store:
-        runner = Runner("app", Workflow("wf", [(START, _prep, _gate, _after)]), store)
+        runner = Runner("app", SIMPLE, store)  # prep, ask, after
 
         async def fresh(sid: str) -> int:
             before = sent[0]
@@ -307,10 +293,10 @@ async def test_a_resume_that_runs_one_node_takes_at_most_six_round_trips(sent: l
         fresh_trips = await fresh("s")
         trips, events = await resume("s")
         ran = {e.node_info.path for e in events if e.node_info and e.node_info.lifecycle == "start"}
-        assert any("_after" in p for p in ran), ran  # it did run a node
+        assert any("/after@" in p for p in ran), ran  # it did run a node
         assert trips <= 6, trips
         # read + create the session, the run id's count, the first write, two node
-        # writes (prep's end with _gate's start, _gate's question), the last write
+        # writes (prep's end with ask's start, ask's question), the last write
         assert fresh_trips <= 8, fresh_trips
         assert [i.status for i in await store.list_invocations("s")] == ["completed"]
         assert await store.list_leases("s") == []  # the lease went with the last write
