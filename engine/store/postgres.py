@@ -53,6 +53,15 @@ Batches
     ``append_events`` (an answer with its auto-completions, a node's end with
     the next node's start) is one ``hitl_append_many`` call.
 
+A turn's first and last writes
+    ``acquire_and_append`` and ``append_and_release`` (the capabilities of that
+    name) are one statement each too: ``hitl_acquire_append`` takes the lease
+    as ``acquire_lease`` does, checks that the invocation did not move on, and
+    appends through ``hitl_append_many`` fenced by it; ``hitl_append_release``
+    appends fenced, keeps the snapshot and deletes the lease. So a resume that
+    runs one node is 5 round trips: the answer's lookup, the invocation's read,
+    the first write, the node's write, the last write.
+
 Round trips
     Every store call is one statement, hence one round trip: no BEGIN/COMMIT
     around a single atomic statement, reads that find nothing tell a missing
@@ -328,6 +337,89 @@ END
 $fn$
 """
 
+_TURN_FNS = [
+    r"""
+CREATE OR REPLACE FUNCTION hitl_acquire_append(
+    p_inv_lease text, p_owner text, p_expires double precision, p_after bigint,
+    p_session text, p_expected bigint, p_now double precision,
+    p_json text[], p_event_id text[], p_inv text[], p_ts double precision[], p_path text[], p_kind text[],
+    p_delta jsonb[], p_opened jsonb[], p_resolved jsonb[], p_cancel boolean[], p_inv_status text[],
+    p_new_msg text[], p_audit_action text[], p_audit_operator text[], p_audit_reason text[], p_audit_details text[],
+    OUT o_acquired double precision, OUT o_last bigint, OUT o_state text
+) LANGUAGE plpgsql AS $fn$
+-- A turn's first write in ONE statement (acquire_and_append): take the lease of
+-- invocation p_inv_lease for p_owner as acquire_lease does (no stealing; HT503
+-- with the holder's row when another owner's has not expired), refuse (HT412)
+-- when the invocation has an event after p_after, append through
+-- hitl_append_many fenced by the lease just taken, and return the lease's
+-- acquired_at, the last seq and the session's state after the events.
+DECLARE
+    v_held record;
+    v_last bigint;
+BEGIN
+    PERFORM 1 FROM sessions WHERE id = p_session FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'HT404', MESSAGE = p_session;
+    END IF;
+    INSERT INTO leases (session_id, invocation_id, owner, acquired_at, renewed_at, expires_at)
+        VALUES (p_session, p_inv_lease, p_owner, p_now, p_now, p_expires)
+    ON CONFLICT (session_id, invocation_id) DO UPDATE SET owner = excluded.owner,
+        acquired_at = CASE WHEN leases.owner = excluded.owner THEN leases.acquired_at ELSE excluded.acquired_at END,
+        renewed_at = excluded.renewed_at, expires_at = excluded.expires_at
+      WHERE leases.owner = excluded.owner OR leases.expires_at <= p_now
+    RETURNING acquired_at INTO o_acquired;
+    IF o_acquired IS NULL THEN
+        -- ON CONFLICT locked the holder's row even though it did not update it
+        SELECT owner, acquired_at, renewed_at, expires_at INTO v_held FROM leases
+         WHERE session_id = p_session AND invocation_id = p_inv_lease;
+        RAISE EXCEPTION USING ERRCODE = 'HT503', MESSAGE = v_held.owner,
+            DETAIL = json_build_array(v_held.acquired_at, v_held.renewed_at, v_held.expires_at)::text;
+    END IF;
+    IF p_after IS NOT NULL THEN
+        SELECT seq INTO v_last FROM events WHERE session_id = p_session AND invocation_id = p_inv_lease
+         ORDER BY seq DESC LIMIT 1;
+        IF v_last > p_after THEN
+            RAISE EXCEPTION USING ERRCODE = 'HT412', MESSAGE = v_last::text;
+        END IF;
+    END IF;
+    o_last := hitl_append_many(
+        p_session, p_expected, p_owner, p_now, p_json, p_event_id, p_inv, p_ts, p_path, p_kind, p_delta,
+        p_opened, p_resolved, p_cancel, p_inv_status, p_new_msg, p_audit_action, p_audit_operator,
+        p_audit_reason, p_audit_details);
+    SELECT state::text INTO o_state FROM sessions WHERE id = p_session;
+END
+$fn$
+""",
+    r"""
+CREATE OR REPLACE FUNCTION hitl_append_release(
+    p_inv_lease text, p_snap_seq bigint, p_snap_data text,
+    p_session text, p_expected bigint, p_lease text, p_now double precision,
+    p_json text[], p_event_id text[], p_inv text[], p_ts double precision[], p_path text[], p_kind text[],
+    p_delta jsonb[], p_opened jsonb[], p_resolved jsonb[], p_cancel boolean[], p_inv_status text[],
+    p_new_msg text[], p_audit_action text[], p_audit_operator text[], p_audit_reason text[], p_audit_details text[]
+) RETURNS bigint LANGUAGE plpgsql AS $fn$
+-- A turn's last write in ONE statement (append_and_release): the events fenced
+-- by p_lease's lease (hitl_append_many), the turn's snapshot (never replacing a
+-- newer one), and the release of the lease. Returns the last seq written.
+DECLARE
+    v_seq bigint;
+BEGIN
+    v_seq := hitl_append_many(
+        p_session, p_expected, p_lease, p_now, p_json, p_event_id, p_inv, p_ts, p_path, p_kind, p_delta,
+        p_opened, p_resolved, p_cancel, p_inv_status, p_new_msg, p_audit_action, p_audit_operator,
+        p_audit_reason, p_audit_details);
+    IF p_snap_seq IS NOT NULL THEN
+        INSERT INTO snapshots (session_id, invocation_id, seq, data) VALUES (p_session, p_inv_lease, p_snap_seq, p_snap_data)
+        ON CONFLICT (session_id, invocation_id) DO UPDATE SET seq = excluded.seq, data = excluded.data
+         WHERE excluded.seq >= snapshots.seq;
+    END IF;
+    DELETE FROM leases WHERE session_id = p_session AND invocation_id = p_inv_lease AND owner = p_lease;
+    RETURN v_seq;
+END
+$fn$
+""",
+]
+
 _MIGRATIONS: list[list[str]] = [
     # v0 -> v1: the whole schema of SQLite's version 4, and the append function.
     [
@@ -432,6 +524,8 @@ _MIGRATIONS: list[list[str]] = [
     ],
     # v1 -> v2: several appends in one statement (append_events: one round trip).
     [_APPEND_MANY_FN],
+    # v2 -> v3: a turn's first and last writes, one statement each (acquire_and_append, append_and_release).
+    _TURN_FNS,
 ]
 """``_MIGRATIONS[i]`` upgrades schema version ``i`` to ``i + 1`` (statements run in
 one transaction). Append only; never edit a released one."""
@@ -501,10 +595,28 @@ def _connect_error(exc: BaseException, where: str) -> StoreError:
 
 
 def _raise_append_error(
-    exc: asyncpg.PostgresError, session_id: str, inv: str, owner: str | None, expected: int | None = None
+    exc: asyncpg.PostgresError,
+    session_id: str,
+    inv: str,
+    owner: str | None,
+    expected: int | None = None,
+    after: int | None = None,
 ) -> None:
     state = exc.sqlstate
     msg = getattr(exc, "message", "") or ""
+    if state == "HT503":  # hitl_acquire_append: another owner's live lease (its times in the detail)
+        acquired, renewed, expires = json.loads(getattr(exc, "detail", None) or "[0, 0, 0]")
+        lease = Lease(
+            session_id=session_id,
+            invocation_id=inv,
+            owner=msg,
+            acquired_at=acquired,
+            renewed_at=renewed,
+            expires_at=expires,
+        )
+        raise InvocationBusyError(inv, lease) from None
+    if state == "HT412":
+        raise ConflictError(f"invocation {inv} changed since event {after}; read it again") from None
     if state == "HT404":
         raise SessionNotFoundError(session_id) from None
     if state == "HT409":
@@ -598,7 +710,17 @@ class PostgresStore:
     """Not a file (the ``path`` capability of file stores)."""
 
     capabilities: frozenset[str] = frozenset(
-        {"skip_corrupt", "corrupt_events", "bulk_load", "checkpoint", "migrate", "notify", "snapshot_and_events"}
+        {
+            "skip_corrupt",
+            "corrupt_events",
+            "bulk_load",
+            "checkpoint",
+            "migrate",
+            "notify",
+            "snapshot_and_events",
+            "append_and_release",
+            "acquire_and_append",
+        }
     )
     """Optional features (see :data:`engine.store.base.Capability`)."""
 
@@ -853,6 +975,23 @@ class PostgresStore:
                 f"the store {self.url} is open read-only; nothing was written (open it without --read-only)"
             )
 
+    async def _write_batch(
+        self, fn: Callable[[asyncpg.Connection], Awaitable[T]], session_id: str, prepared: list[_Prepared]
+    ) -> tuple[T, None] | tuple[None, int]:
+        """Run ``fn``, a statement that appends ``prepared`` (all or none), and return
+        ``(its result, None)``. When the connection breaks, the first event's id
+        says whether it committed: then ``(None, the batch's last seq)``, else it
+        is run again (nothing of it was written)."""
+        for _ in range(_RETRIES):
+            try:
+                return await self._run(fn, reconnect=False), None
+            except ConnectionLostError:
+                found = await self._run(partial(_seq_of_event, session_id=session_id, event_id=prepared[0].event_id))
+                if found is not None:
+                    return None, found + len(prepared) - 1
+                self.retries += 1
+        raise ConnectionLostError(f"lost the connection to {self.url} again and again; the events were not stored")
+
     async def _require_session(self, conn: asyncpg.Connection, session_id: str) -> None:
         if await conn.fetchval("SELECT 1 FROM sessions WHERE id = $1", session_id) is None:
             raise SessionNotFoundError(session_id)
@@ -958,32 +1097,16 @@ class PostgresStore:
 
         args = _append_many_args(session_id, prepared, expected_seq, lease_owner)
 
-        async def fn(conn: asyncpg.Connection) -> list[int]:
+        async def fn(conn: asyncpg.Connection) -> int:
             # One statement: the whole batch commits or none of it, in one round trip.
             try:
-                last = int(await conn.fetchval(_APPEND_MANY_SQL, *args))
+                return int(await conn.fetchval(_APPEND_MANY_SQL, *args))
             except asyncpg.PostgresError as e:
                 _raise_append_error(e, session_id, prepared[0].invocation_id, lease_owner, expected_seq)
                 raise
-            return list(range(last - len(prepared) + 1, last + 1))
 
-        for _ in range(_RETRIES):
-            try:
-                seqs = await self._run(fn, reconnect=False)
-                break
-            except ConnectionLostError:
-                # All or none committed: the first event's id says which.
-                found = await self._run(partial(_seq_of_event, session_id=session_id, event_id=prepared[0].event_id))
-                if found is not None:
-                    seqs = list(range(found, found + len(prepared)))
-                    break
-                self.retries += 1
-        else:
-            raise ConnectionLostError(f"lost the connection to {self.url} again and again; the events were not stored")
-        return [
-            StoredEvent(seq=seq, session_id=session_id, event=Event.from_json(p.json))
-            for seq, p in zip(seqs, prepared, strict=True)
-        ]
+        last, found = await self._write_batch(fn, session_id, prepared)
+        return _stored(session_id, prepared, found if last is None else last)
 
     async def invocation_count(self, session_id: str) -> int:
         async def fn(conn: asyncpg.Connection) -> int:
@@ -1348,6 +1471,90 @@ class PostgresStore:
 
         return await self._run(fn)
 
+    async def acquire_and_append(
+        self,
+        session_id: str,
+        invocation_id: str,
+        events: list[Event],
+        *,
+        owner: str,
+        ttl: float,
+        expected_seq: int | None = None,
+        invocation_after: int | None = None,
+    ) -> tuple[Lease, list[StoredEvent], dict[str, Any]]:
+        """A turn's first write (see :data:`engine.store.base.Capability`): the
+        lease, the checks and the events in one statement, ``hitl_acquire_append``
+        (one transaction, one round trip). Returns the lease, the stored events
+        and the session's state after them."""
+        self._check_writable()
+        prepared = [_prepare(e) for e in events]
+        args = _append_many_args(session_id, prepared, expected_seq, owner)
+        now = args[3]
+
+        async def fn(conn: asyncpg.Connection) -> tuple[float, int | None, str]:
+            try:
+                row = await conn.fetchrow(
+                    _ACQUIRE_APPEND_SQL, invocation_id, owner, now + ttl, invocation_after, *args[:2], *args[3:]
+                )
+            except asyncpg.PostgresError as e:
+                _raise_append_error(e, session_id, invocation_id, owner, expected_seq, invocation_after)
+                raise
+            return row[0], row[1], row[2]
+
+        if not prepared:
+            row = await self._run(fn)  # nothing to find again after a lost connection: the lease alone
+        else:
+            row, found = await self._write_batch(fn, session_id, prepared)
+            if row is None:  # committed, and the connection broke: so was the lease; read it and the state back
+                held = await self.get_lease(session_id, invocation_id)
+                if held is None or held.owner != owner:  # lapsed and taken over meanwhile
+                    raise LeaseLostError(session_id, invocation_id, owner, held.holder if held else None)
+                session = await self.get_session(session_id)
+                return held, _stored(session_id, prepared, found), dict(session.state)
+        acquired, last, state_text = row
+        lease = Lease(
+            session_id=session_id,
+            invocation_id=invocation_id,
+            owner=owner,
+            acquired_at=acquired,
+            renewed_at=now,
+            expires_at=now + ttl,
+        )
+        return lease, _stored(session_id, prepared, last), json.loads(state_text)
+
+    async def append_and_release(
+        self,
+        session_id: str,
+        invocation_id: str,
+        events: list[Event],
+        *,
+        owner: str,
+        expected_seq: int | None = None,
+        snapshot: tuple[int, dict[str, Any]] | None = None,
+    ) -> list[StoredEvent]:
+        """A turn's last events (fenced by ``owner``'s lease), its snapshot and its
+        lease's release in one statement, ``hitl_append_release`` (see
+        :func:`engine.store.base.append_and_release`)."""
+        self._check_writable()
+        prepared = [_prepare(e) for e in events]
+        args = _append_many_args(session_id, prepared, expected_seq, owner)
+        snap_seq, snap_text = (None, None) if snapshot is None else (snapshot[0], to_json(snapshot[1]).decode())
+
+        async def fn(conn: asyncpg.Connection) -> int | None:
+            try:
+                return await conn.fetchval(_APPEND_RELEASE_SQL, invocation_id, snap_seq, snap_text, *args)
+            except asyncpg.PostgresError as e:
+                _raise_append_error(e, session_id, invocation_id, owner, expected_seq)
+                raise
+
+        if not prepared:
+            last = await self._run(fn)  # the snapshot and the release: safe to redo
+        else:
+            # All or none committed (the release with the events).
+            last, found = await self._write_batch(fn, session_id, prepared)
+            last = found if last is None else last
+        return _stored(session_id, prepared, last)
+
     async def get_lease(self, session_id: str, invocation_id: str) -> Lease | None:
         async def fn(conn: asyncpg.Connection) -> Lease | None:
             row = await conn.fetchrow(
@@ -1532,6 +1739,19 @@ def _cols(alias: str, cols: str) -> str:
 
 
 _APPEND_MANY_SQL = "SELECT hitl_append_many(" + ", ".join(f"${i}" for i in range(1, 21)) + ")"
+_ACQUIRE_APPEND_SQL = "SELECT * FROM hitl_acquire_append(" + ", ".join(f"${i}" for i in range(1, 24)) + ")"
+_APPEND_RELEASE_SQL = "SELECT hitl_append_release(" + ", ".join(f"${i}" for i in range(1, 24)) + ")"
+
+
+def _stored(session_id: str, prepared: list[_Prepared], last: int | None) -> list[StoredEvent]:
+    """The stored events of a batch whose last one got seq ``last``."""
+    if not prepared:
+        return []
+    assert last is not None
+    first = last - len(prepared) + 1
+    return [
+        StoredEvent(seq=first + i, session_id=session_id, event=Event.from_json(p.json)) for i, p in enumerate(prepared)
+    ]
 
 
 def _append_many_args(

@@ -12,12 +12,14 @@ from typing import Any
 
 import pytest
 
+from engine import Runner
 from engine.errors import AlreadyResolvedError, ConflictError, SessionNotFoundError
-from engine.models import Content, Event, Session, StoredEvent
+from engine.models import Content, Event, Session, StoredEvent, new_id
 from engine.store.jsonl import ImportFormatError, event_line, header_line
 from engine.store.postgres import PostgresStore
 from engine.store.sqlite import SQLiteStore
 from tests.contract.builders import answer, dump, interrupt, pg_fresh_url, start
+from tests.engine.test_turn_cost import SIMPLE
 
 from .pg import pg_dump
 
@@ -139,9 +141,9 @@ async def test_bulk_load_is_all_or_nothing_per_batch_and_refuses_an_existing_ses
 
 
 @pytest.fixture
-def round_trips(monkeypatch: pytest.MonkeyPatch) -> Callable[[Callable[[], Awaitable[Any]]], Awaitable[int]]:
-    """``await round_trips(call)``: the messages the client sent the server during
-    ``call`` (asyncpg writes once per round trip: a statement and its Sync)."""
+def sent(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """``sent[0]``: how many messages this process has sent over socket transports
+    so far (asyncpg writes once per round trip: a statement and its Sync)."""
     sent = [0]
     transport = asyncio.selector_events._SelectorSocketTransport  # type: ignore[attr-defined]
     write = transport.write
@@ -151,6 +153,13 @@ def round_trips(monkeypatch: pytest.MonkeyPatch) -> Callable[[Callable[[], Await
         write(self, data)
 
     monkeypatch.setattr(transport, "write", counting)
+    return sent
+
+
+@pytest.fixture
+def round_trips(sent: list[int]) -> Callable[[Callable[[], Awaitable[Any]]], Awaitable[int]]:
+    """``await round_trips(call)``: the messages the client sent the server during
+    ``call``, the second time it runs (the first prepares its statements)."""
 
     async def measure(call: Callable[[], Awaitable[Any]]) -> int:
         await call()  # once to prepare the statement on the connection
@@ -203,7 +212,9 @@ def _acquire_then(store: PostgresStore, call: Callable[[], Awaitable[Any]]) -> C
     return both
 
 
-async def test_snapshot_and_events_reads_the_snapshot_and_the_events_after_it_in_one_round_trip(round_trips: Any) -> None:
+async def test_snapshot_and_events_reads_the_snapshot_and_the_events_after_it_in_one_round_trip(
+    round_trips: Any,
+) -> None:
     async with PostgresStore.open(pg_fresh_url(), max_size=1) as store:
         await store.create_session("app", "u", "s")
         for ev in (start("i"), _ask("i", "q"), start("other", path="wf@2")):
@@ -229,3 +240,63 @@ async def test_snapshot_and_events_reads_the_snapshot_and_the_events_after_it_in
         assert await store.snapshot_and_events("s", "nothing") == (None, [])
         with pytest.raises(SessionNotFoundError):
             await store.snapshot_and_events("missing", "i")
+
+
+async def test_a_turns_first_and_last_writes_are_one_round_trip_each(round_trips: Any) -> None:
+    async with PostgresStore.open(pg_fresh_url(), max_size=1) as store:
+        await store.create_session("app", "u", "s")
+
+        async def first() -> None:
+            await store.acquire_and_append("s", "i", [start("i"), _ask("i", new_id())], owner="me", ttl=30)
+
+        async def last() -> None:
+            await store.acquire_lease("s", "i", "me", 30)
+            seq = (await store.get_session("s")).last_seq
+            await store.append_and_release(
+                "s",
+                "i",
+                [start("i")],
+                owner="me",
+                expected_seq=seq,
+                snapshot=(seq + 1, {"k": seq}),
+            )
+
+        assert await round_trips(first) == 1
+        assert await round_trips(last) - 2 == 1  # less the acquire and the read that set it up
+        assert await store.get_lease("s", "i") is None
+        snap = await store.get_snapshot("s", "i")
+        assert snap is not None and snap[0] == (await store.get_session("s")).last_seq
+
+
+async def test_a_resume_that_runs_one_node_takes_at_most_six_round_trips(sent: list[int]) -> None:
+    """Issue 17's budget: answer, lease, the node's run and the turn's end on
+    PostgreSQL in at most 6 round trips (each store call is one; the turn's first
+    and last writes fold the lease into the appends). A fresh run to its first
+    interrupt (two nodes here) is counted too: it pays the session's creation on top."""
+    async with PostgresStore.open(pg_fresh_url(), max_size=1) as store:
+        runner = Runner("app", SIMPLE, store)  # prep, ask, after
+
+        async def fresh(sid: str) -> int:
+            before = sent[0]
+            async for _ in runner.run("u", sid, Content.from_text("go")):
+                pass
+            return sent[0] - before
+
+        async def resume(sid: str) -> tuple[int, list[Event]]:
+            iid = (await store.open_interrupts(session_id=sid, limit=1)).items[0].interrupt_id
+            before = sent[0]
+            events = [e async for e in runner.run("u", sid, Content.from_responses({iid: True}))]
+            return sent[0] - before, events
+
+        await fresh("warm")  # the first turn on the connection prepares its statements
+        await resume("warm")
+        fresh_trips = await fresh("s")
+        trips, events = await resume("s")
+        ran = {e.node_info.path for e in events if e.node_info and e.node_info.lifecycle == "start"}
+        assert any("/after@" in p for p in ran), ran  # it did run a node
+        assert trips <= 6, trips
+        # read + create the session, the run id's count, the first write, two node
+        # writes (prep's end with ask's start, ask's question), the last write
+        assert fresh_trips <= 8, fresh_trips
+        assert [i.status for i in await store.list_invocations("s")] == ["completed"]
+        assert await store.list_leases("s") == []  # the lease went with the last write

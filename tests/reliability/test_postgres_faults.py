@@ -114,6 +114,83 @@ async def test_a_connection_dropped_mid_transaction_rolls_back_and_the_append_la
         assert [e.event.content.text for e in events if e.event.content] == ["first", "in flight"]
 
 
+async def test_a_turns_first_and_last_writes_dropped_mid_transaction_land_once(
+    url: str, monitor: asyncpg.Connection
+) -> None:
+    """acquire_and_append and append_and_release (one statement each) after a
+    dropped connection: rolled back by the server, redone once by the store,
+    with their lease taken and released as if nothing had happened."""
+    async with PostgresStore.open(url, busy_timeout=30) as store:
+        for query, call in (
+            (
+                "SELECT * FROM hitl_acquire_append%",
+                lambda: store.acquire_and_append("s1", "i1", [user_msg("i1", "first write")], owner="me", ttl=60),
+            ),
+            (
+                "SELECT hitl_append_release%",
+                lambda: store.append_and_release(
+                    "s1", "i1", [user_msg("i1", "last write")], owner="me", snapshot=(3, {"k": 3})
+                ),
+            ),
+        ):
+            blocker = await _raw(url)
+            tx = blocker.transaction()
+            await tx.start()
+            await blocker.execute("SELECT 1 FROM sessions WHERE id = 's1' FOR UPDATE")
+            store.retries = 0
+            write = asyncio.ensure_future(call())
+
+            async def victim(query: str = query) -> int | None:
+                return await monitor.fetchval(
+                    "SELECT pid FROM pg_stat_activity WHERE query LIKE $1 AND wait_event_type = 'Lock'", query
+                )
+
+            pid = await _wait_for(victim, f"{query} to wait on the lock")
+            assert await monitor.fetchval("SELECT pg_terminate_backend($1)", pid)
+            await _wait_for(lambda: _retried(store), "the store to notice the dropped connection")
+            await tx.rollback()
+            await blocker.close()
+            await asyncio.wait_for(write, 30)
+        events = await store.events("s1")
+        assert [e.seq for e in events] == [1, 2, 3]
+        assert [e.event.content.text for e in events if e.event.content] == ["first", "first write", "last write"]
+        assert await store.get_lease("s1", "i1") is None
+        assert await store.get_snapshot("s1", "i1") == (3, {"k": 3})
+
+
+async def test_a_turns_first_write_that_committed_before_the_connection_broke_is_not_redone(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reply lost, not the write: the store finds the first event stored, and
+    returns the lease and state it wrote instead of writing them again."""
+    from engine.store.postgres import ConnectionLostError
+
+    async with PostgresStore.open(url) as store:
+        run = store._run
+        broken = [True]
+
+        async def lose_the_reply(fn: Any, **kw: Any) -> Any:
+            result = await run(fn, **kw)
+            if broken[0] and kw.get("reconnect") is False:
+                broken[0] = False
+                raise ConnectionLostError("the reply was lost")
+            return result
+
+        monkeypatch.setattr(store, "_run", lose_the_reply)
+        lease, written, state = await store.acquire_and_append(
+            "s1", "i1", [user_msg("i1", "once", state_delta={"x": 1})], owner="me", ttl=60
+        )
+        assert not broken[0]
+        assert [w.seq for w in written] == [2] and await _seqs(store) == [1, 2]
+        assert lease == await store.get_lease("s1", "i1") and lease.owner == "me"
+        assert state == {"x": 1}
+        broken[0] = True
+        [last] = await store.append_and_release("s1", "i1", [user_msg("i1", "end")], owner="me")
+        assert not broken[0]
+        assert last.seq == 3 and await _seqs(store) == [1, 2, 3]
+        assert await store.get_lease("s1", "i1") is None
+
+
 async def _retried(store: PostgresStore) -> bool:
     return store.retries > 0
 

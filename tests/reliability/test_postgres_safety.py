@@ -122,6 +122,52 @@ def test_a_newer_schema_is_refused_and_left_untouched() -> None:
     assert run(_raw_dump(url)) == before
 
 
+def test_a_version_2_store_is_upgraded_by_a_writer_and_then_resumes() -> None:
+    """Schema v3 adds the turn's one-statement first and last writes. A store left
+    at v2 (without them) is refused by a reader, upgraded by a writer with its
+    data kept, and a turn then goes through the new functions."""
+    from engine import START, Runner, Workflow
+    from engine.errors import SchemaUpgradeNeeded
+    from tests.engine.test_turn_cost import after, ask, prep
+
+    assert SCHEMA_VERSION == 3
+    url = pg_fresh_url()
+    runner_wf = Workflow("wf", [(START, prep, ask, after)])
+
+    async def as_v2() -> list[Any]:
+        async with PostgresStore.open(url) as store:
+            async for _ in Runner("app", runner_wf, store).run("u", "s", Content.from_text("go")):
+                pass
+            assert store._pool is not None
+            async with store._pool.acquire() as conn:
+                await conn.execute("DROP FUNCTION hitl_acquire_append")
+                await conn.execute("DROP FUNCTION hitl_append_release")
+                await conn.execute("UPDATE hitl_schema SET version = 2")
+        return await _raw_dump(url)
+
+    before = run(as_v2())
+
+    async def read() -> None:
+        await PostgresStore.open(url, read_only=True)
+
+    with pytest.raises(SchemaUpgradeNeeded, match="schema version 2"):
+        run(read())
+    assert run(_raw_dump(url)) == before  # a reader leaves it untouched
+
+    async def upgrade() -> None:
+        async with PostgresStore.open(url) as store:
+            assert (store.migrated_from, await store.schema_version()) == (2, 3)
+            rows = await _raw_dump(url)
+            assert rows[1:] == before[1:]  # sessions and events kept
+            iid = (await store.open_interrupts(session_id="s", limit=1)).items[0].interrupt_id
+            async for _ in Runner("app", runner_wf, store).run("u", "s", Content.from_responses({iid: True})):
+                pass
+            assert [i.status for i in await store.list_invocations("s")] == ["completed"]
+            assert await store.list_leases("s") == []
+
+    run(upgrade())
+
+
 async def _raw_dump(url: str) -> list[Any]:
     dsn, schema = url.rsplit("&schema=", 1)
     conn = await asyncpg.connect(dsn, server_settings={"search_path": schema})
