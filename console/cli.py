@@ -51,7 +51,15 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
-from console.inputs import MAX_ANSWER_FILE_BYTES, MAX_IMPORT_BYTES, CheckedGroup, decode, loads, read_bounded
+from console.inputs import (
+    MAX_ANSWER_FILE_BYTES,
+    MAX_IMPORT_BYTES,
+    CheckedGroup,
+    bounded_lines,
+    decode,
+    loads,
+    read_bounded,
+)
 from console.text import clean
 from console.times import age, date_time, use_utc, zone_name
 from engine.errors import HitlError, InvocationNotFoundError, ReadOnlyError, require_id
@@ -1317,7 +1325,7 @@ def import_cmd(file: str, as_id: str | None, operator: str | None, reason: str |
     async def body() -> None:
         if as_id is not None:
             require_id(as_id, "--as (the new session id)")
-        lines = read_bounded(file, MAX_IMPORT_BYTES, "import").splitlines(keepends=True)
+        lines = bounded_lines(file, MAX_IMPORT_BYTES, "import")  # read as the store validates: one line at a time
         source = "stdin" if file == "-" else str(Path(file).resolve())
         async with open_store(write=True) as store:
             session = await store.import_session(
