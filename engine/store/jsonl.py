@@ -174,13 +174,16 @@ class ExportReader:
         self._last_line = 0
         self.session = self._header()
 
-    def _header(self) -> Session:
+    def _objects(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        """(line number, JSON object) of each non-blank line not read yet."""
         for n, raw in self._lines:
             self._last_line = n
             text = _decode(raw, n)
-            if not text.strip():
-                continue
-            obj = _json_object(text, n)
+            if text.strip():
+                yield n, _json_object(text, n)
+
+    def _header(self) -> Session:
+        for n, obj in self._objects():
             if n != 1 or "format" not in obj:
                 raise ImportFormatError(n, 'the first line must be the header {"format": "hitl-session", ...}')
             session = _parse_header(obj)
@@ -192,12 +195,7 @@ class ExportReader:
     def events(self) -> Iterator[Event]:
         replay = _Replay()
         count = 0
-        for n, raw in self._lines:
-            self._last_line = n
-            text = _decode(raw, n)
-            if not text.strip():
-                continue
-            obj = _json_object(text, n)
+        for n, obj in self._objects():
             if len(obj) != 2 or "seq" not in obj or "event" not in obj:
                 raise ImportFormatError(n, f"an event line has exactly the keys 'seq' and 'event' (got {sorted(obj)})")
             seq = obj["seq"]
