@@ -47,24 +47,33 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
-from console.inputs import MAX_ANSWER_FILE_BYTES, MAX_IMPORT_BYTES, CheckedGroup, decode, loads, read_bounded
+from console.inputs import (
+    MAX_ANSWER_FILE_BYTES,
+    MAX_IMPORT_BYTES,
+    CheckedGroup,
+    bounded_lines,
+    decode,
+    loads,
+    read_bounded,
+)
 from console.text import clean
 from console.times import age, date_time, use_utc, zone_name
-from engine import Content, Event, HitlError, Projection, cancel_invocation, views
-from engine.apps import AppRegistry, default_operator
-from engine.errors import InvocationNotFoundError, ReadOnlyError, require_id
+from engine.errors import HitlError, InvocationNotFoundError, ReadOnlyError, require_id
 from engine.liveness import INTERRUPTED, InvocationHealth, interrupted_invocations, session_health
-from engine.models import NodeStatus
 from engine.redact import DEFAULT_SECRET_PATTERNS, Redactor, secret_patterns
-from engine.replay import Replay, diff, markers_for
-from engine.resume import ResumePlan, load_invocation, next_runs, plan_resume
 from engine.status import INTERRUPTED_FILTER, SESSION_FILTERS, DisplayStatus, SessionStatus
 from engine.store.base import SessionStore
-from engine.views import Frame, diff_dict, frame_dict, goto, status_changes
+
+if TYPE_CHECKING:  # imported where used: `hitl sessions` loads no runner, replay or resume code (issue 15)
+    from engine import Event, Projection
+    from engine.apps import AppRegistry
+    from engine.replay import Replay
+    from engine.resume import ResumePlan
+    from engine.views import Frame
 
 T = TypeVar("T")
 
@@ -119,6 +128,8 @@ class Options:
         return self.config
 
     def registry(self) -> AppRegistry:
+        from engine.apps import AppRegistry
+
         return AppRegistry.from_options(self.apps, self.config_path())
 
     def console_config(self) -> Any:
@@ -387,6 +398,8 @@ def tree_rows(
     (the console's tree draws the same ones) with each run's output, error and
     interrupts. ``health``: liveness's verdict (interrupted, paths in doubt)."""
     doubt, stopped = (health.in_doubt, health.interrupted) if health is not None else ((), False)
+    from engine import views
+
     return [views.row_json(proj, row) for row in views.tree_rows(proj, invocation_id, all_runs, doubt, stopped)]
 
 
@@ -441,6 +454,8 @@ async def session_projection(store: SessionStore, session_id: str) -> Projection
     """The session's whole projection (every loop iteration), folded page by page
     (memory: the projection, not the event list). Values are NOT masked: the
     redactor learns the secrets it holds; render through :func:`safe`."""
+    from engine.projection import Projection
+
     proj, seq = Projection(), 0
     while page := await store.events(session_id, after_seq=seq, limit=EVENTS_PAGE):
         for s in page:
@@ -465,6 +480,9 @@ async def latest_projection(store: SessionStore, session_id: str, invocation_ids
     (cached snapshot + the events after it: cost independent of how long the
     session ran), side by side in one projection. Values are NOT masked: render
     through :func:`safe` (``hitl show`` does, row by row)."""
+    from engine.projection import Projection
+    from engine.resume import load_invocation
+
     merged = Projection()
     for inv in invocation_ids:
         try:
@@ -751,6 +769,8 @@ def parse_answers(pairs: Iterable[str]) -> dict[str, Any]:
 
 def _operator(given: str | None) -> str | None:
     """--operator, else ``[console] operator`` of the config (as the console), else $USER."""
+    from engine.apps import default_operator
+
     return given or default_operator(_opts().config_path()) or None
 
 
@@ -803,6 +823,8 @@ def plan_next_runs(plan: ResumePlan, app_name: str) -> list[str] | None:
         root = _opts().registry().get(app_name)
     except HitlError:
         return None
+    from engine.resume import next_runs
+
     return next_runs(plan, plan.after, root) if plan.after is not None else None
 
 
@@ -820,6 +842,10 @@ async def stream_run(
     is persisted, then folded one event at a time -- or, with ``loaded``, taken
     from it (``"proj"``, filled by the Runner's ``on_loaded`` before its first
     write: the invocation is not read again)."""
+    from engine.projection import Projection
+    from engine.replay import markers_for
+    from engine.resume import load_invocation
+
     proj = await load_invocation(store, session_id, invocation_id) if loaded is None else Projection()
     count = 0
     async for event in events:
@@ -887,6 +913,9 @@ def resume(
         raise click.UsageError("give at least one answer: ID=JSON (or --answer ID=JSON)")
 
     async def body() -> None:
+        from engine.models import Content
+        from engine.resume import plan_resume
+
         values = parse_answers([*answers, *answer_opts])
         async with open_store(write=not dry_run) as store:
             session = await store.get_session(session_id)
@@ -972,6 +1001,10 @@ def cancel(session_id: str, invocation: str, operator: str | None, reason: str |
     opts = _opts()
 
     async def body() -> None:
+        from engine.models import NodeStatus
+        from engine.resume import load_invocation
+        from engine.runner import cancel_invocation
+
         async with open_store(write=True) as store:
             await store.get_session(session_id)
             inv = await resolve_invocation(store, session_id, invocation)
@@ -1121,6 +1154,9 @@ def replay(
         return
 
     async def body() -> None:
+        from engine.replay import Replay
+        from engine.views import goto
+
         if file is not None:
             from engine.store.jsonl import parse_export
 
@@ -1188,6 +1224,8 @@ def _replay_ui(session_id: str | None, file: str | None, at: int | None) -> None
 
 
 def _print_frame(frame: Frame, as_json: bool) -> None:
+    from engine.views import frame_dict, status_changes
+
     """One replayed event: its markers, then the statuses it changed."""
     if as_json:
         out_json(frame_dict(frame))
@@ -1208,6 +1246,9 @@ def _print_frame(frame: Frame, as_json: bool) -> None:
 
 def _print_diff(session_id: str, cursor: Replay, first: int, second: int, as_json: bool) -> None:
     """``--at N --diff-from M``: the console's diff (``m``, move, ``d``) as text or JSON."""
+    from engine.replay import diff
+    from engine.views import diff_dict
+
     rows = diff(cursor.projection_at(first), cursor.projection_at(second))
     if as_json:
         out_json({"session": session_id, "from": first, "to": second, "changes": [diff_dict(r) for r in rows]})
@@ -1224,6 +1265,8 @@ def _print_diff(session_id: str, cursor: Replay, first: int, second: int, as_jso
 def _print_tree_at(session_id: str, frame: Frame, all_runs: bool, as_json: bool, masked: bool = False) -> None:
     """``--at N``: the node tree of every invocation after event N, and that event
     (``masked``: pass the rows through the redactor, the frame holds raw values)."""
+    from engine.views import frame_dict
+
     proj, at, total = frame.projection, frame.position, frame.total
     rows: Callable[[Projection, str, bool], list[dict[str, Any]]] = (
         (lambda p, i, a: safe(tree_rows(p, i, a))) if masked else tree_rows
@@ -1282,7 +1325,7 @@ def import_cmd(file: str, as_id: str | None, operator: str | None, reason: str |
     async def body() -> None:
         if as_id is not None:
             require_id(as_id, "--as (the new session id)")
-        lines = read_bounded(file, MAX_IMPORT_BYTES, "import").splitlines(keepends=True)
+        lines = bounded_lines(file, MAX_IMPORT_BYTES, "import")  # read as the store validates: one line at a time
         source = "stdin" if file == "-" else str(Path(file).resolve())
         async with open_store(write=True) as store:
             session = await store.import_session(

@@ -20,7 +20,8 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from typing import BinaryIO
 
 import click
 
@@ -85,6 +86,44 @@ def read_bounded(path: str, limit: int, what: str) -> bytes:
     return data
 
 
+def bounded_lines(path: str, limit: int, what: str) -> Iterator[bytes]:
+    """The lines of a regular file (or stdin for ``-``), at most ``limit`` bytes in
+    all, read one at a time (an import never holds the whole file). The file is
+    checked and opened now, so a missing, oversized or special file is refused
+    before the caller opens its store; a stream that grows past ``limit``
+    raises InputError at that line."""
+    if path == "-":
+        fh: BinaryIO = sys.stdin.buffer
+    else:
+        st = _regular(path, what)
+        if st.st_size > limit:
+            raise InputError(f"{what}: {path} has {st.st_size} bytes; the limit is {limit} (see README, Limits)")
+        try:
+            fh = open(path, "rb")  # noqa: SIM115 -- closed by the generator below
+        except OSError as exc:
+            raise InputError(f"{what}: cannot read {path}: {exc.strerror}") from None
+
+    def lines() -> Iterator[bytes]:
+        total = 0
+        try:
+            while True:
+                try:
+                    line = fh.readline(limit - total + 1)
+                except OSError as exc:
+                    raise InputError(f"{what}: cannot read {path}: {exc.strerror}") from None
+                if not line:
+                    return
+                total += len(line)
+                if total > limit:
+                    raise InputError(f"{what}: {path} has more than {limit} bytes; the limit is {limit} (see README, Limits)")
+                yield line
+        finally:
+            if fh is not sys.stdin.buffer:
+                fh.close()
+
+    return lines()
+
+
 def decode(data: bytes, what: str) -> str:
     try:
         return data.decode("utf-8")
@@ -105,4 +144,4 @@ class CheckedGroup(click.Group):
         return super().parse_args(ctx, args)
 
 
-__all__ = ["MAX_JSON_DEPTH", "InputError", "check_args", "check_text", "decode", "loads", "read_bounded"]
+__all__ = ["MAX_JSON_DEPTH", "InputError", "bounded_lines", "check_args", "check_text", "decode", "loads", "read_bounded"]

@@ -27,13 +27,13 @@ characters itself).
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console, ConsoleOptions, RenderResult
-from rich.measure import Measurement
-from rich.segment import Segment
-from rich.style import Style
-from rich.text import Text
+if TYPE_CHECKING:  # imported where used: the CLI's clean() needs no Rich (start-up, issue 15)
+    from rich.console import Console, ConsoleOptions, RenderResult
+    from rich.measure import Measurement
+    from rich.style import Style
+    from rich.text import Text
 
 BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 """Bidi marks, embeddings, overrides and isolates (they reorder what follows)."""
@@ -77,6 +77,8 @@ class Cleaned:
         self.renderable = renderable
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        from rich.segment import Segment
+
         for seg in console.render(self.renderable, options):
             if seg.control or not _CONTROL.search(seg.text):
                 yield seg
@@ -84,17 +86,23 @@ class Cleaned:
                 yield Segment(clean(seg.text), seg.style)
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        from rich.measure import Measurement
+
         return Measurement.get(console, options, self.renderable)
 
 
 def literal(value: Any, style: str | Style = "", *, one_line: bool = False) -> Text:
     """A ``Text`` showing ``value`` exactly (cleaned), never parsed as markup."""
+    from rich.text import Text
+
     return Text(clean(value, one_line=one_line), style=style)
 
 
 def assemble(*parts: str | tuple[Any, str | Style] | Text) -> Text:
     """Own words and data in one ``Text``: plain ``str`` parts are the console's
     own (no markup either), ``(value, style)`` tuples are data, cleaned."""
+    from rich.text import Text
+
     t = Text()
     for part in parts:
         if isinstance(part, Text):

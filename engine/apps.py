@@ -27,12 +27,14 @@ import sys
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import HitlError
 from .nodes import BaseNode
-from .runner import Runner
-from .store.base import SessionStore
+
+if TYPE_CHECKING:  # the runner is imported where one is made: listing commands never load it (issue 15)
+    from .runner import Runner
+    from .store.base import SessionStore
 
 SAMPLE_APPS: dict[str, str] = {
     "refund_approval": "sample_sessions.refund_approval:workflow",
@@ -183,6 +185,8 @@ class AppRegistry:
         return None
 
     def runner(self, app_name: str, store: SessionStore) -> Runner:
+        from .runner import Runner
+
         return Runner(app_name, self.get(app_name), store)
 
 

@@ -10,6 +10,7 @@ naming what was read.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from .errors import HitlError
@@ -46,35 +47,47 @@ def json_depth_error(value: Any, limit: int = MAX_JSON_DEPTH) -> str | None:
 
 def loads(text: str, what: str) -> Any:
     """``json.loads`` with the nesting limit and text check; InputError naming ``what``.
-    ``NaN``/``Infinity`` are left to the answer validation (engine.responses)."""
-    if _too_deep(text):
+    ``NaN``/``Infinity`` are left to the answer validation (engine.responses).
+
+    Cheap for ordinary input (an import calls it per line): the nesting is scanned
+    only when the text has more brackets than the limit (fewer cannot nest deeper),
+    and the parsed value is walked only when the text could hold a lone surrogate
+    (a ``\\uD800``-``\\uDFFF`` escape, or one in ``text`` itself)."""
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and _too_deep(text):
         raise JSONInputError(f"{what} is nested more than {MAX_JSON_DEPTH} levels deep (the limit, see README, Limits)")
     try:
         value = json.loads(text)
     except RecursionError:
         raise JSONInputError(f"{what} is nested too deeply (the limit is {MAX_JSON_DEPTH}, see README, Limits)") from None
-    problem = json_depth_error(value)
-    if problem:
-        raise JSONInputError(f"{what}: {problem}")
+    if _SURROGATE_ESCAPE.search(text) or not _is_text(text):
+        problem = json_depth_error(value)
+        if problem:
+            raise JSONInputError(f"{what}: {problem}")
     return value
 
 
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
+_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[\]{}]')
+
+
+def _is_text(text: str) -> bool:
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _too_deep(text: str) -> bool:
-    """A cheap pre-check on the raw text (brackets outside strings), so that a
-    100,000-deep input is refused without building it."""
+    """A pre-check on the raw text (brackets outside strings), so that a
+    100,000-deep input is refused without building it. Exact: the deepest
+    nesting of the text is the deepest nesting of its value."""
     depth = 0
-    in_str = esc = False
-    for ch in text:
-        if in_str:
-            if esc:
-                esc = False
-            elif ch == "\\":
-                esc = True
-            elif ch == '"':
-                in_str = False
-        elif ch == '"':
-            in_str = True
-        elif ch in "[{":
+    for m in _TOKENS.finditer(text):
+        ch = m.group()
+        if ch in "[{":
             depth += 1
             if depth > MAX_JSON_DEPTH:
                 return True

@@ -48,7 +48,7 @@ class NodeStatus(enum.StrEnum):
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
 
 
 class FunctionCall(_Model):

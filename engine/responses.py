@@ -25,8 +25,6 @@ import math
 import re
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, TypeAdapter
-
 if TYPE_CHECKING:  # imported where used: ~80 ms that most commands never need
     import jsonschema
 
@@ -64,6 +62,8 @@ def to_json_schema(schema: Any) -> dict[str, Any] | None:
 
         jsonschema.validators.validator_for(schema).check_schema(schema)
         return schema
+    from pydantic import BaseModel, TypeAdapter  # here: the CLI's limits import this module, not pydantic
+
     if isinstance(schema, type) and issubclass(schema, BaseModel):
         return schema.model_json_schema()
     return TypeAdapter(schema).json_schema()

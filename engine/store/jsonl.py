@@ -26,7 +26,7 @@ result through their normal append path, so derived rows are rebuilt.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -149,52 +149,76 @@ def parse_export(lines: Iterable[str | bytes] | str | bytes) -> ParsedExport:
     :class:`ImportFormatError` (naming the line) on the first problem.
 
     ``lines`` is any iterable of lines, ``str`` or ``bytes`` (a file object
-    works), or the whole text at once. Blank lines are ignored.
+    works), or the whole text at once. Blank lines are ignored. A store that
+    writes an import uses :class:`ExportReader` instead, so that it never holds
+    every parsed event at once.
     """
-    if isinstance(lines, str | bytes | bytearray):
-        lines = lines.splitlines()
-    session: Session | None = None
-    events: list[Event] = []
-    event_lines: list[int] = []
-    last_line = 0
-    for n, raw in enumerate(lines, start=1):
-        last_line = n
-        text = _decode(raw, n)
-        if not text.strip():
-            continue
-        obj = _json_object(text, n)
-        if session is None:
+    reader = ExportReader(lines)
+    return ParsedExport(session=reader.session, events=list(reader.events()))
+
+
+class ExportReader:
+    """An export read line by line: :attr:`session` (the header, validated when
+    the reader is made), then :meth:`events` yields each event once it passed
+    every check of :func:`parse_export` (format, seq, model, and that the
+    lifecycle can produce it after the events before it), and raises
+    :class:`ImportFormatError` naming the line on the first problem, the count
+    against the header's ``last_seq`` included, after the last line. A store
+    consumes the whole iterator before it writes anything, so a bad file still
+    writes nothing; each line is parsed once."""
+
+    def __init__(self, lines: Iterable[str | bytes] | str | bytes) -> None:
+        if isinstance(lines, str | bytes | bytearray):
+            lines = lines.splitlines()
+        self._lines = enumerate(lines, start=1)
+        self._last_line = 0
+        self.session = self._header()
+
+    def _objects(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        """(line number, JSON object) of each non-blank line not read yet."""
+        for n, raw in self._lines:
+            self._last_line = n
+            text = _decode(raw, n)
+            if text.strip():
+                yield n, _json_object(text, n)
+
+    def _header(self) -> Session:
+        for n, obj in self._objects():
             if n != 1 or "format" not in obj:
                 raise ImportFormatError(n, 'the first line must be the header {"format": "hitl-session", ...}')
             session = _parse_header(obj)
-            continue
-        if set(obj) != {"seq", "event"}:
-            raise ImportFormatError(n, f"an event line has exactly the keys 'seq' and 'event' (got {sorted(obj)})")
-        seq = obj["seq"]
-        expected = len(events) + 1
-        if not isinstance(seq, int) or isinstance(seq, bool) or seq != expected:
-            raise ImportFormatError(n, f"events out of order: expected seq {expected}, got {seq!r}")
-        try:
-            events.append(Event.model_validate(obj["event"]))
-            event_lines.append(n)
-        except ValidationError as e:
-            raise ImportFormatError(n, f"invalid event {seq}: {_shorten(e)}") from None
-    if session is None:
-        raise ImportFormatError(max(last_line, 1), "the file is empty (no header line)")
-    if not session.id.strip():
-        raise ImportFormatError(1, "the header's session id is empty")
-    if len(events) != session.last_seq:
-        raise ImportFormatError(
-            last_line,
-            f"the header says {session.last_seq} events but the file has {len(events)} (truncated or edited file)",
-        )
-    _check_replayable(events, event_lines)
-    return ParsedExport(session=session, events=events)
+            if not session.id.strip():
+                raise ImportFormatError(1, "the header's session id is empty")
+            return session
+        raise ImportFormatError(max(self._last_line, 1), "the file is empty (no header line)")
+
+    def events(self) -> Iterator[Event]:
+        replay = _Replay()
+        count = 0
+        for n, obj in self._objects():
+            if len(obj) != 2 or "seq" not in obj or "event" not in obj:
+                raise ImportFormatError(n, f"an event line has exactly the keys 'seq' and 'event' (got {sorted(obj)})")
+            seq = obj["seq"]
+            expected = count + 1
+            if not isinstance(seq, int) or isinstance(seq, bool) or seq != expected:
+                raise ImportFormatError(n, f"events out of order: expected seq {expected}, got {seq!r}")
+            try:
+                event = Event.model_validate(obj["event"])
+            except ValidationError as e:
+                raise ImportFormatError(n, f"invalid event {seq}: {_shorten(e)}") from None
+            replay.check(event, seq, n)
+            count = expected
+            yield event
+        if count != self.session.last_seq:
+            raise ImportFormatError(
+                self._last_line,
+                f"the header says {self.session.last_seq} events but the file has {count} (truncated or edited file)",
+            )
 
 
-def _check_replayable(events: list[Event], lines: list[int]) -> None:
+class _Replay:
     """An import is as strict as live writes: the log must be one the lifecycle
-    can produce. Checked here, before a store writes anything, so a store never
+    can produce. Checked here, event by event, before a store writes anything, so a store never
     half-imports; each refusal names the line.
 
     * ids: every event id is unique, every invocation id non-blank;
@@ -208,19 +232,22 @@ def _check_replayable(events: list[Event], lines: list[int]) -> None:
       run that is not running (an auto-completion's record is the exception),
       anything after the invocation was cancelled but nothing more.
     """
-    proj = Projection()
-    seen_ids: dict[str, int] = {}
-    for seq, event in enumerate(events, start=1):
-        line = lines[seq - 1]
+
+    def __init__(self) -> None:
+        self.proj = Projection()
+        self.seen_ids: dict[str, int] = {}
+
+    def check(self, event: Event, seq: int, line: int) -> None:
+        seen_ids = self.seen_ids
         if event.id in seen_ids:
             raise ImportFormatError(line, f"event {seq} repeats the event id {event.id!r} of line {seen_ids[event.id]}")
         seen_ids[event.id] = line
         if not event.invocation_id.strip():
             raise ImportFormatError(line, f"event {seq} has an empty invocation id")
-        problem = _impossible(proj, event)
+        problem = _impossible(self.proj, event)
         if problem:
             raise ImportFormatError(line, f"event {seq} cannot follow the events before it: {problem}")
-        proj.apply(event, seq)
+        self.proj.apply(event, seq)
 
 
 def _impossible(proj: Projection, event: Event) -> str | None:

@@ -1917,11 +1917,11 @@ class SQLiteStore:
         rebuilt) together with its audit record (operator, reason, source); a
         bad file raises ImportFormatError naming the line and writes nothing."""
         self._check_writable()
-        parsed = jsonl.parse_export(lines)
-        sid = session_id or parsed.session.id
-        prepared = [_prepare(e) for e in parsed.events]
-        record = import_record(sid, len(prepared), operator, reason, source, parsed.session.id)
-        await self._write(_import_tx, sid, parsed.session, prepared, record)
+        reader = jsonl.ExportReader(lines)  # each event reduced to its row as it is read: one parse, no Event list
+        sid = session_id or reader.session.id
+        prepared = [_prepare(e) for e in reader.events()]
+        record = import_record(sid, len(prepared), operator, reason, source, reader.session.id)
+        await self._write(_import_tx, sid, reader.session, prepared, record)
         return await self.get_session(sid)
 
     # ------------------------------------------------------------------ leases

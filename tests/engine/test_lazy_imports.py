@@ -4,10 +4,13 @@ not on times (``benchmarks/bench_cold.py`` measures those)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -43,3 +46,47 @@ def test_store_backends_load_on_first_use() -> None:
     assert "aiosqlite" not in mods and "engine.store.memory" not in mods
     mods = loaded_after("from engine.store import SQLiteStore")
     assert "aiosqlite" in mods
+
+
+# What the listing and show commands never need (issue 15): Rich and Textual (the
+# console), jsonschema (answer validation), the runner; a listing no tree code either.
+NOT_FOR_SHOW = {"rich", "textual", "jsonschema", "engine.runner", "engine.apps"}
+NOT_FOR_LISTING = NOT_FOR_SHOW | {"engine.replay", "engine.views"}
+
+
+def loaded_by_command(db: Path, *argv: str) -> set[str]:
+    """The modules a fresh ``hitl --db DB ARGV`` process loaded (it must succeed)."""
+    probe = (
+        "import json, sys\n"
+        "from console.cli import main\n"
+        f"sys.argv = ['hitl', '--db', {str(db)!r}, *{list(argv)!r}]\n"
+        "try:\n    main()\nexcept SystemExit as exc:\n    assert not exc.code, exc.code\n"
+        "print(json.dumps(sorted(sys.modules)), file=sys.stderr)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT)
+    return set(json.loads(out.stderr.strip().splitlines()[-1]))
+
+
+@pytest.fixture(scope="module")
+def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from sample_sessions.demo import build_demo_db
+
+    path = tmp_path_factory.mktemp("lazy") / "demo.sqlite"
+    asyncio.run(build_demo_db(path))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("argv", "never"),
+    [
+        (("sessions",), NOT_FOR_LISTING),
+        (("--json", "sessions"), NOT_FOR_LISTING),
+        (("sessions", "--status", "interrupted"), NOT_FOR_LISTING),
+        (("show", "incident-waiting-1"), NOT_FOR_SHOW),
+        (("--json", "show", "incident-failed-1"), NOT_FOR_SHOW),
+    ],
+)
+def test_listing_and_show_load_no_console_or_runner_code(demo_db: Path, argv: tuple[str, ...], never: set[str]) -> None:
+    mods = loaded_by_command(demo_db, *argv)
+    tops = {m.split(".")[0] for m in mods} | mods
+    assert not never & tops, sorted(never & tops)
