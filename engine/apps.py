@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .configfile import read_toml
 from .errors import HitlError
 from .nodes import BaseNode
 
@@ -131,7 +132,7 @@ class AppRegistry:
         """Register the ``[apps]`` table of a ``hitl.toml``; returns the app names."""
         p = Path(path)
         try:
-            data = tomllib.loads(p.read_text(encoding="utf-8"))
+            data = read_toml(p)
         except FileNotFoundError:
             raise AppSpecError(f"config file {str(p)!r} does not exist") from None
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
@@ -213,7 +214,7 @@ def default_operator(config: str | os.PathLike[str] | None = None) -> str:
     (the confirmation then asks for one)."""
     path = Path(config) if config is not None else Path("hitl.toml")
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = read_toml(path)
         name = data.get("console", {}).get("operator")
         if isinstance(name, str) and name.strip():
             return name.strip()

@@ -39,6 +39,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from .configfile import read_toml
 from .errors import HitlError
 from .models import Event
 
@@ -392,7 +393,7 @@ def load_patterns(config: str | os.PathLike[str]) -> list[str]:
     """``[secrets] patterns`` of a ``hitl.toml`` ([] when absent); HitlError when malformed."""
     path = Path(config)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = read_toml(path)
     except FileNotFoundError:
         raise HitlError(f"config file {str(path)!r} does not exist") from None
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:

@@ -98,11 +98,13 @@ def store_config(config: str | os.PathLike[str] | None) -> dict[str, Any]:
     for PostgreSQL, ``password`` (kept out of the URL so it is never shown)."""
     import tomllib
 
+    from ..configfile import read_toml
+
     if config is None:
         return {}
     path = Path(config)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = read_toml(path)
     except FileNotFoundError:
         return {}
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:

@@ -215,6 +215,27 @@ def test_hitl_config_is_read_once_and_given_to_the_console(tmp_path: Path, monke
     assert config.utc is True
 
 
+def test_the_config_file_is_parsed_once_for_every_reader(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Operator, apps, secret patterns and the store table come from one parse
+    of the file (engine/configfile.py), not one read per reader."""
+    import tomllib
+
+    import console.app
+    import engine.configfile
+    from console.cli import cli
+
+    engine.configfile._parse.cache_clear()
+    parses: list[str] = []
+    real = tomllib.loads
+    monkeypatch.setattr(engine.configfile.tomllib, "loads", lambda text: parses.append(text) or real(text))
+    team = tmp_path / "team.toml"
+    team.write_text('[console]\noperator = "carol"\n[secrets]\npatterns = ["iban"]\n[store]\n')
+    monkeypatch.setattr(console.app, "run_app", lambda *a, **kw: None)
+    result = CliRunner().invoke(cli, ["--config", str(team), "--db", str(tmp_path / "x.sqlite")])
+    assert result.exit_code == 0, result.output
+    assert len(parses) == 1, parses
+
+
 # ------------------------------------------------------------------ 8. keys right after `e`
 class HeldLoad:
     """The answer editor's store load, held until :meth:`release` (a slow store, on purpose)."""
