@@ -289,3 +289,13 @@ def leaf_run_id(path: str) -> str:
 def join_path(parent: str | None, name: str, run_id: str) -> str:
     seg = f"{name}@{run_id}"
     return f"{parent}/{seg}" if parent else seg
+
+
+def build_models() -> None:
+    """Build the models' validators now. They are deferred (``defer_build``) so
+    that a command that never validates an event -- ``hitl sessions`` -- does
+    not pay for them; a module that runs turns (engine.runner) calls this at
+    import, so a turn's first event does not pay for it either."""
+    for model in (FunctionCall, FunctionResponse, Part, Content, NodeInfo, Event, Session, StoredEvent):
+        if not model.__pydantic_complete__:
+            model.model_rebuild(force=True)

@@ -40,7 +40,7 @@ from .liveness import (
     new_owner,
     stopped_mid_run,
 )
-from .models import Content, Event, NodeInfo, NodeStatus, Session, StoredEvent, new_id
+from .models import Content, Event, NodeInfo, NodeStatus, Session, StoredEvent, build_models, new_id
 from .nodes import BaseNode
 from .projection import Projection
 from .resume import ResumeTarget, load_invocation, validate_responses
@@ -48,6 +48,8 @@ from .store.base import SessionStore, append_and_release, has_capability
 from .views import REDRIVABLE, allowed_actions
 
 log = logging.getLogger(__name__)
+
+build_models()  # a turn validates events: build the deferred validators at import, not in its first write
 
 
 def operator_metadata(action: str, operator: str | None, reason: str | None) -> dict[str, Any]:

@@ -90,3 +90,11 @@ def test_listing_and_show_load_no_console_or_runner_code(demo_db: Path, argv: tu
     mods = loaded_by_command(demo_db, *argv)
     tops = {m.split(".")[0] for m in mods} | mods
     assert not never & tops, sorted(never & tops)
+
+
+def test_importing_the_runner_builds_the_event_models() -> None:
+    """The models defer their validators (a listing never builds them); the
+    runner builds them when imported, so a turn's timed path does not."""
+    code = "import engine.runner, engine.models as m; print(all(c.__pydantic_complete__ for c in (m.Event, m.Content, m.NodeInfo, m.StoredEvent, m.Session)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "True"
