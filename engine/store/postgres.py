@@ -1205,33 +1205,36 @@ class PostgresStore:
         return await self._run(fn)
 
     # ------------------------------------------------------------ derived rows
-    async def list_invocations(self, session_id: str) -> list[InvocationSummary]:
-        async def fn(conn: asyncpg.Connection) -> list[InvocationSummary]:
-            rows = await conn.fetch(
-                f"SELECT {_cols('v', _INVOCATION_COLS)} FROM sessions s LEFT JOIN invocations v"
-                " ON v.session_id = s.id WHERE s.id = $1 ORDER BY v.started_seq",
-                session_id,
-            )
+    async def _session_rows(self, sql: str, session_id: str, from_row: Callable[[Any], T], *args: Any) -> list[T]:
+        """A session's rows of a derived table in one statement: ``sql`` selects
+        ``FROM sessions s LEFT JOIN ...`` with ``s.id = $1``, so no row means no
+        session (SessionNotFoundError) and one row of NULLs means none."""
+
+        async def fn(conn: asyncpg.Connection) -> list[T]:
+            rows = await conn.fetch(sql, session_id, *args)
             if not rows:
                 raise SessionNotFoundError(session_id)
-            return [_invocation_from_row(r) for r in rows if r[0] is not None]
+            return [from_row(r) for r in rows if r[0] is not None]
 
         return await self._run(fn)
+
+    async def list_invocations(self, session_id: str) -> list[InvocationSummary]:
+        return await self._session_rows(
+            f"SELECT {_cols('v', _INVOCATION_COLS)} FROM sessions s LEFT JOIN invocations v"
+            " ON v.session_id = s.id WHERE s.id = $1 ORDER BY v.started_seq",
+            session_id,
+            _invocation_from_row,
+        )
 
     async def lookup_interrupts(self, session_id: str, interrupt_ids: list[str]) -> list[InterruptRecord]:
-        async def fn(conn: asyncpg.Connection) -> list[InterruptRecord]:
-            rows = await conn.fetch(
-                f"SELECT {_cols('i', _INTERRUPT_COLS)} FROM sessions s LEFT JOIN interrupts i"
-                " ON i.session_id = s.id AND i.interrupt_id = ANY($2::text[])"
-                " WHERE s.id = $1 ORDER BY i.raised_seq, i.invocation_id, i.interrupt_id",
-                session_id,
-                list(interrupt_ids),
-            )
-            if not rows:
-                raise SessionNotFoundError(session_id)
-            return [_interrupt_from_row(r) for r in rows if r[0] is not None]
-
-        return await self._run(fn)
+        return await self._session_rows(
+            f"SELECT {_cols('i', _INTERRUPT_COLS)} FROM sessions s LEFT JOIN interrupts i"
+            " ON i.session_id = s.id AND i.interrupt_id = ANY($2::text[])"
+            " WHERE s.id = $1 ORDER BY i.raised_seq, i.invocation_id, i.interrupt_id",
+            session_id,
+            _interrupt_from_row,
+            list(interrupt_ids),
+        )
 
     async def open_interrupts(
         self,
@@ -1570,17 +1573,12 @@ class PostgresStore:
         return await self._run(fn)
 
     async def list_leases(self, session_id: str) -> list[Lease]:
-        async def fn(conn: asyncpg.Connection) -> list[Lease]:
-            rows = await conn.fetch(
-                f"SELECT {_cols('l', _LEASE_COLS)} FROM sessions s LEFT JOIN leases l ON l.session_id = s.id"
-                " WHERE s.id = $1 ORDER BY l.invocation_id",
-                session_id,
-            )
-            if not rows:
-                raise SessionNotFoundError(session_id)
-            return [_lease_from_row(r) for r in rows if r[0] is not None]
-
-        return await self._run(fn)
+        return await self._session_rows(
+            f"SELECT {_cols('l', _LEASE_COLS)} FROM sessions s LEFT JOIN leases l ON l.session_id = s.id"
+            " WHERE s.id = $1 ORDER BY l.invocation_id",
+            session_id,
+            _lease_from_row,
+        )
 
     # ------------------------------------------------------------------- audit
     async def audit_log(
