@@ -250,6 +250,7 @@ Capability = Literal[
     "append_and_release",
     "acquire_and_append",
     "snapshot_and_events",
+    "create_in_first_write",
 ]
 """Optional features beyond the protocol, declared in a store's ``capabilities``:
 
@@ -275,6 +276,10 @@ Capability = Literal[
 ``snapshot_and_events``  ``await store.snapshot_and_events(session_id, invocation_id)``:
                     ``get_snapshot`` and ``invocation_events`` after it in one read
                     (:func:`snapshot_and_events` is the portable call)
+``create_in_first_write``  ``acquire_and_append`` also takes ``create=(app_name, user_id)``:
+                    it creates the session (empty state; ConflictError if it exists) in
+                    the same transaction, so a new session's first turn commits once
+                    for both. Without it the Runner calls ``create_session`` first
 """
 
 

@@ -61,7 +61,9 @@ _INVOCATION_STATES = ("running", "waiting", "failed", "completed", "cancelled")
 
 
 @functools.cache
-def _append_head_sql(lease: bool, state: bool, acquire: bool = False, moved: bool = False, probe: bool = False) -> str:
+def _append_head_sql(
+    lease: bool, state: bool, acquire: bool = False, moved: bool = False, probe: bool = False, touch: bool = False
+) -> str:
     """The append path's first statement: the session row, and what the checks
     and the summary need folded in -- the lease's owner (fencing, or taking it:
     with its times), the state (a delta), the invocation's last seq (a turn's
@@ -83,6 +85,8 @@ def _append_head_sql(lease: bool, state: bool, acquire: bool = False, moved: boo
             f"EXISTS (SELECT 1 FROM invocations WHERE session_id = s.id AND status = '{st}' AND invocation_id != ?1)"
             for st in _INVOCATION_STATES
         ]
+    if touch:  # whether the invocation has a row: a new one is inserted without trying an UPDATE
+        cols.append("EXISTS (SELECT 1 FROM invocations WHERE session_id = s.id AND invocation_id = ?1)")
     return f"SELECT {', '.join(cols)} FROM sessions s WHERE id = ?2"
 
 
@@ -154,8 +158,9 @@ def _append_batch(
     # One invocation whose status becomes something other than running: the
     # session's status then depends on the others', probed in the same read.
     probe = len(invs) == 1 and final_status not in (None, "running")
+    touch = len(invs) == 1 and not fresh
     head = _append_head_sql(
-        lease_owner is not None, has_delta or want_state, acquire is not None, invocation_after is not None, probe
+        lease_owner is not None, has_delta or want_state, acquire is not None, invocation_after is not None, probe, touch
     )
     row = conn.execute(head, (inv0, session_id)).fetchone()
     if row is None:
@@ -182,6 +187,8 @@ def _append_batch(
         inv_last = extra.pop(0)
         if inv_last is not None and inv_last > invocation_after:
             raise ConflictError(f"invocation {inv0} changed since event {invocation_after}; read it again")
+    inv_exists = bool(extra.pop()) if touch else True
+    """Whether the batch's one invocation has a row (a new one: no UPDATE tried first)."""
     others = extra if probe else None
     if expected_seq is not None and expected_seq != last:
         raise ConflictError(
@@ -297,7 +304,7 @@ def _append_batch(
     statuses: list[str] = []
     created: list[tuple[Any, ...]] = []
     for inv, ch in changes.items():
-        if not fresh:
+        if not fresh and not (touch and not inv_exists):  # (touch: the head read says whether the row exists)
             cur = conn.execute(
                 "UPDATE invocations SET status = coalesce(?, status), updated_at = ?"
                 " WHERE session_id = ? AND invocation_id = ?",

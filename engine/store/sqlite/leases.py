@@ -7,6 +7,7 @@ import sqlite3
 from typing import Any
 
 from ...errors import (
+    ConflictError,
     InvocationBusyError,
     LeaseLostError,
 )
@@ -115,13 +116,25 @@ def _acquire_append_tx(
     prepared: list[_Prepared],
     expected_seq: int | None,
     invocation_after: int | None,
+    create: tuple[str, str] | None = None,
 ) -> tuple[Lease, list[int], dict[str, Any]]:
     """A turn's first write (``acquire_and_append``): take the lease (as
     ``acquire_lease``, without stealing), check that the invocation has no event
-    after ``invocation_after``, append; in the caller's one transaction."""
+    after ``invocation_after``, append; in the caller's one transaction.
+    ``create=(app_name, user_id)``: first create the session (ConflictError if
+    it exists), so a new session's first turn costs no commit of its own."""
+    if create is not None:
+        try:  # the primary key refuses an existing id: no lookup first
+            conn.execute(
+                "INSERT INTO sessions (id, app_name, user_id, state, created_at, updated_at, last_seq, status)"
+                " VALUES (?, ?, ?, '{}', ?, ?, 0, 'new')",
+                (session_id, *create, now, now),
+            )
+        except sqlite3.IntegrityError:
+            raise ConflictError(f"session {session_id!r} already exists") from None
     seqs, state, acquired = _append_batch(
         conn, session_id, prepared, expected_seq, None, want_state=True, acquire=(owner, now),
-        invocation_after=invocation_after,
+        invocation_after=invocation_after, fresh=create is not None,
     )
     lease = Lease(
         session_id=session_id, invocation_id=invocation_id, owner=owner, acquired_at=acquired or now, renewed_at=now,

@@ -119,6 +119,7 @@ class SQLiteStore:
             "append_and_release",
             "acquire_and_append",
             "snapshot_and_events",
+            "create_in_first_write",
         }
     )
     """Optional features (see :data:`engine.store.base.Capability`)."""
@@ -505,15 +506,18 @@ class SQLiteStore:
         ttl: float,
         expected_seq: int | None = None,
         invocation_after: int | None = None,
+        create: tuple[str, str] | None = None,
     ) -> tuple[Lease, list[StoredEvent], dict[str, Any]]:
         """A turn's first write in one transaction (see
         :data:`engine.store.base.Capability`): the lease, then the events;
-        returns the lease, the stored events and the session's state after them."""
+        returns the lease, the stored events and the session's state after them.
+        ``create=(app_name, user_id)`` creates the session first, in the same
+        transaction (capability ``create_in_first_write``)."""
         self._check_writable()
         prepared = [_prepare(e) for e in events]
         lease, seqs, state = await self._write(
             _acquire_append_tx, session_id, invocation_id, owner, ttl, time.time(), prepared, expected_seq,
-            invocation_after,
+            invocation_after, create,
         )
         stored = [StoredEvent(seq=q, session_id=session_id, event=Event.from_json(p.json)) for q, p in zip(seqs, prepared, strict=True)]
         return lease, stored, state
