@@ -172,6 +172,8 @@ class _Prepared:
 
 
 def _prepare(event: Event) -> _Prepared:
+    # Once per event written (a bulk load prepares every event): positional
+    # construction, and no comprehension over what an event rarely has.
     if event.state_delta:
         kept = {k: v for k, v in event.state_delta.items() if not k.startswith("temp:")}
         event = event.model_copy(update={"state_delta": kept or None})
@@ -180,20 +182,21 @@ def _prepare(event: Event) -> _Prepared:
     delta = None
     if event.state_delta:  # as JSON would give it back, like the event log does
         delta = event.model_dump(mode="json", include={"state_delta"})["state_delta"]
+    info = event.node_info
     return _Prepared(
-        json=text,
-        event_id=event.id,
-        invocation_id=event.invocation_id,
-        timestamp=event.timestamp,
-        path=event.path,
-        kind=event.kind,
-        delta=delta,
-        opened=[(iid, path, name, to_json(args).decode()) for iid, path, name, args in eff.opened],
-        resolved=list(eff.resolved),
-        cancel=eff.cancel_invocation,
-        invocation_status=eff.invocation_status,
-        new_message=eff.new_invocation_message,
-        audit=None if eff.audit is None else (*eff.audit[:3], to_json(eff.audit[3]).decode()),
+        text,
+        event.id,
+        event.invocation_id,
+        event.timestamp,
+        info.path if info is not None else None,
+        event.kind,
+        delta,
+        [(iid, path, name, to_json(args).decode()) for iid, path, name, args in eff.opened] if eff.opened else [],
+        eff.resolved,
+        eff.cancel_invocation,
+        eff.invocation_status,
+        eff.new_invocation_message,
+        None if eff.audit is None else (*eff.audit[:3], to_json(eff.audit[3]).decode()),
     )
 
 
