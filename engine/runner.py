@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .context import Context, InvocationContext, NodeFailed, NodeRunner
+from .context import Context, InvocationContext, NodeFailed, NodeRunner, _engine_bodies
 from .errors import (
     ConflictError,
     EmptyMessageError,
@@ -50,6 +50,7 @@ from .views import REDRIVABLE, allowed_actions
 log = logging.getLogger(__name__)
 
 build_models()  # a turn validates events: build the deferred validators at import, not in its first write
+_engine_bodies()  # every turn's first node asks whether its body is engine code: import Workflow, ParallelWorker now
 
 
 def operator_metadata(action: str, operator: str | None, reason: str | None) -> dict[str, Any]:

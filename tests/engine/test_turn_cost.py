@@ -204,3 +204,39 @@ async def test_a_fresh_run_races_a_session_created_meanwhile(tmp_path: Path) -> 
         assert await store.events("racy") == []
     finally:
         await store.close()
+
+
+def test_a_turn_imports_nothing_the_runner_did_not(tmp_path: Path) -> None:
+    """What a turn needs is imported with ``engine.runner`` (bench_cold times the
+    operation after imports): a fresh run and a resume in a fresh process load no
+    engine module, nor pydantic or jsonschema pieces, of their own."""
+    import json
+    import subprocess
+    import sys
+
+    code = f"""
+import asyncio, json, sys
+from engine import START, Content, RequestInput, Runner, Workflow, node
+from engine.store.sqlite import SQLiteStore
+
+@node
+async def ask(node_input):
+    yield RequestInput("ok?", interrupt_id="q1")
+
+async def main():
+    store = await SQLiteStore.open({str(tmp_path / "imports.sqlite")!r}, inline=True)
+    runner = Runner("a", Workflow("one", [(START, ask)]), store)
+    before = set(sys.modules)
+    async for _ in runner.run("u", "s", Content.from_text("go")):
+        pass
+    async for _ in runner.run("u", "s", Content.from_responses({{"q1": True}})):
+        pass
+    await store.close()
+    print(json.dumps(sorted(set(sys.modules) - before)))
+
+asyncio.run(main())
+"""
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root)
+    new = json.loads(out.stdout.strip().splitlines()[-1])
+    assert not [m for m in new if m.split(".")[0] in ("engine", "pydantic", "pydantic_core", "jsonschema")], new
