@@ -1,19 +1,75 @@
-"""Store administration commands: ``hitl migrate`` and ``hitl copy``.
-
-Registered on the ``hitl`` group by :mod:`console.cli` (imported at its end).
-"""
+"""Moving sessions between stores: ``hitl export``, ``import``, ``copy``, ``migrate``."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
+
+from console.inputs import (
+    MAX_IMPORT_BYTES,
+    bounded_lines,
+)
+from engine.errors import HitlError, require_id
+
+if TYPE_CHECKING:
+    pass
 
 from engine.store.base import has_capability
 from engine.store.factory import open_store as open_target
 from engine.store.factory import store_kind, store_label
 
-from .cli import _opts, cli, common, fail, out, out_json, run
+from .group import cli
+from .options import _operator, _opts, common, open_store, operator_option, reason_option
+from .output import fail, out, out_json, run, safe
+
+
+# -------------------------------------------------------------- export/import
+@cli.command(name="export")
+@common
+@click.argument("session_id", metavar="SESSION")
+def export_cmd(session_id: str) -> None:
+    """Write a session as JSON Lines to stdout (hitl import reads it back)."""
+
+    async def body() -> None:
+        async with open_store(write=False) as store:
+            stream = click.get_text_stream("stdout")
+            async for line in store.export_session(session_id):  # type: ignore[attr-defined]
+                stream.write(line)
+            stream.flush()
+
+    run(body())
+
+
+@cli.command(name="import")
+@common
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
+@click.option("--as", "as_id", metavar="SESSION", help="Import under a new session id.")
+@operator_option
+@reason_option
+def import_cmd(file: str, as_id: str | None, operator: str | None, reason: str | None) -> None:
+    """Create a session from a `hitl export` file (validated before anything is written).
+
+    The import is recorded in the audit log with the operator, the reason and the file."""
+
+    async def body() -> None:
+        if as_id is not None:
+            require_id(as_id, "--as (the new session id)")
+        lines = bounded_lines(file, MAX_IMPORT_BYTES, "import")  # read as the store validates: one line at a time
+        source = "stdin" if file == "-" else str(Path(file).resolve())
+        async with open_store(write=True) as store:
+            session = await store.import_session(
+                lines, session_id=as_id, operator=_operator(operator), reason=reason, source=source
+            )
+        if _opts().json:
+            out_json({**session.model_dump(), "state": safe(session.state)})
+        else:
+            out(
+                f"imported session {session.id} ({session.app_name}, user {session.user_id}, {session.last_seq} events)"
+            )
+
+    run(body())
 
 
 @cli.command()
@@ -50,7 +106,6 @@ def migrate() -> None:
 
 async def _migrate_sqlite(path: Path) -> tuple[int, int]:
     """(version before, after) of the SQLite file at ``path``: a writer migrates on open."""
-    from engine.errors import HitlError
     from engine.store.sqlite import SCHEMA_VERSION, SQLiteStore, schema_version
 
     path = path.expanduser()

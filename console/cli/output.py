@@ -1,0 +1,125 @@
+"""What every command prints through: masked, cleaned lines, exact JSON, one-line errors."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+
+import click
+
+from console.text import clean
+from console.times import date_time
+from engine.errors import HitlError
+from engine.redact import Redactor
+
+if TYPE_CHECKING:
+    from engine import Event
+
+
+T = TypeVar("T")
+
+
+def _redactor() -> Redactor:
+    ctx = click.get_current_context(silent=True)
+    opts = ctx.find_root().obj if ctx is not None else None
+    if opts is None or not hasattr(opts, "redactor"):  # console.cli.options.Options (no import: it imports this)
+        return _FALLBACK_REDACTOR
+    return opts.redactor()
+
+
+_FALLBACK_REDACTOR = Redactor()
+"""Outside a command (errors before options are parsed): the defaults, masked."""
+
+
+def safe(value: Any) -> Any:
+    """``value`` as the CLI may show it: secrets masked unless --show-secrets."""
+    return _redactor().value(value)
+
+
+def safe_event(event: Event) -> Event:
+    return _redactor().event(event)
+
+
+# ------------------------------------------------------------------- errors
+class OperatorError(click.ClickException):
+    """A HitlError surfaced as exit code 1 with a one-line reason."""
+
+    exit_code = 1
+
+    def show(self, file: Any = None) -> None:
+        # Errors echo values (validation messages, exception texts): masked too, and
+        # shown, never obeyed (no terminal control).
+        click.echo(clean(f"error: {_redactor().text(self.format_message())}"), err=True)
+
+
+def fail(message: str) -> NoReturn:
+    raise OperatorError(message)
+
+
+def run(coro: Coroutine[Any, Any, T], *, on_interrupt: str | None = None) -> T:
+    """Run a command body; operator errors become exit 1 without a traceback.
+    With ``on_interrupt``, Ctrl-C is exit 1 with that line (else click's "Aborted!")."""
+    try:
+        return asyncio.run(coro)
+    except HitlError as exc:
+        raise OperatorError(_redactor().text(" ".join(str(exc).split()))) from None
+    except KeyboardInterrupt:
+        if on_interrupt is None:
+            raise
+        raise OperatorError(on_interrupt) from None
+
+
+def stopped_hint(session_id: str) -> str:
+    return (
+        "stopped by Ctrl-C: nothing more was written; if a turn was running it is now interrupted mid-run "
+        f"(see `hitl show {session_id}`: continue it with `hitl redrive`)"
+    )
+
+
+def interactive() -> bool:
+    """Someone at a terminal can answer a question (stdin is a tty)."""
+    return sys.stdin.isatty()
+
+
+def out(text: str = "") -> None:
+    """Every line the CLI prints passes the redactor's free-text masking, then
+    console.text.clean: data in it is shown, never obeyed (no terminal control,
+    no bidi reordering). ``--json`` output is exact."""
+    click.echo(clean(_redactor().text(text)))
+
+
+def out_json(obj: Any) -> None:
+    click.echo(_redactor().text(json.dumps(obj, default=str, ensure_ascii=False)))
+
+
+# ----------------------------------------------------------------- formatting
+def id_list(ids: list[str], limit: int = 8) -> str:
+    """``a, b, c (+12 more)``: long id lists stay one readable line (--json has them all)."""
+    if not ids:
+        return "none"
+    more = f" (+{len(ids) - limit} more)" if len(ids) > limit else ""
+    return ", ".join(ids[:limit]) + more
+
+
+def short(value: Any, width: int = 60) -> str:
+    if value is None:
+        return ""
+    text = (
+        value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False, separators=(",", ":"))
+    )
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+clock = date_time
+"""Absolute times in the CLI: the console's one format (``--utc`` switches the zone)."""
+
+
+def table(rows: list[list[str]], headers: list[str]) -> str:
+    widths = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(len(headers))]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
+    lines += ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    return "\n".join(lines)
