@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -19,8 +19,8 @@ from engine.errors import HitlError, ReadOnlyError
 from engine.store.base import SessionStore
 
 if TYPE_CHECKING:
-    from engine import Event, Projection
-    from engine.resume import ResumePlan
+    from engine import Projection
+    from engine.operations import Outcome, Step
 
 from .group import cli
 from .loads import resolve_invocation
@@ -56,69 +56,41 @@ def parse_answers(pairs: Iterable[str]) -> dict[str, Any]:
     return answers
 
 
-def app_refusal(app_name: str) -> str | None:
-    """Why a real resume/re-drive of ``app_name`` would be refused here (its code
-    is not registered), or None when it would run."""
-    try:
-        _opts().registry().get(app_name)
-    except HitlError as exc:
-        return " ".join(str(exc).split())
-    return None
-
-
-def plan_next_runs(plan: ResumePlan, app_name: str) -> list[str] | None:
-    """The graph-aware part of a dry run, when the app's code can be imported."""
-    try:
-        root = _opts().registry().get(app_name)
-    except HitlError:
-        return None
-    from engine.resume import next_runs
-
-    return next_runs(plan, plan.after, root) if plan.after is not None else None
-
-
-async def stream_run(
-    store: SessionStore,
-    session_id: str,
-    invocation_id: str | None,
-    events: AsyncIterator[Event],
-    as_json: bool,
-    loaded: dict[str, Any] | None = None,
-) -> tuple[Projection, int]:
-    """Print each persisted event with the status its node has after it and what
-    it did (:func:`engine.replay.markers_for`: answers, auto-completions,
-    re-executions, failures). The projection is loaded before the first event
-    is persisted, then folded one event at a time -- or, with ``loaded``, taken
-    from it (``"proj"``, filled by the Runner's ``on_loaded`` before its first
-    write: the invocation is not read again)."""
-    from engine.projection import Projection
+def print_step(step: Step, as_json: bool) -> None:
+    """One persisted event with the status its node has after it and what it
+    did (:func:`engine.replay.markers_for`: answers, auto-completions,
+    re-executions, failures)."""
     from engine.replay import markers_for
-    from engine.resume import load_invocation
 
-    proj = await load_invocation(store, session_id, invocation_id) if loaded is None else Projection()
-    count = 0
-    async for event in events:
-        if loaded is not None and count == 0:
-            proj = loaded["proj"]
-        count += 1
-        change = proj.apply(event)
-        run_ = proj.get(event.invocation_id, event.path) if event.path else None
-        status = run_.status.value if run_ else ""
-        notes = [m.text for m in markers_for(event, change, proj)]
-        if as_json:
-            out_json(
-                {
-                    "kind": event.kind,
-                    "path": event.path,
-                    "status": status or None,
-                    "invocation_id": event.invocation_id,
-                    "event_id": event.id,
-                    "markers": notes,
-                }
-            )
-        else:
-            out(f"{event.kind:<9} {(event.path or '-'):<44} {status:<9}  {'; '.join(notes)}".rstrip())
-    return proj, count
+    event, proj = step.event, step.projection
+    run_ = proj.get(event.invocation_id, event.path) if event.path else None
+    status = run_.status.value if run_ else ""
+    notes = [m.text for m in markers_for(event, step.change, proj)]
+    if as_json:
+        out_json(
+            {
+                "kind": event.kind,
+                "path": event.path,
+                "status": status or None,
+                "invocation_id": event.invocation_id,
+                "event_id": event.id,
+                "markers": notes,
+            }
+        )
+    else:
+        out(f"{event.kind:<9} {(event.path or '-'):<44} {status:<9}  {'; '.join(notes)}".rstrip())
+
+
+async def finish(store: SessionStore, done: Outcome, as_json: bool) -> None:
+    """After an answer or a re-drive: its error (exit 1), else the summary line."""
+    done.raise_error()
+    assert done.invocation_id is not None
+    proj = done.after or done.before
+    if proj is None:  # the turn wrote nothing and loaded nothing
+        from engine.resume import load_invocation
+
+        proj = await load_invocation(store, done.session_id, done.invocation_id)
+    _summary(proj, done.invocation_id, len(done.written), as_json)
 
 
 def _summary(proj: Projection, inv: str, count: int, as_json: bool) -> None:
@@ -162,38 +134,34 @@ def resume(
         raise click.UsageError("give at least one answer: ID=JSON (or --answer ID=JSON)")
 
     async def body() -> None:
-        from engine.models import Content
-        from engine.resume import plan_resume
+        from engine import operations
 
         values = parse_answers([*answers, *answer_opts])
         async with open_store(write=not dry_run) as store:
             session = await store.get_session(session_id)
             inv = await resolve_invocation(store, session_id, invocation) if invocation is not None else None
-            content = Content.from_responses(values)
             if dry_run:
-                plan = await plan_resume(store, session_id, content, inv)
-                following = plan_next_runs(plan, session.app_name)
-                refusal = app_refusal(session.app_name)  # what the real command would say: it needs the app's code
+                dry = await operations.dry_run(
+                    store, session_id, values, inv, app_name=session.app_name, registry=opts.registry
+                )
+                plan, refusal = dry.plan, dry.refusal  # what the real command would say: it needs the app's code
                 if opts.json:
-                    out_json({**plan.to_dict(), "changes": safe(plan.to_dict()["changes"]), "next": following,
-                              "would_run": refusal is None, "refusal": refusal})
+                    out_json({**plan.to_dict(), "changes": safe(plan.to_dict()["changes"]), "next": dry.next_runs,
+                              "would_run": dry.would_run, "refusal": refusal})
                 else:
-                    for line in render_plan(plan, session_id, following):
+                    for line in render_plan(plan, session_id, dry.next_runs):
                         out(line)
                 if refusal is not None:
                     fail(f"the real command would refuse (nothing would be written): {refusal}")
                 return
             if store.read_only:
                 raise ReadOnlyError("the store is open read-only (--read-only); nothing was written")
-            runner = opts.registry().runner(session.app_name, store)
-            # The runner validates and loads the invocation once; the stream folds its copy.
-            loaded: dict[str, Any] = {}
-            events = runner.run(
-                session.user_id, session_id, content, inv, operator=_operator(operator), reason=reason,
-                on_loaded=lambda inv_id, proj: loaded.update(inv=inv_id, proj=proj),
+            # The runner validates and loads the invocation once; the steps fold its copy.
+            done = await operations.answer(
+                store, session_id, values, inv, registry=opts.registry, operator=_operator(operator), reason=reason,
+                session=session, on_step=lambda step: print_step(step, opts.json),
             )
-            proj, count = await stream_run(store, session_id, None, events, opts.json, loaded)
-            _summary(proj, loaded["inv"], count, opts.json)
+            await finish(store, done, opts.json)
 
     run(body(), on_interrupt=stopped_hint(session_id))
 
@@ -219,20 +187,16 @@ def redrive(session_id: str, invocation: str, ack_in_doubt: bool, operator: str 
     opts = _opts()
 
     async def body() -> None:
+        from engine import operations
+
         async with open_store(write=True) as store:
             session = await store.get_session(session_id)
             inv = await resolve_invocation(store, session_id, invocation)
-            runner = opts.registry().runner(session.app_name, store)
-            events = runner.run(
-                session.user_id,
-                session_id,
-                invocation_id=inv,
-                operator=_operator(operator),
-                reason=reason,
-                acknowledge_in_doubt=ack_in_doubt,
+            done = await operations.redrive(
+                store, session_id, inv, registry=opts.registry, operator=_operator(operator), reason=reason,
+                acknowledge_in_doubt=ack_in_doubt, session=session, on_step=lambda step: print_step(step, opts.json),
             )
-            proj, count = await stream_run(store, session_id, inv, events, opts.json)
-            _summary(proj, inv, count, opts.json)
+            await finish(store, done, opts.json)
 
     run(body(), on_interrupt=stopped_hint(session_id))
 
@@ -250,9 +214,9 @@ def cancel(session_id: str, invocation: str, operator: str | None, reason: str |
     opts = _opts()
 
     async def body() -> None:
+        from engine import operations
         from engine.models import NodeStatus
         from engine.resume import load_invocation
-        from engine.runner import cancel_invocation
 
         async with open_store(write=True) as store:
             await store.get_session(session_id)
@@ -268,9 +232,12 @@ def cancel(session_id: str, invocation: str, operator: str | None, reason: str |
                 if not click.confirm(clean(f"Cancel invocation {inv} of session {session_id}{what}? This is final"),
                                      default=False):
                     fail("not cancelled: nothing was written")
-            event = await cancel_invocation(store, session_id, inv, operator=_operator(operator), reason=reason)
+            done = await operations.cancel(
+                store, session_id, inv, operator=_operator(operator), reason=reason, before=before
+            )
+            done.raise_error()
         if opts.json:
-            out_json({"invocation_id": inv, "status": "CANCELLED", "closed": closed, "event_id": event.id})
+            out_json({"invocation_id": inv, "status": "CANCELLED", "closed": closed, "event_id": done.written[0].id})
         else:
             out(f"cancelled invocation {inv}" + (f"; closed {', '.join(closed)}" if closed else ""))
 
