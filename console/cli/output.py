@@ -6,10 +6,12 @@ import asyncio
 import json
 import sys
 from collections.abc import Coroutine
+from functools import partial
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
+from console import text
 from console.text import clean
 from console.times import date_time
 from engine.errors import HitlError
@@ -96,22 +98,12 @@ def out_json(obj: Any) -> None:
 
 
 # ----------------------------------------------------------------- formatting
-def id_list(ids: list[str], limit: int = 8) -> str:
-    """``a, b, c (+12 more)``: long id lists stay one readable line (--json has them all)."""
-    if not ids:
-        return "none"
-    more = f" (+{len(ids) - limit} more)" if len(ids) > limit else ""
-    return ", ".join(ids[:limit]) + more
+short = partial(text.short, compact=True, ellipsis="...")
+"""``short(value, width)``: :func:`console.text.short` in the CLI's form (compact
+JSON, None empty, cut with ``...``); values are masked before they get here."""
 
-
-def short(value: Any, width: int = 60) -> str:
-    if value is None:
-        return ""
-    text = (
-        value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False, separators=(",", ":"))
-    )
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 3] + "..."
+id_list = partial(text.id_list, more=" (+{n} more)", empty="none")
+"""``id_list(ids, limit)``: ``a, b, c (+12 more)`` (--json has them all)."""
 
 
 clock = date_time

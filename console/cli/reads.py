@@ -154,7 +154,7 @@ def show(session_id: str, invocation: str | None, all_runs: bool) -> None:
                 out(line)
             open_ids = [x.id for x in proj.open_interrupts(i.invocation_id)]
             if open_ids:
-                out(f"  open: {id_list(open_ids)}")
+                out(f"  open: {id_list(open_ids, 8)}")
             for line in health_line(h, session.id):
                 out(line)
 

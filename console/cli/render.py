@@ -40,7 +40,7 @@ def render_tree(rows: list[dict[str, Any]]) -> list[str]:
         elif r["error"]:
             detail = r["error"]
         elif r["output"] is not None:
-            detail = short(r["output"])
+            detail = short(r["output"], 60)
         else:
             detail = waits.pop(0) if waits else ""
         if r["failed_attempts"] and not r["error"]:
@@ -61,7 +61,7 @@ def health_line(h: InvocationHealth, session_id: str) -> list[str]:
     if h.interrupted:
         lines = [f"  {INTERRUPTED}: no process is running it (its last turn stopped before it ended)"]
         if h.in_doubt:
-            lines.append(f"  in doubt: {id_list(list(h.in_doubt))} (started, no end record: may have done side effects)")
+            lines.append(f"  in doubt: {id_list(list(h.in_doubt), 8)} (started, no end record: may have done side effects)")
         ack = " --ack-in-doubt" if h.in_doubt else ""
         lines.append(f"  continue: hitl redrive {session_id} {h.invocation_id}{ack}")
         return lines
@@ -81,7 +81,7 @@ def render_plan(plan: ResumePlan, session_id: str, next_lines: list[str] | None 
         if c.still_open:
             detail += f"  still waiting for {', '.join(c.still_open)}"
         lines.append(f"  {c.path.ljust(width)}  {c.before.value:>9} -> {c.after.value:<9}  {c.effect}{detail}")
-    lines.append(f"  still open: {id_list(plan.still_open)}")
+    lines.append(f"  still open: {id_list(plan.still_open, 8)}")
     lines.append(
         "  then:       the invocation re-executes (the nodes above marked re-execute run again with their run ids)"
         if plan.runs_anything

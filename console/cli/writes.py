@@ -102,9 +102,9 @@ def _summary(proj: Projection, inv: str, count: int, as_json: bool) -> None:
         )
         return
     if count <= 1:
-        out(f"answered; nothing ran: invocation {inv} keeps waiting for {id_list(open_ids)}")
+        out(f"answered; nothing ran: invocation {inv} keeps waiting for {id_list(open_ids, 8)}")
         return
-    out(f"invocation {inv}: {status.value if status else '?'}" + (f"; open: {id_list(open_ids)}" if open_ids else ""))
+    out(f"invocation {inv}: {status.value if status else '?'}" + (f"; open: {id_list(open_ids, 8)}" if open_ids else ""))
 
 
 @cli.command()
