@@ -38,6 +38,7 @@ def audit(
     cursor: str | None,
 ) -> None:
     """Operator writes (answers, re-drives, cancels, imports): who, when, why; newest first."""
+    red = _opts().redactor()  # the command's one Redactor, handed to what renders
 
     async def body() -> None:
         async with open_store(write=False) as store:
@@ -53,7 +54,7 @@ def audit(
                 )
             )
         if _opts().json:
-            out_json({"audit": [r.model_dump() for r in page.items], "next_cursor": page.next_cursor})
+            out_json(red, {"audit": [r.model_dump() for r in page.items], "next_cursor": page.next_cursor})
             return
         rows = []
         for r in page.items:
@@ -77,12 +78,12 @@ def audit(
                     short(r.reason, 40) or "-",
                 ]
             )
-        out(
+        out(red, 
             table(rows, [f"TIME ({zone_name()})", "ACTION", "OPERATOR", "SESSION", "INVOCATION", "WHAT", "REASON"])
             if rows
             else "no operator writes match"
         )
         if page.next_cursor:
-            out(f"more: --cursor {page.next_cursor}")
+            out(red, f"more: --cursor {page.next_cursor}")
 
-    run(body())
+    run(red, body())

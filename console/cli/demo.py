@@ -28,6 +28,7 @@ def demo(count: int, fresh: bool, epoch: float | None, long_iterations: int | No
 
     Always with the sample apps' own code (a config or --app entry of the same
     name does not replace it here)."""
+    red = _opts().redactor()  # the command's one Redactor, handed to what renders
     from engine.store.factory import store_label
     from sample_sessions.demo import DEFAULT_LONG_ITERATIONS, build_demo_db, format_report
 
@@ -47,7 +48,7 @@ def demo(count: int, fresh: bool, epoch: float | None, long_iterations: int | No
             store_options=opts.store_options(),
         )
         if opts.json:
-            out_json(
+            out_json(red, 
                 {
                     "db": store_label(path),
                     "created": report.created,
@@ -57,9 +58,9 @@ def demo(count: int, fresh: bool, epoch: float | None, long_iterations: int | No
                 }
             )
         else:
-            out(format_report(report, store_label(path)))
+            out(red, format_report(report, store_label(path)))
 
-    run(body())
+    run(red, body())
 
 
 from console.serve.command import serve  # noqa: E402 -- it uses this package's options

@@ -51,7 +51,7 @@ def cli(ctx: click.Context) -> None:
         from sample_sessions.demo import build_demo_db
 
         click.echo(f"first run: seeding {path} with the sample sessions ...", err=True)
-        run(build_demo_db(path))
+        run(opts.redactor(), build_demo_db(path))
     run_app(
         path,
         read_only=opts.read_only,

@@ -10,8 +10,8 @@ from engine.store.base import SessionStore
 
 if TYPE_CHECKING:
     from engine import Projection
+    from engine.redact import Redactor
 
-from .output import _redactor
 
 EVENTS_PAGE = 1000
 """Events read per store call (``hitl events``, ``show --all-runs``)."""
@@ -33,10 +33,10 @@ async def resolve_invocation(store: SessionStore, session_id: str, text: str) ->
     )
 
 
-async def session_projection(store: SessionStore, session_id: str) -> Projection:
+async def session_projection(store: SessionStore, session_id: str, red: Redactor) -> Projection:
     """The session's whole projection (every loop iteration), folded page by page
     (memory: the projection, not the event list). Values are NOT masked: the
-    redactor learns the secrets it holds; render through :func:`safe`."""
+    ``red`` learns the secrets it holds; render through ``red.value``."""
     from engine.projection import Projection
 
     proj, seq = Projection(), 0
@@ -44,25 +44,26 @@ async def session_projection(store: SessionStore, session_id: str) -> Projection
         for s in page:
             proj.apply(s.event, s.seq)
         seq = page[-1].seq
-    _learn_projection(proj)
+    learn_projection(red, proj)
     return proj
 
 
-def _learn_projection(proj: Projection) -> None:
+def learn_projection(red: Redactor, proj: Projection) -> None:
     """Teach the command's redactor the secrets a projection holds (outputs,
     inputs, answers, interrupt arguments, state), so that free text repeating
     them is masked too."""
-    red = _redactor()
     red.learn_from([r.output for r in proj.nodes.values()] + [r.input for r in proj.nodes.values()])
     red.learn_from([i.response for i in proj.interrupts.values()] + [i.args for i in proj.interrupts.values()])
     red.learn_from(proj.state)
 
 
-async def latest_projection(store: SessionStore, session_id: str, invocation_ids: Iterable[str]) -> Projection:
+async def latest_projection(
+    store: SessionStore, session_id: str, invocation_ids: Iterable[str], red: Redactor
+) -> Projection:
     """The latest runs of some invocations, each loaded as a resume loads it
     (cached snapshot + the events after it: cost independent of how long the
     session ran), side by side in one projection. Values are NOT masked: render
-    through :func:`safe` (``hitl show`` does, row by row)."""
+    through ``red.value`` (``hitl show`` does, row by row); ``red`` learns their secrets."""
     from engine.projection import Projection
     from engine.resume import load_invocation
 
@@ -78,7 +79,7 @@ async def latest_projection(store: SessionStore, session_id: str, invocation_ids
         merged._latest.update(p._latest)
         merged._max_run.update(p._max_run)
         merged.position = max(merged.position, p.position)
-    _learn_projection(merged)
+    learn_projection(red, merged)
     return merged
 
 

@@ -18,31 +18,16 @@ from engine.errors import HitlError
 from engine.redact import Redactor
 
 if TYPE_CHECKING:
-    from engine import Event
+    pass
 
 
 T = TypeVar("T")
 
 
-def _redactor() -> Redactor:
-    ctx = click.get_current_context(silent=True)
-    opts = ctx.find_root().obj if ctx is not None else None
-    if opts is None or not hasattr(opts, "redactor"):  # console.cli.options.Options (no import: it imports this)
-        return _FALLBACK_REDACTOR
-    return opts.redactor()
-
-
-_FALLBACK_REDACTOR = Redactor()
-"""Outside a command (errors before options are parsed): the defaults, masked."""
-
-
-def safe(value: Any) -> Any:
-    """``value`` as the CLI may show it: secrets masked unless --show-secrets."""
-    return _redactor().value(value)
-
-
-def safe_event(event: Event) -> Event:
-    return _redactor().event(event)
+_ERROR_REDACTOR = Redactor()
+"""What every error line also passes at display (click shows it after the
+command's context has closed): the default patterns, masked even with
+--show-secrets."""
 
 
 # ------------------------------------------------------------------- errors
@@ -54,20 +39,22 @@ class OperatorError(click.ClickException):
     def show(self, file: Any = None) -> None:
         # Errors echo values (validation messages, exception texts): masked too, and
         # shown, never obeyed (no terminal control).
-        click.echo(clean(f"error: {_redactor().text(self.format_message())}"), err=True)
+        click.echo(clean(f"error: {_ERROR_REDACTOR.text(self.format_message())}"), err=True)
 
 
 def fail(message: str) -> NoReturn:
     raise OperatorError(message)
 
 
-def run(coro: Coroutine[Any, Any, T], *, on_interrupt: str | None = None) -> T:
-    """Run a command body; operator errors become exit 1 without a traceback.
-    With ``on_interrupt``, Ctrl-C is exit 1 with that line (else click's "Aborted!")."""
+def run(red: Redactor, coro: Coroutine[Any, Any, T], *, on_interrupt: str | None = None) -> T:
+    """Run a command body; operator errors become exit 1 without a traceback,
+    their line masked by the command's Redactor ``red`` (it knows the secrets
+    the command read). With ``on_interrupt``, Ctrl-C is exit 1 with that line
+    (else click's "Aborted!")."""
     try:
         return asyncio.run(coro)
     except HitlError as exc:
-        raise OperatorError(_redactor().text(" ".join(str(exc).split()))) from None
+        raise OperatorError(red.text(" ".join(str(exc).split()))) from None
     except KeyboardInterrupt:
         if on_interrupt is None:
             raise
@@ -86,15 +73,15 @@ def interactive() -> bool:
     return sys.stdin.isatty()
 
 
-def out(text: str = "") -> None:
-    """Every line the CLI prints passes the redactor's free-text masking, then
-    console.text.clean: data in it is shown, never obeyed (no terminal control,
-    no bidi reordering). ``--json`` output is exact."""
-    click.echo(clean(_redactor().text(text)))
+def out(red: Redactor, text: str = "") -> None:
+    """Every line the CLI prints passes the command's Redactor's free-text
+    masking, then console.text.clean: data in it is shown, never obeyed (no
+    terminal control, no bidi reordering). ``--json`` output is exact."""
+    click.echo(clean(red.text(text)))
 
 
-def out_json(obj: Any) -> None:
-    click.echo(_redactor().text(json.dumps(obj, default=str, ensure_ascii=False)))
+def out_json(red: Redactor, obj: Any) -> None:
+    click.echo(red.text(json.dumps(obj, default=str, ensure_ascii=False)))
 
 
 # ----------------------------------------------------------------- formatting

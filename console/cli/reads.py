@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 from .group import cli
 from .loads import _event_pages, latest_projection, resolve_invocation, session_projection
 from .options import _duration, _opts, _seq, common, open_store, page_of
-from .output import _redactor, clock, id_list, out, out_json, run, safe, safe_event, short, table
+from .output import clock, id_list, out, out_json, run, short, table
 from .render import event_summary, health_line, render_tree, tree_rows
 
 
@@ -48,6 +48,7 @@ def sessions(
     cursor: str | None,
 ) -> None:
     """List sessions, most recently updated first."""
+    red = _opts().redactor()  # the command's one Redactor, handed to what renders
 
     async def body() -> None:
         async with open_store(write=False) as store:
@@ -66,7 +67,7 @@ def sessions(
             if status == INTERRUPTED_FILTER:
                 page.items = [s for s in page.items if stopped[s.id]]
         if _opts().json:
-            out_json(
+            out_json(red, 
                 {
                     "sessions": [
                         {**s.model_dump(), "interrupted": [h.invocation_id for h in stopped[s.id]]}
@@ -90,17 +91,17 @@ def sessions(
             ]
             for s in page.items
         ]
-        out(
+        out(red, 
             table(rows, ["SESSION", "APP", "USER", "STATUS", "OPEN", "INV", "EVENTS", "UPDATED"])
             if rows
             else "no sessions"
         )
         if any(stopped.values()):
-            out(f"{INTERRUPTED}: a turn stopped before it ended; `hitl show SESSION` says how to continue it")
+            out(red, f"{INTERRUPTED}: a turn stopped before it ended; `hitl show SESSION` says how to continue it")
         if page.next_cursor:
-            out(f"more: --cursor {page.next_cursor}")
+            out(red, f"more: --cursor {page.next_cursor}")
 
-    run(body())
+    run(red, body())
 
 
 # ----------------------------------------------------------------------- show
@@ -111,6 +112,7 @@ def sessions(
 @click.option("--all-runs", is_flag=True, help="Show every loop iteration, not only the latest run of each node.")
 def show(session_id: str, invocation: str | None, all_runs: bool) -> None:
     """A session's node tree per invocation: runs, statuses, outputs, open interrupts."""
+    red = _opts().redactor()  # the command's one Redactor, handed to what renders
 
     async def body() -> None:
         async with open_store(write=False) as store:
@@ -120,45 +122,45 @@ def show(session_id: str, invocation: str | None, all_runs: bool) -> None:
                 inv_id = await resolve_invocation(store, session_id, invocation)
                 invocations = [i for i in invocations if i.invocation_id == inv_id]
             if all_runs:  # every loop iteration: the whole log
-                proj = await session_projection(store, session_id)
+                proj = await session_projection(store, session_id, red)
             else:  # the latest runs: each invocation from its snapshot + the events after it
-                proj = await latest_projection(store, session_id, [i.invocation_id for i in invocations])
+                proj = await latest_projection(store, session_id, [i.invocation_id for i in invocations], red)
             health = await session_health(store, session_id, proj)
-        state = safe(session.state)
+        state = red.value(session.state)
         if _opts().json:
-            out_json(
+            out_json(red, 
                 {
                     "session": {**session.model_dump(), "state": state},
                     "invocations": [
                         {
                             **i.model_dump(),
                             "health": health[i.invocation_id].to_dict(),
-                            "nodes": safe(tree_rows(proj, i.invocation_id, all_runs, health[i.invocation_id])),
+                            "nodes": red.value(tree_rows(proj, i.invocation_id, all_runs, health[i.invocation_id])),
                         }
                         for i in invocations
                     ],
                 }
             )
             return
-        out(f"session {session.id}  app {session.app_name}  user {session.user_id}  events {session.last_seq}")
+        out(red, f"session {session.id}  app {session.app_name}  user {session.user_id}  events {session.last_seq}")
         if state:
-            out(f"state   {short(state, 100)}")
+            out(red, f"state   {short(state, 100)}")
         for i in invocations:
-            out()
+            out(red)
             h = health[i.invocation_id]
             status = h.status.value if h.status else DisplayStatus.of(i.status).value
             if h.interrupted:
                 status = f"{INTERRUPTED.upper()} (projection: {h.status.value if h.status else 'no run yet'})"
-            out(f"invocation {i.invocation_id}  {status}  started {clock(i.started_at)} {zone_name(i.started_at)}  message {short(i.message, 40) or '-'}")
-            for line in render_tree(safe(tree_rows(proj, i.invocation_id, all_runs, h))):
-                out(line)
+            out(red, f"invocation {i.invocation_id}  {status}  started {clock(i.started_at)} {zone_name(i.started_at)}  message {short(i.message, 40) or '-'}")
+            for line in render_tree(red.value(tree_rows(proj, i.invocation_id, all_runs, h))):
+                out(red, line)
             open_ids = [x.id for x in proj.open_interrupts(i.invocation_id)]
             if open_ids:
-                out(f"  open: {id_list(open_ids, 8)}")
+                out(red, f"  open: {id_list(open_ids, 8)}")
             for line in health_line(h, session.id):
-                out(line)
+                out(red, line)
 
-    run(body())
+    run(red, body())
 
 
 # ---------------------------------------------------------------------- inbox
@@ -170,6 +172,7 @@ def show(session_id: str, invocation: str | None, all_runs: bool) -> None:
 @click.option("--cursor", metavar="CURSOR", help="Continue a listing (printed as next cursor).")
 def inbox(app_name: str | None, session_id: str | None, limit: int, cursor: str | None) -> None:
     """Open interrupts across sessions, oldest first."""
+    red = _opts().redactor()  # the command's one Redactor, handed to what renders
 
     async def body() -> None:
         async with open_store(write=False) as store:
@@ -177,10 +180,10 @@ def inbox(app_name: str | None, session_id: str | None, limit: int, cursor: str 
                 store.open_interrupts(app_name=app_name, session_id=session_id, limit=limit, cursor=cursor)
             )
         if _opts().json:
-            out_json(
+            out_json(red, 
                 {
                     "interrupts": [
-                        {**r.model_dump(), "args": {k: v if k == "response_schema" else safe(v) for k, v in r.args.items()}}
+                        {**r.model_dump(), "args": {k: v if k == "response_schema" else red.value(v) for k, v in r.args.items()}}
                         for r in page.items
                     ],
                     "next_cursor": page.next_cursor,
@@ -192,11 +195,11 @@ def inbox(app_name: str | None, session_id: str | None, limit: int, cursor: str 
             [age(r.raised_at, now), r.session_id, r.invocation_id[:12], r.path, r.interrupt_id, short(r.message, 60)]
             for r in page.items
         ]
-        out(table(rows, ["AGE", "SESSION", "INVOCATION", "NODE", "ID", "MESSAGE"]) if rows else "inbox is empty")
+        out(red, table(rows, ["AGE", "SESSION", "INVOCATION", "NODE", "ID", "MESSAGE"]) if rows else "inbox is empty")
         if page.next_cursor:
-            out(f"more: --cursor {page.next_cursor}")
+            out(red, f"more: --cursor {page.next_cursor}")
 
-    run(body())
+    run(red, body())
 
 
 @cli.command()
@@ -210,6 +213,7 @@ def inbox(app_name: str | None, session_id: str | None, limit: int, cursor: str 
 )
 def events(session_id: str, after: int, limit: int | None, tail: bool, interval: float) -> None:
     """A session's event log, one line per event (--tail follows it)."""
+    red = _opts().redactor()  # the command's one Redactor, handed to what renders
     opts = _opts()
 
     async def body() -> None:
@@ -223,16 +227,16 @@ def events(session_id: str, after: int, limit: int | None, tail: bool, interval:
             else:
                 source = _event_pages(store, session_id, after, limit)
             async for stored in source:
-                _redactor().learn_events([stored.event])
-                e = safe_event(stored.event)
+                red.learn_events([stored.event])
+                e = red.event(stored.event)
                 if opts.json:
-                    out_json({"seq": stored.seq, **e.model_dump(mode="json", exclude_none=True)})
+                    out_json(red, {"seq": stored.seq, **e.model_dump(mode="json", exclude_none=True)})
                 else:
                     line = f"{stored.seq:>6}  {clock(e.timestamp)}  {e.kind:<9} {(e.path or '-'):<40} {event_summary(e)}"
-                    out(line.rstrip())
+                    out(red, line.rstrip())
                 printed += 1
                 if limit is not None and printed >= limit:
                     return
 
     with suppress(KeyboardInterrupt):
-        run(body())
+        run(red, body())

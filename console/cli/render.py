@@ -8,9 +8,10 @@ from engine.liveness import INTERRUPTED, InvocationHealth
 
 if TYPE_CHECKING:
     from engine import Event, Projection
+    from engine.redact import Redactor
     from engine.resume import ResumePlan
 
-from .output import id_list, safe, short
+from .output import id_list, short
 
 
 def tree_rows(
@@ -70,14 +71,14 @@ def health_line(h: InvocationHealth, session_id: str) -> list[str]:
     return []
 
 
-def render_plan(plan: ResumePlan, session_id: str, next_lines: list[str] | None = None) -> list[str]:
+def render_plan(red: Redactor, plan: ResumePlan, session_id: str, next_lines: list[str] | None = None) -> list[str]:
     """``next_lines``: what the auto-completions make runnable (engine.resume.next_runs;
     None when the app's code is not importable)."""
     lines = [f"dry run: session {session_id}, invocation {plan.invocation_id} (nothing was written)"]
     lines.append(f"  answers:    {', '.join(plan.resolves)}")
     width = max([len(c.path) for c in plan.changes] + [10])
     for c in plan.changes:
-        detail = f"  output {short(safe(c.output), 50)}" if c.effect == "auto-complete" else ""
+        detail = f"  output {short(red.value(c.output), 50)}" if c.effect == "auto-complete" else ""
         if c.still_open:
             detail += f"  still waiting for {', '.join(c.still_open)}"
         lines.append(f"  {c.path.ljust(width)}  {c.before.value:>9} -> {c.after.value:<9}  {c.effect}{detail}")

@@ -18,13 +18,14 @@ from engine.store.base import SessionStore
 
 if TYPE_CHECKING:
     from engine import Event, Projection
+    from engine.redact import Redactor
     from engine.replay import Replay
     from engine.views import Frame
 
 from .group import cli
-from .loads import _learn_projection
+from .loads import learn_projection
 from .options import _opts, _seq, common, open_store
-from .output import _redactor, clock, out, out_json, run, safe, safe_event, short
+from .output import clock, out, out_json, run, short
 from .render import render_tree, tree_rows
 
 
@@ -56,6 +57,7 @@ def replay(
     With --json, one object per event: its markers, the statuses it changed and
     the status of every node run of its invocation after it (what the console's
     Replay screen shows at that event)."""
+    red = _opts().redactor()  # the command's one Redactor, handed to what renders
     opts = _opts()
     if (session_id is None) == (file is None):
         raise click.UsageError("give a SESSION or --file EXPORT.jsonl (one of them)")
@@ -74,8 +76,8 @@ def replay(
 
             parsed = parse_export(read_bounded(file, MAX_IMPORT_BYTES, "replay --file").splitlines())
             header = parsed.session
-            _redactor().learn_events(parsed.events)
-            events: list[tuple[int, Event]] = [(n, safe_event(e)) for n, e in enumerate(parsed.events, start=1)]
+            red.learn_events(parsed.events)
+            events: list[tuple[int, Event]] = [(n, red.event(e)) for n, e in enumerate(parsed.events, start=1)]
         else:
             assert session_id is not None
             async with open_store(write=False) as store:
@@ -84,30 +86,30 @@ def replay(
                     if n is not None and n > header.last_seq:
                         raise HitlError(f"session {header.id} has {header.last_seq} events; {name} {n} is past its end")
                 if at and diff_from is None:  # one position: seek, page by page, keeping no event list
-                    await _replay_at(store, header.id, at, header.last_seq, all_runs, opts.json)
+                    await _replay_at(red, store, header.id, at, header.last_seq, all_runs, opts.json)
                     return
                 # --at N (and --diff-from M) need the events up to there, not the rest.
                 upto = max(at or 0, diff_from or 0) if at is not None else None
                 stored = await store.events(session_id, limit=upto) if upto != 0 else []
-                _redactor().learn_events(s.event for s in stored)
-                events = [(s.seq, safe_event(s.event)) for s in stored]
+                red.learn_events(s.event for s in stored)
+                events = [(s.seq, red.event(s.event)) for s in stored]
         cursor = Replay(events)
         total = header.last_seq if file is None else len(cursor)
         for n, name in ((at, "--at"), (diff_from, "--diff-from")):
             if n is not None and n > total:
                 raise HitlError(f"session {header.id} has {total} events; {name} {n} is past its end")
         if at is not None and diff_from is not None:
-            _print_diff(header.id, cursor, diff_from, at, opts.json)
+            _print_diff(red, header.id, cursor, diff_from, at, opts.json)
         elif at is not None:
-            _print_tree_at(header.id, dataclasses.replace(goto(cursor, at), total=total), all_runs, opts.json)
+            _print_tree_at(red, header.id, dataclasses.replace(goto(cursor, at), total=total), all_runs, opts.json)
         else:
             for k in range(1, len(cursor) + 1):
-                _print_frame(goto(cursor, k), opts.json)
+                _print_frame(red, goto(cursor, k), opts.json)
 
-    run(body())
+    run(red, body())
 
 
-async def _replay_at(store: SessionStore, session_id: str, at: int, total: int, all_runs: bool, as_json: bool) -> None:
+async def _replay_at(red: Redactor, store: SessionStore, session_id: str, at: int, total: int, all_runs: bool, as_json: bool) -> None:
     """``replay SESSION --at N``: the frame from the nearest snapshot (or event 1)
     and the events up to N (:func:`engine.replay_seek.frame_at`)."""
     from engine.replay_seek import frame_at
@@ -115,10 +117,10 @@ async def _replay_at(store: SessionStore, session_id: str, at: int, total: int, 
     frame, _ = await frame_at(store, session_id, at, total, compact_ok=not all_runs)
     # Folded raw (masking every event cost more than the fold): learn the secrets
     # the projection holds, then mask what is printed, like `hitl show`.
-    _learn_projection(frame.projection)
+    learn_projection(red, frame.projection)
     if frame.step is not None:
-        _redactor().learn_events([frame.step.event])
-    _print_tree_at(session_id, frame, all_runs, as_json, masked=True)
+        red.learn_events([frame.step.event])
+    _print_tree_at(red, session_id, frame, all_runs, as_json, masked=True)
 
 
 def _replay_ui(session_id: str | None, file: str | None, at: int | None) -> None:
@@ -135,53 +137,53 @@ def _replay_ui(session_id: str | None, file: str | None, at: int | None) -> None
     )
 
 
-def _print_frame(frame: Frame, as_json: bool) -> None:
+def _print_frame(red: Redactor, frame: Frame, as_json: bool) -> None:
     from engine.views import frame_dict, status_changes
 
     """One replayed event: its markers, then the statuses it changed."""
     if as_json:
-        out_json(frame_dict(frame))
+        out_json(red, frame_dict(frame))
         return
     step = frame.step
     assert step is not None
     event = step.event
     notes = [m.text for m in frame.markers]
-    out(
+    out(red, 
         f"{step.seq:>6}  {clock(event.timestamp)}  {event.kind:<9} {(event.path or '-'):<40} {'; '.join(notes)}".rstrip()
     )
     changed = status_changes(frame.effects)
     if event.kind == "start":
         changed.pop(event.path or "", None)  # RUNNING, obviously
     if changed:
-        out(f"{'':>6}  {'':19}  {'':<9} -> {', '.join(f'{p}={s}' for p, s in changed.items())}")
+        out(red, f"{'':>6}  {'':19}  {'':<9} -> {', '.join(f'{p}={s}' for p, s in changed.items())}")
 
 
-def _print_diff(session_id: str, cursor: Replay, first: int, second: int, as_json: bool) -> None:
+def _print_diff(red: Redactor, session_id: str, cursor: Replay, first: int, second: int, as_json: bool) -> None:
     """``--at N --diff-from M``: the console's diff (``m``, move, ``d``) as text or JSON."""
     from engine.replay import diff
     from engine.views import diff_dict
 
     rows = diff(cursor.projection_at(first), cursor.projection_at(second))
     if as_json:
-        out_json({"session": session_id, "from": first, "to": second, "changes": [diff_dict(r) for r in rows]})
+        out_json(red, {"session": session_id, "from": first, "to": second, "changes": [diff_dict(r) for r in rows]})
         return
-    out(f"session {session_id}: what changed from event {first} to event {second}")
+    out(red, f"session {session_id}: what changed from event {first} to event {second}")
     if not rows:
-        out("  nothing")
+        out(red, "  nothing")
     for r in rows:
         before = "-" if r.before is None else short(r.before, 40)  # events were masked before the fold
         after = "-" if r.after is None else short(r.after, 40)
-        out(f"  {r.area:<9} {r.key:<48} {before} -> {after}")
+        out(red, f"  {r.area:<9} {r.key:<48} {before} -> {after}")
 
 
-def _print_tree_at(session_id: str, frame: Frame, all_runs: bool, as_json: bool, masked: bool = False) -> None:
+def _print_tree_at(red: Redactor, session_id: str, frame: Frame, all_runs: bool, as_json: bool, masked: bool = False) -> None:
     """``--at N``: the node tree of every invocation after event N, and that event
     (``masked``: pass the rows through the redactor, the frame holds raw values)."""
     from engine.views import frame_dict
 
     proj, at, total = frame.projection, frame.position, frame.total
     rows: Callable[[Projection, str, bool], list[dict[str, Any]]] = (
-        (lambda p, i, a: safe(tree_rows(p, i, a))) if masked else tree_rows
+        (lambda p, i, a: red.value(tree_rows(p, i, a))) if masked else tree_rows
     )
     if as_json:
         data: dict[str, Any] = {
@@ -193,14 +195,14 @@ def _print_tree_at(session_id: str, frame: Frame, all_runs: bool, as_json: bool,
         }
         if frame.step is not None:
             data["event"] = frame_dict(frame, nodes=False)
-        out_json(safe(data) if masked else data)
+        out_json(red, red.value(data) if masked else data)
         return
-    out(f"session {session_id} at event {at} of {total}")
+    out(red, f"session {session_id} at event {at} of {total}")
     if frame.step is not None:
         event = frame.step.event
-        out(f"event {at}: {event.kind} {event.path or event.author}  {'; '.join(m.text for m in frame.markers)}".rstrip())
+        out(red, f"event {at}: {event.kind} {event.path or event.author}  {'; '.join(m.text for m in frame.markers)}".rstrip())
     for inv_id in proj.invocations:
         status = proj.invocation_status(inv_id)
-        out(f"invocation {inv_id}  {status.value if status else '-'}")
+        out(red, f"invocation {inv_id}  {status.value if status else '-'}")
         for line in render_tree(rows(proj, inv_id, all_runs)):
-            out(line)
+            out(red, line)

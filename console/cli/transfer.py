@@ -22,7 +22,7 @@ from engine.store.factory import store_kind, store_label
 
 from .group import cli
 from .options import _operator, _opts, common, open_store, operator_option, reason_option
-from .output import fail, out, out_json, run, safe
+from .output import fail, out, out_json, run
 
 
 # -------------------------------------------------------------- export/import
@@ -31,6 +31,7 @@ from .output import fail, out, out_json, run, safe
 @click.argument("session_id", metavar="SESSION")
 def export_cmd(session_id: str) -> None:
     """Write a session as JSON Lines to stdout (hitl import reads it back)."""
+    red = _opts().redactor()  # the command's one Redactor, handed to what renders
 
     async def body() -> None:
         async with open_store(write=False) as store:
@@ -39,7 +40,7 @@ def export_cmd(session_id: str) -> None:
                 stream.write(line)
             stream.flush()
 
-    run(body())
+    run(red, body())
 
 
 @cli.command(name="import")
@@ -52,6 +53,7 @@ def import_cmd(file: str, as_id: str | None, operator: str | None, reason: str |
     """Create a session from a `hitl export` file (validated before anything is written).
 
     The import is recorded in the audit log with the operator, the reason and the file."""
+    red = _opts().redactor()  # the command's one Redactor, handed to what renders
 
     async def body() -> None:
         if as_id is not None:
@@ -63,13 +65,13 @@ def import_cmd(file: str, as_id: str | None, operator: str | None, reason: str |
                 lines, session_id=as_id, operator=_operator(operator), reason=reason, source=source
             )
         if _opts().json:
-            out_json({**session.model_dump(), "state": safe(session.state)})
+            out_json(red, {**session.model_dump(), "state": red.value(session.state)})
         else:
-            out(
+            out(red, 
                 f"imported session {session.id} ({session.app_name}, user {session.user_id}, {session.last_seq} events)"
             )
 
-    run(body())
+    run(red, body())
 
 
 @cli.command()
@@ -77,6 +79,7 @@ def import_cmd(file: str, as_id: str | None, operator: str | None, reason: str |
 def migrate() -> None:
     """Upgrade the store's schema to this hitl's version (a writer also does it when
     it opens the store). A store from a newer hitl is refused and left untouched."""
+    red = _opts().redactor()  # the command's one Redactor, handed to what renders
     opts = _opts()
     if opts.read_only:
         fail("hitl migrate writes the store's schema; drop --read-only")
@@ -95,13 +98,13 @@ def migrate() -> None:
             finally:
                 await store.close()
         if opts.json:
-            out_json({"db": label, "from": before, "to": after, "changed": before != after})
+            out_json(red, {"db": label, "from": before, "to": after, "changed": before != after})
         elif before == after:
-            out(f"{label}: already at schema version {after}, up to date")
+            out(red, f"{label}: already at schema version {after}, up to date")
         else:
-            out(f"{label}: migrated from schema version {before} -> {after}")
+            out(red, f"{label}: migrated from schema version {before} -> {after}")
 
-    run(body())
+    run(red, body())
 
 
 async def _migrate_sqlite(path: Path) -> tuple[int, int]:
@@ -129,6 +132,7 @@ def copy(source: str, dest: str, operator: str | None) -> None:
     command again to resume a copy that was stopped (sessions already in the
     target with the same log are skipped; a session that differs is reported
     and left alone). Leases and snapshot caches are not copied."""
+    red = _opts().redactor()  # the command's one Redactor, handed to what renders
     from engine.apps import default_operator
     from engine.store.copy import copy_store, session_ids
 
@@ -159,7 +163,7 @@ def copy(source: str, dest: str, operator: str | None) -> None:
         finally:
             await src.close()
         if opts.json:
-            out_json(
+            out_json(red, 
                 {
                     "from": src_label,
                     "to": dst_label,
@@ -171,14 +175,14 @@ def copy(source: str, dest: str, operator: str | None) -> None:
                 }
             )
         else:
-            out(
+            out(red, 
                 f"copied {len(report.copied)} of {report.total} sessions ({report.events} events) "
                 f"from {src_label} to {dst_label}"
                 + (f"; {len(report.skipped)} already there (resumed)" if report.skipped else "")
             )
             for sid in report.diverged:
-                out(f"  not copied: {sid} exists in {dst_label} with a different log (left alone)")
+                out(red, f"  not copied: {sid} exists in {dst_label} with a different log (left alone)")
         if report.diverged:
             raise SystemExit(1)
 
-    run(body(), on_interrupt="copy stopped: every session copied so far is complete; run the same command to resume")
+    run(red, body(), on_interrupt="copy stopped: every session copied so far is complete; run the same command to resume")

@@ -21,16 +21,17 @@ from engine.store.base import SessionStore
 if TYPE_CHECKING:
     from engine import Projection
     from engine.operations import Outcome, Step
+    from engine.redact import Redactor
 
 from .group import cli
 from .loads import resolve_invocation
 from .options import _operator, _opts, app_spec_option, common, open_store, operator_option, reason_option
-from .output import _redactor, fail, id_list, interactive, out, out_json, run, safe, stopped_hint
+from .output import fail, id_list, interactive, out, out_json, run, stopped_hint
 from .render import render_plan
 
 
 # --------------------------------------------------------------------- resume
-def parse_answers(pairs: Iterable[str]) -> dict[str, Any]:
+def parse_answers(pairs: Iterable[str], red: Redactor) -> dict[str, Any]:
     """``ID=JSON`` / ``ID=@file.json`` -> ``{id: value}``; HitlError naming the id."""
     answers: dict[str, Any] = {}
     for pair in pairs:
@@ -47,7 +48,7 @@ def parse_answers(pairs: Iterable[str]) -> dict[str, Any]:
             raw = decode(read_bounded(source, MAX_ANSWER_FILE_BYTES, what), f"{what}: {source}")
         try:
             answers[iid] = loads(raw, f"answer for {iid} in {source}")
-            _redactor().learn_from(answers[iid])  # validation errors may echo it
+            red.learn_from(answers[iid])  # validation errors may echo it
         except json.JSONDecodeError as exc:
             hint = f" (a string needs JSON quotes: {iid}='\"{raw}\"')" if source == "value" else ""
             raise HitlError(
@@ -56,7 +57,7 @@ def parse_answers(pairs: Iterable[str]) -> dict[str, Any]:
     return answers
 
 
-def print_step(step: Step, as_json: bool) -> None:
+def print_step(red: Redactor, step: Step, as_json: bool) -> None:
     """One persisted event with the status its node has after it and what it
     did (:func:`engine.replay.markers_for`: answers, auto-completions,
     re-executions, failures)."""
@@ -67,7 +68,7 @@ def print_step(step: Step, as_json: bool) -> None:
     status = run_.status.value if run_ else ""
     notes = [m.text for m in markers_for(event, step.change, proj)]
     if as_json:
-        out_json(
+        out_json(red, 
             {
                 "kind": event.kind,
                 "path": event.path,
@@ -78,10 +79,10 @@ def print_step(step: Step, as_json: bool) -> None:
             }
         )
     else:
-        out(f"{event.kind:<9} {(event.path or '-'):<44} {status:<9}  {'; '.join(notes)}".rstrip())
+        out(red, f"{event.kind:<9} {(event.path or '-'):<44} {status:<9}  {'; '.join(notes)}".rstrip())
 
 
-async def finish(store: SessionStore, done: Outcome, as_json: bool) -> None:
+async def finish(red: Redactor, store: SessionStore, done: Outcome, as_json: bool) -> None:
     """After an answer or a re-drive: its error (exit 1), else the summary line."""
     done.raise_error()
     assert done.invocation_id is not None
@@ -90,21 +91,21 @@ async def finish(store: SessionStore, done: Outcome, as_json: bool) -> None:
         from engine.resume import load_invocation
 
         proj = await load_invocation(store, done.session_id, done.invocation_id)
-    _summary(proj, done.invocation_id, len(done.written), as_json)
+    _summary(red, proj, done.invocation_id, len(done.written), as_json)
 
 
-def _summary(proj: Projection, inv: str, count: int, as_json: bool) -> None:
+def _summary(red: Redactor, proj: Projection, inv: str, count: int, as_json: bool) -> None:
     status = proj.invocation_status(inv)
     open_ids = [i.id for i in proj.open_interrupts(inv)]
     if as_json:
-        out_json(
+        out_json(red, 
             {"kind": "summary", "invocation_id": inv, "status": status.value if status else None, "open": open_ids}
         )
         return
     if count <= 1:
-        out(f"answered; nothing ran: invocation {inv} keeps waiting for {id_list(open_ids, 8)}")
+        out(red, f"answered; nothing ran: invocation {inv} keeps waiting for {id_list(open_ids, 8)}")
         return
-    out(f"invocation {inv}: {status.value if status else '?'}" + (f"; open: {id_list(open_ids, 8)}" if open_ids else ""))
+    out(red, f"invocation {inv}: {status.value if status else '?'}" + (f"; open: {id_list(open_ids, 8)}" if open_ids else ""))
 
 
 @cli.command()
@@ -129,6 +130,7 @@ def resume(
     reason: str | None,
 ) -> None:
     """Answer interrupt ids (all or some) and run what they unblock."""
+    red = _opts().redactor()  # the command's one Redactor, handed to what renders
     opts = _opts()
     if not answers and not answer_opts:
         raise click.UsageError("give at least one answer: ID=JSON (or --answer ID=JSON)")
@@ -136,7 +138,7 @@ def resume(
     async def body() -> None:
         from engine import operations
 
-        values = parse_answers([*answers, *answer_opts])
+        values = parse_answers([*answers, *answer_opts], red)
         async with open_store(write=not dry_run) as store:
             session = await store.get_session(session_id)
             inv = await resolve_invocation(store, session_id, invocation) if invocation is not None else None
@@ -146,11 +148,11 @@ def resume(
                 )
                 plan, refusal = dry.plan, dry.refusal  # what the real command would say: it needs the app's code
                 if opts.json:
-                    out_json({**plan.to_dict(), "changes": safe(plan.to_dict()["changes"]), "next": dry.next_runs,
+                    out_json(red, {**plan.to_dict(), "changes": red.value(plan.to_dict()["changes"]), "next": dry.next_runs,
                               "would_run": dry.would_run, "refusal": refusal})
                 else:
-                    for line in render_plan(plan, session_id, dry.next_runs):
-                        out(line)
+                    for line in render_plan(red, plan, session_id, dry.next_runs):
+                        out(red, line)
                 if refusal is not None:
                     fail(f"the real command would refuse (nothing would be written): {refusal}")
                 return
@@ -159,11 +161,11 @@ def resume(
             # The runner validates and loads the invocation once; the steps fold its copy.
             done = await operations.answer(
                 store, session_id, values, inv, registry=opts.registry, operator=_operator(operator), reason=reason,
-                session=session, on_step=lambda step: print_step(step, opts.json),
+                session=session, on_step=lambda step: print_step(red, step, opts.json),
             )
-            await finish(store, done, opts.json)
+            await finish(red, store, done, opts.json)
 
-    run(body(), on_interrupt=stopped_hint(session_id))
+    run(red, body(), on_interrupt=stopped_hint(session_id))
 
 
 @cli.command()
@@ -184,6 +186,7 @@ def redrive(session_id: str, invocation: str, ack_in_doubt: bool, operator: str 
 
     Nodes in doubt (an interrupted run started them but recorded no end) run
     again only with --ack-in-doubt, which the audit log records."""
+    red = _opts().redactor()  # the command's one Redactor, handed to what renders
     opts = _opts()
 
     async def body() -> None:
@@ -194,11 +197,11 @@ def redrive(session_id: str, invocation: str, ack_in_doubt: bool, operator: str 
             inv = await resolve_invocation(store, session_id, invocation)
             done = await operations.redrive(
                 store, session_id, inv, registry=opts.registry, operator=_operator(operator), reason=reason,
-                acknowledge_in_doubt=ack_in_doubt, session=session, on_step=lambda step: print_step(step, opts.json),
+                acknowledge_in_doubt=ack_in_doubt, session=session, on_step=lambda step: print_step(red, step, opts.json),
             )
-            await finish(store, done, opts.json)
+            await finish(red, store, done, opts.json)
 
-    run(body(), on_interrupt=stopped_hint(session_id))
+    run(red, body(), on_interrupt=stopped_hint(session_id))
 
 
 @cli.command()
@@ -211,6 +214,7 @@ def redrive(session_id: str, invocation: str, ack_in_doubt: bool, operator: str 
 def cancel(session_id: str, invocation: str, operator: str | None, reason: str | None, yes: bool) -> None:
     """Cancel a waiting or failed invocation; its open interrupts close. Final:
     asks first on a terminal (unless --yes), and needs a --reason, like the console."""
+    red = _opts().redactor()  # the command's one Redactor, handed to what renders
     opts = _opts()
 
     async def body() -> None:
@@ -237,8 +241,8 @@ def cancel(session_id: str, invocation: str, operator: str | None, reason: str |
             )
             done.raise_error()
         if opts.json:
-            out_json({"invocation_id": inv, "status": "CANCELLED", "closed": closed, "event_id": done.written[0].id})
+            out_json(red, {"invocation_id": inv, "status": "CANCELLED", "closed": closed, "event_id": done.written[0].id})
         else:
-            out(f"cancelled invocation {inv}" + (f"; closed {', '.join(closed)}" if closed else ""))
+            out(red, f"cancelled invocation {inv}" + (f"; closed {', '.join(closed)}" if closed else ""))
 
-    run(body())
+    run(red, body())
