@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, cast
 
 import click
 
@@ -25,6 +25,12 @@ from .options import _operator, _opts, common, open_store, operator_option, reas
 from .output import fail, out, out_json, run
 
 
+class _Migrates(Protocol):
+    """A store with the ``migrate`` capability (engine.store.base.Capability)."""
+
+    async def migrate(self) -> tuple[int, int]: ...
+
+
 # -------------------------------------------------------------- export/import
 @cli.command(name="export")
 @common
@@ -36,7 +42,7 @@ def export_cmd(session_id: str) -> None:
     async def body() -> None:
         async with open_store(write=False) as store:
             stream = click.get_text_stream("stdout")
-            async for line in store.export_session(session_id):  # type: ignore[attr-defined]
+            async for line in store.export_session(session_id):
                 stream.write(line)
             stream.flush()
 
@@ -94,7 +100,7 @@ def migrate() -> None:
             try:
                 if not has_capability(store, "migrate"):
                     fail(f"{label} has no schema to migrate")
-                before, after = await store.migrate()  # type: ignore[attr-defined]
+                before, after = await cast("_Migrates", store).migrate()  # declared by the capability
             finally:
                 await store.close()
         if opts.json:
