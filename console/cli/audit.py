@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 from .group import cli
 from .options import _opts, _when, common, open_store, page_of
-from .output import clock, id_list, out, out_json, run, short, table
+from .output import clock, id_list, more, out, out_json, run, short, table
 
 # ---------------------------------------------------------------------- audit
 AUDIT_ACTIONS = ("answer", "redrive", "cancel", "import")
@@ -83,7 +83,6 @@ def audit(
             if rows
             else "no operator writes match"
         )
-        if page.next_cursor:
-            out(red, f"more: --cursor {page.next_cursor}")
+        more(red, page.next_cursor)
 
     run(red, body())

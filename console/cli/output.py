@@ -80,6 +80,12 @@ def out(red: Redactor, text: str = "") -> None:
     click.echo(clean(red.text(text)))
 
 
+def more(red: Redactor, cursor: str | None) -> None:
+    """A listing's last line when it has more: the cursor that continues it."""
+    if cursor:
+        out(red, f"more: --cursor {cursor}")
+
+
 def out_json(red: Redactor, obj: Any) -> None:
     click.echo(red.text(json.dumps(obj, default=str, ensure_ascii=False)))
 

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 from .group import cli
 from .loads import _event_pages, latest_projection, resolve_invocation, session_projection
 from .options import _duration, _opts, _seq, common, open_store, page_of
-from .output import clock, id_list, out, out_json, run, short, table
+from .output import clock, id_list, more, out, out_json, run, short, table
 from .render import event_summary, health_line, render_tree, tree_rows
 
 
@@ -98,8 +98,7 @@ def sessions(
         )
         if any(stopped.values()):
             out(red, f"{INTERRUPTED}: a turn stopped before it ended; `hitl show SESSION` says how to continue it")
-        if page.next_cursor:
-            out(red, f"more: --cursor {page.next_cursor}")
+        more(red, page.next_cursor)
 
     run(red, body())
 
@@ -196,8 +195,7 @@ def inbox(app_name: str | None, session_id: str | None, limit: int, cursor: str 
             for r in page.items
         ]
         out(red, table(rows, ["AGE", "SESSION", "INVOCATION", "NODE", "ID", "MESSAGE"]) if rows else "inbox is empty")
-        if page.next_cursor:
-            out(red, f"more: --cursor {page.next_cursor}")
+        more(red, page.next_cursor)
 
     run(red, body())
 

@@ -12,9 +12,8 @@ from typing import Any
 import pytest
 
 import engine.operations as operations
-import engine.resume as resume
 from tests.cli.conftest import Hitl, ok
-from tests.cli.helpers import invocation_ids
+from tests.cli.helpers import count_loads, invocation_ids
 
 
 @pytest.fixture
@@ -33,15 +32,8 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 @pytest.fixture
 def loads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    seen: list[str] = []
-    real = resume.snapshot_and_events
-
-    async def counting(store: Any, session_id: str, invocation_id: str) -> Any:
-        seen.append(invocation_id)
-        return await real(store, session_id, invocation_id)
-
-    monkeypatch.setattr(resume, "snapshot_and_events", counting)
-    return seen
+    """Every load of an invocation."""
+    return count_loads(monkeypatch)
 
 
 def test_cli_writes_go_through_engine_operations(hitl: Hitl, db: Path, calls: list[str]) -> None:

@@ -5,55 +5,26 @@ then the store is unchanged)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
-from engine import START, Content, RequestInput, Runner, Workflow, node, operations
+from engine import Content, Runner, operations
 from engine.apps import AppRegistry
 from engine.errors import HitlError
 from engine.models import NodeStatus
 from engine.store import MemoryStore
-
-
-@node
-async def intake(node_input: Any) -> dict[str, Any]:
-    return {"ticket": node_input}
-
-
-@node
-async def ask_a(node_input: Any) -> Any:
-    yield RequestInput("Approve A?", response_schema=bool, interrupt_id="op-a")
-
-
-@node
-async def ask_b(node_input: Any) -> Any:
-    yield RequestInput("Approve B?", response_schema=bool, interrupt_id="op-b")
-
-
-@node
-async def ship_a(ctx: Any, node_input: Any) -> str:
-    ctx.state["shipped_a"] = node_input
-    return f"A shipped ({node_input})"
-
-
-@node
-async def ship_b(node_input: Any) -> str:
-    return f"B shipped ({node_input})"
-
-
-WF = Workflow("ops", [(START, intake, (ask_a, ask_b)), (ask_a, ship_a), (ask_b, ship_b)])
+from tests.cli.helpers import count_loads
+from tests.console.answer_store import fanout_wf
 
 
 def registry() -> AppRegistry:
     reg = AppRegistry()
-    reg.register("ops", WF)
+    reg.register("ops", fanout_wf)
     return reg
 
 
 async def waiting() -> tuple[MemoryStore, str]:
     store = MemoryStore()
-    async for _ in Runner("ops", WF, store).run("u", "s1", Content.from_text("T-1")):
+    async for _ in Runner("ops", fanout_wf, store).run("u", "s1", Content.from_text("T-1")):
         pass
     (inv,) = [i.invocation_id for i in await store.list_invocations("s1")]
     return store, inv
@@ -61,37 +32,27 @@ async def waiting() -> tuple[MemoryStore, str]:
 
 @pytest.fixture
 def loads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Every load of an invocation (engine.resume.load_invocation's one read)."""
-    import engine.resume as resume
-
-    seen: list[str] = []
-    real = resume.snapshot_and_events
-
-    async def counting(store: Any, session_id: str, invocation_id: str) -> Any:
-        seen.append(invocation_id)
-        return await real(store, session_id, invocation_id)
-
-    monkeypatch.setattr(resume, "snapshot_and_events", counting)
-    return seen
+    """Every load of an invocation."""
+    return count_loads(monkeypatch)
 
 
 async def test_answer_returns_what_it_wrote_ran_and_changed_loading_the_invocation_once(loads: list[str]) -> None:
     store, inv = await waiting()
     steps: list[operations.Step] = []
     loads.clear()
-    done = await operations.answer(store, "s1", {"op-a": True}, registry=registry(), operator="ann",
+    done = await operations.answer(store, "s1", {"fan-a": True}, registry=registry(), operator="ann",
                                    reason="ok", on_step=steps.append)
     assert done.error is None and done.refusal is None
     assert done.invocation_id == inv  # chosen by the Runner: the one waiting for op-a
     assert loads == [inv]  # the Runner's own load is the outcome's `before`
     assert [s.event for s in steps] == done.written
     assert [e.kind for e in done.written][0] == "response"
-    assert done.ran == ["ops@1", "ops@1/ship_a@1"]  # the root re-executes, ship_a runs
+    assert done.ran == ["fanout@1", "fanout@1/ship_a@1"]  # the root re-executes, ship_a runs
     assert done.status_before == NodeStatus.WAITING and done.status_after == NodeStatus.WAITING
-    assert done.still_open == ["op-b"]
+    assert done.still_open == ["fan-b"]
     assert done.before is not None and done.after is not None
-    assert done.before.get(inv, "ops@1/ship_a@1") is None
-    shipped = done.after.get(inv, "ops@1/ship_a@1")
+    assert done.before.get(inv, "fanout@1/ship_a@1") is None
+    shipped = done.after.get(inv, "fanout@1/ship_a@1")
     assert shipped is not None and shipped.status == NodeStatus.COMPLETED
     stored = [s.event.id for s in await store.events("s1")]
     assert stored[-len(done.written):] == [e.id for e in done.written]
@@ -99,7 +60,7 @@ async def test_answer_returns_what_it_wrote_ran_and_changed_loading_the_invocati
 
 async def test_session_state_gives_the_before_after_rows() -> None:
     store, inv = await waiting()
-    done = await operations.answer(store, "s1", {"op-a": True}, inv, registry=registry(), preload=True,
+    done = await operations.answer(store, "s1", {"fan-a": True}, inv, registry=registry(), preload=True,
                                    session_state=True)
     assert done.state_before is not None and "shipped_a" not in done.state_before
     assert done.state_after is not None and "shipped_a" in done.state_after
@@ -124,25 +85,25 @@ async def test_a_refused_answer_writes_nothing_and_says_why() -> None:
 async def test_an_answer_without_the_app_code_is_refused_before_writing() -> None:
     store, inv = await waiting()
     last = (await store.get_session("s1")).last_seq
-    done = await operations.answer(store, "s1", {"op-a": True}, inv, registry=AppRegistry())
+    done = await operations.answer(store, "s1", {"fan-a": True}, inv, registry=AppRegistry())
     assert done.written == [] and done.error_kind == "rejected" and "ops" in (done.refusal or "")
     assert (await store.get_session("s1")).last_seq == last
 
 
 async def test_a_lost_race_is_a_conflict() -> None:
     store, inv = await waiting()
-    first = await operations.answer(store, "s1", {"op-a": True}, inv, registry=registry())
-    again = await operations.answer(store, "s1", {"op-a": False}, inv, registry=registry())
+    first = await operations.answer(store, "s1", {"fan-a": True}, inv, registry=registry())
+    again = await operations.answer(store, "s1", {"fan-a": False}, inv, registry=registry())
     assert first.wrote and not again.wrote
-    assert again.error_kind == "conflict" and "op-a" in (again.refusal or "")
+    assert again.error_kind == "conflict" and "fan-a" in (again.refusal or "")
 
 
 async def test_dry_run_writes_nothing_and_says_whether_the_real_answer_would_run() -> None:
     store, inv = await waiting()
     last = (await store.get_session("s1")).last_seq
-    dry = await operations.dry_run(store, "s1", {"op-a": True}, inv, app_name="ops", registry=registry)
-    assert dry.would_run and dry.plan.resolves == ["op-a"] and dry.plan.runs_anything
-    blind = await operations.dry_run(store, "s1", {"op-a": True}, inv, app_name="ops", registry=AppRegistry())
+    dry = await operations.dry_run(store, "s1", {"fan-a": True}, inv, app_name="ops", registry=registry)
+    assert dry.would_run and dry.plan.resolves == ["fan-a"] and dry.plan.runs_anything
+    blind = await operations.dry_run(store, "s1", {"fan-a": True}, inv, app_name="ops", registry=AppRegistry())
     assert not blind.would_run and blind.next_runs is None and "ops" in (blind.refusal or "")
     with pytest.raises(HitlError):  # what the real answer would raise
         await operations.dry_run(store, "s1", {"no-such": True}, inv, app_name="ops", registry=registry())
