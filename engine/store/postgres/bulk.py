@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import itertools
 import time
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
@@ -36,39 +39,69 @@ class _Bulk(_Core):
         reason: str | None = None,
         source: str | None = None,
     ) -> Session:
-        """Create a session from an export: validated as a whole first, its derived
-        rows computed in one pass (:class:`_Batch`), then written with its audit
-        record in one statement."""
+        """Create a session from an export, in ONE transaction: a bad file (or an
+        existing session) rolls it back, so nothing of it is ever seen. The events
+        stream in: a worker thread parses and checks the next chunk
+        (:class:`~engine.store.jsonl.ExportReader`) while the server COPYs the
+        previous one; the derived rows of the whole session, computed in one pass
+        (:class:`_Batch`), and the audit record follow in one statement."""
         self._check_writable()
-        parsed = jsonl.parse_export(lines)
-        sid = session_id or parsed.session.id
-        prepared = [_prepare(e) for e in parsed.events]
-        record = import_record(sid, len(prepared), operator, reason, source, parsed.session.id)
+        reader = jsonl.ExportReader(lines)
+        sid = session_id or reader.session.id
+        events = reader.events()
 
-        now = time.time()
-        batch = _Batch()
-        batch.add(sid, parsed.session, prepared, updated_at=max(now, parsed.session.created_at), now=now)
-        batch.audit.append(
-            (
-                record.at,
-                record.action,
-                record.operator,
-                record.reason,
-                sid,
-                None,
-                None,
-                None,
-                to_json(record.details).decode(),
-            )
-        )
+        def next_chunk(first_seq: int) -> tuple[list[_Prepared], list[tuple[Any, ...]]]:
+            chunk = [_prepare(e) for e in itertools.islice(events, _IMPORT_CHUNK)]
+            return chunk, [_event_row(sid, first_seq + i, p) for i, p in enumerate(chunk)]
 
         async def fn(conn: asyncpg.Connection) -> None:
-            try:
-                await batch.write(conn)
-            except asyncpg.UniqueViolationError:
-                raise ConflictError(f"session {sid!r} already exists") from None
+            async with conn.transaction():
+                try:  # the events' foreign key; its summary is written at the end
+                    await conn.execute(_IMPORT_SESSION_SQL, sid, reader.session.app_name, reader.session.user_id)
+                except asyncpg.UniqueViolationError:
+                    raise ConflictError(f"session {sid!r} already exists") from None
+                prepared: list[_Prepared] = []
+                pending: asyncio.Future[Any] | None = None
+                while True:
+                    try:
+                        chunk, rows = await asyncio.to_thread(next_chunk, len(prepared) + 1)
+                    except BaseException:
+                        if pending is not None:  # let the COPY in flight end before the rollback
+                            with contextlib.suppress(Exception):
+                                await pending
+                        raise
+                    if pending is not None:
+                        await pending
+                        pending = None
+                    if not chunk:
+                        break
+                    pending = asyncio.ensure_future(
+                        conn.copy_records_to_table("events", records=rows, columns=_EVENT_COLUMNS)
+                    )
+                    prepared += chunk
+                record = import_record(sid, len(prepared), operator, reason, source, reader.session.id)
+                now = time.time()
+                batch = _Batch()
+                batch.add(sid, reader.session, prepared, updated_at=max(now, reader.session.created_at), now=now)
+                batch.events = []  # copied above
+                batch.audit.append(
+                    (
+                        record.at,
+                        record.action,
+                        record.operator,
+                        record.reason,
+                        sid,
+                        None,
+                        None,
+                        None,
+                        to_json(record.details).decode(),
+                    )
+                )
+                await batch.write(conn, _FINISH_IMPORT_SQL)
 
-        await self._run(fn, reconnect=False)
+        # Neither redone after a lost connection (it may have committed) nor after a
+        # serialisation failure: the export's lines were consumed.
+        await self._run(fn, retry=False, reconnect=False)
         return await self.get_session(sid)
 
     async def bulk_load(self, sessions: Iterable[tuple[Session, Iterable[Event]]], *, batch_size: int = 500) -> int:
@@ -100,13 +133,10 @@ class _Bulk(_Core):
         return total
 
 
-_BATCH_SQL = """
-WITH s AS (
-    INSERT INTO sessions (id, app_name, user_id, state, created_at, updated_at, last_seq, status, open_interrupts,
-                          oldest_open_at, last_event_at, event_count, invocation_count)
-    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::float8[], $6::float8[], $7::bigint[],
-                         $8::text[], $9::int[], $10::float8[], $11::float8[], $12::bigint[], $13::int[])
-), e AS (
+_SESSION_ARRAYS = """unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::float8[], $6::float8[],
+    $7::bigint[], $8::text[], $9::int[], $10::float8[], $11::float8[], $12::bigint[], $13::int[])"""
+
+_BATCH_ROWS_SQL = """ e AS (
     INSERT INTO events (session_id, seq, invocation_id, event_id, timestamp, path, kind, json)
     SELECT * FROM unnest($14::text[], $15::bigint[], $16::text[], $17::text[], $18::float8[], $19::text[],
                          $20::text[], $21::text[])
@@ -127,9 +157,43 @@ WITH s AS (
 )
 SELECT 1
 """
+
+_BATCH_SQL = f"""
+WITH s AS (
+    INSERT INTO sessions (id, app_name, user_id, state, created_at, updated_at, last_seq, status, open_interrupts,
+                          oldest_open_at, last_event_at, event_count, invocation_count)
+    SELECT * FROM {_SESSION_ARRAYS}
+),{_BATCH_ROWS_SQL}"""
 """A batch of whole sessions in ONE statement: every table's rows as column arrays
 (unnest), so one round trip and one transaction whatever the size. The foreign
 keys are checked at the end of the statement, when the sessions are in."""
+
+_FINISH_IMPORT_SQL = f"""
+WITH s AS (
+    UPDATE sessions AS t SET state = u.state, created_at = u.created_at, updated_at = u.updated_at,
+           last_seq = u.last_seq, status = u.status, open_interrupts = u.open_interrupts,
+           oldest_open_at = u.oldest_open_at, last_event_at = u.last_event_at, event_count = u.event_count,
+           invocation_count = u.invocation_count
+      FROM {_SESSION_ARRAYS} AS u(id, app_name, user_id, state, created_at, updated_at, last_seq, status,
+                                  open_interrupts, oldest_open_at, last_event_at, event_count, invocation_count)
+     WHERE t.id = u.id
+),{_BATCH_ROWS_SQL}"""
+"""An import's last statement: the same rows as :data:`_BATCH_SQL` (its events
+already COPYed), the session row inserted first updated to its summary."""
+
+_IMPORT_SESSION_SQL = "INSERT INTO sessions (id, app_name, user_id, created_at, updated_at) VALUES ($1, $2, $3, 0, 0)"
+"""An import's first statement: the session row its events' foreign key needs
+(and the 'already exists' check, held until the import commits or rolls back)."""
+
+_IMPORT_CHUNK = 5000
+"""Events per COPY of an import (parsed while the previous one is written)."""
+
+_EVENT_COLUMNS = ["session_id", "seq", "invocation_id", "event_id", "timestamp", "path", "kind", "json"]
+
+
+def _event_row(sid: str, seq: int, p: _Prepared) -> tuple[Any, ...]:
+    """The ``events`` row of a prepared event (columns :data:`_EVENT_COLUMNS`)."""
+    return (sid, seq, p.invocation_id, p.event_id, p.timestamp, p.path, p.kind, p.json)
 
 
 class _Batch:
@@ -169,7 +233,7 @@ class _Batch:
                 bad = [r for r in p.resolved if r not in open_here]
                 if bad:
                     raise AlreadyResolvedError(bad)
-            self.events.append((sid, seq, inv, p.event_id, p.timestamp, p.path, p.kind, p.json))
+            self.events.append(_event_row(sid, seq, p))
             for iid, path, name, args in p.opened:  # a later duplicate wins, as in hitl_append
                 interrupts[inv, iid] = [path, p.event_id, name, args, seq, p.timestamp, "open", None, None]
                 open_here.add(iid)
@@ -233,7 +297,7 @@ class _Batch:
         for inv, r in invocations.items():
             self.invocations.append((sid, inv, *r))
 
-    async def write(self, conn: asyncpg.Connection) -> None:
+    async def write(self, conn: asyncpg.Connection, sql: str = _BATCH_SQL) -> None:
         args: list[list[Any]] = []
         for rows, width in (
             (self.sessions, 13),
@@ -243,4 +307,4 @@ class _Batch:
             (self.audit, 9),
         ):
             args += [list(col) for col in zip(*rows, strict=True)] if rows else [[] for _ in range(width)]
-        await conn.execute(_BATCH_SQL, *args)
+        await conn.execute(sql, *args)
