@@ -181,15 +181,18 @@ class _Core:
         """The schema version in the database (0: no hitl-console tables yet)."""
 
         async def fn(conn: asyncpg.Connection) -> int:
-            has = await conn.fetchval("SELECT to_regclass('hitl_schema') IS NOT NULL")
-            if not has:
-                if await conn.fetchval("SELECT to_regclass('sessions') IS NOT NULL"):
-                    raise StoreError(
-                        f"{self.url} has a 'sessions' table that is not a hitl-console store's; "
-                        "use another database or add ?schema=NAME to the URL"
-                    )
-                return 0
-            return int(await conn.fetchval("SELECT max(version) FROM hitl_schema") or 0)
+            # One statement when the store exists (every open of one: a round trip less);
+            # only a database without our table asks whether it holds someone else's.
+            try:
+                return int(await conn.fetchval("SELECT max(version) FROM hitl_schema") or 0)
+            except asyncpg.UndefinedTableError:
+                pass
+            if await conn.fetchval("SELECT to_regclass('sessions') IS NOT NULL"):
+                raise StoreError(
+                    f"{self.url} has a 'sessions' table that is not a hitl-console store's; "
+                    "use another database or add ?schema=NAME to the URL"
+                )
+            return 0
 
         return await self._run(fn)
 
