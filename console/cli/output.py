@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import sys
 from collections.abc import Coroutine
 from functools import partial
@@ -52,13 +53,45 @@ def run(red: Redactor, coro: Coroutine[Any, Any, T], *, on_interrupt: str | None
     the command read). With ``on_interrupt``, Ctrl-C is exit 1 with that line
     (else click's "Aborted!")."""
     try:
-        return asyncio.run(coro)
+        return asyncio.run(_interruptible(coro))
     except HitlError as exc:
         raise OperatorError(red.text(" ".join(str(exc).split()))) from None
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, asyncio.CancelledError):
         if on_interrupt is None:
-            raise
+            raise KeyboardInterrupt from None  # click: "Aborted!"
         raise OperatorError(on_interrupt) from None
+
+
+async def _interruptible(coro: Coroutine[Any, Any, T]) -> T:
+    """``coro``, cancelled by the first Ctrl-C however the signal arrives.
+
+    asyncio.run's own SIGINT handler is a Python-level handler: it runs only when
+    the main thread next executes bytecode. The kernel may deliver SIGINT to any
+    thread of the process (the store's or the executor's); the main thread, asleep
+    in the event loop until its next timer (a node sleeping a minute), then did
+    not notice Ctrl-C for that long (a hung CI run's stacks showed it). A loop
+    signal handler goes through the loop's wakeup fd, which the C-level handler
+    writes whichever thread it runs on. A second Ctrl-C raises KeyboardInterrupt
+    at once, as asyncio's does."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    hits = 0
+
+    def on_sigint() -> None:
+        nonlocal hits
+        hits += 1
+        if hits > 1 or task is None:
+            raise KeyboardInterrupt
+        task.cancel()
+
+    try:
+        loop.add_signal_handler(signal.SIGINT, on_sigint)
+    except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no Unix signals
+        return await coro
+    try:
+        return await coro
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
 
 
 def stopped_hint(session_id: str) -> str:

@@ -415,10 +415,23 @@ def test_sigkill_while_starting_an_invocation(tmp_path: Path, monkeypatch: pytes
     print(f"\nstart kill points: {k} survived (after each of the {k} commits of a new invocation's start)")
 
 
-def test_ctrl_c_during_hitl_resume_leaves_it_interrupted(tmp_path: Path) -> None:
+def _sigint_to_another_thread(pid: int) -> None:
+    """SIGINT delivered to one of the process's threads other than the main one, as
+    the kernel may choose for a signal sent to the process (Ctrl-C at a terminal)."""
+    import ctypes
+
+    others = [int(t) for t in os.listdir(f"/proc/{pid}/task") if int(t) != pid]
+    assert others, "hitl resume has no thread besides the main one (the store's executor thread expected)"
+    assert ctypes.CDLL(None, use_errno=True).tgkill(pid, others[0], signal.SIGINT) == 0, ctypes.get_errno()
+
+
+@pytest.mark.parametrize("delivered_to", ["process", "another thread"])
+def test_ctrl_c_during_hitl_resume_leaves_it_interrupted(tmp_path: Path, delivered_to: str) -> None:
     """SIGINT to a real ``hitl resume`` while a node with a side effect runs: exit
     code 1, no CANCELLED records, the invocation interrupted mid-run with that node
-    in doubt; ``hitl redrive --ack-in-doubt`` finishes it."""
+    in doubt; ``hitl redrive --ack-in-doubt`` finishes it. Also when the signal lands
+    on a thread other than the main one: the node pauses a minute, and before the
+    fix the main loop slept through Ctrl-C until then (seen as a hung CI run)."""
     import subprocess
     import sys
 
@@ -442,9 +455,12 @@ def test_ctrl_c_during_hitl_resume_leaves_it_interrupted(tmp_path: Path) -> None
         while "refund@1/settle@1/pay@1" not in crash_app.read_effects(effects):
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
             time.sleep(0.01)
-        proc.send_signal(signal.SIGINT)  # the process we started, by its pid
+        if delivered_to == "process":
+            proc.send_signal(signal.SIGINT)  # the process we started, by its pid
+        else:
+            _sigint_to_another_thread(proc.pid)
         try:
-            _, err = proc.communicate(timeout=60)
+            _, err = proc.communicate(timeout=45)  # well before the paused node's minute is up
         except subprocess.TimeoutExpired:
             proc.send_signal(signal.SIGABRT)  # faulthandler prints every thread's stack
             raise AssertionError("hitl resume did not stop after Ctrl-C:\n" + proc.communicate()[1]) from None
