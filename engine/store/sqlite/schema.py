@@ -14,10 +14,8 @@ from ...errors import (
     StoreError,
 )
 from ...models import Event
+from .listing import APPLICATION_ID
 from .rows import _insert_audit, _prepare
-
-APPLICATION_ID = 0x48495443
-"""``PRAGMA application_id`` of our files ("HITC"), to tell them from other SQLite files."""
 
 _SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
 
