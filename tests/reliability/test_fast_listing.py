@@ -26,14 +26,9 @@ from engine.store.sqlite.listing import LISTING_SCHEMA_VERSION, list_session_row
 
 from . import crash_app
 from .conftest import REPO, Hitl
+from .test_liveness import _dead_pid, effects  # noqa: F401 (a fixture: the crash app's side-effect log)
 
 YES = {"approved": True}
-
-
-def _dead_pid() -> int:
-    proc = subprocess.Popen([sys.executable, "-c", "pass"])
-    proc.wait()
-    return proc.pid
 
 
 def _dead_owner() -> str:
@@ -92,8 +87,9 @@ async def _take_over(store: SQLiteStore, session_id: str, inv: str, owner: str) 
 
 
 @pytest.fixture
-async def mixed(db: Path, effects: Path) -> Path:
+async def mixed(db: Path, request: pytest.FixtureRequest) -> Path:
     """The demo store plus the liveness cases the listing must tell apart."""
+    request.getfixturevalue("effects")
     store = await SQLiteStore.open(db)
     try:
         await _stranded(store, "x-stranded")  # lapsed lease row: interrupted, pay in doubt
@@ -106,14 +102,6 @@ async def mixed(db: Path, effects: Path) -> Path:
     finally:
         await store.close()
     return db
-
-
-@pytest.fixture
-def effects(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "effects.log"
-    monkeypatch.setenv("HITL_CRASH_EFFECTS", str(path))
-    monkeypatch.delenv("HITL_CRASH_KILL_AT", raising=False)
-    return path
 
 
 async def _store_path(db: Path, **filters: Any) -> tuple[list[dict[str, Any]], str | None]:
