@@ -97,13 +97,14 @@ _LAZY = {
     "_summary_from_row": "rows",
     "APPLICATION_ID": "schema",
     "SCHEMA_VERSION": "schema",
-    "default_db_path": "schema",
+    "default_db_path": "listing",
     "SQLiteStore": "store",
 }
 
 if TYPE_CHECKING:
     from ...errors import ConflictError
     from .connection import _AiosqliteDriver, _InlineDriver, _ThreadDriver, no_room, schema_version, sqlite3_uri_path
+    from .listing import default_db_path
     from .rows import (
         _AUDIT_COLS,
         _INTERRUPT_COLS,
@@ -123,7 +124,7 @@ if TYPE_CHECKING:
         _session_from_row,
         _summary_from_row,
     )
-    from .schema import APPLICATION_ID, SCHEMA_VERSION, default_db_path
+    from .schema import APPLICATION_ID, SCHEMA_VERSION
     from .store import SQLiteStore
 
 
@@ -144,6 +145,8 @@ def _submodule(module: str) -> ModuleType:
         from . import connection as m
     elif module == "rows":
         from . import rows as m
+    elif module == "listing":
+        from . import listing as m
     elif module == "schema":
         from . import schema as m
     else:

@@ -23,6 +23,7 @@ them too, so both paths list the same rows in the same order.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -43,6 +44,14 @@ _SUMMARY_COLS = (
     "id, app_name, user_id, status, open_interrupts, oldest_open_at, last_event_at, "
     "event_count, invocation_count, created_at, updated_at"
 )
+
+
+def default_db_path() -> Path:
+    """``$HITL_DB`` if set, else ``~/.local/share/hitl-console/hitl.sqlite``."""
+    env = os.environ.get("HITL_DB")
+    if env:
+        return Path(env).expanduser()
+    return Path.home() / ".local" / "share" / "hitl-console" / "hitl.sqlite"
 
 
 def _lower(value: Any) -> Any:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -14,18 +13,10 @@ from ...errors import (
     StoreError,
 )
 from ...models import Event
-from .listing import APPLICATION_ID
+from .listing import APPLICATION_ID, default_db_path  # noqa: F401 (re-exported)
 from .rows import _insert_audit, _prepare
 
 _SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
-
-
-def default_db_path() -> Path:
-    """``$HITL_DB`` if set, else ``~/.local/share/hitl-console/hitl.sqlite``."""
-    env = os.environ.get("HITL_DB")
-    if env:
-        return Path(env).expanduser()
-    return Path.home() / ".local" / "share" / "hitl-console" / "hitl.sqlite"
 
 
 # --------------------------------------------------------------------------- schema
