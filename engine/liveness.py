@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import InvocationBusyError, LeaseLostError, StoreError
 from .models import NodeStatus
-from .owners import _OPEN_OWNERS, new_owner, owner_live, owner_state  # noqa: F401 (re-exported: owner ids live in engine.owners, which needs no pydantic)
+from .owners import _OPEN_OWNERS, INTERRUPTED, new_owner, owner_live, owner_state  # noqa: F401 (re-exported: owner ids live in engine.owners, which needs no pydantic)
 from .status import DisplayStatus, InvocationState, SessionStatus
 from .store.base import Lease, SessionStore
 
@@ -56,10 +56,6 @@ that; an owner on another host that died is seen as dead after at most this."""
 DEFAULT_LEASE_WAIT = 1.0
 """Seconds a turn waits for another process's turn of the same invocation to
 finish before it gives up with InvocationBusyError."""
-
-INTERRUPTED = "interrupted mid-run"
-"""The label the CLI and the console show for an interrupted invocation."""
-
 
 def lease_is_live(lease: Lease | None, now: float | None = None) -> bool:
     """True while some process may still be running the turn that holds the lease."""

@@ -22,6 +22,9 @@ import uuid
 from functools import cache
 from typing import Literal
 
+INTERRUPTED = "interrupted mid-run"
+"""The label the CLI and the console show for an interrupted invocation."""
+
 
 def _read(path: str) -> str | None:
     try:
