@@ -311,7 +311,7 @@ async def measure_live(rounds: int = 5) -> dict[str, Any]:
     Moved here from tests/console/test_live.py: a number, not an assertion."""
     from console.app import HitlApp
     from console.screens.session import SessionScreen
-    from engine import START, Content, RequestInput, Runner, Workflow, node
+    from engine import START, Content, JoinNode, RequestInput, Runner, Workflow, node
     from engine.store import MemoryStore
 
     def asker(i: int) -> Any:
@@ -321,7 +321,9 @@ async def measure_live(rounds: int = 5) -> dict[str, Any]:
 
         return ask
 
-    wf = Workflow("live", [(START, tuple(asker(i) for i in range(rounds)))])
+    # The join is the one terminal node: parallel terminal nodes that each complete
+    # with an answer would be two outputs (MultipleOutputsError, DESIGN.md 3.9).
+    wf = Workflow("live", [(START, tuple(asker(i) for i in range(rounds)), JoinNode("join"))])
     store = MemoryStore()
     runner = Runner("live", wf, store)
     async for _ in runner.run("u", "s", Content.from_text("go")):

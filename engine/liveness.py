@@ -33,18 +33,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import logging
-import os
-import socket
 import time
-import uuid
 from dataclasses import dataclass, field
-from functools import cache
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from .errors import InvocationBusyError, LeaseLostError, StoreError
 from .models import NodeStatus
+from .owners import _OPEN_OWNERS, INTERRUPTED, new_owner, owner_live, owner_state  # noqa: F401 (re-exported: owner ids live in engine.owners, which needs no pydantic)
 from .status import DisplayStatus, InvocationState, SessionStatus
 from .store.base import Lease, SessionStore
 
@@ -61,80 +57,9 @@ DEFAULT_LEASE_WAIT = 1.0
 """Seconds a turn waits for another process's turn of the same invocation to
 finish before it gives up with InvocationBusyError."""
 
-INTERRUPTED = "interrupted mid-run"
-"""The label the CLI and the console show for an interrupted invocation."""
-
-
-# ------------------------------------------------------------------ owner ids
-def _read(path: str) -> str | None:
-    try:
-        with open(path, encoding="ascii", errors="replace") as fh:
-            return fh.read()
-    except OSError:
-        return None
-
-
-def _start_time(pid: int) -> str | None:
-    """The process's start time in clock ticks since boot (Linux), or None."""
-    stat = _read(f"/proc/{pid}/stat")
-    if not stat:
-        return None
-    # The command name (field 2) may contain spaces and parentheses: split after the last ')'.
-    fields = stat.rpartition(")")[2].split()
-    return fields[19] if len(fields) > 19 else None
-
-
-@cache
-def _scope() -> str:
-    """Where pids mean the same thing as here: boot id + pid namespace ('-' if unknown)."""
-    boot = (_read("/proc/sys/kernel/random/boot_id") or "").strip()
-    try:
-        ns = str(os.stat("/proc/self/ns/pid").st_ino)
-    except OSError:
-        ns = ""
-    if not boot or not ns:
-        return "-"
-    return hashlib.sha256(f"{boot}/{ns}".encode()).hexdigest()[:12]
-
-
-_OPEN_OWNERS: set[str] = set()
-"""Owner ids of this process whose turn has not closed its lease keeper yet."""
-
-
-def new_owner() -> str:
-    """A fresh owner id for one turn: ``host:pid:scope:start:token``."""
-    host = socket.gethostname().replace(":", "_") or "host"
-    pid = os.getpid()
-    owner = f"{host}:{pid}:{_scope()}:{_start_time(pid) or '-'}:{uuid.uuid4().hex[:8]}"
-    _OPEN_OWNERS.add(owner)
-    return owner
-
-
-def owner_state(owner: str) -> Literal["alive", "dead", "unknown"]:
-    """Whether the process behind an owner id is alive, as far as this process can tell."""
-    parts = owner.split(":")
-    if len(parts) != 5:
-        return "unknown"
-    _, pid, scope, start, _ = parts
-    if scope == "-" or scope != _scope() or not pid.isdigit():
-        return "unknown"
-    now_start = _start_time(int(pid))
-    if now_start is None:
-        return "dead"
-    if start != "-" and now_start != start:
-        return "dead"  # the pid was reused by another process
-    if int(pid) == os.getpid() and owner not in _OPEN_OWNERS:
-        # This very process, whose turn closed its keeper: what is left is a lease
-        # row its last write could not lapse (e.g. on a full disk).
-        return "dead"
-    return "alive"
-
-
 def lease_is_live(lease: Lease | None, now: float | None = None) -> bool:
     """True while some process may still be running the turn that holds the lease."""
-    if lease is None or lease.expired(now):
-        return False
-    return owner_state(lease.owner) != "dead"
+    return lease is not None and owner_live(lease.owner, lease.expires_at, now)
 
 
 # ------------------------------------------------------------------ acquiring

@@ -64,29 +64,99 @@ Modules
 All SQL of the project lives in this package (and :mod:`engine.store.postgres`).
 """
 
-from ...errors import ConflictError
-from .connection import _AiosqliteDriver, _InlineDriver, _ThreadDriver, no_room, schema_version, sqlite3_uri_path
-from .rows import (  # one definition of each, whatever the backend (engine.store.postgres uses them)
-    _AUDIT_COLS,
-    _INTERRUPT_COLS,
-    _INVOCATION_COLS,
-    _LEASE_COLS,
-    _SESSION_COLS,
-    _SUMMARY_COLS,
-    _audit_from_row,
-    _decode_cursor,
-    _encode_cursor,
-    _interrupt_from_row,
-    _invocation_from_row,
-    _lease_from_row,
-    _parse_event,
-    _prepare,
-    _Prepared,
-    _session_from_row,
-    _summary_from_row,
-)
-from .schema import APPLICATION_ID, SCHEMA_VERSION, default_db_path
-from .store import SQLiteStore
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+# Names resolve on first use (PEP 562): ``engine.store.sqlite.listing`` (the
+# sessions listing on plain sqlite3) must not pull in pydantic and aiosqlite.
+_LAZY = {
+    "ConflictError": "errors",
+    "_AiosqliteDriver": "connection",
+    "_InlineDriver": "connection",
+    "_ThreadDriver": "connection",
+    "no_room": "connection",
+    "schema_version": "connection",
+    "sqlite3_uri_path": "connection",
+    # one definition of each, whatever the backend (engine.store.postgres uses them)
+    "_AUDIT_COLS": "rows",
+    "_INTERRUPT_COLS": "rows",
+    "_INVOCATION_COLS": "rows",
+    "_LEASE_COLS": "rows",
+    "_SESSION_COLS": "rows",
+    "_SUMMARY_COLS": "rows",
+    "_audit_from_row": "rows",
+    "_decode_cursor": "rows",
+    "_encode_cursor": "rows",
+    "_interrupt_from_row": "rows",
+    "_invocation_from_row": "rows",
+    "_lease_from_row": "rows",
+    "_parse_event": "rows",
+    "_prepare": "rows",
+    "_Prepared": "rows",
+    "_session_from_row": "rows",
+    "_summary_from_row": "rows",
+    "APPLICATION_ID": "schema",
+    "SCHEMA_VERSION": "schema",
+    "default_db_path": "listing",
+    "SQLiteStore": "store",
+}
+
+if TYPE_CHECKING:
+    from ...errors import ConflictError
+    from .connection import _AiosqliteDriver, _InlineDriver, _ThreadDriver, no_room, schema_version, sqlite3_uri_path
+    from .listing import default_db_path
+    from .rows import (
+        _AUDIT_COLS,
+        _INTERRUPT_COLS,
+        _INVOCATION_COLS,
+        _LEASE_COLS,
+        _SESSION_COLS,
+        _SUMMARY_COLS,
+        _audit_from_row,
+        _decode_cursor,
+        _encode_cursor,
+        _interrupt_from_row,
+        _invocation_from_row,
+        _lease_from_row,
+        _parse_event,
+        _prepare,
+        _Prepared,
+        _session_from_row,
+        _summary_from_row,
+    )
+    from .schema import APPLICATION_ID, SCHEMA_VERSION
+    from .store import SQLiteStore
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(_submodule(module), name)
+    globals()[name] = value
+    return value
+
+
+def _submodule(module: str) -> ModuleType:
+    # Static imports: the product imports code by name only in its app registry.
+    if module == "errors":
+        from ... import errors as m
+    elif module == "connection":
+        from . import connection as m
+    elif module == "rows":
+        from . import rows as m
+    elif module == "listing":
+        from . import listing as m
+    elif module == "schema":
+        from . import schema as m
+    else:
+        from . import store as m
+    return m
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])
+
 
 __all__ = [
     "APPLICATION_ID",

@@ -23,6 +23,7 @@ from ...errors import (
     StoreError,
     StoreFullError,
 )
+from .listing import _lower
 from .schema import APPLICATION_ID, SCHEMA_VERSION, _migrate, _newer_schema_error, _user_version
 
 T = TypeVar("T")
@@ -292,14 +293,9 @@ def _translate(exc: sqlite3.Error, path: Path, busy_timeout: float) -> HitlError
 
 
 
-def _lower(value: Any) -> Any:
-    return value.lower() if isinstance(value, str) else value
-
-
 def _setup(conn: sqlite3.Connection, path: Path, read_only: bool, synchronous: str, busy_ms: int) -> None:
     conn.execute(f"PRAGMA busy_timeout = {busy_ms}")
     conn.execute("PRAGMA foreign_keys = ON")
-    # Python's str.lower, so text search matches MemoryStore's exactly (SQLite's lower() is ASCII-only).
     conn.create_function("hitl_lower", 1, _lower, deterministic=True)
     if read_only:
         conn.execute("PRAGMA query_only = ON")

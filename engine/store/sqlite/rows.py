@@ -25,16 +25,13 @@ from ..base import (
     SessionSummary,
     index_effects,
 )
+from .listing import _SUMMARY_COLS, _decode_cursor, _encode_cursor  # noqa: F401 (re-exported)
 
 T = TypeVar("T")
 
 # --------------------------------------------------------------------------- row converters
 
 _SESSION_COLS = "id, app_name, user_id, state, created_at, updated_at, last_seq"
-_SUMMARY_COLS = (
-    "id, app_name, user_id, status, open_interrupts, oldest_open_at, last_event_at, "
-    "event_count, invocation_count, created_at, updated_at"
-)
 _INTERRUPT_COLS = (
     "interrupt_id, session_id, app_name, user_id, invocation_id, path, event_id, name, args, "
     "raised_seq, raised_at, status, resolved_by, resolved_seq"
@@ -130,20 +127,6 @@ def _parse_event(session_id: str, seq: int, text: Any) -> Event:
         raise CorruptEventError(session_id, seq, f"{loc}: {first.get('msg', 'invalid')}") from None
     except (TypeError, ValueError) as e:
         raise CorruptEventError(session_id, seq, str(e)) from None
-
-
-def _encode_cursor(*key: Any) -> str:
-    return json.dumps(list(key), separators=(",", ":"))
-
-
-def _decode_cursor(cursor: str, types: tuple[type, ...]) -> list[Any]:
-    try:
-        key = json.loads(cursor)
-        if isinstance(key, list) and len(key) == len(types):
-            return [float(v) if t is float else t(v) for v, t in zip(key, types, strict=True)]
-    except (ValueError, TypeError):
-        pass
-    raise ValueError(f"invalid page cursor {cursor!r}; pass back a next_cursor this store returned")
 
 
 # --------------------------------------------------------------------------- units of work

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -14,20 +13,10 @@ from ...errors import (
     StoreError,
 )
 from ...models import Event
+from .listing import APPLICATION_ID, default_db_path  # noqa: F401 (re-exported)
 from .rows import _insert_audit, _prepare
 
-APPLICATION_ID = 0x48495443
-"""``PRAGMA application_id`` of our files ("HITC"), to tell them from other SQLite files."""
-
 _SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
-
-
-def default_db_path() -> Path:
-    """``$HITL_DB`` if set, else ``~/.local/share/hitl-console/hitl.sqlite``."""
-    env = os.environ.get("HITL_DB")
-    if env:
-        return Path(env).expanduser()
-    return Path.home() / ".local" / "share" / "hitl-console" / "hitl.sqlite"
 
 
 # --------------------------------------------------------------------------- schema

@@ -53,6 +53,7 @@ from .leases import (
     _release_lease_tx,
     _renew_lease_tx,
 )
+from .listing import page_cursor, session_page_query
 from .reads import (
     _corrupt_events,
     _event_at,
@@ -67,7 +68,7 @@ from .reads import (
     _read_events,
     _snapshot_and_events,
 )
-from .rows import _AUDIT_COLS, _INTERRUPT_COLS, _SUMMARY_COLS, _decode_cursor, _encode_cursor, _in_write_tx, _prepare
+from .rows import _AUDIT_COLS, _INTERRUPT_COLS, _decode_cursor, _encode_cursor, _in_write_tx, _prepare
 from .schema import _SYNCHRONOUS, default_db_path
 
 T = TypeVar("T")
@@ -311,46 +312,23 @@ class SQLiteStore:
         cursor: str | None = None,
         order: SessionOrder = "updated",
     ) -> Page[SessionSummary]:
-        if limit < 1:
-            raise ValueError(f"limit must be at least 1, not {limit}")
-        where: list[str] = []
-        params: list[Any] = []
-        for column, value in (("app_name", app_name), ("user_id", user_id), ("status", status)):
-            if value is not None:
-                where.append(f"{column} = ?")
-                params.append(value)
-        if text is not None:
-            where.append("instr(hitl_lower(id), ?) > 0")
-            params.append(text.lower())
-        if updated_before is not None:
-            where.append("updated_at < ?")
-            params.append(updated_before)
-        if updated_after is not None:
-            where.append("updated_at > ?")
-            params.append(updated_after)
-        oldest = order == "oldest_open"
-        if oldest:
-            where.append("oldest_open_at IS NOT NULL")
-        if cursor:
-            ts, sid = _decode_cursor(cursor, (float, str))
-            # Keyset: rows after (ts, sid) in index order. The first term is a
-            # plain range on the index, the second resolves ties.
-            if oldest:
-                where.append("oldest_open_at >= ? AND (oldest_open_at > ? OR id > ?)")
-            else:
-                where.append("updated_at <= ? AND (updated_at < ? OR id > ?)")
-            params += [ts, ts, sid]
-        sql = f"SELECT {_SUMMARY_COLS} FROM sessions"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY oldest_open_at, id LIMIT ?" if oldest else " ORDER BY updated_at DESC, id LIMIT ?"
-        params.append(limit + 1)
+        sql, params = session_page_query(
+            app_name=app_name,
+            user_id=user_id,
+            status=status,
+            text=text,
+            updated_before=updated_before,
+            updated_after=updated_after,
+            limit=limit,
+            cursor=cursor,
+            order=order,
+        )
         rows = await self._call(_list_sessions, sql, params)
         page = rows[:limit]
         nxt = None
         if len(rows) > limit:
             last = page[-1]
-            nxt = _encode_cursor(last.oldest_open_at if oldest else last.updated_at, last.id)
+            nxt = page_cursor(last.oldest_open_at, last.updated_at, last.id, order)
         return Page(items=page, next_cursor=nxt)
 
     # ---------------------------------------------------------------- events

@@ -1,0 +1,97 @@
+"""Owner ids of lease holders, and whether the process behind one is alive.
+
+Pure standard library -- no pydantic, no asyncio -- so a command that only lists
+sessions (``hitl sessions``'s fast path, :mod:`engine.store.sqlite.listing`)
+can judge leases without importing the models. :mod:`engine.liveness` holds the
+policy on top (and re-exports these names).
+
+Owner ids (:func:`new_owner`) name the host, the pid, the process start time
+and a scope (boot id + pid namespace). A reader in the same scope can tell a
+dead owner at once (no such pid, or a different process start time: pid
+reuse); from anywhere else it waits for the lease's expiry. A wrong "dead" is
+never possible: an unknown scope counts as alive until expiry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+import time
+import uuid
+from functools import cache
+from typing import Literal
+
+INTERRUPTED = "interrupted mid-run"
+"""The label the CLI and the console show for an interrupted invocation."""
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="ascii", errors="replace") as fh:
+            return fh.read()
+    except OSError:
+        return None
+
+
+def _start_time(pid: int) -> str | None:
+    """The process's start time in clock ticks since boot (Linux), or None."""
+    stat = _read(f"/proc/{pid}/stat")
+    if not stat:
+        return None
+    # The command name (field 2) may contain spaces and parentheses: split after the last ')'.
+    fields = stat.rpartition(")")[2].split()
+    return fields[19] if len(fields) > 19 else None
+
+
+@cache
+def _scope() -> str:
+    """Where pids mean the same thing as here: boot id + pid namespace ('-' if unknown)."""
+    boot = (_read("/proc/sys/kernel/random/boot_id") or "").strip()
+    try:
+        ns = str(os.stat("/proc/self/ns/pid").st_ino)
+    except OSError:
+        ns = ""
+    if not boot or not ns:
+        return "-"
+    return hashlib.sha256(f"{boot}/{ns}".encode()).hexdigest()[:12]
+
+
+_OPEN_OWNERS: set[str] = set()
+"""Owner ids of this process whose turn has not closed its lease keeper yet."""
+
+
+def new_owner() -> str:
+    """A fresh owner id for one turn: ``host:pid:scope:start:token``."""
+    host = socket.gethostname().replace(":", "_") or "host"
+    pid = os.getpid()
+    owner = f"{host}:{pid}:{_scope()}:{_start_time(pid) or '-'}:{uuid.uuid4().hex[:8]}"
+    _OPEN_OWNERS.add(owner)
+    return owner
+
+
+def owner_state(owner: str) -> Literal["alive", "dead", "unknown"]:
+    """Whether the process behind an owner id is alive, as far as this process can tell."""
+    parts = owner.split(":")
+    if len(parts) != 5:
+        return "unknown"
+    _, pid, scope, start, _ = parts
+    if scope == "-" or scope != _scope() or not pid.isdigit():
+        return "unknown"
+    now_start = _start_time(int(pid))
+    if now_start is None:
+        return "dead"
+    if start != "-" and now_start != start:
+        return "dead"  # the pid was reused by another process
+    if int(pid) == os.getpid() and owner not in _OPEN_OWNERS:
+        # This very process, whose turn closed its keeper: what is left is a lease
+        # row its last write could not lapse (e.g. on a full disk).
+        return "dead"
+    return "alive"
+
+
+def owner_live(owner: str, expires_at: float, now: float | None = None) -> bool:
+    """A lease row (owner id, expiry) is live: not expired, and its owner not provably dead."""
+    if expires_at <= (time.time() if now is None else now):
+        return False
+    return owner_state(owner) != "dead"

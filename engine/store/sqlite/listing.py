@@ -1,0 +1,229 @@
+"""The sessions listing on plain :mod:`sqlite3`: no pydantic, no asyncio, no aiosqlite.
+
+``hitl sessions`` prints one page of the ``sessions`` table and flags the
+sessions with an invocation *interrupted mid-run*. Through the store API that
+costs the models' import and, per running session, the invocation index, the
+lease rows and a projection load per candidate. :func:`list_session_rows` reads
+the same page with one statement and the interrupted invocations of the whole
+page with one more (both in one read transaction), and judges the lease rows
+with :mod:`engine.owners`.
+
+Why the index is enough: an invocation can only be interrupted while the
+projection says its root is RUNNING or PENDING (or it has no root run yet), and
+the invocation index (:func:`engine.store.base.index_effects`) records exactly
+that as ``running`` until a root end record lands. So the page's interrupted
+invocations are its ``running`` ones without a live lease -- the verdict
+:func:`engine.liveness.interrupted_invocations` reaches by loading them.
+
+The keyset page query (:func:`session_page_query`) and the page cursor are
+defined here once: :meth:`SQLiteStore.list_sessions` builds its statement with
+them too, so both paths list the same rows in the same order.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Literal
+
+from ...owners import owner_live
+
+APPLICATION_ID = 0x48495443
+"""``PRAGMA application_id`` of a hitl-console SQLite file ("HITC")."""
+
+LISTING_SCHEMA_VERSION = 5
+"""The schema version these statements are written for. A file at another
+version is not read here (:func:`list_session_rows` returns None and the caller
+takes the store path, which migrates or refuses it). A test keeps this equal to
+``SCHEMA_VERSION``: a migration makes whoever adds it look at these statements."""
+
+_SUMMARY_COLS = (
+    "id, app_name, user_id, status, open_interrupts, oldest_open_at, last_event_at, "
+    "event_count, invocation_count, created_at, updated_at"
+)
+
+
+def default_db_path() -> Path:
+    """``$HITL_DB`` if set, else ``~/.local/share/hitl-console/hitl.sqlite``."""
+    env = os.environ.get("HITL_DB")
+    if env:
+        return Path(env).expanduser()
+    return Path.home() / ".local" / "share" / "hitl-console" / "hitl.sqlite"
+
+
+def _lower(value: Any) -> Any:
+    """``hitl_lower()`` in SQL: Python's str.lower, so text search matches MemoryStore's
+    exactly (SQLite's lower() is ASCII-only)."""
+    return value.lower() if isinstance(value, str) else value
+
+
+def _encode_cursor(*key: Any) -> str:
+    return json.dumps(list(key), separators=(",", ":"))
+
+
+def _decode_cursor(cursor: str, types: tuple[type, ...]) -> list[Any]:
+    try:
+        key = json.loads(cursor)
+        if isinstance(key, list) and len(key) == len(types):
+            return [float(v) if t is float else t(v) for v, t in zip(key, types, strict=True)]
+    except (ValueError, TypeError):
+        pass
+    raise ValueError(f"invalid page cursor {cursor!r}; pass back a next_cursor this store returned")
+
+
+def session_page_query(
+    *,
+    app_name: str | None = None,
+    user_id: str | None = None,
+    status: str | None = None,
+    text: str | None = None,
+    updated_before: float | None = None,
+    updated_after: float | None = None,
+    limit: int = 50,
+    cursor: str | None = None,
+    order: Literal["updated", "oldest_open"] = "updated",
+) -> tuple[str, list[Any]]:
+    """The statement of one page of sessions (``limit + 1`` rows of :data:`_SUMMARY_COLS`:
+    the extra one says there is a next page). ValueError: a bad limit or cursor."""
+    if limit < 1:
+        raise ValueError(f"limit must be at least 1, not {limit}")
+    where: list[str] = []
+    params: list[Any] = []
+    for column, value in (("app_name", app_name), ("user_id", user_id), ("status", status)):
+        if value is not None:
+            where.append(f"{column} = ?")
+            params.append(value)
+    if text is not None:
+        where.append("instr(hitl_lower(id), ?) > 0")
+        params.append(text.lower())
+    if updated_before is not None:
+        where.append("updated_at < ?")
+        params.append(updated_before)
+    if updated_after is not None:
+        where.append("updated_at > ?")
+        params.append(updated_after)
+    oldest = order == "oldest_open"
+    if oldest:
+        where.append("oldest_open_at IS NOT NULL")
+    if cursor:
+        ts, sid = _decode_cursor(cursor, (float, str))
+        # Keyset: rows after (ts, sid) in index order. The first term is a
+        # plain range on the index, the second resolves ties.
+        if oldest:
+            where.append("oldest_open_at >= ? AND (oldest_open_at > ? OR id > ?)")
+        else:
+            where.append("updated_at <= ? AND (updated_at < ? OR id > ?)")
+        params += [ts, ts, sid]
+    sql = f"SELECT {_SUMMARY_COLS} FROM sessions"
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    sql += " ORDER BY oldest_open_at, id LIMIT ?" if oldest else " ORDER BY updated_at DESC, id LIMIT ?"
+    params.append(limit + 1)
+    return sql, params
+
+
+def page_cursor(oldest_open_at: float | None, updated_at: float, session_id: str, order: str) -> str:
+    """The next-page cursor after a page whose last row is this one."""
+    return _encode_cursor(oldest_open_at if order == "oldest_open" else updated_at, session_id)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRow:
+    """One line of the sessions listing: the fields of
+    :class:`~engine.store.base.SessionSummary` plus the interrupted invocations."""
+
+    id: str
+    app_name: str
+    user_id: str
+    status: str
+    open_interrupts: int
+    oldest_open_at: float | None
+    last_event_at: float | None
+    event_count: int
+    invocation_count: int
+    created_at: float
+    updated_at: float
+    interrupted: tuple[str, ...] = ()
+    """Ids of the session's invocations interrupted mid-run, in start order."""
+
+    def summary_dict(self) -> dict[str, Any]:
+        """The ``SessionSummary.model_dump()`` of the row (without ``interrupted``)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "interrupted"}
+
+
+@dataclass(slots=True)
+class SessionRows:
+    items: list[SessionRow]
+    next_cursor: str | None
+
+
+_INTERRUPTED_SQL = (
+    "SELECT i.session_id, i.invocation_id, l.owner, l.expires_at FROM invocations AS i"
+    " LEFT JOIN leases AS l ON l.session_id = i.session_id AND l.invocation_id = i.invocation_id"
+    " WHERE i.status = 'running' AND i.session_id IN ({marks}) ORDER BY i.session_id, i.started_seq"
+)
+
+
+def interrupted_by_session(
+    conn: sqlite3.Connection, session_ids: list[str], now: float | None = None
+) -> dict[str, list[str]]:
+    """The invocations interrupted mid-run of the given sessions, by session id (one
+    statement): those the index says are ``running`` whose lease row is missing,
+    expired or held by a provably dead process."""
+    out: dict[str, list[str]] = {}
+    for start in range(0, len(session_ids), 500):  # below SQLite's bound-parameter limit
+        chunk = session_ids[start : start + 500]
+        sql = _INTERRUPTED_SQL.format(marks=",".join("?" * len(chunk)))
+        for sid, inv, owner, expires_at in conn.execute(sql, chunk):
+            if owner is None or not owner_live(owner, expires_at, now):
+                out.setdefault(sid, []).append(inv)
+    return out
+
+
+def read_session_rows(
+    conn: sqlite3.Connection, *, order: Literal["updated", "oldest_open"] = "updated", **filters: Any
+) -> SessionRows:
+    """One page of sessions with their interrupted invocations, in one read
+    transaction on ``conn`` (which has ``hitl_lower`` registered)."""
+    sql, params = session_page_query(order=order, **filters)
+    limit = params[-1] - 1
+    conn.execute("BEGIN")
+    try:
+        rows = conn.execute(sql, params).fetchall()
+        page = rows[:limit]
+        stopped = interrupted_by_session(conn, [r[0] for r in page])
+    finally:
+        conn.execute("COMMIT")
+    items = [SessionRow(*r, interrupted=tuple(stopped.get(r[0], ()))) for r in page]
+    nxt = None
+    if len(rows) > limit:
+        last = items[-1]
+        nxt = page_cursor(last.oldest_open_at, last.updated_at, last.id, order)
+    return SessionRows(items, nxt)
+
+
+def list_session_rows(path: str | Path, **filters: Any) -> SessionRows | None:
+    """:func:`read_session_rows` of the hitl-console SQLite file at ``path``, opened
+    read-only. None when this fast path cannot answer for the store -- no such
+    file, not a hitl-console file, another schema version, a bad cursor, any
+    SQLite error -- so the caller opens the store as usual, which reports the
+    problem the usual way (one clear line)."""
+    try:
+        conn = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
+    except (sqlite3.Error, ValueError, OSError):
+        return None
+    try:
+        conn.execute("PRAGMA query_only = ON")
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if app_id not in (0, APPLICATION_ID) or version != LISTING_SCHEMA_VERSION:
+            return None
+        conn.create_function("hitl_lower", 1, _lower, deterministic=True)
+        return read_session_rows(conn, **filters)
+    except (sqlite3.Error, ValueError):
+        return None
+    finally:
+        conn.close()
