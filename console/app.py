@@ -239,8 +239,9 @@ class HitlApp(App[None]):
         return self._store is None and self.replay_source is not None and self.replay_source.file is not None
 
     def on_mount(self) -> None:
-        if self.storeless:
-            self.push_screen(ReplayScreen(self.replay_source))  # type: ignore[arg-type]
+        source = self.replay_source
+        if self.storeless and source is not None:
+            self.push_screen(ReplayScreen(source))
         elif self._store is None:
             self._open_store()
         else:

@@ -33,7 +33,6 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.message import Message
 from textual.screen import ModalScreen
 from textual.timer import Timer
 from textual.widgets import Footer, Input, Tree
@@ -41,9 +40,11 @@ from textual.widgets import Footer, Input, Tree
 from engine.errors import SessionNotFoundError
 from engine.models import Session, StoredEvent
 from engine.replay import DiffRow, Replay, diff
+from engine.store.base import SessionStore
 from engine.views import Frame, change_paths, goto
 
 from ..actions import bindings
+from ..messages import HistoryFailed, HistoryProgress, HistoryRead
 from ..times import zone_label
 from ..widgets.details import Details, invocation_details, node_details
 from ..widgets.event_log import EventLog, corrupt_line, log_line
@@ -82,46 +83,16 @@ class ReplaySource:
         return self.session_id or str(self.file)
 
 
-class HistoryRead(Message):
-    """The whole history, read by a worker, and its replay already at ``position``
-    (the fold to there, which lays the checkpoints, ran off the UI thread)."""
-
-    def __init__(
-        self, session: Session, events: list[StoredEvent], corrupt: list[int], replay: Replay, position: int
-    ) -> None:
-        super().__init__()
-        self.session = session
-        self.events = events
-        self.corrupt = corrupt
-        self.replay = replay
-        self.position = position
-
-
-class HistoryProgress(Message):
-    """``done`` of ``total`` events read so far."""
-
-    def __init__(self, done: int, total: int) -> None:
-        super().__init__()
-        self.done = done
-        self.total = total
-
-
-class HistoryFailed(Message):
-    def __init__(self, text: str) -> None:
-        super().__init__()
-        self.text = text
-
-
 async def read_history(
-    store: object, session_id: str, progress: Callable[[int, int], None] | None = None
+    store: SessionStore, session_id: str, progress: Callable[[int, int], None] | None = None
 ) -> tuple[Session, list[StoredEvent], list[int]]:
     """Every readable event of a session, in chunks; corrupt rows are reported, not fatal."""
-    session = await store.get_session(session_id)  # type: ignore[attr-defined]
+    session = await store.get_session(session_id)
     events: list[StoredEvent] = []
     corrupt: list[int] = []
     after = 0
     while True:
-        chunk, bad = await read_events(store, session_id, after_seq=after, limit=CHUNK, last_seq=session.last_seq)  # type: ignore[arg-type]
+        chunk, bad = await read_events(store, session_id, after_seq=after, limit=CHUNK, last_seq=session.last_seq)
         corrupt += bad
         if not chunk:
             break

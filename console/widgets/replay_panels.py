@@ -14,6 +14,7 @@ from rich.console import Group, RenderableType
 from rich.style import Style
 from rich.table import Table
 from rich.text import Text
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widget import Widget
@@ -144,7 +145,7 @@ class ReplayPanel(VerticalScroll):
     shown: RenderableType = ""
     """What the pane shows (tests read it as text)."""
 
-    def compose(self):  # type: ignore[no-untyped-def]
+    def compose(self) -> ComposeResult:
         yield Static(classes="replay-body")
 
     @property
