@@ -14,6 +14,7 @@ from rich.text import Text
 from engine.liveness import InvocationHealth
 from engine.models import NodeStatus
 from engine.projection import Projection
+from engine.redact import Redactor
 
 from ..widgets.format import short
 
@@ -39,9 +40,11 @@ class WritePrompt:
         return self.kind == "cancel"
 
 
-def invocation_prompt(kind: str, health: InvocationHealth, proj: Projection, unavailable: str | None) -> WritePrompt:
+def invocation_prompt(
+    kind: str, health: InvocationHealth, proj: Projection, unavailable: str | None, red: Redactor
+) -> WritePrompt:
     """The prompt for ``kind`` (``redrive`` / ``cancel``); ``unavailable``: why the
-    app's code cannot run here (a re-drive is then blocked)."""
+    app's code cannot run here (a re-drive is then blocked); errors masked by ``red``."""
     inv, state = health.invocation_id, health.label
     running = (
         f"It is running right now in {health.lease.holder}: wait for it to settle."
@@ -54,7 +57,7 @@ def invocation_prompt(kind: str, health: InvocationHealth, proj: Projection, una
                 and r.status is not NodeStatus.WAITING]
         lines.append(Text(f"Invocation {inv} is {state}. Completed nodes are kept and never run again."))
         for r in runs:
-            err = f"  {r.error_code}: {short(r.error_message or '', 60)}" if r.error_code else ""
+            err = f"  {r.error_code}: {short(r.error_message or '', 60, red)}" if r.error_code else ""
             lines.append(Text(f"  ↻ {r.path} ({r.status.value}) runs again with run id {r.run_id}{err}", "cyan"))
         ack: str | None = None
         if running is None and health.in_doubt:

@@ -133,7 +133,7 @@ class SessionAnswering:
         if not sel:
             h.show_selection_bar(None)
             return
-        t = selection_summary(sel, open_ids)
+        t = selection_summary(sel, open_ids, h.hitl.redactor)
         t.append("   e: answer · esc: clear", "dim")
         h.show_selection_bar(t)
 
@@ -217,7 +217,7 @@ class SessionAnswering:
             h.error(message.error or "cannot read the invocation")
             return
         unavailable = app_registry(h.hitl).unavailable_reason(session.app_name)
-        prompt = invocation_prompt(message.kind, message.health, message.proj, unavailable)
+        prompt = invocation_prompt(message.kind, message.health, message.proj, unavailable, h.hitl.redactor)
         kind, inv = prompt.kind, message.health.invocation_id
 
         def command(operator: str | None, reason: str | None, acked: bool) -> str:
@@ -243,6 +243,7 @@ class SessionAnswering:
                 ack_label=prompt.ack,
                 blocked=prompt.blocked,
                 confirm_label=prompt.confirm_label,
+                redactor=h.hitl.redactor,
             ),
             confirmed,
         )

@@ -116,7 +116,7 @@ class AnswerScreen(HitlScreen):
     # ------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
         d = self.draft
-        yield self.compose_title(f"hitl ▸ Answer ▸ {short(d.session_id, 60)} ▸ invocation {short_id(d.invocation_id, 14)}")
+        yield self.compose_title(f"hitl ▸ Answer ▸ {short(d.session_id, 60, self.hitl.redactor)} ▸ invocation {short_id(d.invocation_id, 14)}")
         yield Static("loading…", id="answer-info", classes="infoline")
         yield Static("", id="answer-banner", classes="banner -hidden")
         with Horizontal(id="answer-main"):
@@ -124,7 +124,7 @@ class AnswerScreen(HitlScreen):
                 ids = SelectionList[str](id="answer-ids")
                 ids.border_title = "Open ids (space: select)"
                 yield ids
-                pane = VerticalScroll(Static(preview_renderable(None), id="answer-preview-body"), id="answer-preview")
+                pane = VerticalScroll(Static(preview_renderable(None, redactor=self.hitl.redactor), id="answer-preview-body"), id="answer-preview")
                 pane.border_title = "Dry run"
                 yield pane
             with VerticalScroll(id="answer-editors") as editors:
@@ -132,7 +132,7 @@ class AnswerScreen(HitlScreen):
                 # Editors from the opener's projection, composed with the screen, so
                 # keys typed right after `e` land in the editor (the store load that
                 # follows confirms the ids, keeping these editors and their text).
-                yield from (AnswerEditor(itr, d.texts.get(itr.id)) for itr in self._known_open())
+                yield from (AnswerEditor(itr, d.texts.get(itr.id), redactor=self.hitl.redactor) for itr in self._known_open())
         yield Footer(compact=True)
 
     def _known_open(self) -> list[Interrupt]:
@@ -223,8 +223,8 @@ class AnswerScreen(HitlScreen):
         await self.query(".answer-unsent").remove()
         for iid, why in self.draft.unsent.items():
             pane = Static(self.draft.texts.get(iid, ""), classes="answer-unsent")
-            pane.border_title = f"{short(iid, 40)}: NOT SENT"
-            pane.border_subtitle = short(why, 80)
+            pane.border_title = f"{short(iid, 40, self.hitl.redactor)}: NOT SENT"
+            pane.border_subtitle = short(why, 80, self.hitl.redactor)
             await box.mount(pane)
 
     def _why_closed(self, interrupt_id: str) -> str:
@@ -236,13 +236,13 @@ class AnswerScreen(HitlScreen):
         by = f" by {itr.operator}" if itr.operator else ""
         return f"{interrupt_id}: already answered at event {itr.resolved_pos}{by}; your text is kept but not sent"
 
-    @staticmethod
-    def _option_label(itr: Interrupt) -> Text:
+    def _option_label(self, itr: Interrupt) -> Text:
+        red = self.hitl.redactor
         t = Text()
-        t.append(short(itr.id, 40), "bold")
+        t.append(short(itr.id, 40, red), "bold")
         t.append(f"  {itr.path.rsplit('/', 1)[-1]}", "dim")
         if itr.message:
-            t.append(f"\n  {short(itr.message, 44)}", "dim")
+            t.append(f"\n  {short(itr.message, 44, red)}", "dim")
         return clean_text(t)
 
     # ------------------------------------------------------------ selection
@@ -376,7 +376,7 @@ class AnswerScreen(HitlScreen):
         if self._loading:
             return
         t = Text(" ")
-        t.append_text(selection_summary(self.selected, [i.id for i in self.open]))
+        t.append_text(selection_summary(self.selected, [i.id for i in self.open], self.hitl.redactor))
         bad = sum(1 for e in self.editors() if not e.check.ok)
         if bad:
             t.append(f"  ·  {bad} invalid", "bold red")
@@ -459,6 +459,7 @@ class AnswerScreen(HitlScreen):
                 operator=self.hitl.default_operator,
                 command=command,
                 confirm_label="Submit",
+                redactor=self.hitl.redactor,
             ),
             confirmed,
         )

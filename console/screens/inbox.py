@@ -153,14 +153,15 @@ class InboxScreen(PagedTableScreen):
 
     def _cells(self, r: InterruptRecord, now: float) -> list[Text | str]:
         table = self.query_one("#inbox-table", StatusTable)
+        red = self.hitl.redactor
         return [
             table.status_cell("waiting", self.stopped.get((r.session_id, r.invocation_id), (False, False))),
             Text(age(r.raised_at, now), justify="right"),
             self.interrupt_cell(r),
-            literal(short(r.session_id, 40)),
-            literal(short(asks(r), 32)),
-            literal(short(r.path, 40)),
-            literal(short(r.app_name, 24)),
+            literal(short(r.session_id, 40, red)),
+            literal(short(asks(r), 32, red)),
+            literal(short(r.path, 40, red)),
+            literal(short(r.app_name, 24, red)),
         ]
 
     def _show_rows(self) -> None:
@@ -227,7 +228,7 @@ class InboxScreen(PagedTableScreen):
 
     def interrupt_cell(self, rec: InterruptRecord) -> str:
         picked = self.picked.contains((rec.session_id, rec.invocation_id), rec.interrupt_id)
-        return ("● " if picked else "") + short(rec.interrupt_id, 32)
+        return ("● " if picked else "") + short(rec.interrupt_id, 32, self.hitl.redactor)
 
     def _pick(self, rows: list[InterruptRecord], *, toggle: bool) -> None:
         if not rows:

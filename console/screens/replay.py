@@ -39,6 +39,7 @@ from textual.widgets import Footer, Input, Tree
 
 from engine.errors import SessionNotFoundError
 from engine.models import Session, StoredEvent
+from engine.redact import Redactor
 from engine.replay import DiffRow, Replay, diff
 from engine.store.base import SessionStore
 from engine.views import Frame, change_paths, goto
@@ -127,9 +128,11 @@ class DiffScreen(ModalScreen[None]):
 
     BINDINGS: ClassVar[list[Binding]] = [Binding("escape,q,d", "close", "Close", show=False)]
 
-    def __init__(self, first: int, second: int, rows: list[DiffRow]) -> None:
+    def __init__(self, first: int, second: int, rows: list[DiffRow], redactor: Redactor) -> None:
         super().__init__(classes="modal")
         self.first, self.second, self.rows = first, second, rows
+        self.redactor = redactor
+        """Masks the values shown (the app's Redactor)."""
 
     def compose(self) -> ComposeResult:
         n = len(self.rows)
@@ -154,7 +157,7 @@ class DiffScreen(ModalScreen[None]):
         ]
         order = {"node": 0, "interrupt": 1, "state": 2}
         rows = sorted(self.rows, key=lambda r: order.get(r.area, 3))  # stable: keeps each area's order
-        body.show(Group(Text(" · ".join(counts), style="bold"), change_table(rows, st, width=60)))
+        body.show(Group(Text(" · ".join(counts), style="bold"), change_table(rows, st, red=self.redactor, width=60)))
         body.focus()
 
     def action_close(self) -> None:
@@ -188,12 +191,12 @@ class ReplayScreen(HitlScreen):
 
     # ------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
-        yield self.compose_title(f"hitl ▸ Replay {short(self.source.label, 80)}")
+        yield self.compose_title(f"hitl ▸ Replay {short(self.source.label, 80, self.hitl.redactor)}")
         yield Static("loading…", id="replay-info", classes="infoline")
         yield TimelineBar(id="timeline")
         yield ReplayPanel(id="replay-event")
         with Horizontal(id="replay-top"):
-            yield NodeTree(id="tree")
+            yield NodeTree(id="tree", redactor=self.hitl.redactor)
             with Vertical(id="replay-side"):
                 yield Details(id="details")
                 yield ReplayPanel(id="replay-state")
@@ -269,7 +272,7 @@ class ReplayScreen(HitlScreen):
         start, end = message.start_seq, message.start_seq + message.count - 1
         seqs = self.replay.seqs if self.replay else []
         lo, hi = bisect.bisect_left(seqs, start), bisect.bisect_right(seqs, end)
-        lines = [log_line(se) for se in self.stored[lo:hi]]
+        lines = [log_line(se, self.hitl.redactor) for se in self.stored[lo:hi]]
         lines += [corrupt_line(s) for s in self.corrupt if start <= s <= end]
         self.log_widget.put_lines(lines, complete_from=start, complete_to=end)
 
@@ -363,13 +366,13 @@ class ReplayScreen(HitlScreen):
     def _draw_event(self, frame: Frame) -> None:
         panel = self.query_one("#replay-event", ReplayPanel)
         title = f"Event {frame.position}" if frame.step else "Start"
-        panel.show(event_panel(frame, panel.style_map), title)
+        panel.show(event_panel(frame, panel.style_map, red=self.hitl.redactor), title)
         panel.scroll_home(animate=False)
 
     def _draw_state(self, frame: Frame) -> None:
         pane = self.query_one("#replay-state", ReplayPanel)
         changed = set(frame.step.change.state_keys) if frame.step else set()
-        pane.show(state_table(frame.projection.state, changed, pane.style_map))
+        pane.show(state_table(frame.projection.state, changed, pane.style_map, red=self.hitl.redactor))
 
     def _show_details(self) -> None:
         details = self.query_one("#details", Details)
@@ -380,7 +383,7 @@ class ReplayScreen(HitlScreen):
         path = self.tree.cursor_path
         st = details.style_map
         if path is not None and frame.projection.get(inv, path) is not None:
-            details.show(node_details(frame.projection, inv, path, st), f"Node {path}")
+            details.show(node_details(frame.projection, inv, path, st, red=self.hitl.redactor), f"Node {path}")
         else:
             details.show(invocation_details(frame.projection, inv, st), "Invocation")
 
@@ -550,7 +553,7 @@ class ReplayScreen(HitlScreen):
         # projection_at may have stepped the projection on screen past the cursor
         # (when the mark is ahead): draw the cursor's state again from the replay.
         self.seek(self.position)
-        self.app.push_screen(DiffScreen(first, second, rows))
+        self.app.push_screen(DiffScreen(first, second, rows, self.hitl.redactor))
 
     def on_unmount(self) -> None:
         self._pause()

@@ -9,12 +9,18 @@ Data flow (all store reads in workers, results as messages):
    first event in the background and the tree is redrawn once with every run.
 2. Every ``poll_interval`` seconds -- and at once on every append notification
    of its session, when the store sends them (PostgreSQL's LISTEN/NOTIFY; the
-   timer is then the fallback) -- the screen reads the events appended since
+   timer is then the fallback), and on every :class:`~console.messages.WriteEvent`
+   of a write started here -- the screen reads the events appended since
    the last poll -- by this process or another -- applies them to the
    projection one by one, and relabels or adds only the tree nodes the
    projection's ``Change`` names. The log grows by the same events.
 3. The log fetches pages of lines on demand (it is virtual); the details pane
    fetches the selected event when the log has focus.
+
+A write's events come as messages but carry no seq (the Runner yields them
+after the store committed them, without their position), so they trigger that
+read rather than being applied blind; the write's outcome opens once a read
+that started after its last event has been applied (:meth:`SessionScreen.poll_then`).
 
 Sequence bookkeeping: ``tree_seq`` -- every event of the shown invocation with a
 seq up to it is in the projection; ``log_seq`` -- the number of events the log
@@ -119,12 +125,12 @@ class SessionScreen(HitlScreen):
 
     # ------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
-        yield self.compose_title(f"hitl ▸ Session {short(self.session_id, 80)}")
+        yield self.compose_title(f"hitl ▸ Session {short(self.session_id, 80, self.hitl.redactor)}")
         yield Static("loading…", id="session-info", classes="infoline")
         yield Static("", id="banner", classes="banner -hidden")
         yield Static("", id="answer-bar", classes="answer-bar -hidden")
         with Horizontal(id="session-top"):
-            yield NodeTree(id="tree")
+            yield NodeTree(id="tree", redactor=self.hitl.redactor)
             yield Details(id="details")
         yield EventLog(id="log")
         yield Footer(compact=True)
@@ -373,7 +379,7 @@ class SessionScreen(HitlScreen):
 
     def _extend_log(self, message: LiveEvents) -> None:
         log = self.log_widget
-        fresh = [log_line(se) for se in message.events if se.seq > self.log_seq]
+        fresh = [log_line(se, self.hitl.redactor) for se in message.events if se.seq > self.log_seq]
         fresh += [corrupt_line(s) for s in message.corrupt if s > self.log_seq]
         if not fresh:
             return
@@ -414,7 +420,7 @@ class SessionScreen(HitlScreen):
             self.log_widget.request_failed(start)
             self.post_message(StoreFailed(one_line(e)))
             return
-        lines = [log_line(se) for se in events] + [corrupt_line(s) for s in corrupt]
+        lines = [log_line(se, self.hitl.redactor) for se in events] + [corrupt_line(s) for s in corrupt]
         end = max([start + count - 1 if len(events) >= count else last_seq, *(line.seq for line in lines)])
         self.post_message(LogPage(start, end, lines, corrupt, token=token))
 
@@ -463,7 +469,7 @@ class SessionScreen(HitlScreen):
         path = self.tree.cursor_path
         node = self.tree.cursor_node
         if path is not None:
-            details.show(node_details(self.proj, inv, path, st, self.in_doubt), f"Node {path}")
+            details.show(node_details(self.proj, inv, path, st, self.in_doubt, red=self.hitl.redactor), f"Node {path}")
         elif node is not None and node.data and node.data.startswith(FOLD):
             details.show("Earlier runs of a loop. Expand the node (enter) to list them.", "Earlier runs")
         else:
@@ -485,7 +491,7 @@ class SessionScreen(HitlScreen):
         if message.event is None:
             details.show(f"⚠ {message.error}", f"Event {message.seq}")
         else:
-            details.show(event_details(message.event, details.style_map), f"Event {message.seq}")
+            details.show(event_details(message.event, details.style_map, red=self.hitl.redactor), f"Event {message.seq}")
 
     # ------------------------------------------------------------ info
     def _add_corrupt(self, seqs: list[int]) -> None:
@@ -512,7 +518,8 @@ class SessionScreen(HitlScreen):
         if view is None:
             return
         s = view.session
-        parts: list[str | Text] = [f" {short(s.app_name, 40)} · {short(s.user_id, 30)} · {short(s.id, 60)}"]
+        red = self.hitl.redactor
+        parts: list[str | Text] = [f" {short(s.app_name, 40, red)} · {short(s.user_id, 30, red)} · {short(s.id, 60, red)}"]
         if self.invocation_id is None:
             parts.append("no invocation yet")
         else:
@@ -641,7 +648,8 @@ class SessionScreen(HitlScreen):
             if invocation_id and invocation_id != self.invocation_id:
                 self.switch_invocation(invocation_id)
 
-        self.app.push_screen(InvocationPicker(self.invocations, self.invocation_id, self.hitl.clock()), picked)
+        picker = InvocationPicker(self.invocations, self.invocation_id, self.hitl.clock(), self.hitl.redactor)
+        self.app.push_screen(picker, picked)
 
     def switch_invocation(self, invocation_id: str) -> None:
         self.reload_view(invocation_id)

@@ -512,7 +512,7 @@ async def test_a_partial_answer_to_a_leaf_is_flagged_answered_but_nothing_ran() 
         assert isinstance(screen, AnswerScreen)
         await write(pilot, screen, {second: '{"publish": false}'})
         assert screen.preview is not None and not screen.preview.plan.runs_anything  # type: ignore[union-attr]
-        assert "nothing runs" in plain(preview_renderable(screen.preview))
+        assert "nothing runs" in plain(preview_renderable(screen.preview, redactor=app.redactor))
         outcome = (await submit(pilot)).outcome
         assert outcome.nothing_ran and outcome.events == 1 and outcome.still_open == [first]
-        assert "Answered, but nothing ran" in plain(outcome_renderable(outcome))
+        assert "Answered, but nothing ran" in plain(outcome_renderable(outcome, app.redactor))

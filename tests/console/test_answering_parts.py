@@ -22,6 +22,7 @@ from engine import Event
 from engine.liveness import InvocationHealth
 from engine.models import NodeStatus
 from engine.projection import Projection
+from engine.redact import Redactor
 from engine.store.base import Lease
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -98,7 +99,7 @@ def _text(prompt: WritePrompt) -> str:
 
 
 def test_redrive_over_nodes_in_doubt_needs_an_acknowledgement() -> None:
-    p = invocation_prompt("redrive", _health(in_doubt=("wf@1/pay@1",)), Projection(), None)
+    p = invocation_prompt("redrive", _health(in_doubt=("wf@1/pay@1",)), Projection(), None, Redactor())
     assert p.title == "Re-drive invocation inv-a?" and p.confirm_label == "Re-drive" and not p.reason_required
     assert p.ack and p.blocked is None
     assert "In doubt" in _text(p) and "wf@1/pay@1" in _text(p)
@@ -107,14 +108,14 @@ def test_redrive_over_nodes_in_doubt_needs_an_acknowledgement() -> None:
 def test_redrive_is_blocked_while_another_process_runs_it_or_the_app_is_missing() -> None:
     lease = Lease(session_id="s1", invocation_id="inv-a", owner="box:42:x", acquired_at=0, renewed_at=0, expires_at=9)
     running = invocation_prompt("redrive", _health(live=True, lease=lease, interrupted=False, in_doubt=("p",)),
-                                Projection(), None)
+                                Projection(), None, Redactor())
     assert running.blocked == "It is running right now in box pid 42: wait for it to settle." and running.ack is None
-    missing = invocation_prompt("redrive", _health(), Projection(), "app 'x' is not importable")
+    missing = invocation_prompt("redrive", _health(), Projection(), "app 'x' is not importable", Redactor())
     assert missing.blocked == "Read-only session: app 'x' is not importable"
 
 
 def test_cancel_needs_a_reason_and_says_it_cannot_be_undone() -> None:
-    p = invocation_prompt("cancel", _health(status=NodeStatus.WAITING, interrupted=False), Projection(), "no app")
+    p = invocation_prompt("cancel", _health(status=NodeStatus.WAITING, interrupted=False), Projection(), "no app", Redactor())
     assert p.reason_required and p.confirm_label == "Cancel invocation" and p.blocked is None
     assert "This cannot be undone." in _text(p) and "WAITING" in _text(p)
 
@@ -186,3 +187,19 @@ def test_console_modules_stay_under_700_lines() -> None:
            if p.name not in ("cli.py",)  # the CLI becomes a package in its own change (issue 14)
            and (n := len(p.read_text(encoding="utf-8").splitlines())) >= 700}
     assert not big, big
+
+
+def test_the_app_builds_the_one_redactor_and_renderers_are_given_it() -> None:
+    """No module-global Redactor: HitlApp builds one from its config, screens pass it on."""
+    import console.widgets.format as fmt
+    from console.app import HitlApp
+    from console.config import ConsoleConfig
+    from engine.store import MemoryStore
+
+    assert not hasattr(fmt, "redactor") and not hasattr(fmt, "configure_secrets")
+    app = HitlApp(MemoryStore(), config=ConsoleConfig(secret_patterns=("iban",)), show_secrets=False)
+    assert app.redactor.patterns == ("iban",) and not app.redactor.show
+    assert app.redactor.value({"iban": "DE00", "note": "x"}) == {"iban": "***", "note": "x"}
+    built = [str(p.relative_to(ROOT)) for p in _console_modules()
+             if p.name not in ("cli.py", "app.py", "format.py") and "Redactor(" in p.read_text(encoding="utf-8")]
+    assert not built, built  # format.shown's default (no redactor given) masks with the default patterns
