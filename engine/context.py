@@ -321,6 +321,22 @@ class Context:
             await asyncio.gather(*pending, return_exceptions=True)
 
 
+_ENGINE_BODIES: tuple[type[BaseNode], ...] = ()
+
+
+def _engine_bodies() -> tuple[type[BaseNode], ...]:
+    """The node classes whose body is engine code, not user code (Workflow,
+    ParallelWorker): imported on first use, as they import this module; the
+    Runner imports them with itself, so that a turn does not."""
+    global _ENGINE_BODIES
+    if not _ENGINE_BODIES:
+        from .parallel import ParallelWorker
+        from .workflow import Workflow
+
+        _ENGINE_BODIES = (Workflow, ParallelWorker)
+    return _ENGINE_BODIES
+
+
 def _error_code(exc: BaseException) -> str:
     status = getattr(exc, "status", None)
     return status if isinstance(status, str) else type(exc).__name__
@@ -367,10 +383,7 @@ class NodeRunner:
         await ctx.invocation.persist(event, hold=hold)
 
     def _body_started(self, inv: InvocationContext) -> None:
-        from .parallel import ParallelWorker
-        from .workflow import Workflow
-
-        self._user_body = not isinstance(self.node, (Workflow, ParallelWorker))
+        self._user_body = not isinstance(self.node, _engine_bodies())
         inv.user_bodies += self._user_body
 
     def _body_ended(self, inv: InvocationContext) -> None:

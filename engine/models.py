@@ -179,7 +179,8 @@ class Event(_Model):
     """Operator actions: ``{"action": "resume"|"redrive"|"cancel", "operator": ..., "reason": ...}``."""
 
     def to_json(self) -> str:
-        return self.model_dump_json(exclude_none=True)
+        # model_dump_json(exclude_none=True) without its Python wrapper: once per event written
+        return self.__pydantic_serializer__.to_json(self, exclude_none=True).decode()
 
     @classmethod
     def from_json(cls, data: str | bytes) -> Event:

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .context import Context, InvocationContext, NodeFailed, NodeRunner
+from .context import Context, InvocationContext, NodeFailed, NodeRunner, _engine_bodies
 from .errors import (
     ConflictError,
     EmptyMessageError,
@@ -50,6 +50,7 @@ from .views import REDRIVABLE, allowed_actions
 log = logging.getLogger(__name__)
 
 build_models()  # a turn validates events: build the deferred validators at import, not in its first write
+_engine_bodies()  # every turn's first node asks whether its body is engine code: import Workflow, ParallelWorker now
 
 
 def operator_metadata(action: str, operator: str | None, reason: str | None) -> dict[str, Any]:
@@ -186,6 +187,8 @@ class _Turn:
     reason: str | None
     ack: bool
     on_loaded: Callable[[str, Projection], None] | None = None
+    create: bool = False
+    """The session does not exist yet: the first write creates it (``create_in_first_write``)."""
 
 
 @dataclass
@@ -262,6 +265,7 @@ class Runner:
         if invocation_id is not None:
             require_id(invocation_id, "the invocation id")
         last_seq: int | None = None  # a new invocation's first event expects the session unchanged
+        create = False
         if new_message is None:
             if invocation_id is None:
                 raise ValueError("pass new_message, or invocation_id to re-drive a failed invocation")
@@ -272,6 +276,14 @@ class Runner:
             target = await validate_responses(self.store, session_id, new_message, invocation_id)
             inv_id, kind = target.invocation_id, "resume"
             user_id = next(iter(target.records.values())).user_id
+        elif invocation_id is None and has_capability(self.store, "create_in_first_write"):
+            # A new session is created by the turn's first write, in its transaction.
+            try:
+                session = await self.store.get_session(session_id)
+                create, last_seq, user_id = False, session.last_seq, session.user_id
+            except SessionNotFoundError:
+                create, last_seq = True, 0
+            inv_id, kind = new_id(), "start"
         else:
             session = await self._session(user_id, session_id, create=True)
             if invocation_id is not None:
@@ -295,6 +307,7 @@ class Runner:
             reason,
             acknowledge_in_doubt,
             on_loaded,
+            create,
         )
         keeper: LeaseKeeper | None = None
         inv_ctx: InvocationContext | None = None
@@ -305,6 +318,9 @@ class Runner:
                 # The common case: lease, first events and the root's start record in one transaction.
                 opened = await self._open_fast(turn, early or Projection(), owner, last_seq)
             if opened is None:
+                if turn.create:  # not written by a fast first write: create the session the long way
+                    await self.store.create_session(self.app_name, turn.user_id, session_id)
+                    turn.create = False
                 lease = await acquire_invocation_lease(
                     self.store, session_id, inv_id, ttl=self.lease_ttl, wait=self.lease_wait, owner=owner
                 )
@@ -393,7 +409,7 @@ class Runner:
             # The other invocations of the session, plus one: from the stored count,
             # which costs the same however many invocations the session has (it
             # already includes this one unless its first event is still to be written).
-            count = await self.store.invocation_count(inv_ctx.session_id)
+            count = 0 if turn.create else await self.store.invocation_count(inv_ctx.session_id)
             run_id = str(count + (turn.kind == "start"))
             runner = NodeRunner(self.workflow, root_ctx, run_id)
             return _Root(runner, runner.start_record(after.invocations[inv].message, resumed=False), after.invocations[inv].message, None)
@@ -444,6 +460,7 @@ class Runner:
                 ttl=self.lease_ttl,
                 expected_seq=last_seq,
                 invocation_after=None if turn.kind == "start" else proj.position,
+                **({"create": (self.app_name, turn.user_id)} if turn.create else {}),
             )
         except InvocationBusyError:
             return None

@@ -28,6 +28,7 @@ from engine.redact import Redactor
 
 from ..actions import BY_ID
 from ..widgets.answer_views import Outcome, outcome_renderable
+from ..widgets.keys import TextInput
 from ..widgets.plain import Label, Static
 
 CONFIRM_KEY = BY_ID["answer.submit"].key or "ctrl+s"
@@ -92,12 +93,12 @@ class ConfirmWrite(ModalScreen[WriteChoice | None]):
                 self.operator = signed_in
             yield Label("Operator (signed in)" if signed_in else "Operator (recorded with the write)",
                         classes="confirm-label")
-            yield Input(self.operator, placeholder="operator (required)", id="confirm-operator",
+            yield TextInput(self.operator, placeholder="operator (required)", id="confirm-operator",
                         disabled=bool(signed_in))
             yield Label("Reason (required)" if self.reason_required else "Reason (optional, recorded)",
                         classes="confirm-label")
             placeholder = "reason (required)" if self.reason_required else "reason (optional, recorded)"
-            yield Input("", placeholder=placeholder, id="confirm-reason")
+            yield TextInput("", placeholder=placeholder, id="confirm-reason")
             yield Static("", id="confirm-command")
             yield Static(self.blocked or "", id="confirm-problem")
             with Horizontal(id="confirm-buttons"):

@@ -26,6 +26,7 @@ from textual.widgets import Input
 from engine.status import STATUS_CYCLE
 
 from ..actions import ACTIONS, BY_COMMAND, BY_ID, COMMAND_ALIASES, Action
+from ..widgets.keys import TextInput
 from ..widgets.plain import Label
 
 if TYPE_CHECKING:
@@ -89,7 +90,7 @@ class CommandLine(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Horizontal(id="command-bar"):
             yield Label(":", id="command-prompt")
-            yield Input(
+            yield TextInput(
                 placeholder="sessions status=waiting · inbox · open SESSION · help · any action id",
                 suggester=SuggestFromList(SUGGESTIONS, case_sensitive=False),
                 id="command-input",

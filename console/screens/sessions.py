@@ -25,6 +25,7 @@ from ..actions import bindings
 from ..messages import SessionQuery, SessionsLoaded, StoreFailed
 from ..text import clean, literal
 from ..widgets.format import age, short
+from ..widgets.keys import TextInput
 from ..widgets.plain import Static
 from .base import PagedTableScreen, StatusTable
 from .loaders import one_line
@@ -70,7 +71,7 @@ class SessionsScreen(PagedTableScreen):
 
     def compose(self) -> ComposeResult:
         yield self.compose_title("hitl ▸ Sessions")
-        yield Input(placeholder="/ filter session ids…  (enter: keep · esc: close)", id="filter", classes="-hidden")
+        yield TextInput(placeholder="/ filter session ids…  (enter: keep · esc: close)", id="filter", classes="-hidden")
         yield Static("", id="sessions-info", classes="infoline")
         yield SessionTable(id="sessions-table", cursor_type="row", zebra_stripes=True)
         yield Static("", id="sessions-empty", classes="empty -hidden")

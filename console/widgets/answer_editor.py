@@ -33,6 +33,7 @@ from engine.redact import Redactor
 from engine.responses import template_for, unwrap_response, validate_response
 
 from .format import short, to_json
+from .keys import OrderedTextArea
 from .plain import Label, Static
 
 # ------------------------------------------------------------------ checking
@@ -115,7 +116,7 @@ def json_highlights(text: str) -> dict[int, list[Highlight]]:
     return out
 
 
-class JsonArea(TextArea):
+class JsonArea(OrderedTextArea):
     """A TextArea with JSON highlighting from :func:`json_highlights` (no tree-sitter)."""
 
     def on_mount(self) -> None:

@@ -54,26 +54,47 @@ class Page(BaseModel, Generic[T]):
     """One page of a keyset-paginated listing; pass ``next_cursor`` back for more."""
 
     items: list[T]
+    """This page's rows, in the listing's order (at most ``limit``)."""
     next_cursor: str | None = None
+    """Opaque keyset cursor after the last item (None: this is the last page).
+    Rows written meanwhile never make a later page repeat or skip a row."""
 
 
 class InterruptRecord(BaseModel):
-    """A row of the interrupt index: interrupt id -> owner and call."""
+    """A row of the interrupt index: interrupt id -> owner and call.
+
+    Derived from the events (:func:`index_effects`): one row per (invocation,
+    interrupt id), rewritten when the id is raised again after an answer.
+    The inbox lists the open ones, oldest first."""
 
     interrupt_id: str
+    """The FunctionCall id the node raised; unique among the invocation's open ids."""
     session_id: str
+    """The session whose log holds the raising event."""
     app_name: str
+    """The session's app (copied, so that the inbox filters without a join)."""
     user_id: str
+    """The session's user (copied, like ``app_name``)."""
     invocation_id: str
+    """The invocation (turn series) whose run raised it."""
     path: str
+    """The raising run's path (``wf@1/ask@1``)."""
     event_id: str
+    """Id of the event that raised it (its function call part)."""
     name: str
+    """The function call's name (``RequestInput``'s kind of question)."""
     args: dict[str, Any] = Field(default_factory=dict)
+    """The function call's arguments: ``message``, ``response_schema``, payload."""
     raised_seq: int
+    """Seq of the raising event in the session's log."""
     raised_at: float
+    """Timestamp of the raising event (the inbox's triage order)."""
     status: Literal["open", "resolved", "cancelled"] = "open"
+    """``open`` until an answer (``resolved``) or the invocation's cancel (``cancelled``)."""
     resolved_by: str | None = None
+    """Event id of the answer (None while open, and for a cancel)."""
     resolved_seq: int | None = None
+    """Seq of the answer or of the cancel (None while open)."""
 
     @property
     def message(self) -> str:
@@ -88,12 +109,20 @@ class Lease(BaseModel):
     """Who is running a turn of one invocation, until when (see the module docstring)."""
 
     session_id: str
+    """The session of the invocation."""
     invocation_id: str
+    """The invocation whose turn the holder runs (one lease per invocation)."""
     owner: str
     """Opaque owner id; :func:`engine.liveness.new_owner` makes ``host:pid:...`` ones."""
     acquired_at: float
+    """When the owner took it (kept across renewals and re-takes by the same owner)."""
     renewed_at: float
+    """When the owner last renewed it (its lease keeper beats every ``ttl / 3``)."""
     expires_at: float
+    """When it lapses unless renewed; a lapsed lease may be taken by another process.
+    A row left after a turn ended uncleanly (its expiry set to then) marks the
+    invocation as stopped mid-run: the projection alone cannot tell a RUNNING
+    run that is live from a dead one, the lease row and its owner's liveness do."""
 
     def expired(self, now: float | None = None) -> bool:
         return self.expires_at <= (time.time() if now is None else now)
@@ -114,43 +143,77 @@ class AuditRecord(BaseModel):
     """One operator write: who did what to which session, when and why."""
 
     at: float
+    """When: the action's event timestamp (an import: when it was written)."""
     action: AuditAction
+    """``answer``, ``redrive``, ``cancel`` (derived from their events) or ``import``."""
     operator: str | None = None
+    """Who (``--operator`` / the configured operator); None when not given."""
     reason: str | None = None
+    """Why, as the operator wrote it; None when not given."""
     session_id: str
+    """The session acted on."""
     invocation_id: str | None = None
+    """The invocation acted on (None for an import: a whole session)."""
     seq: int | None = None
     """The event the action wrote (None for an import)."""
     event_id: str | None = None
+    """Id of that event (None for an import)."""
     details: dict[str, Any] = Field(default_factory=dict)
     """``{"ids": [...]}`` for answers, ``{"in_doubt": [...]}`` for a re-drive that
     acknowledged nodes in doubt, ``{"events": n, "source": ...}`` for an import."""
 
 
 class InvocationSummary(BaseModel):
+    """A row of the invocation index: one per invocation of a session, derived
+    from its events (:func:`index_effects`); what listings show without
+    projecting the log. The node tree comes from :mod:`engine.projection`."""
+
     session_id: str
+    """The session it belongs to."""
     invocation_id: str
+    """The invocation id (every event of the invocation carries it)."""
     status: InvocationState
+    """From the root run's lifecycle records: ``running`` from the first message or a
+    root start, then the root's end status; ``cancelled`` by an operator's cancel.
+    An answer alone does not change it. ``running`` cannot tell a live turn from
+    one that stopped mid-run: :mod:`engine.liveness` does (the lease rows)."""
     started_seq: int
+    """Seq of its first event (invocations are listed in this order)."""
     started_at: float
+    """Timestamp of its first event."""
     updated_at: float
+    """Timestamp of its last event."""
     message: str = ""
+    """The text of the message that started it ("" when it had none)."""
 
 
 class SessionSummary(BaseModel):
     """A session row as the sessions screen and ``hitl sessions`` show it."""
 
     id: str
+    """The session id."""
     app_name: str
+    """The app it runs."""
     user_id: str
+    """The user it belongs to."""
     status: SessionStatus
+    """From its invocations' (:func:`session_status`): running > waiting > failed >
+    completed > cancelled; ``new`` with no invocation yet."""
     open_interrupts: int = 0
+    """How many interrupts of the session are open (waiting for an answer)."""
     oldest_open_at: float | None = None
+    """When the oldest open interrupt was raised (None: none open): the triage order."""
     last_event_at: float | None = None
+    """Timestamp of the last event (None: no event yet); an imported session keeps its events' times."""
     event_count: int = 0
+    """Events in the log (the last seq: seqs are contiguous)."""
     invocation_count: int = 0
+    """Invocations of the session (maintained with the appends: no count query)."""
     created_at: float
+    """When the session was created (an imported one: when it was imported)."""
     updated_at: float
+    """When the row last changed: moves with a status change, else at most once a
+    second while the session only appends (precise enough to sort by activity)."""
 
 
 @dataclass
@@ -250,6 +313,7 @@ Capability = Literal[
     "append_and_release",
     "acquire_and_append",
     "snapshot_and_events",
+    "create_in_first_write",
 ]
 """Optional features beyond the protocol, declared in a store's ``capabilities``:
 
@@ -275,6 +339,10 @@ Capability = Literal[
 ``snapshot_and_events``  ``await store.snapshot_and_events(session_id, invocation_id)``:
                     ``get_snapshot`` and ``invocation_events`` after it in one read
                     (:func:`snapshot_and_events` is the portable call)
+``create_in_first_write``  ``acquire_and_append`` also takes ``create=(app_name, user_id)``:
+                    it creates the session (empty state; ConflictError if it exists) in
+                    the same transaction, so a new session's first turn commits once
+                    for both. Without it the Runner calls ``create_session`` first
 """
 
 

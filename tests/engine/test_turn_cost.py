@@ -148,3 +148,95 @@ async def test_a_resume_that_runs_k_nodes_commits_at_most_k_plus_2_times(tmp_pat
     assert statements[1] <= 25, statements
     # each further node costs its own commit and a handful of statements, not more
     assert statements[5] - statements[1] <= 4 * 7, statements
+
+
+async def test_a_new_sessions_first_turn_creates_it_in_its_first_write(tmp_path: Path) -> None:
+    """A fresh run on a session that does not exist yet: the session row is
+    written in the transaction that takes the lease and writes the first events
+    (no commit of its own), and no invocation count is read (it is 0)."""
+    store = await SQLiteStore.open(tmp_path / "fresh.sqlite", inline=True)
+    try:
+        runner = Runner("bench", Workflow("one", [(START, ask)]), store)
+        with Traced(store) as t:
+            events = await drain(runner.run("u", "new", Content.from_text("go")))
+        assert events[-1].node_info.path == "one@1" and events[-1].node_info.status.value == "WAITING"
+        first_tx = t.sql[: t.sql.index("COMMIT") + 1]
+        assert any(s.startswith("INSERT INTO sessions") for s in first_tx), first_tx
+        assert any(s.startswith("INSERT OR REPLACE INTO leases") for s in first_tx), first_tx
+        assert not t.matching("invocation_count FROM sessions"), t.sql
+        # the first write, the node's start, its interrupt, the end records with the release
+        assert t.commits == 4, t.sql
+        assert len(t.sql) <= 31, t.sql  # was 37 statements in 5 commits
+        session = await store.get_session("new")
+        assert (session.app_name, session.user_id, session.last_seq) == ("bench", "u", len(events))
+        # a second text turn on it finds it and counts its invocations
+        with Traced(store) as t:
+            again = await drain(runner.run("u", "new", Content.from_text("again")))
+        assert again[1].node_info.path == "one@2", again[1]
+        assert not t.matching("INSERT INTO sessions")
+    finally:
+        await store.close()
+
+
+async def test_a_fresh_run_races_a_session_created_meanwhile(tmp_path: Path) -> None:
+    """The session is created by another writer between the turn's read and its
+    first write: the turn fails with ConflictError and writes nothing."""
+    import pytest
+
+    from engine.errors import ConflictError
+
+    store = await SQLiteStore.open(tmp_path / "race.sqlite", inline=True)
+    try:
+        runner = Runner("bench", Workflow("one", [(START, ask)]), store)
+        real_get = store.get_session
+
+        async def get_then_create(session_id: str) -> Any:
+            try:
+                return await real_get(session_id)
+            finally:
+                await store.create_session("other-app", "v", session_id)
+
+        store.get_session = get_then_create  # type: ignore[method-assign]
+        with pytest.raises(ConflictError, match="already exists"):
+            await drain(runner.run("u", "racy", Content.from_text("go")))
+        store.get_session = real_get  # type: ignore[method-assign]
+        assert (await store.get_session("racy")).app_name == "other-app"
+        assert await store.events("racy") == []
+    finally:
+        await store.close()
+
+
+def test_a_turn_imports_nothing_the_runner_did_not(tmp_path: Path) -> None:
+    """What a turn needs is imported with ``engine.runner`` (bench_cold times the
+    operation after imports): a fresh run and a resume in a fresh process load no
+    engine module, nor pydantic or jsonschema pieces, of their own."""
+    import json
+    import subprocess
+    import sys
+
+    code = f"""
+import asyncio, json, sys
+from engine import START, Content, RequestInput, Runner, Workflow, node
+from engine.store.sqlite import SQLiteStore
+
+@node
+async def ask(node_input):
+    yield RequestInput("ok?", interrupt_id="q1")
+
+async def main():
+    store = await SQLiteStore.open({str(tmp_path / "imports.sqlite")!r}, inline=True)
+    runner = Runner("a", Workflow("one", [(START, ask)]), store)
+    before = set(sys.modules)
+    async for _ in runner.run("u", "s", Content.from_text("go")):
+        pass
+    async for _ in runner.run("u", "s", Content.from_responses({{"q1": True}})):
+        pass
+    await store.close()
+    print(json.dumps(sorted(set(sys.modules) - before)))
+
+asyncio.run(main())
+"""
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root)
+    new = json.loads(out.stdout.strip().splitlines()[-1])
+    assert not [m for m in new if m.split(".")[0] in ("engine", "pydantic", "pydantic_core", "jsonschema")], new

@@ -193,7 +193,7 @@ class _max_pages_on_open:
         self.pages = pages
 
     def __enter__(self) -> None:
-        import engine.store.sqlite as mod
+        import engine.store.sqlite.store as mod
 
         self._orig = mod._setup
         pages = self.pages
@@ -205,7 +205,7 @@ class _max_pages_on_open:
         mod._setup = setup
 
     def __exit__(self, *exc: object) -> None:
-        import engine.store.sqlite as mod
+        import engine.store.sqlite.store as mod
 
         mod._setup = self._orig
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 import engine.store.sqlite as sqlite_mod
+import engine.store.sqlite.schema as sqlite_schema
 from engine.errors import CorruptEventError, ReadOnlyError, StoreError
 from engine.models import Event, NodeStatus, Session
 from engine.store import SQLiteStore
@@ -252,8 +253,8 @@ async def test_adding_a_migration_is_a_list_append(tmp_path: Path, monkeypatch: 
     def add_notes(conn: sqlite3.Connection) -> None:
         conn.execute("CREATE TABLE notes (session_id TEXT, text TEXT)")
 
-    monkeypatch.setattr(sqlite_mod, "_MIGRATIONS", [*sqlite_mod._MIGRATIONS, add_notes])
-    monkeypatch.setattr(sqlite_mod, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
+    monkeypatch.setattr(sqlite_schema, "_MIGRATIONS", [*sqlite_schema._MIGRATIONS, add_notes])
+    monkeypatch.setattr(sqlite_schema, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
     async with SQLiteStore.open(path) as store:
         assert len(await store.events("s1")) == 4
     assert _user_version(path) == SCHEMA_VERSION + 1
@@ -270,8 +271,8 @@ async def test_a_failing_migration_leaves_the_file_at_its_old_version(
         conn.execute("CREATE TABLE half (x)")
         raise RuntimeError("disk full, say")
 
-    monkeypatch.setattr(sqlite_mod, "_MIGRATIONS", [*sqlite_mod._MIGRATIONS, half_done])
-    monkeypatch.setattr(sqlite_mod, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
+    monkeypatch.setattr(sqlite_schema, "_MIGRATIONS", [*sqlite_schema._MIGRATIONS, half_done])
+    monkeypatch.setattr(sqlite_schema, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
     with pytest.raises(StoreError, match=f"to schema version {SCHEMA_VERSION + 1} failed.*disk full.*left at version"):
         await SQLiteStore.open(path)
     assert _user_version(path) == SCHEMA_VERSION

@@ -1,0 +1,199 @@
+"""Read units of work: sessions, events, derived rows and snapshots."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from ...errors import (
+    CorruptEventError,
+    SessionNotFoundError,
+)
+from ...models import Session, StoredEvent
+from ..base import (
+    InterruptRecord,
+    InvocationSummary,
+    SessionSummary,
+)
+from .rows import (
+    _INTERRUPT_COLS,
+    _INVOCATION_COLS,
+    _SESSION_COLS,
+    _interrupt_from_row,
+    _invocation_from_row,
+    _parse_event,
+    _require_session,
+    _session_from_row,
+    _summary_from_row,
+)
+
+
+def _get_session(conn: sqlite3.Connection, session_id: str) -> Session:
+    row = conn.execute(f"SELECT {_SESSION_COLS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    if row is None:
+        raise SessionNotFoundError(session_id)
+    return _session_from_row(row)
+
+
+def _list_sessions(conn: sqlite3.Connection, sql: str, params: list[Any]) -> list[SessionSummary]:
+    return [_summary_from_row(r) for r in conn.execute(sql, params)]
+
+
+def _read_events(
+    conn: sqlite3.Connection,
+    session_id: str,
+    invocation_id: str | None,
+    after_seq: int,
+    limit: int | None,
+    skip_corrupt: bool,
+) -> list[StoredEvent]:
+    if invocation_id is None:
+        sql, params = (
+            "SELECT seq, json FROM events WHERE session_id = ? AND seq > ? ORDER BY seq",
+            [session_id, after_seq],
+        )
+    else:
+        sql = "SELECT seq, json FROM events WHERE session_id = ? AND invocation_id = ? AND seq > ? ORDER BY seq"
+        params = [session_id, invocation_id, after_seq]
+    if limit is not None and not skip_corrupt:
+        sql += " LIMIT ?"
+        params.append(max(limit, 0))
+    out: list[StoredEvent] = []
+    if limit is not None and limit <= 0:
+        _require_session(conn, session_id)
+        return out
+    cur = conn.execute(sql, params)
+    try:
+        for seq, text in cur:
+            try:
+                event = _parse_event(session_id, seq, text)
+            except CorruptEventError:
+                if skip_corrupt:
+                    continue
+                raise
+            out.append(StoredEvent(seq=seq, session_id=session_id, event=event))
+            if limit is not None and len(out) >= limit:
+                break
+    finally:
+        cur.close()
+    if not out:  # the session check costs a statement only when there is nothing to return
+        _require_session(conn, session_id)
+    return out
+
+
+_SNAPSHOT_AND_EVENTS_SQL = (
+    "SELECT seq, data, NULL FROM snapshots WHERE session_id = ?1 AND invocation_id = ?2"
+    " UNION ALL SELECT seq, NULL, json FROM events WHERE session_id = ?1 AND invocation_id = ?2"
+    " AND seq > coalesce((SELECT seq FROM snapshots WHERE session_id = ?1 AND invocation_id = ?2), 0)"
+)
+"""An invocation's cached snapshot and the events after it: one statement, in seq order
+(the snapshot row first: it is at a seq no later event has)."""
+
+
+def _snapshot_and_events(
+    conn: sqlite3.Connection, session_id: str, invocation_id: str
+) -> tuple[tuple[int, dict[str, Any]] | None, list[StoredEvent]]:
+    snap: tuple[int, dict[str, Any]] | None = None
+    events: list[StoredEvent] = []
+    damaged = False
+    for seq, data, text in conn.execute(_SNAPSHOT_AND_EVENTS_SQL, (session_id, invocation_id)):
+        if text is None:
+            try:
+                value = json.loads(data)
+            except (ValueError, TypeError):
+                value = None
+            if isinstance(value, dict):
+                snap = (seq, value)
+            else:
+                damaged = True  # a cache: an unreadable snapshot is as good as none
+        else:
+            events.append(StoredEvent(seq=seq, session_id=session_id, event=_parse_event(session_id, seq, text)))
+    if damaged:
+        return None, _read_events(conn, session_id, invocation_id, 0, None, False)
+    if snap is None and not events:
+        _require_session(conn, session_id)
+    events.sort(key=lambda e: e.seq)
+    return snap, events
+
+
+def _event_at(conn: sqlite3.Connection, session_id: str, seq: int) -> StoredEvent:
+    row = conn.execute("SELECT last_seq FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    if row is None:
+        raise SessionNotFoundError(session_id)
+    ev = conn.execute("SELECT json FROM events WHERE session_id = ? AND seq = ?", (session_id, seq)).fetchone()
+    if ev is None:
+        raise IndexError(f"session {session_id} has no event {seq} (it has {row[0]})")
+    return StoredEvent(seq=seq, session_id=session_id, event=_parse_event(session_id, seq, ev[0]))
+
+
+def _corrupt_events(conn: sqlite3.Connection, session_id: str) -> list[int]:
+    _require_session(conn, session_id)
+    bad: list[int] = []
+    for seq, text in conn.execute("SELECT seq, json FROM events WHERE session_id = ? ORDER BY seq", (session_id,)):
+        try:
+            _parse_event(session_id, seq, text)
+        except CorruptEventError:
+            bad.append(seq)
+    return bad
+
+
+def _list_invocations(conn: sqlite3.Connection, session_id: str) -> list[InvocationSummary]:
+    _require_session(conn, session_id)
+    rows = conn.execute(
+        f"SELECT {_INVOCATION_COLS} FROM invocations WHERE session_id = ? ORDER BY started_seq", (session_id,)
+    )
+    return [_invocation_from_row(r) for r in rows]
+
+
+def _invocation_count(conn: sqlite3.Connection, session_id: str) -> int:
+    row = conn.execute("SELECT invocation_count FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    if row is None:
+        raise SessionNotFoundError(session_id)
+    return int(row[0])
+
+
+def _lookup_interrupts(conn: sqlite3.Connection, session_id: str, ids_json: str) -> list[InterruptRecord]:
+    rows = conn.execute(
+        f"SELECT {_INTERRUPT_COLS} FROM interrupts WHERE session_id = ?"
+        " AND interrupt_id IN (SELECT value FROM json_each(?)) ORDER BY raised_seq, invocation_id, interrupt_id",
+        (session_id, ids_json),
+    ).fetchall()
+    if not rows:
+        _require_session(conn, session_id)
+    return [_interrupt_from_row(r) for r in rows]
+
+
+def _open_interrupts(conn: sqlite3.Connection, sql: str, params: list[Any]) -> list[InterruptRecord]:
+    return [_interrupt_from_row(r) for r in conn.execute(sql, params)]
+
+
+def _get_snapshot(conn: sqlite3.Connection, session_id: str, invocation_id: str) -> tuple[int, dict[str, Any]] | None:
+    row = conn.execute(
+        "SELECT seq, data FROM snapshots WHERE session_id = ? AND invocation_id = ?", (session_id, invocation_id)
+    ).fetchone()
+    if row is None:
+        _require_session(conn, session_id)
+        return None
+    try:
+        data = json.loads(row[1])
+    except (ValueError, TypeError):
+        return None  # a cache: an unreadable snapshot is as good as none
+    return (row[0], data) if isinstance(data, dict) else None
+
+
+def _put_snapshot(conn: sqlite3.Connection, session_id: str, invocation_id: str, seq: int, data: str) -> None:
+    try:
+        _upsert_snapshot(conn, session_id, invocation_id, seq, data)
+    except sqlite3.IntegrityError:  # the foreign key: no such session (there are no other constraints to break)
+        _require_session(conn, session_id)
+        raise
+
+
+def _upsert_snapshot(conn: sqlite3.Connection, session_id: str, invocation_id: str, seq: int, data: str) -> None:
+    conn.execute(
+        "INSERT INTO snapshots (session_id, invocation_id, seq, data) VALUES (?, ?, ?, ?)"
+        " ON CONFLICT (session_id, invocation_id) DO UPDATE SET seq = excluded.seq, data = excluded.data"
+        " WHERE excluded.seq >= snapshots.seq",  # never replace a newer cache with an older one
+        (session_id, invocation_id, seq, data),
+    )
