@@ -20,12 +20,16 @@ exception passes through here before the console or the CLI shows it:
   -- to a Label, Static, DataTable cell, Tree label or Rich table whenever any
   part of it came from data.
 
+One-line forms of values, shared by the CLI and the console: :func:`short`,
+:func:`to_json`, :func:`id_list`.
+
 ``--json`` output does not come through here: it is exact (JSON escapes control
 characters itself).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +38,8 @@ if TYPE_CHECKING:  # imported where used: the CLI's clean() needs no Rich (start
     from rich.measure import Measurement
     from rich.style import Style
     from rich.text import Text
+
+    from engine.redact import Redactor
 
 BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 """Bidi marks, embeddings, overrides and isolates (they reorder what follows)."""
@@ -112,3 +118,49 @@ def assemble(*parts: str | tuple[Any, str | Style] | Text) -> Text:
         else:
             t.append(part)
     return t
+
+
+# ------------------------------------------------------------ short values
+def short(
+    value: Any,
+    width: int = 40,
+    red: Redactor | None = None,
+    *,
+    compact: bool = False,
+    ellipsis: str = "…",
+) -> str:
+    """``value`` on one line of at most ``width`` characters, cleaned: strings
+    as they are, other values as JSON, whitespace folded, cut with ``ellipsis``.
+    ``red`` masks secrets first (the console's widgets pass the app's Redactor;
+    the CLI masks before). ``compact`` (the CLI's form): JSON without spaces
+    after separators, and None is empty rather than ``null``."""
+    if red is not None:
+        value = red.value(value)
+    if compact and value is None:
+        return ""
+    if isinstance(value, str):
+        text = value
+    elif compact:
+        text = json.dumps(value, default=str, ensure_ascii=False, separators=(",", ":"))
+    else:
+        text = to_json(value)
+    text = clean(" ".join(text.split()), one_line=True)
+    return text if len(text) <= width else text[: max(width - len(ellipsis), 0)] + ellipsis
+
+
+def to_json(value: Any, indent: int | None = None) -> str:
+    """JSON for display (terminal control and bidi controls neutralised); values
+    JSON cannot encode are shown with ``repr``."""
+    try:
+        return clean(json.dumps(value, indent=indent, ensure_ascii=False, sort_keys=False, default=repr))
+    except (TypeError, ValueError):
+        return clean(repr(value))
+
+
+def id_list(ids: list[str], limit: int = 3, *, more: str = " +{n}", empty: str = "") -> str:
+    """``a, b, c +2``: a long id list stays one short line (``more`` says how many
+    were left out: the CLI's ``" (+{n} more)"``; ``empty`` when there are none)."""
+    if not ids:
+        return empty
+    head = clean(", ".join(ids[:limit]), one_line=True)
+    return head + (more.format(n=len(ids) - limit) if len(ids) > limit else "")

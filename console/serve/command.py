@@ -6,7 +6,8 @@ import sys
 
 import click
 
-from ..cli import _opts, app_spec_option, common, fail
+from ..cli.options import _opts, app_spec_option, common
+from ..cli.output import fail
 
 
 @click.command()

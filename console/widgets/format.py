@@ -5,13 +5,13 @@ re-exported here. No state is computed here -- statuses come from
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from engine.redact import Redactor
 from engine.status import DisplayStatus
 
-from ..text import clean
+from .. import text
+from ..text import clean, id_list, to_json  # noqa: F401 -- one-line forms shared with the CLI, re-exported
 from ..times import age, date_time, format_age, stamp  # noqa: F401 -- the shared time formats, re-exported
 
 STATUS_ICON: dict[str, str] = {
@@ -43,15 +43,6 @@ def status_class(status: str) -> str:
         return f"status--{status.lower()}"
 
 
-def to_json(value: Any, indent: int | None = None) -> str:
-    """JSON for display (terminal control and bidi controls neutralised); values
-    JSON cannot encode are shown with ``repr``."""
-    try:
-        return clean(json.dumps(value, indent=indent, ensure_ascii=False, sort_keys=False, default=repr))
-    except (TypeError, ValueError):
-        return clean(repr(value))
-
-
 def shown(value: Any, red: Redactor | None = None) -> Any:
     """A stored value as the operator may see it: masked by ``red`` (the app's
     :class:`~engine.redact.Redactor`, which every console renderer is given);
@@ -66,22 +57,11 @@ def shown_entry(key: str, value: Any, red: Redactor | None = None) -> Any:
 
 
 def short(value: Any, width: int = 40, red: Redactor | None = None) -> str:
-    """One line, at most ``width`` cells: strings as they are, other values as
-    compact JSON. Data is masked by ``red`` (the renderer's Redactor); None is
-    for the console's own words and ids, which are not masked."""
-    if red is not None:
-        value = red.value(value)
-    text = value if isinstance(value, str) else to_json(value)
-    text = clean(" ".join(text.split()), one_line=True)
-    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+    """:func:`console.text.short`: data masked by ``red`` (the renderer's Redactor);
+    None is for the console's own words and ids, which are not masked."""
+    return text.short(value, width, red)
 
 
 def short_id(value: str, width: int = 12) -> str:
     value = clean(value, one_line=True)
     return value if len(value) <= width else value[: width - 1] + "…"
-
-
-def id_list(ids: list[str], limit: int = 3) -> str:
-    """``a, b, c +2``"""
-    head = clean(", ".join(ids[:limit]), one_line=True)
-    return head + (f" +{len(ids) - limit}" if len(ids) > limit else "")

@@ -492,7 +492,7 @@ def test_cancel_requires_a_reason_and_writes_nothing_without_one(hitl: Hitl, db:
 
 def test_cancel_on_a_terminal_asks_first(hitl: Hitl, db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (inv,) = invocation_ids(db, "refund-waiting-1")
-    monkeypatch.setattr("console.cli.interactive", lambda: True)
+    monkeypatch.setattr("console.cli.writes.interactive", lambda: True)
     res = hitl("cancel", "refund-waiting-1", inv, "--reason", "dup", input="n\n")
     operator_error(res, "not cancelled", "nothing was written")
     assert "Cancel invocation" in res.output and "This is final" in res.output
@@ -503,7 +503,7 @@ def test_cancel_on_a_terminal_asks_first(hitl: Hitl, db: Path, monkeypatch: pyte
 
 def test_cancel_with_yes_does_not_ask(hitl: Hitl, db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (inv,) = invocation_ids(db, "refund-waiting-1")
-    monkeypatch.setattr("console.cli.interactive", lambda: True)
+    monkeypatch.setattr("console.cli.writes.interactive", lambda: True)
     text = ok(hitl("cancel", "refund-waiting-1", inv, "--reason", "dup", "--yes"))
     assert "Cancel invocation" not in text
 

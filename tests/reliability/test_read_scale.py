@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from console import cli as cli_mod
+from console.cli import loads as cli_mod
 from engine.store.sqlite import SQLiteStore
 from tests.cli.conftest import ok
 

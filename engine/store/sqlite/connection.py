@@ -140,7 +140,14 @@ class _AiosqliteDriver:
 
     @classmethod
     async def connect(cls, target: str, **kwargs: Any) -> _AiosqliteDriver:
-        return cls(await aiosqlite.connect(target, **kwargs))
+        pending = aiosqlite.connect(target, **kwargs)
+        # aiosqlite's connection thread is not a daemon: a script that forgets
+        # ``close()`` (or ``async with``) would hang at exit forever. Every unit of
+        # work is awaited until committed, so nothing is lost when exit ends it.
+        thread = getattr(pending, "_thread", None)
+        if thread is not None and not thread.is_alive():
+            thread.daemon = True
+        return cls(await pending)
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         return await self._db._execute(fn, self._raw, *args)

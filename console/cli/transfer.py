@@ -1,19 +1,83 @@
-"""Store administration commands: ``hitl migrate`` and ``hitl copy``.
-
-Registered on the ``hitl`` group by :mod:`console.cli` (imported at its end).
-"""
+"""Moving sessions between stores: ``hitl export``, ``import``, ``copy``, ``migrate``."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, cast
 
 import click
+
+from console.inputs import (
+    MAX_IMPORT_BYTES,
+    bounded_lines,
+)
+from engine.errors import HitlError, require_id
+
+if TYPE_CHECKING:
+    pass
 
 from engine.store.base import has_capability
 from engine.store.factory import open_store as open_target
 from engine.store.factory import store_kind, store_label
 
-from .cli import _opts, cli, common, fail, out, out_json, run
+from .group import cli
+from .options import _operator, _opts, common, open_store, operator_option, reason_option
+from .output import fail, out, out_json, run
+
+
+class _Migrates(Protocol):
+    """A store with the ``migrate`` capability (engine.store.base.Capability)."""
+
+    async def migrate(self) -> tuple[int, int]: ...
+
+
+# -------------------------------------------------------------- export/import
+@cli.command(name="export")
+@common
+@click.argument("session_id", metavar="SESSION")
+def export_cmd(session_id: str) -> None:
+    """Write a session as JSON Lines to stdout (hitl import reads it back)."""
+    red = _opts().redactor()  # the command's one Redactor, handed to what renders
+
+    async def body() -> None:
+        async with open_store(write=False) as store:
+            stream = click.get_text_stream("stdout")
+            async for line in store.export_session(session_id):
+                stream.write(line)
+            stream.flush()
+
+    run(red, body())
+
+
+@cli.command(name="import")
+@common
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
+@click.option("--as", "as_id", metavar="SESSION", help="Import under a new session id.")
+@operator_option
+@reason_option
+def import_cmd(file: str, as_id: str | None, operator: str | None, reason: str | None) -> None:
+    """Create a session from a `hitl export` file (validated before anything is written).
+
+    The import is recorded in the audit log with the operator, the reason and the file."""
+    red = _opts().redactor()  # the command's one Redactor, handed to what renders
+
+    async def body() -> None:
+        if as_id is not None:
+            require_id(as_id, "--as (the new session id)")
+        lines = bounded_lines(file, MAX_IMPORT_BYTES, "import")  # read as the store validates: one line at a time
+        source = "stdin" if file == "-" else str(Path(file).resolve())
+        async with open_store(write=True) as store:
+            session = await store.import_session(
+                lines, session_id=as_id, operator=_operator(operator), reason=reason, source=source
+            )
+        if _opts().json:
+            out_json(red, {**session.model_dump(), "state": red.value(session.state)})
+        else:
+            out(red, 
+                f"imported session {session.id} ({session.app_name}, user {session.user_id}, {session.last_seq} events)"
+            )
+
+    run(red, body())
 
 
 @cli.command()
@@ -21,6 +85,7 @@ from .cli import _opts, cli, common, fail, out, out_json, run
 def migrate() -> None:
     """Upgrade the store's schema to this hitl's version (a writer also does it when
     it opens the store). A store from a newer hitl is refused and left untouched."""
+    red = _opts().redactor()  # the command's one Redactor, handed to what renders
     opts = _opts()
     if opts.read_only:
         fail("hitl migrate writes the store's schema; drop --read-only")
@@ -35,22 +100,21 @@ def migrate() -> None:
             try:
                 if not has_capability(store, "migrate"):
                     fail(f"{label} has no schema to migrate")
-                before, after = await store.migrate()  # type: ignore[attr-defined]
+                before, after = await cast("_Migrates", store).migrate()  # declared by the capability
             finally:
                 await store.close()
         if opts.json:
-            out_json({"db": label, "from": before, "to": after, "changed": before != after})
+            out_json(red, {"db": label, "from": before, "to": after, "changed": before != after})
         elif before == after:
-            out(f"{label}: already at schema version {after}, up to date")
+            out(red, f"{label}: already at schema version {after}, up to date")
         else:
-            out(f"{label}: migrated from schema version {before} -> {after}")
+            out(red, f"{label}: migrated from schema version {before} -> {after}")
 
-    run(body())
+    run(red, body())
 
 
 async def _migrate_sqlite(path: Path) -> tuple[int, int]:
     """(version before, after) of the SQLite file at ``path``: a writer migrates on open."""
-    from engine.errors import HitlError
     from engine.store.sqlite import SCHEMA_VERSION, SQLiteStore, schema_version
 
     path = path.expanduser()
@@ -74,6 +138,7 @@ def copy(source: str, dest: str, operator: str | None) -> None:
     command again to resume a copy that was stopped (sessions already in the
     target with the same log are skipped; a session that differs is reported
     and left alone). Leases and snapshot caches are not copied."""
+    red = _opts().redactor()  # the command's one Redactor, handed to what renders
     from engine.apps import default_operator
     from engine.store.copy import copy_store, session_ids
 
@@ -104,7 +169,7 @@ def copy(source: str, dest: str, operator: str | None) -> None:
         finally:
             await src.close()
         if opts.json:
-            out_json(
+            out_json(red, 
                 {
                     "from": src_label,
                     "to": dst_label,
@@ -116,14 +181,14 @@ def copy(source: str, dest: str, operator: str | None) -> None:
                 }
             )
         else:
-            out(
+            out(red, 
                 f"copied {len(report.copied)} of {report.total} sessions ({report.events} events) "
                 f"from {src_label} to {dst_label}"
                 + (f"; {len(report.skipped)} already there (resumed)" if report.skipped else "")
             )
             for sid in report.diverged:
-                out(f"  not copied: {sid} exists in {dst_label} with a different log (left alone)")
+                out(red, f"  not copied: {sid} exists in {dst_label} with a different log (left alone)")
         if report.diverged:
             raise SystemExit(1)
 
-    run(body(), on_interrupt="copy stopped: every session copied so far is complete; run the same command to resume")
+    run(red, body(), on_interrupt="copy stopped: every session copied so far is complete; run the same command to resume")

@@ -1,0 +1,99 @@
+"""Reading a session for display: ids from prefixes, projections, event pages."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable
+from typing import TYPE_CHECKING, Any
+
+from engine.errors import HitlError, InvocationNotFoundError, require_id
+from engine.store.base import SessionStore
+
+if TYPE_CHECKING:
+    from engine import Projection
+    from engine.redact import Redactor
+
+
+EVENTS_PAGE = 1000
+"""Events read per store call (``hitl events``, ``show --all-runs``)."""
+
+
+async def resolve_invocation(store: SessionStore, session_id: str, text: str) -> str:
+    """An invocation id from a unique prefix (never a blank one: BlankIdError)."""
+    require_id(text, "the invocation id")
+    ids = [i.invocation_id for i in await store.list_invocations(session_id)]
+    if text in ids:
+        return text
+    matches = [i for i in ids if i.startswith(text)]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise InvocationNotFoundError(session_id, text)
+    raise HitlError(
+        f"invocation prefix {text!r} matches {len(matches)} invocations of session {session_id}; give more digits"
+    )
+
+
+async def session_projection(store: SessionStore, session_id: str, red: Redactor) -> Projection:
+    """The session's whole projection (every loop iteration), folded page by page
+    (memory: the projection, not the event list). Values are NOT masked: the
+    ``red`` learns the secrets it holds; render through ``red.value``."""
+    from engine.projection import Projection
+
+    proj, seq = Projection(), 0
+    while page := await store.events(session_id, after_seq=seq, limit=EVENTS_PAGE):
+        for s in page:
+            proj.apply(s.event, s.seq)
+        seq = page[-1].seq
+    learn_projection(red, proj)
+    return proj
+
+
+def learn_projection(red: Redactor, proj: Projection) -> None:
+    """Teach the command's redactor the secrets a projection holds (outputs,
+    inputs, answers, interrupt arguments, state), so that free text repeating
+    them is masked too."""
+    red.learn_from([r.output for r in proj.nodes.values()] + [r.input for r in proj.nodes.values()])
+    red.learn_from([i.response for i in proj.interrupts.values()] + [i.args for i in proj.interrupts.values()])
+    red.learn_from(proj.state)
+
+
+async def latest_projection(
+    store: SessionStore, session_id: str, invocation_ids: Iterable[str], red: Redactor
+) -> Projection:
+    """The latest runs of some invocations, each loaded as a resume loads it
+    (cached snapshot + the events after it: cost independent of how long the
+    session ran), side by side in one projection. Values are NOT masked: render
+    through ``red.value`` (``hitl show`` does, row by row); ``red`` learns their secrets."""
+    from engine.projection import Projection
+    from engine.resume import load_invocation
+
+    merged = Projection()
+    for inv in invocation_ids:
+        try:
+            p = await load_invocation(store, session_id, inv)
+        except InvocationNotFoundError:
+            continue  # listed but without events yet
+        merged.nodes.update(p.nodes)
+        merged.interrupts.update(p.interrupts)
+        merged.invocations.update(p.invocations)
+        merged._latest.update(p._latest)
+        merged._max_run.update(p._max_run)
+        merged.position = max(merged.position, p.position)
+    learn_projection(red, merged)
+    return merged
+
+
+async def _event_pages(store: Any, session_id: str, after: int, limit: int | None) -> AsyncIterator[Any]:
+    """A session's events after ``after`` (at most ``limit``), read a page at a
+    time so memory stays constant however long the session is."""
+    last, left = after, limit
+    while left is None or left > 0:
+        want = EVENTS_PAGE if left is None else min(EVENTS_PAGE, left)
+        page = await store.events(session_id, after_seq=last, limit=want)
+        for stored in page:
+            yield stored
+        if len(page) < want:
+            return
+        last = page[-1].seq
+        if left is not None:
+            left -= len(page)

@@ -1,0 +1,110 @@
+"""What every command prints through: masked, cleaned lines, exact JSON, one-line errors."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Coroutine
+from functools import partial
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+
+import click
+
+from console import text
+from console.text import clean
+from console.times import date_time
+from engine.errors import HitlError
+from engine.redact import Redactor
+
+if TYPE_CHECKING:
+    pass
+
+
+T = TypeVar("T")
+
+
+_ERROR_REDACTOR = Redactor()
+"""What every error line also passes at display (click shows it after the
+command's context has closed): the default patterns, masked even with
+--show-secrets."""
+
+
+# ------------------------------------------------------------------- errors
+class OperatorError(click.ClickException):
+    """A HitlError surfaced as exit code 1 with a one-line reason."""
+
+    exit_code = 1
+
+    def show(self, file: Any = None) -> None:
+        # Errors echo values (validation messages, exception texts): masked too, and
+        # shown, never obeyed (no terminal control).
+        click.echo(clean(f"error: {_ERROR_REDACTOR.text(self.format_message())}"), err=True)
+
+
+def fail(message: str) -> NoReturn:
+    raise OperatorError(message)
+
+
+def run(red: Redactor, coro: Coroutine[Any, Any, T], *, on_interrupt: str | None = None) -> T:
+    """Run a command body; operator errors become exit 1 without a traceback,
+    their line masked by the command's Redactor ``red`` (it knows the secrets
+    the command read). With ``on_interrupt``, Ctrl-C is exit 1 with that line
+    (else click's "Aborted!")."""
+    try:
+        return asyncio.run(coro)
+    except HitlError as exc:
+        raise OperatorError(red.text(" ".join(str(exc).split()))) from None
+    except KeyboardInterrupt:
+        if on_interrupt is None:
+            raise
+        raise OperatorError(on_interrupt) from None
+
+
+def stopped_hint(session_id: str) -> str:
+    return (
+        "stopped by Ctrl-C: nothing more was written; if a turn was running it is now interrupted mid-run "
+        f"(see `hitl show {session_id}`: continue it with `hitl redrive`)"
+    )
+
+
+def interactive() -> bool:
+    """Someone at a terminal can answer a question (stdin is a tty)."""
+    return sys.stdin.isatty()
+
+
+def out(red: Redactor, text: str = "") -> None:
+    """Every line the CLI prints passes the command's Redactor's free-text
+    masking, then console.text.clean: data in it is shown, never obeyed (no
+    terminal control, no bidi reordering). ``--json`` output is exact."""
+    click.echo(clean(red.text(text)))
+
+
+def more(red: Redactor, cursor: str | None) -> None:
+    """A listing's last line when it has more: the cursor that continues it."""
+    if cursor:
+        out(red, f"more: --cursor {cursor}")
+
+
+def out_json(red: Redactor, obj: Any) -> None:
+    click.echo(red.text(json.dumps(obj, default=str, ensure_ascii=False)))
+
+
+# ----------------------------------------------------------------- formatting
+short = partial(text.short, compact=True, ellipsis="...")
+"""``short(value, width)``: :func:`console.text.short` in the CLI's form (compact
+JSON, None empty, cut with ``...``); values are masked before they get here."""
+
+id_list = partial(text.id_list, more=" (+{n} more)", empty="none")
+"""``id_list(ids, limit)``: ``a, b, c (+12 more)`` (--json has them all)."""
+
+
+clock = date_time
+"""Absolute times in the CLI: the console's one format (``--utc`` switches the zone)."""
+
+
+def table(rows: list[list[str]], headers: list[str]) -> str:
+    widths = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(len(headers))]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
+    lines += ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    return "\n".join(lines)

@@ -1,0 +1,240 @@
+"""Read commands: ``hitl sessions``, ``show``, ``inbox``, ``events``."""
+
+from __future__ import annotations
+
+import time
+from contextlib import suppress
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from console.times import age, zone_name
+from engine.liveness import INTERRUPTED, interrupted_invocations, session_health
+from engine.status import INTERRUPTED_FILTER, SESSION_FILTERS, DisplayStatus, SessionStatus
+
+if TYPE_CHECKING:
+    pass
+
+from .group import cli
+from .loads import _event_pages, latest_projection, resolve_invocation, session_projection
+from .options import _duration, _opts, _seq, common, open_store, page_of
+from .output import clock, id_list, more, out, out_json, run, short, table
+from .render import event_summary, health_line, render_tree, tree_rows
+
+
+# ------------------------------------------------------------------- sessions
+@cli.command()
+@common
+@click.option("--app", "app_name", metavar="NAME", help="Only this app.")
+@click.option("--user", "user_id", metavar="USER", help="Only this user.")
+@click.option(
+    "--status",
+    type=click.Choice(SESSION_FILTERS),
+    help="Only sessions in this status (interrupted: a turn stopped mid-run, no process runs it).",
+)
+@click.option(
+    "--older-than", "older_than", metavar="DURATION", callback=_duration, help="Not updated for this long (2h, 3d)."
+)
+@click.option("--text", "--search", "search", metavar="TEXT", help="Session id contains TEXT.")
+@click.option("--limit", type=click.IntRange(1, 10_000), default=50, show_default=True)
+@click.option("--cursor", metavar="CURSOR", help="Continue a listing (printed as next cursor).")
+def sessions(
+    app_name: str | None,
+    user_id: str | None,
+    status: str | None,
+    older_than: float | None,
+    search: str | None,
+    limit: int,
+    cursor: str | None,
+) -> None:
+    """List sessions, most recently updated first."""
+    red = _opts().redactor()  # the command's one Redactor, handed to what renders
+
+    async def body() -> None:
+        async with open_store(write=False) as store:
+            page = await page_of(
+                store.list_sessions(
+                    app_name=app_name,
+                    user_id=user_id,
+                    status=SessionStatus.RUNNING if status == INTERRUPTED_FILTER else status,  # running, no live lease
+                    text=search,
+                    updated_before=time.time() - older_than if older_than is not None else None,
+                    limit=limit,
+                    cursor=cursor,
+                )
+            )
+            stopped = {s.id: await interrupted_invocations(store, s.id, s.status) for s in page.items}
+            if status == INTERRUPTED_FILTER:
+                page.items = [s for s in page.items if stopped[s.id]]
+        if _opts().json:
+            out_json(red, 
+                {
+                    "sessions": [
+                        {**s.model_dump(), "interrupted": [h.invocation_id for h in stopped[s.id]]}
+                        for s in page.items
+                    ],
+                    "next_cursor": page.next_cursor,
+                }
+            )
+            return
+        now = time.time()
+        rows = [
+            [
+                s.id,
+                s.app_name,
+                s.user_id,
+                INTERRUPTED if stopped[s.id] else s.status,
+                str(s.open_interrupts),
+                str(s.invocation_count),
+                str(s.event_count),
+                age(s.last_event_at or s.updated_at, now),  # an imported session: its events' time, not the import's
+            ]
+            for s in page.items
+        ]
+        out(red, 
+            table(rows, ["SESSION", "APP", "USER", "STATUS", "OPEN", "INV", "EVENTS", "UPDATED"])
+            if rows
+            else "no sessions"
+        )
+        if any(stopped.values()):
+            out(red, f"{INTERRUPTED}: a turn stopped before it ended; `hitl show SESSION` says how to continue it")
+        more(red, page.next_cursor)
+
+    run(red, body())
+
+
+# ----------------------------------------------------------------------- show
+@cli.command()
+@common
+@click.argument("session_id", metavar="SESSION")
+@click.option("--invocation", "invocation", metavar="INV", help="Only this invocation (id or unique prefix).")
+@click.option("--all-runs", is_flag=True, help="Show every loop iteration, not only the latest run of each node.")
+def show(session_id: str, invocation: str | None, all_runs: bool) -> None:
+    """A session's node tree per invocation: runs, statuses, outputs, open interrupts."""
+    red = _opts().redactor()  # the command's one Redactor, handed to what renders
+
+    async def body() -> None:
+        async with open_store(write=False) as store:
+            session = await store.get_session(session_id)
+            invocations = await store.list_invocations(session_id)
+            if invocation is not None:
+                inv_id = await resolve_invocation(store, session_id, invocation)
+                invocations = [i for i in invocations if i.invocation_id == inv_id]
+            if all_runs:  # every loop iteration: the whole log
+                proj = await session_projection(store, session_id, red)
+            else:  # the latest runs: each invocation from its snapshot + the events after it
+                proj = await latest_projection(store, session_id, [i.invocation_id for i in invocations], red)
+            health = await session_health(store, session_id, proj)
+        state = red.value(session.state)
+        if _opts().json:
+            out_json(red, 
+                {
+                    "session": {**session.model_dump(), "state": state},
+                    "invocations": [
+                        {
+                            **i.model_dump(),
+                            "health": health[i.invocation_id].to_dict(),
+                            "nodes": red.value(tree_rows(proj, i.invocation_id, all_runs, health[i.invocation_id])),
+                        }
+                        for i in invocations
+                    ],
+                }
+            )
+            return
+        out(red, f"session {session.id}  app {session.app_name}  user {session.user_id}  events {session.last_seq}")
+        if state:
+            out(red, f"state   {short(state, 100)}")
+        for i in invocations:
+            out(red)
+            h = health[i.invocation_id]
+            status = h.status.value if h.status else DisplayStatus.of(i.status).value
+            if h.interrupted:
+                status = f"{INTERRUPTED.upper()} (projection: {h.status.value if h.status else 'no run yet'})"
+            out(red, f"invocation {i.invocation_id}  {status}  started {clock(i.started_at)} {zone_name(i.started_at)}  message {short(i.message, 40) or '-'}")
+            for line in render_tree(red.value(tree_rows(proj, i.invocation_id, all_runs, h))):
+                out(red, line)
+            open_ids = [x.id for x in proj.open_interrupts(i.invocation_id)]
+            if open_ids:
+                out(red, f"  open: {id_list(open_ids, 8)}")
+            for line in health_line(h, session.id):
+                out(red, line)
+
+    run(red, body())
+
+
+# ---------------------------------------------------------------------- inbox
+@cli.command()
+@common
+@click.option("--app", "app_name", metavar="NAME", help="Only this app.")
+@click.option("--session", "session_id", metavar="SESSION", help="Only this session.")
+@click.option("--limit", type=click.IntRange(1, 10_000), default=50, show_default=True)
+@click.option("--cursor", metavar="CURSOR", help="Continue a listing (printed as next cursor).")
+def inbox(app_name: str | None, session_id: str | None, limit: int, cursor: str | None) -> None:
+    """Open interrupts across sessions, oldest first."""
+    red = _opts().redactor()  # the command's one Redactor, handed to what renders
+
+    async def body() -> None:
+        async with open_store(write=False) as store:
+            page = await page_of(
+                store.open_interrupts(app_name=app_name, session_id=session_id, limit=limit, cursor=cursor)
+            )
+        if _opts().json:
+            out_json(red, 
+                {
+                    "interrupts": [
+                        {**r.model_dump(), "args": {k: v if k == "response_schema" else red.value(v) for k, v in r.args.items()}}
+                        for r in page.items
+                    ],
+                    "next_cursor": page.next_cursor,
+                }
+            )
+            return
+        now = time.time()
+        rows = [
+            [age(r.raised_at, now), r.session_id, r.invocation_id[:12], r.path, r.interrupt_id, short(r.message, 60)]
+            for r in page.items
+        ]
+        out(red, table(rows, ["AGE", "SESSION", "INVOCATION", "NODE", "ID", "MESSAGE"]) if rows else "inbox is empty")
+        more(red, page.next_cursor)
+
+    run(red, body())
+
+
+@cli.command()
+@common
+@click.argument("session_id", metavar="SESSION")
+@click.option("--after", type=click.IntRange(0), callback=_seq, default=0, metavar="SEQ", help="Only events after this seq.")
+@click.option("--limit", type=click.IntRange(1), default=None, help="At most this many events.")
+@click.option("--tail", is_flag=True, help="Keep printing new events as they are appended (Ctrl-C stops).")
+@click.option(
+    "--interval", type=click.FloatRange(0.05), default=0.5, show_default=True, help="Polling interval for --tail (a fallback on PostgreSQL, which notifies)."
+)
+def events(session_id: str, after: int, limit: int | None, tail: bool, interval: float) -> None:
+    """A session's event log, one line per event (--tail follows it)."""
+    red = _opts().redactor()  # the command's one Redactor, handed to what renders
+    opts = _opts()
+
+    async def body() -> None:
+        async with open_store(write=False) as store:
+            await store.get_session(session_id)
+            printed = 0
+            if tail:  # woken by notifications where the store has them (PostgreSQL), else polling
+                from engine.store.tail import follow
+
+                source: Any = follow(store, session_id, after_seq=after, interval=interval)
+            else:
+                source = _event_pages(store, session_id, after, limit)
+            async for stored in source:
+                red.learn_events([stored.event])
+                e = red.event(stored.event)
+                if opts.json:
+                    out_json(red, {"seq": stored.seq, **e.model_dump(mode="json", exclude_none=True)})
+                else:
+                    line = f"{stored.seq:>6}  {clock(e.timestamp)}  {e.kind:<9} {(e.path or '-'):<40} {event_summary(e)}"
+                    out(red, line.rstrip())
+                printed += 1
+                if limit is not None and printed >= limit:
+                    return
+
+    with suppress(KeyboardInterrupt):
+        run(red, body())

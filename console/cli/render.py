@@ -1,0 +1,115 @@
+"""Renderers of the shared views (engine.views rows) as the CLI's plain text."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from engine.liveness import INTERRUPTED, InvocationHealth
+
+if TYPE_CHECKING:
+    from engine import Event, Projection
+    from engine.redact import Redactor
+    from engine.resume import ResumePlan
+
+from .output import id_list, short
+
+
+def tree_rows(
+    proj: Projection, invocation_id: str, all_runs: bool = False, health: InvocationHealth | None = None
+) -> list[dict[str, Any]]:
+    """The node tree of one invocation as JSON-ready rows: :func:`engine.views.tree_rows`
+    (the console's tree draws the same ones) with each run's output, error and
+    interrupts. ``health``: liveness's verdict (interrupted, paths in doubt)."""
+    doubt, stopped = (health.in_doubt, health.interrupted) if health is not None else ((), False)
+    from engine import views
+
+    return [views.row_json(proj, row) for row in views.tree_rows(proj, invocation_id, all_runs, doubt, stopped)]
+
+
+def render_tree(rows: list[dict[str, Any]]) -> list[str]:
+    """Plain-text lines of :func:`tree_rows`: node, status, output or error, and
+    one ``waits on ID: message`` per open interrupt of the node."""
+    if not rows:
+        return ["  (no node has run yet)"]
+    width = min(max(len(r["node"]) + 2 * r["depth"] for r in rows), 48)
+    lines = []
+    for r in rows:
+        label = ("  " * r["depth"] + r["node"]).ljust(width)
+        waits = [f"waits on {p['id']}: {short(p['message'], 70)}" for p in r["pending"]]
+        if r.get("in_doubt"):
+            detail = "IN DOUBT: started, no end record (its side effects may have happened)"
+        elif r["error"]:
+            detail = r["error"]
+        elif r["output"] is not None:
+            detail = short(r["output"], 60)
+        else:
+            detail = waits.pop(0) if waits else ""
+        if r["failed_attempts"] and not r["error"]:
+            n = r["failed_attempts"]
+            detail += f" (after {n} failed attempt{'s' if n > 1 else ''})"
+        if r["earlier_runs"]:
+            n = r["earlier_runs"]
+            detail += f" (+{n} earlier run{'s' if n > 1 else ''})"
+        lines.append(f"  {label}  {r['status']:<9}  {detail}".rstrip())
+        if r["answered"]:
+            waits.append(f"answered {', '.join(r['answered'])}")
+        lines += [f"  {' ' * width}  {'':<9}  {w}" for w in waits]
+    return lines
+
+
+def health_line(h: InvocationHealth, session_id: str) -> list[str]:
+    """What ``hitl show`` says under an invocation that is running or stopped mid-run."""
+    if h.interrupted:
+        lines = [f"  {INTERRUPTED}: no process is running it (its last turn stopped before it ended)"]
+        if h.in_doubt:
+            lines.append(f"  in doubt: {id_list(list(h.in_doubt), 8)} (started, no end record: may have done side effects)")
+        ack = " --ack-in-doubt" if h.in_doubt else ""
+        lines.append(f"  continue: hitl redrive {session_id} {h.invocation_id}{ack}")
+        return lines
+    if h.live and h.lease is not None:
+        return [f"  running now in {h.lease.holder}"]
+    return []
+
+
+def render_plan(red: Redactor, plan: ResumePlan, session_id: str, next_lines: list[str] | None = None) -> list[str]:
+    """``next_lines``: what the auto-completions make runnable (engine.resume.next_runs;
+    None when the app's code is not importable)."""
+    lines = [f"dry run: session {session_id}, invocation {plan.invocation_id} (nothing was written)"]
+    lines.append(f"  answers:    {', '.join(plan.resolves)}")
+    width = max([len(c.path) for c in plan.changes] + [10])
+    for c in plan.changes:
+        detail = f"  output {short(red.value(c.output), 50)}" if c.effect == "auto-complete" else ""
+        if c.still_open:
+            detail += f"  still waiting for {', '.join(c.still_open)}"
+        lines.append(f"  {c.path.ljust(width)}  {c.before.value:>9} -> {c.after.value:<9}  {c.effect}{detail}")
+    lines.append(f"  still open: {id_list(plan.still_open, 8)}")
+    lines.append(
+        "  then:       the invocation re-executes (the nodes above marked re-execute run again with their run ids)"
+        if plan.runs_anything
+        else "  then:       nothing runs: every answered node keeps waiting for its other ids"
+    )
+    for line in next_lines or []:
+        lines.append(f"  next:       {line}")
+    for w in plan.side_effect_warnings:
+        lines.append(f"  warning:    {w}")
+    return lines
+
+
+def event_summary(event: Event) -> str:
+    """One line of what an event says (no projection needed)."""
+    meta = event.custom_metadata or {}
+    who = f" by {meta['operator']}" if meta.get("operator") else ""
+    kind = event.kind
+    if kind == "message":
+        return f"new invocation: {short(event.content.text if event.content else '', 60)}"
+    if kind == "response":
+        return f"answers {', '.join(fr.id for fr in event.function_responses)}{who}"
+    if kind in ("redrive", "cancel"):
+        return f"{kind}{who}" + (f" ({short(meta['reason'], 40)})" if meta.get("reason") else "")
+    if kind == "interrupt":
+        return f"asks {', '.join(event.long_running_tool_ids or [])}"
+    if event.error_code:
+        return f"{event.error_code}: {short(event.error_message, 60)}"
+    if kind == "end" and event.node_info and event.node_info.status:
+        return f"{event.node_info.status.value} {short(event.output, 50)}".rstrip()
+    return short(event.output, 60)

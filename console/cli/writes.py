@@ -1,0 +1,248 @@
+"""Write commands: ``hitl resume`` (and its dry run), ``redrive``, ``cancel``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from console.inputs import (
+    MAX_ANSWER_FILE_BYTES,
+    decode,
+    loads,
+    read_bounded,
+)
+from console.text import clean
+from engine.errors import HitlError, ReadOnlyError
+from engine.store.base import SessionStore
+
+if TYPE_CHECKING:
+    from engine import Projection
+    from engine.operations import Outcome, Step
+    from engine.redact import Redactor
+
+from .group import cli
+from .loads import resolve_invocation
+from .options import _operator, _opts, app_spec_option, common, open_store, operator_option, reason_option
+from .output import fail, id_list, interactive, out, out_json, run, stopped_hint
+from .render import render_plan
+
+
+# --------------------------------------------------------------------- resume
+def parse_answers(pairs: Iterable[str], red: Redactor) -> dict[str, Any]:
+    """``ID=JSON`` / ``ID=@file.json`` -> ``{id: value}``; HitlError naming the id."""
+    answers: dict[str, Any] = {}
+    for pair in pairs:
+        iid, eq, raw = pair.partition("=")
+        iid = iid.strip()
+        if not eq or not iid:
+            raise HitlError(f"answer {pair!r} is not ID=JSON (e.g. approve-1=true or approve-1=@answer.json)")
+        if iid in answers:
+            raise HitlError(f"interrupt {iid} is answered twice on the command line")
+        source = "value"
+        if raw.startswith("@"):
+            source = raw[1:]
+            what = f"answer for {iid}"
+            raw = decode(read_bounded(source, MAX_ANSWER_FILE_BYTES, what), f"{what}: {source}")
+        try:
+            answers[iid] = loads(raw, f"answer for {iid} in {source}")
+            red.learn_from(answers[iid])  # validation errors may echo it
+        except json.JSONDecodeError as exc:
+            hint = f" (a string needs JSON quotes: {iid}='\"{raw}\"')" if source == "value" else ""
+            raise HitlError(
+                f"answer for {iid} is not valid JSON in {source}: {exc.msg} at column {exc.colno}{hint}"
+            ) from None
+    return answers
+
+
+def print_step(red: Redactor, step: Step, as_json: bool) -> None:
+    """One persisted event with the status its node has after it and what it
+    did (:func:`engine.replay.markers_for`: answers, auto-completions,
+    re-executions, failures)."""
+    from engine.replay import markers_for
+
+    event, proj = step.event, step.projection
+    run_ = proj.get(event.invocation_id, event.path) if event.path else None
+    status = run_.status.value if run_ else ""
+    notes = [m.text for m in markers_for(event, step.change, proj)]
+    if as_json:
+        out_json(red, 
+            {
+                "kind": event.kind,
+                "path": event.path,
+                "status": status or None,
+                "invocation_id": event.invocation_id,
+                "event_id": event.id,
+                "markers": notes,
+            }
+        )
+    else:
+        out(red, f"{event.kind:<9} {(event.path or '-'):<44} {status:<9}  {'; '.join(notes)}".rstrip())
+
+
+async def finish(red: Redactor, store: SessionStore, done: Outcome, as_json: bool) -> None:
+    """After an answer or a re-drive: its error (exit 1), else the summary line."""
+    done.raise_error()
+    assert done.invocation_id is not None
+    proj = done.after or done.before
+    if proj is None:  # the turn wrote nothing and loaded nothing
+        from engine.resume import load_invocation
+
+        proj = await load_invocation(store, done.session_id, done.invocation_id)
+    _summary(red, proj, done.invocation_id, len(done.written), as_json)
+
+
+def _summary(red: Redactor, proj: Projection, inv: str, count: int, as_json: bool) -> None:
+    status = proj.invocation_status(inv)
+    open_ids = [i.id for i in proj.open_interrupts(inv)]
+    if as_json:
+        out_json(red, 
+            {"kind": "summary", "invocation_id": inv, "status": status.value if status else None, "open": open_ids}
+        )
+        return
+    if count <= 1:
+        out(red, f"answered; nothing ran: invocation {inv} keeps waiting for {id_list(open_ids, 8)}")
+        return
+    out(red, f"invocation {inv}: {status.value if status else '?'}" + (f"; open: {id_list(open_ids, 8)}" if open_ids else ""))
+
+
+@cli.command()
+@common
+@app_spec_option
+@click.argument("session_id", metavar="SESSION")
+@click.argument("answers", nargs=-1, metavar="ID=JSON...")
+@click.option(
+    "--answer", "answer_opts", multiple=True, metavar="ID=JSON", help="An answer (same as a positional ID=JSON)."
+)
+@click.option("--invocation", metavar="INV", help="The invocation the ids belong to (id or unique prefix).")
+@click.option("--dry-run", is_flag=True, help="Show what the answer would resolve and run; write nothing.")
+@operator_option
+@reason_option
+def resume(
+    session_id: str,
+    answers: tuple[str, ...],
+    answer_opts: tuple[str, ...],
+    invocation: str | None,
+    dry_run: bool,
+    operator: str | None,
+    reason: str | None,
+) -> None:
+    """Answer interrupt ids (all or some) and run what they unblock."""
+    red = _opts().redactor()  # the command's one Redactor, handed to what renders
+    opts = _opts()
+    if not answers and not answer_opts:
+        raise click.UsageError("give at least one answer: ID=JSON (or --answer ID=JSON)")
+
+    async def body() -> None:
+        from engine import operations
+
+        values = parse_answers([*answers, *answer_opts], red)
+        async with open_store(write=not dry_run) as store:
+            session = await store.get_session(session_id)
+            inv = await resolve_invocation(store, session_id, invocation) if invocation is not None else None
+            if dry_run:
+                dry = await operations.dry_run(
+                    store, session_id, values, inv, app_name=session.app_name, registry=opts.registry
+                )
+                plan, refusal = dry.plan, dry.refusal  # what the real command would say: it needs the app's code
+                if opts.json:
+                    out_json(red, {**plan.to_dict(), "changes": red.value(plan.to_dict()["changes"]), "next": dry.next_runs,
+                              "would_run": dry.would_run, "refusal": refusal})
+                else:
+                    for line in render_plan(red, plan, session_id, dry.next_runs):
+                        out(red, line)
+                if refusal is not None:
+                    fail(f"the real command would refuse (nothing would be written): {refusal}")
+                return
+            if store.read_only:
+                raise ReadOnlyError("the store is open read-only (--read-only); nothing was written")
+            # The runner validates and loads the invocation once; the steps fold its copy.
+            done = await operations.answer(
+                store, session_id, values, inv, registry=opts.registry, operator=_operator(operator), reason=reason,
+                session=session, on_step=lambda step: print_step(red, step, opts.json),
+            )
+            await finish(red, store, done, opts.json)
+
+    run(red, body(), on_interrupt=stopped_hint(session_id))
+
+
+@cli.command()
+@common
+@app_spec_option
+@click.argument("session_id", metavar="SESSION")
+@click.argument("invocation", metavar="INVOCATION")
+@click.option(
+    "--ack-in-doubt",
+    "ack_in_doubt",
+    is_flag=True,
+    help="Re-execute nodes in doubt (started, no end record: their side effects may have happened).",
+)
+@operator_option
+@reason_option
+def redrive(session_id: str, invocation: str, ack_in_doubt: bool, operator: str | None, reason: str | None) -> None:
+    """Continue a failed or interrupted invocation: completed nodes are kept, never run again.
+
+    Nodes in doubt (an interrupted run started them but recorded no end) run
+    again only with --ack-in-doubt, which the audit log records."""
+    red = _opts().redactor()  # the command's one Redactor, handed to what renders
+    opts = _opts()
+
+    async def body() -> None:
+        from engine import operations
+
+        async with open_store(write=True) as store:
+            session = await store.get_session(session_id)
+            inv = await resolve_invocation(store, session_id, invocation)
+            done = await operations.redrive(
+                store, session_id, inv, registry=opts.registry, operator=_operator(operator), reason=reason,
+                acknowledge_in_doubt=ack_in_doubt, session=session, on_step=lambda step: print_step(red, step, opts.json),
+            )
+            await finish(red, store, done, opts.json)
+
+    run(red, body(), on_interrupt=stopped_hint(session_id))
+
+
+@cli.command()
+@common
+@click.argument("session_id", metavar="SESSION")
+@click.argument("invocation", metavar="INVOCATION")
+@operator_option
+@click.option("--reason", metavar="TEXT", help="Why (required); recorded on the cancel event.")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation on a terminal.")
+def cancel(session_id: str, invocation: str, operator: str | None, reason: str | None, yes: bool) -> None:
+    """Cancel a waiting or failed invocation; its open interrupts close. Final:
+    asks first on a terminal (unless --yes), and needs a --reason, like the console."""
+    red = _opts().redactor()  # the command's one Redactor, handed to what renders
+    opts = _opts()
+
+    async def body() -> None:
+        from engine import operations
+        from engine.models import NodeStatus
+        from engine.resume import load_invocation
+
+        async with open_store(write=True) as store:
+            await store.get_session(session_id)
+            inv = await resolve_invocation(store, session_id, invocation)
+            before = await load_invocation(store, session_id, inv)
+            closed = [i.id for i in before.open_interrupts(inv)]
+            # A finished invocation or a read-only store: the engine's own refusal says why not.
+            finished = opts.read_only or before.invocation_status(inv) in (NodeStatus.COMPLETED, NodeStatus.CANCELLED)
+            if not finished and (not reason or not reason.strip()):
+                fail("a cancel needs a reason: add --reason TEXT (it is recorded with the cancel); nothing was written")
+            if not finished and not yes and interactive():
+                what = f"; it closes {len(closed)} open interrupt(s)" if closed else ""
+                if not click.confirm(clean(f"Cancel invocation {inv} of session {session_id}{what}? This is final"),
+                                     default=False):
+                    fail("not cancelled: nothing was written")
+            done = await operations.cancel(
+                store, session_id, inv, operator=_operator(operator), reason=reason, before=before
+            )
+            done.raise_error()
+        if opts.json:
+            out_json(red, {"invocation_id": inv, "status": "CANCELLED", "closed": closed, "event_id": done.written[0].id})
+        else:
+            out(red, f"cancelled invocation {inv}" + (f"; closed {', '.join(closed)}" if closed else ""))
+
+    run(red, body())

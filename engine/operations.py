@@ -1,0 +1,374 @@
+"""The operator's writes, one implementation for every surface.
+
+``hitl resume`` / ``redrive`` / ``cancel``, the console's write worker and
+(next) the browser and workers call these four functions instead of each
+orchestrating the engine's public API (:class:`~engine.runner.Runner`,
+:func:`~engine.runner.cancel_invocation`, :func:`~engine.resume.load_invocation`,
+:func:`~engine.resume.plan_resume`) on their own:
+
+* :func:`answer` -- answer interrupt ids and run what they unblock;
+* :func:`dry_run` -- what an answer would resolve and run, writing nothing;
+* :func:`redrive` -- continue a failed or interrupted invocation;
+* :func:`cancel` -- cancel an invocation for good.
+
+Each write returns an :class:`Outcome`: the events written (in order), the
+node paths that ran, the invocation before and after (projections) and, when
+asked, the session state before and after with the diff rows between them --
+or the refusal, with why nothing was written. A write never raises for an
+operator error: the exception is kept in :attr:`Outcome.error` (the CLI
+re-raises it with :meth:`Outcome.raise_error`, the console shows it). Ctrl-C
+and task cancellation are not caught.
+
+Whether something was written is never guessed: the Runner yields an event
+only after the store committed it, so ``written == []`` means the engine
+refused before its first append (its rejections say "nothing was written").
+
+The invocation is loaded once per write: the Runner hands its own copy to
+``on_loaded`` just before its first write, and that copy is
+:attr:`Outcome.before`. ``preload=True`` loads it before the write instead
+(one more read), so that a refusal still reports the status the invocation
+had; :func:`cancel` takes the projection the caller already loaded (the CLI
+loads it to ask for confirmation).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from .errors import (
+    AlreadyResolvedError,
+    ConflictError,
+    HitlError,
+    InvocationBusyError,
+    LeaseLostError,
+    WorkflowFailed,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from .apps import AppRegistry
+    from .models import Event, NodeStatus, Session
+    from .projection import Change, Projection
+    from .replay import DiffRow
+    from .resume import ResumePlan
+    from .store.base import SessionStore
+
+Kind = Literal["answer", "redrive", "cancel"]
+ErrorKind = Literal["rejected", "conflict", "failed", "interrupted"]
+
+CONFLICTS = (AlreadyResolvedError, ConflictError, InvocationBusyError, LeaseLostError)
+"""Refusals caused by another writer (reload and re-apply may succeed)."""
+
+@dataclass
+class Step:
+    """One event a write persisted, as folded into :attr:`Outcome.after`."""
+
+    event: Event
+    change: Change
+    """What the event changed (:meth:`engine.projection.Projection.apply`)."""
+    projection: Projection
+    """The invocation after the event (the same object for every step: read it now)."""
+
+
+@dataclass
+class Outcome:
+    """What one write did, or why it did nothing."""
+
+    kind: Kind
+    session_id: str
+    invocation_id: str | None
+    """The invocation written to (for an answer without one: the Runner's choice;
+    None when refused before it chose)."""
+    operator: str | None = None
+    reason: str | None = None
+    answered: list[str] = field(default_factory=list)
+    """The interrupt ids an answer sent (``[]`` for re-drive and cancel)."""
+    written: list[Event] = field(default_factory=list)
+    """The events this write appended, in order (``[]``: nothing was written)."""
+    before: Projection | None = None
+    """The invocation as the write found it (None: refused before it was loaded)."""
+    after: Projection | None = None
+    """``before`` with :attr:`written` folded in."""
+    state_before: dict[str, Any] | None = None
+    """The session state before the write (only with ``session_state=True``)."""
+    state_after: dict[str, Any] | None = None
+    rows: list[DiffRow] = field(default_factory=list)
+    """Before/after rows (:func:`engine.replay.diff`, the session state included)
+    when something was written and ``session_state=True``."""
+    error: Exception | None = None
+    """The refusal or failure, as raised by the engine."""
+    error_kind: ErrorKind | None = None
+    """``rejected`` / ``conflict`` (nothing written), ``failed`` (a node failed:
+    written, the invocation is FAILED) or ``interrupted`` (stopped mid-run)."""
+
+    @property
+    def wrote(self) -> bool:
+        return bool(self.written)
+
+    @property
+    def ran(self) -> list[str]:
+        """The node paths that started running in this write, in order."""
+        return [e.path for e in self.written if e.kind == "start" and e.path]
+
+    @property
+    def status_before(self) -> NodeStatus | None:
+        if self.before is None or self.invocation_id is None:
+            return None
+        return self.before.invocation_status(self.invocation_id)
+
+    @property
+    def status_after(self) -> NodeStatus | None:
+        if not self.written or self.after is None or self.invocation_id is None:
+            return None
+        return self.after.invocation_status(self.invocation_id)
+
+    @property
+    def still_open(self) -> list[str]:
+        """The invocation's open interrupt ids after the write."""
+        proj = self.after if self.written else self.before
+        if proj is None or self.invocation_id is None:
+            return []
+        return [i.id for i in proj.open_interrupts(self.invocation_id)]
+
+    @property
+    def refusal(self) -> str | None:
+        """Why nothing was written (one line ending "nothing was written"), or None."""
+        if self.error is None or self.written:
+            return None
+        return nothing_written(one_line(self.error))
+
+    def raise_error(self) -> None:
+        """Raise :attr:`error` if there is one (the CLI: exit 1 with its line)."""
+        if self.error is not None:
+            raise self.error
+
+
+@dataclass
+class DryRun:
+    """What an answer would do (:func:`dry_run`); nothing was written."""
+
+    plan: ResumePlan
+    next_runs: list[str] | None
+    """What the auto-completions make runnable (None: the app's code is not importable)."""
+    refusal: str | None
+    """Why the real answer would be refused here (its app's code is not registered), or None."""
+
+    @property
+    def would_run(self) -> bool:
+        return self.refusal is None
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception's message on one line (whitespace folded)."""
+    return " ".join(str(exc).split())
+
+
+def nothing_written(text: str) -> str:
+    """A refusal's line, saying that nothing was written (once)."""
+    return text if "nothing was written" in text else f"{text} -- nothing was written"
+
+
+def _registry(registry: AppRegistry | Callable[[], AppRegistry] | None) -> AppRegistry:
+    from .apps import AppRegistry
+
+    if registry is None:
+        return AppRegistry()
+    return registry if isinstance(registry, AppRegistry) else registry()
+
+
+# ----------------------------------------------------------------- the writes
+async def answer(
+    store: SessionStore,
+    session_id: str,
+    answers: dict[str, Any],
+    invocation_id: str | None = None,
+    *,
+    registry: AppRegistry | Callable[[], AppRegistry] | None = None,
+    operator: str | None = None,
+    reason: str | None = None,
+    session: Session | None = None,
+    preload: bool = False,
+    session_state: bool = False,
+    on_step: Callable[[Step], None] | None = None,
+) -> Outcome:
+    """Answer ``answers`` (``{interrupt_id: value}``) and run what they unblock.
+
+    ``registry``: the app code (or how to build it; a HitlError building it is
+    the refusal); ``session``: the session row when the caller has read it;
+    ``on_step`` is called after each persisted event."""
+    from .models import Content
+
+    outcome = Outcome("answer", session_id, invocation_id, operator, reason, answered=list(answers))
+    content = Content.from_responses(answers)
+    return await _turn(outcome, store, registry, session, preload, session_state, on_step, content=content)
+
+
+async def redrive(
+    store: SessionStore,
+    session_id: str,
+    invocation_id: str,
+    *,
+    registry: AppRegistry | Callable[[], AppRegistry] | None = None,
+    operator: str | None = None,
+    reason: str | None = None,
+    acknowledge_in_doubt: bool = False,
+    session: Session | None = None,
+    preload: bool = False,
+    session_state: bool = False,
+    on_step: Callable[[Step], None] | None = None,
+) -> Outcome:
+    """Continue a failed or interrupted invocation (completed nodes are kept;
+    nodes in doubt run again only with ``acknowledge_in_doubt``)."""
+    outcome = Outcome("redrive", session_id, invocation_id, operator, reason)
+    return await _turn(
+        outcome, store, registry, session, preload, session_state, on_step, acknowledge_in_doubt=acknowledge_in_doubt
+    )
+
+
+async def cancel(
+    store: SessionStore,
+    session_id: str,
+    invocation_id: str,
+    *,
+    operator: str | None = None,
+    reason: str | None = None,
+    before: Projection | None = None,
+    session_state: bool = False,
+    on_step: Callable[[Step], None] | None = None,
+) -> Outcome:
+    """Cancel an invocation for good (:func:`engine.runner.cancel_invocation`).
+    ``before``: the invocation as the caller loaded it (else it is loaded here)."""
+    from .resume import load_invocation
+    from .runner import cancel_invocation
+
+    outcome = Outcome("cancel", session_id, invocation_id, operator, reason)
+    try:
+        outcome.before = before if before is not None else await load_invocation(store, session_id, invocation_id)
+        if session_state:
+            outcome.state_before = dict((await store.get_session(session_id)).state)
+    except HitlError as exc:
+        return _refused(outcome, exc)
+
+    async def events() -> AsyncIterator[Event]:
+        yield await cancel_invocation(store, session_id, invocation_id, operator=operator, reason=reason)
+
+    return await _fold(outcome, store, events(), session_state, on_step)
+
+
+async def dry_run(
+    store: SessionStore,
+    session_id: str,
+    answers: dict[str, Any],
+    invocation_id: str | None = None,
+    *,
+    app_name: str,
+    registry: AppRegistry | Callable[[], AppRegistry] | None = None,
+) -> DryRun:
+    """What :func:`answer` would resolve and run (:func:`engine.resume.plan_resume`,
+    which raises what the real answer would raise), and whether it would be
+    refused for want of the app's code. Writes nothing."""
+    from .models import Content
+    from .resume import next_runs, plan_resume
+
+    plan = await plan_resume(store, session_id, Content.from_responses(answers), invocation_id)
+    try:
+        root = _registry(registry).get(app_name)
+    except HitlError as exc:
+        return DryRun(plan, None, one_line(exc))
+    following = next_runs(plan, plan.after, root) if plan.after is not None else None
+    return DryRun(plan, following, None)
+
+
+# ----------------------------------------------------------------- internals
+def _refused(outcome: Outcome, exc: Exception) -> Outcome:
+    outcome.error = exc
+    outcome.error_kind = "conflict" if isinstance(exc, CONFLICTS) else "rejected"
+    return outcome
+
+
+async def _turn(
+    outcome: Outcome,
+    store: SessionStore,
+    registry: AppRegistry | Callable[[], AppRegistry] | None,
+    session: Session | None,
+    preload: bool,
+    session_state: bool,
+    on_step: Callable[[Step], None] | None,
+    *,
+    content: Any = None,
+    acknowledge_in_doubt: bool = False,
+) -> Outcome:
+    """An answer or a re-drive: one Runner turn, folded event by event."""
+    from .resume import load_invocation
+
+    sid, inv = outcome.session_id, outcome.invocation_id
+    try:
+        if preload and inv is not None:
+            outcome.before = await load_invocation(store, sid, inv)
+        if session is None or session_state:
+            session = await store.get_session(sid)
+        if session_state:
+            outcome.state_before = dict(session.state)
+    except HitlError as exc:
+        return _refused(outcome, exc)
+
+    def loaded(inv_id: str, proj: Projection) -> None:
+        outcome.invocation_id = inv_id
+        if outcome.before is None:
+            outcome.before = proj
+
+    async def events() -> AsyncIterator[Event]:
+        runner = _registry(registry).runner(session.app_name, store)
+        kw: dict[str, Any] = {"operator": outcome.operator, "reason": outcome.reason, "on_loaded": loaded}
+        if content is None:
+            kw["acknowledge_in_doubt"] = acknowledge_in_doubt
+        async for event in runner.run(session.user_id, sid, content, inv, **kw):
+            yield event
+
+    return await _fold(outcome, store, events(), session_state, on_step)
+
+
+async def _fold(
+    outcome: Outcome,
+    store: SessionStore,
+    events: AsyncIterator[Event],
+    session_state: bool,
+    on_step: Callable[[Step], None] | None,
+) -> Outcome:
+    try:
+        async for event in events:
+            if outcome.after is None:
+                assert outcome.before is not None, "the Runner calls on_loaded before its first write"
+                outcome.after = outcome.before.fork()
+            outcome.written.append(event)
+            change = outcome.after.apply(event)
+            if on_step is not None:
+                on_step(Step(event, change, outcome.after))
+    except WorkflowFailed as exc:
+        outcome.error, outcome.error_kind = exc, "failed"
+    except Exception as exc:  # noqa: BLE001 -- every failure is the outcome's, told to the operator in one line
+        if not outcome.written:
+            return _refused(outcome, exc)
+        outcome.error, outcome.error_kind = exc, "interrupted"
+    if outcome.written and session_state:
+        await _session_rows(outcome, store)
+    return outcome
+
+
+async def _session_rows(outcome: Outcome, store: SessionStore) -> None:
+    """The session state after the write and the before/after diff rows."""
+    from .replay import diff
+
+    before, after = outcome.before, outcome.after
+    assert before is not None and after is not None
+    try:
+        outcome.state_after = dict((await store.get_session(outcome.session_id)).state)
+    except HitlError:
+        outcome.state_after = dict(after.state)
+    if outcome.state_before is not None:
+        before.state = outcome.state_before
+    after.state = outcome.state_after
+    outcome.rows = diff(before, after)

@@ -1,0 +1,346 @@
+"""The store's connection pool, its opening and schema migration, and how a unit of work runs."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from functools import partial
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import asyncpg
+from pydantic import ValidationError
+
+from ...errors import HitlError, ReadOnlyError, SchemaUpgradeNeeded, SessionNotFoundError, StoreError
+
+# Row converters, cursors and the event preparation are the SQLite store's: one
+# definition of each, whatever the backend.
+from ..sqlite import _Prepared
+from .errors import _CONNECTION_ERRORS, ConnectionLostError, _connect_error, _newer_schema_error, _translate
+from .listen import Listener
+from .schema import _LOCK_KEY, _MIGRATIONS, SCHEMA_VERSION
+from .statements import _keep_session, _seq_of_event
+from .urls import _split_schema, mask_url
+
+if TYPE_CHECKING:
+    from .store import PostgresStore
+
+
+T = TypeVar("T")
+
+
+_RETRIES = 5
+
+
+class _Opener:
+    """What :meth:`PostgresStore.open` returns: awaitable, and an async context manager."""
+
+    def __init__(self, cls: type[PostgresStore], **kwargs: Any) -> None:
+        self._cls = cls
+        self._kwargs = kwargs
+        self._store: PostgresStore | None = None
+
+    def __await__(self):  # type: ignore[no-untyped-def]
+        return self._cls._open(**self._kwargs).__await__()
+
+    async def __aenter__(self) -> PostgresStore:
+        self._store = await self._cls._open(**self._kwargs)
+        return self._store
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._store is not None:
+            await self._store.close()
+
+
+class _Core:
+    """The pool: opening, migrating, closing, and running a unit of work on a connection."""
+
+    def __init__(
+        self, pool: asyncpg.Pool, url: str, schema: str | None, *, read_only: bool, busy_timeout: float
+    ) -> None:
+        self._pool: asyncpg.Pool | None = pool
+        self._url = url
+        self.schema = schema
+        """The PostgreSQL schema of the tables (None: the connection's default, ``public``)."""
+        self.read_only = read_only
+        self.busy_timeout = busy_timeout
+        """Seconds a statement waits for a row lock held by another session before failing."""
+        self.migrated_from: int | None = None
+        """The schema version found when a writer opened the store (before migrating)."""
+        self.retries = 0
+        """Units of work redone after a serialisation failure or deadlock (for tests and benchmarks)."""
+        self._connect_args: dict[str, Any] = {}
+
+    @property
+    def url(self) -> str:
+        """The store's URL with any password masked: what every message shows."""
+        return mask_url(self._url)
+
+    @classmethod
+    def open(
+        cls,
+        url: str,
+        *,
+        read_only: bool = False,
+        busy_timeout: float = 5.0,
+        statement_timeout: float | None = None,
+        min_size: int = 1,
+        max_size: int = 10,
+        migrate: bool = True,
+        password: str | None = None,
+    ) -> _Opener:
+        """Connect to ``url`` (``postgresql://user@host:port/db?sslmode=...&schema=...``;
+        the password from the URL, ``PGPASSWORD`` or ``~/.pgpass``/``PGPASSFILE``,
+        TLS options as libpq's). A writer creates or upgrades the schema
+        (``migrate=False`` leaves it, for ``hitl migrate`` to report first); a
+        reader requires the current one. Raises StoreError with the masked URL."""
+        return _Opener(
+            cls,  # type: ignore[arg-type]
+            url=url,
+            read_only=read_only,
+            busy_timeout=busy_timeout,
+            statement_timeout=statement_timeout,
+            min_size=min_size,
+            max_size=max_size,
+            migrate=migrate,
+            password=password,
+        )
+
+    @classmethod
+    async def _open(
+        cls,
+        *,
+        url: str,
+        read_only: bool,
+        busy_timeout: float,
+        statement_timeout: float | None,
+        min_size: int,
+        max_size: int,
+        migrate: bool,
+        password: str | None = None,
+    ) -> PostgresStore:
+        dsn, schema = _split_schema(url)
+        where = mask_url(url)
+        settings = {"lock_timeout": str(int(busy_timeout * 1000)), "application_name": "hitl-console"}
+        if statement_timeout is not None:
+            settings["statement_timeout"] = str(int(statement_timeout * 1000))
+        if read_only:
+            settings["default_transaction_read_only"] = "on"
+        if schema is not None:
+            settings["search_path"] = schema
+        if not read_only and schema is not None:
+            try:
+                conn = await asyncpg.connect(
+                    dsn, password=password, server_settings={"application_name": "hitl-console"}
+                )
+            except (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
+                raise _connect_error(e, where) from None
+            try:
+                await conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+            except asyncpg.UniqueViolationError:
+                pass  # created concurrently by another writer
+            except asyncpg.PostgresError as e:
+                raise _translate(e, where, busy_timeout) from None
+            finally:
+                await conn.close()
+        try:
+            pool = await asyncpg.create_pool(
+                dsn,
+                password=password,
+                min_size=min_size,
+                max_size=max_size,
+                server_settings=settings,
+                reset=_keep_session,
+            )
+        except (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
+            raise _connect_error(e, where) from None
+        store = cls(pool, url, schema, read_only=read_only, busy_timeout=busy_timeout)
+        store._connect_args = {"dsn": dsn, "password": password, "server_settings": settings}
+        try:
+            version = await store.schema_version()
+            if version > SCHEMA_VERSION:
+                raise _newer_schema_error(where, version)
+            if version < SCHEMA_VERSION:
+                if read_only:
+                    if version == 0:
+                        raise StoreError(
+                            f"{where} has no hitl-console store yet; open it without --read-only to create one"
+                        )
+                    raise SchemaUpgradeNeeded(
+                        f"the store {where} has schema version {version}, older than this hitl-console's "
+                        f"{SCHEMA_VERSION}; run `hitl migrate` (or open it once without --read-only)"
+                    )
+                if migrate:
+                    await store.migrate()
+        except BaseException:
+            await store.close()
+            raise
+        return store
+
+    async def schema_version(self) -> int:
+        """The schema version in the database (0: no hitl-console tables yet)."""
+
+        async def fn(conn: asyncpg.Connection) -> int:
+            # One statement when the store exists (every open of one: a round trip less);
+            # only a database without our table asks whether it holds someone else's.
+            try:
+                return int(await conn.fetchval("SELECT max(version) FROM hitl_schema") or 0)
+            except asyncpg.UndefinedTableError:
+                pass
+            if await conn.fetchval("SELECT to_regclass('sessions') IS NOT NULL"):
+                raise StoreError(
+                    f"{self.url} has a 'sessions' table that is not a hitl-console store's; "
+                    "use another database or add ?schema=NAME to the URL"
+                )
+            return 0
+
+        return await self._run(fn)
+
+    async def migrate(self) -> tuple[int, int]:
+        """Run the pending migrations in one transaction; returns (version before, after).
+        A newer schema is refused untouched (StoreError)."""
+        self._check_writable()
+
+        async def fn(conn: asyncpg.Connection) -> tuple[int, int]:
+            async with conn.transaction():
+                await conn.execute("SELECT pg_advisory_xact_lock($1)", _LOCK_KEY)
+                await conn.execute("CREATE TABLE IF NOT EXISTS hitl_schema (version integer NOT NULL)")
+                version = int(await conn.fetchval("SELECT coalesce(max(version), 0) FROM hitl_schema"))
+                if version > SCHEMA_VERSION:
+                    raise _newer_schema_error(self.url, version)
+                for n, statements in enumerate(_MIGRATIONS[version:], start=version + 1):
+                    try:
+                        for stmt in statements:
+                            await conn.execute(stmt)
+                    except asyncpg.PostgresError as e:
+                        raise StoreError(
+                            f"upgrading {self.url} to schema version {n} failed ({type(e).__name__}: {e}); "
+                            f"the store was left at version {version}"
+                        ) from None
+                if version < SCHEMA_VERSION:
+                    await conn.execute("DELETE FROM hitl_schema")
+                    await conn.execute("INSERT INTO hitl_schema (version) VALUES ($1)", SCHEMA_VERSION)
+                return version, SCHEMA_VERSION
+
+        before, after = await self._run(fn)
+        if self.migrated_from is None:
+            self.migrated_from = before
+        return before, after
+
+    async def __aenter__(self) -> PostgresStore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Close the pool (idempotent); later calls raise StoreError."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            try:
+                await asyncio.wait_for(pool.close(), timeout=5)
+            except (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
+                pool.terminate()
+
+    def __repr__(self) -> str:
+        mode = "ro" if self.read_only else "rw"
+        return f"<PostgresStore {self.url!r} {mode}{' closed' if self._pool is None else ''}>"
+
+    async def notifications(self, callback: Callable[[str | None, int | None], None]) -> Listener:
+        """Call ``callback(session_id, seq)`` (on this event loop) for every append
+        committed by anyone, from a dedicated LISTEN connection. After that
+        connection was lost and re-made, ``callback(None, None)``: notifications
+        may have been missed meanwhile, so re-read from the last seq seen. Close
+        the returned :class:`Listener` when done."""
+        listener = Listener(self._connect_args, callback, self.url)
+        await listener.start()
+        return listener
+
+    async def _run(
+        self, fn: Callable[[asyncpg.Connection], Awaitable[T]], *, retry: bool = True, reconnect: bool = True
+    ) -> T:
+        """``fn(conn)`` on a pooled connection; server errors become HitlErrors.
+        Serialisation failures and deadlocks are retried (``fn`` is one transaction,
+        rolled back by the server). So is a lost connection (a restarted server, a
+        pooled connection that died) when ``reconnect``: callers whose ``fn`` may have
+        committed before the connection broke pass False and decide themselves."""
+        for attempt in range(_RETRIES):
+            if self._pool is None:
+                raise StoreError(f"the store {self.url} is closed")
+            try:
+                async with self._pool.acquire() as conn:
+                    return await fn(conn)
+            except ConnectionLostError:
+                raise
+            except HitlError:
+                raise
+            except _CONNECTION_ERRORS as e:
+                if not reconnect or attempt == _RETRIES - 1:
+                    raise _translate(e, self.url, self.busy_timeout) from None
+                self.retries += 1
+                await asyncio.sleep(0.05 * (2**attempt))
+            except asyncpg.PostgresError as e:
+                if e.sqlstate and (e.sqlstate.startswith("08") or e.sqlstate in ("57P01", "57P02", "57P03")):
+                    if not reconnect or attempt == _RETRIES - 1:
+                        raise _translate(e, self.url, self.busy_timeout) from None
+                    self.retries += 1
+                    await asyncio.sleep(0.05 * (2**attempt))
+                    continue
+                if isinstance(e, (asyncpg.SerializationError, asyncpg.DeadlockDetectedError)):
+                    if not retry or attempt == _RETRIES - 1:
+                        raise _translate(e, self.url, self.busy_timeout) from None
+                    self.retries += 1
+                    await asyncio.sleep(0.01 * (2**attempt))
+                    continue
+                raise _translate(e, self.url, self.busy_timeout) from None
+            except (json.JSONDecodeError, ValidationError) as e:
+                detail = " ".join(str(e).split())[:200]
+                raise StoreError(
+                    f"a row of {self.url} is corrupted ({type(e).__name__}: {detail}); "
+                    "export the readable sessions and repair the row"
+                ) from e
+        raise AssertionError("unreachable")
+
+    def _check_writable(self) -> None:
+        if self.read_only:
+            raise ReadOnlyError(
+                f"the store {self.url} is open read-only; nothing was written (open it without --read-only)"
+            )
+
+    async def _write_batch(
+        self, fn: Callable[[asyncpg.Connection], Awaitable[T]], session_id: str, prepared: list[_Prepared]
+    ) -> tuple[T, None] | tuple[None, int]:
+        """Run ``fn``, a statement that appends ``prepared`` (all or none), and return
+        ``(its result, None)``. When the connection breaks, the first event's id
+        says whether it committed: then ``(None, the batch's last seq)``, else it
+        is run again (nothing of it was written)."""
+        for _ in range(_RETRIES):
+            try:
+                return await self._run(fn, reconnect=False), None
+            except ConnectionLostError:
+                found = await self._run(partial(_seq_of_event, session_id=session_id, event_id=prepared[0].event_id))
+                if found is not None:
+                    return None, found + len(prepared) - 1
+                self.retries += 1
+        raise ConnectionLostError(f"lost the connection to {self.url} again and again; the events were not stored")
+
+    async def _require_session(self, conn: asyncpg.Connection, session_id: str) -> None:
+        if await conn.fetchval("SELECT 1 FROM sessions WHERE id = $1", session_id) is None:
+            raise SessionNotFoundError(session_id)
+
+    async def _session_rows(self, sql: str, session_id: str, from_row: Callable[[Any], T], *args: Any) -> list[T]:
+        """A session's rows of a derived table in one statement: ``sql`` selects
+        ``FROM sessions s LEFT JOIN ...`` with ``s.id = $1``, so no row means no
+        session (SessionNotFoundError) and one row of NULLs means none."""
+
+        async def fn(conn: asyncpg.Connection) -> list[T]:
+            rows = await conn.fetch(sql, session_id, *args)
+            if not rows:
+                raise SessionNotFoundError(session_id)
+            return [from_row(r) for r in rows if r[0] is not None]
+
+        return await self._run(fn)
+
+    async def checkpoint(self) -> None:
+        """Nothing to do on a server (the file stores fold their journal here)."""
+        self._check_writable()

@@ -1,0 +1,358 @@
+"""The schema: the migrations, and the server-side append functions they create."""
+
+from __future__ import annotations
+
+NOTIFY_CHANNEL = "hitl_events"
+"""Every append notifies this channel with ``{"s": session_id, "q": seq}``."""
+
+
+_LOCK_KEY = 0x48495443
+"""Advisory lock taken while migrating ("HITC", like SQLite's application_id)."""
+
+
+_APPEND_FN = r"""
+CREATE OR REPLACE FUNCTION hitl_append(
+    p_session text, p_expected bigint, p_lease text, p_now double precision,
+    p_json text, p_event_id text, p_inv text, p_ts double precision, p_path text, p_kind text,
+    p_delta jsonb, p_open_ids text[], p_open_paths text[], p_open_names text[], p_open_args text[],
+    p_resolved text[], p_cancel boolean, p_inv_status text, p_new_msg text,
+    p_audit_action text, p_audit_operator text, p_audit_reason text, p_audit_details text
+) RETURNS bigint LANGUAGE plpgsql AS $fn$
+DECLARE
+    s record;
+    v_seq bigint;
+    v_holder text;
+    v_bad text[];
+    v_new boolean;
+    v_status text;
+    v_open integer;
+    v_oldest double precision;
+    v_updated double precision;
+    v_ninv integer;
+BEGIN
+    SELECT app_name, user_id, last_seq, updated_at, status, open_interrupts, oldest_open_at, invocation_count
+      INTO s FROM sessions WHERE id = p_session FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'HT404', MESSAGE = p_session;
+    END IF;
+    IF p_expected IS NOT NULL AND p_expected <> s.last_seq THEN
+        RAISE EXCEPTION USING ERRCODE = 'HT409', MESSAGE = s.last_seq::text;
+    END IF;
+    IF p_lease IS NOT NULL THEN
+        SELECT owner INTO v_holder FROM leases
+         WHERE session_id = p_session AND invocation_id = p_inv FOR SHARE;
+        IF v_holder IS DISTINCT FROM p_lease THEN
+            RAISE EXCEPTION USING ERRCODE = 'HT423', MESSAGE = coalesce(v_holder, ''),
+                DETAIL = CASE WHEN v_holder IS NULL THEN 'none' ELSE 'held' END;
+        END IF;
+    END IF;
+    IF cardinality(p_resolved) > 0 THEN
+        SELECT array_agg(u.r ORDER BY u.o) INTO v_bad FROM unnest(p_resolved) WITH ORDINALITY AS u(r, o)
+         WHERE NOT EXISTS (SELECT 1 FROM interrupts i WHERE i.session_id = p_session
+                           AND i.invocation_id = p_inv AND i.interrupt_id = u.r AND i.status = 'open');
+        IF v_bad IS NOT NULL THEN
+            RAISE EXCEPTION USING ERRCODE = 'HT410', MESSAGE = array_to_json(v_bad)::text;
+        END IF;
+    END IF;
+    v_seq := s.last_seq + 1;
+    INSERT INTO events (session_id, seq, invocation_id, event_id, timestamp, path, kind, json)
+        VALUES (p_session, v_seq, p_inv, p_event_id, p_ts, p_path, p_kind, p_json);
+    IF cardinality(p_open_ids) > 0 THEN
+        INSERT INTO interrupts (session_id, invocation_id, interrupt_id, path, event_id, name, args,
+                                raised_seq, raised_at, status, resolved_by, resolved_seq, app_name, user_id)
+        SELECT p_session, p_inv, o.iid, o.ipath, p_event_id, o.iname, o.iargs, v_seq, p_ts, 'open', NULL, NULL,
+               s.app_name, s.user_id
+          FROM unnest(p_open_ids, p_open_paths, p_open_names, p_open_args) AS o(iid, ipath, iname, iargs)
+        ON CONFLICT (session_id, invocation_id, interrupt_id) DO UPDATE SET
+            path = excluded.path, event_id = excluded.event_id, name = excluded.name, args = excluded.args,
+            raised_seq = excluded.raised_seq, raised_at = excluded.raised_at, status = 'open',
+            resolved_by = NULL, resolved_seq = NULL;
+    END IF;
+    IF cardinality(p_resolved) > 0 THEN
+        UPDATE interrupts SET status = 'resolved', resolved_by = p_event_id, resolved_seq = v_seq
+         WHERE session_id = p_session AND invocation_id = p_inv AND interrupt_id = ANY(p_resolved);
+    END IF;
+    IF p_cancel THEN
+        UPDATE interrupts SET status = 'cancelled', resolved_seq = v_seq
+         WHERE session_id = p_session AND invocation_id = p_inv AND status = 'open';
+    END IF;
+    IF p_inv_status IS NULL THEN
+        UPDATE invocations SET updated_at = p_ts WHERE session_id = p_session AND invocation_id = p_inv;
+    ELSE
+        UPDATE invocations SET status = p_inv_status, updated_at = p_ts
+         WHERE session_id = p_session AND invocation_id = p_inv;
+    END IF;
+    v_new := NOT FOUND;
+    v_ninv := s.invocation_count;
+    IF v_new THEN
+        INSERT INTO invocations (session_id, invocation_id, status, started_seq, started_at, updated_at, message)
+            VALUES (p_session, p_inv, coalesce(p_inv_status, 'running'), v_seq, p_ts, p_ts, coalesce(p_new_msg, ''));
+        v_ninv := v_ninv + 1;
+    END IF;
+    v_status := s.status;
+    IF v_new OR p_inv_status IS NOT NULL THEN
+        -- engine.store.base.session_status, restated
+        SELECT CASE WHEN bool_or(status = 'running') THEN 'running'
+                    WHEN bool_or(status = 'waiting') THEN 'waiting'
+                    WHEN bool_or(status = 'failed') THEN 'failed'
+                    WHEN count(*) = 0 THEN 'new'
+                    WHEN bool_or(status = 'completed') THEN 'completed'
+                    ELSE 'cancelled' END
+          INTO v_status FROM invocations WHERE session_id = p_session;
+    END IF;
+    v_open := s.open_interrupts;
+    v_oldest := s.oldest_open_at;
+    IF cardinality(p_open_ids) > 0 OR cardinality(p_resolved) > 0 OR p_cancel THEN
+        SELECT count(*), min(raised_at) INTO v_open, v_oldest
+          FROM interrupts WHERE session_id = p_session AND status = 'open';
+    END IF;
+    -- updated_at moves at most once a second unless the status changed (as in SQLite)
+    v_updated := s.updated_at;
+    IF v_status IS DISTINCT FROM s.status OR greatest(p_now, s.updated_at) - s.updated_at >= 1.0 THEN
+        v_updated := greatest(p_now, s.updated_at);
+    END IF;
+    IF p_audit_action IS NOT NULL THEN
+        INSERT INTO audit (at, action, operator, reason, session_id, invocation_id, seq, event_id, details)
+            VALUES (p_ts, p_audit_action, p_audit_operator, p_audit_reason, p_session, p_inv, v_seq, p_event_id,
+                    p_audit_details);
+    END IF;
+    UPDATE sessions SET last_seq = v_seq, last_event_at = p_ts, event_count = v_seq, status = v_status,
+           updated_at = v_updated, open_interrupts = v_open, oldest_open_at = v_oldest,
+           invocation_count = v_ninv,
+           state = CASE WHEN p_delta IS NULL THEN state ELSE state || p_delta END
+     WHERE id = p_session;
+    PERFORM pg_notify('hitl_events', json_build_object('s', p_session, 'q', v_seq)::text);
+    RETURN v_seq;
+END
+$fn$
+"""
+
+
+_APPEND_MANY_FN = r"""
+CREATE OR REPLACE FUNCTION hitl_append_many(
+    p_session text, p_expected bigint, p_lease text, p_now double precision,
+    p_json text[], p_event_id text[], p_inv text[], p_ts double precision[], p_path text[], p_kind text[],
+    p_delta jsonb[], p_opened jsonb[], p_resolved jsonb[], p_cancel boolean[], p_inv_status text[],
+    p_new_msg text[], p_audit_action text[], p_audit_operator text[], p_audit_reason text[], p_audit_details text[]
+) RETURNS bigint LANGUAGE plpgsql AS $fn$
+-- Several appends in ONE statement (hence one transaction and one round trip):
+-- hitl_append once per element, in order; the first checks p_expected. Element i
+-- of p_opened is a JSON array of [interrupt_id, path, name, args JSON]; of
+-- p_resolved, a JSON array of interrupt ids. Returns the last seq written.
+DECLARE
+    v_seq bigint;
+BEGIN
+    FOR i IN 1 .. coalesce(cardinality(p_json), 0) LOOP
+        v_seq := hitl_append(
+            p_session, CASE WHEN i = 1 THEN p_expected END, p_lease, p_now,
+            p_json[i], p_event_id[i], p_inv[i], p_ts[i], p_path[i], p_kind[i], p_delta[i],
+            ARRAY(SELECT o->>0 FROM jsonb_array_elements(p_opened[i]) WITH ORDINALITY AS x(o, n) ORDER BY n),
+            ARRAY(SELECT o->>1 FROM jsonb_array_elements(p_opened[i]) WITH ORDINALITY AS x(o, n) ORDER BY n),
+            ARRAY(SELECT o->>2 FROM jsonb_array_elements(p_opened[i]) WITH ORDINALITY AS x(o, n) ORDER BY n),
+            ARRAY(SELECT o->>3 FROM jsonb_array_elements(p_opened[i]) WITH ORDINALITY AS x(o, n) ORDER BY n),
+            ARRAY(SELECT r FROM jsonb_array_elements_text(p_resolved[i]) WITH ORDINALITY AS x(r, n) ORDER BY n),
+            p_cancel[i], p_inv_status[i], p_new_msg[i],
+            p_audit_action[i], p_audit_operator[i], p_audit_reason[i], p_audit_details[i]);
+    END LOOP;
+    RETURN v_seq;
+END
+$fn$
+"""
+
+
+_TURN_FNS = [
+    r"""
+CREATE OR REPLACE FUNCTION hitl_acquire_append(
+    p_inv_lease text, p_owner text, p_expires double precision, p_after bigint,
+    p_session text, p_expected bigint, p_now double precision,
+    p_json text[], p_event_id text[], p_inv text[], p_ts double precision[], p_path text[], p_kind text[],
+    p_delta jsonb[], p_opened jsonb[], p_resolved jsonb[], p_cancel boolean[], p_inv_status text[],
+    p_new_msg text[], p_audit_action text[], p_audit_operator text[], p_audit_reason text[], p_audit_details text[],
+    OUT o_acquired double precision, OUT o_last bigint, OUT o_state text
+) LANGUAGE plpgsql AS $fn$
+-- A turn's first write in ONE statement (acquire_and_append): take the lease of
+-- invocation p_inv_lease for p_owner as acquire_lease does (no stealing; HT503
+-- with the holder's row when another owner's has not expired), refuse (HT412)
+-- when the invocation has an event after p_after, append through
+-- hitl_append_many fenced by the lease just taken, and return the lease's
+-- acquired_at, the last seq and the session's state after the events.
+DECLARE
+    v_held record;
+    v_last bigint;
+BEGIN
+    PERFORM 1 FROM sessions WHERE id = p_session FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'HT404', MESSAGE = p_session;
+    END IF;
+    INSERT INTO leases (session_id, invocation_id, owner, acquired_at, renewed_at, expires_at)
+        VALUES (p_session, p_inv_lease, p_owner, p_now, p_now, p_expires)
+    ON CONFLICT (session_id, invocation_id) DO UPDATE SET owner = excluded.owner,
+        acquired_at = CASE WHEN leases.owner = excluded.owner THEN leases.acquired_at ELSE excluded.acquired_at END,
+        renewed_at = excluded.renewed_at, expires_at = excluded.expires_at
+      WHERE leases.owner = excluded.owner OR leases.expires_at <= p_now
+    RETURNING acquired_at INTO o_acquired;
+    IF o_acquired IS NULL THEN
+        -- ON CONFLICT locked the holder's row even though it did not update it
+        SELECT owner, acquired_at, renewed_at, expires_at INTO v_held FROM leases
+         WHERE session_id = p_session AND invocation_id = p_inv_lease;
+        RAISE EXCEPTION USING ERRCODE = 'HT503', MESSAGE = v_held.owner,
+            DETAIL = json_build_array(v_held.acquired_at, v_held.renewed_at, v_held.expires_at)::text;
+    END IF;
+    IF p_after IS NOT NULL THEN
+        SELECT seq INTO v_last FROM events WHERE session_id = p_session AND invocation_id = p_inv_lease
+         ORDER BY seq DESC LIMIT 1;
+        IF v_last > p_after THEN
+            RAISE EXCEPTION USING ERRCODE = 'HT412', MESSAGE = v_last::text;
+        END IF;
+    END IF;
+    o_last := hitl_append_many(
+        p_session, p_expected, p_owner, p_now, p_json, p_event_id, p_inv, p_ts, p_path, p_kind, p_delta,
+        p_opened, p_resolved, p_cancel, p_inv_status, p_new_msg, p_audit_action, p_audit_operator,
+        p_audit_reason, p_audit_details);
+    SELECT state::text INTO o_state FROM sessions WHERE id = p_session;
+END
+$fn$
+""",
+    r"""
+CREATE OR REPLACE FUNCTION hitl_append_release(
+    p_inv_lease text, p_snap_seq bigint, p_snap_data text,
+    p_session text, p_expected bigint, p_lease text, p_now double precision,
+    p_json text[], p_event_id text[], p_inv text[], p_ts double precision[], p_path text[], p_kind text[],
+    p_delta jsonb[], p_opened jsonb[], p_resolved jsonb[], p_cancel boolean[], p_inv_status text[],
+    p_new_msg text[], p_audit_action text[], p_audit_operator text[], p_audit_reason text[], p_audit_details text[]
+) RETURNS bigint LANGUAGE plpgsql AS $fn$
+-- A turn's last write in ONE statement (append_and_release): the events fenced
+-- by p_lease's lease (hitl_append_many), the turn's snapshot (never replacing a
+-- newer one), and the release of the lease. Returns the last seq written.
+DECLARE
+    v_seq bigint;
+BEGIN
+    v_seq := hitl_append_many(
+        p_session, p_expected, p_lease, p_now, p_json, p_event_id, p_inv, p_ts, p_path, p_kind, p_delta,
+        p_opened, p_resolved, p_cancel, p_inv_status, p_new_msg, p_audit_action, p_audit_operator,
+        p_audit_reason, p_audit_details);
+    IF p_snap_seq IS NOT NULL THEN
+        INSERT INTO snapshots (session_id, invocation_id, seq, data) VALUES (p_session, p_inv_lease, p_snap_seq, p_snap_data)
+        ON CONFLICT (session_id, invocation_id) DO UPDATE SET seq = excluded.seq, data = excluded.data
+         WHERE excluded.seq >= snapshots.seq;
+    END IF;
+    DELETE FROM leases WHERE session_id = p_session AND invocation_id = p_inv_lease AND owner = p_lease;
+    RETURN v_seq;
+END
+$fn$
+""",
+]
+
+
+_MIGRATIONS: list[list[str]] = [
+    # v0 -> v1: the whole schema of SQLite's version 4, and the append function.
+    [
+        """CREATE TABLE sessions (
+            id text PRIMARY KEY,
+            app_name text NOT NULL,
+            user_id text NOT NULL,
+            state jsonb NOT NULL DEFAULT '{}',
+            created_at double precision NOT NULL,
+            updated_at double precision NOT NULL,
+            last_seq bigint NOT NULL DEFAULT 0,
+            status text NOT NULL DEFAULT 'new',
+            open_interrupts integer NOT NULL DEFAULT 0,
+            oldest_open_at double precision,
+            last_event_at double precision,
+            event_count bigint NOT NULL DEFAULT 0,
+            invocation_count integer NOT NULL DEFAULT 0
+        )""",
+        "CREATE INDEX sessions_by_updated ON sessions(updated_at DESC, id)",
+        "CREATE INDEX sessions_by_status ON sessions(status, updated_at DESC, id)",
+        "CREATE INDEX sessions_by_app ON sessions(app_name, updated_at DESC, id)",
+        "CREATE INDEX sessions_by_user ON sessions(user_id, updated_at DESC, id)",
+        "CREATE INDEX sessions_by_oldest_open ON sessions(oldest_open_at, id) WHERE oldest_open_at IS NOT NULL",
+        """CREATE TABLE events (
+            session_id text NOT NULL REFERENCES sessions(id),
+            seq bigint NOT NULL,
+            invocation_id text NOT NULL,
+            event_id text NOT NULL,
+            timestamp double precision NOT NULL,
+            path text,
+            kind text NOT NULL,
+            json text NOT NULL,
+            PRIMARY KEY (session_id, seq)
+        )""",
+        "CREATE INDEX events_by_invocation ON events(session_id, invocation_id, seq)",
+        """CREATE TABLE invocations (
+            session_id text NOT NULL REFERENCES sessions(id),
+            invocation_id text NOT NULL,
+            status text NOT NULL,
+            started_seq bigint NOT NULL,
+            started_at double precision NOT NULL,
+            updated_at double precision NOT NULL,
+            message text NOT NULL DEFAULT '',
+            PRIMARY KEY (session_id, invocation_id)
+        )""",
+        """CREATE TABLE interrupts (
+            session_id text NOT NULL REFERENCES sessions(id),
+            invocation_id text NOT NULL,
+            interrupt_id text NOT NULL,
+            path text NOT NULL,
+            event_id text NOT NULL,
+            name text NOT NULL,
+            args text NOT NULL DEFAULT '{}',
+            raised_seq bigint NOT NULL,
+            raised_at double precision NOT NULL,
+            status text NOT NULL DEFAULT 'open',
+            resolved_by text,
+            resolved_seq bigint,
+            app_name text NOT NULL,
+            user_id text NOT NULL,
+            PRIMARY KEY (session_id, invocation_id, interrupt_id)
+        )""",
+        "CREATE INDEX interrupts_by_id ON interrupts(session_id, interrupt_id)",
+        """CREATE INDEX interrupts_inbox ON interrupts(raised_at, session_id, raised_seq, interrupt_id)
+            WHERE status = 'open'""",
+        """CREATE INDEX interrupts_inbox_by_app
+            ON interrupts(app_name, raised_at, session_id, raised_seq, interrupt_id) WHERE status = 'open'""",
+        """CREATE INDEX interrupts_open_by_session
+            ON interrupts(session_id, raised_at, raised_seq, interrupt_id) WHERE status = 'open'""",
+        """CREATE TABLE snapshots (
+            session_id text NOT NULL REFERENCES sessions(id),
+            invocation_id text NOT NULL,
+            seq bigint NOT NULL,
+            data text NOT NULL,
+            PRIMARY KEY (session_id, invocation_id)
+        )""",
+        """CREATE TABLE leases (
+            session_id text NOT NULL REFERENCES sessions(id),
+            invocation_id text NOT NULL,
+            owner text NOT NULL,
+            acquired_at double precision NOT NULL,
+            renewed_at double precision NOT NULL,
+            expires_at double precision NOT NULL,
+            PRIMARY KEY (session_id, invocation_id)
+        )""",
+        """CREATE TABLE audit (
+            id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            at double precision NOT NULL,
+            action text NOT NULL,
+            operator text,
+            reason text,
+            session_id text NOT NULL,
+            invocation_id text,
+            seq bigint,
+            event_id text,
+            details text NOT NULL DEFAULT '{}'
+        )""",
+        "CREATE INDEX audit_by_time ON audit(at, id)",
+        "CREATE INDEX audit_by_operator ON audit(operator, at, id)",
+        "CREATE INDEX audit_by_session ON audit(session_id, at, id)",
+        _APPEND_FN,
+    ],
+    # v1 -> v2: several appends in one statement (append_events: one round trip).
+    [_APPEND_MANY_FN],
+    # v2 -> v3: a turn's first and last writes, one statement each (acquire_and_append, append_and_release).
+    _TURN_FNS,
+]
+"""``_MIGRATIONS[i]`` upgrades schema version ``i`` to ``i + 1`` (statements run in
+one transaction). Append only; never edit a released one."""
+
+
+SCHEMA_VERSION = len(_MIGRATIONS)

@@ -1,0 +1,146 @@
+"""Statements and argument builders shared by the store's readers and writers."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import asyncpg
+from pydantic_core import to_json
+
+from ...models import Event, StoredEvent
+
+# Row converters, cursors and the event preparation are the SQLite store's: one
+# definition of each, whatever the backend.
+from ..sqlite import _SESSION_COLS, _Prepared
+
+_PUT_SNAPSHOT_SQL = (
+    "INSERT INTO snapshots (session_id, invocation_id, seq, data) VALUES ($1, $2, $3, $4)"
+    " ON CONFLICT (session_id, invocation_id) DO UPDATE SET seq = excluded.seq, data = excluded.data"
+    " WHERE excluded.seq >= snapshots.seq"
+)
+"""A snapshot is replaced only by a newer one (a late writer never rolls it back)."""
+
+
+def _snapshot_from(seq: int, text: str) -> tuple[int, dict[str, Any]] | None:
+    try:
+        data = json.loads(text)
+    except (ValueError, TypeError):
+        return None  # a cache: an unreadable snapshot is as good as none
+    return (seq, data) if isinstance(data, dict) else None
+
+
+_LOAD_INVOCATION_SQL = (
+    "SELECT 0 AS k, seq, data FROM snapshots WHERE session_id = $1 AND invocation_id = $2"
+    " UNION ALL SELECT 1, seq, json FROM events WHERE session_id = $1 AND invocation_id = $2 AND seq > coalesce("
+    "(SELECT seq FROM snapshots WHERE session_id = $1 AND invocation_id = $2), 0)"
+    " UNION ALL SELECT 2, NULL, NULL FROM sessions WHERE id = $1"
+    " ORDER BY 1, 2"
+)
+"""An invocation's snapshot (kind 0), its events after it (1), and a row saying
+the session exists (2, last)."""
+
+
+_RELEASE_SQL = (
+    "WITH d AS (DELETE FROM leases WHERE session_id = $1 AND invocation_id = $2 AND owner = $3 RETURNING 1),"
+    " p AS (INSERT INTO snapshots (session_id, invocation_id, seq, data) SELECT $1, $2, $4, $5"
+    " WHERE $4::bigint IS NOT NULL AND EXISTS (SELECT 1 FROM d)"
+    " ON CONFLICT (session_id, invocation_id) DO UPDATE SET seq = excluded.seq, data = excluded.data"
+    " WHERE excluded.seq >= snapshots.seq RETURNING 1)"
+    " SELECT EXISTS (SELECT 1 FROM d), EXISTS (SELECT 1 FROM sessions WHERE id = $1)"
+)
+"""Release a lease and, if it was ours, keep the snapshot: one statement, so one
+transaction and one round trip."""
+
+
+class _Query:
+    """A WHERE clause built with numbered ``$n`` parameters."""
+
+    def __init__(self) -> None:
+        self.args: list[Any] = []
+        self._where: list[str] = []
+
+    def arg(self, value: Any) -> str:
+        self.args.append(value)
+        return f"${len(self.args)}"
+
+    def where(self, clause: str) -> None:
+        self._where.append(clause)
+
+    def where_sql(self) -> str:
+        return (" WHERE " + " AND ".join(self._where)) if self._where else ""
+
+
+_SESSION_COLS_PG = _SESSION_COLS.replace("state", "state::text")
+
+
+def _cols(alias: str, cols: str) -> str:
+    """``cols`` (a comma-separated column list) qualified by a table alias."""
+    return ", ".join(f"{alias}.{c.strip()}" for c in cols.split(","))
+
+
+_APPEND_MANY_SQL = "SELECT hitl_append_many(" + ", ".join(f"${i}" for i in range(1, 21)) + ")"
+
+
+_ACQUIRE_APPEND_SQL = "SELECT * FROM hitl_acquire_append(" + ", ".join(f"${i}" for i in range(1, 24)) + ")"
+
+
+_APPEND_RELEASE_SQL = "SELECT hitl_append_release(" + ", ".join(f"${i}" for i in range(1, 24)) + ")"
+
+
+def _stored(session_id: str, prepared: list[_Prepared], last: int | None) -> list[StoredEvent]:
+    """The stored events of a batch whose last one got seq ``last``."""
+    if not prepared:
+        return []
+    assert last is not None
+    first = last - len(prepared) + 1
+    return [
+        StoredEvent(seq=first + i, session_id=session_id, event=Event.from_json(p.json)) for i, p in enumerate(prepared)
+    ]
+
+
+def _append_many_args(
+    session_id: str, prepared: list[_Prepared], expected_seq: int | None, lease_owner: str | None
+) -> tuple[Any, ...]:
+    """The arguments of ``hitl_append_many``: one array per field of ``hitl_append``'s."""
+    cols: list[list[Any]] = [[] for _ in range(16)]
+    for p in prepared:
+        opened = {iid: [iid, path, name, args] for iid, path, name, args in p.opened}  # last wins, as in SQLite
+        audit = p.audit or (None, None, None, None)
+        row = (
+            p.json,
+            p.event_id,
+            p.invocation_id,
+            p.timestamp,
+            p.path,
+            p.kind,
+            None if p.delta is None else to_json(p.delta).decode(),
+            to_json(list(opened.values())).decode(),
+            to_json(p.resolved).decode(),
+            p.cancel,
+            p.invocation_status,
+            p.new_message,
+            *audit,
+        )
+        for col, value in zip(cols, row, strict=True):
+            col.append(value)
+    return (session_id, expected_seq, lease_owner, time.time(), *cols)
+
+
+async def _seq_of_event(conn: asyncpg.Connection, *, session_id: str, event_id: str) -> int | None:
+    """The seq of event ``event_id`` in the session, if it was stored (a scan of that
+    session's log: only after a lost connection)."""
+    return await conn.fetchval(
+        "SELECT seq FROM events WHERE session_id = $1 AND event_id = $2 ORDER BY seq DESC LIMIT 1",
+        session_id,
+        event_id,
+    )
+
+
+async def _keep_session(_conn: asyncpg.Connection) -> None:
+    """The pool's reset on release: nothing. asyncpg's default sends ``RESET ALL;
+    UNLISTEN *; CLOSE ALL; ...`` on every release -- one more round trip per store
+    call -- to undo session state this store never creates (its settings are
+    connection parameters, its locks transaction-scoped, LISTEN has its own
+    connection). A transaction left open is still rolled back by the pool."""

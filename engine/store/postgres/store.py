@@ -1,0 +1,38 @@
+"""The store: its parts put together."""
+
+from __future__ import annotations
+
+from .bulk import _Bulk
+from .leases import _Leases
+from .reads import _Reads
+from .writes import _Writes
+
+
+class PostgresStore(_Reads, _Writes, _Leases, _Bulk):
+    """:class:`~engine.store.base.SessionStore` on a PostgreSQL server.
+
+    Open with ``store = await PostgresStore.open(url)`` or ``async with
+    PostgresStore.open(url) as store:``. One store holds one connection pool;
+    any number of stores, on any number of hosts, may share a database.
+    """
+
+    read_only: bool
+    """True when opened read-only: the server refuses every write."""
+
+    path = None
+    """Not a file (the ``path`` capability of file stores)."""
+
+    capabilities: frozenset[str] = frozenset(
+        {
+            "skip_corrupt",
+            "corrupt_events",
+            "bulk_load",
+            "checkpoint",
+            "migrate",
+            "notify",
+            "snapshot_and_events",
+            "append_and_release",
+            "acquire_and_append",
+        }
+    )
+    """Optional features (see :data:`engine.store.base.Capability`)."""
