@@ -37,7 +37,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer
 
 from engine.apps import default_operator
-from engine.redact import DEFAULT_SECRET_PATTERNS
+from engine.redact import Redactor
 from engine.status import SESSION_FILTERS
 from engine.store.base import SessionStore
 
@@ -56,7 +56,6 @@ from .screens.session import SessionScreen
 from .screens.sessions import SessionsScreen
 from .text import clean
 from .times import use_utc
-from .widgets.format import configure_secrets
 from .widgets.plain import Static
 
 SESSION_STATUSES = set(SESSION_FILTERS)
@@ -86,7 +85,7 @@ class HitlApp(App[None]):
         cursor_blink: bool = True,
         replay: ReplaySource | None = None,
         show_secrets: bool = False,
-        secret_patterns: Iterable[str] = DEFAULT_SECRET_PATTERNS,
+        secret_patterns: Iterable[str] | None = None,
         operator: str | None = None,
         read_only_reason: str | None = None,
         store_options: dict[str, Any] | None = None,
@@ -114,8 +113,10 @@ class HitlApp(App[None]):
             screenshot_dir or os.environ.get("HITL_SCREENSHOT_DIR") or Path.home() / "hitl-screenshots"
         )
         """Where the palette's screenshot goes (created when needed; the toast says the file)."""
-        self.redactor = configure_secrets(show_secrets, secret_patterns)
-        """The one masking policy of this console (patterns + --show-secrets), passed to renderers."""
+        patterns = self.config.secret_patterns if secret_patterns is None else tuple(secret_patterns)
+        self.redactor = Redactor(patterns, show=show_secrets)
+        """The one masking policy of this console (the config's patterns + --show-secrets):
+        every screen passes it to the renderers it calls (no module keeps one)."""
         self._store = store
         self.db_path = db_path
         self.read_only = read_only
@@ -239,8 +240,9 @@ class HitlApp(App[None]):
         return self._store is None and self.replay_source is not None and self.replay_source.file is not None
 
     def on_mount(self) -> None:
-        if self.storeless:
-            self.push_screen(ReplayScreen(self.replay_source))  # type: ignore[arg-type]
+        source = self.replay_source
+        if self.storeless and source is not None:
+            self.push_screen(ReplayScreen(source))
         elif self._store is None:
             self._open_store()
         else:
@@ -466,7 +468,7 @@ def run_app(
     registry: Any = None,
     replay: ReplaySource | None = None,
     show_secrets: bool = False,
-    secret_patterns: Iterable[str] = DEFAULT_SECRET_PATTERNS,
+    secret_patterns: Iterable[str] | None = None,
     store_options: dict[str, Any] | None = None,
     headless: bool = False,
     config: ConsoleConfig | None = None,

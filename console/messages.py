@@ -1,13 +1,18 @@
-"""Messages that carry store results from workers back to screens.
+"""Every message the console's screens exchange: store results from workers,
+the answer editor's loads and dry runs, and the writes they start.
 
-Workers (``@work``) do every store read; they never touch widgets. What they
-read comes back as one of these messages, handled on the UI side, so the event
-loop never waits on the store and each handler sees a consistent result.
+Workers (``@work``) do every store read and run every write; they never touch
+widgets. What they read or write comes back as one of these messages, handled on
+the UI side, so the event loop never waits on the store and each handler sees a
+consistent result. Each is a small dataclass (toolong's ``messages.py`` is the
+model); a high-rate one defines ``can_replace`` so a burst still queued
+collapses to the latest (Textual drops the replaced one).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
+from typing import TYPE_CHECKING
 
 from textual.message import Message
 
@@ -17,15 +22,24 @@ from engine.store.base import InterruptRecord, InvocationSummary, SessionSummary
 
 from .widgets.event_log import LogLine
 
+if TYPE_CHECKING:
+    from engine import Event
+    from engine.liveness import InvocationHealth
+    from engine.replay import Replay
 
+    from .answering.selection import AnswerDraft
+    from .screens.answer_jobs import WriteJob
+    from .widgets.answer_views import Outcome, Preview
+
+
+@dataclass
 class StoreFailed(Message):
     """A store read failed; ``text`` is the one-line reason shown to the operator."""
 
-    def __init__(self, text: str, *, fatal: bool = False) -> None:
-        super().__init__()
-        self.text = text
-        self.fatal = fatal
-        """The screen cannot show anything (e.g. the session does not exist)."""
+    text: str
+    _: KW_ONLY
+    fatal: bool = False
+    """The screen cannot show anything (e.g. the session does not exist)."""
 
 
 @dataclass
@@ -44,44 +58,29 @@ class SessionQuery:
         return " ".join(parts) or "all"
 
 
+@dataclass
 class SessionsLoaded(Message):
     """A page of the sessions list (``append``: after the rows already shown)."""
 
-    def __init__(
-        self,
-        query: SessionQuery,
-        rows: list[SessionSummary],
-        next_cursor: str | None,
-        *,
-        append: bool,
-        stopped: dict[str, tuple[bool, bool]] | None = None,
-    ) -> None:
-        super().__init__()
-        self.stopped = stopped or {}
-        """Session id -> (an invocation stopped mid-run, some node of it is in doubt) (engine.liveness)."""
-        self.query = query
-        self.rows = rows
-        self.next_cursor = next_cursor
-        self.append = append
+    query: SessionQuery
+    rows: list[SessionSummary]
+    next_cursor: str | None
+    _: KW_ONLY
+    append: bool
+    stopped: dict[str, tuple[bool, bool]] = field(default_factory=dict)
+    """Session id -> (an invocation stopped mid-run, some node of it is in doubt) (engine.liveness)."""
 
 
+@dataclass
 class InboxLoaded(Message):
     """A page of open interrupts, oldest first."""
 
-    def __init__(
-        self,
-        rows: list[InterruptRecord],
-        next_cursor: str | None,
-        *,
-        append: bool,
-        stopped: dict[tuple[str, str], tuple[bool, bool]] | None = None,
-    ) -> None:
-        super().__init__()
-        self.rows = rows
-        self.next_cursor = next_cursor
-        self.append = append
-        self.stopped = stopped or {}
-        """(session, invocation) -> (stopped mid-run, a node in doubt), from engine.liveness."""
+    rows: list[InterruptRecord]
+    next_cursor: str | None
+    _: KW_ONLY
+    append: bool
+    stopped: dict[tuple[str, str], tuple[bool, bool]] = field(default_factory=dict)
+    """(session, invocation) -> (stopped mid-run, a node in doubt), from engine.liveness."""
 
 
 @dataclass
@@ -99,72 +98,157 @@ class InvocationView:
     corrupt: list[int] = field(default_factory=list)
 
 
+@dataclass
 class InvocationLoaded(Message):
-    def __init__(self, view: InvocationView, *, token: int) -> None:
-        super().__init__()
-        self.view = view
-        self.token = token
+    """The invocation the session screen draws (``token``: the load it answers)."""
+
+    view: InvocationView
+    _: KW_ONLY
+    token: int
 
 
+@dataclass
 class HistoryLoaded(Message):
     """The full projection of the shown invocation (all loop iterations)."""
 
-    def __init__(self, invocation_id: str, projection: Projection, tree_seq: int, corrupt: list[int], *, token: int) -> None:
-        super().__init__()
-        self.invocation_id = invocation_id
-        self.projection = projection
-        self.tree_seq = tree_seq
-        self.corrupt = corrupt
-        self.token = token
+    invocation_id: str
+    projection: Projection
+    tree_seq: int
+    corrupt: list[int]
+    _: KW_ONLY
+    token: int
 
 
+@dataclass
 class LiveEvents(Message):
     """Events appended since the last poll (possibly by another process)."""
 
-    def __init__(self, after_seq: int, events: list[StoredEvent], corrupt: list[int], last_seq: int, *, token: int) -> None:
-        super().__init__()
-        self.after_seq = after_seq
-        self.events = events
-        self.corrupt = corrupt
-        self.last_seq = last_seq
-        self.token = token
+    after_seq: int
+    events: list[StoredEvent]
+    corrupt: list[int]
+    last_seq: int
+    _: KW_ONLY
+    token: int
 
 
+@dataclass
 class LogPage(Message):
     """Lines of the event log fetched on demand."""
 
-    def __init__(self, start_seq: int, end_seq: int, lines: list[LogLine], corrupt: list[int], *, token: int) -> None:
-        super().__init__()
-        self.start_seq = start_seq
-        self.end_seq = end_seq
-        self.lines = lines
-        self.corrupt = corrupt
-        self.token = token
+    start_seq: int
+    end_seq: int
+    lines: list[LogLine]
+    corrupt: list[int]
+    _: KW_ONLY
+    token: int
 
 
+@dataclass
 class EventLoaded(Message):
     """The full event behind the selected log line."""
 
-    def __init__(self, event: StoredEvent | None, seq: int, error: str | None = None) -> None:
-        super().__init__()
-        self.event = event
-        self.seq = seq
-        self.error = error
+    event: StoredEvent | None
+    seq: int
+    error: str | None = None
 
 
+@dataclass
 class InvocationsChanged(Message):
-    def __init__(self, invocations: list[InvocationSummary], *, token: int) -> None:
-        super().__init__()
-        self.invocations = invocations
-        self.token = token
+    """The session's invocations, re-read after an event started or ended one."""
+
+    invocations: list[InvocationSummary]
+    _: KW_ONLY
+    token: int
 
 
+@dataclass
 class LivenessChecked(Message):
     """Whether an invocation that looks mid-run really stopped (engine.liveness)."""
 
-    def __init__(self, invocation_id: str, interrupted: bool, in_doubt: tuple[str, ...], *, token: int) -> None:
-        super().__init__()
-        self.invocation_id = invocation_id
-        self.interrupted = interrupted
-        self.in_doubt = in_doubt
-        self.token = token
+    invocation_id: str
+    interrupted: bool
+    in_doubt: tuple[str, ...]
+    _: KW_ONLY
+    token: int
+
+
+# ------------------------------------------------------------------ replay
+@dataclass
+class HistoryRead(Message):
+    """The whole history, read by a worker, and its replay already at ``position``
+    (the fold to there, which lays the checkpoints, ran off the UI thread)."""
+
+    session: Session
+    events: list[StoredEvent]
+    corrupt: list[int]
+    replay: Replay
+    position: int
+
+
+@dataclass
+class HistoryProgress(Message):
+    """``done`` of ``total`` events read so far (high-rate: the latest replaces a queued one)."""
+
+    done: int
+    total: int
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, HistoryProgress)
+
+
+@dataclass
+class HistoryFailed(Message):
+    """The replay's history could not be read; ``text`` is the one-line reason."""
+
+    text: str
+
+
+# ------------------------------------------------------------------ answering
+@dataclass
+class AnswerLoaded(Message):
+    """The answer editor's invocation, read from the store (None: ``error`` says why)."""
+
+    proj: Projection | None
+    error: str | None = None
+
+
+@dataclass
+class PreviewReady(Message):
+    """A dry run of the editor's answers (``generation``: the text it was computed for)."""
+
+    generation: int
+    preview: Preview
+
+
+@dataclass
+class HealthChecked(Message):
+    """An invocation's health, read before a re-drive or cancel is confirmed."""
+
+    kind: str
+    health: InvocationHealth | None
+    proj: Projection | None
+    error: str | None
+
+
+@dataclass
+class WriteEvent(Message):
+    """A write started here appended ``event`` (its ``count``-th): the tree can move.
+
+    High-rate (one per event a turn writes): a newer one replaces a queued one,
+    since the screen reads every event appended since its last read anyway."""
+
+    job: WriteJob
+    event: Event
+    count: int
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, WriteEvent) and message.job is self.job
+
+
+@dataclass
+class WriteDone(Message):
+    """A write settled: what it did (``draft``: the editor's text, for a refusal)."""
+
+    job: WriteJob
+    outcome: Outcome
+    draft: AnswerDraft | None

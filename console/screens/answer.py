@@ -19,10 +19,11 @@ The flow, in the operator's words:
 4. **Submit** (``ctrl+s``): only with valid answers and a dry run that passed;
    the confirmation takes the operator (default: ``[console] operator`` of
    hitl.toml or ``$USER``) and a reason, both recorded on the FR event. The
-   editor closes, the Runner runs in an app worker, and the session screen reads
-   the store after every event it writes, so the tree moves (PENDING ->
-   RUNNING -> ...) while it happens. When the run settles, the before/after
-   view opens; "answered, but nothing ran" is flagged.
+   editor closes, the Runner runs in an app worker (:mod:`console.answering.writes`)
+   that posts a :class:`~console.messages.WriteEvent` for every event it writes, so
+   the tree moves (PENDING -> RUNNING -> ...) while it happens. When the run
+   settles (:class:`~console.messages.WriteDone`), the before/after view opens
+   over the caught-up tree; "answered, but nothing ran" is flagged.
 5. **Errors**: a refusal (unknown or already answered id, another writer
    first, schema error, app not importable, invocation interrupted mid-run)
    writes nothing; the editor reopens with the operator's text and the reason.
@@ -32,12 +33,16 @@ Re-drive (``R``) and cancel (``X``) of an invocation go through the same
 confirmation (operator, reason; a re-drive over nodes in doubt needs an explicit
 acknowledgement) and the same before/after view. ``--read-only`` disables all
 of it (every action here is ``writes=True`` or ``write_flow=True`` in the registry).
+
+This module is the response editor (step 2-4). Selecting (step 1) is
+:class:`~console.answering.selection.InterruptSelection`, owned by the session
+screen (:mod:`console.answering.session_side`) and by the inbox; the modals are
+:mod:`console.screens.answer_dialogs`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from rich.console import Group
 from rich.text import Text
@@ -45,103 +50,39 @@ from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.message import Message
 from textual.widgets import Footer, SelectionList
 from textual.widgets.selection_list import Selection
 
-from engine.apps import AppRegistry
 from engine.errors import HitlError
-from engine.liveness import InvocationHealth, invocation_health
-from engine.models import Content, NodeStatus
+from engine.models import Content
 from engine.projection import Interrupt, Projection
 from engine.resume import load_invocation, next_runs, plan_resume
-from engine.views import allowed_actions
 
 from ..actions import bindings
+from ..answering.selection import AnswerDraft
+from ..answering.writes import app_registry
+from ..messages import AnswerLoaded, PreviewReady
 from ..text import clean_text
 from ..widgets.answer_editor import AnswerEditor
-from ..widgets.answer_views import (
-    Outcome,
-    Preview,
-    preview_renderable,
-    resume_command,
-    selection_summary,
-    write_command,
-)
+from ..widgets.answer_views import Preview, preview_renderable, resume_command, selection_summary
 from ..widgets.format import short, short_id
 from ..widgets.plain import Static
-from .answer_dialogs import ConfirmWrite, OutcomeScreen, WriteChoice
-from .answer_jobs import WriteJob, execute
+from .answer_dialogs import ConfirmWrite, WriteChoice
+from .answer_jobs import WriteJob
 from .base import HitlScreen
 from .loaders import one_line
 
-if TYPE_CHECKING:
-    from engine.store.base import InterruptRecord
 
-    from .session import SessionScreen
+class AnswerOpener(Protocol):
+    """The screen that opened the editor: it shows the invocation and runs the submit."""
 
+    @property
+    def invocation_id(self) -> str | None: ...
 
-def registry_of(screen: HitlScreen) -> AppRegistry:
-    reg = screen.hitl.registry
-    return reg if isinstance(reg, AppRegistry) else AppRegistry()
+    @property
+    def proj(self) -> Projection: ...
 
-
-# ------------------------------------------------------------------ messages
-class AnswerLoaded(Message):
-    def __init__(self, proj: Projection | None, error: str | None = None) -> None:
-        super().__init__()
-        self.proj = proj
-        self.error = error
-
-
-class PreviewReady(Message):
-    def __init__(self, generation: int, preview: Preview) -> None:
-        super().__init__()
-        self.generation = generation
-        self.preview = preview
-
-
-class WriteProgress(Message):
-    """The write appended one more event: read the store now."""
-
-
-class WriteDone(Message):
-    def __init__(self, job: WriteJob, outcome: Outcome, draft: AnswerDraft | None) -> None:
-        super().__init__()
-        self.job = job
-        self.outcome = outcome
-        self.draft = draft
-
-
-class HealthChecked(Message):
-    def __init__(self, kind: str, health: InvocationHealth | None, proj: Projection | None, error: str | None) -> None:
-        super().__init__()
-        self.kind = kind
-        self.health = health
-        self.proj = proj
-        self.error = error
-
-
-# ------------------------------------------------------------------ the draft
-@dataclass
-class AnswerDraft:
-    """What the operator is answering: kept by the session screen, so the text
-    survives closing the editor, a refused submit, or a reload."""
-
-    session_id: str
-    invocation_id: str
-    app_name: str
-    user_id: str
-    selected: list[str] = field(default_factory=list)
-    texts: dict[str, str] = field(default_factory=dict)
-    """Editor text by interrupt id (also for ids no longer selected)."""
-    error: str | None = None
-    """The last refusal, shown as a banner when the editor reopens."""
-    conflict: bool = False
-    """The refusal came from another writer: offer reload and re-apply."""
-    unsent: dict[str, str] = field(default_factory=dict)
-    """Ids that closed before the operator's text could be sent, and why: their
-    text stays on screen (read-only, "not sent") until a write goes through."""
+    def start_write(self, job: WriteJob, draft: AnswerDraft | None) -> None: ...
 
 
 # ------------------------------------------------------------------ the editor screen
@@ -154,7 +95,7 @@ class AnswerScreen(HitlScreen):
     AUTO_FOCUS = "JsonArea"
     """The first answer's text, as soon as the screen shows (no editor yet: nothing, until loaded)."""
 
-    def __init__(self, opener: SessionAnswering, draft: AnswerDraft, *, unavailable: str | None = None) -> None:
+    def __init__(self, opener: AnswerOpener, draft: AnswerDraft, *, unavailable: str | None = None) -> None:
         super().__init__(classes="answer-screen")
         self.opener = opener
         """The session screen that runs the submit and shows the re-execution."""
@@ -175,7 +116,7 @@ class AnswerScreen(HitlScreen):
     # ------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
         d = self.draft
-        yield self.compose_title(f"hitl ▸ Answer ▸ {short(d.session_id, 60)} ▸ invocation {short_id(d.invocation_id, 14)}")
+        yield self.compose_title(f"hitl ▸ Answer ▸ {short(d.session_id, 60, self.hitl.redactor)} ▸ invocation {short_id(d.invocation_id, 14)}")
         yield Static("loading…", id="answer-info", classes="infoline")
         yield Static("", id="answer-banner", classes="banner -hidden")
         with Horizontal(id="answer-main"):
@@ -183,7 +124,7 @@ class AnswerScreen(HitlScreen):
                 ids = SelectionList[str](id="answer-ids")
                 ids.border_title = "Open ids (space: select)"
                 yield ids
-                pane = VerticalScroll(Static(preview_renderable(None), id="answer-preview-body"), id="answer-preview")
+                pane = VerticalScroll(Static(preview_renderable(None, redactor=self.hitl.redactor), id="answer-preview-body"), id="answer-preview")
                 pane.border_title = "Dry run"
                 yield pane
             with VerticalScroll(id="answer-editors") as editors:
@@ -191,13 +132,13 @@ class AnswerScreen(HitlScreen):
                 # Editors from the opener's projection, composed with the screen, so
                 # keys typed right after `e` land in the editor (the store load that
                 # follows confirms the ids, keeping these editors and their text).
-                yield from (AnswerEditor(itr, d.texts.get(itr.id)) for itr in self._known_open())
+                yield from (AnswerEditor(itr, d.texts.get(itr.id), redactor=self.hitl.redactor) for itr in self._known_open())
         yield Footer(compact=True)
 
     def _known_open(self) -> list[Interrupt]:
         """The selected ids that the opener's projection already shows open, in raise order."""
-        proj = getattr(self.opener, "proj", None)
-        if getattr(self.opener, "invocation_id", None) != self.draft.invocation_id or proj is None:
+        proj = self.opener.proj
+        if self.opener.invocation_id != self.draft.invocation_id:
             return []
         wanted = set(self.draft.selected)
         known = [i for i in proj.open_interrupts(self.draft.invocation_id) if i.id in wanted]
@@ -282,8 +223,8 @@ class AnswerScreen(HitlScreen):
         await self.query(".answer-unsent").remove()
         for iid, why in self.draft.unsent.items():
             pane = Static(self.draft.texts.get(iid, ""), classes="answer-unsent")
-            pane.border_title = f"{short(iid, 40)}: NOT SENT"
-            pane.border_subtitle = short(why, 80)
+            pane.border_title = f"{short(iid, 40, self.hitl.redactor)}: NOT SENT"
+            pane.border_subtitle = short(why, 80, self.hitl.redactor)
             await box.mount(pane)
 
     def _why_closed(self, interrupt_id: str) -> str:
@@ -295,13 +236,13 @@ class AnswerScreen(HitlScreen):
         by = f" by {itr.operator}" if itr.operator else ""
         return f"{interrupt_id}: already answered at event {itr.resolved_pos}{by}; your text is kept but not sent"
 
-    @staticmethod
-    def _option_label(itr: Interrupt) -> Text:
+    def _option_label(self, itr: Interrupt) -> Text:
+        red = self.hitl.redactor
         t = Text()
-        t.append(short(itr.id, 40), "bold")
+        t.append(short(itr.id, 40, red), "bold")
         t.append(f"  {itr.path.rsplit('/', 1)[-1]}", "dim")
         if itr.message:
-            t.append(f"\n  {short(itr.message, 44)}", "dim")
+            t.append(f"\n  {short(itr.message, 44, red)}", "dim")
         return clean_text(t)
 
     # ------------------------------------------------------------ selection
@@ -403,7 +344,7 @@ class AnswerScreen(HitlScreen):
             self.post_message(PreviewReady(generation, preview))
             return
         try:
-            root = registry_of(self).get(d.app_name)
+            root = app_registry(self.hitl).get(d.app_name)
             assert preview.plan.after is not None
             preview.downstream = next_runs(preview.plan, preview.plan.after, root)
         except HitlError as e:
@@ -435,7 +376,7 @@ class AnswerScreen(HitlScreen):
         if self._loading:
             return
         t = Text(" ")
-        t.append_text(selection_summary(self.selected, [i.id for i in self.open]))
+        t.append_text(selection_summary(self.selected, [i.id for i in self.open], self.hitl.redactor))
         bad = sum(1 for e in self.editors() if not e.check.ok)
         if bad:
             t.append(f"  ·  {bad} invalid", "bold red")
@@ -518,6 +459,7 @@ class AnswerScreen(HitlScreen):
                 operator=self.hitl.default_operator,
                 command=command,
                 confirm_label="Submit",
+                redactor=self.hitl.redactor,
             ),
             confirmed,
         )
@@ -544,391 +486,3 @@ class AnswerScreen(HitlScreen):
     def _save_texts(self) -> None:
         for e in self.editors():
             self.draft.texts[e.interrupt.id] = e.text
-
-
-# ------------------------------------------------------------------ session screen side
-class SessionAnswering:
-    """Mixed into :class:`~console.screens.session.SessionScreen`: selection of
-    interrupt ids, opening the editor, running writes and showing their outcome."""
-
-    # --- state, created lazily (the session screen's __init__ stays its own)
-    @property
-    def selection(self: SessionScreen) -> list[str]:  # type: ignore[misc]
-        """Selected open interrupt ids of the shown invocation, in selection order."""
-        sel = self.__dict__.setdefault("_selection", [])
-        return sel
-
-    @property
-    def drafts(self: SessionScreen) -> dict[str, AnswerDraft]:  # type: ignore[misc]
-        """Answer drafts by invocation id."""
-        return self.__dict__.setdefault("_drafts", {})
-
-    def _open_ids(self: SessionScreen) -> list[str]:  # type: ignore[misc]
-        inv = self.invocation_id
-        if inv is None:
-            return []
-        return [i.id for i in sorted(self.proj.open_interrupts(inv), key=lambda i: (i.raised_pos, i.id))]
-
-    def _node_ids(self: SessionScreen, *, below: bool) -> list[str]:  # type: ignore[misc]
-        inv, path = self.invocation_id, self.tree.cursor_path
-        if inv is None:
-            return []
-        if path is None:
-            return self._open_ids()
-        run = self.proj.get(inv, path)
-        if run is None:
-            return []
-        own = [i for i in run.own_pending if (itr := self.proj.interrupts.get((inv, i))) is not None and itr.open]
-        if below or not own:
-            return self.proj.pending_ids(inv, path)
-        return own
-
-    def _set_selection(self: SessionScreen, ids: list[str]) -> None:  # type: ignore[misc]
-        open_ids = self._open_ids()
-        self.__dict__["_selection"] = [i for i in ids if i in open_ids]
-        self.render_selection()
-
-    def render_selection(self: SessionScreen) -> None:  # type: ignore[misc]
-        """The selection bar and the tree marks; selected ids that closed meanwhile are dropped."""
-        open_ids = self._open_ids()
-        sel = [i for i in self.selection if i in open_ids]
-        self.__dict__["_selection"] = sel
-        inv = self.invocation_id
-        paths: set[str] = set()
-        if inv is not None:
-            for i in sel:
-                itr = self.proj.interrupts.get((inv, i))
-                if itr is not None:
-                    paths.add(itr.path)
-        self.tree.set_marked(paths)
-        try:
-            bar = self.query_one("#answer-bar", Static)
-        except Exception:  # noqa: BLE001 -- not composed yet
-            return
-        if not sel:
-            bar.add_class("-hidden")
-            return
-        t = selection_summary(sel, open_ids)
-        t.append("   e: answer · esc: clear", "dim")
-        bar.update(t)
-        bar.remove_class("-hidden")
-
-    # --- actions (registry: interrupts.*)
-    def can_toggle_interrupt(self: SessionScreen) -> bool:  # type: ignore[misc]
-        return bool(self._open_ids())
-
-    can_select_node = can_toggle_interrupt
-    can_select_invocation = can_toggle_interrupt
-
-    def action_toggle_interrupt(self: SessionScreen) -> None:  # type: ignore[misc]
-        ids = self._node_ids(below=False)
-        if not ids:
-            self.notify("This node waits on no open id.", severity="warning")
-            return
-        sel = list(self.selection)
-        if all(i in sel for i in ids):
-            sel = [i for i in sel if i not in ids]
-        else:
-            sel += [i for i in ids if i not in sel]
-        self._set_selection(sel)
-
-    def action_select_node(self: SessionScreen) -> None:  # type: ignore[misc]
-        ids = self._node_ids(below=True)
-        self._set_selection(list(dict.fromkeys([*self.selection, *ids])))
-
-    def action_select_invocation(self: SessionScreen) -> None:  # type: ignore[misc]
-        self._set_selection(self._open_ids())
-
-    def clear_selection(self: SessionScreen) -> bool:  # type: ignore[misc]
-        """``esc``: clear a selection first (True when there was one)."""
-        if not self.selection:
-            return False
-        self._set_selection([])
-        return True
-
-    def can_answer(self: SessionScreen) -> bool:  # type: ignore[misc]
-        return bool(self._open_ids())
-
-    def action_answer(self: SessionScreen, ids: list[str] | None = None) -> None:  # type: ignore[misc]
-        view, inv = self.view, self.invocation_id
-        if view is None or inv is None:
-            return
-        wanted = ids if ids is not None else (list(self.selection) or self._node_ids(below=True))
-        draft = self.drafts.get(inv)
-        if draft is None:
-            draft = self.drafts[inv] = AnswerDraft(view.session.id, inv, view.session.app_name, view.session.user_id)
-        draft.selected = list(dict.fromkeys(wanted))
-        unavailable = registry_of(self).unavailable_reason(view.session.app_name)
-        self.app.push_screen(AnswerScreen(self, draft, unavailable=unavailable))
-
-    def reopen_answer(self: SessionScreen, draft: AnswerDraft) -> None:  # type: ignore[misc]
-        if self.view is None:
-            return
-        unavailable = registry_of(self).unavailable_reason(draft.app_name)
-        self.app.push_screen(AnswerScreen(self, draft, unavailable=unavailable))
-
-    # --- re-drive and cancel (registry: invocation.*)
-    def can_redrive(self: SessionScreen) -> bool:  # type: ignore[misc]
-        # FAILED, or mid-run (RUNNING/PENDING): the engine tells a live run from
-        # an interrupted one, and the confirmation says which it is.
-        inv = self.invocation_id
-        return inv is not None and allowed_actions(self.proj, inv).redrive
-
-    def can_cancel(self: SessionScreen) -> bool:  # type: ignore[misc]
-        inv = self.invocation_id
-        return inv is not None and allowed_actions(self.proj, inv).cancel
-
-    def action_redrive(self: SessionScreen) -> None:  # type: ignore[misc]
-        self._check_health("redrive")
-
-    def action_cancel(self: SessionScreen) -> None:  # type: ignore[misc]
-        self._check_health("cancel")
-
-    def _check_health(self: SessionScreen, kind: str) -> None:  # type: ignore[misc]
-        inv = self.invocation_id
-        if inv is None:
-            return
-        store, sid = self.hitl.store, self.session_id
-
-        async def check() -> None:
-            try:
-                proj = await load_invocation(store, sid, inv)
-                health = await invocation_health(store, sid, inv, proj)
-            except Exception as e:  # noqa: BLE001
-                self.post_message(HealthChecked(kind, None, None, one_line(e)))
-                return
-            self.post_message(HealthChecked(kind, health, proj, None))
-
-        self.run_worker(check(), group="write-check", exclusive=True, exit_on_error=False)
-
-    def on_health_checked(self: SessionScreen, message: HealthChecked) -> None:  # type: ignore[misc]
-        if message.error or message.health is None or message.proj is None or self.view is None:
-            self.error(message.error or "cannot read the invocation")
-            return
-        h, proj, session = message.health, message.proj, self.view.session
-        inv = h.invocation_id
-        lines: list[Text] = []
-        blocked: str | None = None
-        ack: str | None = None
-        state = h.label
-        if message.kind == "redrive":
-            runs = [r for r in proj.runs(inv) if not r.is_container and r.status is not NodeStatus.COMPLETED
-                    and r.status is not NodeStatus.WAITING]
-            lines.append(Text(f"Invocation {inv} is {state}. Completed nodes are kept and never run again."))
-            for r in runs:
-                err = f"  {r.error_code}: {short(r.error_message or '', 60)}" if r.error_code else ""
-                lines.append(Text(f"  ↻ {r.path} ({r.status.value}) runs again with run id {r.run_id}{err}", "cyan"))
-            if h.live and h.lease is not None:
-                blocked = f"It is running right now in {h.lease.holder}: wait for it to settle."
-            elif h.in_doubt:
-                lines.append(Text(
-                    "⚠ In doubt -- started, no end record, may already have done their side effects: "
-                    + ", ".join(h.in_doubt), "bold yellow"))
-                ack = "I checked their side effects: run the nodes in doubt again"
-            reason = registry_of(self).unavailable_reason(session.app_name)
-            if reason:
-                blocked = f"Read-only session: {reason}"
-            title = f"Re-drive invocation {inv}?"
-        else:
-            open_ids = [i.id for i in proj.open_interrupts(inv)]
-            lines.append(Text(f"Invocation {inv} is {state}. Every unfinished node becomes CANCELLED."))
-            if open_ids:
-                lines.append(Text(f"Open ids close and can no longer be answered: {', '.join(open_ids)}", "yellow"))
-            lines.append(Text("This cannot be undone.", "bold"))
-            if h.live and h.lease is not None:
-                blocked = f"It is running right now in {h.lease.holder}: wait for it to settle."
-            title = f"Cancel invocation {inv}?"
-        kind = message.kind
-
-        def command(operator: str | None, reason: str | None, acked: bool) -> str:
-            return write_command(kind, session.id, inv, operator=operator, reason=reason, ack=acked)
-
-        def confirmed(choice: WriteChoice | None) -> None:
-            if choice is None:
-                return
-            job = WriteJob(
-                kind, session.id, inv, session.app_name, session.user_id, choice.operator, choice.reason,
-                acknowledge_in_doubt=choice.acknowledge_in_doubt,
-                command=command(choice.operator, choice.reason, choice.acknowledge_in_doubt),
-            )
-            self.start_write(job, None)
-
-        self.app.push_screen(
-            ConfirmWrite(
-                title,
-                Group(*lines),
-                operator=self.hitl.default_operator,
-                command=command,
-                reason_required=kind == "cancel",
-                ack_label=ack,
-                blocked=blocked,
-                confirm_label="Re-drive" if kind == "redrive" else "Cancel invocation",
-            ),
-            confirmed,
-        )
-
-    # --- running a write
-    def start_write(self: SessionScreen, job: WriteJob, draft: AnswerDraft | None) -> None:  # type: ignore[misc]
-        """Run ``job`` in an app worker (it outlives this screen: a running turn
-        is never cancelled because the operator navigated away)."""
-        if self.invocation_id != job.invocation_id:
-            self.switch_invocation(job.invocation_id)
-        store, registry = self.hitl.store, registry_of(self)
-        screen = self
-        app = self.app
-
-        async def run() -> None:
-            try:
-                outcome = await execute(store, registry, job, lambda _e: screen.post_message(WriteProgress()))
-                if not screen.post_message(WriteDone(job, outcome, draft)):
-                    # The session screen is gone: say it where the operator is.
-                    severity = "error" if outcome.error else "information"
-                    app.notify(outcome.error or f"{job.kind}: {outcome.events} events written", severity=severity)
-            finally:
-                hitl.write_settled(job)  # a quit that waited for this turn may go ahead now
-
-        # Shown in the screen's own info line, not a toast: a toast is posted to the
-        # app and could land after the outcome it announces.
-        self.writing = job.kind
-        self._render_info()
-        hitl = self.hitl
-        hitl.write_started(job)
-        hitl.run_worker(run(), group="hitl-write", exit_on_error=False)
-
-    def on_write_progress(self: SessionScreen, message: WriteProgress) -> None:  # type: ignore[misc]
-        self._poll()
-
-    def on_write_done(self: SessionScreen, message: WriteDone) -> None:  # type: ignore[misc]
-        o = message.outcome
-        self.writing = None
-        self._render_info()
-        if not o.written:
-            # Said twice on purpose: a toast where the operator is looking now, and
-            # the banner of the editor that reopens with their text.
-            self.notify(o.error or "nothing was written", title=f"Not submitted ({job_kind(message.job)})",
-                        severity="error", timeout=10)
-            if message.draft is not None:
-                message.draft.error = o.error
-                message.draft.conflict = o.error_kind == "conflict"
-                self.reopen_answer(message.draft)
-            else:
-                self.error(o.error or "nothing was written")
-            return
-        if message.draft is not None:
-            message.draft.texts = {k: v for k, v in message.draft.texts.items() if k in o.still_open}
-            message.draft.selected = []
-            message.draft.unsent = {}
-        self._set_selection([])
-        self._settle_then_show(o, 0)
-
-    def _settle_then_show(self: SessionScreen, outcome: Outcome, tries: int, polled: bool = False) -> None:  # type: ignore[misc]
-        """Let the tree catch up with the store (a poll started after the write
-        ended, and finished), then show the outcome over it."""
-        if self._polling and tries < 100:
-            self.set_timer(0.02, lambda: self._settle_then_show(outcome, tries + 1, polled))
-            return
-        if not polled:
-            self._poll()
-            self.set_timer(0.02, lambda: self._settle_then_show(outcome, tries + 1, True))
-            return
-        self.render_selection()
-        self.app.push_screen(OutcomeScreen(outcome, self.hitl.redactor))
-
-
-def job_kind(job: WriteJob) -> str:
-    return {"answer": "answer", "redrive": "re-drive", "cancel": "cancel"}.get(job.kind, job.kind)
-
-
-# ------------------------------------------------------------------ inbox side
-class InboxAnswering:
-    """Mixed into :class:`~console.screens.inbox.InboxScreen`: select rows (ids of
-    one invocation -- one message answers one invocation) and answer them."""
-
-    @property
-    def picked(self) -> tuple[str, str, list[str]] | None:
-        """(session, invocation, ids) selected in the inbox."""
-        return self.__dict__.get("_picked")
-
-    def is_picked(self, rec: InterruptRecord) -> bool:
-        p = self.picked
-        return p is not None and (rec.session_id, rec.invocation_id) == p[:2] and rec.interrupt_id in p[2]
-
-    def picked_summary(self) -> str:
-        """`` · ● 2 selected in SESSION (e: answer)`` for the info line; empty without a selection."""
-        p = self.picked
-        if p is None:
-            return ""
-        return f" · ● {len(p[2])} selected in {p[0]} / {short_id(p[1], 10)} (e: answer, space: unselect)"
-
-    def interrupt_cell(self, rec: InterruptRecord) -> str:
-        return ("● " if self.is_picked(rec) else "") + short(rec.interrupt_id, 32)
-
-    def _pick(self, rows: list[InterruptRecord], *, toggle: bool) -> None:
-        if not rows:
-            return
-        key = (rows[0].session_id, rows[0].invocation_id)
-        p = self.picked
-        ids = list(p[2]) if p is not None and p[:2] == key else []
-        if p is not None and p[:2] != key and p[2]:
-            self.notify(  # type: ignore[attr-defined]
-                f"One message answers one invocation: selection moved to session {key[0]}, invocation {key[1]}.",
-                severity="warning",
-            )
-        new = [r.interrupt_id for r in rows]
-        if toggle and all(i in ids for i in new):
-            ids = [i for i in ids if i not in new]
-        else:
-            ids += [i for i in new if i not in ids]
-        self.__dict__["_picked"] = (*key, ids) if ids else None
-        self._show_rows()  # type: ignore[attr-defined]
-
-    def can_toggle_interrupt(self) -> bool:
-        return self.selected is not None  # type: ignore[attr-defined]
-
-    can_select_node = can_toggle_interrupt
-    can_select_invocation = can_toggle_interrupt
-
-    def action_toggle_interrupt(self) -> None:
-        rec = self.selected  # type: ignore[attr-defined]
-        if rec is not None:
-            self._pick([rec], toggle=True)
-
-    def action_select_node(self) -> None:
-        rec = self.selected  # type: ignore[attr-defined]
-        if rec is not None:
-            same = (rec.session_id, rec.invocation_id, rec.path)
-            self._pick([r for r in self.rows if (r.session_id, r.invocation_id, r.path) == same], toggle=False)  # type: ignore[attr-defined]
-
-    def action_select_invocation(self) -> None:
-        rec = self.selected  # type: ignore[attr-defined]
-        if rec is not None:
-            same = (rec.session_id, rec.invocation_id)
-            self._pick([r for r in self.rows if (r.session_id, r.invocation_id) == same], toggle=False)  # type: ignore[attr-defined]
-
-    def can_answer(self) -> bool:
-        return self.selected is not None or self.picked is not None  # type: ignore[attr-defined]
-
-    def action_answer(self) -> None:
-        """Open the session at the invocation, then the editor over it."""
-        p = self.picked
-        rec = self.selected  # type: ignore[attr-defined]
-        if p is not None and p[2]:
-            session_id, inv, ids = p
-            path = next((r.path for r in self.rows if r.interrupt_id == ids[0] and r.invocation_id == inv), None)  # type: ignore[attr-defined]
-        elif rec is not None:
-            session_id, inv, ids, path = rec.session_id, rec.invocation_id, [rec.interrupt_id], rec.path
-        else:
-            return
-        from .session import SessionScreen
-
-        records = {r.interrupt_id: r for r in self.rows if r.invocation_id == inv}  # type: ignore[attr-defined]
-        first = records.get(ids[0]) or rec
-        assert first is not None
-        self.__dict__["_picked"] = None
-        self._show_rows()  # type: ignore[attr-defined]
-        screen = SessionScreen(session_id, inv, path)
-        self.app.push_screen(screen)  # type: ignore[attr-defined]
-        draft = screen.drafts.setdefault(inv, AnswerDraft(session_id, inv, first.app_name, first.user_id))
-        draft.selected = list(ids)
-        unavailable = registry_of(screen).unavailable_reason(first.app_name)  # type: ignore[arg-type]
-        self.app.push_screen(AnswerScreen(screen, draft, unavailable=unavailable))  # type: ignore[attr-defined]

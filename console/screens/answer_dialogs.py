@@ -28,7 +28,6 @@ from engine.redact import Redactor
 
 from ..actions import BY_ID
 from ..widgets.answer_views import Outcome, outcome_renderable
-from ..widgets.format import redactor as app_redactor
 from ..widgets.keys import TextInput
 from ..widgets.plain import Label, Static
 
@@ -65,8 +64,11 @@ class ConfirmWrite(ModalScreen[WriteChoice | None]):
         ack_label: str | None = None,
         blocked: str | None = None,
         confirm_label: str = "Confirm",
+        redactor: Redactor,
     ) -> None:
         super().__init__(classes="modal")
+        self.redactor = redactor
+        """Masks the summary and the command (answers may hold secrets); what the operator types is theirs."""
         self.title_text = title
         self.body = body
         self.operator = operator
@@ -119,8 +121,7 @@ class ConfirmWrite(ModalScreen[WriteChoice | None]):
     def _refresh_command(self) -> None:
         operator, reason, ack = self._values()
         cmd = self.command(operator or None, reason, ack)
-        red = getattr(self.app, "redactor", None) or app_redactor()  # the app's: answers may hold secrets
-        self.query_one("#confirm-command", Static).update(f"$ {red.text(cmd)}")
+        self.query_one("#confirm-command", Static).update(f"$ {self.redactor.text(cmd)}")
 
     @on(Input.Changed)
     @on(Checkbox.Changed)
@@ -167,7 +168,7 @@ class OutcomeScreen(ModalScreen[None]):
 
     BINDINGS: ClassVar[list[Binding]] = [Binding("escape,enter,q", "close", "Close", show=False)]
 
-    def __init__(self, outcome: Outcome, redactor: Redactor | None = None) -> None:
+    def __init__(self, outcome: Outcome, redactor: Redactor) -> None:
         super().__init__(classes="modal")
         self.outcome = outcome
         self.redactor = redactor

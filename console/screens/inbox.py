@@ -23,13 +23,14 @@ from engine.models import REQUEST_INPUT_FUNCTION
 from engine.store.base import InterruptRecord
 
 from ..actions import bindings
+from ..answering.selection import AnswerDraft, InterruptSelection
 from ..messages import InboxLoaded, StoreFailed
 from ..text import literal
-from ..widgets.format import age, short
+from ..widgets.format import age, short, short_id
 from ..widgets.plain import Static
-from .answer import InboxAnswering
 from .base import PagedTableScreen, StatusTable
 from .loaders import one_line
+from .session import SessionScreen
 
 PAGE = 100
 REFRESH_CAP = 1000
@@ -52,8 +53,9 @@ def asks(rec: InterruptRecord) -> str:
     return rec.name + (f": {rec.message}" if rec.message else "")
 
 
-class InboxScreen(InboxAnswering, PagedTableScreen):
-    """Selecting ids and answering them comes from :class:`InboxAnswering`."""
+class InboxScreen(PagedTableScreen):
+    """Open interrupts; rows can be selected (ids of one invocation: one message
+    answers one invocation) and answered in the session's response editor."""
 
     AREA = "inbox"
     HELP_AREAS = ("inbox",)
@@ -70,6 +72,8 @@ class InboxScreen(InboxAnswering, PagedTableScreen):
         self._busy_more = False
         self.loaded_once = False
         self._generation = 0
+        self.picked = InterruptSelection()
+        """The rows selected for one answer (``space``, ``a``, ``A``)."""
 
     def compose(self) -> ComposeResult:
         yield self.compose_title("hitl ▸ Inbox")
@@ -149,14 +153,15 @@ class InboxScreen(InboxAnswering, PagedTableScreen):
 
     def _cells(self, r: InterruptRecord, now: float) -> list[Text | str]:
         table = self.query_one("#inbox-table", StatusTable)
+        red = self.hitl.redactor
         return [
             table.status_cell("waiting", self.stopped.get((r.session_id, r.invocation_id), (False, False))),
             Text(age(r.raised_at, now), justify="right"),
             self.interrupt_cell(r),
-            literal(short(r.session_id, 40)),
-            literal(short(asks(r), 32)),
-            literal(short(r.path, 40)),
-            literal(short(r.app_name, 24)),
+            literal(short(r.session_id, 40, red)),
+            literal(short(asks(r), 32, red)),
+            literal(short(r.path, 40, red)),
+            literal(short(r.app_name, 24, red)),
         ]
 
     def _show_rows(self) -> None:
@@ -212,3 +217,78 @@ class InboxScreen(InboxAnswering, PagedTableScreen):
 
     def action_refresh(self) -> None:
         self.reload(limit=min(max(len(self.rows), PAGE), REFRESH_CAP))
+
+    # ------------------------------------------------------------ selecting and answering
+    def picked_summary(self) -> str:
+        """`` · ● 2 selected in SESSION (e: answer)`` for the info line; empty without a selection."""
+        key = self.picked.key
+        if key is None:
+            return ""
+        return f" · ● {len(self.picked)} selected in {key[0]} / {short_id(key[1], 10)} (e: answer, space: unselect)"
+
+    def interrupt_cell(self, rec: InterruptRecord) -> str:
+        picked = self.picked.contains((rec.session_id, rec.invocation_id), rec.interrupt_id)
+        return ("● " if picked else "") + short(rec.interrupt_id, 32, self.hitl.redactor)
+
+    def _pick(self, rows: list[InterruptRecord], *, toggle: bool) -> None:
+        if not rows:
+            return
+        key = (rows[0].session_id, rows[0].invocation_id)
+        ids = [r.interrupt_id for r in rows]
+        moved = self.picked.toggle(key, ids) if toggle else self.picked.add(key, ids)
+        if moved:
+            self.notify(
+                f"One message answers one invocation: selection moved to session {key[0]}, invocation {key[1]}.",
+                severity="warning",
+            )
+        self._show_rows()
+
+    def can_toggle_interrupt(self) -> bool:
+        return self.selected is not None
+
+    can_select_node = can_toggle_interrupt
+    can_select_invocation = can_toggle_interrupt
+
+    def action_toggle_interrupt(self) -> None:
+        rec = self.selected
+        if rec is not None:
+            self._pick([rec], toggle=True)
+
+    def action_select_node(self) -> None:
+        rec = self.selected
+        if rec is not None:
+            same = (rec.session_id, rec.invocation_id, rec.path)
+            self._pick([r for r in self.rows if (r.session_id, r.invocation_id, r.path) == same], toggle=False)
+
+    def action_select_invocation(self) -> None:
+        rec = self.selected
+        if rec is not None:
+            same = (rec.session_id, rec.invocation_id)
+            self._pick([r for r in self.rows if (r.session_id, r.invocation_id) == same], toggle=False)
+
+    def can_answer(self) -> bool:
+        return self.selected is not None or bool(self.picked)
+
+    def action_answer(self) -> None:
+        """Open the session at the invocation, then the editor over it."""
+        rec = self.selected
+        key = self.picked.key
+        if key is not None:
+            session_id, inv = key
+            ids = self.picked.ids
+            path = next((r.path for r in self.rows if r.interrupt_id == ids[0] and r.invocation_id == inv), None)
+        elif rec is not None:
+            session_id, inv, ids, path = rec.session_id, rec.invocation_id, [rec.interrupt_id], rec.path
+        else:
+            return
+        records = {r.interrupt_id: r for r in self.rows if r.invocation_id == inv}
+        first = records.get(ids[0]) or rec
+        if first is None:
+            return
+        self.picked.clear()
+        self._show_rows()
+        screen = SessionScreen(session_id, inv, path)
+        self.app.push_screen(screen)
+        draft = screen.drafts.setdefault(inv, AnswerDraft(session_id, inv, first.app_name, first.user_id))
+        draft.selected = list(ids)
+        screen.answering.open_editor(draft)

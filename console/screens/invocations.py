@@ -12,6 +12,7 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
+from engine.redact import Redactor
 from engine.status import DisplayStatus
 from engine.store.base import InvocationSummary
 
@@ -20,7 +21,7 @@ from ..widgets.format import STATUS_ICON, age, short, short_id
 from ..widgets.plain import Label
 
 
-def invocation_option(n: int, inv: InvocationSummary, now: float, current: bool) -> Option:
+def invocation_option(n: int, inv: InvocationSummary, now: float, current: bool, red: Redactor) -> Option:
     status = DisplayStatus.of(inv.status)
     t = Text()
     t.append("▸ " if current else "  ")
@@ -29,7 +30,7 @@ def invocation_option(n: int, inv: InvocationSummary, now: float, current: bool)
     t.append(f"{age(inv.started_at, now):>6} ago  ")
     t.append(short_id(inv.invocation_id, 14) + "  ")
     if inv.message:
-        t.append(f'"{short(inv.message, 30)}"')
+        t.append(f'"{short(inv.message, 30, red)}"')
     return Option(clean_text(t), id=inv.invocation_id)
 
 
@@ -38,8 +39,9 @@ class InvocationPicker(ModalScreen[str | None]):
 
     BINDINGS: ClassVar[list[Binding]] = [Binding("escape", "dismiss_none", "Close", show=False)]
 
-    def __init__(self, invocations: list[InvocationSummary], current: str | None, now: float) -> None:
+    def __init__(self, invocations: list[InvocationSummary], current: str | None, now: float, red: Redactor) -> None:
         super().__init__(classes="modal")
+        self.redactor = red
         self.invocations = invocations
         self.current = current
         self.now = now
@@ -49,7 +51,7 @@ class InvocationPicker(ModalScreen[str | None]):
             yield Label("Invocations of this session (enter: show, esc: close)", classes="modal-title")
             yield OptionList(
                 *(
-                    invocation_option(n, inv, self.now, inv.invocation_id == self.current)
+                    invocation_option(n, inv, self.now, inv.invocation_id == self.current, self.redactor)
                     for n, inv in enumerate(self.invocations, 1)
                 ),
                 id="invocations",

@@ -13,7 +13,8 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol, cast
 
 from engine.errors import CorruptEventError, HitlError
 from engine.models import StoredEvent
@@ -25,6 +26,37 @@ from ..messages import InvocationView
 
 CHUNK = 2000
 """Events per read when folding or tailing."""
+
+
+class _SkipsCorrupt(Protocol):
+    """A store with the ``skip_corrupt`` capability (see engine.store.base)."""
+
+    async def events(
+        self, session_id: str, *, after_seq: int = 0, limit: int | None = None, skip_corrupt: bool = False
+    ) -> list[StoredEvent]: ...
+
+    async def invocation_events(
+        self, session_id: str, invocation_id: str, *, after_seq: int = 0, skip_corrupt: bool = False
+    ) -> list[StoredEvent]: ...
+
+
+class _Notifies(Protocol):
+    """A store with the ``notify`` capability: calls back ``(session_id, seq)`` as appends commit."""
+
+    async def notifications(self, callback: Callable[[str | None, int | None], None]) -> object: ...
+
+
+def skipping_corrupt(store: SessionStore) -> _SkipsCorrupt | None:
+    """``store`` as one whose reads skip corrupt rows, when it declares that capability."""
+    return cast("_SkipsCorrupt", store) if has_capability(store, "skip_corrupt") else None
+
+
+async def listen(store: SessionStore, callback: Callable[[str | None, int | None], None]) -> object | None:
+    """Subscribe to the store's append notifications (None: it sends none; poll).
+    The listener returned has an async ``close()``."""
+    if not has_capability(store, "notify"):
+        return None
+    return await cast("_Notifies", store).notifications(callback)
 
 
 def one_line(exc: BaseException) -> str:
@@ -47,8 +79,9 @@ async def read_events(
     """Up to ``limit`` readable events after ``after_seq`` and the seqs of the
     corrupt rows met on the way. ``last_seq`` (read *before* this call) lets a
     short read also report corrupt rows at the end of the log."""
-    if has_capability(store, "skip_corrupt"):
-        events = await store.events(session_id, after_seq=after_seq, limit=limit, skip_corrupt=True)  # type: ignore[call-arg]
+    skipping = skipping_corrupt(store)
+    if skipping is not None:
+        events = await skipping.events(session_id, after_seq=after_seq, limit=limit, skip_corrupt=True)
         reached_end = limit is None or len(events) < limit
         return events, _gaps(after_seq, events, last_seq if reached_end else None)
     try:
@@ -79,10 +112,9 @@ async def _invocation_tail(
         return await store.invocation_events(session_id, invocation_id, after_seq=after_seq), []
     except CorruptEventError as e:
         first_bad = e.seq
-    if has_capability(store, "skip_corrupt"):
-        events = await store.invocation_events(
-            session_id, invocation_id, after_seq=after_seq, skip_corrupt=True  # type: ignore[call-arg]
-        )
+    skipping = skipping_corrupt(store)
+    if skipping is not None:
+        events = await skipping.invocation_events(session_id, invocation_id, after_seq=after_seq, skip_corrupt=True)
         return events, [first_bad]
     # Fallback: scan the session from after_seq and keep this invocation's events.
     out: list[StoredEvent] = []

@@ -33,17 +33,19 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.message import Message
 from textual.screen import ModalScreen
 from textual.timer import Timer
 from textual.widgets import Footer, Input, Tree
 
 from engine.errors import SessionNotFoundError
 from engine.models import Session, StoredEvent
+from engine.redact import Redactor
 from engine.replay import DiffRow, Replay, diff
+from engine.store.base import SessionStore
 from engine.views import Frame, change_paths, goto
 
 from ..actions import bindings
+from ..messages import HistoryFailed, HistoryProgress, HistoryRead
 from ..times import zone_label
 from ..widgets.details import Details, invocation_details, node_details
 from ..widgets.event_log import EventLog, corrupt_line, log_line
@@ -82,46 +84,16 @@ class ReplaySource:
         return self.session_id or str(self.file)
 
 
-class HistoryRead(Message):
-    """The whole history, read by a worker, and its replay already at ``position``
-    (the fold to there, which lays the checkpoints, ran off the UI thread)."""
-
-    def __init__(
-        self, session: Session, events: list[StoredEvent], corrupt: list[int], replay: Replay, position: int
-    ) -> None:
-        super().__init__()
-        self.session = session
-        self.events = events
-        self.corrupt = corrupt
-        self.replay = replay
-        self.position = position
-
-
-class HistoryProgress(Message):
-    """``done`` of ``total`` events read so far."""
-
-    def __init__(self, done: int, total: int) -> None:
-        super().__init__()
-        self.done = done
-        self.total = total
-
-
-class HistoryFailed(Message):
-    def __init__(self, text: str) -> None:
-        super().__init__()
-        self.text = text
-
-
 async def read_history(
-    store: object, session_id: str, progress: Callable[[int, int], None] | None = None
+    store: SessionStore, session_id: str, progress: Callable[[int, int], None] | None = None
 ) -> tuple[Session, list[StoredEvent], list[int]]:
     """Every readable event of a session, in chunks; corrupt rows are reported, not fatal."""
-    session = await store.get_session(session_id)  # type: ignore[attr-defined]
+    session = await store.get_session(session_id)
     events: list[StoredEvent] = []
     corrupt: list[int] = []
     after = 0
     while True:
-        chunk, bad = await read_events(store, session_id, after_seq=after, limit=CHUNK, last_seq=session.last_seq)  # type: ignore[arg-type]
+        chunk, bad = await read_events(store, session_id, after_seq=after, limit=CHUNK, last_seq=session.last_seq)
         corrupt += bad
         if not chunk:
             break
@@ -156,9 +128,11 @@ class DiffScreen(ModalScreen[None]):
 
     BINDINGS: ClassVar[list[Binding]] = [Binding("escape,q,d", "close", "Close", show=False)]
 
-    def __init__(self, first: int, second: int, rows: list[DiffRow]) -> None:
+    def __init__(self, first: int, second: int, rows: list[DiffRow], redactor: Redactor) -> None:
         super().__init__(classes="modal")
         self.first, self.second, self.rows = first, second, rows
+        self.redactor = redactor
+        """Masks the values shown (the app's Redactor)."""
 
     def compose(self) -> ComposeResult:
         n = len(self.rows)
@@ -183,7 +157,7 @@ class DiffScreen(ModalScreen[None]):
         ]
         order = {"node": 0, "interrupt": 1, "state": 2}
         rows = sorted(self.rows, key=lambda r: order.get(r.area, 3))  # stable: keeps each area's order
-        body.show(Group(Text(" · ".join(counts), style="bold"), change_table(rows, st, width=60)))
+        body.show(Group(Text(" · ".join(counts), style="bold"), change_table(rows, st, red=self.redactor, width=60)))
         body.focus()
 
     def action_close(self) -> None:
@@ -217,12 +191,12 @@ class ReplayScreen(HitlScreen):
 
     # ------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
-        yield self.compose_title(f"hitl ▸ Replay {short(self.source.label, 80)}")
+        yield self.compose_title(f"hitl ▸ Replay {short(self.source.label, 80, self.hitl.redactor)}")
         yield Static("loading…", id="replay-info", classes="infoline")
         yield TimelineBar(id="timeline")
         yield ReplayPanel(id="replay-event")
         with Horizontal(id="replay-top"):
-            yield NodeTree(id="tree")
+            yield NodeTree(id="tree", redactor=self.hitl.redactor)
             with Vertical(id="replay-side"):
                 yield Details(id="details")
                 yield ReplayPanel(id="replay-state")
@@ -298,7 +272,7 @@ class ReplayScreen(HitlScreen):
         start, end = message.start_seq, message.start_seq + message.count - 1
         seqs = self.replay.seqs if self.replay else []
         lo, hi = bisect.bisect_left(seqs, start), bisect.bisect_right(seqs, end)
-        lines = [log_line(se) for se in self.stored[lo:hi]]
+        lines = [log_line(se, self.hitl.redactor) for se in self.stored[lo:hi]]
         lines += [corrupt_line(s) for s in self.corrupt if start <= s <= end]
         self.log_widget.put_lines(lines, complete_from=start, complete_to=end)
 
@@ -392,13 +366,13 @@ class ReplayScreen(HitlScreen):
     def _draw_event(self, frame: Frame) -> None:
         panel = self.query_one("#replay-event", ReplayPanel)
         title = f"Event {frame.position}" if frame.step else "Start"
-        panel.show(event_panel(frame, panel.style_map), title)
+        panel.show(event_panel(frame, panel.style_map, red=self.hitl.redactor), title)
         panel.scroll_home(animate=False)
 
     def _draw_state(self, frame: Frame) -> None:
         pane = self.query_one("#replay-state", ReplayPanel)
         changed = set(frame.step.change.state_keys) if frame.step else set()
-        pane.show(state_table(frame.projection.state, changed, pane.style_map))
+        pane.show(state_table(frame.projection.state, changed, pane.style_map, red=self.hitl.redactor))
 
     def _show_details(self) -> None:
         details = self.query_one("#details", Details)
@@ -409,7 +383,7 @@ class ReplayScreen(HitlScreen):
         path = self.tree.cursor_path
         st = details.style_map
         if path is not None and frame.projection.get(inv, path) is not None:
-            details.show(node_details(frame.projection, inv, path, st), f"Node {path}")
+            details.show(node_details(frame.projection, inv, path, st, red=self.hitl.redactor), f"Node {path}")
         else:
             details.show(invocation_details(frame.projection, inv, st), "Invocation")
 
@@ -579,7 +553,7 @@ class ReplayScreen(HitlScreen):
         # projection_at may have stepped the projection on screen past the cursor
         # (when the mark is ahead): draw the cursor's state again from the replay.
         self.seek(self.position)
-        self.app.push_screen(DiffScreen(first, second, rows))
+        self.app.push_screen(DiffScreen(first, second, rows, self.hitl.redactor))
 
     def on_unmount(self) -> None:
         self._pause()

@@ -9,12 +9,18 @@ Data flow (all store reads in workers, results as messages):
    first event in the background and the tree is redrawn once with every run.
 2. Every ``poll_interval`` seconds -- and at once on every append notification
    of its session, when the store sends them (PostgreSQL's LISTEN/NOTIFY; the
-   timer is then the fallback) -- the screen reads the events appended since
+   timer is then the fallback), and on every :class:`~console.messages.WriteEvent`
+   of a write started here -- the screen reads the events appended since
    the last poll -- by this process or another -- applies them to the
    projection one by one, and relabels or adds only the tree nodes the
    projection's ``Change`` names. The log grows by the same events.
 3. The log fetches pages of lines on demand (it is virtual); the details pane
    fetches the selected event when the log has focus.
+
+A write's events come as messages but carry no seq (the Runner yields them
+after the store committed them, without their position), so they trigger that
+read rather than being applied blind; the write's outcome opens once a read
+that started after its last event has been applied (:meth:`SessionScreen.poll_then`).
 
 Sequence bookkeeping: ``tree_seq`` -- every event of the shown invocation with a
 seq up to it is in the projection; ``log_seq`` -- the number of events the log
@@ -23,8 +29,8 @@ knows. A poll reads from the smaller of the two.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any, ClassVar
+from collections.abc import Callable, Iterable
+from typing import ClassVar
 
 from rich.text import Text
 from textual import on, work
@@ -35,13 +41,17 @@ from textual.widgets import Footer, Tree
 
 from engine.errors import SessionNotFoundError
 from engine.liveness import invocation_health, is_mid_run
+from engine.models import Session
 from engine.projection import Projection
 from engine.store.base import InvocationSummary, has_capability
 from engine.views import change_paths, focus_path
 
 from ..actions import bindings
+from ..answering.selection import AnswerDraft, InterruptSelection
+from ..answering.session_side import SessionAnswering
 from ..messages import (
     EventLoaded,
+    HealthChecked,
     HistoryLoaded,
     InvocationLoaded,
     InvocationsChanged,
@@ -50,6 +60,8 @@ from ..messages import (
     LivenessChecked,
     LogPage,
     StoreFailed,
+    WriteDone,
+    WriteEvent,
 )
 from ..text import literal
 from ..times import zone_label
@@ -58,16 +70,16 @@ from ..widgets.event_log import EventLog, corrupt_line, log_line
 from ..widgets.format import STATUS_ICON, short, short_id
 from ..widgets.node_tree import FOLD, NodeTree
 from ..widgets.plain import Static
-from .answer import SessionAnswering
+from .answer_jobs import WriteJob
 from .base import HitlScreen
-from .loaders import CHUNK, load_history, load_view, one_line, read_events
+from .loaders import CHUNK, listen, load_history, load_view, one_line, read_events
 
 HISTORY_DELAY = 0.2
 """Seconds after the first drawing before earlier loop runs are folded in."""
 
 
-class SessionScreen(SessionAnswering, HitlScreen):
-    """Answering (select ids, editor, re-drive, cancel) comes from :class:`SessionAnswering`."""
+class SessionScreen(HitlScreen):
+    """Answering (select ids, editor, re-drive, cancel) is its :class:`SessionAnswering`."""
 
     AREA = "session"
     HELP_AREAS = ("session", "log")
@@ -98,19 +110,27 @@ class SessionScreen(SessionAnswering, HitlScreen):
         self._polling = False
         self._poll_again = False
         """A notification came while a poll was running: poll again when it ends."""
-        self._listener: Any = None
+        self._after_poll: list[Callable[[], None]] = []
+        """Called when the next poll that starts from now has been applied (:meth:`poll_then`)."""
+        self._listener: object | None = None
         self._last_error: str | None = None
         self.writing: str | None = None
         """The kind of the console-started write now running (``answer``, ...), shown in the info line."""
+        self.selection = InterruptSelection()
+        """Selected open ids of the shown invocation (``space``, ``a``, ``A``; ``esc`` clears)."""
+        self.drafts: dict[str, AnswerDraft] = {}
+        """What the operator typed, by invocation id (survives closing the editor)."""
+        self.answering = SessionAnswering(self)
+        """Selection on the tree, the editor, re-drive / cancel, write outcomes."""
 
     # ------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
-        yield self.compose_title(f"hitl ▸ Session {short(self.session_id, 80)}")
+        yield self.compose_title(f"hitl ▸ Session {short(self.session_id, 80, self.hitl.redactor)}")
         yield Static("loading…", id="session-info", classes="infoline")
         yield Static("", id="banner", classes="banner -hidden")
         yield Static("", id="answer-bar", classes="answer-bar -hidden")
         with Horizontal(id="session-top"):
-            yield NodeTree(id="tree")
+            yield NodeTree(id="tree", redactor=self.hitl.redactor)
             yield Details(id="details")
         yield EventLog(id="log")
         yield Footer(compact=True)
@@ -131,22 +151,19 @@ class SessionScreen(SessionAnswering, HitlScreen):
         """Poll at once when the store notifies an append to this session."""
 
         def on_append(session_id: str | None, _seq: int | None) -> None:
-            if session_id is not None and session_id != self.session_id:
-                return
-            if self._polling:
-                self._poll_again = True
-            else:
-                self._poll()
+            if session_id is None or session_id == self.session_id:
+                self.request_poll()
 
         try:
-            self._listener = await self.hitl.store.notifications(on_append)  # type: ignore[attr-defined]
+            self._listener = await listen(self.hitl.store, on_append)
         except Exception:  # noqa: BLE001 -- no notifications: the timer still polls
             self._listener = None
 
     async def on_unmount(self) -> None:
         listener, self._listener = self._listener, None
-        if listener is not None:
-            await listener.close()
+        close = getattr(listener, "close", None)
+        if close is not None:
+            await close()
 
     @property
     def tree(self) -> NodeTree:
@@ -175,6 +192,7 @@ class SessionScreen(SessionAnswering, HitlScreen):
 
     def on_store_failed(self, message: StoreFailed) -> None:
         self._polling = False
+        self._settled()
         if message.text != self._last_error:
             self.error(message.text)
         self._last_error = message.text
@@ -220,7 +238,7 @@ class SessionScreen(SessionAnswering, HitlScreen):
             inv, token = view.invocation_id, self._token
             self.set_timer(HISTORY_DELAY, lambda: self._history(inv, token) if token == self._token else None)
         self._show_details()
-        self._render_info()
+        self.render_info()
         self.refresh_bindings()
 
     @work(exclusive=True, group="session-history", exit_on_error=False)
@@ -244,9 +262,31 @@ class SessionScreen(SessionAnswering, HitlScreen):
         self._add_corrupt(message.corrupt)
         self.tree.load(self.proj, message.invocation_id)
         self._show_details()
-        self._render_info()
+        self.render_info()
 
     # ------------------------------------------------------------ live
+    def request_poll(self) -> None:
+        """Read what is new now; while a read runs, once more when it ends."""
+        if self._polling:
+            self._poll_again = True
+        else:
+            self._poll()
+
+    def poll_then(self, then: Callable[[], None]) -> None:
+        """Read what is new now (if a read is running: once more after it), then call ``then``."""
+        self._after_poll.append(then)
+        self.request_poll()
+        if not self._polling:  # nothing to read yet (not loaded): nothing to wait for
+            self._settled()
+
+    def _settled(self) -> None:
+        """A poll ended with no other one due: run what waited for it."""
+        if self._poll_again or self._polling:
+            return
+        waiting, self._after_poll = self._after_poll, []
+        for then in waiting:
+            then()
+
     def _poll(self) -> None:
         if self._polling or self.view is None:
             return
@@ -278,7 +318,7 @@ class SessionScreen(SessionAnswering, HitlScreen):
             return
         self.interrupted, self.in_doubt = state
         self._show_details()
-        self._render_info()
+        self.render_info()
 
     @work(group="session-poll", exit_on_error=False)
     async def _poll_worker(self, after: int, token: int) -> None:
@@ -292,9 +332,15 @@ class SessionScreen(SessionAnswering, HitlScreen):
 
     def on_live_events(self, message: LiveEvents) -> None:
         self._polling = False
-        if self._poll_again:
-            self._poll_again = False
-            self.call_later(self._poll)
+        again, self._poll_again = self._poll_again, False
+        try:
+            self._apply_live(message)
+        finally:
+            if again:
+                self._poll()  # a notification or a write event came during the read
+            self._settled()
+
+    def _apply_live(self, message: LiveEvents) -> None:
         if message.token != self._token or not (message.events or message.corrupt):
             return
         self._last_error = None
@@ -328,12 +374,12 @@ class SessionScreen(SessionAnswering, HitlScreen):
             self._show_details()
         if refresh_invocations:
             self._refresh_invocations(self._token)
-        self._render_info()
+        self.render_info()
         self.refresh_bindings()
 
     def _extend_log(self, message: LiveEvents) -> None:
         log = self.log_widget
-        fresh = [log_line(se) for se in message.events if se.seq > self.log_seq]
+        fresh = [log_line(se, self.hitl.redactor) for se in message.events if se.seq > self.log_seq]
         fresh += [corrupt_line(s) for s in message.corrupt if s > self.log_seq]
         if not fresh:
             return
@@ -356,7 +402,7 @@ class SessionScreen(SessionAnswering, HitlScreen):
     def on_invocations_changed(self, message: InvocationsChanged) -> None:
         if message.token == self._token:
             self.invocations = message.invocations
-            self._render_info()
+            self.render_info()
             self.refresh_bindings()
 
     # ------------------------------------------------------------ log pages
@@ -374,7 +420,7 @@ class SessionScreen(SessionAnswering, HitlScreen):
             self.log_widget.request_failed(start)
             self.post_message(StoreFailed(one_line(e)))
             return
-        lines = [log_line(se) for se in events] + [corrupt_line(s) for s in corrupt]
+        lines = [log_line(se, self.hitl.redactor) for se in events] + [corrupt_line(s) for s in corrupt]
         end = max([start + count - 1 if len(events) >= count else last_seq, *(line.seq for line in lines)])
         self.post_message(LogPage(start, end, lines, corrupt, token=token))
 
@@ -423,7 +469,7 @@ class SessionScreen(SessionAnswering, HitlScreen):
         path = self.tree.cursor_path
         node = self.tree.cursor_node
         if path is not None:
-            details.show(node_details(self.proj, inv, path, st, self.in_doubt), f"Node {path}")
+            details.show(node_details(self.proj, inv, path, st, self.in_doubt, red=self.hitl.redactor), f"Node {path}")
         elif node is not None and node.data and node.data.startswith(FOLD):
             details.show("Earlier runs of a loop. Expand the node (enter) to list them.", "Earlier runs")
         else:
@@ -445,7 +491,7 @@ class SessionScreen(SessionAnswering, HitlScreen):
         if message.event is None:
             details.show(f"⚠ {message.error}", f"Event {message.seq}")
         else:
-            details.show(event_details(message.event, details.style_map), f"Event {message.seq}")
+            details.show(event_details(message.event, details.style_map, red=self.hitl.redactor), f"Event {message.seq}")
 
     # ------------------------------------------------------------ info
     def _add_corrupt(self, seqs: list[int]) -> None:
@@ -467,12 +513,13 @@ class SessionScreen(SessionAnswering, HitlScreen):
     def current_summary(self) -> InvocationSummary | None:
         return next((i for i in self.invocations if i.invocation_id == self.invocation_id), None)
 
-    def _render_info(self) -> None:
+    def render_info(self) -> None:
         view = self.view
         if view is None:
             return
         s = view.session
-        parts: list[str | Text] = [f" {short(s.app_name, 40)} · {short(s.user_id, 30)} · {short(s.id, 60)}"]
+        red = self.hitl.redactor
+        parts: list[str | Text] = [f" {short(s.app_name, 40, red)} · {short(s.user_id, 30, red)} · {short(s.id, 60, red)}"]
         if self.invocation_id is None:
             parts.append("no invocation yet")
         else:
@@ -497,10 +544,68 @@ class SessionScreen(SessionAnswering, HitlScreen):
         if self.follow:
             parts.append(Text(" FOLLOW ", "reverse"))
         self.query_one("#session-info", Static).update(Text(" · ").join(literal(p) if isinstance(p, str) else p for p in parts))
-        self.render_selection()
+        self.answering.render()
+
+    @property
+    def session(self) -> Session | None:
+        return self.view.session if self.view is not None else None
+
+    def show_selection_bar(self, text: Text | None) -> None:
+        """The bar under the info line: what is selected (None: hidden)."""
+        bar = self.query_one("#answer-bar", Static)
+        if text is None:
+            bar.add_class("-hidden")
+        else:
+            bar.update(text)
+            bar.remove_class("-hidden")
 
     def on_back(self) -> bool:
-        return self.clear_selection()  # esc clears a selection of ids before it leaves
+        return self.answering.clear()  # esc clears a selection of ids before it leaves
+
+    # ------------------------------------------------------------ answering (registry: interrupts.*, invocation.*)
+    def can_toggle_interrupt(self) -> bool:
+        return bool(self.answering.open_ids())
+
+    can_select_node = can_toggle_interrupt
+    can_select_invocation = can_toggle_interrupt
+    can_answer = can_toggle_interrupt
+
+    def action_toggle_interrupt(self) -> None:
+        self.answering.toggle_node()
+
+    def action_select_node(self) -> None:
+        self.answering.select_node()
+
+    def action_select_invocation(self) -> None:
+        self.answering.select_invocation()
+
+    def action_answer(self, ids: list[str] | None = None) -> None:
+        self.answering.answer(ids)
+
+    def can_redrive(self) -> bool:
+        return self.answering.can_redrive()
+
+    def can_cancel(self) -> bool:
+        return self.answering.can_cancel()
+
+    def action_redrive(self) -> None:
+        self.answering.check_health("redrive")
+
+    def action_cancel(self) -> None:
+        self.answering.check_health("cancel")
+
+    def on_health_checked(self, message: HealthChecked) -> None:
+        self.answering.confirm(message)
+
+    def start_write(self, job: WriteJob, draft: AnswerDraft | None) -> None:
+        """Run ``job`` (the editor's submit, a confirmed re-drive or cancel)."""
+        self.answering.start_write(job, draft)
+
+    def on_write_event(self, message: WriteEvent) -> None:
+        self.request_poll()  # the tree moves (PENDING -> RUNNING -> ...) while the write runs
+
+    def on_write_done(self, message: WriteDone) -> None:
+        self.answering.write_done(message)
 
     # ------------------------------------------------------------ actions
     def can_next_waiting(self) -> bool:
@@ -525,7 +630,7 @@ class SessionScreen(SessionAnswering, HitlScreen):
                 latest = _latest_run(self.proj, inv, [r.path for r in self.proj.runs(inv)])
                 if latest is not None:
                     self.tree.select_path(latest)
-        self._render_info()
+        self.render_info()
 
     def action_expand_all(self) -> None:
         self.tree.set_all_expanded(True)
@@ -543,7 +648,8 @@ class SessionScreen(SessionAnswering, HitlScreen):
             if invocation_id and invocation_id != self.invocation_id:
                 self.switch_invocation(invocation_id)
 
-        self.app.push_screen(InvocationPicker(self.invocations, self.invocation_id, self.hitl.clock()), picked)
+        picker = InvocationPicker(self.invocations, self.invocation_id, self.hitl.clock(), self.hitl.redactor)
+        self.app.push_screen(picker, picked)
 
     def switch_invocation(self, invocation_id: str) -> None:
         self.reload_view(invocation_id)

@@ -179,9 +179,9 @@ class SessionsScreen(PagedTableScreen):
             table.status_cell(r.status, self.stopped.get(r.id, (False, False))),
             Text(str(r.open_interrupts) if r.open_interrupts else "", justify="right"),
             Text(age(r.oldest_open_at, now) if r.oldest_open_at is not None else "", justify="right"),
-            literal(short(r.app_name, 24)),
-            literal(short(r.user_id, 20)),
-            literal(short(r.id, 48)),
+            literal(short(r.app_name, 24, self.hitl.redactor)),
+            literal(short(r.user_id, 20, self.hitl.redactor)),
+            literal(short(r.id, 48, self.hitl.redactor)),
             Text(age(r.last_event_at or r.updated_at, now), justify="right"),
         ]
 

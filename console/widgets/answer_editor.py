@@ -32,7 +32,6 @@ from engine.projection import Interrupt
 from engine.redact import Redactor
 from engine.responses import template_for, unwrap_response, validate_response
 
-from .format import redactor as app_redactor
 from .format import short, to_json
 from .keys import OrderedTextArea
 from .plain import Label, Static
@@ -155,9 +154,9 @@ class AnswerEditor(Vertical):
         def interrupt_id(self) -> str:
             return self.editor.interrupt.id
 
-    def __init__(self, interrupt: Interrupt, text: str | None = None, *, redactor: Redactor | None = None) -> None:
+    def __init__(self, interrupt: Interrupt, text: str | None = None, *, redactor: Redactor) -> None:
         super().__init__(classes="answer-editor")
-        self.redactor = redactor or app_redactor()
+        self.redactor = redactor
         """Masks the payload, the schema, the message and errors (``--show-secrets`` shows them)."""
         self.redactor.learn_from([interrupt.args, interrupt.response_schema])  # masked in the message too
         self.interrupt = interrupt
@@ -169,8 +168,8 @@ class AnswerEditor(Vertical):
     def compose(self) -> ComposeResult:
         itr = self.interrupt
         head = Text()
-        head.append(short(itr.id, 60), "bold")
-        head.append(f"  {short(itr.path, 60)}", "dim")
+        head.append(short(itr.id, 60, self.redactor), "bold")
+        head.append(f"  {short(itr.path, 60, self.redactor)}", "dim")
         yield Label(head, classes="answer-head")
         if itr.message:
             yield Static(self.redactor.text(itr.message), classes="answer-message")

@@ -26,7 +26,6 @@ from engine.replay import DiffRow
 from engine.resume import ResumePlan
 
 from .format import STATUS_ICON, short
-from .format import redactor as app_redactor
 from .plain import cells
 
 EFFECT_STYLE = {
@@ -90,11 +89,11 @@ class Preview:
     command: str = ""
 
 
-def preview_renderable(preview: Preview | None, *, stale: bool = False, redactor: Redactor | None = None) -> RenderableType:
+def preview_renderable(preview: Preview | None, *, redactor: Redactor, stale: bool = False) -> RenderableType:
     """The dry run: what resolves, each node's before -> after and effect, what
     becomes runnable, side-effect warnings, what stays open, and the command,
     masked by ``redactor`` (the app's; with --show-secrets it shows everything)."""
-    red = redactor or app_redactor()
+    red = redactor
     if preview is None:
         return Text("Dry run: waiting for valid answers…", "dim")
     parts: list[RenderableType] = []
@@ -178,11 +177,11 @@ def _value(v: Any, red: Redactor) -> str:
     return "-" if v is None else short(v, 48, red)
 
 
-def outcome_renderable(o: Outcome, redactor: Redactor | None = None) -> RenderableType:
+def outcome_renderable(o: Outcome, redactor: Redactor) -> RenderableType:
     """Before/after: flags first (nothing ran, failed, interrupted), then node
     statuses, outputs, re-executions and new runs, interrupts, session state
-    (masked by ``redactor``, the app's by default)."""
-    red = redactor or app_redactor()
+    (masked by ``redactor``, the app's)."""
+    red = redactor
     parts: list[RenderableType] = []
     verb = {"answer": "Answered", "redrive": "Re-drove", "cancel": "Cancelled"}[o.kind]
     head = Text(f"{verb} ", "bold")
@@ -253,14 +252,14 @@ def _rows_table(title: str, rows: Iterable[DiffRow], red: Redactor, *, execution
     return t
 
 
-def selection_summary(selected: list[str], open_ids: list[str]) -> Text:
+def selection_summary(selected: list[str], open_ids: list[str], red: Redactor) -> Text:
     """``● 2 selected: a, b · stays open: c`` -- what the message would answer and what not."""
     chosen = [i for i in open_ids if i in selected]
     rest = [i for i in open_ids if i not in selected]
     t = Text()
     t.append(f"● {len(chosen)} of {len(open_ids)} open selected", "bold")
     if chosen:
-        t.append(f": {short(', '.join(chosen), 60)}")
+        t.append(f": {short(', '.join(chosen), 60, red)}")
     t.append("  ·  stays open: ", "dim")
-    t.append(short(", ".join(rest), 60) if rest else "none", "yellow" if rest else "dim")
+    t.append(short(", ".join(rest), 60, red) if rest else "none", "yellow" if rest else "dim")
     return t

@@ -16,14 +16,15 @@ from textual.containers import VerticalScroll
 
 from engine.models import NodeStatus, StoredEvent
 from engine.projection import Interrupt, NodeRun, Projection
+from engine.redact import Redactor
 
 from ..text import clean, literal
 from .format import STATUS_CLASSES, STATUS_ICON, date_time, shown, status_class, to_json
 from .plain import Static
 
 
-def _json(value: Any) -> RenderableType:
-    text = to_json(shown(value), indent=2)
+def _json(value: Any, red: Redactor) -> RenderableType:
+    text = to_json(shown(value, red), indent=2)
     try:
         return JSON(text, indent=2)
     except Exception:  # noqa: BLE001 -- a repr() fallback is not JSON
@@ -51,7 +52,7 @@ def _status_text(status: str, st: Styles) -> Text:
     return Text(f"{STATUS_ICON[status]} {status}", style=_s(st, status_class(status)))
 
 
-def _interrupt_block(itr: Interrupt, st: Styles) -> RenderableType:
+def _interrupt_block(itr: Interrupt, st: Styles, red: Redactor) -> RenderableType:
     head = Text()
     if itr.cancelled:
         head.append("⊘ ", _s(st, "status--cancelled"))
@@ -66,15 +67,15 @@ def _interrupt_block(itr: Interrupt, st: Styles) -> RenderableType:
         rows.append(("message", itr.message))
     payload = itr.args.get("payload") if isinstance(itr.args, dict) else None
     if payload is not None:
-        rows.append(("payload", _json(payload)))
+        rows.append(("payload", _json(payload, red)))
     other = {k: v for k, v in (itr.args or {}).items() if k not in ("message", "payload", "response_schema")}
     if other:
-        rows.append(("args", _json(other)))
+        rows.append(("args", _json(other, red)))
     if itr.response_schema is not None:
-        rows.append(("schema", _json(itr.response_schema)))
+        rows.append(("schema", _json(itr.response_schema, red)))
     rows.append(("raised", f"event {itr.raised_pos} at {date_time(itr.timestamp)}"))
     if itr.resolved:
-        rows.append(("answer", _json(itr.response)))
+        rows.append(("answer", _json(itr.response, red)))
         by = f" by {itr.operator}" if itr.operator else ""
         rows.append(("answered", f"event {itr.resolved_pos}{by}"))
     elif itr.cancelled:
@@ -103,11 +104,12 @@ def node_kind(run: NodeRun) -> str:
 
 
 def node_details(
-    proj: Projection, invocation_id: str, path: str, st: Styles, in_doubt: frozenset[str] = frozenset()
+    proj: Projection, invocation_id: str, path: str, st: Styles, in_doubt: frozenset[str] = frozenset(),
+    *, red: Redactor,
 ) -> RenderableType:
-    """``in_doubt``: paths ``engine.liveness`` reports in doubt (the invocation
-    stopped mid-run); the events alone cannot tell a running node from a dead one."""
-    """Everything about one node run."""
+    """Everything about one node run, its values masked by ``red``. ``in_doubt``:
+    paths ``engine.liveness`` reports in doubt (the invocation stopped mid-run);
+    the events alone cannot tell a running node from a dead one."""
     run = proj.get(invocation_id, path)
     if run is None:
         return Text(f"{path}: not in this invocation", style=_s(st, "details--dim"))
@@ -128,14 +130,14 @@ def node_details(
     elif run.unfinished:
         rows.append(("end record", "none yet (running)"))
     if run.input is not None:
-        rows.append(("input", _json(run.input)))
+        rows.append(("input", _json(run.input, red)))
     if run.output is not None:
         label = "prior output" if run.status is NodeStatus.WAITING else "output"
         if run.auto_completed:
             label = "output (answers)"
-        rows.append((label, _json(run.output)))
+        rows.append((label, _json(run.output, red)))
     if run.route is not None:
-        rows.append(("route", _json(run.route)))
+        rows.append(("route", _json(run.route, red)))
     if run.error_code:
         failed = f" ({run.errors} failed attempts)" if run.errors > 1 else ""
         rows.append(("error", literal(f"{run.error_code}: {run.error_message}{failed}", _s(st, "status--failed"))))
@@ -157,10 +159,10 @@ def node_details(
     ]
     if pending:
         parts.append(Text(f"\npending interrupts ({len(pending)})", style=_s(st, "status--waiting")))
-        parts.extend(_interrupt_block(i, st) for i in pending)
+        parts.extend(_interrupt_block(i, st, red) for i in pending)
     if done:
         parts.append(Text(f"\nresolved interrupts ({len(done)})", style=_s(st, "status--completed")))
-        parts.extend(_interrupt_block(i, st) for i in done)
+        parts.extend(_interrupt_block(i, st, red) for i in done)
     return Group(*parts)
 
 
@@ -189,12 +191,12 @@ def invocation_details(proj: Projection, invocation_id: str, st: Styles) -> Rend
     return _fields(rows, st)
 
 
-def event_details(se: StoredEvent, st: Styles) -> RenderableType:
+def event_details(se: StoredEvent, st: Styles, *, red: Redactor) -> RenderableType:
     e = se.event
     head = Text()
     head.append(f"event {se.seq}", _s(st, "details--title"))
     head.append(f"  {e.kind}  {date_time(e.timestamp)}", _s(st, "details--dim"))
-    return Group(head, _json(e.model_dump(mode="json", exclude_none=True)))
+    return Group(head, _json(e.model_dump(mode="json", exclude_none=True), red))
 
 
 class Details(VerticalScroll, can_focus=True):

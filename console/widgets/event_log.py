@@ -28,6 +28,7 @@ from textual.strip import Strip
 from textual.timer import Timer
 
 from engine.models import Event, StoredEvent
+from engine.redact import Redactor
 
 from ..actions import bindings
 from ..text import clean
@@ -68,47 +69,47 @@ def operator_of(e: Event) -> str | None:
     return str(op) if op else None
 
 
-def operator_said(e: Event) -> str:
+def operator_said(e: Event, red: Redactor) -> str:
     """`` · reason "card expired"`` -- the reason of an operator event (the
     operator is in the author column)."""
     reason = (e.custom_metadata or {}).get("reason")
-    return f' · reason "{short(str(reason), 60)}"' if reason else ""
+    return f' · reason "{short(str(reason), 60, red)}"' if reason else ""
 
 
-def log_line(se: StoredEvent) -> LogLine:
-    """The one-line summary of a stored event."""
+def log_line(se: StoredEvent, red: Redactor) -> LogLine:
+    """The one-line summary of a stored event, its data masked by ``red``."""
     e = se.event
     kind = e.kind
     info = e.node_info
     summary = ""
     if kind == "message":
-        summary = f'"{short(e.content.text if e.content else "", 60)}"'
+        summary = f'"{short(e.content.text if e.content else "", 60, red)}"'
     elif kind == "response":
-        parts = [f"{short(fr.id, 24)}={short(fr.response, 16)}" for fr in e.function_responses]
+        parts = [f"{short(fr.id, 24, red)}={short(fr.response, 16, red)}" for fr in e.function_responses]
         summary = "answers " + id_list(parts, 3)
-        summary += operator_said(e)
+        summary += operator_said(e, red)
     elif kind in ("redrive", "cancel"):
-        summary = kind + operator_said(e)
+        summary = kind + operator_said(e, red)
     elif kind == "start":
         summary = "re-executes" if info and info.input is None and info.rerun_on_resume else ""
         if info and info.input is not None:
-            summary = "input " + short(info.input, 40)
+            summary = "input " + short(info.input, 40, red)
     elif kind == "end":
         status = info.status.value if info and info.status else ""
         summary = status
         if e.error_code:
             summary += f" {e.error_code}"
         elif e.output is not None:
-            summary += " → " + short(e.output, 40)
+            summary += " → " + short(e.output, 40, red)
     elif kind == "interrupt":
         calls = e.interrupt_calls
         summary = id_list([c.id for c in calls], 2)
         if len(calls) == 1 and calls[0].args.get("message"):
-            summary += f' "{short(str(calls[0].args["message"]), 40)}"'
+            summary += f' "{short(str(calls[0].args["message"]), 40, red)}"'
     elif kind == "error":
-        summary = short(f"{e.error_code}: {e.error_message}", 60)
+        summary = short(f"{e.error_code}: {e.error_message}", 60, red)
     elif kind == "output":
-        summary = short(e.output, 50)
+        summary = short(e.output, 50, red)
     elif kind == "state":
         summary = "state " + ", ".join(sorted(e.state_delta or {}))
     intern = sys.intern

@@ -5,10 +5,9 @@ re-exported here. No state is computed here -- statuses come from
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
-from engine.redact import DEFAULT_SECRET_PATTERNS, Redactor
+from engine.redact import Redactor
 from engine.status import DisplayStatus
 
 from .. import text
@@ -44,38 +43,23 @@ def status_class(status: str) -> str:
         return f"status--{status.lower()}"
 
 
-_SECRETS: dict[str, Any] = {"redactor": Redactor(DEFAULT_SECRET_PATTERNS)}
-"""How stored values are shown: the app's one :class:`~engine.redact.Redactor`
-(secret keys masked, known secret values and DSN/bearer patterns masked in
-text) unless the console was started with --show-secrets (set by HitlApp)."""
+def shown(value: Any, red: Redactor | None = None) -> Any:
+    """A stored value as the operator may see it: masked by ``red`` (the app's
+    :class:`~engine.redact.Redactor`, which every console renderer is given);
+    without one, by the default patterns -- never shown unmasked."""
+    return (red if red is not None else Redactor()).value(value)
 
 
-def configure_secrets(show: bool, patterns: Iterable[str] = DEFAULT_SECRET_PATTERNS) -> Redactor:
-    """Make the app's one Redactor (HitlApp keeps it as ``app.redactor`` and passes
-    it to the answer editor, the dry run and the outcome; other widgets reach it here)."""
-    red = _SECRETS["redactor"] = Redactor(patterns, show=show)
-    return red
-
-
-def redactor() -> Redactor:
-    """The console's Redactor (see :func:`configure_secrets`)."""
-    return _SECRETS["redactor"]
-
-
-def shown(value: Any) -> Any:
-    """A stored value as the operator may see it (the console's Redactor)."""
-    return redactor().value(value)
-
-
-def shown_entry(key: str, value: Any) -> Any:
+def shown_entry(key: str, value: Any, red: Redactor | None = None) -> Any:
     """``value`` stored under ``key`` (a top-level state key, say): masked when
     the key itself looks secret."""
-    return shown({key: value})[key]
+    return shown({key: value}, red)[key]
 
 
 def short(value: Any, width: int = 40, red: Redactor | None = None) -> str:
-    """:func:`console.text.short` with the app's Redactor unless ``red``."""
-    return text.short(value, width, red or redactor())
+    """:func:`console.text.short`: data masked by ``red`` (the renderer's Redactor);
+    None is for the console's own words and ids, which are not masked."""
+    return text.short(value, width, red)
 
 
 def short_id(value: str, width: int = 12) -> str:

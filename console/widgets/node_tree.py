@@ -28,6 +28,7 @@ from engine import views
 from engine.liveness import is_mid_run
 from engine.models import NodeStatus
 from engine.projection import NodeRun, Projection
+from engine.redact import Redactor
 from engine.status import DisplayStatus
 
 from ..text import clean, clean_text, literal
@@ -37,9 +38,11 @@ ROOT = "#root"
 FOLD = "#fold:"
 
 
-def run_label(run: NodeRun, proj: Projection, style: dict[str, Style], display: DisplayStatus | None = None) -> Text:
+def run_label(
+    run: NodeRun, proj: Projection, style: dict[str, Style], display: DisplayStatus | None = None, *, red: Redactor
+) -> Text:
     """``approve@1 ◆ WAITING  approve-b "Approve B?"`` -- one line per run
-    (``display``: the word to show, by default the projected status)."""
+    (``display``: the word to show, by default the projected status; data masked by ``red``)."""
     word = display or DisplayStatus.of(run.status)
     t = Text()
     t.append(clean(f"{run.name}@{run.run_id}", one_line=True), style.get("name", Style()))
@@ -47,14 +50,14 @@ def run_label(run: NodeRun, proj: Projection, style: dict[str, Style], display: 
     t.append(f"{STATUS_ICON[word]} {word}", style.get(word.css_class, Style()))
     if run.resumed:
         t.append(" ↻", style.get("resumed", Style()))
-    extra = _extra(run, proj, word)
+    extra = _extra(run, proj, red, word)
     if extra:
         t.append("  ")
         t.append(extra, style.get("detail", Style()))
     return t
 
 
-def _extra(run: NodeRun, proj: Projection, display: DisplayStatus | None = None) -> str:
+def _extra(run: NodeRun, proj: Projection, red: Redactor, display: DisplayStatus | None = None) -> str:
     inv = run.invocation_id
     if run.status is NodeStatus.WAITING:
         own = run.own_pending
@@ -62,16 +65,16 @@ def _extra(run: NodeRun, proj: Projection, display: DisplayStatus | None = None)
             if len(own) == 1:
                 itr = proj.interrupts.get((inv, own[0]))
                 msg = itr.message if itr else ""
-                return f"{own[0]} " + (f'"{short(msg, 40)}"' if msg else "")
+                return f"{own[0]} " + (f'"{short(msg, 40, red)}"' if msg else "")
             return id_list(own)
         pending = proj.pending_ids(inv, run.path)
         return f"waits on {len(pending)}: {id_list(pending, 2)}" if pending else ""
     if run.status is NodeStatus.FAILED:
-        return short(f"{run.error_code}: {run.error_message}", 48) if run.error_code else ""
+        return short(f"{run.error_code}: {run.error_message}", 48, red) if run.error_code else ""
     if run.status is NodeStatus.COMPLETED:
         if run.auto_completed:
-            return "answered → " + short(run.output, 36)
-        return "" if run.output is None or run.is_container else "→ " + short(run.output, 40)
+            return "answered → " + short(run.output, 36, red)
+        return "" if run.output is None or run.is_container else "→ " + short(run.output, 40, red)
     if run.status is NodeStatus.PENDING:
         return "will re-execute" if run.rerun_on_resume else ""
     if display is DisplayStatus.IN_DOUBT:
@@ -83,7 +86,9 @@ def _extra(run: NodeRun, proj: Projection, display: DisplayStatus | None = None)
     return ""
 
 
-def invocation_label(proj: Projection, invocation_id: str, style: dict[str, Style], interrupted: bool = False) -> Text:
+def invocation_label(
+    proj: Projection, invocation_id: str, style: dict[str, Style], interrupted: bool = False, *, red: Redactor
+) -> Text:
     inv = proj.invocations.get(invocation_id)
     word = views.invocation_display(proj, invocation_id, interrupted)
     t = Text()
@@ -93,7 +98,7 @@ def invocation_label(proj: Projection, invocation_id: str, style: dict[str, Styl
         t.append(" ")
         t.append(f"{STATUS_ICON[word]} {word}", style.get(word.css_class, Style()))
     if inv and inv.message:
-        t.append(f'  "{short(inv.message, 40)}"', style.get("detail", Style()))
+        t.append(f'  "{short(inv.message, 40, red)}"', style.get("detail", Style()))
     return t
 
 
@@ -108,8 +113,10 @@ class NodeTree(Tree[str]):
         "nodetree--marked",
     }
 
-    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+    def __init__(self, *, redactor: Redactor, id: str | None = None, classes: str | None = None) -> None:
         super().__init__("", data=ROOT, id=id, classes=classes)
+        self.redactor = redactor
+        """Masks the data in labels (outputs, messages, errors): the app's Redactor."""
         self.show_root = True
         self.guide_depth = 3
         self.proj: Projection | None = None
@@ -164,7 +171,7 @@ class NodeTree(Tree[str]):
         self._by_path.clear()
         self._folds.clear()
         self._shown.clear()
-        self.root.set_label(invocation_label(proj, invocation_id, self.styles_map, self.interrupted))
+        self.root.set_label(invocation_label(proj, invocation_id, self.styles_map, self.interrupted, red=self.redactor))
         self.root.expand()
         inv = proj.invocations.get(invocation_id)
         for path in inv.roots if inv else []:
@@ -197,7 +204,8 @@ class NodeTree(Tree[str]):
 
     def _label(self, run: NodeRun) -> Text:
         assert self.proj is not None
-        label = run_label(run, self.proj, self.styles_map, views.display_status(run, self.interrupted, self.in_doubt))
+        label = run_label(run, self.proj, self.styles_map, views.display_status(run, self.interrupted, self.in_doubt),
+                          red=self.redactor)
         if run.path in self.marked:
             label = Text("● ", self.styles_map.get("marked", Style())) + label
         return label
@@ -227,7 +235,7 @@ class NodeTree(Tree[str]):
             run = proj.get(inv, path)
             if run is not None and run.status in (NodeStatus.RUNNING, NodeStatus.PENDING):
                 node.set_label(self._label(run))
-        self.root.set_label(invocation_label(proj, inv, self.styles_map, interrupted))
+        self.root.set_label(invocation_label(proj, inv, self.styles_map, interrupted, red=self.redactor))
 
     def _fold_label(self, n: int) -> Text:
         return Text(f"⋯ {n:,} earlier runs (expand to list)", self.styles_map["fold"])
@@ -277,7 +285,7 @@ class NodeTree(Tree[str]):
             if not parent.allow_expand:
                 parent.allow_expand = True
             created.append(path)
-        self.root.set_label(invocation_label(proj, inv, self.styles_map, self.interrupted))
+        self.root.set_label(invocation_label(proj, inv, self.styles_map, self.interrupted, red=self.redactor))
         return created
 
     # ------------------------------------------------------------ navigation

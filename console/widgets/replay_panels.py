@@ -14,10 +14,12 @@ from rich.console import Group, RenderableType
 from rich.style import Style
 from rich.table import Table
 from rich.text import Text
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widget import Widget
 
+from engine.redact import Redactor
 from engine.replay import DiffRow, Marker
 from engine.views import Frame
 
@@ -69,12 +71,12 @@ def marker_table(markers: list[Marker], styles: dict[str, Style]) -> Table:
     return table
 
 
-def _value(v: Any, width: int = 36) -> str:
-    return "—" if v is None else short(v, width)
+def _value(v: Any, red: Redactor, width: int = 36) -> str:
+    return "—" if v is None else short(v, width, red)
 
 
-def change_table(rows: list[DiffRow], styles: dict[str, Style], *, width: int = 36) -> Table:
-    """``area  key  before → after`` rows (a diff, or what one event changed)."""
+def change_table(rows: list[DiffRow], styles: dict[str, Style], *, red: Redactor, width: int = 36) -> Table:
+    """``area  key  before → after`` rows (a diff, or what one event changed), values masked by ``red``."""
     table = Table.grid(padding=(0, 1))
     table.add_column(no_wrap=True, style=styles.get("replay--dim", Style()))
     table.add_column(overflow="fold")
@@ -82,11 +84,11 @@ def change_table(rows: list[DiffRow], styles: dict[str, Style], *, width: int = 
     table.add_column(no_wrap=True)
     table.add_column(overflow="fold", style=styles.get("replay--after", Style()))
     for r in rows:
-        table.add_row(*cells(r.area, r.key, _value(r.before, width), "→", _value(r.after, width)))
+        table.add_row(*cells(r.area, r.key, _value(r.before, red, width), "→", _value(r.after, red, width)))
     return table
 
 
-def event_panel(frame: Frame | None, styles: dict[str, Style]) -> RenderableType:
+def event_panel(frame: Frame | None, styles: dict[str, Style], *, red: Redactor) -> RenderableType:
     """The event at the cursor: what it is, its markers, and what it changed."""
     if frame is None:
         return Text("loading the history…", styles.get("replay--dim", Style()))
@@ -110,14 +112,14 @@ def event_panel(frame: Frame | None, styles: dict[str, Style]) -> RenderableType
         parts.append(marker_table(markers, styles))
     rows = frame.effects
     if rows:
-        parts.append(change_table(rows, styles))
+        parts.append(change_table(rows, styles, red=red))
     elif not markers:
         parts.append(Text("no state change", styles.get("replay--dim", Style())))
     return Group(*parts)
 
 
-def state_table(state: dict[str, Any], changed: set[str], styles: dict[str, Style]) -> RenderableType:
-    """The session state: one key per row, the keys this event set marked ●."""
+def state_table(state: dict[str, Any], changed: set[str], styles: dict[str, Style], *, red: Redactor) -> RenderableType:
+    """The session state: one key per row, the keys this event set marked ●; values masked by ``red``."""
     if not state:
         return Text("(empty)", styles.get("replay--dim", Style()))
     table = Table.grid(padding=(0, 1))
@@ -126,7 +128,7 @@ def state_table(state: dict[str, Any], changed: set[str], styles: dict[str, Styl
     table.add_column(overflow="fold")
     for key in sorted(state):
         mark = Text("●", styles.get("replay--after", Style())) if key in changed else Text(" ")
-        table.add_row(*cells(mark, key, short(shown_entry(key, state[key]), 200)))
+        table.add_row(*cells(mark, key, short(shown_entry(key, state[key], red), 200)))
     return table
 
 
@@ -144,7 +146,7 @@ class ReplayPanel(VerticalScroll):
     shown: RenderableType = ""
     """What the pane shows (tests read it as text)."""
 
-    def compose(self):  # type: ignore[no-untyped-def]
+    def compose(self) -> ComposeResult:
         yield Static(classes="replay-body")
 
     @property

@@ -142,7 +142,7 @@ async def test_partial_answer_of_a_parallel_fanout_runs_one_branch() -> None:
         session = await open_session(pilot, "fanout-1")
         assert session.tree.cursor_path == "fanout@1/ask_a@1"  # the first waiting node
         await pilot.press("space")
-        assert session.selection == ["fan-a"]
+        assert session.selection.ids == ["fan-a"]
         bar = str(session.query_one("#answer-bar").render())
         assert "1 of 2 open selected: fan-a" in bar and "stays open: fan-b" in bar
         assert "● " in str(session.tree.node_for("fanout@1/ask_a@1").label)  # type: ignore[union-attr]
@@ -162,7 +162,7 @@ async def test_partial_answer_of_a_parallel_fanout_runs_one_branch() -> None:
         await pilot.press("escape")
         await settle(pilot)
         assert app.screen is session and "COMPLETED" in str(session.tree.node_for("fanout@1/ship_a@1").label)  # type: ignore[union-attr]
-        assert session.selection == []
+        assert session.selection.ids == []
     inv, proj = await invocation(store, "fanout-1")
     assert proj.get(inv, "fanout@1/ask_a@1").status is NodeStatus.COMPLETED  # type: ignore[union-attr]
     assert proj.get(inv, "fanout@1/ship_a@1").output == "A shipped (True)"  # type: ignore[union-attr]
@@ -380,10 +380,10 @@ async def test_read_only_mode_disables_selection_and_answering() -> None:
         session = await open_session(pilot, "refund-waiting-1")
         await pilot.press("space", "a", "X")
         await settle(pilot)
-        assert app.screen is session and session.selection == []
+        assert app.screen is session and session.selection.ids == []
         await pilot.press("e")  # the editor still opens, for a dry run (issue 11); submitting stays disabled
         await settle(pilot)
-        assert isinstance(app.screen, AnswerScreen) and session.selection == []
+        assert isinstance(app.screen, AnswerScreen) and session.selection.ids == []
 
 
 async def test_inbox_selection_opens_the_editor_on_that_invocation() -> None:
@@ -400,12 +400,12 @@ async def test_inbox_selection_opens_the_editor_on_that_invocation() -> None:
         rec = inbox.selected
         assert rec is not None
         await pilot.press("A")  # every loaded row of that invocation
-        picked = inbox.picked
+        picked_key, picked = inbox.picked.key, inbox.picked.ids
         same = [r.interrupt_id for r in inbox.rows if r.invocation_id == rec.invocation_id]
-        assert picked is not None and picked[:2] == (rec.session_id, rec.invocation_id) and picked[2] == same
+        assert picked_key == (rec.session_id, rec.invocation_id) and picked == same
         assert len(same) == 2 and "● 2 selected in refund-multi-1" in str(inbox.query_one("#inbox-info").render())
         screen = await editor_screen(pilot, "e")
-        assert screen.draft.invocation_id == rec.invocation_id and screen.selected == picked[2]
+        assert screen.draft.invocation_id == rec.invocation_id and screen.selected == picked
         assert isinstance(app.screen_stack[-2], SessionScreen)
         screen.id_list.focus()
         await pilot.press("space")  # on the list: unselect the highlighted id, its editor goes
@@ -512,7 +512,7 @@ async def test_a_partial_answer_to_a_leaf_is_flagged_answered_but_nothing_ran() 
         assert isinstance(screen, AnswerScreen)
         await write(pilot, screen, {second: '{"publish": false}'})
         assert screen.preview is not None and not screen.preview.plan.runs_anything  # type: ignore[union-attr]
-        assert "nothing runs" in plain(preview_renderable(screen.preview))
+        assert "nothing runs" in plain(preview_renderable(screen.preview, redactor=app.redactor))
         outcome = (await submit(pilot)).outcome
         assert outcome.nothing_ran and outcome.events == 1 and outcome.still_open == [first]
-        assert "Answered, but nothing ran" in plain(outcome_renderable(outcome))
+        assert "Answered, but nothing ran" in plain(outcome_renderable(outcome, app.redactor))

@@ -7,6 +7,7 @@ from console.widgets.event_log import log_line
 from console.widgets.format import format_age, id_list, short
 from engine.models import Content, Event, NodeInfo, NodeStatus, StoredEvent
 from engine.projection import project
+from engine.redact import Redactor
 from engine.store import MemoryStore
 from engine.store.base import InvocationSummary
 from engine.views import focus_path
@@ -136,13 +137,13 @@ def test_log_line_summaries():
         long_running_tool_ids=["x-1"],
         content=Content(role="model", parts=[{"function_call": {"id": "x-1", "name": "request_input", "args": {"message": "Ok?"}}}]),  # type: ignore[list-item]
     )
-    line = log_line(StoredEvent(seq=4, session_id="s", event=e))
+    line = log_line(StoredEvent(seq=4, session_id="s", event=e), Redactor())
     assert (line.kind, line.path, line.summary) == ("interrupt", "wf@1/approve@1", 'x-1 "Ok?"')
     fr = Event(invocation_id="i", author="user", content=Content.from_responses({"x-1": True}), custom_metadata={"action": "resume", "operator": "ann"})
-    line = log_line(StoredEvent(seq=5, session_id="s", event=fr))
+    line = log_line(StoredEvent(seq=5, session_id="s", event=fr), Redactor())
     assert (line.author, line.summary) == ("ann", "answers x-1=true")  # the operator, not "user"
     fr.custom_metadata = {"action": "cancel", "operator": "ann", "reason": "dup [/x]"}
-    line = log_line(StoredEvent(seq=6, session_id="s", event=fr))
+    line = log_line(StoredEvent(seq=6, session_id="s", event=fr), Redactor())
     assert (line.author, line.summary) == ("ann", 'answers x-1=true · reason "dup [/x]"')
 
 

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from console.screens.session import SessionScreen
-from console.widgets.format import configure_secrets
 from engine import START, Content, Runner, Workflow, node
 from engine.store import MemoryStore
 
 from .conftest import details_text, make_app, settle
+from .test_answer import open_session
 
 
 @node
@@ -31,22 +30,16 @@ async def secret_store() -> MemoryStore:
 @pytest.mark.parametrize("show", [False, True])
 async def test_secret_values_are_masked_unless_shown(secret_store, show):
     app = make_app(secret_store, show_secrets=show)
-    try:
-        async with app.run_test(size=(120, 36)) as pilot:
-            await settle(pilot)
-            app.open_session("s-secret")
-            await settle(pilot)
-            screen = app.screen
-            assert isinstance(screen, SessionScreen)
-            screen.tree.select_path("wf@1/connect@1")
-            await settle(pilot)
-            node_text = details_text(app)
-            assert "db1" in node_text  # ordinary values stay visible
-            assert ("sk-live-123" in node_text) is show
-            screen.log_widget.focus()
-            screen.log_widget.action_last()
-            await pilot.press("up", "enter")  # connect's end record carries the state delta
-            await settle(pilot)
-            assert ("hunter2" in details_text(app) + node_text) is show
-    finally:
-        configure_secrets(False)
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await open_session(pilot, "s-secret")
+        await settle(pilot)
+        screen.tree.select_path("wf@1/connect@1")
+        await settle(pilot)
+        node_text = details_text(app)
+        assert "db1" in node_text  # ordinary values stay visible
+        assert ("sk-live-123" in node_text) is show
+        screen.log_widget.focus()
+        screen.log_widget.action_last()
+        await pilot.press("up", "enter")  # connect's end record carries the state delta
+        await settle(pilot)
+        assert ("hunter2" in details_text(app) + node_text) is show

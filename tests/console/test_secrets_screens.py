@@ -17,7 +17,6 @@ import pytest
 from console.screens.answer import AnswerScreen
 from console.screens.answer_dialogs import ConfirmWrite, OutcomeScreen
 from console.screens.session import SessionScreen
-from console.widgets.format import configure_secrets
 from console.widgets.plain import Static
 from engine import Content, Runner
 from engine.apps import AppRegistry
@@ -62,49 +61,46 @@ async def test_console_screens_show_no_secret_unless_asked(show: bool) -> None:
     reg.register("leaky", leaky_app.workflow)
     app = app_for(store, registry=reg, show_secrets=show)
     seen: dict[str, str] = {}
-    try:
-        async with app.run_test(size=(160, 50)) as pilot:
-            await settle(pilot)
-            app.open_session("leak-1", path="leaky@1/connect@1")
-            await settle(pilot)
-            session = app.screen
-            assert isinstance(session, SessionScreen)
-            seen["session (connect selected)"] = screen_text(app)
-            session.tree.select_path("leaky@1/confirm@1")
-            await settle(pilot)
-            seen["session (confirm selected)"] = screen_text(app)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(pilot)
+        app.open_session("leak-1", path="leaky@1/connect@1")
+        await settle(pilot)
+        session = app.screen
+        assert isinstance(session, SessionScreen)
+        seen["session (connect selected)"] = screen_text(app)
+        session.tree.select_path("leaky@1/confirm@1")
+        await settle(pilot)
+        seen["session (confirm selected)"] = screen_text(app)
 
-            await pilot.press("e")
-            await settle(pilot)
-            editor_screen = app.screen
-            assert isinstance(editor_screen, AnswerScreen), type(editor_screen)
-            (ed,) = editor_screen.editors()
-            seen["answer editor"] = screen_text(app) + plain(ed._side())
-            ed.set_text(ANSWER)
-            await settle(pilot)
-            await wait_until(pilot, lambda: editor_screen.preview is not None and editor_screen.submit_problem() is None)
-            await settle(pilot)
-            dry = plain(editor_screen.query_one("#answer-preview-body", Static).content)
-            seen["dry run"] = dry
-            assert "Dry run" in dry and "rotate" in dry
+        await pilot.press("e")
+        await settle(pilot)
+        editor_screen = app.screen
+        assert isinstance(editor_screen, AnswerScreen), type(editor_screen)
+        (ed,) = editor_screen.editors()
+        seen["answer editor"] = screen_text(app) + plain(ed._side())
+        ed.set_text(ANSWER)
+        await settle(pilot)
+        await wait_until(pilot, lambda: editor_screen.preview is not None and editor_screen.submit_problem() is None)
+        await settle(pilot)
+        dry = plain(editor_screen.query_one("#answer-preview-body", Static).content)
+        seen["dry run"] = dry
+        assert "Dry run" in dry and "rotate" in dry
 
-            await pilot.press("ctrl+s")
-            await settle(pilot)
-            assert isinstance(app.screen, ConfirmWrite)
-            await pilot.press(*REASON)
-            await settle(pilot)
-            # What the operator types (the editor behind, the reason field) is theirs to see; the
-            # dialog's own text -- its summary and the equivalent command -- is masked.
-            seen["confirm"] = plain(app.screen.query_one("#confirm-command", Static).content) + plain(app.screen.body)
-            await pilot.press("ctrl+s")
-            await wait_until(pilot, lambda: isinstance(app.screen, OutcomeScreen))
-            await settle(pilot)
-            outcome = app.screen
-            after = plain(outcome.query_one("#outcome-body", Static).content)
-            seen["after view"] = after
-            assert "login refused for svc" in after  # the node failed; its error echoes the answer
-    finally:
-        configure_secrets(False)
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmWrite)
+        await pilot.press(*REASON)
+        await settle(pilot)
+        # What the operator types (the editor behind, the reason field) is theirs to see; the
+        # dialog's own text -- its summary and the equivalent command -- is masked.
+        seen["confirm"] = plain(app.screen.query_one("#confirm-command", Static).content) + plain(app.screen.body)
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: isinstance(app.screen, OutcomeScreen))
+        await settle(pilot)
+        outcome = app.screen
+        after = plain(outcome.query_one("#outcome-body", Static).content)
+        seen["after view"] = after
+        assert "login refused for svc" in after  # the node failed; its error echoes the answer
     if not show:
         found = {name: leaks(text) for name, text in seen.items() if leaks(text)}
         assert not found, found
@@ -134,12 +130,12 @@ def test_renderers_use_the_redactor_they_are_given() -> None:
     )
     hiding, showing = Redactor(), Redactor(show=True)
     hiding.learn_from({"password": secret})
-    configure_secrets(True)  # the module default says "show": the renderers must not use it
-    try:
-        assert secret not in plain(preview_renderable(preview, redactor=hiding))
-        assert secret not in plain(outcome_renderable(outcome, hiding))
-    finally:
-        configure_secrets(False)
+    import console.widgets.format as fmt
+
+    # No module keeps a Redactor for renderers to fall back on: the app's is passed to each.
+    assert not hasattr(fmt, "configure_secrets") and not hasattr(fmt, "redactor") and not hasattr(fmt, "_SECRETS")
+    assert secret not in plain(preview_renderable(preview, redactor=hiding))
+    assert secret not in plain(outcome_renderable(outcome, hiding))
     assert secret in plain(preview_renderable(preview, redactor=showing))
     assert plain(outcome_renderable(outcome, showing)).count(secret) >= 3
     root = Path(__file__).resolve().parents[2]

@@ -95,6 +95,7 @@ def test_console_renderers_use_the_one_redactor() -> None:
 
     from console.widgets import format as fmt
     from console.widgets.replay_panels import state_table
+    from engine.redact import Redactor
 
     def render(renderable: object) -> str:
         console = Console(width=200, record=True)
@@ -102,13 +103,9 @@ def test_console_renderers_use_the_one_redactor() -> None:
         return console.export_text()
 
     state = {"api_key": S["state_api_key"], "Authorization": S["state_authorization"], "region": "eu-west-1"}
-    try:
-        fmt.configure_secrets(False)
-        text = render(state_table(state, set(), {}))
-        assert S["state_api_key"] not in text and S["state_authorization"] not in text and "eu-west-1" in text
-        assert fmt.shown({"url": f"postgresql://u:{S['dsn']}@h"}) == {"url": "postgresql://u:***@h"}
-        fmt.configure_secrets(True)
-        assert S["state_api_key"] in render(state_table(state, set(), {}))
-        assert fmt.shown({"password": "x"}) == {"password": "x"}
-    finally:
-        fmt.configure_secrets(False)
+    hiding, showing = Redactor(), Redactor(show=True)  # the app's one Redactor, passed to each renderer
+    text = render(state_table(state, set(), {}, red=hiding))
+    assert S["state_api_key"] not in text and S["state_authorization"] not in text and "eu-west-1" in text
+    assert fmt.shown({"url": f"postgresql://u:{S['dsn']}@h"}, hiding) == {"url": "postgresql://u:***@h"}
+    assert S["state_api_key"] in render(state_table(state, set(), {}, red=showing))
+    assert fmt.shown({"password": "x"}, showing) == {"password": "x"}

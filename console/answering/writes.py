@@ -1,0 +1,63 @@
+"""Running one console write (answer, re-drive, cancel) in an app worker.
+
+:func:`start_write` runs a :class:`~console.screens.answer_jobs.WriteJob` through
+:func:`~console.screens.answer_jobs.execute` in a worker of the *app* (it
+outlives the screen: a running turn is never cancelled because the operator
+navigated away) and posts to the screen that started it what happens, as
+messages: a :class:`~console.messages.WriteEvent` for every event the write
+appends (its ``on_event`` callback), then a :class:`~console.messages.WriteDone`
+with the outcome. No widgets here.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from textual.message_pump import MessagePump
+
+from engine import Event
+from engine.apps import AppRegistry
+
+from ..messages import WriteDone, WriteEvent
+from ..screens.answer_jobs import WriteJob, execute
+
+if TYPE_CHECKING:
+    from ..app import HitlApp
+    from .selection import AnswerDraft
+
+KIND_WORDS = {"answer": "answer", "redrive": "re-drive", "cancel": "cancel"}
+"""How a job's kind is said to the operator."""
+
+
+def job_kind(job: WriteJob) -> str:
+    return KIND_WORDS.get(job.kind, job.kind)
+
+
+def app_registry(app: HitlApp) -> AppRegistry:
+    """The app's workflow code (an empty registry when it has none: every session is read-only)."""
+    reg = app.registry
+    return reg if isinstance(reg, AppRegistry) else AppRegistry()
+
+
+def start_write(app: HitlApp, to: MessagePump, job: WriteJob, draft: AnswerDraft | None) -> None:
+    """Run ``job``; ``to`` receives its WriteEvent and WriteDone messages. When
+    ``to`` is gone by the end, the outcome is said where the operator is (a toast)."""
+    store, registry = app.store, app_registry(app)
+    count = 0
+
+    def on_event(event: Event) -> None:
+        nonlocal count
+        count += 1
+        to.post_message(WriteEvent(job, event, count))
+
+    async def run() -> None:
+        try:
+            outcome = await execute(store, registry, job, on_event)
+            if not to.post_message(WriteDone(job, outcome, draft)):
+                severity = "error" if outcome.error else "information"
+                app.notify(outcome.error or f"{job.kind}: {outcome.events} events written", severity=severity)
+        finally:
+            app.write_settled(job)  # a quit that waited for this turn may go ahead now
+
+    app.write_started(job)
+    app.run_worker(run(), group="hitl-write", exit_on_error=False)
