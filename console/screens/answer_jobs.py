@@ -18,6 +18,7 @@ from typing import Any
 from engine import Event, operations
 from engine.apps import AppRegistry
 from engine.operations import CONFLICTS, nothing_written
+from engine.redact import Redactor
 from engine.store.base import SessionStore
 
 from ..widgets.answer_views import Outcome
@@ -52,8 +53,10 @@ async def execute(
     registry: AppRegistry | None,
     job: WriteJob,
     on_event: Callable[[Event], None] = lambda _: None,
+    red: Redactor | None = None,
 ) -> Outcome:
-    """Run ``job``; never raises a HitlError (it becomes ``Outcome.error``)."""
+    """Run ``job``; never raises a HitlError (it becomes ``Outcome.error``).
+    ``red``: the app's Redactor, for the answers the outcome quotes."""
     inv = job.invocation_id
 
     def step(s: operations.Step) -> None:
@@ -72,10 +75,10 @@ async def execute(
             store, job.session_id, inv, registry=registry, preload=True,
             acknowledge_in_doubt=job.acknowledge_in_doubt, **common,
         )
-    return _console_outcome(job, done)
+    return _console_outcome(job, done, red)
 
 
-def _console_outcome(job: WriteJob, done: operations.Outcome) -> Outcome:
+def _console_outcome(job: WriteJob, done: operations.Outcome, red: Redactor | None = None) -> Outcome:
     """The engine's outcome as the console's before/after view reads it."""
     inv = job.invocation_id
     outcome = Outcome(
@@ -103,7 +106,7 @@ def _console_outcome(job: WriteJob, done: operations.Outcome) -> Outcome:
             itr = done.after.interrupts.get((inv, row.key))
             if itr is not None and itr.resolved:
                 by = f" by {itr.operator}" if itr.operator else ""
-                row.after = f"answered{by}: {to_json(shown(itr.response))}"
+                row.after = f"answered{by}: {to_json(shown(itr.response, red))}"
             elif itr is not None and itr.cancelled:
                 row.after = "closed (cancelled)"
     outcome.status_after = done.status_after

@@ -147,3 +147,21 @@ def test_renderers_use_the_redactor_they_are_given() -> None:
         if p.name != "redact.py" and bare.search(p.read_text(encoding="utf-8"))
     ]
     assert not offenders, offenders
+
+
+@pytest.mark.parametrize("show", [False, True])
+async def test_the_after_views_answered_row_follows_the_apps_redactor(show: bool) -> None:
+    """The before/after diff quotes each answer ("answered by X: {...}") through the
+    app's Redactor: masked by default, shown with --show-secrets."""
+    from console.screens.answer_jobs import WriteJob, execute
+    from engine.redact import Redactor
+
+    store = await leaky_store()
+    reg = AppRegistry()
+    reg.register("leaky", leaky_app.workflow)
+    (inv,) = [i.invocation_id for i in await store.list_invocations("leak-1")]
+    job = WriteJob("answer", "leak-1", inv, "leaky", "u", "tester", "r", answers={"rotate": json.loads(ANSWER)})
+    outcome = await execute(store, reg, job, red=Redactor(show=show))
+    (row,) = [r for r in outcome.rows if r.area == "interrupt"]
+    assert row.after.startswith("answered by tester: ")
+    assert (S["answer_password"] in row.after) is show, row.after
