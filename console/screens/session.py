@@ -143,8 +143,9 @@ class SessionScreen(HitlScreen):
         self.reload_view(self.wanted_invocation)
         if self.hitl.poll_interval:
             self.set_interval(self.hitl.poll_interval, self._poll)
-            if has_capability(self.hitl.store, "notify"):
-                self._listen()
+            # Notifications start once the first view is shown: opening a connection to
+            # LISTEN on beside the first read slowed that read (PostgreSQL, 100k events).
+            self._listen_after_load = has_capability(self.hitl.store, "notify")
 
     @work(group="session-listen", exit_on_error=False)
     async def _listen(self) -> None:
@@ -158,6 +159,11 @@ class SessionScreen(HitlScreen):
             self._listener = await listen(self.hitl.store, on_append)
         except Exception:  # noqa: BLE001 -- no notifications: the timer still polls
             self._listener = None
+            return
+        self.request_poll()  # what was appended between the first read and LISTEN
+
+    _listen_after_load = False
+    """Start :meth:`_listen` when the first view arrives (the store notifies appends)."""
 
     async def on_unmount(self) -> None:
         listener, self._listener = self._listener, None
@@ -209,6 +215,9 @@ class SessionScreen(HitlScreen):
         view = message.view
         first = self.view is None
         self.view = view
+        if first and self._listen_after_load:
+            self._listen_after_load = False
+            self._listen()
         self.invocations = view.invocations
         self.invocation_id = view.invocation_id
         self.proj = view.projection
