@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 from textual.pilot import Pilot
+from textual.widgets import DataTable
 from textual.worker import WorkerState
 
 from console.app import HitlApp
@@ -48,13 +49,18 @@ def make_app(store: Any, **kwargs: Any) -> HitlApp:
 def pending(app: Any) -> list[str]:
     """What the console still has to do: a worker running, a one-shot timer of its
     own screens and widgets not fired yet (filter debounce, a delayed page fetch, the
-    history fold), a message not handled yet. Toasts' expiry timers are Textual's, not
-    the console's: a notification stays on screen."""
+    history fold), a message not handled yet, a DataTable's column sizing not done
+    yet. Toasts' expiry timers are Textual's, not the console's: a notification
+    stays on screen."""
     todo = [f"worker {w.name}" for w in app.workers if w.state in (WorkerState.PENDING, WorkerState.RUNNING)]
     nodes = [app, *(n for screen in app.screen_stack for n in screen.walk_children(with_self=True))]
     for node in nodes:
         if node._message_queue.qsize():
             todo.append(f"messages for {node!r}")
+        if isinstance(node, DataTable) and (node._require_update_dimensions or node._updated_cells):
+            # A DataTable sizes its columns when idle: until then new rows are drawn
+            # in header-wide columns (a snapshot taken then shows 'ref' for 'refunds').
+            todo.append(f"column widths of {node!r}")
         if type(node).__module__.startswith("console."):
             todo += [
                 f"timer {t.name} of {node!r}"
