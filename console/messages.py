@@ -232,17 +232,15 @@ class HealthChecked(Message):
 
 @dataclass
 class WriteEvent(Message):
-    """A write started here appended ``event`` (its ``count``-th): the tree can move.
-
-    High-rate (one per event a turn writes): a newer one replaces a queued one,
-    since the screen reads every event appended since its last read anyway."""
+    """A write started here appended ``event`` (its ``count``-th, at ``seq``): the
+    tree can move. The session screen applies it when it directly follows what it
+    shows; else it reads what is new from the store. Never replaced by a newer one:
+    each carries an event the screen would otherwise have to read back."""
 
     job: WriteJob
     event: Event
     count: int
-
-    def can_replace(self, message: Message) -> bool:
-        return isinstance(message, WriteEvent) and message.job is self.job
+    seq: int | None = None
 
 
 @dataclass

@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
     from .apps import AppRegistry
-    from .models import Event, NodeStatus, Session
+    from .models import Event, NodeStatus, Session, StoredEvent
     from .projection import Change, Projection
     from .replay import DiffRow
     from .resume import ResumePlan
@@ -71,6 +71,8 @@ class Step:
     """What the event changed (:meth:`engine.projection.Projection.apply`)."""
     projection: Projection
     """The invocation after the event (the same object for every step: read it now)."""
+    seq: int | None = None
+    """The event's position in the session's log (None where the write does not tell it: a cancel)."""
 
 
 @dataclass
@@ -322,13 +324,16 @@ async def _turn(
 
     async def events() -> AsyncIterator[Event]:
         runner = _registry(registry).runner(session.app_name, store)
-        kw: dict[str, Any] = {"operator": outcome.operator, "reason": outcome.reason, "on_loaded": loaded}
+        kw: dict[str, Any] = {
+            "operator": outcome.operator, "reason": outcome.reason, "on_loaded": loaded, "on_stored": stored.append,
+        }
         if content is None:
             kw["acknowledge_in_doubt"] = acknowledge_in_doubt
         async for event in runner.run(session.user_id, sid, content, inv, **kw):
             yield event
 
-    return await _fold(outcome, store, events(), session_state, on_step)
+    stored: list[StoredEvent] = []  # the Runner tells each event's seq just before yielding it
+    return await _fold(outcome, store, events(), session_state, on_step, stored)
 
 
 async def _fold(
@@ -337,6 +342,7 @@ async def _fold(
     events: AsyncIterator[Event],
     session_state: bool,
     on_step: Callable[[Step], None] | None,
+    stored: list[StoredEvent] | None = None,
 ) -> Outcome:
     try:
         async for event in events:
@@ -344,9 +350,10 @@ async def _fold(
                 assert outcome.before is not None, "the Runner calls on_loaded before its first write"
                 outcome.after = outcome.before.fork()
             outcome.written.append(event)
+            seq = stored[-1].seq if stored and stored[-1].event is event else None
             change = outcome.after.apply(event)
             if on_step is not None:
-                on_step(Step(event, change, outcome.after))
+                on_step(Step(event, change, outcome.after, seq))
     except WorkflowFailed as exc:
         outcome.error, outcome.error_kind = exc, "failed"
     except Exception as exc:  # noqa: BLE001 -- every failure is the outcome's, told to the operator in one line

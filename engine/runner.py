@@ -245,6 +245,7 @@ class Runner:
         reason: str | None = None,
         acknowledge_in_doubt: bool = False,
         on_loaded: Callable[[str, Projection], None] | None = None,
+        on_stored: Callable[[StoredEvent], None] | None = None,
     ) -> AsyncIterator[Event]:
         """Start (text message), resume (FunctionResponse message) or re-drive
         (``invocation_id`` without a message) an invocation; yield its events.
@@ -253,6 +254,9 @@ class Runner:
         turn's first write with a copy of the invocation's projection as the
         turn found it (what a caller folding the yielded events starts from:
         ``hitl resume`` prints with it instead of loading the invocation again).
+        ``on_stored(stored)`` is called with each event's stored form (its seq)
+        just before the event is yielded (the console applies a write's events
+        as they come instead of reading them back).
 
         Raises, before writing anything: the ResumeRejected family for a bad
         answer; InvocationBusyError while another process runs the invocation;
@@ -329,9 +333,11 @@ class Runner:
                 proj = await _catch_up(self.store, session_id, inv_id, early) if early is not None else Projection()
                 opened = await self._open(turn, proj, keeper, last_seq)
             keeper, inv_ctx, first, root = opened
-            for event in first:
-                yield event
-            async for event in self._drive(inv_ctx, keeper, root):
+            seen = on_stored or (lambda _: None)
+            for stored in first:
+                seen(stored)
+                yield stored.event
+            async for event in self._drive(inv_ctx, keeper, root, seen):
                 yield event
         finally:
             # Clean end (nothing written, or the root recorded how the turn ended):
@@ -431,7 +437,7 @@ class Runner:
 
     def _opened(
         self, inv_ctx: InvocationContext, written: list[StoredEvent], state: dict[str, Any]
-    ) -> list[Event]:
+    ) -> list[StoredEvent]:
         for stored in written:
             inv_ctx.projection.apply(stored.event, stored.seq)
         # The state as of our first events (they carry their delta already); other
@@ -439,11 +445,11 @@ class Runner:
         inv_ctx.state.update(state)
         inv_ctx.last_seq = written[-1].seq
         inv_ctx.buffered = True  # end records ride on the next write (_finish writes the last ones)
-        return [w.event for w in written]
+        return written
 
     async def _open_fast(
         self, turn: _Turn, proj: Projection, owner: str, last_seq: int | None
-    ) -> tuple[LeaseKeeper, InvocationContext, list[Event], _Root | None] | None:
+    ) -> tuple[LeaseKeeper, InvocationContext, list[StoredEvent], _Root | None] | None:
         """Take the lease and write the first events in one transaction, which
         also proves ``proj`` current (no event of the invocation since it was
         read). None when the lease is held or the invocation moved on: then
@@ -474,7 +480,7 @@ class Runner:
 
     async def _open(
         self, turn: _Turn, proj: Projection, keeper: LeaseKeeper, last_seq: int | None
-    ) -> tuple[LeaseKeeper, InvocationContext, list[Event], _Root | None]:
+    ) -> tuple[LeaseKeeper, InvocationContext, list[StoredEvent], _Root | None]:
         """Under the held lease: check, and write the first events with the root's start record."""
         store = _FencedStore(self.store, keeper.owner)
         inv_ctx = self._context(turn, proj, store)  # type: ignore[arg-type]
@@ -485,7 +491,13 @@ class Runner:
         return keeper, inv_ctx, self._opened(inv_ctx, written, state), root
 
     # ---------------------------------------------------------------- drive
-    async def _drive(self, inv_ctx: InvocationContext, keeper: LeaseKeeper, root: _Root | None) -> AsyncIterator[Event]:
+    async def _drive(
+        self,
+        inv_ctx: InvocationContext,
+        keeper: LeaseKeeper,
+        root: _Root | None,
+        seen: Callable[[StoredEvent], None] = lambda _: None,
+    ) -> AsyncIterator[Event]:
         proj = inv_ctx.projection
         inv = inv_ctx.invocation_id
         if root is None:
@@ -497,6 +509,7 @@ class Runner:
         keeper._on_lost = task.cancel  # another process took the invocation over: stop
         try:
             while (item := await inv_ctx.queue.get()) is not done:
+                seen(item)
                 yield item.event
             exc = task.exception() if not task.cancelled() else asyncio.CancelledError()
         finally:
@@ -520,7 +533,9 @@ class Runner:
                 raise
             raise err from exc
         while not inv_ctx.queue.empty():
-            yield inv_ctx.queue.get_nowait().event
+            item = inv_ctx.queue.get_nowait()
+            seen(item)
+            yield item.event
         if exc is not None:
             if isinstance(exc, NodeFailed) and not is_mid_run(proj, inv):
                 leaf = _failed_leaf(proj, inv) or (exc.path, exc.error_code, exc.error_message)

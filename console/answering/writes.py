@@ -45,10 +45,10 @@ def start_write(app: HitlApp, to: MessagePump, job: WriteJob, draft: AnswerDraft
     store, registry = app.store, app_registry(app)
     count = 0
 
-    def on_event(event: Event) -> None:
+    def on_event(event: Event, seq: int | None) -> None:
         nonlocal count
         count += 1
-        to.post_message(WriteEvent(job, event, count))
+        to.post_message(WriteEvent(job, event, count, seq))
 
     async def run() -> None:
         try:

@@ -1,9 +1,9 @@
 """The console's writes -- answer, re-drive, cancel -- as one call each.
 
 :func:`execute` runs one :class:`WriteJob` through :mod:`engine.operations`
-(the same writes ``hitl resume/redrive/cancel`` make), calls ``on_event``
-after each event it persists (the session screen reads the store then, so the
-tree moves while the nodes run), and returns an
+(the same writes ``hitl resume/redrive/cancel`` make), calls ``on_event(event, seq)``
+after each event it persists (the session screen applies it, so the tree moves
+while the nodes run; ``seq`` is None where the write does not tell it), and returns an
 :class:`~console.widgets.answer_views.Outcome`: the before/after diff of the
 invocation (:func:`engine.replay.diff`) and of the session state, or the reason
 nothing was written. No widgets here: the screens call it in a worker.
@@ -52,7 +52,7 @@ async def execute(
     store: SessionStore,
     registry: AppRegistry | None,
     job: WriteJob,
-    on_event: Callable[[Event], None] = lambda _: None,
+    on_event: Callable[[Event, int | None], None] = lambda _e, _s: None,
     red: Redactor | None = None,
 ) -> Outcome:
     """Run ``job``; never raises a HitlError (it becomes ``Outcome.error``).
@@ -60,7 +60,7 @@ async def execute(
     inv = job.invocation_id
 
     def step(s: operations.Step) -> None:
-        on_event(s.event)
+        on_event(s.event, s.seq)
 
     # preload: a refusal still shows the status the invocation had; session_state: the diff has it
     common: dict[str, Any] = {"operator": job.operator, "reason": job.reason, "session_state": True, "on_step": step}

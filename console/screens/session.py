@@ -9,18 +9,20 @@ Data flow (all store reads in workers, results as messages):
    first event in the background and the tree is redrawn once with every run.
 2. Every ``poll_interval`` seconds -- and at once on every append notification
    of its session, when the store sends them (PostgreSQL's LISTEN/NOTIFY; the
-   timer is then the fallback), and on every :class:`~console.messages.WriteEvent`
-   of a write started here -- the screen reads the events appended since
+   timer is then the fallback), and on a :class:`~console.messages.WriteEvent`
+   it cannot apply as it is (below) -- the screen reads the events appended since
    the last poll -- by this process or another -- applies them to the
    projection one by one, and relabels or adds only the tree nodes the
    projection's ``Change`` names. The log grows by the same events.
 3. The log fetches pages of lines on demand (it is virtual); the details pane
    fetches the selected event when the log has focus.
 
-A write's events come as messages but carry no seq (the Runner yields them
-after the store committed them, without their position), so they trigger that
-read rather than being applied blind; the write's outcome opens once a read
-that started after its last event has been applied (:meth:`SessionScreen.poll_then`).
+A write started here posts each event it persisted, with its seq, as a
+:class:`~console.messages.WriteEvent`: one that directly follows what the screen
+shows is applied like a polled one (no read); after a gap -- another writer's
+events in between, a message replaced by a newer one, a read running -- the
+screen reads what is new instead. The write's outcome opens once a read that
+started after its last event has been applied (:meth:`SessionScreen.poll_then`).
 
 Sequence bookkeeping: ``tree_seq`` -- every event of the shown invocation with a
 seq up to it is in the projection; ``log_seq`` -- the number of events the log
@@ -41,7 +43,7 @@ from textual.widgets import Footer, Tree
 
 from engine.errors import SessionNotFoundError
 from engine.liveness import invocation_health, is_mid_run
-from engine.models import Session
+from engine.models import Session, StoredEvent
 from engine.projection import Projection
 from engine.store.base import InvocationSummary, has_capability
 from engine.views import change_paths, focus_path
@@ -611,7 +613,15 @@ class SessionScreen(HitlScreen):
         self.answering.start_write(job, draft)
 
     def on_write_event(self, message: WriteEvent) -> None:
-        self.request_poll()  # the tree moves (PENDING -> RUNNING -> ...) while the write runs
+        """The tree moves (PENDING -> RUNNING -> ...) while the write runs: an event
+        that directly follows what the screen shows is applied as it is; after a gap
+        (another writer, a replaced message) or during a read, what is new is read."""
+        seq = message.seq
+        if seq is None or self._polling or self.view is None or not seq - 1 == self.log_seq == self.tree_seq:
+            self.request_poll()
+            return
+        stored = StoredEvent(seq=seq, session_id=self.session_id, event=message.event)
+        self._apply_live(LiveEvents(seq - 1, [stored], [], seq, token=self._token))
 
     def on_write_done(self, message: WriteDone) -> None:
         self.answering.write_done(message)

@@ -69,7 +69,7 @@ def test_console_writes_go_through_engine_operations(calls: list[str]) -> None:
         job = WriteJob("answer", "refund-waiting-1", inv, "refund_approval", "alice", "tester", None,
                        answers={"finance-order-1001": {"approved": True}})
         seen: list[Any] = []
-        answered = await execute(store, registry(), job, seen.append)
+        answered = await execute(store, registry(), job, lambda event, seq: seen.append((event, seq)))
         cancelled = await execute(store, registry(), WriteJob("cancel", "refund-waiting-1", inv, "refund_approval",
                                                               "alice", "tester", "dup"))
         return [answered, cancelled, seen]
@@ -77,4 +77,6 @@ def test_console_writes_go_through_engine_operations(calls: list[str]) -> None:
     answered, cancelled, seen = asyncio.run(go())
     assert calls == ["answer", "cancel"]
     assert answered.events == len(seen) and answered.written and answered.error is None
+    seqs = [seq for _, seq in seen]  # each event with its position, in order, contiguous (one writer)
+    assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))
     assert cancelled.written and cancelled.status_after is not None and cancelled.status_after.value == "CANCELLED"

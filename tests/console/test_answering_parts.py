@@ -136,11 +136,9 @@ def test_every_console_message_is_a_small_dataclass_in_one_module() -> None:
 
 def test_high_rate_messages_replace_a_queued_one() -> None:
     job = WriteJob("answer", "s1", "inv-a", "app", "u", "ann", None)
-    other = WriteJob("cancel", "s1", "inv-a", "app", "u", "ann", "why")
     event = Event(invocation_id="inv-a", author="user")
-    first, second = messages.WriteEvent(job, event, 1), messages.WriteEvent(job, event, 2)
-    assert first.can_replace(second) and not first.can_replace(messages.WriteEvent(other, event, 1))
-    assert not first.can_replace(messages.StoreFailed("x"))
+    first, second = messages.WriteEvent(job, event, 1, 5), messages.WriteEvent(job, event, 2, 6)
+    assert not first.can_replace(second)  # each carries an event the session screen applies
     assert messages.HistoryProgress(1, 9).can_replace(messages.HistoryProgress(2, 9))
     assert not messages.LiveEvents(0, [], [], 0, token=1).can_replace(messages.LiveEvents(0, [], [], 0, token=1))
 
