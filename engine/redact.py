@@ -31,17 +31,24 @@ import contextlib
 import json
 import os
 import re
+import sys
 import tomllib
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING, Any
 
 from .configfile import read_toml
 from .errors import HitlError
-from .models import Event
+
+if TYPE_CHECKING:  # a listing masks its lines without importing pydantic and the models
+    from .models import Event
+
+def _is_model(value: Any) -> bool:
+    """A pydantic model? Without importing pydantic: none exists before it is imported."""
+    pydantic = sys.modules.get("pydantic")
+    return pydantic is not None and isinstance(value, pydantic.BaseModel)
+
 
 DEFAULT_SECRET_PATTERNS: tuple[str, ...] = (
     "password",
@@ -168,7 +175,7 @@ class Redactor:
         stack = [value]
         while stack:
             v = stack.pop()
-            if isinstance(v, BaseModel):
+            if _is_model(v):
                 v = v.model_dump(mode="json", exclude_none=True)
             if isinstance(v, Mapping):
                 props = v.get("properties")
@@ -247,7 +254,7 @@ class Redactor:
 
     def _value(self, value: Any) -> Any:
         """Masked ``value``; the very same object when nothing in it changed."""
-        if isinstance(value, BaseModel):
+        if _is_model(value):
             value = value.model_dump(mode="json", exclude_none=True)
         if isinstance(value, str):
             masked = self.text(value)

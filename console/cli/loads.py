@@ -6,11 +6,11 @@ from collections.abc import AsyncIterator, Iterable
 from typing import TYPE_CHECKING, Any
 
 from engine.errors import HitlError, InvocationNotFoundError, require_id
-from engine.store.base import SessionStore
 
 if TYPE_CHECKING:
     from engine import Projection
     from engine.redact import Redactor
+    from engine.store.base import SessionStore
 
 
 EVENTS_PAGE = 1000

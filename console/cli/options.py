@@ -16,10 +16,10 @@ import click
 from console.times import use_utc
 from engine.errors import HitlError
 from engine.redact import DEFAULT_SECRET_PATTERNS, Redactor, secret_patterns
-from engine.store.base import SessionStore
 
 if TYPE_CHECKING:
     from engine.apps import AppRegistry
+    from engine.store.base import SessionStore
 
 from .output import fail
 

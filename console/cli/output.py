@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import signal
 import sys
@@ -52,6 +51,8 @@ def run(red: Redactor, coro: Coroutine[Any, Any, T], *, on_interrupt: str | None
     their line masked by the command's Redactor ``red`` (it knows the secrets
     the command read). With ``on_interrupt``, Ctrl-C is exit 1 with that line
     (else click's "Aborted!")."""
+    import asyncio  # only a command that runs a coroutine pays for it
+
     try:
         return asyncio.run(_interruptible(coro))
     except HitlError as exc:
@@ -73,6 +74,8 @@ async def _interruptible(coro: Coroutine[Any, Any, T]) -> T:
     signal handler goes through the loop's wakeup fd, which the C-level handler
     writes whichever thread it runs on. A second Ctrl-C raises KeyboardInterrupt
     at once, as asyncio's does."""
+    import asyncio
+
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     hits = 0

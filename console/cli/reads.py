@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import time
 from contextlib import suppress
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
 import click
 
 from console.times import age, zone_name
-from engine.liveness import INTERRUPTED, interrupted_invocations, session_health
+from engine.owners import INTERRUPTED
 from engine.status import INTERRUPTED_FILTER, SESSION_FILTERS, DisplayStatus, SessionStatus
-
-if TYPE_CHECKING:
-    pass
 
 from .group import cli
 from .loads import _event_pages, latest_projection, resolve_invocation, session_projection
@@ -49,58 +47,69 @@ def sessions(
 ) -> None:
     """List sessions, most recently updated first."""
     red = _opts().redactor()  # the command's one Redactor, handed to what renders
+    stored_status = SessionStatus.RUNNING if status == INTERRUPTED_FILTER else status  # running, no live lease
+    filters: dict[str, Any] = {
+        "app_name": app_name,
+        "user_id": user_id,
+        "status": stored_status,
+        "text": search,
+        "updated_before": time.time() - older_than if older_than is not None else None,
+        "limit": limit,
+        "cursor": cursor,
+    }
+    # (summary as SessionSummary.model_dump(), its interrupted invocation ids) per listed session
+    items: list[tuple[dict[str, Any], list[str]]] = []
+    next_cursor: str | None = None
 
     async def body() -> None:
-        async with open_store(write=False) as store:
-            page = await page_of(
-                store.list_sessions(
-                    app_name=app_name,
-                    user_id=user_id,
-                    status=SessionStatus.RUNNING if status == INTERRUPTED_FILTER else status,  # running, no live lease
-                    text=search,
-                    updated_before=time.time() - older_than if older_than is not None else None,
-                    limit=limit,
-                    cursor=cursor,
-                )
-            )
-            stopped = {s.id: await interrupted_invocations(store, s.id, s.status) for s in page.items}
-            if status == INTERRUPTED_FILTER:
-                page.items = [s for s in page.items if stopped[s.id]]
-        if _opts().json:
-            out_json(red, 
-                {
-                    "sessions": [
-                        {**s.model_dump(), "interrupted": [h.invocation_id for h in stopped[s.id]]}
-                        for s in page.items
-                    ],
-                    "next_cursor": page.next_cursor,
-                }
-            )
-            return
-        now = time.time()
-        rows = [
-            [
-                s.id,
-                s.app_name,
-                s.user_id,
-                INTERRUPTED if stopped[s.id] else s.status,
-                str(s.open_interrupts),
-                str(s.invocation_count),
-                str(s.event_count),
-                age(s.last_event_at or s.updated_at, now),  # an imported session: its events' time, not the import's
-            ]
-            for s in page.items
-        ]
-        out(red, 
-            table(rows, ["SESSION", "APP", "USER", "STATUS", "OPEN", "INV", "EVENTS", "UPDATED"])
-            if rows
-            else "no sessions"
-        )
-        if any(stopped.values()):
-            out(red, f"{INTERRUPTED}: a turn stopped before it ended; `hitl show SESSION` says how to continue it")
-        more(red, page.next_cursor)
+        from engine.liveness import interrupted_invocations
 
-    run(red, body())
+        nonlocal next_cursor
+        async with open_store(write=False) as store:
+            page = await page_of(store.list_sessions(**filters))
+            for s in page.items:
+                stopped = await interrupted_invocations(store, s.id, s.status)
+                items.append((s.model_dump(), [h.invocation_id for h in stopped]))
+            next_cursor = page.next_cursor
+
+    # The fast path (issue 15): a SQLite file read with plain sqlite3, no pydantic or
+    # asyncio. None when it cannot answer (a URL, no such file, an older or newer
+    # schema, a bad cursor): the store path then answers, or refuses the usual way.
+    # (``--db sqlite:///PATH`` names the same file and takes the store path.)
+    target = _opts().db_path()
+    fast = None
+    if isinstance(target, Path):
+        from engine.store.sqlite.listing import list_session_rows
+
+        fast = list_session_rows(target, **filters)
+    if fast is not None:
+        items = [(r.summary_dict(), list(r.interrupted)) for r in fast.items]
+        next_cursor = fast.next_cursor
+    else:
+        run(red, body())
+    if status == INTERRUPTED_FILTER:
+        items = [i for i in items if i[1]]
+    if _opts().json:
+        out_json(red, {"sessions": [{**d, "interrupted": inv} for d, inv in items], "next_cursor": next_cursor})
+        return
+    now = time.time()
+    rows = [
+        [
+            d["id"],
+            d["app_name"],
+            d["user_id"],
+            INTERRUPTED if inv else d["status"],
+            str(d["open_interrupts"]),
+            str(d["invocation_count"]),
+            str(d["event_count"]),
+            age(d["last_event_at"] or d["updated_at"], now),  # an imported session: its events' time, not the import's
+        ]
+        for d, inv in items
+    ]
+    out(red, table(rows, ["SESSION", "APP", "USER", "STATUS", "OPEN", "INV", "EVENTS", "UPDATED"]) if rows else "no sessions")
+    if any(inv for _, inv in items):
+        out(red, f"{INTERRUPTED}: a turn stopped before it ended; `hitl show SESSION` says how to continue it")
+    more(red, next_cursor)
 
 
 # ----------------------------------------------------------------------- show
@@ -114,6 +123,8 @@ def show(session_id: str, invocation: str | None, all_runs: bool) -> None:
     red = _opts().redactor()  # the command's one Redactor, handed to what renders
 
     async def body() -> None:
+        from engine.liveness import session_health
+
         async with open_store(write=False) as store:
             session = await store.get_session(session_id)
             invocations = await store.list_invocations(session_id)

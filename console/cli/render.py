@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from engine.liveness import INTERRUPTED, InvocationHealth
+from engine.owners import INTERRUPTED
 
 if TYPE_CHECKING:
     from engine import Event, Projection
+    from engine.liveness import InvocationHealth
     from engine.redact import Redactor
     from engine.resume import ResumePlan
 

@@ -14,12 +14,12 @@ from console.inputs import (
     read_bounded,
 )
 from engine.errors import HitlError
-from engine.store.base import SessionStore
 
 if TYPE_CHECKING:
     from engine import Event, Projection
     from engine.redact import Redactor
     from engine.replay import Replay
+    from engine.store.base import SessionStore
     from engine.views import Frame
 
 from .group import cli

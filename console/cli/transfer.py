@@ -16,7 +16,6 @@ from engine.errors import HitlError, require_id
 if TYPE_CHECKING:
     pass
 
-from engine.store.base import has_capability
 from engine.store.factory import open_store as open_target
 from engine.store.factory import store_kind, store_label
 
@@ -98,6 +97,8 @@ def migrate() -> None:
         else:
             store = await open_target(target, migrate=False, inline=True, **opts.store_options())
             try:
+                from engine.store.base import has_capability
+
                 if not has_capability(store, "migrate"):
                     fail(f"{label} has no schema to migrate")
                 before, after = await cast("_Migrates", store).migrate()  # declared by the capability

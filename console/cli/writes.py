@@ -16,12 +16,12 @@ from console.inputs import (
 )
 from console.text import clean
 from engine.errors import HitlError, ReadOnlyError
-from engine.store.base import SessionStore
 
 if TYPE_CHECKING:
     from engine import Projection
     from engine.operations import Outcome, Step
     from engine.redact import Redactor
+    from engine.store.base import SessionStore
 
 from .group import cli
 from .loads import resolve_invocation

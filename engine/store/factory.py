@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import StoreError
-from .base import SessionStore
+
+if TYPE_CHECKING:
+    from .base import SessionStore
 
 _SQLITE_ONLY = ("inline", "synchronous")
 _POSTGRES_ONLY = ("statement_timeout", "min_size", "max_size", "migrate", "password")

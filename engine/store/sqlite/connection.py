@@ -9,7 +9,6 @@ import shutil
 import sqlite3
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
@@ -23,7 +22,13 @@ from ...errors import (
     StoreError,
     StoreFullError,
 )
-from .listing import _lower
+from .listing import (  # noqa: F401 (re-exported: the listing probes a file the same way)
+    _FileInfo,
+    _immutable_ok,
+    _lower,
+    _probe,
+    sqlite3_uri_path,
+)
 from .schema import APPLICATION_ID, SCHEMA_VERSION, _migrate, _newer_schema_error, _user_version
 
 T = TypeVar("T")
@@ -40,53 +45,9 @@ async def schema_version(path: str | os.PathLike[str]) -> int:
     return info.version
 
 
-def sqlite3_uri_path(uri: str) -> str:
-    """The file path of a ``file:`` URI as made by :meth:`Path.as_uri` (query removed)."""
-    from urllib.parse import unquote, urlparse
-
-    return unquote(urlparse(uri).path)
-
-
-def _immutable_ok(path: Path) -> bool:
-    """Whether reading ``path`` as an immutable file sees everything: nothing is
-    waiting in a -wal beside it."""
-    wal = Path(str(path) + "-wal")
-    try:
-        return not wal.exists() or wal.stat().st_size == 0
-    except OSError:
-        return False
-
-
 def _is_cantopen(exc: sqlite3.Error) -> bool:
     code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
     return code in (sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FULL)
-
-
-@dataclass
-class _FileInfo:
-    application_id: int
-    version: int
-    tables: list[str]
-
-
-def _probe(uri: str, timeout: float) -> _FileInfo:
-    """Read identity and schema version through a separate read-only connection,
-    so that a file we refuse is never touched (not even switched to WAL).
-
-    Without a -wal beside it the file holds everything (a checkpointed store, or
-    not in WAL mode; an empty -wal holds nothing either), so the probe opens it ``immutable``: no locks, and no
-    -wal/-shm companions are created beside a file we may refuse."""
-    path = Path(sqlite3_uri_path(uri))
-    if _immutable_ok(path):  # no -wal, or an empty one (left by a reader on a full disk): nothing waits in it
-        uri += "&immutable=1"
-    conn = sqlite3.connect(uri, uri=True, timeout=timeout)
-    try:
-        app_id = int(conn.execute("PRAGMA application_id").fetchone()[0])
-        version = _user_version(conn)
-        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
-    finally:
-        conn.close()
-    return _FileInfo(app_id, version, tables)
 
 
 def _check_file(info: _FileInfo, path: Path, read_only: bool) -> None:

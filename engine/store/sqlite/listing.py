@@ -54,6 +54,50 @@ def default_db_path() -> Path:
     return Path.home() / ".local" / "share" / "hitl-console" / "hitl.sqlite"
 
 
+def sqlite3_uri_path(uri: str) -> str:
+    """The file path of a ``file:`` URI as made by :meth:`Path.as_uri` (query removed)."""
+    from urllib.parse import unquote, urlparse
+
+    return unquote(urlparse(uri).path)
+
+
+def _immutable_ok(path: Path) -> bool:
+    """Whether reading ``path`` as an immutable file sees everything: nothing is
+    waiting in a -wal beside it."""
+    wal = Path(str(path) + "-wal")
+    try:
+        return not wal.exists() or wal.stat().st_size == 0
+    except OSError:
+        return False
+
+
+@dataclass
+class _FileInfo:
+    application_id: int
+    version: int
+    tables: list[str]
+
+
+def _probe(uri: str, timeout: float) -> _FileInfo:
+    """Read identity and schema version through a separate read-only connection,
+    so that a file we refuse is never touched (not even switched to WAL).
+
+    Without a -wal beside it the file holds everything (a checkpointed store, or
+    not in WAL mode; an empty -wal holds nothing either), so the probe opens it ``immutable``: no locks, and no
+    -wal/-shm companions are created beside a file we may refuse."""
+    path = Path(sqlite3_uri_path(uri))
+    if _immutable_ok(path):  # no -wal, or an empty one (left by a reader on a full disk): nothing waits in it
+        uri += "&immutable=1"
+    conn = sqlite3.connect(uri, uri=True, timeout=timeout)
+    try:
+        app_id = int(conn.execute("PRAGMA application_id").fetchone()[0])
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+    finally:
+        conn.close()
+    return _FileInfo(app_id, version, tables)
+
+
 def _lower(value: Any) -> Any:
     """``hitl_lower()`` in SQL: Python's str.lower, so text search matches MemoryStore's
     exactly (SQLite's lower() is ASCII-only)."""
@@ -212,15 +256,17 @@ def list_session_rows(path: str | Path, **filters: Any) -> SessionRows | None:
     SQLite error -- so the caller opens the store as usual, which reports the
     problem the usual way (one clear line)."""
     try:
-        conn = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
+        uri = f"{Path(path).resolve().as_uri()}?mode=ro"
+        # First the store's probe (immutable when nothing waits in a -wal): a file
+        # declined here gets no -wal/-shm companions, as the store path refuses it.
+        info = _probe(uri, 5.0)
+        if info.application_id not in (0, APPLICATION_ID) or info.version != LISTING_SCHEMA_VERSION:
+            return None
+        conn = sqlite3.connect(uri, uri=True, isolation_level=None)
     except (sqlite3.Error, ValueError, OSError):
         return None
     try:
         conn.execute("PRAGMA query_only = ON")
-        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-        if app_id not in (0, APPLICATION_ID) or version != LISTING_SCHEMA_VERSION:
-            return None
         conn.create_function("hitl_lower", 1, _lower, deterministic=True)
         return read_session_rows(conn, **filters)
     except (sqlite3.Error, ValueError):
