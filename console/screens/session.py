@@ -46,7 +46,7 @@ from engine.liveness import invocation_health, is_mid_run
 from engine.models import Session, StoredEvent
 from engine.projection import Projection
 from engine.store.base import InvocationSummary, has_capability
-from engine.views import change_paths, focus_path
+from engine.views import change_paths, focus_path, invocation_display
 
 from ..actions import bindings
 from ..answering.selection import AnswerDraft, InterruptSelection
@@ -480,7 +480,10 @@ class SessionScreen(HitlScreen):
         path = self.tree.cursor_path
         node = self.tree.cursor_node
         if path is not None:
-            details.show(node_details(self.proj, inv, path, st, self.in_doubt, red=self.hitl.redactor), f"Node {path}")
+            details.show(
+                node_details(self.proj, inv, path, st, self.in_doubt, red=self.hitl.redactor, interrupted=self.interrupted),
+                f"Node {path}",
+            )
         elif node is not None and node.data and node.data.startswith(FOLD):
             details.show("Earlier runs of a loop. Expand the node (enter) to list them.", "Earlier runs")
         else:
@@ -535,18 +538,18 @@ class SessionScreen(HitlScreen):
             parts.append("no invocation yet")
         else:
             n = next((k for k, i in enumerate(self.invocations, 1) if i.invocation_id == self.invocation_id), 0)
-            root = self.proj.root(self.invocation_id)
-            status = root.status.value if root else "-"
-            parts.append(
-                f"invocation {n}/{len(self.invocations)} {short_id(self.invocation_id, 10)} "
-                f"{STATUS_ICON.get(status, '')} {status}"
-            )
+            # The read model's word: INTERRUPTED when liveness says no process runs it
+            # (the log alone still says RUNNING).
+            shown = invocation_display(self.proj, self.invocation_id, self.interrupted)
+            status = shown.value if shown else "-"
+            head = Text(f"invocation {n}/{len(self.invocations)} {short_id(self.invocation_id, 10)} ")
+            head.append(f"{STATUS_ICON.get(status, '')} {status}", "b red" if self.interrupted else "")
+            if self.interrupted:
+                head.append(" mid-run" + (f", {len(self.in_doubt)} in doubt" if self.in_doubt else ""), "b red")
+            parts.append(head)
             opened = len(self.proj.open_interrupts(self.invocation_id))
             if opened:
                 parts.append(f"{opened} open")
-            if self.interrupted:
-                doubt = f", {len(self.in_doubt)} in doubt" if self.in_doubt else ""
-                parts.append(Text(f"INTERRUPTED mid-run{doubt}", "b red"))
         parts.append(f"{self.log_seq:,} events")
         if self.writing:
             parts.append(f"{self.writing}: running…")

@@ -17,6 +17,7 @@ from textual.containers import VerticalScroll
 from engine.models import NodeStatus, StoredEvent
 from engine.projection import Interrupt, NodeRun, Projection
 from engine.redact import Redactor
+from engine.views import display_status
 
 from ..text import clean, literal
 from .format import STATUS_CLASSES, STATUS_ICON, date_time, shown, status_class, to_json
@@ -50,6 +51,14 @@ def _fields(rows: list[tuple[str, RenderableType | str]], st: Styles) -> Table:
 
 def _status_text(status: str, st: Styles) -> Text:
     return Text(f"{STATUS_ICON[status]} {status}", style=_s(st, status_class(status)))
+
+
+def _run_status(run: NodeRun, st: Styles, interrupted: bool, in_doubt: frozenset[str]) -> Text:
+    shown = display_status(run, interrupted, in_doubt)
+    text = _status_text(shown.value, st)
+    if shown.value != run.status.value:
+        text.append(f"  (the log says {run.status.value}; no process runs it)", _s(st, "details--dim"))
+    return text
 
 
 def _interrupt_block(itr: Interrupt, st: Styles, red: Redactor) -> RenderableType:
@@ -105,18 +114,20 @@ def node_kind(run: NodeRun) -> str:
 
 def node_details(
     proj: Projection, invocation_id: str, path: str, st: Styles, in_doubt: frozenset[str] = frozenset(),
-    *, red: Redactor,
+    *, red: Redactor, interrupted: bool = False,
 ) -> RenderableType:
-    """Everything about one node run, its values masked by ``red``. ``in_doubt``:
-    paths ``engine.liveness`` reports in doubt (the invocation stopped mid-run);
-    the events alone cannot tell a running node from a dead one."""
+    """Everything about one node run, its values masked by ``red``. ``interrupted``
+    and ``in_doubt``: what ``engine.liveness`` reports (the invocation stopped
+    mid-run, these paths started without an end record); the events alone cannot
+    tell a running node from a dead one, so the status says IN DOUBT or
+    INTERRUPTED there, as the tree does, with the logged status beside it."""
     run = proj.get(invocation_id, path)
     if run is None:
         return Text(f"{path}: not in this invocation", style=_s(st, "details--dim"))
     title = literal(path, _s(st, "details--title"))
     rows_kind = node_kind(run)
     rows: list[tuple[str, RenderableType | str]] = [
-        ("status", _status_text(run.status.value, st)),
+        ("status", _run_status(run, st, interrupted, in_doubt)),
         ("run id", run.run_id + (f"  ↻ resumed ({run.starts} starts)" if run.resumed else "")),
         ("kind", rows_kind),
         ("invocation", invocation_id),

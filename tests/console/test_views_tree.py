@@ -21,7 +21,7 @@ from console.widgets.node_tree import FOLD, NodeTree
 from engine.store.sqlite import SQLiteStore
 from sample_sessions.demo import EXPECTED, FIXTURE_EPOCH, build_demo_db
 
-from .conftest import make_app
+from .conftest import details_text, make_app
 from .scenarios import build_store
 
 LABEL = re.compile(r"^(?:● )?(?P<node>\S+) \S (?P<word>IN DOUBT|[A-Z]+)\b")
@@ -144,3 +144,22 @@ async def test_the_tree_shows_interrupted_and_in_doubt_from_liveness() -> None:
         tree.set_liveness(False, frozenset())
         rows, _ = tree_rows_of(tree)
         assert rows == [("billing@1", 0, "RUNNING"), ("fetch@1", 1, "RUNNING")]
+
+
+async def test_the_header_and_details_of_a_dead_turn_say_interrupted_and_in_doubt() -> None:
+    """The session header and the node's details use the same words as the tree:
+    the log's RUNNING is not shown as the status of a turn no process runs."""
+    store = await build_store()
+    app = make_app(store)
+    async with app.run_test(size=(140, 30)) as pilot:
+        app.open_session("billing-stuck", path="billing@1/fetch@1")
+        await wait_for(pilot, lambda: isinstance(app.screen, SessionScreen) and app.screen.interrupted, "liveness verdict")
+        screen = app.screen
+        await wait_for(pilot, lambda: "IN DOUBT" in details_text(app, width=140), "details redrawn")
+        header = str(screen.query_one("#session-info").render())
+        assert "⚠ INTERRUPTED mid-run, 1 in doubt" in header and "RUNNING" not in header, header
+        details = details_text(app, width=140)
+        assert "status     ⚠ IN DOUBT  (the log says RUNNING; no process runs it)" in details, details
+        screen.tree.select_path("billing@1")
+        container = "status     ⚠ INTERRUPTED  (the log says RUNNING; no process runs it)"
+        await wait_for(pilot, lambda: container in details_text(app, width=140), "the container's details")
