@@ -325,15 +325,19 @@ async def _turn(
     async def events() -> AsyncIterator[Event]:
         runner = _registry(registry).runner(session.app_name, store)
         kw: dict[str, Any] = {
-            "operator": outcome.operator, "reason": outcome.reason, "on_loaded": loaded, "on_stored": stored.append,
+            "operator": outcome.operator, "reason": outcome.reason, "on_loaded": loaded, "on_stored": told,
         }
         if content is None:
             kw["acknowledge_in_doubt"] = acknowledge_in_doubt
         async for event in runner.run(session.user_id, sid, content, inv, **kw):
             yield event
 
-    stored: list[StoredEvent] = []  # the Runner tells each event's seq just before yielding it
-    return await _fold(outcome, store, events(), session_state, on_step, stored)
+    latest: list[StoredEvent] = []  # the Runner tells each event's stored form just before yielding it
+
+    def told(stored: StoredEvent) -> None:
+        latest[:] = [stored]  # only the event being yielded is needed
+
+    return await _fold(outcome, store, events(), session_state, on_step, latest)
 
 
 async def _fold(
@@ -342,15 +346,17 @@ async def _fold(
     events: AsyncIterator[Event],
     session_state: bool,
     on_step: Callable[[Step], None] | None,
-    stored: list[StoredEvent] | None = None,
+    latest: list[StoredEvent] | None = None,
 ) -> Outcome:
+    """Fold the write's events into ``outcome``; ``latest`` holds the stored form
+    of the event being yielded, when the write tells it (its seq for each Step)."""
     try:
         async for event in events:
             if outcome.after is None:
                 assert outcome.before is not None, "the Runner calls on_loaded before its first write"
                 outcome.after = outcome.before.fork()
             outcome.written.append(event)
-            seq = stored[-1].seq if stored and stored[-1].event is event else None
+            seq = latest[0].seq if latest and latest[0].event is event else None
             change = outcome.after.apply(event)
             if on_step is not None:
                 on_step(Step(event, change, outcome.after, seq))
