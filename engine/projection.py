@@ -574,6 +574,15 @@ class Projection:
                 if key not in latest or _run_no(c.run_id) > _run_no(latest[key].run_id):
                     latest[key] = c
             stack.extend(c.path for c in latest.values())
+        # Earlier runs that did not complete too (and their ancestors): a later
+        # event may still end one (runs that overlap), a re-drive or a cancel
+        # changes them, and a fold from the snapshot must find them.
+        for (iid, path), run in self.nodes.items():
+            if iid == invocation_id and path not in kept and run.status is not NodeStatus.COMPLETED:
+                up: str | None = path
+                while up is not None and up not in kept:
+                    kept.add(up)
+                    up = parent_path(up)
         for path in sorted(kept):  # sorted: snapshots are byte-reproducible
             run = self.nodes[(invocation_id, path)].clone(out._gen)
             run.children = [c for c in run.children if c in kept]
@@ -588,6 +597,24 @@ class Projection:
         for key, itr in self.interrupts.items():
             if key[0] == invocation_id and (itr.open or itr.path in kept):
                 out.interrupts[key] = itr.clone(out._gen)
+        return out
+
+    def compact_all(self) -> Projection:
+        """:meth:`compact` of every invocation, side by side (the session's
+        state once): what a seek checkpoint keeps (:mod:`engine.checkpoints`).
+        Folding later events into it gives the same latest runs as folding them
+        into the full projection; earlier loop iterations are left out."""
+        out = Projection()
+        out.position = self.position
+        out.state = dict(self.state)
+        for inv in self.invocations:
+            part = self.compact(inv)
+            out.invocations.update(part.invocations)
+            out.nodes.update(part.nodes)
+            out.interrupts.update(part.interrupts)
+            out._latest.update(part._latest)
+            out._max_run.update(part._max_run)
+        out.interrupts = {k: out.interrupts[k] for k in self.interrupts if k in out.interrupts}  # raised order
         return out
 
     def to_dict(self) -> dict[str, Any]:

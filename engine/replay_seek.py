@@ -8,12 +8,18 @@ position N - 1 -- the session has one invocation so far and the snapshot is not
 past N - 1 -- and reads only the events after it. A snapshot is compact (it
 keeps the latest run of each node; run ids still count the earlier ones), so
 it is used only for the latest-runs view, never with ``--all-runs``.
+
+It also seeks from the nearest seek checkpoint at or before N - 1 (the session's
+compact projection every ~1000 events, :mod:`engine.checkpoints`), whichever of
+the two is later: then ``--at N`` folds at most about 1000 events whatever N
+and however many invocations. A store without checkpoints folds from event 1.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from .checkpoints import nearest, projection_from
 from .models import Event
 from .projection import Projection
 from .replay import Step, markers_for
@@ -29,17 +35,19 @@ async def base_at(store: SessionStore, session_id: str, position: int, *, compac
     the state after ``position`` events: a usable snapshot, else the empty one."""
     if not compact_ok or position <= 0:
         return Projection(), 0, False
+    best = await nearest(store, session_id, position)  # a seek checkpoint (engine/checkpoints.py)
+    if best is not None and best[1] == position:
+        return best[0], best[1], True
     started = [i for i in await store.list_invocations(session_id) if i.started_seq <= position]
-    if len(started) != 1:  # several invocations: a per-invocation snapshot misses the others' state
-        return Projection(), 0, False
-    snap = await store.get_snapshot(session_id, started[0].invocation_id)
-    if snap is None or not 0 < snap[0] <= position:
-        return Projection(), 0, False
-    try:
-        proj = Projection.from_dict(snap[1])
-    except (KeyError, TypeError, ValueError, AttributeError):
-        return Projection(), 0, False  # a damaged cache is no cache
-    return proj, snap[0], True
+    if len(started) == 1:  # several invocations: a per-invocation snapshot misses the others' state
+        snap = await store.get_snapshot(session_id, started[0].invocation_id)
+        if snap is not None and (best[1] if best else 0) < snap[0] <= position:
+            proj = projection_from(snap[1])  # a damaged cache is no cache
+            if proj is not None:
+                return proj, snap[0], True
+    if best is not None:
+        return best[0], best[1], True
+    return Projection(), 0, False
 
 
 async def frame_at(

@@ -42,6 +42,7 @@ from .liveness import (
 )
 from .models import Content, Event, NodeInfo, NodeStatus, Session, StoredEvent, build_models, new_id
 from .nodes import BaseNode
+from . import checkpoints
 from .projection import Projection
 from .resume import ResumeTarget, load_invocation, validate_responses
 from .store.base import SessionStore, append_and_release, has_capability
@@ -346,6 +347,7 @@ class Runner:
             if keeper is not None:
                 clean = inv_ctx is None or not is_mid_run(inv_ctx.projection, inv_id)
                 await keeper.close(clean=clean)
+        await checkpoints.after_turn(self.store, session_id)  # seek checkpoints, off the lease
 
     async def _refuse_early(self, session_id: str, invocation_id: str, *, redrive: bool, ack: bool) -> Projection:
         """Refuse an answer to an interrupted invocation, or an unacknowledged

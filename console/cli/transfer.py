@@ -69,6 +69,9 @@ def import_cmd(file: str, as_id: str | None, operator: str | None, reason: str |
             session = await store.import_session(
                 lines, session_id=as_id, operator=_operator(operator), reason=reason, source=source
             )
+            from engine.checkpoints import rebuild
+
+            await rebuild(store, session.id)  # derived from the validated events, never from the file
         if _opts().json:
             out_json(red, {**session.model_dump(), "state": red.value(session.state)})
         else:

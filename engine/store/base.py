@@ -314,6 +314,7 @@ Capability = Literal[
     "acquire_and_append",
     "snapshot_and_events",
     "create_in_first_write",
+    "projection_checkpoints",
 ]
 """Optional features beyond the protocol, declared in a store's ``capabilities``:
 
@@ -343,6 +344,9 @@ Capability = Literal[
                     it creates the session (empty state; ConflictError if it exists) in
                     the same transaction, so a new session's first turn commits once
                     for both. Without it the Runner calls ``create_session`` first
+``projection_checkpoints``  seek checkpoints: ``last_projection_checkpoint(session_id)``,
+                    ``get_projection_checkpoint(session_id, at_most)``,
+                    ``put_projection_checkpoints(session_id, rows)`` (see :mod:`engine.checkpoints`)
 """
 
 

@@ -85,6 +85,9 @@ async def copy_store(
                 raise StoreError(
                     f"session {sid} was copied with {copied.last_seq} events, the source has {src.last_seq}"
                 )
+            from ..checkpoints import rebuild
+
+            await rebuild(target, sid)  # derived data: rebuilt from the copied events, never copied
             report.copied.append(sid)
             report.events += copied.last_seq
             outcome = "copied"

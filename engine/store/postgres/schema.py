@@ -350,6 +350,15 @@ _MIGRATIONS: list[list[str]] = [
     [_APPEND_MANY_FN],
     # v2 -> v3: a turn's first and last writes, one statement each (acquire_and_append, append_and_release).
     _TURN_FNS,
+    # seek checkpoints (engine/checkpoints.py): the session's compact projection every ~1000 events.
+    [
+        """CREATE TABLE IF NOT EXISTS projection_checkpoints (
+            session_id text NOT NULL REFERENCES sessions(id),
+            seq bigint NOT NULL,
+            data text NOT NULL,
+            PRIMARY KEY (session_id, seq)
+        )""",
+    ],
 ]
 """``_MIGRATIONS[i]`` upgrades schema version ``i`` to ``i + 1`` (statements run in
 one transaction). Append only; never edit a released one."""

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from .bulk import _Bulk
+from .checkpoints import _Checkpoints
 from .leases import _Leases
 from .reads import _Reads
 from .writes import _Writes
 
 
-class PostgresStore(_Reads, _Writes, _Leases, _Bulk):
+class PostgresStore(_Reads, _Writes, _Leases, _Bulk, _Checkpoints):
     """:class:`~engine.store.base.SessionStore` on a PostgreSQL server.
 
     Open with ``store = await PostgresStore.open(url)`` or ``async with
@@ -33,6 +34,7 @@ class PostgresStore(_Reads, _Writes, _Leases, _Bulk):
             "snapshot_and_events",
             "append_and_release",
             "acquire_and_append",
+            "projection_checkpoints",
         }
     )
     """Optional features (see :data:`engine.store.base.Capability`)."""

@@ -208,12 +208,28 @@ def _migrate_5(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX IF NOT EXISTS invocations_by_status ON invocations(session_id, status)")
 
 
+def _migrate_projection_checkpoints(conn: sqlite3.Connection) -> None:
+    """Seek checkpoints (engine/checkpoints.py): the session's compact projection
+    every ~1000 events, so ``replay --at N`` folds at most that many. Derived
+    data, filled by the next turn end (an old session without any is folded).
+    Idempotent."""
+    conn.execute(
+        """CREATE TABLE IF NOT EXISTS projection_checkpoints (
+            session_id TEXT NOT NULL REFERENCES sessions(id),
+            seq INTEGER NOT NULL,
+            data TEXT NOT NULL,
+            PRIMARY KEY (session_id, seq)
+        )"""
+    )
+
+
 _MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _migrate_1,
     _migrate_2,
     _migrate_3,
     _migrate_4,
     _migrate_5,
+    _migrate_projection_checkpoints,
 ]
 """``_MIGRATIONS[i]`` upgrades schema version ``i`` to ``i + 1``. Append only."""
 

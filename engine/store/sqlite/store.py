@@ -121,6 +121,7 @@ class SQLiteStore:
             "acquire_and_append",
             "snapshot_and_events",
             "create_in_first_write",
+            "projection_checkpoints",
         }
     )
     """Optional features (see :data:`engine.store.base.Capability`)."""
@@ -423,6 +424,22 @@ class SQLiteStore:
         """``get_snapshot`` and the invocation's events after it, in one read
         (see :func:`engine.store.base.snapshot_and_events`)."""
         return await self._call(_snapshot_and_events, session_id, invocation_id)
+
+    # ------------------------------------------ seek checkpoints (engine/checkpoints.py)
+    async def last_projection_checkpoint(self, session_id: str) -> int:
+        from .checkpoints import _last_checkpoint
+
+        return await self._call(_last_checkpoint, session_id)
+
+    async def get_projection_checkpoint(self, session_id: str, at_most: int) -> tuple[int, dict[str, Any]] | None:
+        from .checkpoints import _get_checkpoint
+
+        return await self._call(_get_checkpoint, session_id, at_most)
+
+    async def put_projection_checkpoints(self, session_id: str, rows: list[tuple[int, dict[str, Any]]]) -> None:
+        from .checkpoints import _put_checkpoints
+
+        await self._write(_put_checkpoints, session_id, [(q, to_json(d).decode()) for q, d in rows])
 
     async def put_snapshot(self, session_id: str, invocation_id: str, seq: int, data: dict[str, Any]) -> None:
         self._check_writable()

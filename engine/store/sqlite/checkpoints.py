@@ -1,0 +1,55 @@
+"""Seek checkpoints (``projection_checkpoints``, engine/checkpoints.py): read
+and write units of work. A file older than the table (opened read-only, so not
+migrated) has none: reads then find nothing."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from .reads import _require_session
+
+
+def _missing_table(e: sqlite3.OperationalError) -> bool:
+    return "no such table" in str(e)
+
+
+def _last_checkpoint(conn: sqlite3.Connection, session_id: str) -> int:
+    try:
+        row = conn.execute("SELECT max(seq) FROM projection_checkpoints WHERE session_id = ?", (session_id,)).fetchone()
+    except sqlite3.OperationalError as e:
+        if _missing_table(e):
+            return 0
+        raise
+    return int(row[0] or 0)
+
+
+def _get_checkpoint(conn: sqlite3.Connection, session_id: str, at_most: int) -> tuple[int, dict[str, Any]] | None:
+    try:
+        row = conn.execute(
+            "SELECT seq, data FROM projection_checkpoints WHERE session_id = ? AND seq <= ? ORDER BY seq DESC LIMIT 1",
+            (session_id, at_most),
+        ).fetchone()
+    except sqlite3.OperationalError as e:
+        if _missing_table(e):
+            return None
+        raise
+    if row is None:
+        return None
+    try:
+        data = json.loads(row[1])
+    except (ValueError, TypeError):
+        return None  # a cache: an unreadable checkpoint is as good as none
+    return (row[0], data) if isinstance(data, dict) else None
+
+
+def _put_checkpoints(conn: sqlite3.Connection, session_id: str, rows: list[tuple[int, str]]) -> None:
+    try:
+        conn.executemany(
+            "INSERT OR REPLACE INTO projection_checkpoints (session_id, seq, data) VALUES (?, ?, ?)",
+            [(session_id, seq, data) for seq, data in rows],
+        )
+    except sqlite3.IntegrityError:  # the foreign key: no such session
+        _require_session(conn, session_id)
+        raise

@@ -1,0 +1,240 @@
+"""Seek checkpoints (engine/checkpoints.py): ``replay --at N`` from the nearest
+checkpoint gives exactly what the fold from event 1 gives, at every N, on every
+backend -- also mid-turn, across invocations, with checkpoints written a few at
+a time between appends (as turn ends write them) and from a compacted fold.
+
+Sessions are random lifecycles built from hand-made events: a loop of node
+runs (so compaction drops earlier iterations), nested runs, runs overlapping
+(parallel), interrupts raised and answered, failures and re-drives, cancels,
+state deltas, two invocations interleaved."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from console.cli.render import tree_rows
+from engine import checkpoints
+from engine.models import Event, NodeStatus
+from engine.replay import Replay
+from engine.replay_seek import frame_at
+from engine.store.base import SessionStore
+from engine.views import frame_dict, goto
+
+from .builders import answer, cancel, end, interrupt, open_store, start, user_msg
+
+SEEK_KINDS = ["memory", "sqlite", "postgres"]
+"""memory has no checkpoints: the seek folds from event 1 (the fallback)."""
+
+step = st.one_of(
+    st.tuples(st.just("iter"), st.sampled_from(["i1", "i2"]), st.sampled_from(list(NodeStatus))),
+    st.tuples(st.just("nested"), st.sampled_from(["i1", "i2"])),
+    st.tuples(st.just("overlap"), st.sampled_from(["i1", "i2"])),
+    st.tuples(st.just("ask"), st.sampled_from(["i1", "i2"]), st.integers(1, 2)),
+    st.tuples(st.just("answer"), st.sampled_from(["i1", "i2"])),
+    st.tuples(st.just("redrive"), st.sampled_from(["i1", "i2"])),
+    st.tuples(st.just("cancel"), st.sampled_from(["i1", "i2"])),
+    st.tuples(st.just("state"), st.sampled_from(["i1", "i2"]), st.integers(0, 3)),
+    st.tuples(st.just("root_end"), st.sampled_from(["i1", "i2"]), st.sampled_from(list(NodeStatus))),
+    st.tuples(st.just("checkpoint"), st.integers(1, 3)),
+)
+
+
+class Script:
+    """Turns steps into lifecycle events, run ids counting per invocation."""
+
+    def __init__(self) -> None:
+        self.n: dict[str, int] = {}
+        self.open: dict[str, list[str]] = {}
+        self.started: set[str] = set()
+        self.ids = 0
+
+    def _next(self, inv: str) -> int:
+        self.n[inv] = self.n.get(inv, 0) + 1
+        return self.n[inv]
+
+    def events(self, item: tuple[Any, ...]) -> list[Event]:
+        kind, inv, *rest = item
+        out: list[Event] = []
+        if inv not in self.started:
+            self.started.add(inv)
+            out += [user_msg(inv, f"go {inv}"), start(inv)]
+        k = self._next(inv)
+        if kind == "iter":  # one loop iteration: the same child name, a new run id
+            out += [start(inv, f"wf@1/step@{k}"), end(inv, rest[0], f"wf@1/step@{k}", output={"k": k})]
+        elif kind == "nested":
+            out += [
+                start(inv, f"wf@1/step@{k}"),
+                start(inv, f"wf@1/step@{k}/leaf@1"),
+                end(inv, NodeStatus.COMPLETED, f"wf@1/step@{k}/leaf@1", output=k),
+                end(inv, NodeStatus.COMPLETED, f"wf@1/step@{k}", output=[k]),
+            ]
+        elif kind == "overlap":  # the next iteration starts before this one ends
+            out += [
+                start(inv, f"wf@1/step@{k}"),
+                start(inv, f"wf@1/step@{k + 1}"),
+                end(inv, NodeStatus.COMPLETED, f"wf@1/step@{k + 1}", output="b"),
+                end(inv, NodeStatus.COMPLETED, f"wf@1/step@{k}", output="a"),
+            ]
+            self._next(inv)
+        elif kind == "ask":
+            ids = [f"q{self.ids + j}" for j in range(rest[0])]
+            self.ids += rest[0]
+            self.open.setdefault(inv, []).extend(ids)
+            out += [
+                start(inv, f"wf@1/ask@{k}"),
+                interrupt(inv, *ids, path=f"wf@1/ask@{k}"),
+                end(inv, NodeStatus.WAITING, f"wf@1/ask@{k}"),
+                end(inv, NodeStatus.WAITING),
+            ]
+        elif kind == "answer" and self.open.get(inv):
+            ids, self.open[inv] = self.open[inv], []
+            out += [answer(inv, {i: f"yes {i}" for i in ids}), start(inv)]
+        elif kind == "redrive":
+            out += [Event(invocation_id=inv, author="user", custom_metadata={"action": "redrive", "operator": "op"})]
+        elif kind == "cancel":
+            out += [cancel(inv)]
+            self.open[inv] = []
+        elif kind == "state":
+            out += [user_msg(inv, f"note {k}", state_delta={f"k{rest[0]}": k, "temp:x": k})]
+        elif kind == "root_end":
+            out += [end(inv, rest[0], output={"done": k})]
+        return out
+
+
+async def full_fold(store: SessionStore, sid: str) -> Replay:
+    """The from-scratch cursor over every event (``goto(cursor, n)``: the frame
+    the fold from event 1 gives; compare it before moving the cursor again)."""
+    return Replay([(s.seq, s.event) for s in await store.events(sid)])
+
+
+def same(got: Any, want: Any) -> None:
+    """The latest-runs view and the projection (compacted: earlier loop
+    iterations are what a checkpoint leaves out, by design) are equal."""
+    assert got.position == want.position
+    g, w = got.projection, want.projection
+    assert list(g.invocations) == list(w.invocations)
+    for i in w.invocations:
+        assert tree_rows(g, i) == tree_rows(w, i), i
+    assert [x.id for x in g.open_interrupts()] == [x.id for x in w.open_interrupts()]
+    assert g.state == w.state
+    assert g.compact_all().to_dict() == w.compact_all().to_dict()
+    assert frame_dict(got, nodes=False) == frame_dict(want, nodes=False)
+
+
+@pytest.mark.parametrize("kind", SEEK_KINDS)
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(script=st.lists(step, min_size=1, max_size=30), every=st.integers(2, 7))
+def test_seek_from_checkpoints_equals_the_full_fold_at_every_n(
+    kind: str, tmp_path_factory: pytest.TempPathFactory, script: list[tuple[Any, ...]], every: int
+) -> None:
+    async def body() -> None:
+        store = await open_store(kind, tmp_path_factory.mktemp("seek"))
+        try:
+            s = await store.create_session("app", "u")
+            maker = Script()
+            written = 0
+            for item in script:
+                if item[0] == "checkpoint":  # a turn end: a few spans at a time
+                    written += await checkpoints.catch_up(store, s.id, spans=item[1])
+                    continue
+                for ev in maker.events(item):
+                    await store.append_event(s.id, ev)
+            last = (await store.get_session(s.id)).last_seq
+            if last == 0:
+                return
+            if checkpoints.supported(store):
+                written += await checkpoints.catch_up(store, s.id, spans=None)
+                assert written == len(range(every, last + 1, every))  # one every `every` events, none missing
+            else:
+                assert written == 0
+            want = await full_fold(store, s.id)
+            for n in range(1, last + 1):
+                got, _ = await frame_at(store, s.id, n, last, compact_ok=True)
+                same(got, goto(want, n))
+        finally:
+            await store.close()
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(checkpoints, "EVERY", every)
+        mp.setattr(checkpoints, "BYTES_PER_EVENT", 10**9)  # spacing exactly `every`
+        asyncio.run(body())
+
+
+class Counting:
+    """A store that counts the events it hands out."""
+
+    def __init__(self, store: SessionStore) -> None:
+        self.store = store
+        self.read = 0
+
+    async def events(self, *a: Any, **kw: Any) -> Any:
+        page = await self.store.events(*a, **kw)
+        self.read += len(page)
+        return page
+
+    async def event_at(self, *a: Any, **kw: Any) -> Any:
+        self.read += 1
+        return await self.store.event_at(*a, **kw)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_a_seek_folds_at_most_every_events(kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any position: at most EVERY events read (the checkpoint's span), one checkpoint loaded."""
+    monkeypatch.setattr(checkpoints, "EVERY", 50)
+
+    async def body() -> None:
+        store = await open_store(kind, tmp_path)
+        try:
+            s = await store.create_session("app", "u")
+            maker = Script()
+            for k in range(120):  # one long turn: no invocation snapshot to seek from
+                for ev in maker.events(("iter", "i1", NodeStatus.COMPLETED) if k % 7 else ("ask", "i1", 1)):
+                    await store.append_event(s.id, ev)
+            last = (await store.get_session(s.id)).last_seq
+            assert await checkpoints.rebuild(store, s.id) == last // 50
+            assert await checkpoints.catch_up(store, s.id) == 0  # nothing due: nothing written
+            want = await full_fold(store, s.id)
+            for n in sorted({1, 49, 50, 51, 99, 100, 101, last // 2, last - 1, last}):
+                counting = Counting(store)
+                got, seeked = await frame_at(counting, s.id, n, last, compact_ok=True)  # type: ignore[arg-type]
+                assert counting.read <= 50, (n, counting.read)
+                assert seeked == (n > 50)
+                same(got, goto(want, n))
+        finally:
+            await store.close()
+
+    asyncio.run(body())
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_a_damaged_checkpoint_is_no_checkpoint(kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(checkpoints, "EVERY", 5)
+
+    async def body() -> None:
+        store = await open_store(kind, tmp_path)
+        try:
+            s = await store.create_session("app", "u")
+            maker = Script()
+            for k in range(6):
+                for ev in maker.events(("iter", "i1", NodeStatus.COMPLETED)):
+                    await store.append_event(s.id, ev)
+            await checkpoints.rebuild(store, s.id)
+            await store.put_projection_checkpoints(s.id, [(5, {"position": 5})])  # type: ignore[attr-defined]
+            last = (await store.get_session(s.id)).last_seq
+            want = await full_fold(store, s.id)
+            for n in (6, 7, 11, last):
+                got, _ = await frame_at(store, s.id, n, last, compact_ok=True)
+                same(got, goto(want, n))
+        finally:
+            await store.close()
+
+    asyncio.run(body())
