@@ -7,14 +7,15 @@ state): a function of history that never changes (events are append-only), so
 one stays valid forever and is a cache, never a source of truth -- an export
 leaves them out and an import rebuilds them from the events it validated.
 
-Who writes them: the end of each turn (:class:`engine.runner.Runner`, after the
-lease is released) calls :func:`catch_up`. That costs one indexed read per turn
-(the last checkpoint's seq) and, once every :data:`EVERY` events, a fold of the
-events since the last checkpoint, read once: amortised, one read and fold per
-event written (``benchmarks/bench_read_scale.py --checkpoint-cost`` measures
-it). A store written before checkpoints existed (or a turn killed mid-run)
-simply has fewer: the next turn end catches up, at most :data:`CATCH_UP_SPANS`
-spans at a time so that one resume never pays for a whole old session. Reads
+Who writes them: the end of a turn (:class:`engine.runner.Runner`, after the
+lease is released: :func:`after_turn`) whose events crossed a multiple of
+:data:`EVERY`. Any other turn pays nothing (not a statement); such a turn reads
+the last checkpoint's seq and folds the events since it, each read once:
+amortised, one read and fold per event written, off the append path and the
+lease (``benchmarks/bench_read_scale.py`` measures it). A store written before
+checkpoints existed (or a turn killed mid-run) simply has fewer: the next such
+turn end catches up, at most :data:`CATCH_UP_SPANS` checkpoints at a time so
+that one resume never pays for a whole old session. Reads
 never write one (``--read-only`` or not): they seek from the nearest one at or
 before N, else from the invocation snapshot, else from event 1.
 
@@ -33,6 +34,7 @@ latest at or before ``at_most``; None also for an unreadable row) and
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
@@ -82,13 +84,17 @@ def _gap(data_bytes: int) -> int:
     return max(EVERY, data_bytes // BYTES_PER_EVENT)
 
 
-async def catch_up(store: SessionStore, session_id: str, *, spans: int | None = CATCH_UP_SPANS) -> int:
+async def catch_up(
+    store: SessionStore, session_id: str, *, spans: int | None = CATCH_UP_SPANS, last_seq: int | None = None
+) -> int:
     """Write the checkpoints the session is due since its last one (at most
-    ``spans`` of them; None: all). Returns how many were written. Folds from
-    the last checkpoint (or event 1), reading each event once."""
+    ``spans`` of them; None: all) up to ``last_seq`` (default: the session's
+    last event). Returns how many were written. Folds from the last checkpoint
+    (or event 1), reading each event once."""
     if not supported(store) or getattr(store, "read_only", False):
         return 0
-    last_seq = (await store.get_session(session_id)).last_seq
+    if last_seq is None:
+        last_seq = (await store.get_session(session_id)).last_seq
     last = await store.last_projection_checkpoint(session_id)  # type: ignore[attr-defined]
     proj: Projection | None = None
     gap = EVERY
@@ -123,18 +129,18 @@ async def catch_up(store: SessionStore, session_id: str, *, spans: int | None = 
     return len(written)
 
 
-async def after_turn(store: SessionStore, session_id: str) -> None:
-    """:func:`catch_up` at the end of a turn (the lease already released). A
-    checkpoint is a cache: a store error writing it (busy, full) is not the
-    turn's, and the next turn end tries again."""
+async def after_turn(store: SessionStore, session_id: str, before: int, last: int) -> None:
+    """At the end of a turn that wrote events ``before + 1 .. last`` (the lease
+    already released): :func:`catch_up` when the turn crossed a multiple of
+    :data:`EVERY`, else nothing (no statement: the common turn pays nothing).
+    A checkpoint is a cache: a store error writing it (busy, full) is not the
+    turn's, and a later turn tries again."""
     from .errors import HitlError
 
-    if not supported(store):
+    if before // EVERY == last // EVERY or not supported(store):
         return
-    try:
-        await catch_up(store, session_id)
-    except HitlError:
-        pass
+    with contextlib.suppress(HitlError):
+        await catch_up(store, session_id, last_seq=last)
 
 
 async def rebuild(store: SessionStore, session_id: str) -> int:

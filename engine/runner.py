@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from . import checkpoints
 from .context import Context, InvocationContext, NodeFailed, NodeRunner, _engine_bodies
 from .errors import (
     ConflictError,
@@ -42,7 +43,6 @@ from .liveness import (
 )
 from .models import Content, Event, NodeInfo, NodeStatus, Session, StoredEvent, build_models, new_id
 from .nodes import BaseNode
-from . import checkpoints
 from .projection import Projection
 from .resume import ResumeTarget, load_invocation, validate_responses
 from .store.base import SessionStore, append_and_release, has_capability
@@ -316,6 +316,7 @@ class Runner:
         )
         keeper: LeaseKeeper | None = None
         inv_ctx: InvocationContext | None = None
+        turn_from: int | None = None
         try:
             owner = new_owner()
             opened = None
@@ -334,6 +335,7 @@ class Runner:
                 proj = await _catch_up(self.store, session_id, inv_id, early) if early is not None else Projection()
                 opened = await self._open(turn, proj, keeper, last_seq)
             keeper, inv_ctx, first, root = opened
+            turn_from = first[0].seq - 1 if first else None  # for the seek checkpoints, below
             seen = on_stored or (lambda _: None)
             for stored in first:
                 seen(stored)
@@ -347,7 +349,8 @@ class Runner:
             if keeper is not None:
                 clean = inv_ctx is None or not is_mid_run(inv_ctx.projection, inv_id)
                 await keeper.close(clean=clean)
-        await checkpoints.after_turn(self.store, session_id)  # seek checkpoints, off the lease
+        if inv_ctx is not None and turn_from is not None and inv_ctx.last_seq is not None:
+            await checkpoints.after_turn(self.store, session_id, turn_from, inv_ctx.last_seq)  # off the lease
 
     async def _refuse_early(self, session_id: str, invocation_id: str, *, redrive: bool, ack: bool) -> Projection:
         """Refuse an answer to an interrupted invocation, or an unacknowledged

@@ -224,7 +224,7 @@ def test_a_damaged_checkpoint_is_no_checkpoint(kind: str, tmp_path: Path, monkey
         try:
             s = await store.create_session("app", "u")
             maker = Script()
-            for k in range(6):
+            for _k in range(6):
                 for ev in maker.events(("iter", "i1", NodeStatus.COMPLETED)):
                     await store.append_event(s.id, ev)
             await checkpoints.rebuild(store, s.id)
