@@ -60,9 +60,26 @@ def age(then: float | None, now: float | None = None) -> str:
     return format_age((time.time() if now is None else now) - then)
 
 
+_LAST_SECOND: list[tuple[int, bool, str]] = [(-1, False, "")]
+"""date_time's last (whole second, utc?, text): a long event log formats each second once."""
+
+
 def date_time(ts: float | None) -> str:
     """``2026-11-23 18:47:33`` in the shown zone; ``-`` for None."""
-    return "-" if ts is None else _dt(ts).strftime("%Y-%m-%d %H:%M:%S")
+    if ts is None:
+        return "-"
+    whole = int(ts)
+    # Reused only well inside the second: datetime rounds to microseconds, which
+    # must not carry into the next second.
+    cacheable = ts >= 0 and ts - whole < 0.999999
+    if cacheable:
+        last, zone, text = _LAST_SECOND[0]
+        if last == whole and zone == _SETTINGS["utc"]:
+            return text
+    text = _dt(ts).strftime("%Y-%m-%d %H:%M:%S")
+    if cacheable:
+        _LAST_SECOND[0] = (whole, _SETTINGS["utc"], text)
+    return text
 
 
 def stamp(ts: float | None, now: float | None = None) -> str:

@@ -109,6 +109,24 @@ _ASSIGN = re.compile(
     r"(?i)\b(password|passwd|pwd|passphrase|secret|token|api[_-]?key|private[_-]?key)(\s*=\s*|:)([^\s,;&'\"]+)"
 )
 """``password=hunter2`` / ``api_key:abc`` in free text."""
+def _may_need_patterns(text: str) -> bool:
+    """False when none of _DSN, _BEARER, _ASSIGN can match ``text``: ASCII text
+    (where their case-insensitive matching is plain ASCII case) without any
+    substring one of them needs (``key`` stands for ``api_key``/``private_key``
+    and their spellings, ``pass`` for ``password``/``passwd``/``passphrase``). An
+    event log is mostly such text: these substring tests cost a fraction of
+    running the three patterns. Non-ASCII text always runs them."""
+    if not text.isascii():
+        return True
+    low = text.lower()
+    return (
+        "://" in low or "token" in low or "pass" in low or "key" in low or "secret" in low
+        or "pwd" in low or "bearer" in low or "basic" in low
+    )
+
+
+_SCALARS = frozenset({int, float, bool, type(None)})
+"""Exact types a walk passes as they are (nothing to learn or mask in them)."""
 _NOT_SECRET_KEYS = frozenset({"author", "authors", "authorname", "authority", "authored"})
 """Normalised keys that contain ``auth`` but name no credential."""
 _MIN_KNOWN = 4
@@ -175,6 +193,14 @@ class Redactor:
         stack = [value]
         while stack:
             v = stack.pop()
+            t = type(v)
+            if t is str:  # the common cases first, without the ABC and model checks below
+                if v[:1] in ("{", "["):
+                    with contextlib.suppress(ValueError):
+                        stack.append(json.loads(v))
+                continue
+            if t in _SCALARS:
+                continue
             if _is_model(v):
                 v = v.model_dump(mode="json", exclude_none=True)
             if isinstance(v, Mapping):
@@ -223,9 +249,11 @@ class Redactor:
     def text(self, text: str) -> str:
         if self.show or not text:
             return text
-        out = _DSN.sub(lambda m: m.group(1) + MASK + m.group(3), text)
-        out = _BEARER.sub(lambda m: m.group(1) + m.group(2) + MASK, out)
-        out = _ASSIGN.sub(lambda m: m.group(1) + m.group(2) + MASK, out)
+        out = text
+        if _may_need_patterns(text):
+            out = _DSN.sub(lambda m: m.group(1) + MASK + m.group(3), out)
+            out = _BEARER.sub(lambda m: m.group(1) + m.group(2) + MASK, out)
+            out = _ASSIGN.sub(lambda m: m.group(1) + m.group(2) + MASK, out)
         known = self._known_pattern()
         if known is not None:
             out = known.sub(MASK, out)
@@ -254,6 +282,12 @@ class Redactor:
 
     def _value(self, value: Any) -> Any:
         """Masked ``value``; the very same object when nothing in it changed."""
+        t = type(value)
+        if t is str:
+            masked = self.text(value)
+            return value if masked == value else masked
+        if t in _SCALARS:
+            return value
         if _is_model(value):
             value = value.model_dump(mode="json", exclude_none=True)
         if isinstance(value, str):

@@ -113,7 +113,17 @@ def out(red: Redactor, text: str = "") -> None:
     """Every line the CLI prints passes the command's Redactor's free-text
     masking, then console.text.clean: data in it is shown, never obeyed (no
     terminal control, no bidi reordering). ``--json`` output is exact."""
-    click.echo(clean(red.text(text)))
+    click.echo(line_text(red, text))
+
+
+def line_text(red: Redactor, text: str) -> str:
+    """What :func:`out` prints for ``text`` (without the newline)."""
+    return clean(red.text(text))
+
+
+def json_text(red: Redactor, obj: Any) -> str:
+    """What :func:`out_json` prints for ``obj`` (without the newline)."""
+    return red.text(json.dumps(obj, default=str, ensure_ascii=False))
 
 
 def more(red: Redactor, cursor: str | None) -> None:
@@ -123,7 +133,7 @@ def more(red: Redactor, cursor: str | None) -> None:
 
 
 def out_json(red: Redactor, obj: Any) -> None:
-    click.echo(red.text(json.dumps(obj, default=str, ensure_ascii=False)))
+    click.echo(json_text(red, obj))
 
 
 # ----------------------------------------------------------------- formatting

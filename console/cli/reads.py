@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from contextlib import suppress
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -16,8 +16,12 @@ from engine.status import INTERRUPTED_FILTER, SESSION_FILTERS, DisplayStatus, Se
 from .group import cli
 from .loads import _event_pages, latest_projection, resolve_invocation, session_projection
 from .options import _duration, _opts, _seq, common, open_store, page_of
-from .output import clock, id_list, more, out, out_json, run, short, table
+from .output import clock, id_list, json_text, line_text, more, out, out_json, run, short, table
 from .render import event_summary, health_line, render_tree, tree_rows
+
+if TYPE_CHECKING:
+    from engine.models import Event
+    from engine.redact import Redactor
 
 
 # ------------------------------------------------------------------- sessions
@@ -235,17 +239,43 @@ def events(session_id: str, after: int, limit: int | None, tail: bool, interval:
                 source: Any = follow(store, session_id, after_seq=after, interval=interval)
             else:
                 source = _event_pages(store, session_id, after, limit)
-            async for stored in source:
-                red.learn_events([stored.event])
-                e = red.event(stored.event)
-                if opts.json:
-                    out_json(red, {"seq": stored.seq, **e.model_dump(mode="json", exclude_none=True)})
-                else:
-                    line = f"{stored.seq:>6}  {clock(e.timestamp)}  {e.kind:<9} {(e.path or '-'):<40} {event_summary(e)}"
-                    out(red, line.rstrip())
-                printed += 1
-                if limit is not None and printed >= limit:
-                    return
+            # Lines go out a batch at a time (one write, not one per event), and
+            # each as it comes when following the log.
+            batch = EventLines(red, opts.json, size=1 if tail else 500)
+            try:
+                async for stored in source:
+                    e = red.event(stored.event)  # it learns the event's secrets first
+                    batch.add(stored.seq, e)
+                    printed += 1
+                    if limit is not None and printed >= limit:
+                        return
+            finally:
+                batch.flush()
 
     with suppress(KeyboardInterrupt):
         run(red, body())
+
+
+class EventLines:
+    """``hitl events`` output, written ``size`` lines at a time: the same bytes
+    as one ``out``/``out_json`` call per event."""
+
+    def __init__(self, red: Redactor, as_json: bool, size: int) -> None:
+        self.red, self.as_json, self.size = red, as_json, size
+        self.lines: list[str] = []
+
+    def add(self, seq: int, e: Event) -> None:
+        red = self.red
+        if self.as_json:
+            line = json_text(red, {"seq": seq, **e.model_dump(mode="json", exclude_none=True)})
+        else:
+            text = f"{seq:>6}  {clock(e.timestamp)}  {e.kind:<9} {(e.path or '-'):<40} {event_summary(e)}"
+            line = line_text(red, text.rstrip())
+        self.lines.append(line)
+        if len(self.lines) >= self.size:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.lines:
+            click.echo("\n".join(self.lines))
+            self.lines = []
