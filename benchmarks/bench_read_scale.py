@@ -9,8 +9,9 @@ iteration), built with ``hitl demo --long-iterations N``. Each command runs as
 its own process (what an operator runs), output to /dev/null; the table gives
 wall time and the process's peak RSS (``wait4``). Targets from issue 12:
 ``show`` under 0.5 s and 150 MiB at 100k events, ``events`` in constant memory,
-``replay --at N`` reading only up to N (from the session's snapshot when that
-is exact for N - 1). The last row imports the session's export (~36 MB at
+``replay --at N`` folding at most ~1000 events from the nearest seek checkpoint
+(engine/checkpoints.py) whatever N; the header line says how many checkpoints
+the session has and what writing one costs a turn end. The last row imports the session's export (~36 MB at
 100k events) into a copy of the store, under a new id. Exits non-zero only on
 error.
 """
@@ -62,6 +63,45 @@ def measure(argv: list[str]) -> tuple[float, float, float, int]:
     return elapsed, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, proc.returncode
 
 
+def checkpoint_report(db: Path) -> str:
+    """The session's seek checkpoints (engine/checkpoints.py), and what writing
+    one costs a turn end: one span folded and written, in this process."""
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        n, size = conn.execute(
+            "SELECT count(*), coalesce(sum(length(data)), 0) FROM projection_checkpoints WHERE session_id = ?",
+            (SESSION,),
+        ).fetchone()
+    except sqlite3.OperationalError:
+        return "no checkpoints table (a store from before them: `hitl migrate` it)"
+    finally:
+        conn.close()
+    with tempfile.TemporaryDirectory(prefix="hitl-bench-ckpt-") as work:
+        copy = Path(work) / "c.sqlite"
+        src, dst = sqlite3.connect(db), sqlite3.connect(copy)
+        src.backup(dst)
+        src.close()
+        last = dst.execute("SELECT max(seq) FROM projection_checkpoints WHERE session_id = ?", (SESSION,)).fetchone()[0]
+        dst.execute("DELETE FROM projection_checkpoints WHERE session_id = ? AND seq = ?", (SESSION, last))
+        dst.commit()
+        dst.close()
+        probe = (
+            "import asyncio, sys, time\n"
+            "from engine.checkpoints import catch_up\n"
+            "from engine.store.sqlite import SQLiteStore\n"
+            "async def go():\n"
+            "    async with SQLiteStore.open(sys.argv[1]) as s:\n"
+            "        t = time.perf_counter(); k = await catch_up(s, sys.argv[2]); print(k, time.perf_counter() - t)\n"
+            "asyncio.run(go())\n"
+        )
+        out = subprocess.run([sys.executable, "-c", probe, str(copy), SESSION], capture_output=True, text=True, env=ENV)
+        written, seconds = out.stdout.split() if out.returncode == 0 else ("?", "nan")
+    return (
+        f"{n} seek checkpoints ({size / 2**20:.1f} MiB); a turn end that writes one "
+        f"({written} written) took {float(seconds) * 1000:.0f} ms"
+    )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--db", type=Path, help="an existing store with deploy-long-1 (else one is built)")
@@ -86,6 +126,7 @@ def main() -> int:
         import json
 
         events = json.loads(count.stdout)["session"]["last_seq"]
+        mid = events // 2 + 997 if events > 4000 else max(1, events // 2 + 7)  # far from a checkpoint
         for warm in (["show", SESSION], ["replay", SESSION, "--at", "1"], ["events", SESSION, "--limit", "1"]):
             measure([*base, "--db", str(db), *warm])  # the bytecode of the read paths, not counted
         cases = [
@@ -98,7 +139,12 @@ def main() -> int:
             ("events (all)", ["events", SESSION]),
             ("events --json (all)", ["--json", "events", SESSION]),
             ("replay --at 100", ["replay", SESSION, "--at", "100"]),
+            ("replay --at 1", ["replay", SESSION, "--at", "1"]),
             (f"replay --at {events // 2}", ["replay", SESSION, "--at", str(events // 2)]),
+            (f"replay --at {mid} (mid-span)", ["replay", SESSION, "--at", str(mid)]),
+            (f"--read-only replay --at {mid}", ["--read-only", "replay", SESSION, "--at", str(mid)]),
+            (f"--json replay --at {mid}", ["--json", "replay", SESSION, "--at", str(mid)]),
+            (f"replay --at {events - 1}", ["replay", SESSION, "--at", str(events - 1)]),
             (f"replay --at {events}", ["replay", SESSION, "--at", str(events)]),
             ("export", ["export", SESSION]),
         ]
@@ -123,7 +169,8 @@ def main() -> int:
             failed += code != 0
             result = "ok" if code == 0 else f"exit {code}"
             rows.append((f"import ({size:.0f} MB file)", f"{seconds:.2f}", f"{cpu:.2f}", f"{mib:.0f}", result))
-        print(f"\nread commands on {SESSION}: {events:,} events\n")
+        ckpt = checkpoint_report(db)
+        print(f"\nread commands on {SESSION}: {events:,} events; {ckpt}\n")
         header = ("command", "seconds", "cpu s", "peak MiB", "result")
         widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
         print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
