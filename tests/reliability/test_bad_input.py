@@ -1,6 +1,6 @@
 """Bad input, each case: a clear error naming what was wrong, exit code 1 with
 one line and no traceback for the CLI, and nothing written (the store's logical
-contents, every table, are compared before and after).
+contents, every table, and the file's bytes, are compared before and after).
 
 The README's "Limits" section documents the answer size limit tested here.
 """
@@ -35,6 +35,7 @@ from tests.cli.conftest import ok, operator_error
 
 from . import crash_app
 from .conftest import Hitl, logical_dump
+from .test_cancel_final import store_bytes
 
 YES = '{"approved": true}'
 CRASH_APP = f"{crash_app.APP}=tests.reliability.crash_app:workflow"
@@ -155,10 +156,12 @@ def test_bad_cli_input_is_one_clear_line_and_writes_nothing(
             session = next(x for x in args if x in ("refund-waiting-1", "refund-completed-1", "refund-multi-1", "twice"))
             a = _invocations(hitl, session)[0 if a == "@first" else 1]
         resolved.append(a)
-    before = logical_dump(db)
+    assert hitl("sessions").exit_code == 0  # first-open effects before the baseline
+    before, before_bytes = logical_dump(db), store_bytes(db)
     err = operator_error(hitl(*resolved), *needles)
     assert len(err) < 600, f"an error line should be short: {len(err)} characters"
     assert logical_dump(db) == before, f"{case}: something was written"
+    assert store_bytes(db) == before_bytes, f"{case}: the file is not byte-identical"
 
 
 # ------------------------------------------------------------------ engine API
