@@ -4,13 +4,13 @@ has none: reads then find nothing."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import asyncpg
 from pydantic_core import to_json
 
 from ...errors import SessionNotFoundError
+from ..sqlite.checkpoints import _cache_from
 from .core import _Core
 
 
@@ -41,13 +41,7 @@ class _Checkpoints(_Core):
             return None if row is None else (int(row[0]), row[1])
 
         found = await self._run(fn)
-        if found is None:
-            return None
-        try:
-            data = json.loads(found[1])
-        except (ValueError, TypeError):
-            return None  # a cache: an unreadable checkpoint is as good as none
-        return (found[0], data) if isinstance(data, dict) else None
+        return None if found is None else _cache_from(*found)
 
     async def put_projection_checkpoints(self, session_id: str, rows: list[tuple[int, dict[str, Any]]]) -> None:
         self._check_writable()

@@ -35,13 +35,16 @@ def _get_checkpoint(conn: sqlite3.Connection, session_id: str, at_most: int) -> 
         if _missing_table(e):
             return None
         raise
-    if row is None:
-        return None
+    return None if row is None else _cache_from(row[0], row[1])
+
+
+def _cache_from(seq: int, text: str) -> tuple[int, dict[str, Any]] | None:
+    """A cached projection row, parsed; None when unreadable (a cache: as good as none)."""
     try:
-        data = json.loads(row[1])
+        data = json.loads(text)
     except (ValueError, TypeError):
-        return None  # a cache: an unreadable checkpoint is as good as none
-    return (row[0], data) if isinstance(data, dict) else None
+        return None
+    return (seq, data) if isinstance(data, dict) else None
 
 
 def _put_checkpoints(conn: sqlite3.Connection, session_id: str, rows: list[tuple[int, str]]) -> None:
