@@ -3,6 +3,12 @@
     python benchmarks/bench_cold.py              # full run (several minutes: builds 100k-event stores)
     python benchmarks/bench_cold.py --quick      # smaller stores, 3 repetitions
     python benchmarks/bench_cold.py --reps 9 --only resume,fresh
+    python benchmarks/bench_cold.py --save after.json --before before.json   # before/after columns
+
+For a "before" row set, run this same script against the older tree, e.g.
+``git archive OLD | tar -x -C /tmp/old; cp benchmarks/bench_cold.py /tmp/old/benchmarks/;
+cd /tmp/old && PYTHONPATH=/tmp/old python benchmarks/bench_cold.py --save before.json``
+(PYTHONPATH makes the children and ``hitl`` import the old tree).
 
 Every measurement runs in a fresh Python process on a fresh copy of a prebuilt,
 checkpointed store, at ``synchronous=NORMAL`` and ``FULL``. Repetitions are
@@ -12,7 +18,10 @@ median and min-max of the operation's wall time, the median of its CPU time
 (this process's user + system time: on a loaded machine the wall time mostly
 measures waiting for a core, the CPU time what the operation itself costs),
 and the SQL statements and COMMITs the operation sent (counted with the sqlite3 trace callback on the
-store's connection; deterministic, unlike the times).
+store's connection; deterministic, unlike the times). A third column, "process cpu", is
+the whole child process's user + system time (``getrusage`` of the reaped child:
+interpreter start, imports, open, operation, exit): what a cold ``hitl resume``
+costs the machine in all, most of it imports.
 
 The store is opened like the CLI opens it (``inline=True``: SQL on the loop's
 thread). Timed: the operation only (the resume / run call, iterated to its
