@@ -3,6 +3,12 @@
     python benchmarks/bench_cold.py              # full run (several minutes: builds 100k-event stores)
     python benchmarks/bench_cold.py --quick      # smaller stores, 3 repetitions
     python benchmarks/bench_cold.py --reps 9 --only resume,fresh
+    python benchmarks/bench_cold.py --save after.json --before before.json   # before/after columns
+
+For a "before" row set, run this same script against the older tree, e.g.
+``git archive OLD | tar -x -C /tmp/old; cp benchmarks/bench_cold.py /tmp/old/benchmarks/;
+cd /tmp/old && PYTHONPATH=/tmp/old python benchmarks/bench_cold.py --save before.json``
+(PYTHONPATH makes the children and ``hitl`` import the old tree).
 
 Every measurement runs in a fresh Python process on a fresh copy of a prebuilt,
 checkpointed store, at ``synchronous=NORMAL`` and ``FULL``. Repetitions are
@@ -12,7 +18,10 @@ median and min-max of the operation's wall time, the median of its CPU time
 (this process's user + system time: on a loaded machine the wall time mostly
 measures waiting for a core, the CPU time what the operation itself costs),
 and the SQL statements and COMMITs the operation sent (counted with the sqlite3 trace callback on the
-store's connection; deterministic, unlike the times).
+store's connection; deterministic, unlike the times). A third column, "process cpu", is
+the whole child process's user + system time (``getrusage`` of the reaped child:
+interpreter start, imports, open, operation, exit): what a cold ``hitl resume``
+costs the machine in all, most of it imports.
 
 The store is opened like the CLI opens it (``inline=True``: SQL on the loop's
 thread). Timed: the operation only (the resume / run call, iterated to its
@@ -47,6 +56,7 @@ import argparse
 import asyncio
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -217,27 +227,51 @@ def fresh_copy(template: Path, work: Path) -> Path:
     return dst
 
 
+def _children_cpu() -> float:
+    """User + system seconds of this process's reaped children so far."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def _timed_process(cmd: list[str], **kwargs: Any) -> tuple[subprocess.CompletedProcess[str], float, float]:
+    """Run ``cmd`` to its exit: (result, wall ms, CPU ms of the whole child process,
+    interpreter start and exit included -- getrusage of the reaped child)."""
+    cpu0, t = _children_cpu(), time.perf_counter()
+    out = subprocess.run(cmd, capture_output=True, text=True, check=False, **kwargs)
+    return out, (time.perf_counter() - t) * 1e3, (_children_cpu() - cpu0) * 1e3
+
+
 def run_child(kind: str, template: Path, work: Path, sync: str) -> dict[str, Any]:
     db = fresh_copy(template, work)
-    out = subprocess.run(
-        [sys.executable, __file__, "--child", kind, str(db), sync], capture_output=True, text=True, check=False
-    )
+    out, wall, cpu = _timed_process([sys.executable, __file__, "--child", kind, str(db), sync])
     if out.returncode != 0:
         raise RuntimeError(f"child {kind} {template.name} {sync} failed:\n{out.stderr}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return {**json.loads(out.stdout.strip().splitlines()[-1]), "proc_ms": wall, "proc_cpu_ms": cpu}
 
 
-def time_import() -> float:
-    code = "import time; t = time.perf_counter(); import engine; print((time.perf_counter() - t) * 1e3)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
-    return float(out.stdout.strip())
+IMPORTS = {
+    "import engine": "import engine",
+    "imports of a resume": "from engine import Content, Runner; from engine.store.sqlite import SQLiteStore",
+}
+"""Timed in a fresh process: ``import engine`` (lazy: what ``hitl sessions`` pays), and
+everything a resume imports (the runner, the models, the SQLite store)."""
 
 
-def time_hitl_sessions(db: Path) -> float:
+def time_import(code: str) -> tuple[float, float]:
+    """(wall ms of the import statement in a fresh process, CPU ms of the whole process)."""
+    prog = f"import time; t = time.perf_counter(); {code}; print((time.perf_counter() - t) * 1e3)"
+    out, _wall, cpu = _timed_process([sys.executable, "-c", prog], cwd=ROOT)
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr)
+    return float(out.stdout.strip()), cpu
+
+
+def time_hitl_sessions(db: Path) -> tuple[float, float]:
+    """(ms from process start to the first line of output, CPU ms of the whole process)."""
     hitl = Path(sys.executable).with_name("hitl")
     cmd = [str(hitl)] if hitl.exists() else [sys.executable, "-m", "console.cli"]
     env = {**os.environ, "HITL_DB": str(db)}
-    t = time.perf_counter()
+    cpu0, t = _children_cpu(), time.perf_counter()
     p = subprocess.Popen([*cmd, "--db", str(db), "sessions"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     assert p.stdout is not None
     first = p.stdout.readline()
@@ -245,12 +279,16 @@ def time_hitl_sessions(db: Path) -> float:
     p.communicate()
     if p.returncode != 0 or not first:
         raise RuntimeError(f"hitl sessions failed ({p.returncode})")
-    return dt * 1e3
+    return dt * 1e3, (_children_cpu() - cpu0) * 1e3
 
 
 def fmt(values: list[float], unit: str = "ms") -> str:
     med = statistics.median(values)
     return f"{med:7.2f} {unit} [{min(values):.2f}-{max(values):.2f}]"
+
+
+def _med(values: list[float]) -> float:
+    return statistics.median(values)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -264,6 +302,7 @@ def main(args: argparse.Namespace) -> int:
     def wanted(group: str) -> bool:
         return only is None or group in only
 
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="bench-cold-") as d:
         tmp = Path(d)
         work = tmp / "work"
@@ -272,7 +311,7 @@ def main(args: argparse.Namespace) -> int:
         templates: dict[str, Path] = {}
         bulk: dict[int, tuple[float, float]] = {}
         subprocess.run([sys.executable, "-m", "compileall", "-q", "engine", "console", "benchmarks"], cwd=ROOT, check=True)
-        print(f"(load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())})", flush=True)
+        print(f"(load average before: {' '.join(f'{x:.2f}' for x in load_before)})", flush=True)
         if wanted("resume") or wanted("text") or wanted("bulk"):
             for n in sizes:
                 templates[f"hist-{n}"] = tmp / f"hist-{n}.sqlite"
@@ -299,46 +338,99 @@ def main(args: argparse.Namespace) -> int:
         if wanted("fresh"):
             cases.append(("fresh run to first interrupt", "fresh", "empty"))
         results: dict[tuple[str, str], list[dict[str, Any]]] = {}
-        imports: list[float] = []
-        listing: list[float] = []
+        startup: dict[str, list[tuple[float, float]]] = {}
         for _ in range(reps):
             for label, kind, key in cases:
                 for sync in ("NORMAL", "FULL"):
                     results.setdefault((label, sync), []).append(run_child(kind, templates[key], work, sync))
             if wanted("startup"):
-                imports.append(time_import())
-                listing.append(time_hitl_sessions(fresh_copy(templates["many"], work)))
+                for name, code in IMPORTS.items():
+                    startup.setdefault(f"{name} (fresh process)", []).append(time_import(code))
+                listing = time_hitl_sessions(fresh_copy(templates["many"], work))
+                startup.setdefault(f"hitl sessions, first line ({n_sessions:,} sessions)", []).append(listing)
 
-    rows: list[tuple[str, str, str, str, str]] = []
+    # One record per row: what --save writes and --before reads back.
+    rows: list[dict[str, Any]] = []
     for label, _kind, _key in cases:
         for sync in ("NORMAL", "FULL"):
             rs = results[(label, sync)]
-            stmts = sorted({r["stmts"] for r in rs})
-            commits = sorted({r["commits"] for r in rs})
             rows.append(
-                (
-                    f"{label} ({sync})",
-                    fmt([r["ms"] for r in rs]),
-                    f"{statistics.median(r['cpu_ms'] for r in rs):6.2f} ms",
-                    "/".join(map(str, stmts)),
-                    "/".join(map(str, commits)),
-                )
+                {
+                    "name": f"{label} ({sync})",
+                    "wall": [r["ms"] for r in rs],
+                    "cpu": [r["cpu_ms"] for r in rs],
+                    "proc_cpu": [r["proc_cpu_ms"] for r in rs],
+                    "stmts": "/".join(map(str, sorted({r["stmts"] for r in rs}))),
+                    "commits": "/".join(map(str, sorted({r["commits"] for r in rs}))),
+                }
             )
     if results:
         opens = [r["open_ms"] for rs in results.values() for r in rs]
-        rows.append(("store open (all rows)", fmt(opens), "", "", ""))
-    if imports:
-        rows.append(("import engine (fresh process)", fmt(imports), "", "", ""))
-        rows.append((f"hitl sessions, first line ({n_sessions:,} sessions)", fmt(listing), "", "", ""))
+        rows.append({"name": "store open (all rows)", "wall": opens})
+    for name, values in startup.items():
+        rows.append({"name": name, "wall": [w for w, _ in values], "proc_cpu": [c for _, c in values]})
     for n, (seconds, cpu) in bulk.items():  # once each, in this process (SIMPLE invocations, ~8 events each)
-        rows.append((f"bulk_load, one {n:,}-event session (once)", f"{seconds:7.2f} s", f"{cpu:6.2f} s", "", ""))
-    w = max(len(r[0]) for r in rows)
-    print(f"{'cold process (median [min-max])':<{w}}  {'wall time':<28}  {'cpu':>9}  {'stmts':>6}  {'commits':>7}")
-    print("-" * (w + 59))
-    for name, value, cpu_col, stmts, commits in rows:
-        print(f"{name:<{w}}  {value:<28}  {cpu_col:>9}  {stmts:>6}  {commits:>7}")
-    print(f"(load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())})")
+        rows.append({"name": f"bulk_load, one {n:,}-event session (once)", "wall": [seconds * 1e3], "cpu": [cpu * 1e3]})
+    load_after = os.getloadavg()
+    if args.save:
+        Path(args.save).write_text(json.dumps({"rows": rows, "load": [load_before, load_after], "reps": reps}, indent=1))
+    before = {r["name"]: r for r in json.loads(Path(args.before).read_text())["rows"]} if args.before else {}
+    print_table(rows, before)
+    print(f"(load average after: {' '.join(f'{x:.2f}' for x in load_after)})")
     return 0
+
+
+def _cell(row: dict[str, Any] | None, key: str) -> str:
+    if row is None or not row.get(key):
+        return ""
+    values = row[key]
+    if row["name"].startswith("bulk_load"):
+        return f"{values[0] / 1e3:.2f} s"
+    if key == "wall":
+        return fmt(values).strip()
+    return f"{_med(values):.2f} ms"
+
+
+def print_table(rows: list[dict[str, Any]], before: dict[str, dict[str, Any]]) -> None:
+    """Median [min-max] wall time of the operation, median CPU time of the operation
+    (this process's user + system time during it), median CPU time of the whole child
+    process (getrusage: interpreter start, imports, open, operation, exit), statements
+    and COMMITs; with ``before``, the same columns of the earlier run beside them."""
+    cols = [("wall", "wall time"), ("cpu", "op cpu"), ("proc_cpu", "process cpu")]
+    header = ["cold process (median [min-max])"]
+    for _key, title in cols:
+        header += [f"before {title}", title] if before else [title]
+    header += ["stmts before/after", "commits before/after"] if before else ["stmts", "commits"]
+    table = [header]
+    for row in rows:
+        old = before.get(row["name"])
+        line = [row["name"]]
+        for key, _title in cols:
+            line += [_cell(old, key), _cell(row, key)] if before else [_cell(row, key)]
+        for key in ("stmts", "commits"):
+            now = row.get(key, "")
+            line.append(f"{old.get(key, '')} -> {now}" if before and old and now else now)
+        table.append(line)
+    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
+    for i, line in enumerate(table):
+        print("  ".join(c.ljust(w) if j == 0 else c.rjust(w) for j, (c, w) in enumerate(zip(line, widths, strict=True))))
+        if i == 0:
+            print("-" * (sum(widths) + 2 * (len(widths) - 1)))
+    # The issue's flatness targets: ratios of medians (CPU: what the operation costs; wall: what is waited for).
+    by_name = {r["name"]: r for r in rows}
+    pairs = []
+    for sync in ("NORMAL", "FULL"):
+        for small, large in (("resume, 100 other events", "resume, 100,000 other events"),
+                             ("new text turn, 100 events", "new text turn, 100,000 events"),
+                             ("resume after 1 loop iterations", "resume after 10,000 loop iterations")):
+            a, b = by_name.get(f"{small} ({sync})"), by_name.get(f"{large} ({sync})")
+            if a and b:
+                pairs.append((f"{large} / {small} ({sync})", a, b))
+    if pairs:
+        print()
+        print("flatness (large / small, ratio of medians; target <= 1.2):")
+        for name, a, b in pairs:
+            print(f"  {name}: wall {_med(b['wall']) / _med(a['wall']):.2f}x, op cpu {_med(b['cpu']) / _med(a['cpu']):.2f}x")
 
 
 if __name__ == "__main__":
@@ -349,4 +441,6 @@ if __name__ == "__main__":
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--reps", type=int, default=0, help="repetitions per row (default 7, --quick 3)")
     ap.add_argument("--only", help="comma-separated groups: resume,text,loop,fresh,startup,bulk")
+    ap.add_argument("--save", help="write the measurements to this JSON file (for a later --before)")
+    ap.add_argument("--before", help="a --save file of an earlier run (e.g. the previous commit): printed beside")
     sys.exit(main(ap.parse_args()))

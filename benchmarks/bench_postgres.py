@@ -306,6 +306,33 @@ async def console_stores(kind: str, tmp: Path, n_sessions: int, n_events: int) -
     return big, long
 
 
+def console_runs(kind: str, tmp: Path, n_sessions: int, n_events: int, runs: int) -> dict[str, Any]:
+    """Medians over ``runs`` console child processes (one run is noise on a shared
+    machine): the sessions screen's first paint and a long session's open, each as
+    wall time and as the console process's own CPU time over the same interval (the
+    CPU figure leaves out the time spent waiting for a busy machine or the server)."""
+    big, long = asyncio.run(console_stores(kind, tmp, n_sessions, n_events))
+    paints = [bench_console.child(["sessions", big]) for _ in range(runs)]
+    opens = [bench_console.child(["open", long, "long-loop"]) for _ in range(runs)]
+    return {
+        "paint": statistics.median(x["first_paint_s"] for x in paints),
+        "paint_cpu": statistics.median(x["first_paint_cpu_s"] for x in paints),
+        "open": statistics.median(x["open_s"] for x in opens),
+        "open_cpu": statistics.median(x["open_cpu_s"] for x in opens),
+        "log_total": opens[0]["log_total"],
+    }
+
+
+def console_rows(s: dict[str, Any], p: dict[str, Any], n_sessions: int, runs: int) -> list[tuple[str, str, str]]:
+    def cell(r: dict[str, Any], key: str) -> str:
+        return f"{ms(r[key])} (CPU {ms(r[key + '_cpu'])})"
+
+    return [
+        (f"console first paint ({n_sessions:,} sessions; median of {runs})", cell(s, "paint"), cell(p, "paint")),
+        (f"console open, {s['log_total']:,}-event session (median of {runs})", cell(s, "open"), cell(p, "open")),
+    ]
+
+
 # ------------------------------------------------------------------ main
 
 
@@ -318,6 +345,9 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--sessions", type=int, default=None, help="sessions for the listing/inbox pages")
     ap.add_argument("--no-console", action="store_true")
+    ap.add_argument("--console-only", action="store_true",
+                    help="only the console's first paint and long-session open (wall and the console process's CPU)")
+    ap.add_argument("--console-runs", type=int, default=CONSOLE_RUNS, help="child processes per console measurement")
     ap.add_argument("--trace", action="store_true", help="print the round trips of each store call of a resume")
     ap.add_argument("--only", choices=("sqlite", "postgres"), help="measure one backend (its column only)")
     ap.add_argument(
@@ -342,62 +372,54 @@ def main() -> int:
         kinds = (ns.only,) if ns.only else ("sqlite", "postgres")
         for kind in kinds:
             r = res[kind]
-            print(f"[{kind}] appends", file=sys.stderr)
-            r["append"] = asyncio.run(b_append(kind, tmp, 300 if q else 1000))
-            for n in sizes:
-                print(f"[{kind}] resume with {n} events", file=sys.stderr)
-                r[f"resume{n}"] = asyncio.run(b_resume(kind, tmp, n, samples))
-            r["fresh"] = asyncio.run(b_fresh(kind, tmp, samples))
-            r["node"] = asyncio.run(b_per_node(kind, tmp, 100))
-            print(f"[{kind}] import/copy of a {biggest}-event session", file=sys.stderr)
-            r["import"] = asyncio.run(b_import(kind, tmp, biggest))
-            print(f"[{kind}] {n_sessions} sessions for the pages", file=sys.stderr)
-            r["pages"] = asyncio.run(b_pages(kind, tmp, n_sessions, 20))
-            for w in (4, 16):
-                print(f"[{kind}] {w} concurrent writers", file=sys.stderr)
-                r[f"conc{w}"] = b_concurrent(kind, tmp, w, 100 if q else 300)
+            if not ns.console_only:  # ``--console-only``: the console rows alone
+                print(f"[{kind}] appends", file=sys.stderr)
+                r["append"] = asyncio.run(b_append(kind, tmp, 300 if q else 1000))
+                for n in sizes:
+                    print(f"[{kind}] resume with {n} events", file=sys.stderr)
+                    r[f"resume{n}"] = asyncio.run(b_resume(kind, tmp, n, samples))
+                r["fresh"] = asyncio.run(b_fresh(kind, tmp, samples))
+                r["node"] = asyncio.run(b_per_node(kind, tmp, 100))
+                print(f"[{kind}] import/copy of a {biggest}-event session", file=sys.stderr)
+                r["import"] = asyncio.run(b_import(kind, tmp, biggest))
+                print(f"[{kind}] {n_sessions} sessions for the pages", file=sys.stderr)
+                r["pages"] = asyncio.run(b_pages(kind, tmp, n_sessions, 20))
+                for w in (4, 16):
+                    print(f"[{kind}] {w} concurrent writers", file=sys.stderr)
+                    r[f"conc{w}"] = b_concurrent(kind, tmp, w, 100 if q else 300)
             if not ns.no_console:
                 print(f"[{kind}] console", file=sys.stderr)
-                big, long = asyncio.run(console_stores(kind, tmp, n_sessions, biggest))
-                # medians of CONSOLE_RUNS child processes each: one run is noise on a shared machine
-                r["paint"] = statistics.median(
-                    bench_console.child(["sessions", big])["first_paint_s"] for _ in range(CONSOLE_RUNS)
-                )
-                opens = sorted((bench_console.child(["open", long, "long-loop"]) for _ in range(CONSOLE_RUNS)),
-                               key=lambda o: o["open_s"])
-                r["open"] = opens[len(opens) // 2]
+                r.update(console_runs(kind, tmp, n_sessions, biggest, ns.console_runs))
         if ns.only:  # one column: show it in both (the other backend was not measured)
             res = {"sqlite": res[ns.only], "postgres": res[ns.only]}
         s, p = res["sqlite"], res["postgres"]
-        rows.append(("append p50 / p99 (PG round trips per append)", f"{ms(s['append']['p50'])} / {ms(s['append']['p99'])}",
-                     f"{ms(p['append']['p50'])} / {ms(p['append']['p99'])} ({p['append']['trips']:.0f} rt)"))
-        for n in sizes:
-            rows.append((f"resume, {n:,} unrelated events (store calls; PG round trips)",
-                         f"{ms(s[f'resume{n}'][0])} ({s[f'resume{n}'][1]:.0f})",
-                         f"{ms(p[f'resume{n}'][0])} ({p[f'resume{n}'][1]:.0f}; {p[f'resume{n}'][2]:.0f} rt)"))
-        rows.append(("fresh run to first interrupt (store calls; PG round trips)",
-                     f"{ms(s['fresh'][0])} ({s['fresh'][1]:.0f})",
-                     f"{ms(p['fresh'][0])} ({p['fresh'][1]:.0f}; {p['fresh'][2]:.0f} rt)"))
-        rows.append(("per node (sequential workflow)", ms(s["node"]), ms(p["node"])))
-        si, pi = s["import"], p["import"]
-        for key, label in (("bulk", "bulk load"), ("export", "export"), ("import", "import (hitl copy's unit)"),
-                           ("copy", "hitl copy from SQLite")):
-            rows.append((f"{label}, one {biggest:,}-event session", f"{si[key]:.1f} s", f"{pi[key]:.1f} s"))
-        sp, pp = s["pages"], p["pages"]
-        rows.append((f"bulk load {n_sessions:,} sessions ({sp['events']:,} events)", f"{sp['build_s']:.1f} s",
-                     f"{pp['build_s']:.1f} s"))
-        for key, label in (("waiting", "first page, waiting sessions"), ("waiting_next", "  next page"),
-                           ("triage", "first page, oldest open first"), ("inbox", "first page, inbox"),
-                           ("inbox_app", "first page, inbox of one app")):
-            rows.append((f"{label} ({n_sessions:,} sessions)", ms(sp[key]), ms(pp[key])))
-        for w in (4, 16):
-            rows.append((f"{w} concurrent writers: appends/s, p99", f"{s[f'conc{w}'][0]:.0f}/s, {ms(s[f'conc{w}'][1])}",
-                         f"{p[f'conc{w}'][0]:.0f}/s, {ms(p[f'conc{w}'][1])}"))
+        if not ns.console_only:
+            rows.append(("append p50 / p99 (PG round trips per append)", f"{ms(s['append']['p50'])} / {ms(s['append']['p99'])}",
+                         f"{ms(p['append']['p50'])} / {ms(p['append']['p99'])} ({p['append']['trips']:.0f} rt)"))
+            for n in sizes:
+                rows.append((f"resume, {n:,} unrelated events (store calls; PG round trips)",
+                             f"{ms(s[f'resume{n}'][0])} ({s[f'resume{n}'][1]:.0f})",
+                             f"{ms(p[f'resume{n}'][0])} ({p[f'resume{n}'][1]:.0f}; {p[f'resume{n}'][2]:.0f} rt)"))
+            rows.append(("fresh run to first interrupt (store calls; PG round trips)",
+                         f"{ms(s['fresh'][0])} ({s['fresh'][1]:.0f})",
+                         f"{ms(p['fresh'][0])} ({p['fresh'][1]:.0f}; {p['fresh'][2]:.0f} rt)"))
+            rows.append(("per node (sequential workflow)", ms(s["node"]), ms(p["node"])))
+            si, pi = s["import"], p["import"]
+            for key, label in (("bulk", "bulk load"), ("export", "export"), ("import", "import (hitl copy's unit)"),
+                               ("copy", "hitl copy from SQLite")):
+                rows.append((f"{label}, one {biggest:,}-event session", f"{si[key]:.1f} s", f"{pi[key]:.1f} s"))
+            sp, pp = s["pages"], p["pages"]
+            rows.append((f"bulk load {n_sessions:,} sessions ({sp['events']:,} events)", f"{sp['build_s']:.1f} s",
+                         f"{pp['build_s']:.1f} s"))
+            for key, label in (("waiting", "first page, waiting sessions"), ("waiting_next", "  next page"),
+                               ("triage", "first page, oldest open first"), ("inbox", "first page, inbox"),
+                               ("inbox_app", "first page, inbox of one app")):
+                rows.append((f"{label} ({n_sessions:,} sessions)", ms(sp[key]), ms(pp[key])))
+            for w in (4, 16):
+                rows.append((f"{w} concurrent writers: appends/s, p99", f"{s[f'conc{w}'][0]:.0f}/s, {ms(s[f'conc{w}'][1])}",
+                             f"{p[f'conc{w}'][0]:.0f}/s, {ms(p[f'conc{w}'][1])}"))
         if not ns.no_console:
-            rows.append((f"console first paint ({n_sessions:,} sessions; median of {CONSOLE_RUNS})", ms(s["paint"]),
-                         ms(p["paint"])))
-            rows.append((f"console open, {s['open']['log_total']:,}-event session (median of {CONSOLE_RUNS})",
-                         ms(s["open"]["open_s"]), ms(p["open"]["open_s"])))
+            rows += console_rows(s, p, n_sessions, ns.console_runs)
     if ns.trace:
         for label, (_, _, _, trace) in (("resume", p[f"resume{sizes[0]}"]), ("fresh run", p["fresh"])):
             print(f"PostgreSQL round trips per store call, one {label}:")

@@ -1,0 +1,33 @@
+"""What a cold process (``hitl resume``) pays once per turn, kept to once per process
+(issue 15). Costs themselves are measured in benchmarks/bench_cold.py; these tests
+pin the behaviour that keeps them down."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import engine.owners as ow
+
+
+def test_a_process_reads_its_own_identity_from_proc_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    reads: list[str] = []
+    real = ow._read
+    monkeypatch.setattr(ow, "_read", lambda path: reads.append(path) or real(path))
+    ow._scope.cache_clear()
+    ow._own_start.cache_clear()
+    first = ow.new_owner()
+    n = len(reads)
+    second = ow.new_owner()
+    assert len(reads) == n, f"the second turn read {reads[n:]} again"
+    assert first.split(":")[:4] == second.split(":")[:4] and first != second  # same process, new token
+    assert ow.owner_state(second) == "alive"
+
+
+def test_an_owner_id_imports_no_codec() -> None:
+    # A text-mode open(encoding="ascii") imported encodings.ascii inside the turn's first write.
+    code = "import sys, engine.owners as o; o.new_owner(); print('encodings.ascii' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
