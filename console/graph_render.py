@@ -43,8 +43,8 @@ NODE_TEXT = 30
 """Widest text inside a node box (longer labels are cut with ``…``)."""
 XSPACE = 3
 """Columns between boxes of one layer."""
-GAP = 3
-"""Rows between layers: the line down, the turning row, the arrow."""
+GAP = 2
+"""Rows between layers: the row where edges turn, the arrows."""
 LOOP_LANE = 3
 """Columns per loop edge right of a group."""
 
@@ -276,7 +276,7 @@ def _layout(graph: InvocationGraph, group: str) -> Canvas:
         return tops[place[key][1]] + boxes[key].height - 1
 
     def channel(layer: int) -> int:
-        return tops[layer] + heights[layer] + 1
+        return tops[layer] + heights[layer] + GAP - 2
 
     for e in forward:
         pts = part_points.get(id(e), [])
@@ -288,6 +288,7 @@ def _layout(graph: InvocationGraph, group: str) -> Canvas:
         style = EDGE_STYLE
         _tee(c, centre(e.src), bottom(e.src))
         cur_x, cur_y = xs[0], bottom(e.src) + 1
+        c.link(cur_x, cur_y, UP, style)  # joins the tee above
         layers = list(range(src_layer, dst_layer))
         for i, layer in enumerate(layers):
             row = channel(layer)

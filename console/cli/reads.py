@@ -136,7 +136,7 @@ def show(session_id: str, invocation: str | None, all_runs: bool, graph: bool) -
             if invocation is not None:
                 inv_id = await resolve_invocation(store, session_id, invocation)
                 invocations = [i for i in invocations if i.invocation_id == inv_id]
-            if all_runs:  # every loop iteration: the whole log
+            if all_runs or graph:  # every loop iteration (the graph's loop edges too): the whole log
                 proj = await session_projection(store, session_id, red)
             else:  # the latest runs: each invocation from its snapshot + the events after it
                 proj = await latest_projection(store, session_id, [i.invocation_id for i in invocations], red)
