@@ -195,7 +195,7 @@ ACTIONS: tuple[Action, ...] = (
     # ----------------------------------------------------------------- graph
     Action("session.graph", "v", "Graph", "Draw the invocation as a graph (edges, groups, what an answer would run)",
            "session", "open_graph", cli="hitl show {session_id} --invocation {invocation_id} --graph",
-           command="graph"),
+           command="graph", show=False),
     Action("graph.reload", "r", "Redraw", "Redraw the graph from the session as it is now", "graph", "reload",
            cli="hitl show {session_id} --invocation {invocation_id} --graph"),
     # ------------------------------------------------------------------- log

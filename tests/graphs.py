@@ -95,16 +95,19 @@ LOOP_ANSWERS = [{"gate-1": 1}, {"gate-2": 2}]
 """Two iterations answered: build@3 and gate@3 (waiting on gate-3)."""
 
 
-async def stored(workflow: Workflow, app: str, answers: list[dict[str, Any]] = ()) -> tuple[MemoryStore, str]:
-    """The workflow started in session ``s1`` and answered ``answers`` in turn."""
-    store = MemoryStore()
+async def stored(
+    workflow: Workflow, app: str, answers: list[dict[str, Any]] = (), *, store: MemoryStore | None = None,
+    session_id: str = "s1",
+) -> tuple[MemoryStore, str]:
+    """The workflow started in ``session_id`` and answered ``answers`` in turn."""
+    store = store if store is not None else MemoryStore()
     runner = Runner(app, workflow, store)
-    async for _ in runner.run("u", "s1", Content.from_text("go")):
+    async for _ in runner.run("u", session_id, Content.from_text("go")):
         pass
     for a in answers:
-        async for _ in runner.run("u", "s1", Content.from_responses(a)):
+        async for _ in runner.run("u", session_id, Content.from_responses(a)):
             pass
-    return store, "s1"
+    return store, session_id
 
 
 async def projection(store: MemoryStore, session_id: str = "s1") -> Projection:

@@ -10,7 +10,7 @@ from it. Larger than the terminal, it scrolls (arrows, page keys, home/end).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -39,6 +39,23 @@ class GraphView(Static):
     def show(self, graph: InvocationGraph) -> None:
         styles = {c: self.get_component_rich_style(c, partial=True) for c in self.COMPONENT_CLASSES}
         self.update(rich_text(graph, styles) if graph.nodes else Text("no run yet"))
+
+
+class GraphKeys:
+    """The session screen's side of the graph: ``v`` (``session.graph``) opens it,
+    and a graph open over the screen is redrawn when its projection changes."""
+
+    def action_open_graph(self: Any) -> None:
+        """The shown invocation as a graph, drawn from the session screen's projection."""
+        self.app.push_screen(GraphScreen(self))
+
+    def can_open_graph(self: Any) -> bool:
+        return self.invocation_id is not None
+
+    def redraw_graph(self: Any) -> None:
+        for screen in self.app.screen_stack:
+            if isinstance(screen, GraphScreen) and screen.session is self:
+                screen.action_reload()
 
 
 class GraphScreen(HitlScreen):

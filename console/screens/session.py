@@ -74,13 +74,14 @@ from ..widgets.node_tree import FOLD, NodeTree
 from ..widgets.plain import Static
 from .answer_jobs import WriteJob
 from .base import HitlScreen
+from .graph import GraphKeys
 from .loaders import CHUNK, listen, load_history, load_view, one_line, read_events
 
 HISTORY_DELAY = 0.2
 """Seconds after the first drawing before earlier loop runs are folded in."""
 
 
-class SessionScreen(HitlScreen):
+class SessionScreen(GraphKeys, HitlScreen):
     """Answering (select ids, editor, re-drive, cancel) is its :class:`SessionAnswering`."""
 
     AREA = "session"
@@ -274,11 +275,7 @@ class SessionScreen(HitlScreen):
         self.tree.load(self.proj, message.invocation_id)
         self._show_details()
         self.render_info()
-        from .graph import GraphScreen
-
-        for screen in self.app.screen_stack:
-            if isinstance(screen, GraphScreen) and screen.session is self:
-                screen.action_reload()  # earlier loop runs tell which edges go back
+        self.redraw_graph()  # earlier loop runs tell which edges go back
 
     # ------------------------------------------------------------ live
     def request_poll(self) -> None:
@@ -683,15 +680,6 @@ class SessionScreen(HitlScreen):
 
     def action_reload(self) -> None:
         self.reload_view(self.invocation_id)
-
-    def action_open_graph(self) -> None:
-        """The shown invocation as a graph (console.screens.graph), drawn from this screen's projection."""
-        from .graph import GraphScreen
-
-        self.app.push_screen(GraphScreen(self))
-
-    def can_open_graph(self) -> bool:
-        return self.invocation_id is not None
 
     def action_open_replay(self) -> None:
         """Replay this session's history, from the event the log selects (else its end)."""
