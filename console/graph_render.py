@@ -54,10 +54,7 @@ LINES = {
     UP | DOWN | RIGHT: "├", UP | DOWN | LEFT: "┤", DOWN | LEFT | RIGHT: "┬", UP | LEFT | RIGHT: "┴",
     UP | DOWN | LEFT | RIGHT: "┼", UP: "│", DOWN: "│", LEFT: "─", RIGHT: "─",
 }
-LEGEND = (
-    "╔═╗ waiting · answer → what answering every open id would do · ◀ loop edge · "
-    "nodes that have not run yet are not drawn"
-)
+LEGEND = "╔═╗ waiting · answer → what answering every open id does · ◀ loop edge · nodes not run yet are not drawn"
 """Under every picture: what its marks mean."""
 EDGE_STYLE = "graph--edge"
 LOOP_STYLE = "graph--loop"
@@ -242,8 +239,10 @@ def _layout(graph: InvocationGraph, group: str) -> Canvas:
         ys = sorted({round(v.view.xy[1], 3) for v in part.sV})
         layer_no = {y: i for i, y in enumerate(ys)}
         layers_of.append(layer_no)
-        left = min(v.view.xy[0] - v.view.w / 2 for v in part.sV)
-        right = max(v.view.xy[0] + v.view.w / 2 for v in part.sV)
+        # long edges pass dummy positions of the layers between: they count for the width too
+        bends = [px for _, ge in g_edges if ge in part.sE for px, _ in ge.view.points]
+        left = min([v.view.xy[0] - v.view.w / 2 for v in part.sV] + [px - 1 for px in bends])
+        right = max([v.view.xy[0] + v.view.w / 2 for v in part.sV] + [px + 2 for px in bends])
         for v in part.sV:
             x = round(v.view.xy[0] - v.view.w / 2 - left) + x_off
             place[v.data] = (x, layer_no[round(v.view.xy[1], 3)])
@@ -263,7 +262,7 @@ def _layout(graph: InvocationGraph, group: str) -> Canvas:
         y += h + GAP
     height = max(y - GAP, 1)
     loops = [e for e in edges if e.loop or e.src == e.dst]
-    width = max((place[k][0] + boxes[k].width for k in place), default=1)
+    width = max([place[k][0] + boxes[k].width for k in place] + [x_off - XSPACE - 1], default=1)
     lane0 = width + 1
     c = Canvas(width + (1 + LOOP_LANE * len(loops) if loops else 0), height)
     for key, (x, layer) in place.items():
@@ -278,13 +277,14 @@ def _layout(graph: InvocationGraph, group: str) -> Canvas:
     def channel(layer: int) -> int:
         return tops[layer] + heights[layer] + GAP - 2
 
+    fan_in = {k: sum(1 for e in forward if e.dst == k) for k in place}
     for e in forward:
         pts = part_points.get(id(e), [])
         src_layer, dst_layer = place[e.src][1], place[e.dst][1]
         xs = [round(px + 0) for px, _ in pts] if len(pts) >= 2 else [centre(e.src), centre(e.dst)]
         xs[0], xs[-1] = centre(e.src), centre(e.dst)
-        if len(xs) == 2 and abs(xs[1] - xs[0]) <= 2:
-            xs[1] = xs[0]  # straight down rather than a one-column jog
+        if len(xs) == 2 and abs(xs[1] - xs[0]) <= 2 and fan_in[e.dst] == 1:
+            xs[1] = xs[0]  # straight down rather than a one-column jog (edges into a join meet at its centre)
         style = EDGE_STYLE
         _tee(c, centre(e.src), bottom(e.src))
         cur_x, cur_y = xs[0], bottom(e.src) + 1
@@ -299,7 +299,6 @@ def _layout(graph: InvocationGraph, group: str) -> Canvas:
             if i + 1 < len(layers):  # through a dummy position of the next layer
                 c.vline(cur_x, row, channel(layer + 1), style)
                 cur_y = channel(layer + 1)
-                c.lines[(cur_x, cur_y)] = c.lines.get((cur_x, cur_y), 0) | UP
         arrow_y = tops[dst_layer] - 1
         c.vline(cur_x, cur_y, arrow_y, style)
         c.lines.pop((cur_x, arrow_y), None)

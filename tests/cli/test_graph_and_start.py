@@ -172,3 +172,23 @@ def test_show_graph_json_is_a_nodes_edges_structure(db: Path) -> None:
     assert sign["waiting"] and sign["next"] == "auto-complete" and sign["group"] == "outer@1/inner@1"
     # without --graph, no graph key (the tree rows stay as they were)
     assert "graph" not in json.loads(ok(hitl(db, "--json", "show", "n1")))["invocations"][0]
+
+
+def test_every_sample_session_draws_within_120_columns(demo_template: Path) -> None:
+    """The demo store's sessions (refunds with a join and a long edge, incidents,
+    the labels fan-out, nested reviews, loops) all draw, and every line fits 120
+    columns."""
+
+    def hitl(*args: str) -> Result:
+        return CliRunner().invoke(cli, ["--db", str(demo_template), "--read-only", *args], catch_exceptions=True)
+
+    data = json.loads(ok(hitl("--json", "sessions", "--limit", "100")))
+    ids = [row["id"] for row in (data["sessions"] if isinstance(data, dict) else data)]
+    assert {"refund-rejected-1", "labels-partial-1", "review-waiting-1", "deploy-long-1"} <= set(ids)
+    for sid in ids:
+        text = ok(hitl("show", sid, "--graph"))
+        assert "╔═╗ waiting" in text, sid
+        wide = [line for line in text.splitlines() if len(line) > 120 and not line.startswith(("invocation ", "state ", "  open: "))]
+        assert not wide, (sid, wide)
+    joined = ok(hitl("show", "refund-rejected-1", "--graph"))
+    assert "approvals@1" in joined and "pay@1" in joined and "▼" in joined
