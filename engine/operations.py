@@ -320,15 +320,7 @@ async def start(
     except HitlError as exc:
         return _refused(outcome, exc)
 
-    def loaded(inv_id: str, proj: Projection) -> None:
-        outcome.invocation_id = inv_id
-        if outcome.before is None:
-            outcome.before = proj
-
-    latest: list[StoredEvent] = []
-
-    def told(stored: StoredEvent) -> None:
-        latest[:] = [stored]
+    loaded, told, latest = _runner_hooks(outcome)
 
     async def events() -> AsyncIterator[Event]:
         content = Content.from_text(message)
@@ -395,10 +387,7 @@ async def _turn(
     except HitlError as exc:
         return _refused(outcome, exc)
 
-    def loaded(inv_id: str, proj: Projection) -> None:
-        outcome.invocation_id = inv_id
-        if outcome.before is None:
-            outcome.before = proj
+    loaded, told, latest = _runner_hooks(outcome)
 
     async def events() -> AsyncIterator[Event]:
         runner = _registry(registry).runner(session.app_name, store)
@@ -410,12 +399,27 @@ async def _turn(
         async for event in runner.run(session.user_id, sid, content, inv, **kw):
             yield event
 
-    latest: list[StoredEvent] = []  # the Runner tells each event's stored form just before yielding it
+    return await _fold(outcome, store, events(), session_state, on_step, latest)
+
+
+def _runner_hooks(
+    outcome: Outcome,
+) -> tuple[Callable[[str, Projection], None], Callable[[StoredEvent], None], list[StoredEvent]]:
+    """The Runner's ``on_loaded`` (its copy of the invocation becomes
+    :attr:`Outcome.before`) and ``on_stored`` (each event's stored form, kept in
+    the returned one-slot list just before the event is yielded: only the event
+    being yielded is needed, for its seq)."""
+    latest: list[StoredEvent] = []
+
+    def loaded(inv_id: str, proj: Projection) -> None:
+        outcome.invocation_id = inv_id
+        if outcome.before is None:
+            outcome.before = proj
 
     def told(stored: StoredEvent) -> None:
-        latest[:] = [stored]  # only the event being yielded is needed
+        latest[:] = [stored]
 
-    return await _fold(outcome, store, events(), session_state, on_step, latest)
+    return loaded, told, latest
 
 
 async def _fold(
