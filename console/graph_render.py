@@ -323,6 +323,14 @@ def _tee(c: Canvas, x: int, y: int) -> None:
         c.chars[y][x] = {"─": "┬", "═": "╤"}.get(c.chars[y][x], c.chars[y][x])
 
 
+INFERRED_NOTE = "some edges are inferred from run order: these runs were recorded before edges were"
+
+
+def notes(graph: InvocationGraph) -> list[str]:
+    """What the picture cannot show by itself, one line each (under the legend)."""
+    return [INFERRED_NOTE] if any(e.inferred for e in graph.edges) else []
+
+
 def plain_lines(graph: InvocationGraph) -> list[str]:
     """The picture as text (``hitl show --graph``), trailing blanks trimmed."""
     return ["".join(ch for ch, _ in row).rstrip() for row in draw_graph(graph).rows()]

@@ -9,7 +9,7 @@ from engine.graph_view import invocation_graph
 from engine.liveness import InvocationHealth
 from engine.projection import Projection
 
-from ..graph_render import LEGEND, plain_lines
+from ..graph_render import LEGEND, notes, plain_lines
 
 
 def graph_dict(proj: Projection, health: InvocationHealth) -> dict[str, Any]:
@@ -22,4 +22,4 @@ def graph_dict(proj: Projection, health: InvocationHealth) -> dict[str, Any]:
 def graph_lines(proj: Projection, health: InvocationHealth) -> list[str]:
     """The picture, indented like the tree, and the legend under it."""
     graph = invocation_graph(proj, health.invocation_id, interrupted=health.interrupted, in_doubt=health.in_doubt)
-    return [f"  {line}" for line in plain_lines(graph)] + [f"  {LEGEND}"]
+    return [f"  {line}" for line in [*plain_lines(graph), LEGEND, *notes(graph)]]

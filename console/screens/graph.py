@@ -22,7 +22,7 @@ from engine.graph_view import InvocationGraph, invocation_graph
 from engine.views import invocation_display
 
 from ..actions import bindings
-from ..graph_render import EDGE_STYLE, LEGEND, LOOP_STYLE, MARK_STYLE, rich_text
+from ..graph_render import EDGE_STYLE, LEGEND, LOOP_STYLE, MARK_STYLE, notes, rich_text
 from ..widgets.format import STATUS_CLASSES, STATUS_ICON, short, short_id
 from ..widgets.plain import Static
 from .base import HitlScreen
@@ -101,6 +101,8 @@ class GraphScreen(HitlScreen):
         info.append(f"  {len(self.graph.nodes)} nodes  {len(self.graph.edges)} edges")
         if waiting:
             info.append(f"  {len(waiting)} waiting, {open_ids} open ids")
+        for note in notes(self.graph):
+            info.append(f"  ({note})")
         if not s.complete:
             info.append("  (earlier loop runs loading: redrawn when they are in)")
         self.query_one("#graph-info", Static).update(info)

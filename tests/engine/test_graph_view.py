@@ -105,3 +105,19 @@ def test_an_invocation_without_a_run_has_an_empty_graph() -> None:
     proj = Projection()
     proj.apply(Event(invocation_id="i", author="user"), 1)
     assert invocation_graph(proj, "i").nodes == ()
+
+
+def test_the_drawing_says_when_edges_are_inferred() -> None:
+    from console.graph_render import INFERRED_NOTE, notes
+
+    def fold(after: dict[str, list[str] | None]) -> Projection:
+        proj = Projection()
+        proj.apply(Event(invocation_id="i", author="x", node_info=NodeInfo(
+            path="wf@1", run_id="1", lifecycle="start", is_container=True)), 1)
+        for n, (name, aft) in enumerate(after.items(), 2):
+            proj.apply(Event(invocation_id="i", author=name, node_info=NodeInfo(
+                path=f"wf@1/{name}@1", run_id="1", lifecycle="start", after=aft)), n)
+        return proj
+
+    assert notes(invocation_graph(fold({"a": None, "b": None}), "i")) == [INFERRED_NOTE]
+    assert notes(invocation_graph(fold({"a": [], "b": ["a"]}), "i")) == []
