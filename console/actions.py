@@ -38,6 +38,7 @@ AREA_TITLES: dict[str, str] = {
     "interrupts": "Interrupts",
     "invocation": "Invocation",
     "replay": "Replay",
+    "graph": "Graph",
 }
 """Palette title prefix (``Area: Verb``) by the first part of an action id."""
 
@@ -191,6 +192,12 @@ ACTIONS: tuple[Action, ...] = (
            "session", "redrive", cli="hitl redrive {session_id} {invocation_id}", writes=True),
     Action("invocation.cancel", "X", "Cancel", "Cancel the invocation with a reason (closes its open interrupts)",
            "session", "cancel", cli="hitl cancel {session_id} {invocation_id} --reason TEXT", writes=True),
+    # ----------------------------------------------------------------- graph
+    Action("session.graph", "v", "Graph", "Draw the invocation as a graph (edges, groups, what an answer would run)",
+           "session", "open_graph", cli="hitl show {session_id} --invocation {invocation_id} --graph",
+           command="graph", show=False),
+    Action("graph.reload", "r", "Redraw", "Redraw the graph from the session as it is now", "graph", "reload",
+           cli="hitl show {session_id} --invocation {invocation_id} --graph"),
     # ------------------------------------------------------------------- log
     Action("log.first", "g", "First", "Jump to the first event", "log", "first", show=False,
            cli="hitl events {session_id}"),

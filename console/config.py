@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.apps import AppRegistry, default_operator
+from engine.configfile import find_config
 from engine.redact import DEFAULT_SECRET_PATTERNS, secret_patterns
 
 CONFIG_NAME = "hitl.toml"
@@ -52,12 +53,13 @@ class ConsoleConfig:
         extra_patterns: list[str] | tuple[str, ...] = (),
         utc: bool = False,
     ) -> ConsoleConfig:
-        """Read ``path`` (None: ``./hitl.toml`` when present). A malformed file
+        """Read ``path`` (None: ``./hitl.toml``, else ``$XDG_CONFIG_HOME/hitl/hitl.toml``,
+        when present: :func:`engine.configfile.find_config`). A malformed file
         raises HitlError, for the CLI to report in one line."""
         from engine.store.factory import store_config
 
-        if path is None and Path(CONFIG_NAME).is_file():
-            path = CONFIG_NAME
+        if path is None:
+            path = find_config()  # ./hitl.toml, else the user's config directory
         p = Path(path) if path is not None else None
         return cls(
             path=p,

@@ -204,15 +204,27 @@ def _import(entry: _Entry) -> BaseNode:
         except AttributeError:
             raise AttributeError(f"module {module_name!r} has no attribute {attr!r}") from None
     if not isinstance(obj, BaseNode):
-        raise TypeError(f"{entry.spec} is a {type(obj).__name__}, not a workflow node")
+        from .runner import Runner
+
+        if isinstance(obj, Runner):  # the README's first mistake: register the Workflow, named as the Runner names it
+            raise TypeError(
+                f"{entry.spec} is a Runner, not a workflow node: register the Workflow it runs, "
+                f"as --app {obj.app_name}={module_name}:<the Workflow's attribute> (NAME is the Runner's app name)"
+            )
+        raise TypeError(f"{entry.spec} is a {type(obj).__name__}, not a workflow node (the attribute must be the Workflow)")
     return obj
 
 
 def default_operator(config: str | os.PathLike[str] | None = None) -> str:
-    """Who is writing: ``[console] operator`` of ``hitl.toml`` (``./hitl.toml``
-    unless given), else ``$USER``, else the login name; ``""`` when none is known
+    """Who is writing: ``[console] operator`` of ``hitl.toml`` (``./hitl.toml``, else
+    the user's config directory, unless given), else ``$USER``, else the login name; ``""`` when none is known
     (the confirmation then asks for one)."""
-    path = Path(config) if config is not None else Path("hitl.toml")
+    from .configfile import find_config
+
+    found = Path(config) if config is not None else find_config()
+    if found is None:
+        found = Path(os.devnull)  # no config file anywhere: $USER
+    path = found
     try:
         data = read_toml(path)
         name = data.get("console", {}).get("operator")

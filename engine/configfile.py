@@ -7,6 +7,10 @@ console, the server) gets the same configuration from one read. (The parse is
 keyed by the file's modification time and size, so a file edited in place is
 read again rather than served stale.) Each reader keeps its own error for a
 missing or malformed file.
+
+Where the file is looked for when none is named (``--config FILE``): the
+current directory first, then the user's config directory --
+:func:`find_config`, in the order :func:`config_candidates` lists.
 """
 
 from __future__ import annotations
@@ -16,6 +20,28 @@ import tomllib
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+CONFIG_NAME = "hitl.toml"
+
+
+def user_config_path(env: dict[str, str] | None = None) -> Path:
+    """``$XDG_CONFIG_HOME/hitl/hitl.toml``, else ``~/.config/hitl/hitl.toml`` (an
+    empty or relative ``$XDG_CONFIG_HOME`` is ignored, as the XDG spec says)."""
+    env = os.environ if env is None else env
+    base = env.get("XDG_CONFIG_HOME", "")
+    root = Path(base) if base and Path(base).is_absolute() else Path(env.get("HOME") or Path.home()) / ".config"
+    return root / "hitl" / CONFIG_NAME
+
+
+def config_candidates(env: dict[str, str] | None = None) -> list[Path]:
+    """Where ``hitl.toml`` is looked for, in order: ``./hitl.toml``, then
+    :func:`user_config_path`."""
+    return [Path(CONFIG_NAME), user_config_path(env)]
+
+
+def find_config(env: dict[str, str] | None = None) -> Path | None:
+    """The first of :func:`config_candidates` that is a file (None: there is none)."""
+    return next((p for p in config_candidates(env) if p.is_file()), None)
 
 
 def read_toml(path: str | os.PathLike[str]) -> dict[str, Any]:

@@ -361,6 +361,7 @@ class NodeRunner:
         prior_interrupt_ids: list[str] | None = None,
         *,
         call_key: str | None = None,
+        after: list[str] | None = None,
     ) -> None:
         self.node = node
         self.parent_ctx = parent_ctx
@@ -368,6 +369,8 @@ class NodeRunner:
         self.prior_output = prior_output
         self.prior_interrupt_ids = list(prior_interrupt_ids or [])
         self.call_key = call_key
+        self.after = after
+        """The sibling names whose completion dispatched this run (its start record's ``after``)."""
         self.path = join_path(parent_ctx.path, node.name, run_id)
 
     def _info(self, **kw: Any) -> NodeInfo:
@@ -405,6 +408,7 @@ class NodeRunner:
                 is_container=self.node.is_container or None,
                 input=None if resumed else node_input,
                 call_key=self.call_key,
+                after=None if resumed else self.after,
             ),
         )
 

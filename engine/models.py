@@ -141,6 +141,10 @@ class NodeInfo(_Model):
     """On start records of dynamic children: the caller's key for this child."""
     is_container: bool | None = None
     """On start records: True for Workflows and orchestration nodes."""
+    after: list[str] | None = None
+    """On start records of a Workflow's child dispatched by an edge: the names of
+    the sibling nodes whose completion triggered it (``[]``: the edge from START;
+    every predecessor for a join). The graph view draws the edges from it."""
     attempt: int | None = None
     """On error events: which attempt (1-based) failed."""
 

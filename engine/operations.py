@@ -9,7 +9,8 @@ orchestrating the engine's public API (:class:`~engine.runner.Runner`,
 * :func:`answer` -- answer interrupt ids and run what they unblock;
 * :func:`dry_run` -- what an answer would resolve and run, writing nothing;
 * :func:`redrive` -- continue a failed or interrupted invocation;
-* :func:`cancel` -- cancel an invocation for good.
+* :func:`cancel` -- cancel an invocation for good;
+* :func:`start` -- start a new invocation with a text message (``hitl start``).
 
 Each write returns an :class:`Outcome`: the events written (in order), the
 node paths that ran, the invocation before and after (projections) and, when
@@ -56,7 +57,7 @@ if TYPE_CHECKING:
     from .resume import ResumePlan
     from .store.base import SessionStore
 
-Kind = Literal["answer", "redrive", "cancel"]
+Kind = Literal["answer", "redrive", "cancel", "start"]
 ErrorKind = Literal["rejected", "conflict", "failed", "interrupted"]
 
 CONFLICTS = (AlreadyResolvedError, ConflictError, InvocationBusyError, LeaseLostError)
@@ -260,6 +261,75 @@ async def cancel(
     return await _fold(outcome, store, events(), session_state, on_step)
 
 
+class SessionBusyError(HitlError):
+    """``start`` on a session one of whose invocations a live process is running."""
+
+    def __init__(self, session_id: str, invocation_id: str) -> None:
+        super().__init__(
+            f"session {session_id} is busy: invocation {invocation_id} is running right now; "
+            "wait for it to settle, or start the run in another session (--session)"
+        )
+
+
+class SessionAppMismatchError(HitlError):
+    """``start`` names an app other than the one the existing session belongs to."""
+
+    def __init__(self, session_id: str, has: str, given: str) -> None:
+        super().__init__(
+            f"session {session_id} belongs to app {has!r}, not {given!r}; "
+            "start it with that app, or give another --session"
+        )
+
+
+async def start(
+    store: SessionStore,
+    app_name: str,
+    session_id: str,
+    message: str,
+    *,
+    user_id: str,
+    registry: AppRegistry | Callable[[], AppRegistry] | None = None,
+    on_step: Callable[[Step], None] | None = None,
+) -> Outcome:
+    """Start a new invocation of ``app_name`` in ``session_id`` (created by the
+    first write when it does not exist) with the text ``message``, in this
+    process, and run it until it waits, completes or fails. Refused before
+    anything is written: an unknown or unimportable app, an empty message, a
+    session of another app, a session with an invocation running right now."""
+    from .errors import EmptyMessageError, SessionNotFoundError, require_id
+    from .liveness import lease_is_live
+    from .models import Content
+
+    outcome = Outcome("start", session_id, None)
+    try:
+        require_id(session_id, "the session id")
+        require_id(user_id, "the user id")
+        if not message.strip():
+            raise EmptyMessageError()
+        runner = _registry(registry).runner(app_name, store)
+        try:
+            session = await store.get_session(session_id)
+        except SessionNotFoundError:
+            session = None
+        if session is not None:
+            if session.app_name != app_name:
+                raise SessionAppMismatchError(session_id, session.app_name, app_name)
+            for inv in await store.list_invocations(session_id):
+                if inv.status == "running" and lease_is_live(await store.get_lease(session_id, inv.invocation_id)):
+                    raise SessionBusyError(session_id, inv.invocation_id)
+    except HitlError as exc:
+        return _refused(outcome, exc)
+
+    loaded, told, latest = _runner_hooks(outcome)
+
+    async def events() -> AsyncIterator[Event]:
+        content = Content.from_text(message)
+        async for event in runner.run(user_id, session_id, content, on_loaded=loaded, on_stored=told):
+            yield event
+
+    return await _fold(outcome, store, events(), False, on_step, latest)
+
+
 async def dry_run(
     store: SessionStore,
     session_id: str,
@@ -317,10 +387,7 @@ async def _turn(
     except HitlError as exc:
         return _refused(outcome, exc)
 
-    def loaded(inv_id: str, proj: Projection) -> None:
-        outcome.invocation_id = inv_id
-        if outcome.before is None:
-            outcome.before = proj
+    loaded, told, latest = _runner_hooks(outcome)
 
     async def events() -> AsyncIterator[Event]:
         runner = _registry(registry).runner(session.app_name, store)
@@ -332,12 +399,27 @@ async def _turn(
         async for event in runner.run(session.user_id, sid, content, inv, **kw):
             yield event
 
-    latest: list[StoredEvent] = []  # the Runner tells each event's stored form just before yielding it
+    return await _fold(outcome, store, events(), session_state, on_step, latest)
+
+
+def _runner_hooks(
+    outcome: Outcome,
+) -> tuple[Callable[[str, Projection], None], Callable[[StoredEvent], None], list[StoredEvent]]:
+    """The Runner's ``on_loaded`` (its copy of the invocation becomes
+    :attr:`Outcome.before`) and ``on_stored`` (each event's stored form, kept in
+    the returned one-slot list just before the event is yielded: only the event
+    being yielded is needed, for its seq)."""
+    latest: list[StoredEvent] = []
+
+    def loaded(inv_id: str, proj: Projection) -> None:
+        outcome.invocation_id = inv_id
+        if outcome.before is None:
+            outcome.before = proj
 
     def told(stored: StoredEvent) -> None:
-        latest[:] = [stored]  # only the event being yielded is needed
+        latest[:] = [stored]
 
-    return await _fold(outcome, store, events(), session_state, on_step, latest)
+    return loaded, told, latest
 
 
 async def _fold(

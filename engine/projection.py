@@ -94,6 +94,10 @@ class NodeRun:
     call_key: str | None = None
     """For a dynamic child (``ctx.run_node``): the caller's key, which tells
     children of the same name apart (the folding rule groups runs by it)."""
+    after: list[str] | None = None
+    """From its first start record: the sibling names whose completion dispatched
+    it (``[]``: START); None when not recorded (a dynamic child, a root, events
+    written before the field existed)."""
     interrupt_ids: list[str] = field(default_factory=list)
     """Interrupt ids this run raised itself (not its descendants'), in order."""
     resolved: dict[str, Any] = field(default_factory=dict)
@@ -446,6 +450,8 @@ class Projection:
             if run.starts == 1:
                 run.started_pos = pos
                 run.input = info.input
+                if info.after is not None:
+                    run.after = list(info.after)
             if info.rerun_on_resume is not None:
                 run.rerun_on_resume = info.rerun_on_resume
             if info.is_container is not None:

@@ -257,9 +257,14 @@ class _Scheduler:
                 return
             value = {p: got[p] for p in self.wf.preds[target]}
             del self.join_inputs[target]
-        self._dispatch(target, value)
+            after = list(value)
+        else:
+            after = [] if source == START.name else [source]
+        self._dispatch(target, value, after=after)
 
-    def _dispatch(self, name: str, node_input: Any, resume: NodeRun | None = None) -> None:
+    def _dispatch(
+        self, name: str, node_input: Any, resume: NodeRun | None = None, *, after: list[str] | None = None
+    ) -> None:
         node = self.wf.nodes[name]
         if resume is not None:
             runner = NodeRunner(
@@ -272,5 +277,5 @@ class _Scheduler:
             coro = runner.run(resume.input, resume_inputs=resume.resolved)
         else:
             run_id = self.ctx.invocation.reserve_run_id(self.ctx.path, name)
-            coro = NodeRunner(node, self.ctx, run_id).run(node_input)
+            coro = NodeRunner(node, self.ctx, run_id, after=after).run(node_input)
         self.tasks[asyncio.ensure_future(coro)] = name

@@ -11,6 +11,7 @@ node status with :mod:`engine.projection`::
                 [--operator NAME] [--reason TEXT]
     hitl redrive SESSION INVOCATION [--ack-in-doubt] [--operator NAME] [--reason TEXT]
     hitl cancel SESSION INVOCATION [--operator NAME] [--reason TEXT]
+    hitl start APP [--session S] [--user U] MESSAGE
     hitl events SESSION [--after SEQ] [--limit N] [--tail]
     hitl replay SESSION|--file export.jsonl [--at N [--diff-from M]] [--ui]
     hitl export SESSION > session.jsonl ; hitl import session.jsonl [--as NEW_ID] [--operator NAME] [--reason TEXT]
@@ -25,8 +26,9 @@ Options accepted before or after the subcommand: ``--db PATH`` (default
 ``api_key``, the config's ``[secrets] patterns`` and these are shown as ``***``
 unless ``--show-secrets``; ``hitl export`` is never masked); ``--app [NAME=]module:attr``
 (repeatable) registers workflow code, before the subcommand or on the commands
-that run workflows (``resume``, ``redrive``). ``./hitl.toml`` is read when
-present and no ``--config`` is given. Invocation ids may be abbreviated to a
+that run workflows (``resume``, ``redrive``). Without ``--config``, the first
+of ``./hitl.toml`` and ``$XDG_CONFIG_HOME/hitl/hitl.toml`` (``~/.config/hitl/hitl.toml``)
+that exists is read (:func:`engine.configfile.find_config`). Invocation ids may be abbreviated to a
 unique prefix.
 
 Exit codes: 0 ok; 1 operator error (:class:`~engine.errors.HitlError`: unknown
@@ -45,7 +47,7 @@ from __future__ import annotations
 from console.times import age
 
 # The command groups register themselves on `cli` when imported.
-from . import audit, demo, reads, replay, transfer, writes  # noqa: F401
+from . import audit, demo, reads, replay, start, transfer, writes  # noqa: F401
 from .group import cli, main
 from .options import (
     CONFIG_NAME,

@@ -29,7 +29,13 @@ from .output import fail, run
 @click.version_option(package_name="hitl-console", prog_name="hitl")
 @click.pass_context
 def cli(ctx: click.Context) -> None:
-    """Operate human-in-the-loop workflows: without a subcommand, open the console."""
+    """Operate human-in-the-loop workflows: without a subcommand, open the console.
+
+    \b
+    Config (hitl.toml: [apps], [console], [secrets], [store], [serve]): --config FILE,
+    else the first that exists of ./hitl.toml and $XDG_CONFIG_HOME/hitl/hitl.toml
+    (~/.config/hitl/hitl.toml when XDG_CONFIG_HOME is unset).
+    """
     use_utc(_opts().utc)  # --utc before the subcommand (after it, its own callback sets it)
     if ctx.invoked_subcommand is not None:
         return

@@ -72,8 +72,13 @@ class Options:
         return {"password": cfg["password"]} if "password" in cfg else {}
 
     def config_path(self) -> str | None:
-        if self.config is None and Path(CONFIG_NAME).is_file():
-            return CONFIG_NAME
+        """``--config``, else the first of ``./hitl.toml`` and the user's
+        ``$XDG_CONFIG_HOME/hitl/hitl.toml`` (``~/.config/hitl/hitl.toml``) that exists."""
+        if self.config is None:
+            from engine.configfile import find_config
+
+            found = find_config()
+            return str(found) if found is not None else None
         return self.config
 
     def registry(self) -> AppRegistry:
@@ -139,7 +144,8 @@ config_option = _global(
     "--config",
     name="config",
     metavar="FILE",
-    help=f'Config: [apps] name = "module:attr", [secrets] patterns = [...] (default ./{CONFIG_NAME}).',
+    help=f'Config: [apps] name = "module:attr", [secrets] patterns = [...] (default ./{CONFIG_NAME}, '
+    f"else $XDG_CONFIG_HOME/hitl/{CONFIG_NAME}, ~/.config/hitl/{CONFIG_NAME} when unset).",
 )
 busy_timeout_option = _global(
     "--busy-timeout",

@@ -122,8 +122,13 @@ def sessions(
 @click.argument("session_id", metavar="SESSION")
 @click.option("--invocation", "invocation", metavar="INV", help="Only this invocation (id or unique prefix).")
 @click.option("--all-runs", is_flag=True, help="Show every loop iteration, not only the latest run of each node.")
-def show(session_id: str, invocation: str | None, all_runs: bool) -> None:
+@click.option("--graph", is_flag=True, help="Draw each invocation as a graph (nodes, edges, groups, what an answer "
+              "would run); with --json a nodes/edges structure.")
+def show(session_id: str, invocation: str | None, all_runs: bool, graph: bool) -> None:
     """A session's node tree per invocation: runs, statuses, outputs, open interrupts."""
+    if graph:
+        from .graph import graph_dict, graph_lines
+
     red = _opts().redactor()  # the command's one Redactor, handed to what renders
 
     async def body() -> None:
@@ -135,7 +140,7 @@ def show(session_id: str, invocation: str | None, all_runs: bool) -> None:
             if invocation is not None:
                 inv_id = await resolve_invocation(store, session_id, invocation)
                 invocations = [i for i in invocations if i.invocation_id == inv_id]
-            if all_runs:  # every loop iteration: the whole log
+            if all_runs or graph:  # every loop iteration (the graph's loop edges too): the whole log
                 proj = await session_projection(store, session_id, red)
             else:  # the latest runs: each invocation from its snapshot + the events after it
                 proj = await latest_projection(store, session_id, [i.invocation_id for i in invocations], red)
@@ -150,6 +155,7 @@ def show(session_id: str, invocation: str | None, all_runs: bool) -> None:
                             **i.model_dump(),
                             "health": health[i.invocation_id].to_dict(),
                             "nodes": red.value(tree_rows(proj, i.invocation_id, all_runs, health[i.invocation_id])),
+                            **({"graph": red.value(graph_dict(proj, health[i.invocation_id]))} if graph else {}),
                         }
                         for i in invocations
                     ],
@@ -166,7 +172,8 @@ def show(session_id: str, invocation: str | None, all_runs: bool) -> None:
             if h.interrupted:
                 status = f"{INTERRUPTED.upper()} (projection: {h.status.value if h.status else 'no run yet'})"
             out(red, f"invocation {i.invocation_id}  {status}  started {clock(i.started_at)} {zone_name(i.started_at)}  message {short(i.message, 40) or '-'}")
-            for line in render_tree(red.value(tree_rows(proj, i.invocation_id, all_runs, h))):
+            lines = graph_lines(proj, h) if graph else render_tree(red.value(tree_rows(proj, i.invocation_id, all_runs, h)))
+            for line in lines:
                 out(red, line)
             open_ids = [x.id for x in proj.open_interrupts(i.invocation_id)]
             if open_ids:

@@ -74,13 +74,14 @@ from ..widgets.node_tree import FOLD, NodeTree
 from ..widgets.plain import Static
 from .answer_jobs import WriteJob
 from .base import HitlScreen
+from .graph import GraphKeys
 from .loaders import CHUNK, listen, load_history, load_view, one_line, read_events
 
 HISTORY_DELAY = 0.2
 """Seconds after the first drawing before earlier loop runs are folded in."""
 
 
-class SessionScreen(HitlScreen):
+class SessionScreen(GraphKeys, HitlScreen):
     """Answering (select ids, editor, re-drive, cancel) is its :class:`SessionAnswering`."""
 
     AREA = "session"
@@ -274,6 +275,7 @@ class SessionScreen(HitlScreen):
         self.tree.load(self.proj, message.invocation_id)
         self._show_details()
         self.render_info()
+        self.redraw_graph()  # earlier loop runs tell which edges go back
 
     # ------------------------------------------------------------ live
     def request_poll(self) -> None:

@@ -9,6 +9,7 @@ from console.actions import ACTIONS, BY_ID, bindings, for_screen, lookup
 from console.app import HitlApp
 from console.screens.answer import AnswerScreen
 from console.screens.command import CommandError, parse_command
+from console.screens.graph import GraphScreen
 from console.screens.inbox import InboxScreen
 from console.screens.replay import ReplayScreen
 from console.screens.session import SessionScreen
@@ -23,6 +24,7 @@ OWNERS = {
     "log": EventLog,
     "replay": ReplayScreen,
     "answer": AnswerScreen,
+    "graph": GraphScreen,
 }
 
 
@@ -46,6 +48,7 @@ def test_keys_do_not_clash_within_a_view():
         "session": ("app", "session", "log"),
         "replay": ("app", "replay"),  # its log (ReplayLog) binds no registry keys
         "answer": ("app", "answer"),
+        "graph": ("app", "graph"),
     }
     for view, screens in views.items():
         seen: dict[str, str] = {}

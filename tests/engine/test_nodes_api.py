@@ -117,9 +117,10 @@ async def test_interrupt_id_reused_while_open_elsewhere_fails_loudly():
         await h2.start()
 
 
-def test_readme_example_runs(capsys):
+def test_readme_example_runs(capsys, tmp_path, monkeypatch):
     text = (Path(__file__).parents[2] / "README.md").read_text()
     code = re.search(r"```python\n(.*?)```", text, re.S).group(1)
-    exec(compile(code, "README.md", "exec"), {"__name__": "__readme__"})
+    monkeypatch.chdir(tmp_path)  # it writes refunds.sqlite where it runs
+    exec(compile(code, "README.md", "exec"), {"__name__": "__main__"})
     out = capsys.readouterr().out
     assert "end refund@1/pay@1 paid: approved=True" in out

@@ -105,6 +105,7 @@ WRITING_COMMANDS = {
     "demo": ["demo"],
     "migrate": ["migrate"],
     "copy": ["copy", "--from", "-", "--to", "-"],  # the stores are filled in
+    "start": ["start", "refund_approval", "--session", "read-only-1", "order-9"],
 }
 READING_COMMANDS = {
     "sessions": ["sessions"],
