@@ -385,3 +385,23 @@ async def _session_rows(outcome: Outcome, store: SessionStore) -> None:
         before.state = outcome.state_before
     after.state = outcome.state_after
     outcome.rows = diff(before, after)
+
+
+async def request_start(
+    store: SessionStore,
+    app_name: str,
+    session_id: str,
+    text: str,
+    *,
+    user_id: str = "user",
+    state_delta: dict[str, Any] | None = None,
+    operator: str | None = None,
+    reason: str | None = None,
+) -> str:
+    """Leave a new invocation of ``app_name`` to a worker; returns its invocation
+    id (:func:`engine.handoff.request_start`: no workflow code needed here)."""
+    from .handoff import request_start as _request_start
+
+    return await _request_start(
+        store, app_name, session_id, text, user_id=user_id, state_delta=state_delta, operator=operator, reason=reason
+    )

@@ -244,6 +244,42 @@ $fn$
 ]
 
 
+_WORKERS = [
+    """CREATE TABLE turn_requests (
+        app_name text NOT NULL,
+        session_id text NOT NULL,
+        invocation_id text NOT NULL,
+        kind text NOT NULL,
+        payload text NOT NULL DEFAULT '{}',
+        requested_at double precision NOT NULL,
+        claimed_by text,
+        claimed_until double precision,
+        held text,
+        note text,
+        PRIMARY KEY (session_id, invocation_id)
+    )""",
+    "CREATE INDEX turn_requests_by_app ON turn_requests(app_name, requested_at)",
+    """CREATE TABLE workers (
+        worker_id text PRIMARY KEY,
+        host text NOT NULL,
+        pid integer NOT NULL,
+        apps text NOT NULL,
+        versions text NOT NULL,
+        current text NOT NULL,
+        state text NOT NULL,
+        started_at double precision NOT NULL,
+        heartbeat_at double precision NOT NULL,
+        stale_after double precision NOT NULL
+    )""",
+    """CREATE TABLE invocation_graphs (
+        session_id text NOT NULL,
+        invocation_id text NOT NULL,
+        graph text NOT NULL,
+        PRIMARY KEY (session_id, invocation_id)
+    )""",
+]
+"""The workers' migration (issue 18): its tables, read by ``workers.py``."""
+
 _MIGRATIONS: list[list[str]] = [
     # v0 -> v1: the whole schema of SQLite's version 4, and the append function.
     [
@@ -350,6 +386,8 @@ _MIGRATIONS: list[list[str]] = [
     [_APPEND_MANY_FN],
     # v2 -> v3: a turn's first and last writes, one statement each (acquire_and_append, append_and_release).
     _TURN_FNS,
+    # workers (issue 18): turn requests, worker heartbeats, invocation graph versions.
+    _WORKERS,
 ]
 """``_MIGRATIONS[i]`` upgrades schema version ``i`` to ``i + 1`` (statements run in
 one transaction). Append only; never edit a released one."""

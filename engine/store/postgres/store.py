@@ -5,10 +5,11 @@ from __future__ import annotations
 from .bulk import _Bulk
 from .leases import _Leases
 from .reads import _Reads
+from .workers import _WorkerTables
 from .writes import _Writes
 
 
-class PostgresStore(_Reads, _Writes, _Leases, _Bulk):
+class PostgresStore(_Reads, _Writes, _Leases, _Bulk, _WorkerTables):
     """:class:`~engine.store.base.SessionStore` on a PostgreSQL server.
 
     Open with ``store = await PostgresStore.open(url)`` or ``async with
