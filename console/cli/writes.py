@@ -118,6 +118,11 @@ def _summary(red: Redactor, proj: Projection, inv: str, count: int, as_json: boo
 )
 @click.option("--invocation", metavar="INV", help="The invocation the ids belong to (id or unique prefix).")
 @click.option("--dry-run", is_flag=True, help="Show what the answer would resolve and run; write nothing.")
+@click.option("--via", type=click.Choice(["auto", "local", "worker"]), default="auto", show_default=True,
+              help="Run the turn here (local), leave it to a worker, or auto: a worker when the app's code is not here.")
+@click.option("--no-wait", is_flag=True, help="With a worker: return once the answer is stored and queued.")
+@click.option("--wait-timeout", type=click.FloatRange(0), default=60.0, show_default=True, metavar="SECONDS",
+              help="With a worker: how long to follow its turn.")
 @operator_option
 @reason_option
 def resume(
@@ -126,6 +131,9 @@ def resume(
     answer_opts: tuple[str, ...],
     invocation: str | None,
     dry_run: bool,
+    via: str,
+    no_wait: bool,
+    wait_timeout: float,
     operator: str | None,
     reason: str | None,
 ) -> None:
@@ -158,6 +166,14 @@ def resume(
                 return
             if store.read_only:
                 raise ReadOnlyError("the store is open read-only (--read-only); nothing was written")
+            if via == "worker" or (via == "auto" and opts.registry().unavailable_reason(session.app_name)):
+                from .workers import resume_via_worker
+
+                await resume_via_worker(
+                    red, store, session, values, inv, operator=_operator(operator), reason=reason,
+                    wait=not no_wait, timeout=wait_timeout, as_json=opts.json,
+                )
+                return
             # The runner validates and loads the invocation once; the steps fold its copy.
             done = await operations.answer(
                 store, session_id, values, inv, registry=opts.registry, operator=_operator(operator), reason=reason,
