@@ -119,7 +119,7 @@ def _summary(red: Redactor, proj: Projection, inv: str, count: int, as_json: boo
 @click.option("--invocation", metavar="INV", help="The invocation the ids belong to (id or unique prefix).")
 @click.option("--dry-run", is_flag=True, help="Show what the answer would resolve and run; write nothing.")
 @click.option("--via", type=click.Choice(["auto", "local", "worker"]), default="auto", show_default=True,
-              help="Run the turn here (local), leave it to a worker, or auto: a worker when the app's code is not here.")
+              help="Run the turn here (local), leave it to a worker, or auto: a worker when no code is registered for the app.")
 @click.option("--no-wait", is_flag=True, help="With a worker: return once the answer is stored and queued.")
 @click.option("--wait-timeout", type=click.FloatRange(0), default=60.0, show_default=True, metavar="SECONDS",
               help="With a worker: how long to follow its turn.")
@@ -161,12 +161,16 @@ def resume(
                 else:
                     for line in render_plan(red, plan, session_id, dry.next_runs):
                         out(red, line)
-                if refusal is not None:
+                if refusal is not None and via != "local" and session.app_name not in opts.registry():
+                    out(red, f"the real command would store the answer and leave the turn to a worker of {session.app_name}")
+                elif refusal is not None:
                     fail(f"the real command would refuse (nothing would be written): {refusal}")
                 return
             if store.read_only:
                 raise ReadOnlyError("the store is open read-only (--read-only); nothing was written")
-            if via == "worker" or (via == "auto" and opts.registry().unavailable_reason(session.app_name)):
+            # auto: a worker runs the turn when this process has no code registered for the app
+            # (a registered spec that fails to import is an error to fix, not a hand-off).
+            if via == "worker" or (via == "auto" and session.app_name not in opts.registry()):
                 from .workers import resume_via_worker
 
                 await resume_via_worker(
