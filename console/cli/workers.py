@@ -51,6 +51,8 @@ def worker(concurrency: int, drain_timeout: float, lease_ttl: float | None, hear
 
     opts = _opts()
     red = opts.redactor()
+    if opts.read_only:
+        fail("hitl worker runs turns, it writes: the store is open read-only (--read-only); nothing was written")
     registry = opts.registry()
     names = [n.partition("=")[0] for n in opts.apps] if opts.apps else registry.names()
     apps: dict[str, Any] = {}

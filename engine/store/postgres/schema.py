@@ -245,7 +245,7 @@ $fn$
 
 
 _WORKERS = [
-    """CREATE TABLE turn_requests (
+    """CREATE TABLE IF NOT EXISTS turn_requests (
         app_name text NOT NULL,
         session_id text NOT NULL,
         invocation_id text NOT NULL,
@@ -258,8 +258,8 @@ _WORKERS = [
         note text,
         PRIMARY KEY (session_id, invocation_id)
     )""",
-    "CREATE INDEX turn_requests_by_app ON turn_requests(app_name, requested_at)",
-    """CREATE TABLE workers (
+    "CREATE INDEX IF NOT EXISTS turn_requests_by_app ON turn_requests(app_name, requested_at)",
+    """CREATE TABLE IF NOT EXISTS workers (
         worker_id text PRIMARY KEY,
         host text NOT NULL,
         pid integer NOT NULL,
@@ -271,7 +271,7 @@ _WORKERS = [
         heartbeat_at double precision NOT NULL,
         stale_after double precision NOT NULL
     )""",
-    """CREATE TABLE invocation_graphs (
+    """CREATE TABLE IF NOT EXISTS invocation_graphs (
         session_id text NOT NULL,
         invocation_id text NOT NULL,
         graph text NOT NULL,
