@@ -189,15 +189,55 @@ async def resume_via_worker(
     if not wait:
         _say(red, as_json, "queued", inv, f"not waiting (--no-wait): follow it with `hitl events {session.id} --tail`")
         return
-    proj = done.after
-
-    def event(stored: Any) -> None:
-        from engine.operations import Step
-
-        change = proj.apply(stored.event, stored.seq)
-        print_step(red, Step(stored.event, change, proj, stored.seq), as_json)
+    from engine.operations import Step
 
     after_seq = last[0].seq if last and last[0].seq is not None else 0
+    await _follow(red, store, session, inv, done.after, after_seq, timeout, as_json, Step)
+
+
+async def redrive_via_worker(
+    red: Redactor,
+    store: SessionStore,
+    session: Session,
+    invocation_id: str,
+    *,
+    ack: bool,
+    operator: str | None,
+    reason: str | None,
+    wait: bool,
+    timeout: float,
+    as_json: bool,
+) -> None:
+    """A re-drive without the app's code: refused up front as the real one would
+    be, else queued for a worker and followed like an answer."""
+    from engine import handoff
+    from engine.operations import Step
+    from engine.resume import load_invocation
+
+    proj = await load_invocation(store, session.id, invocation_id)
+    await handoff.request_redrive(
+        store, session.id, invocation_id, acknowledge_in_doubt=ack, operator=operator, reason=reason
+    )
+    notice = await handoff.worker_notice(store, session.app_name)
+    _say(red, as_json, "queued", invocation_id, notice or f"re-drive queued for a worker of {session.app_name}")
+    if not wait:
+        return
+    await _follow(red, store, session, invocation_id, proj, proj.position, timeout, as_json, Step)
+
+
+async def _follow(
+    red: Redactor, store: SessionStore, session: Session, inv: str, proj: Any, after_seq: int, timeout: float,
+    as_json: bool, step_cls: Any,
+) -> None:
+    """Print the worker's events until the invocation settles, then one closing line."""
+    from engine import handoff
+
+    from .writes import print_step
+
+    def event(stored: Any) -> None:
+        change = proj.apply(stored.event, stored.seq)
+        print_step(red, step_cls(stored.event, change, proj, stored.seq), as_json)
+
     state = await handoff.follow(store, session.id, inv, after_seq=after_seq, timeout=timeout, on_event=event)
     if state == "settled":
         status = proj.invocation_status(inv)
@@ -207,10 +247,10 @@ async def resume_via_worker(
              status=status.value if status else None, open=open_ids)
     elif state == "timeout":
         _say(red, as_json, "queued", inv,
-             f"the answer is stored and queued for a worker; the turn has not settled after {timeout:g}s "
+             f"stored and queued for a worker; the turn has not settled after {timeout:g}s "
              f"(it runs when a worker of {session.app_name} takes it)")
     else:
-        _say(red, as_json, "held", inv, f"the answer is stored; the turn waits: {state}")
+        _say(red, as_json, "held", inv, f"stored; the turn waits: {state}")
 
 
 def _say(red: Redactor, as_json: bool, kind: str, inv: str, line: str, **extra: Any) -> None:

@@ -199,9 +199,17 @@ def resume(
     is_flag=True,
     help="Re-execute nodes in doubt (started, no end record: their side effects may have happened).",
 )
+@click.option("--via", type=click.Choice(["auto", "local", "worker"]), default="auto", show_default=True,
+              help="Run the turn here (local), leave it to a worker, or auto: a worker when no code is registered for the app.")
+@click.option("--no-wait", is_flag=True, help="With a worker: return once the re-drive is queued.")
+@click.option("--wait-timeout", type=click.FloatRange(0), default=60.0, show_default=True, metavar="SECONDS",
+              help="With a worker: how long to follow its turn.")
 @operator_option
 @reason_option
-def redrive(session_id: str, invocation: str, ack_in_doubt: bool, operator: str | None, reason: str | None) -> None:
+def redrive(
+    session_id: str, invocation: str, ack_in_doubt: bool, via: str, no_wait: bool, wait_timeout: float,
+    operator: str | None, reason: str | None,
+) -> None:
     """Continue a failed or interrupted invocation: completed nodes are kept, never run again.
 
     Nodes in doubt (an interrupted run started them but recorded no end) run
@@ -215,6 +223,14 @@ def redrive(session_id: str, invocation: str, ack_in_doubt: bool, operator: str 
         async with open_store(write=True) as store:
             session = await store.get_session(session_id)
             inv = await resolve_invocation(store, session_id, invocation)
+            if not store.read_only and (via == "worker" or (via == "auto" and session.app_name not in opts.registry())):
+                from .workers import redrive_via_worker
+
+                await redrive_via_worker(
+                    red, store, session, inv, ack=ack_in_doubt, operator=_operator(operator), reason=reason,
+                    wait=not no_wait, timeout=wait_timeout, as_json=opts.json,
+                )
+                return
             done = await operations.redrive(
                 store, session_id, inv, registry=opts.registry, operator=_operator(operator), reason=reason,
                 acknowledge_in_doubt=ack_in_doubt, session=session, on_step=lambda step: print_step(red, step, opts.json),

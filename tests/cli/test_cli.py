@@ -312,6 +312,29 @@ def test_resume_of_an_unregistered_app_is_left_to_a_worker(hitl: Hitl, db: Path)
     assert projection(db, "ghost-3").invocation_status(inv) is NodeStatus.PENDING  # queued, not run
     text = ok(hitl("workers"))
     assert "queued ghost: 1 runnable" in text
+    text = ok(hitl("redrive", "ghost-3", inv, "--no-wait"))  # a re-drive without the code is queued too
+    assert "stored; no worker for ghost is alive" in text
+    assert "queued ghost: 1 runnable" in ok(hitl("workers"))  # the same turn, not a second one
+
+    import asyncio
+
+    from engine import handoff
+    from engine.store.sqlite import SQLiteStore
+    from engine.worker import Worker
+
+    async def a_worker_starts() -> str:
+        async with SQLiteStore.open(db) as store:
+            worker = Worker(store, {"ghost": ghost_app.workflow}, heartbeat=0.2)
+            task = asyncio.ensure_future(worker.run())
+            try:
+                return await handoff.follow(store, "ghost-3", inv, timeout=60)
+            finally:
+                worker.stop()
+                await task
+
+    assert asyncio.run(a_worker_starts()) == "settled"
+    assert projection(db, "ghost-3").invocation_status(inv) is NodeStatus.COMPLETED
+    assert "no live workers" in ok(hitl("workers"))
 
 
 def test_resume_with_app_option_on_the_command(hitl: Hitl, db: Path) -> None:
