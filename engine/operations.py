@@ -387,21 +387,10 @@ async def _session_rows(outcome: Outcome, store: SessionStore) -> None:
     outcome.rows = diff(before, after)
 
 
-async def request_start(
-    store: SessionStore,
-    app_name: str,
-    session_id: str,
-    text: str,
-    *,
-    user_id: str = "user",
-    state_delta: dict[str, Any] | None = None,
-    operator: str | None = None,
-    reason: str | None = None,
-) -> str:
+async def request_start(store: SessionStore, app_name: str, session_id: str, text: str, **options: Any) -> str:
     """Leave a new invocation of ``app_name`` to a worker; returns its invocation
-    id (:func:`engine.handoff.request_start`: no workflow code needed here)."""
+    id. No workflow code needed here: :func:`engine.handoff.request_start` (its
+    options: ``user_id``, ``state_delta``, ``operator``, ``reason``)."""
     from .handoff import request_start as _request_start
 
-    return await _request_start(
-        store, app_name, session_id, text, user_id=user_id, state_delta=state_delta, operator=operator, reason=reason
-    )
+    return await _request_start(store, app_name, session_id, text, **options)

@@ -5,35 +5,18 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
 
 import asyncpg
 
+# Row converters and column lists are the SQLite store's: one definition of each, whatever the backend.
+from ..sqlite.workers import _REQ_COLS, _WORKER_COLS, _req, _worker
 from ..workers import TurnRequest, WorkerRecord
 from .core import _Core
 from .schema import NOTIFY_CHANNEL
 
-_REQ_COLS = "app_name, session_id, invocation_id, kind, payload, requested_at, claimed_by, claimed_until, held, note"
-_WORKER_COLS = "worker_id, host, pid, apps, versions, current, state, started_at, heartbeat_at, stale_after"
-
-
-
-def _req(row: Any) -> TurnRequest:
-    return TurnRequest(
-        app_name=row[0], session_id=row[1], invocation_id=row[2], kind=row[3], payload=json.loads(row[4]),
-        requested_at=row[5], claimed_by=row[6], claimed_until=row[7], held=row[8], note=row[9],
-    )
-
-
-def _worker(row: Any) -> WorkerRecord:
-    return WorkerRecord(
-        worker_id=row[0], host=row[1], pid=row[2], apps=json.loads(row[3]), versions=json.loads(row[4]),
-        current=json.loads(row[5]), state=row[6], started_at=row[7], heartbeat_at=row[8], stale_after=row[9],
-    )
-
 
 class _WorkerTables(_Core):
-    """The store calls over the tables above."""
+    """The store calls over turn_requests, workers and invocation_graphs (tables: schema.py)."""
 
     async def request_turn(self, request: TurnRequest) -> None:
         """Add (or renew) a turn request, and wake the workers (NOTIFY, in its transaction)."""
