@@ -162,12 +162,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--latency", type=int, default=40, help="answers timed one by one")
     ap.add_argument("--sessions", type=int, default=60, help="answers queued at once per throughput run")
+    ap.add_argument("--only", choices=["SQLite", "PostgreSQL"], help="one backend")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         targets = {"SQLite": os.path.join(tmp, "bench.sqlite")}
         pg = os.environ.get("HITL_BENCH_PG_URL") or os.environ.get("HITL_TEST_PG_URL")
         if pg:
             targets["PostgreSQL"] = f"{pg}{'&' if '?' in pg else '?'}schema=bw_{uuid.uuid4().hex[:12]}"
+        if args.only:
+            targets = {args.only: targets[args.only]}
         results = {name: bench(url, tmp, args.latency, args.sessions) for name, url in targets.items()}
     names = list(results)
     print(f"\nworkers vs in-process resume ({args.latency} timed answers, {args.sessions} per throughput run; "
