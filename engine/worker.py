@@ -62,7 +62,7 @@ from .errors import (
     SessionNotFoundError,
     WorkflowFailed,
 )
-from .liveness import DEFAULT_LEASE_TTL, is_mid_run
+from .liveness import DEFAULT_LEASE_TTL, is_mid_run, lease_is_live
 from .models import Content
 from .nodes import BaseNode
 from .owners import new_owner, owner_live
@@ -332,9 +332,13 @@ class Worker:
 
         try:
             try:
+                # The lease before the log: an answer is queued under the invocation's
+                # lease (request, then answer), so a lease free now and a log read after
+                # it show the answer if it was written; a live one means wait.
+                lease = await self.store.get_lease(sid, inv)
                 proj = await load_invocation(self.store, sid, inv)
             except (InvocationNotFoundError, SessionNotFoundError):
-                proj = None  # a start request not started yet
+                lease, proj = None, None  # a start request not started yet
             recorded = await self.store.invocation_graph(sid, inv, version)  # type: ignore[attr-defined]
             if recorded != version:
                 note = (
@@ -352,7 +356,10 @@ class Worker:
                 )
             else:
                 if proj is not None and req.kind != "redrive" and not is_mid_run(proj, inv):
-                    await self.store.drop_turn_request(sid, inv, owner=self.worker_id)  # type: ignore[attr-defined]
+                    if lease_is_live(lease):  # its answer is being written right now
+                        await self._unclaim(req)
+                        return self._result(TurnResult(req, "busy", "the invocation's lease is held"))
+                    await self._drop(req)
                     return self._result(TurnResult(req, "settled", "nothing to run"))
                 turn = runner.run(
                     "", sid, None, inv,
@@ -371,7 +378,7 @@ class Worker:
             else:
                 detail = ""
         except (NotRedrivableError, InvocationCancelledError) as exc:
-            await self.store.drop_turn_request(sid, inv, owner=self.worker_id)  # type: ignore[attr-defined]
+            await self._drop(req)
             return self._result(TurnResult(req, "settled", str(exc)))
         except InDoubtError as exc:
             held = (
@@ -393,8 +400,14 @@ class Worker:
         except HitlError as exc:  # a store failure mid-turn: left mid-run for the next worker
             await self._unclaim(req, note=f"{self.name}: {exc}")
             return self._result(TurnResult(req, "stopped", str(exc), count))
-        await self.store.drop_turn_request(sid, inv, owner=self.worker_id)  # type: ignore[attr-defined]
+        await self._drop(req)
         return self._result(TurnResult(req, outcome, detail, count))
+
+    async def _drop(self, req: TurnRequest) -> None:
+        """Delete the request we hold, unless it was requested again meanwhile."""
+        await self.store.drop_turn_request(  # type: ignore[attr-defined]
+            req.session_id, req.invocation_id, owner=self.worker_id, requested_at=req.requested_at
+        )
 
     def _result(self, result: TurnResult) -> TurnResult:
         log.info("%s %s/%s: %s %s", result.outcome, result.request.session_id, result.request.invocation_id,

@@ -28,7 +28,7 @@ class _WorkerTables(_Core):
                 await conn.execute(
                     f"INSERT INTO turn_requests ({_REQ_COLS}) VALUES ($1, $2, $3, $4, $5, $6, NULL, NULL, NULL, NULL)"
                     " ON CONFLICT (session_id, invocation_id) DO UPDATE SET kind = excluded.kind,"
-                    " payload = excluded.payload, held = NULL, note = NULL",
+                    " payload = excluded.payload, requested_at = excluded.requested_at, held = NULL, note = NULL",
                     r.app_name, r.session_id, r.invocation_id, r.kind, json.dumps(r.payload), r.requested_at,
                 )
                 await conn.execute(
@@ -93,14 +93,17 @@ class _WorkerTables(_Core):
 
         await self._run(fn)
 
-    async def drop_turn_request(self, session_id: str, invocation_id: str, *, owner: str | None = None) -> None:
+    async def drop_turn_request(
+        self, session_id: str, invocation_id: str, *, owner: str | None = None, requested_at: float | None = None
+    ) -> None:
         self._check_writable()
 
         async def fn(conn: asyncpg.Connection) -> None:
             await conn.execute(
                 "DELETE FROM turn_requests WHERE session_id = $1 AND invocation_id = $2"
-                " AND ($3::text IS NULL OR claimed_by = $3)",
-                session_id, invocation_id, owner,
+                " AND ($3::text IS NULL OR claimed_by = $3)"
+                " AND ($4::double precision IS NULL OR requested_at = $4)",
+                session_id, invocation_id, owner, requested_at,
             )
 
         await self._run(fn)

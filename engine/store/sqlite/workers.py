@@ -79,7 +79,7 @@ def _request_tx(conn: sqlite3.Connection, r: TurnRequest) -> None:
     conn.execute(
         f"INSERT INTO turn_requests ({_REQ_COLS}) VALUES (?, ?, ?, ?, ?, ?, NULL, NULL, NULL, NULL)"
         " ON CONFLICT (session_id, invocation_id) DO UPDATE SET kind = excluded.kind, payload = excluded.payload,"
-        " held = NULL, note = NULL",
+        " requested_at = excluded.requested_at, held = NULL, note = NULL",
         (r.app_name, r.session_id, r.invocation_id, r.kind, json.dumps(r.payload), r.requested_at),
     )
 
@@ -128,14 +128,14 @@ def _unclaim_tx(
     )
 
 
-def _drop_tx(conn: sqlite3.Connection, session_id: str, invocation_id: str, owner: str | None) -> None:
-    if owner is None:
-        conn.execute("DELETE FROM turn_requests WHERE session_id = ? AND invocation_id = ?", (session_id, invocation_id))
-    else:
-        conn.execute(
-            "DELETE FROM turn_requests WHERE session_id = ? AND invocation_id = ? AND claimed_by = ?",
-            (session_id, invocation_id, owner),
-        )
+def _drop_tx(
+    conn: sqlite3.Connection, session_id: str, invocation_id: str, owner: str | None, requested_at: float | None
+) -> None:
+    conn.execute(
+        "DELETE FROM turn_requests WHERE session_id = ? AND invocation_id = ?"
+        " AND (? IS NULL OR claimed_by = ?) AND (? IS NULL OR requested_at = ?)",
+        (session_id, invocation_id, owner, owner, requested_at, requested_at),
+    )
 
 
 def _graph_tx(conn: sqlite3.Connection, session_id: str, invocation_id: str, graph: str) -> str:
@@ -196,9 +196,12 @@ class _WorkerTables:
         """Hand a claimed request back (``held``: why workers should leave it alone)."""
         await self._write(_unclaim_tx, session_id, invocation_id, owner, held, note)  # type: ignore[attr-defined]
 
-    async def drop_turn_request(self, session_id: str, invocation_id: str, *, owner: str | None = None) -> None:
-        """Delete a request (only while ``owner`` holds its claim, when given)."""
-        await self._write(_drop_tx, session_id, invocation_id, owner)  # type: ignore[attr-defined]
+    async def drop_turn_request(
+        self, session_id: str, invocation_id: str, *, owner: str | None = None, requested_at: float | None = None
+    ) -> None:
+        """Delete a request (only while ``owner`` holds its claim, and only if it was
+        not requested again since ``requested_at``, when given)."""
+        await self._write(_drop_tx, session_id, invocation_id, owner, requested_at)  # type: ignore[attr-defined]
 
     async def invocation_graph(self, session_id: str, invocation_id: str, graph: str) -> str:
         """The graph version the invocation runs under: ``graph`` unless one was recorded before."""
