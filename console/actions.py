@@ -39,6 +39,7 @@ AREA_TITLES: dict[str, str] = {
     "invocation": "Invocation",
     "replay": "Replay",
     "graph": "Graph",
+    "workers": "Workers",
 }
 """Palette title prefix (``Area: Verb``) by the first part of an action id."""
 
@@ -144,6 +145,8 @@ ACTIONS: tuple[Action, ...] = (
            cli="hitl sessions", command="sessions", show=False),
     Action("inbox.show", "i", "Inbox", "Show every open interrupt, oldest first", "app", "show_inbox",
            cli="hitl inbox", command="inbox"),
+    Action("workers.show", None, "Workers", "Show the workers that run turns per app, and the queued turns", "app",
+           "show_workers", cli="hitl workers", command="workers", show=False),
     # -------------------------------------------------------------- sessions
     Action("sessions.open", "enter", "Open", "Open the selected session", "sessions", "open_selected",
            cli="hitl show {session_id}", command="open"),

@@ -389,6 +389,22 @@ class HitlApp(App[None]):
             return
         self.push_screen(InboxScreen(app_name))
 
+    def action_show_workers(self) -> None:
+        """The workers screen (issue 18), over rows read in a worker first."""
+        store = self.store
+
+        async def load() -> None:
+            from .screens.workers import WorkersScreen
+
+            if not hasattr(store, "list_workers"):
+                self.notify("this store keeps no workers", severity="warning")
+                return
+            rows = await store.list_workers()
+            queued = await store.turn_requests()
+            self.push_screen(WorkersScreen(rows, queued, self.clock()))
+
+        self.run_worker(load(), group="workers", exclusive=True, exit_on_error=False)
+
     async def action_back(self) -> None:
         screen = self.screen
         if isinstance(screen, HitlScreen) and screen.on_back():

@@ -467,3 +467,12 @@ async def _session_rows(outcome: Outcome, store: SessionStore) -> None:
         before.state = outcome.state_before
     after.state = outcome.state_after
     outcome.rows = diff(before, after)
+
+
+async def request_start(store: SessionStore, app_name: str, session_id: str, text: str, **options: Any) -> str:
+    """Leave a new invocation of ``app_name`` to a worker; returns its invocation
+    id. No workflow code needed here: :func:`engine.handoff.request_start` (its
+    options: ``user_id``, ``state_delta``, ``operator``, ``reason``)."""
+    from .handoff import request_start as _request_start
+
+    return await _request_start(store, app_name, session_id, text, **options)

@@ -124,6 +124,34 @@ def auto_completion_records(proj: Projection, answer: Event) -> list[Event]:
     return records
 
 
+def answer_events(
+    proj: Projection,
+    session_id: str,
+    target: ResumeTarget,
+    state_delta: dict[str, Any] | None,
+    operator: str | None,
+    reason: str | None,
+) -> list[Event]:
+    """An answer's first events, checked against ``proj`` (current: read under
+    the invocation's lease, or proven unchanged by the write): the FR message
+    with the completion records of the runs it auto-completes (DESIGN.md 3.2).
+    The Runner's resume writes them before it runs the turn; an answer left to
+    a worker (:func:`engine.handoff.queue_answer`) writes them alone."""
+    inv = target.invocation_id
+    _check_not_cancelled(proj, inv, "answer refused")  # cancelled while we waited for the lease
+    if is_mid_run(proj, inv):
+        # Nobody runs it (we hold the lease, or took it with these events): it stopped mid-run.
+        raise InvocationInterruptedError(session_id, inv, in_doubt_paths(proj, inv))
+    event = Event(
+        invocation_id=inv,
+        author="user",
+        content=target.content,
+        state_delta=state_delta,
+        custom_metadata=operator_metadata("resume", operator, reason),
+    )
+    return [event, *auto_completion_records(proj, event)]
+
+
 def _check_cancellable(proj: Projection, invocation_id: str) -> None:
     allowed = allowed_actions(proj, invocation_id)
     if allowed.cancelled is not None:
@@ -190,6 +218,8 @@ class _Turn:
     on_loaded: Callable[[str, Projection], None] | None = None
     create: bool = False
     """The session does not exist yet: the first write creates it (``create_in_first_write``)."""
+    only_mid_run: bool = False
+    """A re-drive that continues only an invocation left mid-run (a worker's)."""
 
 
 @dataclass
@@ -247,6 +277,8 @@ class Runner:
         acknowledge_in_doubt: bool = False,
         on_loaded: Callable[[str, Projection], None] | None = None,
         on_stored: Callable[[StoredEvent], None] | None = None,
+        new_invocation_id: str | None = None,
+        only_mid_run: bool = False,
     ) -> AsyncIterator[Event]:
         """Start (text message), resume (FunctionResponse message) or re-drive
         (``invocation_id`` without a message) an invocation; yield its events.
@@ -263,7 +295,14 @@ class Runner:
         answer; InvocationBusyError while another process runs the invocation;
         InvocationInterruptedError for an answer to an invocation that stopped
         mid-run (continue it first: re-drive it); InDoubtError for a re-drive
-        that would re-execute nodes in doubt unless ``acknowledge_in_doubt``."""
+        that would re-execute nodes in doubt unless ``acknowledge_in_doubt``.
+
+        For workers (:mod:`engine.worker`): ``new_invocation_id`` is the id a
+        start gives its new invocation (a start request names it, so that it
+        is never started twice); ``only_mid_run`` makes a re-drive continue
+        only an invocation left mid-run (an answer queued for a worker, a
+        killed turn), refusing a FAILED one (NotRedrivableError), which only an
+        operator re-drives -- checked under the lease, where it is authoritative."""
         target: ResumeTarget | None = None
         if new_message is not None and new_message.is_empty:
             raise EmptyMessageError()
@@ -288,7 +327,7 @@ class Runner:
                 create, last_seq, user_id = False, session.last_seq, session.user_id
             except SessionNotFoundError:
                 create, last_seq = True, 0
-            inv_id, kind = new_id(), "start"
+            inv_id, kind = new_invocation_id or new_id(), "start"
         else:
             session = await self._session(user_id, session_id, create=True)
             if invocation_id is not None:
@@ -296,7 +335,7 @@ class Runner:
                 if proj.invocation_status(invocation_id) is NodeStatus.WAITING:
                     raise TextToWaitingInvocationError(invocation_id)
                 raise ResumeRejected("a text message starts a new invocation; do not pass invocation_id")
-            inv_id, kind, user_id, last_seq = new_id(), "start", session.user_id, session.last_seq
+            inv_id, kind, user_id, last_seq = new_invocation_id or new_id(), "start", session.user_id, session.last_seq
         early: Projection | None = None
         if kind != "start":
             early = await self._refuse_early(session_id, inv_id, redrive=kind == "redrive", ack=acknowledge_in_doubt)
@@ -313,6 +352,7 @@ class Runner:
             acknowledge_in_doubt,
             on_loaded,
             create,
+            only_mid_run,
         )
         keeper: LeaseKeeper | None = None
         inv_ctx: InvocationContext | None = None
@@ -382,21 +422,15 @@ class Runner:
             turn.on_loaded(inv, proj.fork())
         if turn.kind == "resume":
             assert turn.target is not None
-            _check_not_cancelled(proj, inv, "answer refused")  # cancelled while we waited for the lease
-            if is_mid_run(proj, inv):
-                # Nobody runs it (we hold the lease, or took it with these events): it stopped mid-run.
-                raise InvocationInterruptedError(turn.session_id, inv, in_doubt_paths(proj, inv))
-            event = Event(
-                invocation_id=inv,
-                author="user",
-                content=turn.target.content,
-                state_delta=turn.state_delta,
-                custom_metadata=operator_metadata("resume", turn.operator, turn.reason),
-            )
-            # with the completion records of the runs it auto-completes (DESIGN.md 3.2)
-            return [event, *auto_completion_records(proj, event)]
+            return answer_events(proj, turn.session_id, turn.target, turn.state_delta, turn.operator, turn.reason)
         if turn.kind == "redrive":
             _check_redrivable(proj, inv)  # again, where it is authoritative
+            if turn.only_mid_run and not is_mid_run(proj, inv):
+                status = proj.invocation_status(inv)
+                raise NotRedrivableError(
+                    f"invocation {inv} is {status.value if status else 'empty'}, not mid-run: "
+                    "a worker continues only an invocation left mid-run; nothing was written"
+                )
             doubt = in_doubt_paths(proj, inv) if is_mid_run(proj, inv) else []
             if doubt and not turn.ack:
                 raise InDoubtError(turn.session_id, inv, doubt)

@@ -177,8 +177,11 @@ class SessionAnswering:
         self.open_editor(draft)
 
     def open_editor(self, draft: AnswerDraft) -> None:
-        unavailable = app_registry(self.host.hitl).unavailable_reason(draft.app_name)
-        self.host.hitl.push_screen(AnswerScreen(self.host, draft, unavailable=unavailable))
+        registry = app_registry(self.host.hitl)
+        # No code registered for the app here: the answer is stored and left to a worker (issue 18).
+        via_worker = draft.app_name not in registry and hasattr(self.host.hitl.store, "request_turn")
+        unavailable = None if via_worker else registry.unavailable_reason(draft.app_name)
+        self.host.hitl.push_screen(AnswerScreen(self.host, draft, unavailable=unavailable, via_worker=via_worker))
 
     # ------------------------------------------------------------ re-drive and cancel
     def can_redrive(self) -> bool:

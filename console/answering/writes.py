@@ -52,7 +52,9 @@ def start_write(app: HitlApp, to: MessagePump, job: WriteJob, draft: AnswerDraft
 
     async def run() -> None:
         try:
-            outcome = await execute(store, registry, job, on_event, app.redactor)
+            outcome = await execute(
+                store, registry, job, on_event, app.redactor, on_queued=lambda line: app.notify(line, timeout=8)
+            )
             if not to.post_message(WriteDone(job, outcome, draft)):
                 severity = "error" if outcome.error else "information"
                 app.notify(outcome.error or f"{job.kind}: {outcome.events} events written", severity=severity)

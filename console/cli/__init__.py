@@ -47,7 +47,7 @@ from __future__ import annotations
 from console.times import age
 
 # The command groups register themselves on `cli` when imported.
-from . import audit, demo, reads, replay, start, transfer, writes  # noqa: F401
+from . import audit, demo, reads, replay, start, transfer, workers, writes  # noqa: F401
 from .group import cli, main
 from .options import (
     CONFIG_NAME,

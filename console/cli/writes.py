@@ -118,6 +118,11 @@ def _summary(red: Redactor, proj: Projection, inv: str, count: int, as_json: boo
 )
 @click.option("--invocation", metavar="INV", help="The invocation the ids belong to (id or unique prefix).")
 @click.option("--dry-run", is_flag=True, help="Show what the answer would resolve and run; write nothing.")
+@click.option("--via", type=click.Choice(["auto", "local", "worker"]), default="auto", show_default=True,
+              help="Run the turn here (local), leave it to a worker, or auto: a worker when no code is registered for the app.")
+@click.option("--no-wait", is_flag=True, help="With a worker: return once the answer is stored and queued.")
+@click.option("--wait-timeout", type=click.FloatRange(0), default=60.0, show_default=True, metavar="SECONDS",
+              help="With a worker: how long to follow its turn.")
 @operator_option
 @reason_option
 def resume(
@@ -126,6 +131,9 @@ def resume(
     answer_opts: tuple[str, ...],
     invocation: str | None,
     dry_run: bool,
+    via: str,
+    no_wait: bool,
+    wait_timeout: float,
     operator: str | None,
     reason: str | None,
 ) -> None:
@@ -153,11 +161,23 @@ def resume(
                 else:
                     for line in render_plan(red, plan, session_id, dry.next_runs):
                         out(red, line)
-                if refusal is not None:
+                if refusal is not None and via != "local" and session.app_name not in opts.registry():
+                    out(red, f"the real command would store the answer and leave the turn to a worker of {session.app_name}")
+                elif refusal is not None:
                     fail(f"the real command would refuse (nothing would be written): {refusal}")
                 return
             if store.read_only:
                 raise ReadOnlyError("the store is open read-only (--read-only); nothing was written")
+            # auto: a worker runs the turn when this process has no code registered for the app
+            # (a registered spec that fails to import is an error to fix, not a hand-off).
+            if via == "worker" or (via == "auto" and session.app_name not in opts.registry()):
+                from .workers import resume_via_worker
+
+                await resume_via_worker(
+                    red, store, session, values, inv, operator=_operator(operator), reason=reason,
+                    wait=not no_wait, timeout=wait_timeout, as_json=opts.json,
+                )
+                return
             # The runner validates and loads the invocation once; the steps fold its copy.
             done = await operations.answer(
                 store, session_id, values, inv, registry=opts.registry, operator=_operator(operator), reason=reason,
@@ -179,9 +199,17 @@ def resume(
     is_flag=True,
     help="Re-execute nodes in doubt (started, no end record: their side effects may have happened).",
 )
+@click.option("--via", type=click.Choice(["auto", "local", "worker"]), default="auto", show_default=True,
+              help="Run the turn here (local), leave it to a worker, or auto: a worker when no code is registered for the app.")
+@click.option("--no-wait", is_flag=True, help="With a worker: return once the re-drive is queued.")
+@click.option("--wait-timeout", type=click.FloatRange(0), default=60.0, show_default=True, metavar="SECONDS",
+              help="With a worker: how long to follow its turn.")
 @operator_option
 @reason_option
-def redrive(session_id: str, invocation: str, ack_in_doubt: bool, operator: str | None, reason: str | None) -> None:
+def redrive(
+    session_id: str, invocation: str, ack_in_doubt: bool, via: str, no_wait: bool, wait_timeout: float,
+    operator: str | None, reason: str | None,
+) -> None:
     """Continue a failed or interrupted invocation: completed nodes are kept, never run again.
 
     Nodes in doubt (an interrupted run started them but recorded no end) run
@@ -195,6 +223,14 @@ def redrive(session_id: str, invocation: str, ack_in_doubt: bool, operator: str 
         async with open_store(write=True) as store:
             session = await store.get_session(session_id)
             inv = await resolve_invocation(store, session_id, invocation)
+            if not store.read_only and (via == "worker" or (via == "auto" and session.app_name not in opts.registry())):
+                from .workers import redrive_via_worker
+
+                await redrive_via_worker(
+                    red, store, session, inv, ack=ack_in_doubt, operator=_operator(operator), reason=reason,
+                    wait=not no_wait, timeout=wait_timeout, as_json=opts.json,
+                )
+                return
             done = await operations.redrive(
                 store, session_id, inv, registry=opts.registry, operator=_operator(operator), reason=reason,
                 acknowledge_in_doubt=ack_in_doubt, session=session, on_step=lambda step: print_step(red, step, opts.json),

@@ -95,8 +95,12 @@ class AnswerScreen(HitlScreen):
     AUTO_FOCUS = "JsonArea"
     """The first answer's text, as soon as the screen shows (no editor yet: nothing, until loaded)."""
 
-    def __init__(self, opener: AnswerOpener, draft: AnswerDraft, *, unavailable: str | None = None) -> None:
+    def __init__(
+        self, opener: AnswerOpener, draft: AnswerDraft, *, unavailable: str | None = None, via_worker: bool = False
+    ) -> None:
         super().__init__(classes="answer-screen")
+        self.via_worker = via_worker
+        """This console has no code for the app: a submit stores the answer and a worker runs the turn."""
         self.opener = opener
         """The session screen that runs the submit and shows the re-execution."""
         self.draft = draft
@@ -387,6 +391,8 @@ class AnswerScreen(HitlScreen):
         lines: list[str] = []
         if self.unavailable:
             lines.append(f"⚠ Read-only session: {self.unavailable}. The dry run works; submitting does not.")
+        if self.via_worker:
+            lines.append(f"No code for {self.draft.app_name} here: the answer is stored and a worker runs the turn.")
         if self.draft.error:
             lines.append(f"✗ {self.draft.error}")
             if self.draft.conflict:

@@ -54,9 +54,13 @@ async def execute(
     job: WriteJob,
     on_event: Callable[[Event, int | None], None] = lambda _e, _s: None,
     red: Redactor | None = None,
+    on_queued: Callable[[str], None] = lambda _line: None,
 ) -> Outcome:
     """Run ``job``; never raises a HitlError (it becomes ``Outcome.error``).
-    ``red``: the app's Redactor, for the answers the outcome quotes."""
+    ``red``: the app's Redactor, for the answers the outcome quotes. An answer
+    for an app with no code registered here is stored and left to a worker
+    (:func:`engine.handoff.queue_answer`); ``on_queued`` gets the line saying
+    so, then the worker's events come through ``on_event`` as it writes them."""
     inv = job.invocation_id
 
     def step(s: operations.Step) -> None:
@@ -66,6 +70,8 @@ async def execute(
     common: dict[str, Any] = {"operator": job.operator, "reason": job.reason, "session_state": True, "on_step": step}
     if job.kind == "cancel":
         done = await operations.cancel(store, job.session_id, inv, **common)
+    elif job.kind == "answer" and registry is not None and job.app_name not in registry and hasattr(store, "request_turn"):
+        done = await _answer_via_worker(store, job, step, on_queued)
     elif job.kind == "answer":
         done = await operations.answer(
             store, job.session_id, job.answers, inv, registry=registry, preload=True, **common
@@ -76,6 +82,40 @@ async def execute(
             acknowledge_in_doubt=job.acknowledge_in_doubt, **common,
         )
     return _console_outcome(job, done, red)
+
+
+async def _answer_via_worker(
+    store: SessionStore, job: WriteJob, step: Callable[[operations.Step], None], on_queued: Callable[[str], None]
+) -> operations.Outcome:
+    """Queue the answer for a worker and follow its turn until it settles."""
+    from engine import handoff
+    from engine.liveness import is_mid_run
+
+    last: list[int] = [0]
+
+    def stepped(s: operations.Step) -> None:
+        last[0] = s.seq or last[0]
+        step(s)
+
+    done = await handoff.queue_answer(
+        store, job.session_id, job.answers, job.invocation_id, operator=job.operator, reason=job.reason,
+        on_step=stepped,
+    )
+    if done.error is not None or done.after is None or done.invocation_id is None:
+        return done
+    inv = done.invocation_id
+    if not is_mid_run(done.after, inv):
+        return done  # a partial answer: nothing to run
+    on_queued(await handoff.worker_notice(store, job.app_name) or f"answered, queued for a worker of {job.app_name}")
+    proj = done.after
+
+    def event(stored: Any) -> None:
+        change = proj.apply(stored.event, stored.seq)
+        done.written.append(stored.event)
+        step(operations.Step(stored.event, change, proj, stored.seq))
+
+    await handoff.follow(store, job.session_id, inv, after_seq=last[0], on_event=event)
+    return done
 
 
 def _console_outcome(job: WriteJob, done: operations.Outcome, red: Redactor | None = None) -> Outcome:

@@ -282,7 +282,7 @@ def test_resume_of_an_unregistered_app_says_why(hitl: Hitl, db: Path, tmp_path: 
     start_session(db, "ghost", ghost_app.workflow, "ghost-1", "hello")
     ok(hitl("show", "ghost-1"))  # reading needs no workflow code
     written = len(session_events(db, "ghost-1")[1])
-    operator_error(hitl("resume", "ghost-1", "boo=true"), "'ghost'", "not registered", "--app")
+    operator_error(hitl("resume", "ghost-1", "boo=true", "--via", "local"), "'ghost'", "not registered", "--app")
     operator_error(
         hitl("--app", "ghost=tests.cli.ghost_app:not_a_node", "resume", "ghost-1", "boo=true"), "not a workflow node"
     )
@@ -294,6 +294,47 @@ def test_resume_of_an_unregistered_app_says_why(hitl: Hitl, db: Path, tmp_path: 
     config.write_text('[apps]\nghost = "tests.cli.ghost_app:workflow"\n')
     text = ok(hitl("resume", "ghost-1", "boo=true", "--config", str(config)))
     assert text.splitlines()[-1].endswith(": COMPLETED")
+
+
+def test_resume_of_an_unregistered_app_is_left_to_a_worker(hitl: Hitl, db: Path) -> None:
+    """Issue 18: without the app's code the answer is validated against the stored
+    schema, stored and queued; the command says no worker is alive and returns."""
+    from tests.cli import ghost_app
+
+    start_session(db, "ghost", ghost_app.workflow, "ghost-3", "hello")
+    inv = invocation_ids(db, "ghost-3")[0]
+    written = len(session_events(db, "ghost-3")[1])
+    operator_error(hitl("resume", "ghost-3", 'boo="x"'), "boo")  # still validated against the stored schema
+    assert len(session_events(db, "ghost-3")[1]) == written
+    text = ok(hitl("resume", "ghost-3", "boo=true", "--no-wait"))
+    assert "stored; no worker for ghost is alive" in text
+    assert "not waiting (--no-wait)" in text
+    assert projection(db, "ghost-3").invocation_status(inv) is NodeStatus.PENDING  # queued, not run
+    text = ok(hitl("workers"))
+    assert "queued ghost: 1 runnable" in text
+    text = ok(hitl("redrive", "ghost-3", inv, "--no-wait"))  # a re-drive without the code is queued too
+    assert "stored; no worker for ghost is alive" in text
+    assert "queued ghost: 1 runnable" in ok(hitl("workers"))  # the same turn, not a second one
+
+    import asyncio
+
+    from engine import handoff
+    from engine.store.sqlite import SQLiteStore
+    from engine.worker import Worker
+
+    async def a_worker_starts() -> str:
+        async with SQLiteStore.open(db) as store:
+            worker = Worker(store, {"ghost": ghost_app.workflow}, heartbeat=0.2)
+            task = asyncio.ensure_future(worker.run())
+            try:
+                return await handoff.follow(store, "ghost-3", inv, timeout=60)
+            finally:
+                worker.stop()
+                await task
+
+    assert asyncio.run(a_worker_starts()) == "settled"
+    assert projection(db, "ghost-3").invocation_status(inv) is NodeStatus.COMPLETED
+    assert "no live workers" in ok(hitl("workers"))
 
 
 def test_resume_with_app_option_on_the_command(hitl: Hitl, db: Path) -> None:
@@ -565,10 +606,12 @@ def test_dry_run_for_an_unregistered_app_says_the_real_command_would_refuse(hitl
 
     asyncio.run(start())
     _, before = session_events(db, "alien-1")
-    res = hitl("resume", "alien-1", "q-1=true", "--dry-run")
+    res = hitl("resume", "alien-1", "q-1=true", "--dry-run", "--via", "local")
     operator_error(res, "the real command would refuse", "elsewhere")
     assert "q-1" in res.output  # the plan is still shown
-    res = hitl("--json", "resume", "alien-1", "q-1=true", "--dry-run")
+    text = ok(hitl("resume", "alien-1", "q-1=true", "--dry-run"))  # issue 18: the default hands it to a worker
+    assert "leave the turn to a worker of elsewhere" in text
+    res = hitl("--json", "resume", "alien-1", "q-1=true", "--dry-run", "--via", "local")
     assert res.exit_code == 1 and json.loads(res.output.splitlines()[0])["would_run"] is False
-    operator_error(hitl("resume", "alien-1", "q-1=true"), "elsewhere")  # and indeed it does
+    operator_error(hitl("resume", "alien-1", "q-1=true", "--via", "local"), "elsewhere")  # and indeed it does
     assert len(session_events(db, "alien-1")[1]) == len(before)

@@ -516,3 +516,50 @@ async def test_a_partial_answer_to_a_leaf_is_flagged_answered_but_nothing_ran() 
         outcome = (await submit(pilot)).outcome
         assert outcome.nothing_ran and outcome.events == 1 and outcome.still_open == [first]
         assert "Answered, but nothing ran" in plain(outcome_renderable(outcome, app.redactor))
+
+
+async def test_answer_without_the_code_is_queued_then_a_worker_runs_it(tmp_path: Any) -> None:
+    """Issue 18: a console with no code for the app stores the answer, says it is
+    queued (and that no worker is alive), and follows the worker's turn when one starts."""
+    from engine.store.sqlite import SQLiteStore
+    from engine.worker import Worker
+    from tests.reliability import crash_app
+
+    db = tmp_path / "w.sqlite"
+    store = await SQLiteStore.open(db)
+    async for _ in Runner(crash_app.APP, crash_app.workflow, store).run("u", "q-1", Content.from_text("o")):
+        pass
+    inv = (await store.list_invocations("q-1"))[0].invocation_id
+    app = app_for(store, registry=AppRegistry(samples=False))
+    worker_store = await SQLiteStore.open(db)
+    worker = Worker(worker_store, {crash_app.APP: crash_app.workflow}, heartbeat=0.2)
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            await open_session(pilot, "q-1")
+            screen = await editor_screen(pilot, "A", "e")
+            banner = str(screen.query_one("#answer-banner").render())
+            assert "No code for crash_refund here: the answer is stored and a worker runs the turn" in banner
+            await write_no_wait(pilot, screen, {"finance": '{"approved": true}', "risk": '{"approved": true}'})
+            assert screen.submit_problem() is None
+            await pilot.press("ctrl+s")
+            await wait_until(pilot, lambda: isinstance(app.screen, ConfirmWrite))
+            await pilot.press(*"ok", "ctrl+s")
+            said = lambda: [n.message for n in app._notifications]  # noqa: E731
+            await wait_until(pilot, lambda: any("no worker for crash_refund is alive" in m for m in said()))
+            assert (await load_status(store, "q-1", inv)) is NodeStatus.PENDING  # stored, queued, not run
+            assert app.running_writes  # the console follows the queued turn
+            task = asyncio.ensure_future(worker.run())
+            await wait_until(pilot, lambda: isinstance(app.screen, OutcomeScreen), timeout=60)
+            assert (await load_status(store, "q-1", inv)) is NodeStatus.COMPLETED
+            assert not app.running_writes
+            worker.stop()
+            await task
+    finally:
+        await worker_store.close()
+        await store.close()
+
+
+async def load_status(store: Any, sid: str, inv: str) -> Any:
+    from engine.resume import load_invocation
+
+    return (await load_invocation(store, sid, inv)).invocation_status(inv)

@@ -50,6 +50,12 @@ def effect(ctx: Any, name: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
+def delay() -> float:
+    """Seconds ``pay`` and ``label`` take (``$HITL_CRASH_DELAY``): the worker tests
+    stretch turns so that kills land inside them."""
+    return float(os.environ.get("HITL_CRASH_DELAY") or 0.001)
+
+
 async def maybe_pause(name: str) -> None:
     if os.environ.get("HITL_CRASH_PAUSE") == name:
         await asyncio.sleep(60)
@@ -90,7 +96,7 @@ approvals = JoinNode("approvals")
 async def pay(ctx, node_input: dict[str, Any]) -> dict[str, Any]:
     effect(ctx, "pay")
     await maybe_pause("pay")
-    await asyncio.sleep(0.001)
+    await asyncio.sleep(delay())
     return {"paid": node_input["fetch"]["amount"]}
 
 
@@ -106,7 +112,7 @@ settle = Workflow("settle", [(START, pay, notify)])
 @node
 async def label(ctx, node_input: int) -> str:
     effect(ctx, "label")
-    await asyncio.sleep(0.001)
+    await asyncio.sleep(delay())
     return f"label-{node_input}"
 
 

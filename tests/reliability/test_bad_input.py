@@ -129,7 +129,7 @@ CASES: dict[str, tuple[list[str], list[str]]] = {
     "cancel: a completed invocation": (["cancel", "refund-completed-1", "@first"], ["COMPLETED", "nothing to cancel"]),
     "app that does not import": (["--app", "refund_approval=no_such_module.deep:workflow", "resume", "refund-waiting-1", f"finance-order-1001={YES}"], ["refund_approval", "cannot be loaded", "No module named"]),
     "app that is not a node": (["--app", "refund_approval=tests.cli.ghost_app:not_a_node", "resume", "refund-waiting-1", f"finance-order-1001={YES}"], ["not a workflow node"]),
-    "app not registered": (["resume", "twice", f"finance={YES}", "--invocation", "@first"], [crash_app.APP, "is not registered"]),
+    "app not registered": (["resume", "twice", f"finance={YES}", "--invocation", "@first", "--via", "local"], [crash_app.APP, "is not registered"]),
     "replay: past the end": (["replay", "refund-waiting-1", "--at", "9999"], ["past its end"]),
     "bad page cursor": (["sessions", "--cursor", "not-a-cursor"], ["cursor"]),
 }

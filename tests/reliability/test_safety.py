@@ -51,6 +51,10 @@ READS = {
     "audit_log",
     "integrity_check",
     "close",
+    "turn_requests",
+    "get_turn_request",
+    "list_workers",
+    "change_counter",
 }
 
 
@@ -73,6 +77,24 @@ def _write_calls(store: SQLiteStore, lines: list[str]) -> dict[str, Any]:
         "acquire_and_append": lambda: store.acquire_and_append("refund-waiting-1", "inv", [ev], owner="me", ttl=60),
         "append_and_release": lambda: store.append_and_release("refund-waiting-1", "inv", [ev], owner="me"),
         "checkpoint": lambda: store.checkpoint(),
+        **_worker_write_calls(store),
+    }
+
+
+def _worker_write_calls(store: SQLiteStore) -> dict[str, Any]:
+    """The workers' writes (issue 18)."""
+    from engine.store.workers import TurnRequest, WorkerRecord
+
+    req = TurnRequest(app_name="a", session_id="refund-waiting-1", invocation_id="inv", kind="continue", requested_at=1.0)
+    worker = WorkerRecord(worker_id="w", host="h", pid=1, apps=["a"], started_at=1.0, heartbeat_at=1.0, stale_after=1.0)
+    return {
+        "request_turn": lambda: store.request_turn(req),
+        "claim_turn_request": lambda: store.claim_turn_request("refund-waiting-1", "inv", "me", 60),
+        "unclaim_turn_request": lambda: store.unclaim_turn_request("refund-waiting-1", "inv", "me"),
+        "drop_turn_request": lambda: store.drop_turn_request("refund-waiting-1", "inv"),
+        "invocation_graph": lambda: store.invocation_graph("refund-waiting-1", "inv", "g"),
+        "put_worker": lambda: store.put_worker(worker),
+        "drop_worker": lambda: store.drop_worker("w"),
     }
 
 
@@ -106,6 +128,7 @@ WRITING_COMMANDS = {
     "migrate": ["migrate"],
     "copy": ["copy", "--from", "-", "--to", "-"],  # the stores are filled in
     "start": ["start", "refund_approval", "--session", "read-only-1", "order-9"],
+    "worker": ["worker", "--app", "refund_approval=sample_sessions.refund_approval:workflow"],
 }
 READING_COMMANDS = {
     "sessions": ["sessions"],
@@ -115,6 +138,7 @@ READING_COMMANDS = {
     "replay": ["replay", "refund-partial-1"],
     "export": ["export", "refund-partial-1"],
     "audit": ["audit"],
+    "workers": ["workers"],
 }
 SERVING_COMMANDS = {"serve"}
 """Runs until stopped; writes only through the consoles it starts, which --read-only makes

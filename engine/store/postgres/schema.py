@@ -244,6 +244,42 @@ $fn$
 ]
 
 
+_WORKERS = [
+    """CREATE TABLE IF NOT EXISTS turn_requests (
+        app_name text NOT NULL,
+        session_id text NOT NULL,
+        invocation_id text NOT NULL,
+        kind text NOT NULL,
+        payload text NOT NULL DEFAULT '{}',
+        requested_at double precision NOT NULL,
+        claimed_by text,
+        claimed_until double precision,
+        held text,
+        note text,
+        PRIMARY KEY (session_id, invocation_id)
+    )""",
+    "CREATE INDEX IF NOT EXISTS turn_requests_by_app ON turn_requests(app_name, requested_at)",
+    """CREATE TABLE IF NOT EXISTS workers (
+        worker_id text PRIMARY KEY,
+        host text NOT NULL,
+        pid integer NOT NULL,
+        apps text NOT NULL,
+        versions text NOT NULL,
+        current text NOT NULL,
+        state text NOT NULL,
+        started_at double precision NOT NULL,
+        heartbeat_at double precision NOT NULL,
+        stale_after double precision NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS invocation_graphs (
+        session_id text NOT NULL,
+        invocation_id text NOT NULL,
+        graph text NOT NULL,
+        PRIMARY KEY (session_id, invocation_id)
+    )""",
+]
+"""The workers' migration (issue 18): its tables, read by ``workers.py``."""
+
 _MIGRATIONS: list[list[str]] = [
     # v0 -> v1: the whole schema of SQLite's version 4, and the append function.
     [
@@ -359,6 +395,8 @@ _MIGRATIONS: list[list[str]] = [
             PRIMARY KEY (session_id, seq)
         )""",
     ],
+    # workers (issue 18): turn requests, worker heartbeats, invocation graph versions.
+    _WORKERS,
 ]
 """``_MIGRATIONS[i]`` upgrades schema version ``i`` to ``i + 1`` (statements run in
 one transaction). Append only; never edit a released one."""

@@ -6,10 +6,11 @@ from .bulk import _Bulk
 from .checkpoints import _Checkpoints
 from .leases import _Leases
 from .reads import _Reads
+from .workers import _WorkerTables
 from .writes import _Writes
 
 
-class PostgresStore(_Reads, _Writes, _Leases, _Bulk, _Checkpoints):
+class PostgresStore(_Reads, _Writes, _Leases, _Bulk, _Checkpoints, _WorkerTables):
     """:class:`~engine.store.base.SessionStore` on a PostgreSQL server.
 
     Open with ``store = await PostgresStore.open(url)`` or ``async with

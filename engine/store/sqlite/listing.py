@@ -34,7 +34,7 @@ from ...owners import owner_live
 APPLICATION_ID = 0x48495443
 """``PRAGMA application_id`` of a hitl-console SQLite file ("HITC")."""
 
-LISTING_SCHEMA_VERSION = 6  # 6: projection_checkpoints, which these statements do not read
+LISTING_SCHEMA_VERSION = 7  # 6: projection_checkpoints, 7: the workers tables; these statements read neither
 """The schema version these statements are written for. A file at another
 version is not read here (:func:`list_session_rows` returns None and the caller
 takes the store path, which migrates or refuses it). A test keeps this equal to

@@ -201,6 +201,13 @@ def _migrate_4(conn: sqlite3.Connection) -> None:
     )
 
 
+def _migrate_workers(conn: sqlite3.Connection) -> None:
+    """Turn requests, worker heartbeats and invocation graph versions (issue 18)."""
+    from .workers import migrate
+
+    migrate(conn)
+
+
 def _migrate_5(conn: sqlite3.Connection) -> None:
     """v4 -> v5: invocations by status within a session, so that the append path
     finds the session's status with a few index probes instead of reading every
@@ -230,6 +237,7 @@ _MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _migrate_4,
     _migrate_5,
     _migrate_projection_checkpoints,
+    _migrate_workers,
 ]
 """``_MIGRATIONS[i]`` upgrades schema version ``i`` to ``i + 1``. Append only."""
 

@@ -70,6 +70,7 @@ from .reads import (
 )
 from .rows import _AUDIT_COLS, _INTERRUPT_COLS, _decode_cursor, _encode_cursor, _in_write_tx, _prepare
 from .schema import _SYNCHRONOUS, default_db_path
+from .workers import _WorkerTables
 
 T = TypeVar("T")
 
@@ -95,7 +96,7 @@ class _Opener:
             await self._store.close()
 
 
-class SQLiteStore:
+class SQLiteStore(_WorkerTables):
     """:class:`~engine.store.base.SessionStore` on one SQLite file.
 
     Open with ``store = await SQLiteStore.open(path)`` or

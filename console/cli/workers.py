@@ -1,0 +1,260 @@
+"""Worker commands (issue 18): ``hitl worker`` runs turns for the apps it has
+code for; ``hitl workers`` lists them; :func:`resume_via_worker` is ``hitl
+resume`` when the app's code is not here (or ``--via worker``)."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from console.times import age
+from engine.errors import HitlError
+
+from .group import cli
+from .options import _opts, app_spec_option, common, open_store
+from .output import fail, id_list, out, out_json, run
+
+if TYPE_CHECKING:
+    from engine.models import Session
+    from engine.operations import Step
+    from engine.redact import Redactor
+    from engine.store.base import SessionStore
+
+
+# ------------------------------------------------------------------ hitl worker
+@cli.command("worker")
+@common
+@app_spec_option
+@click.option("--concurrency", type=click.IntRange(1, 256), default=4, show_default=True,
+              help="Turns run at once.")
+@click.option("--drain-timeout", type=click.FloatRange(0), default=30.0, show_default=True,
+              help="Seconds SIGTERM/Ctrl-C lets the current turns finish before stopping them.")
+@click.option("--lease-ttl", type=click.FloatRange(0.3), default=None,
+              help="Seconds an invocation lease lasts without renewal (default 30).")
+@click.option("--heartbeat", type=click.FloatRange(0.05), default=2.0, show_default=True,
+              help="Seconds between heartbeats in the store.")
+def worker(concurrency: int, drain_timeout: float, lease_ttl: float | None, heartbeat: float) -> None:
+    """Run the turns of the apps whose code is registered here (--app NAME=module:attr,
+    or hitl.toml [apps]): answers queued by operators without the code, start and
+    re-drive requests, turns a killed worker left with no node in doubt.
+
+    SIGTERM or Ctrl-C drains: nothing new is claimed, turns not started are
+    handed back, running ones get --drain-timeout seconds; then exit 0."""
+    import asyncio
+    import signal
+
+    from engine.liveness import DEFAULT_LEASE_TTL
+    from engine.store.factory import open_store as open_target
+    from engine.worker import TurnResult, Worker
+
+    opts = _opts()
+    red = opts.redactor()
+    if opts.read_only:
+        fail("hitl worker runs turns, it writes: the store is open read-only (--read-only); nothing was written")
+    registry = opts.registry()
+    names = [n.partition("=")[0] for n in opts.apps] if opts.apps else registry.names()
+    apps: dict[str, Any] = {}
+    problems: list[str] = []
+    for name in names:
+        from engine.apps import parse_spec
+
+        name = parse_spec(name)[0] if ":" in name else name
+        try:
+            apps[name] = registry.get(name)
+        except HitlError as exc:
+            problems.append(str(exc))
+    if opts.apps and problems:
+        fail(problems[0])
+    if not apps:
+        fail("no app code to serve: register apps with --app NAME=package.module:workflow")
+
+    def said(result: TurnResult) -> None:
+        req = result.request
+        line = f"{result.outcome:<8} {req.app_name} {req.session_id} {req.invocation_id} ({req.kind}"
+        line += f", {result.events} events)" if result.events else ")"
+        if result.detail and result.outcome != "ran":
+            line += f": {' '.join(result.detail.split())}"
+        out(red, line)
+
+    async def body() -> None:
+        target = opts.db_path()
+        kw = {"busy_timeout": 5.0 if opts.busy_timeout is None else opts.busy_timeout, **opts.store_options()}
+        store = await open_target(target, read_only=opts.read_only, **kw)
+        try:
+            w = Worker(
+                store, apps, concurrency=concurrency, drain_timeout=drain_timeout, heartbeat=heartbeat,
+                lease_ttl=lease_ttl or DEFAULT_LEASE_TTL, on_result=said,
+            )
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, w.stop)
+            versions = ", ".join(f"{a} (graph {v})" for a, v in sorted(w.versions.items()))
+            out(red, f"{w.name} serving {versions}; concurrency {concurrency}")
+            await w.run()
+            out(red, f"{w.name} drained and stopped")
+        finally:
+            await store.close()
+
+    try:
+        asyncio.run(body())
+    except HitlError as exc:
+        fail(red.text(" ".join(str(exc).split())))
+
+
+# ------------------------------------------------------------------ hitl workers
+@cli.command("workers")
+@common
+@click.option("--all", "show_all", is_flag=True, help="Also list stale workers (killed, or gone without a goodbye).")
+def workers(show_all: bool) -> None:
+    """List the workers recorded in the store (live or stale) and the turns queued per app."""
+    opts = _opts()
+    red = opts.redactor()
+
+    async def body() -> None:
+        async with open_store(write=False) as store:
+            if not hasattr(store, "list_workers"):
+                fail("this store keeps no workers")
+            rows = await store.list_workers()  # type: ignore[attr-defined]
+            queued = await store.turn_requests()  # type: ignore[attr-defined]
+        now = time.time()
+        per_app: dict[str, list[int]] = {}
+        for r in queued:
+            counts = per_app.setdefault(r.app_name, [0, 0])
+            counts[1 if r.held else 0] += 1
+        shown = [w for w in rows if show_all or w.live(now)]
+        if opts.json:
+            out_json(red, {
+                "workers": [{**w.model_dump(), "live": w.live(now)} for w in shown],
+                "queued": {app: {"runnable": c[0], "held": c[1]} for app, c in sorted(per_app.items())},
+                "held": [{"session_id": r.session_id, "invocation_id": r.invocation_id, "held": r.held}
+                         for r in queued if r.held],
+            })
+            return
+        if not shown:
+            out(red, "no live workers" + ("" if show_all else " (--all lists stale ones)"))
+        for w in shown:
+            live = "live" if w.live(now) else "stale"
+            out(red, f"{live:<6} {w.state:<9} {w.host}:{w.pid:<7} apps {', '.join(w.apps)}  "
+                     f"heartbeat {age(w.heartbeat_at, now)} ago  turns {len(w.current)}")
+        for app, (runnable, held) in sorted(per_app.items()):
+            serving = sum(1 for w in rows if w.live(now) and app in w.apps)
+            out(red, f"queued {app}: {runnable} runnable, {held} waiting for an acknowledged re-drive; "
+                     f"{serving} live worker(s)")
+
+    run(red, body())
+
+
+# ------------------------------------------------------------------ resume --via worker
+async def resume_via_worker(
+    red: Redactor,
+    store: SessionStore,
+    session: Session,
+    values: dict[str, Any],
+    invocation_id: str | None,
+    *,
+    operator: str | None,
+    reason: str | None,
+    wait: bool,
+    timeout: float,
+    as_json: bool,
+) -> None:
+    """Answer without the app's code: validate against the stored schema, append,
+    leave the turn to a worker, then follow its events until the turn settles."""
+    from engine import handoff
+
+    from .writes import finish, print_step
+
+    last: list[Any] = []
+
+    def step(s: Step) -> None:
+        last[:] = [s]
+        print_step(red, s, as_json)
+
+    done = await handoff.queue_answer(
+        store, session.id, values, invocation_id, operator=operator, reason=reason, on_step=step
+    )
+    done.raise_error()
+    inv = done.invocation_id
+    assert inv is not None and done.after is not None
+    from engine.liveness import is_mid_run
+
+    if not is_mid_run(done.after, inv):  # a partial answer: nothing to run
+        await finish(red, store, done, as_json)
+        return
+    notice = await handoff.worker_notice(store, session.app_name)
+    line = notice or f"answered, queued for a worker of {session.app_name}"
+    _say(red, as_json, "queued", inv, line)
+    if not wait:
+        _say(red, as_json, "queued", inv, f"not waiting (--no-wait): follow it with `hitl events {session.id} --tail`")
+        return
+    from engine.operations import Step
+
+    after_seq = last[0].seq if last and last[0].seq is not None else 0
+    await _follow(red, store, session, inv, done.after, after_seq, timeout, as_json, Step)
+
+
+async def redrive_via_worker(
+    red: Redactor,
+    store: SessionStore,
+    session: Session,
+    invocation_id: str,
+    *,
+    ack: bool,
+    operator: str | None,
+    reason: str | None,
+    wait: bool,
+    timeout: float,
+    as_json: bool,
+) -> None:
+    """A re-drive without the app's code: refused up front as the real one would
+    be, else queued for a worker and followed like an answer."""
+    from engine import handoff
+    from engine.operations import Step
+    from engine.resume import load_invocation
+
+    proj = await load_invocation(store, session.id, invocation_id)
+    await handoff.request_redrive(
+        store, session.id, invocation_id, acknowledge_in_doubt=ack, operator=operator, reason=reason
+    )
+    notice = await handoff.worker_notice(store, session.app_name)
+    _say(red, as_json, "queued", invocation_id, notice or f"re-drive queued for a worker of {session.app_name}")
+    if not wait:
+        return
+    await _follow(red, store, session, invocation_id, proj, proj.position, timeout, as_json, Step)
+
+
+async def _follow(
+    red: Redactor, store: SessionStore, session: Session, inv: str, proj: Any, after_seq: int, timeout: float,
+    as_json: bool, step_cls: Any,
+) -> None:
+    """Print the worker's events until the invocation settles, then one closing line."""
+    from engine import handoff
+
+    from .writes import print_step
+
+    def event(stored: Any) -> None:
+        change = proj.apply(stored.event, stored.seq)
+        print_step(red, step_cls(stored.event, change, proj, stored.seq), as_json)
+
+    state = await handoff.follow(store, session.id, inv, after_seq=after_seq, timeout=timeout, on_event=event)
+    if state == "settled":
+        status = proj.invocation_status(inv)
+        open_ids = [i.id for i in proj.open_interrupts(inv)]
+        _say(red, as_json, "summary", inv,
+             f"invocation {inv}: {status.value if status else '?'}" + (f"; open: {id_list(open_ids, 8)}" if open_ids else ""),
+             status=status.value if status else None, open=open_ids)
+    elif state == "timeout":
+        _say(red, as_json, "queued", inv,
+             f"stored and queued for a worker; the turn has not settled after {timeout:g}s "
+             f"(it runs when a worker of {session.app_name} takes it)")
+    else:
+        _say(red, as_json, "held", inv, f"stored; the turn waits: {state}")
+
+
+def _say(red: Redactor, as_json: bool, kind: str, inv: str, line: str, **extra: Any) -> None:
+    if as_json:
+        out_json(red, {"kind": kind, "invocation_id": inv, "message": line, **extra})
+    else:
+        out(red, line)

@@ -1,0 +1,238 @@
+"""Leaving turns to workers: the operator's side of issue 18.
+
+A process without an app's code (an operator's console, ``hitl resume`` on a
+laptop) still answers, re-drives and starts, through the stored JSON Schemas
+and the store alone; a :class:`~engine.worker.Worker` that has the code runs
+the turn:
+
+* :func:`queue_answer` -- validate an answer (the one validation,
+  :func:`engine.resume.validate_responses`), append it under the invocation's
+  lease with the completion records it implies (:func:`engine.runner.answer_events`,
+  the very events the in-process resume writes first), and leave a ``continue``
+  request when it unblocks anything. The request is written *before* the
+  answer: if the process dies between the two, the request finds the
+  invocation not mid-run and is dropped; the other order could strand an
+  answered invocation.
+* :func:`request_redrive` -- an operator's re-drive (maybe acknowledging nodes
+  in doubt) through a worker, refused up front like the real one.
+* :func:`request_start` -- a new invocation a worker starts; the request names
+  its invocation id.
+* :func:`live_workers` / :func:`worker_notice` -- who serves an app now, and
+  the line an operator sees when nobody does ("stored; no worker for refunds
+  is alive").
+* :func:`follow` -- wait for the turn a worker runs, event by event, until
+  the invocation settles (not mid-run and no request left).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from .errors import HitlError, InDoubtError, ResumeRejected
+from .liveness import DEFAULT_LEASE_TTL, DEFAULT_LEASE_WAIT, LeaseKeeper, acquire_invocation_lease, is_mid_run
+from .models import Content, new_id
+from .operations import Outcome, Step, _refused
+from .store.workers import TurnRequest, WorkerRecord
+
+if TYPE_CHECKING:
+    from .models import StoredEvent
+    from .store.base import SessionStore
+
+__all__ = ["follow", "live_workers", "queue_answer", "request_redrive", "request_start", "worker_notice"]
+
+
+async def live_workers(store: SessionStore, app_name: str | None = None) -> list[WorkerRecord]:
+    """The live workers (serving ``app_name``, when given)."""
+    if not hasattr(store, "list_workers"):
+        return []
+    now = time.time()
+    return [w for w in await store.list_workers() if w.live(now) and (app_name is None or app_name in w.apps)]
+
+
+async def worker_notice(store: SessionStore, app_name: str) -> str | None:
+    """None while a worker serves ``app_name``; else the line saying the turn waits."""
+    if await live_workers(store, app_name):
+        return None
+    return f"stored; no worker for {app_name} is alive: the turn runs when one starts (hitl worker --app {app_name}=...)"
+
+
+async def queue_answer(
+    store: SessionStore,
+    session_id: str,
+    answers: dict[str, Any],
+    invocation_id: str | None = None,
+    *,
+    operator: str | None = None,
+    reason: str | None = None,
+    state_delta: dict[str, Any] | None = None,
+    lease_wait: float = DEFAULT_LEASE_WAIT,
+    on_step: Callable[[Step], None] | None = None,
+) -> Outcome:
+    """Answer ``answers`` without the app's code and leave the turn to a worker.
+
+    Refusals are those of the in-process answer (nothing written), kept in
+    :attr:`Outcome.error`. ``Outcome.after`` is the invocation with the answer
+    applied; it is mid-run (root PENDING) when a worker has a turn to run."""
+    from .resume import load_invocation, validate_responses
+    from .runner import _catch_up, answer_events
+
+    outcome = Outcome("answer", session_id, invocation_id, operator, reason, answered=list(answers))
+    try:
+        session = await store.get_session(session_id)
+        target = await validate_responses(store, session_id, Content.from_responses(answers), invocation_id)
+        inv = outcome.invocation_id = target.invocation_id
+        proj = await load_invocation(store, session_id, inv)
+        answer_events(proj, session_id, target, state_delta, operator, reason)  # refuse before the lease
+        lease = await acquire_invocation_lease(store, session_id, inv, wait=lease_wait)
+    except HitlError as exc:
+        return _refused(outcome, exc)
+    keeper = LeaseKeeper(store, lease, DEFAULT_LEASE_TTL)
+    try:
+        proj = await _catch_up(store, session_id, inv, proj)
+        outcome.before = proj.fork()
+        events = answer_events(proj, session_id, target, state_delta, operator, reason)
+        after = proj.fork()
+        for event in events:
+            after.apply(event)
+        if is_mid_run(after, inv):  # the answer unblocks a turn: leave it to a worker
+            await store.request_turn(  # type: ignore[attr-defined]
+                TurnRequest(
+                    app_name=session.app_name, session_id=session_id, invocation_id=inv, kind="continue",
+                    payload={}, requested_at=time.time(),
+                )
+            )
+        written = await store.append_events(session_id, events, lease_owner=lease.owner)
+    except HitlError as exc:
+        return _refused(outcome, exc)
+    finally:
+        await keeper.close(clean=True)
+    outcome.after = outcome.before.fork()
+    for stored in written:
+        outcome.written.append(stored.event)
+        change = outcome.after.apply(stored.event, stored.seq)
+        if on_step is not None:
+            on_step(Step(stored.event, change, outcome.after, stored.seq))
+    return outcome
+
+
+async def request_redrive(
+    store: SessionStore,
+    session_id: str,
+    invocation_id: str,
+    *,
+    acknowledge_in_doubt: bool = False,
+    operator: str | None = None,
+    reason: str | None = None,
+) -> TurnRequest:
+    """Leave an operator's re-drive to a worker. Refused up front as the real
+    re-drive would be (not re-drivable, cancelled, nodes in doubt without the
+    acknowledgement); a request held for nodes in doubt is replaced by this one."""
+    from .liveness import in_doubt_paths, stopped_mid_run
+    from .resume import load_invocation
+    from .runner import _check_redrivable
+
+    session = await store.get_session(session_id)
+    proj = await load_invocation(store, session_id, invocation_id)
+    _check_redrivable(proj, invocation_id)
+    stopped, _ = await stopped_mid_run(store, session_id, invocation_id, proj)
+    doubt = in_doubt_paths(proj, invocation_id) if stopped else []
+    if doubt and not acknowledge_in_doubt:
+        raise InDoubtError(session_id, invocation_id, doubt)
+    request = TurnRequest(
+        app_name=session.app_name, session_id=session_id, invocation_id=invocation_id, kind="redrive",
+        payload={"ack": acknowledge_in_doubt, "operator": operator, "reason": reason}, requested_at=time.time(),
+    )
+    await store.request_turn(request)  # type: ignore[attr-defined]
+    return request
+
+
+async def request_start(
+    store: SessionStore,
+    app_name: str,
+    session_id: str,
+    text: str,
+    *,
+    user_id: str = "user",
+    state_delta: dict[str, Any] | None = None,
+    operator: str | None = None,
+    reason: str | None = None,
+) -> str:
+    """Leave a new invocation to a worker of ``app_name``: returns the
+    invocation id the start will have. The session is created by the start
+    when it does not exist; one of another app is refused."""
+    from .errors import SessionNotFoundError
+
+    if not text or not text.strip():
+        raise ResumeRejected("a start needs a message text; nothing was written")
+    try:
+        session = await store.get_session(session_id)
+    except SessionNotFoundError:
+        pass
+    else:
+        if session.app_name != app_name:
+            raise ResumeRejected(
+                f"session {session_id} belongs to app {session.app_name!r}, not {app_name!r}; nothing was written"
+            )
+        user_id = session.user_id
+    inv = new_id()
+    await store.request_turn(  # type: ignore[attr-defined]
+        TurnRequest(
+            app_name=app_name, session_id=session_id, invocation_id=inv, kind="start",
+            payload={"user_id": user_id, "text": text, "state_delta": state_delta, "operator": operator,
+                     "reason": reason},
+            requested_at=time.time(),
+        )
+    )
+    return inv
+
+
+async def follow(
+    store: SessionStore,
+    session_id: str,
+    invocation_id: str,
+    *,
+    after_seq: int = 0,
+    timeout: float | None = None,
+    on_event: Callable[[StoredEvent], None] | None = None,
+) -> str:
+    """Follow the invocation's events after ``after_seq`` until it settles:
+    not mid-run and no turn request left for it. Returns ``settled``,
+    ``timeout`` (the turn is still queued or running: nothing failed) or the
+    request's ``held`` reason (nodes in doubt wait for an acknowledged re-drive)."""
+    from .errors import InvocationNotFoundError, SessionNotFoundError
+    from .resume import load_invocation
+    from .worker import Waker
+
+    waker = Waker(store)
+    await waker.start()
+    loop = asyncio.get_running_loop()
+    deadline = None if timeout is None else loop.time() + timeout
+    seq = after_seq
+    try:
+        while True:
+            try:
+                news = await store.invocation_events(session_id, invocation_id, after_seq=seq)
+            except SessionNotFoundError:
+                news = []  # a start request whose start has not created the session yet
+            for stored in news:
+                seq = stored.seq
+                if on_event is not None:
+                    on_event(stored)
+            pending = await store.get_turn_request(session_id, invocation_id)  # type: ignore[attr-defined]
+            if pending is None:
+                try:
+                    proj = await load_invocation(store, session_id, invocation_id)
+                except (InvocationNotFoundError, SessionNotFoundError):
+                    proj = None
+                if proj is not None and not is_mid_run(proj, invocation_id) and proj.position <= seq:
+                    return "settled"
+            elif pending.held is not None:
+                return pending.held
+            if deadline is not None and loop.time() >= deadline:
+                return "timeout"
+            await waker.wait(1.0 if deadline is None else min(1.0, max(deadline - loop.time(), 0.0)))
+    finally:
+        await waker.close()

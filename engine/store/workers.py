@@ -1,0 +1,80 @@
+"""What the store keeps for workers (issue 18): turn requests and worker heartbeats.
+
+Domain rows only (no SQL: each backend has its statements in its own package).
+
+``turn_requests``
+    One row per turn left to a worker: an answer appended by a process that
+    does not have the app's code (``continue``), an operator's re-drive sent
+    through a worker (``redrive``, maybe acknowledging nodes in doubt), or a
+    new invocation to start (``start``). Keyed by ``(session_id,
+    invocation_id)``: a start request names the invocation id its start will
+    have, so a worker that dies after writing the start is continued, never
+    started twice. A worker *claims* a row (compare-and-swap on ``claimed_by``,
+    an owner id of :func:`engine.owners.new_owner`, with an expiry) before it
+    runs it; the invocation's lease is what makes the turn run once. The row
+    is deleted when the invocation is no longer mid-run (the turn settled), so
+    a worker killed mid-turn leaves it for the next one. ``held`` says why
+    workers leave it alone (nodes in doubt wait for an acknowledged re-drive).
+``workers``
+    One row per live worker process, rewritten at every heartbeat: host, pid,
+    apps and their graph versions, the turns it runs now. A worker that
+    stopped cleanly deletes its row; a killed one leaves it, and it reads
+    stale once its heartbeat is old (or at once on its host: its pid is gone).
+``invocation_graphs``
+    The graph version (:func:`engine.worker.graph_version`) an invocation was
+    first run under by a worker, so that a worker with other code refuses it.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+RequestKind = Literal["continue", "redrive", "start"]
+
+
+class TurnRequest(BaseModel):
+    """A turn left to a worker."""
+
+    app_name: str
+    session_id: str
+    invocation_id: str
+    kind: RequestKind
+    payload: dict[str, Any] = Field(default_factory=dict)
+    """``start``: ``user_id``, ``text``, ``state_delta``; ``redrive``: ``ack``;
+    every kind: ``operator``, ``reason``."""
+    requested_at: float
+    claimed_by: str | None = None
+    claimed_until: float | None = None
+    held: str | None = None
+    """Why workers leave the request alone (None: runnable), e.g. nodes in doubt."""
+    note: str | None = None
+    """The last thing a worker said about it (a refusal: another graph version)."""
+
+
+class WorkerRecord(BaseModel):
+    """One worker process's heartbeat."""
+
+    worker_id: str
+    """An owner id (:func:`engine.owners.new_owner`): names host, pid and process start."""
+    host: str
+    pid: int
+    apps: list[str]
+    versions: dict[str, str] = Field(default_factory=dict)
+    """App name -> graph version of the code this worker runs."""
+    current: list[str] = Field(default_factory=list)
+    """``session_id/invocation_id`` of the turns it runs now."""
+    state: str = "running"
+    """``running`` or ``draining`` (SIGTERM: finishing its turns, claiming nothing)."""
+    started_at: float
+    heartbeat_at: float
+    stale_after: float
+    """Seconds after ``heartbeat_at`` when a reader counts the worker gone."""
+
+    def live(self, now: float | None = None) -> bool:
+        """Heartbeat recent and, where that can be told, its process alive."""
+        from ..owners import owner_live
+
+        return owner_live(self.worker_id, self.heartbeat_at + self.stale_after, time.time() if now is None else now)

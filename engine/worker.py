@@ -1,0 +1,437 @@
+"""Workers: processes that run the turns of the apps they have code for (issue 18).
+
+An operator without an app's code answers through the stored JSON Schemas
+(:func:`engine.handoff.queue_answer`): the answer is appended and a *turn
+request* is left in the store (:mod:`engine.store.workers`). A :class:`Worker`
+serves those requests for its apps:
+
+1. it finds a runnable request -- not held, not claimed by a live process --
+   and claims it (compare-and-swap on the request row); a request whose
+   claimer died (SIGKILL) is taken over, at once on the same host (its pid is
+   gone), else when the claim expires;
+2. it runs the turn with the one :class:`~engine.runner.Runner` (the same
+   semantics as the in-process resume): a continuation is a re-drive that
+   continues only an invocation left mid-run (``only_mid_run``); a start
+   request starts the invocation id it names; the Runner takes and renews the
+   invocation's lease, and its appends are fenced by it -- a worker that lost
+   the lease cannot write and its turn ends (LeaseLostError);
+3. it deletes the request once the invocation is no longer mid-run. A turn
+   killed mid-run leaves the request, so another worker continues it -- unless
+   a node is in doubt (started, no end record): the Runner refuses that
+   re-drive (InDoubtError) and the request is *held* until an operator sends an
+   acknowledged re-drive (:func:`engine.handoff.request_redrive`).
+
+Version skew: a worker records its code's :func:`graph_version` for each
+invocation it runs first (``invocation_graph``); a request for an invocation
+recorded under another version is refused with a note saying both versions,
+and left for a worker that has that code.
+
+Waking: :class:`Waker` -- PostgreSQL ``LISTEN`` (every append and request
+notifies), a poll of SQLite's ``PRAGMA data_version`` (changes when another
+connection commits) every few milliseconds, never a fixed long sleep.
+
+Heartbeat: every ``heartbeat`` seconds the worker rewrites its row (host, pid,
+apps, versions, current turns) and renews its claims. SIGTERM (:meth:`Worker.drain`)
+stops claiming, hands back what has not started, lets the current turns end
+within ``drain_timeout`` (then stops them: they are left interrupted, as after
+Ctrl-C), deletes its row and returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import (
+    HitlError,
+    InDoubtError,
+    InvocationBusyError,
+    InvocationCancelledError,
+    InvocationNotFoundError,
+    LeaseLostError,
+    NotRedrivableError,
+    SessionNotFoundError,
+    WorkflowFailed,
+)
+from .liveness import DEFAULT_LEASE_TTL, is_mid_run, lease_is_live
+from .models import Content
+from .nodes import BaseNode
+from .owners import new_owner, owner_live
+from .store.base import SessionStore, has_capability
+from .store.workers import TurnRequest, WorkerRecord
+
+log = logging.getLogger(__name__)
+
+__all__ = ["Waker", "Worker", "graph_version"]
+
+HEARTBEAT = 2.0
+"""Seconds between a worker's heartbeats (its row is stale after three missed)."""
+
+
+# ------------------------------------------------------------------ versions
+def _shape(node: BaseNode) -> Any:
+    from .workflow import Workflow
+
+    kind = type(node).__name__
+    fn = getattr(node, "fn", None) or getattr(node, "func", None)
+    shape: dict[str, Any] = {"name": node.name, "kind": kind, "rerun": bool(node.rerun_on_resume)}
+    if fn is not None:
+        shape["fn"] = f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', '')}"
+    if isinstance(node, Workflow):
+        shape["nodes"] = [_shape(n) for _, n in sorted(node.nodes.items())]
+        shape["edges"] = sorted(
+            [src, dst, repr(route)] for src, outs in node.succ.items() for dst, route in outs
+        )
+    for attr in ("node", "child"):  # a parallel worker's child
+        inner = getattr(node, attr, None)
+        if isinstance(inner, BaseNode):
+            shape[attr] = _shape(inner)
+    return shape
+
+
+def graph_version(node: BaseNode) -> str:
+    """A short hash of a workflow's graph: node names, kinds, functions, edges,
+    ``rerun_on_resume``, nested workflows. Code edits inside a node body that
+    keep the graph do not change it; a renamed, added or rewired node does."""
+    text = json.dumps(_shape(node), sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+# ------------------------------------------------------------------ waking
+class Waker:
+    """Wait until the store may have changed: LISTEN where the store notifies,
+    else a cheap poll of its change counter (SQLite's ``data_version``), else a
+    short poll. ``wait(timeout)`` returns early when something changed."""
+
+    def __init__(self, store: SessionStore, *, poll: float = 0.01) -> None:
+        self.store = store
+        self.poll = poll
+        self._event = asyncio.Event()
+        self._listener: Any = None
+        self._counter: int | None = None
+
+    async def start(self) -> None:
+        if has_capability(self.store, "notify"):
+            self._listener = await self.store.notifications(lambda _s, _q: self._event.set())  # type: ignore[attr-defined]
+        elif hasattr(self.store, "change_counter"):
+            self._counter = await self.store.change_counter()  # type: ignore[attr-defined]
+
+    def poke(self) -> None:
+        """Wake the waiter now (a turn of this process ended: there may be room)."""
+        self._event.set()
+
+    async def wait(self, timeout: float) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(timeout, 0.0)
+        if self._listener is not None or self._counter is None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._event.wait(), timeout if self._listener is not None else min(timeout, 0.05))
+            self._event.clear()
+            return
+        while True:
+            if self._event.is_set():
+                self._event.clear()
+                return
+            counter = await self.store.change_counter()  # type: ignore[attr-defined]
+            if counter != self._counter:
+                self._counter = counter
+                return
+            left = deadline - loop.time()
+            if left <= 0:
+                return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._event.wait(), min(self.poll, left))
+
+    async def close(self) -> None:
+        if self._listener is not None:
+            await self._listener.close()
+            self._listener = None
+
+
+# ------------------------------------------------------------------ the worker
+@dataclass
+class TurnResult:
+    """What a worker did with one request (for tests and the log)."""
+
+    request: TurnRequest
+    outcome: str
+    """``ran`` (the turn ran to a settled state), ``failed`` (a node failed: recorded),
+    ``settled`` (nothing to run: already settled), ``held`` (nodes in doubt),
+    ``refused`` (another graph version), ``busy``, ``lost`` (fenced), ``stopped``."""
+    detail: str = ""
+    events: int = 0
+
+
+@dataclass
+class _Running:
+    request: TurnRequest
+    task: asyncio.Task[TurnResult]
+    started: bool = False
+    """The turn wrote its first event (before that, a drain hands it back)."""
+
+
+@dataclass
+class Worker:
+    """Serves the turn requests of ``apps`` (app name -> root workflow)."""
+
+    store: SessionStore
+    apps: dict[str, BaseNode]
+    concurrency: int = 4
+    lease_ttl: float = DEFAULT_LEASE_TTL
+    heartbeat: float = HEARTBEAT
+    drain_timeout: float = 30.0
+    name: str | None = None
+    on_result: Callable[[TurnResult], None] | None = None
+    worker_id: str = field(default_factory=new_owner)
+    versions: dict[str, str] = field(init=False)
+    _running: dict[tuple[str, str], _Running] = field(default_factory=dict, init=False)
+    _refused: dict[tuple[str, str], str] = field(default_factory=dict, init=False)
+    _stopping: asyncio.Event | None = field(default=None, init=False)
+    _waker: Waker | None = field(default=None, init=False)
+    started_at: float = field(default_factory=time.time, init=False)
+    state: str = field(default="running", init=False)
+
+    def __post_init__(self) -> None:
+        self.versions = {app: graph_version(node) for app, node in self.apps.items()}
+        self.name = self.name or f"worker {socket.gethostname()}:{os.getpid()}"
+
+    # ------------------------------------------------------------ lifecycle
+    def stop(self) -> None:
+        """Ask :meth:`run` to drain and return (SIGTERM, Ctrl-C)."""
+        self.state = "draining"
+        if self._stopping is not None:
+            self._stopping.set()
+        if self._waker is not None:
+            self._waker.poke()
+
+    async def run(self) -> None:
+        """Serve requests until :meth:`stop`; then drain and return."""
+        self._stopping = asyncio.Event()
+        if self.state == "draining":
+            self._stopping.set()
+        self._waker = Waker(self.store)
+        await self._waker.start()
+        await self._beat()
+        beat = asyncio.ensure_future(self._beat_loop())
+        try:
+            while not self._stopping.is_set():
+                next_check = await self._fill()
+                if self._stopping.is_set():
+                    break
+                await self._waker.wait(next_check)
+            await self._drain()
+        finally:
+            beat.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await beat
+            await self._waker.close()
+            with contextlib.suppress(Exception):
+                await self.store.drop_worker(self.worker_id)  # type: ignore[attr-defined]
+
+    def record(self) -> WorkerRecord:
+        now = time.time()
+        return WorkerRecord(
+            worker_id=self.worker_id,
+            host=socket.gethostname(),
+            pid=os.getpid(),
+            apps=sorted(self.apps),
+            versions=self.versions,
+            current=[f"{s}/{i}" for s, i in self._running],
+            state=self.state,
+            started_at=self.started_at,
+            heartbeat_at=now,
+            stale_after=self.heartbeat * 3,
+        )
+
+    async def _beat(self) -> None:
+        await self.store.put_worker(self.record())  # type: ignore[attr-defined]
+
+    async def _beat_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.heartbeat)
+            try:
+                await self._beat()
+                for (sid, inv) in list(self._running):  # renew the claims of the turns we run
+                    await self.store.claim_turn_request(  # type: ignore[attr-defined]
+                        sid, inv, self.worker_id, self.lease_ttl, expected=self.worker_id
+                    )
+            except HitlError as exc:  # a locked or unreachable store: try at the next beat
+                log.warning("worker heartbeat failed: %s", exc)
+
+    # ------------------------------------------------------------ claiming
+    async def _fill(self) -> float:
+        """Claim runnable requests up to the concurrency; returns how long to
+        wait at most before looking again (when a live claim or lease expires)."""
+        next_check = self.heartbeat
+        if len(self._running) >= self.concurrency:
+            return next_check
+        try:
+            requests = await self.store.turn_requests(list(self.apps))  # type: ignore[attr-defined]
+        except HitlError as exc:
+            log.warning("reading turn requests failed: %s", exc)
+            return 0.5
+        now = time.time()
+        for req in requests:
+            if len(self._running) >= self.concurrency or (self._stopping and self._stopping.is_set()):
+                break
+            key = (req.session_id, req.invocation_id)
+            if key in self._running or req.held is not None:
+                continue
+            if key in self._refused and self._refused[key] == req.note:
+                continue  # refused it already (another graph version) and nothing changed
+            claimed = req.claimed_by is not None and req.claimed_until is not None
+            if claimed and (req.claimed_by == self.worker_id or owner_live(req.claimed_by, req.claimed_until, now)):
+                next_check = min(next_check, max(req.claimed_until - now, 0.05))
+                continue
+            try:
+                won = await self.store.claim_turn_request(  # type: ignore[attr-defined]
+                    req.session_id, req.invocation_id, self.worker_id, self.lease_ttl, expected=req.claimed_by
+                )
+            except HitlError as exc:
+                log.warning("claiming a turn request failed: %s", exc)
+                continue
+            if won:
+                running = _Running(req, None)  # type: ignore[arg-type]
+                running.task = asyncio.ensure_future(self._serve(req, running))
+                running.task.add_done_callback(lambda _t, k=key: self._done(k))
+                self._running[key] = running
+        return next_check
+
+    def _done(self, key: tuple[str, str]) -> None:
+        running = self._running.pop(key, None)
+        if running is not None and not running.task.cancelled() and running.task.exception() is not None:
+            log.error("a turn of %s/%s failed in the worker", *key, exc_info=running.task.exception())
+        done = running is not None and not running.task.cancelled() and running.task.exception() is None
+        if done and self.on_result is not None:
+            self.on_result(running.task.result())
+        if self._waker is not None:
+            self._waker.poke()
+
+    # ------------------------------------------------------------ serving
+    async def _serve(self, req: TurnRequest, running: _Running) -> TurnResult:
+        from .resume import load_invocation
+        from .runner import Runner
+
+        sid, inv = req.session_id, req.invocation_id
+        version = self.versions[req.app_name]
+        runner = Runner(req.app_name, self.apps[req.app_name], self.store, lease_ttl=self.lease_ttl)
+        pay = req.payload
+        count = 0
+
+        def stored(_s: Any) -> None:
+            running.started = True
+
+        try:
+            try:
+                # The lease before the log: an answer is queued under the invocation's
+                # lease (request, then answer), so a lease free now and a log read after
+                # it show the answer if it was written; a live one means wait.
+                lease = await self.store.get_lease(sid, inv)
+                proj = await load_invocation(self.store, sid, inv)
+            except (InvocationNotFoundError, SessionNotFoundError):
+                lease, proj = None, None  # a start request not started yet
+            recorded = await self.store.invocation_graph(sid, inv, version)  # type: ignore[attr-defined]
+            if recorded != version:
+                note = (
+                    f"refused by {self.name}: invocation {inv} was started under graph version {recorded} "
+                    f"of {req.app_name}, this worker runs version {version}; run a worker with that code"
+                )
+                self._refused[(sid, inv)] = note
+                await self._unclaim(req, note=note)
+                return self._result(TurnResult(req, "refused", note))
+            if proj is None and req.kind == "start":
+                content = Content.from_text(str(pay.get("text", "")))
+                turn = runner.run(
+                    str(pay.get("user_id", "user")), sid, content, state_delta=pay.get("state_delta"),
+                    new_invocation_id=inv, on_stored=stored,
+                )
+            else:
+                if proj is not None and req.kind != "redrive" and not is_mid_run(proj, inv):
+                    if lease_is_live(lease):  # its answer is being written right now
+                        await self._unclaim(req)
+                        return self._result(TurnResult(req, "busy", "the invocation's lease is held"))
+                    await self._drop(req)
+                    return self._result(TurnResult(req, "settled", "nothing to run"))
+                turn = runner.run(
+                    "", sid, None, inv,
+                    operator=pay.get("operator") or self.name,
+                    reason=pay.get("reason") or f"continued by {self.name}",
+                    acknowledge_in_doubt=bool(pay.get("ack")),
+                    only_mid_run=req.kind != "redrive",
+                    on_stored=stored,
+                )
+            outcome = "ran"
+            try:
+                async for _ in turn:
+                    count += 1
+            except WorkflowFailed as exc:
+                outcome, detail = "failed", str(exc)
+            else:
+                detail = ""
+        except (NotRedrivableError, InvocationCancelledError) as exc:
+            await self._drop(req)
+            return self._result(TurnResult(req, "settled", str(exc)))
+        except InDoubtError as exc:
+            held = (
+                f"nodes in doubt ({', '.join(exc.paths) if hasattr(exc, 'paths') else exc}): "
+                "waiting for an acknowledged re-drive"
+            )
+            await self._unclaim(req, held=held, note=str(exc))
+            return self._result(TurnResult(req, "held", str(exc)))
+        except InvocationBusyError as exc:
+            await self._unclaim(req)
+            return self._result(TurnResult(req, "busy", str(exc)))
+        except LeaseLostError as exc:
+            await self._unclaim(req)
+            return self._result(TurnResult(req, "lost", str(exc), count))
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._unclaim(req))
+            raise
+        except HitlError as exc:  # a store failure mid-turn: left mid-run for the next worker
+            await self._unclaim(req, note=f"{self.name}: {exc}")
+            return self._result(TurnResult(req, "stopped", str(exc), count))
+        await self._drop(req)
+        return self._result(TurnResult(req, outcome, detail, count))
+
+    async def _drop(self, req: TurnRequest) -> None:
+        """Delete the request we hold, unless it was requested again meanwhile."""
+        await self.store.drop_turn_request(  # type: ignore[attr-defined]
+            req.session_id, req.invocation_id, owner=self.worker_id, requested_at=req.requested_at
+        )
+
+    def _result(self, result: TurnResult) -> TurnResult:
+        log.info("%s %s/%s: %s %s", result.outcome, result.request.session_id, result.request.invocation_id,
+                 result.request.kind, result.detail)
+        return result
+
+    async def _unclaim(self, req: TurnRequest, *, held: str | None = None, note: str | None = None) -> None:
+        with contextlib.suppress(HitlError):
+            await self.store.unclaim_turn_request(  # type: ignore[attr-defined]
+                req.session_id, req.invocation_id, self.worker_id, held=held, note=note
+            )
+
+    # ------------------------------------------------------------ draining
+    async def _drain(self) -> None:
+        """Hand back what has not written its first event; let the rest end
+        within ``drain_timeout``; stop what is still running then."""
+        await self._beat()
+        for running in list(self._running.values()):
+            if not running.started:
+                running.task.cancel()
+        tasks = [r.task for r in self._running.values()]
+        if tasks:
+            _, pending = await asyncio.wait(tasks, timeout=self.drain_timeout)
+            for task in pending:
+                task.cancel()
+            if pending:
+                await asyncio.wait(pending, timeout=5)

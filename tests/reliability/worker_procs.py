@@ -1,0 +1,81 @@
+"""Child processes for the worker tests (issue 18), started through a
+forkserver that preloads the engine (see :mod:`tests.reliability.workers`):
+
+* :func:`worker_child` -- a :class:`~engine.worker.Worker` of the crash app
+  until SIGTERM (which drains it: exit 0), or until it is SIGKILLed;
+* :func:`answer_child` -- answers a list of sessions through
+  :func:`engine.handoff.queue_answer` (no workflow code used) and reports each.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import multiprocessing
+import os
+import signal
+from typing import Any
+
+from tests.reliability.workers import PRELOAD
+
+APPROVE = {"finance": {"approved": True}, "risk": {"approved": True}}
+
+
+def context() -> multiprocessing.context.BaseContext:
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload([*PRELOAD, "engine.worker", "engine.handoff", "tests.reliability.worker_procs"])
+    return ctx
+
+
+def worker_child(spec: dict[str, Any]) -> None:
+    os.environ["HITL_CRASH_EFFECTS"] = spec["effects"]
+    os.environ["HITL_CRASH_DELAY"] = str(spec.get("delay", 0.001))
+    os.environ.pop("HITL_CRASH_KILL_AT", None)
+    asyncio.run(_worker_main(spec))
+
+
+async def _worker_main(spec: dict[str, Any]) -> None:
+    from engine.store import open_store
+    from engine.worker import Worker
+    from tests.reliability import crash_app
+
+    store = await open_store(spec["db"], busy_timeout=30)
+    try:
+        worker = Worker(
+            store, {crash_app.APP: crash_app.workflow}, concurrency=spec.get("concurrency", 2),
+            heartbeat=spec.get("heartbeat", 0.5), drain_timeout=spec.get("drain_timeout", 30.0),
+        )
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGTERM, worker.stop)
+        ready = spec.get("ready")
+        if ready:
+            with open(ready, "a", encoding="utf-8") as fh:
+                fh.write(f"{os.getpid()}\n")
+        await worker.run()
+    finally:
+        await store.close()
+
+
+def answer_child(spec: dict[str, Any]) -> None:
+    asyncio.run(_answer_main(spec))
+
+
+async def _answer_main(spec: dict[str, Any]) -> None:
+    from engine import handoff
+    from engine.store import open_store
+
+    store = await open_store(spec["db"], busy_timeout=30)
+    report = []
+    try:
+        for sid in spec["sessions"]:
+            for _ in range(200):  # busy: another answerer's write of the same session; try again
+                done = await handoff.queue_answer(store, sid, APPROVE, operator=f"answerer-{os.getpid()}")
+                if done.error is None or type(done.error).__name__ != "InvocationBusyError":
+                    break
+                await asyncio.sleep(0.01)
+            report.append({"session": sid, "error": None if done.error is None else type(done.error).__name__,
+                           "written": len(done.written)})
+    finally:
+        await store.close()
+    with open(spec["report"], "w", encoding="utf-8") as fh:
+        json.dump(report, fh)
