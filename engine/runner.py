@@ -53,12 +53,14 @@ build_models()  # a turn validates events: build the deferred validators at impo
 _engine_bodies()  # every turn's first node asks whether its body is engine code: import Workflow, ParallelWorker now
 
 
-def operator_metadata(action: str, operator: str | None, reason: str | None) -> dict[str, Any]:
+def operator_metadata(action: str, operator: str | None, reason: str | None, batch: str | None = None) -> dict[str, Any]:
     meta: dict[str, Any] = {"action": action}
     if operator:
         meta["operator"] = operator
     if reason:
         meta["reason"] = reason
+    if batch:
+        meta["batch"] = batch  # a bulk answer's id: its audit rows tie the invocations together
     return meta
 
 
@@ -189,6 +191,8 @@ class _Turn:
     on_loaded: Callable[[str, Projection], None] | None = None
     create: bool = False
     """The session does not exist yet: the first write creates it (``create_in_first_write``)."""
+    batch: str | None = None
+    """The bulk answer this answer is part of (:mod:`engine.bulk`), recorded with it."""
 
 
 @dataclass
@@ -246,6 +250,7 @@ class Runner:
         acknowledge_in_doubt: bool = False,
         on_loaded: Callable[[str, Projection], None] | None = None,
         on_stored: Callable[[StoredEvent], None] | None = None,
+        batch: str | None = None,
     ) -> AsyncIterator[Event]:
         """Start (text message), resume (FunctionResponse message) or re-drive
         (``invocation_id`` without a message) an invocation; yield its events.
@@ -312,6 +317,7 @@ class Runner:
             acknowledge_in_doubt,
             on_loaded,
             create,
+            batch,
         )
         keeper: LeaseKeeper | None = None
         inv_ctx: InvocationContext | None = None
@@ -386,7 +392,7 @@ class Runner:
                 author="user",
                 content=turn.target.content,
                 state_delta=turn.state_delta,
-                custom_metadata=operator_metadata("resume", turn.operator, turn.reason),
+                custom_metadata=operator_metadata("resume", turn.operator, turn.reason, turn.batch),
             )
             # with the completion records of the runs it auto-completes (DESIGN.md 3.2)
             return [event, *auto_completion_records(proj, event)]
