@@ -14,7 +14,8 @@ so on each audit row (``details["batch"]``).
   the store returned: a payload is the app's JSON, not a column).
 * :func:`select` -- the open interrupts a filter matches, oldest first;
   :func:`items` -- an explicit list of (session, invocation, interrupt id).
-* :func:`group` -- one :class:`Group` per invocation (one message each).
+* :func:`group` -- one :class:`Group` per invocation (one message each);
+  :func:`merge` adds explicit items to a filter's groups.
 * :func:`dry_run` -- per invocation: auto-complete, re-execute, keep waiting,
   or refused and why; :meth:`BulkPlan.summary` says it in one line.
 * :func:`submit` -- the answers, one invocation after the other, with a
@@ -59,7 +60,7 @@ ResultStatus = Literal["applied", "refused", "failed", "interrupted"]
 # ------------------------------------------------------------------ the filter
 _OPS = ("<=", ">=", "!=", "=", "<", ">", "~")
 _TERM = re.compile(r"^(?P<field>[A-Za-z_][\w.\-]*)\s*(?P<op><=|>=|!=|=|<|>|~)\s*(?P<value>.*)$", re.S)
-_AGE = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw])")
+_AGE = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 KEYWORDS = ("app", "node", "session", "age", "text")
 """Filter terms that are not payload fields (a payload field of one of these
@@ -67,17 +68,13 @@ names is ``payload.NAME``)."""
 
 
 def parse_age(text: str) -> float:
-    """``90s``, ``15m``, ``2h``, ``1d``, ``1h30m`` -> seconds; HitlError otherwise."""
-    raw = text.strip().lower()
-    pos, total = 0, 0.0
-    for m in _AGE.finditer(raw):
-        if raw[pos : m.start()].strip():
-            break
-        total += float(m.group(1)) * _UNITS[m.group(2)]
-        pos = m.end()
-    if not raw or pos == 0 or raw[pos:].strip():
-        raise HitlError(f"age {text!r} is not a duration: use e.g. 90s, 15m, 2h, 1d or 1h30m")
-    return total
+    """``90s``, ``15m``, ``2h``, ``3d``, ``1w``, ``1h30m`` -> seconds; HitlError otherwise
+    (also what the CLI's ``--older-than`` reads)."""
+    t = text.strip().lower()
+    parts = _AGE.findall(t)
+    if not parts or "".join(n + u for n, u in parts) != t:
+        raise HitlError(f"{text!r} is not a duration like 90s, 15m, 2h, 3d or 1h30m")
+    return sum(float(n) * _UNITS[u] for n, u in parts)
 
 
 def format_age(seconds: float) -> str:
@@ -354,6 +351,18 @@ def group(records: Iterable[InterruptRecord]) -> list[Group]:
             g.interrupt_ids.append(r.interrupt_id)
             g.records.append(r)
     return list(groups.values())
+
+
+def merge(groups: list[Group], more: Iterable[Group]) -> list[Group]:
+    """``groups`` with ``more`` added: ids of an invocation already there join its group."""
+    out = {(g.session_id, g.invocation_id): Group(g.session_id, g.invocation_id, list(g.interrupt_ids), list(g.records))
+           for g in groups}
+    for g in more:
+        have = out.setdefault((g.session_id, g.invocation_id), Group(g.session_id, g.invocation_id, []))
+        known = {r.interrupt_id for r in have.records}
+        have.interrupt_ids += [i for i in g.interrupt_ids if i not in have.interrupt_ids]
+        have.records += [r for r in g.records if r.interrupt_id not in known]
+    return list(out.values())
 
 
 async def items(store: SessionStore, refs: Iterable[ItemRef]) -> list[Group]:

@@ -6,12 +6,15 @@ sample ``refund_approval`` app through the real Runner and leaves
 * 40 small refunds (under 50 EUR), raised 5 h before ``now``, across 30
   sessions (``bulk-01`` .. ``bulk-30``; the first 10 hold two orders each);
 * 5 large refunds (50 EUR or more), as old, in ``big-1`` .. ``big-5``;
-* 3 small refunds raised 1 h before ``now`` (too young), in ``young-1`` .. ``young-3``.
+* 3 small refunds raised 1 h before ``now`` (too young), in ``young-1`` .. ``young-3``;
+* 1 small old refund of another app, ``legacy_refunds`` (the same workflow, but
+  its code is not registered where the tests answer: its answer is refused),
+  in ``legacy-1``.
 
 Every refund waits on its finance and its risk approval; the filter
 ``app=refund_approval node=finance_approval age>2h amount<50 currency=EUR``
 selects exactly the 40 old small finance approvals (risk approvals carry no
-amount). Ids and times are deterministic (``sample_sessions.clock``).
+amount); without ``app=`` it also selects the legacy one. Ids and times are deterministic (``sample_sessions.clock``).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass
 
-from engine import Content
+from engine import Content, Runner
 from engine.apps import AppRegistry
 from engine.store.base import SessionStore
 from sample_sessions import refund_approval
@@ -48,6 +51,8 @@ def orders(small: bool, count: int, start: int) -> list[str]:
 SMALL = orders(True, 40, 5000)
 BIG = orders(False, 5, 5000)
 YOUNG = orders(True, 3, 7000)
+LEGACY = orders(True, 1, 8000)
+LEGACY_APP = "legacy_refunds"
 
 
 @dataclass
@@ -70,9 +75,9 @@ async def build(store: SessionStore, epoch: float) -> Built:
     runner = reg.runner(APP, store)
     small: dict[str, tuple[str, str]] = {}
 
-    async def start(sid: str, order: str) -> str:
+    async def start(sid: str, order: str, app: Runner = runner) -> str:
         first = None
-        async for e in runner.run("clerk", sid, Content.from_text(order)):
+        async for e in app.run("clerk", sid, Content.from_text(order)):
             first = first or e
         assert first is not None
         return first.invocation_id
@@ -85,6 +90,8 @@ async def build(store: SessionStore, epoch: float) -> Built:
         for i, order in enumerate(BIG, 1):
             await start(f"big-{i}", order)
             f.clock.advance(seconds=20)
+        await start("legacy-1", LEGACY[0], Runner(LEGACY_APP, refund_approval.workflow, store))
+        f.clock.advance(seconds=20)
         f.clock.advance(hours=4)
         for i, order in enumerate(YOUNG, 1):
             await start(f"young-{i}", order)
