@@ -6,7 +6,7 @@ node status with :mod:`engine.projection`::
 
     hitl sessions [--app NAME] [--user U] [--status S] [--older-than 2h] [--text T] [--limit N] [--cursor C]
     hitl show SESSION [--invocation INV] [--all-runs]
-    hitl inbox [--app NAME] [--session S] [--limit N] [--cursor C]
+    hitl inbox [--app NAME] [--session S] [--limit N] [--cursor C] [FILTER]...
     hitl resume SESSION ID=JSON|ID=@file.json ... [--answer ID=JSON] [--invocation INV] [--dry-run]
                 [--operator NAME] [--reason TEXT]
     hitl bulk-answer [FILTER]... [--item SESSION INVOCATION ID]... [--items FILE] --answer JSON [--dry-run]
