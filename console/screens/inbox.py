@@ -210,9 +210,9 @@ class InboxScreen(PagedTableScreen):
         if not self.where.empty:  # the filter box under this line shows the terms
             scope = "filtered (/: change, esc: clear)" + (
                 f" · app={self.app_name}" if self.app_name and not self.where.app else "")
-        info = Text(f" open interrupts, oldest first · {len(self.rows):,} shown{more} · ")
+        info = Text(" open interrupts, oldest first · ")
         info.append(literal(scope))
-        info.append(self.marks_summary())
+        info.append(f" · {len(self.rows):,} shown{more}{self.marks_summary()}")
         self.query_one("#inbox-info", Static).update(info)
         empty = not self.rows
         self.query_one("#inbox-empty", Static).set_class(not empty, "-hidden")
