@@ -303,7 +303,13 @@ class BulkAnswerScreen(ModalScreen[BulkResult | None]):
         t = Text(message.result.summary(), "bold")
         bad = message.result.not_applied
         if bad:
-            t.append(f"\n  {len(bad)} not applied, each with its reason below; the others were applied.", "bold red")
+            t.append(f"\n  {len(bad)} not applied (each marked below); the others were applied.", "bold red")
+            reasons: dict[str, int] = {}
+            for r in bad:
+                reasons[r.reason or r.status] = reasons.get(r.reason or r.status, 0) + 1
+            for reason, n in reasons.items():
+                t.append(f"\n  {bad[0].status if n == len(bad) else 'not applied'} ×{n}: ", "bold")
+                t.append(self.hitl.redactor.text(reason))
         self.query_one("#bulk-summary", Static).update(t)
         self._keys_changed()
         table = self.query_one("#bulk-items", DataTable)
