@@ -36,19 +36,9 @@ from engine.store.sqlite import SQLiteStore  # noqa: E402
 from sample_sessions.demo import FIXTURE_EPOCH  # noqa: E402
 from tests import bulk_store  # noqa: E402
 from tests.console.conftest import make_app, settle  # noqa: E402
+from tests.console.test_bulk_answer import Keys  # noqa: E402
 
 ANSWER = '{"approved": true}'
-
-
-class Keys:
-    def __init__(self, pilot: Any) -> None:
-        self.pilot, self.count = pilot, 0
-
-    async def __call__(self, *keys: str) -> None:
-        for k in keys:
-            await self.pilot.press(k)
-            self.count += 1
-        await settle(self.pilot)
 
 
 async def until(pilot: Any, predicate: Any) -> None:

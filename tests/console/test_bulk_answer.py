@@ -8,6 +8,8 @@ answer, ``ctrl+s``, ``ctrl+s``."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -53,6 +55,23 @@ class Keys:
         await self(*list(text))
 
 
+@contextlib.asynccontextmanager
+async def console(**kw: Any) -> AsyncIterator[tuple[MemoryStore, Any, Keys]]:
+    """The refunds store, the console over it at 120x36, and a key counter."""
+    store, built = await refunds()
+    app = app_on(store, built, **kw)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        yield store, app, Keys(pilot)
+
+
+async def filter_inbox(keys: Keys, text: str) -> None:
+    """``i``, ``/``, the filter, enter."""
+    await keys("i", "slash")
+    await keys.type(text)
+    await keys("enter")
+
+
 async def open_ids(store: MemoryStore) -> set[str]:
     return {r.interrupt_id for r in (await store.open_interrupts(limit=1000)).items}
 
@@ -63,14 +82,8 @@ async def batch_rows(store: MemoryStore) -> list[Any]:
 
 async def test_approve_the_40_refunds_under_50_eur_older_than_2h(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("USER", "ann")
-    store, built = await refunds()
-    app = app_on(store, built)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await settle(pilot)
-        keys = Keys(pilot)
-        await keys("i", "slash")
-        await keys.type(bulk_store.FILTER)
-        await keys("enter")
+    async with console() as (store, app, keys):
+        await filter_inbox(keys, bulk_store.FILTER)
         inbox = app.screen
         assert isinstance(inbox, InboxScreen) and len(inbox.rows) == 40
         await keys("a")
@@ -104,14 +117,8 @@ async def test_approve_the_40_refunds_under_50_eur_older_than_2h(monkeypatch: py
 
 
 async def test_space_marks_rows_across_sessions_and_only_those_are_answered() -> None:
-    store, built = await refunds()
-    app = app_on(store, built)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await settle(pilot)
-        keys = Keys(pilot)
-        await keys("i", "slash")
-        await keys.type("node=finance_approval")
-        await keys("enter")
+    async with console() as (store, app, keys):
+        await filter_inbox(keys, "node=finance_approval")
         inbox = app.screen
         assert isinstance(inbox, InboxScreen)
         await keys("space", "down", "space", "down", "down", "space")
@@ -131,14 +138,9 @@ async def test_space_marks_rows_across_sessions_and_only_those_are_answered() ->
 
 
 async def test_a_refused_item_is_listed_with_its_reason_stays_marked_and_the_others_are_applied() -> None:
-    store, built = await refunds()
-    app = app_on(store, built)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await settle(pilot)
-        keys = Keys(pilot)
-        await keys("i", "slash")
-        await keys.type(NO_APP)
-        await keys("enter", "a", "b")
+    async with console() as (store, app, keys):
+        await filter_inbox(keys, NO_APP)
+        await keys("a", "b")
         dialog = app.screen
         assert isinstance(dialog, BulkAnswerScreen) and len(dialog.groups) == 41
         await keys.type(ANSWER)
@@ -163,15 +165,10 @@ async def test_a_refused_item_is_listed_with_its_reason_stays_marked_and_the_oth
 
 
 async def test_an_invalid_answer_cannot_be_submitted_and_nothing_is_written() -> None:
-    store, built = await refunds()
-    before = {s.id: s.event_count for s in (await store.list_sessions(limit=100)).items}
-    app = app_on(store, built)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await settle(pilot)
-        keys = Keys(pilot)
-        await keys("i", "slash")
-        await keys.type(bulk_store.FILTER)
-        await keys("enter", "b")  # no marks: the filtered rows
+    async with console() as (store, app, keys):
+        before = {s.id: s.event_count for s in (await store.list_sessions(limit=100)).items}
+        await filter_inbox(keys, bulk_store.FILTER)
+        await keys("b")  # no marks: the filtered rows
         dialog = app.screen
         assert isinstance(dialog, BulkAnswerScreen) and len(dialog.groups) == 40
         await keys("ctrl+s")  # nothing written yet: nothing prefilled
@@ -184,14 +181,9 @@ async def test_an_invalid_answer_cannot_be_submitted_and_nothing_is_written() ->
 
 
 async def test_read_only_shows_the_dry_run_and_refuses_to_submit() -> None:
-    store, built = await refunds()
-    app = app_on(store, built, read_only=True)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await settle(pilot)
-        keys = Keys(pilot)
-        await keys("i", "slash")
-        await keys.type(bulk_store.FILTER)
-        await keys("enter", "b")
+    async with console(read_only=True) as (store, app, keys):
+        await filter_inbox(keys, bulk_store.FILTER)
+        await keys("b")
         dialog = app.screen
         assert isinstance(dialog, BulkAnswerScreen)
         await keys.type(ANSWER)
@@ -202,11 +194,7 @@ async def test_read_only_shows_the_dry_run_and_refuses_to_submit() -> None:
 
 
 async def test_a_bad_filter_is_said_and_not_applied_and_esc_clears_a_filter() -> None:
-    store, built = await refunds()
-    app = app_on(store, built)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await settle(pilot)
-        keys = Keys(pilot)
+    async with console() as (store, app, keys):
         await keys("i")
         inbox = app.screen
         assert isinstance(inbox, InboxScreen)
@@ -236,9 +224,8 @@ def _scene(submit: bool) -> Any:
     async def run_before(pilot: Any) -> None:
         await settle(pilot)
         keys = Keys(pilot)
-        await keys("i", "slash")
-        await keys.type(NO_APP)
-        await keys("enter", "a", "b")
+        await filter_inbox(keys, NO_APP)
+        await keys("a", "b")
         await keys.type(ANSWER)
         if submit:
             await keys("ctrl+s", "ctrl+s")
