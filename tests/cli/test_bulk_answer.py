@@ -166,3 +166,14 @@ def test_read_only_refuses_the_answer_but_allows_the_dry_run(db: Path) -> None:
     ok(hitl(db, "--read-only", "bulk-answer", *FILTER, "--answer", APPROVE, "--dry-run"))
     res = hitl(db, "--read-only", "bulk-answer", *FILTER, "--answer", APPROVE)
     assert res.exit_code == 1 and "read-only" in res.stderr
+
+
+def test_hitl_inbox_takes_the_same_filter_and_hitl_audit_names_the_batch(db: Path) -> None:
+    listed = ok(hitl(db, "inbox", *FILTER)).splitlines()
+    assert len(listed) == 41 and listed[0].split()[:2] == ["AGE", "SESSION"]  # header + the 40
+    assert {line.split()[4] for line in listed[1:]} == {f"finance-{o}" for o in bulk_store.SMALL}
+    doc = json.loads(ok(hitl(db, "--json", "inbox", "node=risk_approval", "customer~grace", "age>2h")))
+    assert doc["interrupts"] and all(r["args"]["payload"]["customer"] == "Grace Hopper" for r in doc["interrupts"])
+    ok(hitl(db, "bulk-answer", *FILTER, "--answer", APPROVE))
+    batch = audit_rows(db)[0].details["batch"]
+    assert f"({batch})" in ok(hitl(db, "audit", "--limit", "1"))
