@@ -169,7 +169,7 @@ ACTIONS: tuple[Action, ...] = (
            "one audited batch", "inbox", "bulk_answer", cli="hitl bulk-answer {text} --answer JSON --dry-run",
            writes=True),
     # Selecting ids and answering them: part of the write flow, so --read-only disables them too.
-    Action("interrupts.toggle", "space", "Select", "Select / unselect the open ids of this node (inbox: mark the row)",
+    Action("interrupts.toggle", "space", "Select", "Select / unselect the open ids of this node (or inbox row)",
            ("inbox", "session"), "toggle_interrupt", cli="hitl resume {session_id} {interrupt_id}=JSON",
            write_flow=True, show=False, priority=True),
     Action("interrupts.select_node", "a", "Node ids", "Select every open id of this node (and of nodes below it)",
