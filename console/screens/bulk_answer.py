@@ -15,15 +15,13 @@ from __future__ import annotations
 
 import json
 import shlex
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, ProgressBar
 
@@ -31,6 +29,7 @@ from engine import bulk
 from engine.bulk import BulkPlan, BulkResult, Group, ItemPlan, ItemResult
 
 from ..answering.writes import app_registry
+from ..messages import BulkFinished, BulkItemDone, BulkPlanFailed, BulkPlanned
 from ..text import literal
 from ..widgets.bulk_input import BulkAnswerInput
 from ..widgets.format import short, short_id
@@ -43,38 +42,6 @@ if TYPE_CHECKING:
     from ..app import HitlApp
 
 COLUMNS = (("what", "DRY RUN"), ("session", "SESSION"), ("inv", "INVOCATION"), ("ids", "IDS"), ("why", "NODE / WHY"))
-
-
-@dataclass
-class BulkPlanned(Message):
-    """The dry run of the answer written (``text``) is done."""
-
-    text: str
-    plan: BulkPlan
-
-
-@dataclass
-class BulkPlanFailed(Message):
-    """The dry run could not be made (a store error)."""
-
-    text: str
-    error: str
-
-
-@dataclass
-class BulkItemDone(Message):
-    """One invocation of a running bulk answer settled."""
-
-    result: ItemResult
-    done: int
-    total: int
-
-
-@dataclass
-class BulkFinished(Message):
-    """The bulk answer is over: every item's result."""
-
-    result: BulkResult
 
 
 def bulk_command(where: str, groups: list[Group], value: Any, operator: str | None, reason: str | None) -> str:
@@ -118,7 +85,7 @@ class BulkAnswerScreen(ModalScreen[BulkResult | None]):
 
     @property
     def hitl(self) -> HitlApp:
-        return self.app  # type: ignore[return-value]
+        return cast("HitlApp", self.app)
 
     # ------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
@@ -214,7 +181,7 @@ class BulkAnswerScreen(ModalScreen[BulkResult | None]):
         self.post_message(BulkPlanned(text, plan))
 
     def _current_text(self) -> str:
-        return self.query_one(BulkAnswerInput).query_one("TextArea").text  # type: ignore[attr-defined, no-any-return]
+        return self.query_one(BulkAnswerInput).text
 
     def on_bulk_planned(self, message: BulkPlanned) -> None:
         if message.text != self._current_text() or self.running or self.result is not None:

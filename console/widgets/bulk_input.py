@@ -2,7 +2,8 @@
 
 The bulk dialog (:mod:`console.screens.bulk_answer`) asks only this widget for
 the value: :attr:`BulkAnswerInput.check` (the parsed value and what is wrong
-with it) and the :class:`BulkAnswerInput.Checked` message after each edit. It
+with it), :attr:`BulkAnswerInput.text` (what the dry run is keyed on) and the
+:class:`BulkAnswerInput.Checked` message after each edit. It
 is a JSON editor today; a schema-generated form can take its place as long as
 it offers the same two things.
 
@@ -59,6 +60,11 @@ class BulkAnswerInput(Vertical):
     def on_mount(self) -> None:
         self.query_one(JsonArea).cursor_blink = getattr(self.app, "cursor_blink", True)
         self._show()
+
+    @property
+    def text(self) -> str:
+        """The answer as written (what :attr:`check` is the verdict on)."""
+        return self.query_one(JsonArea).text
 
     def focus_input(self) -> None:
         self.query_one(JsonArea).focus()
