@@ -6,7 +6,7 @@ a bulk answer names no session, gives one value to every selected id, and
 sends one message per invocation. The filter is the inbox's (the same terms
 the console's inbox filter line reads, :func:`engine.bulk.parse_where`)::
 
-    hitl bulk-answer app=refund_approval node=finance_approval age>2h amount<50 currency=EUR \\
+    hitl bulk-answer app=refund_approval node=finance_approval 'age>2h' 'amount<50' currency=EUR \\
         --answer '{"approved": true}' --dry-run
     hitl bulk-answer --item SESSION INVOCATION ID ... --answer @approve.json --reason "monthly run"
     hitl bulk-answer --items previewed.json --answer ...   (the --dry-run --json output: exactly those)
@@ -162,7 +162,8 @@ def bulk_answer(
     FILTER terms (the console inbox's filter line): app=NAME node=NAME session=ID
     age>2h text=WORDS (or bare words), and payload fields FIELD<VALUE, =, !=, <=, >=, >
     and ~ (contains), e.g. amount<50 currency=EUR. Every term must hold. Run
-    with --dry-run first; exit 1 if any item is refused (the others are applied)."""
+    with --dry-run first; exit 1 if any item is refused (the others are applied).
+    In a shell, quote the terms with < or > ('amount<50'), or use --older-than 2h."""
     from engine import bulk
 
     red = _opts().redactor()
