@@ -182,6 +182,8 @@ def bulk_answer(
                 "an empty filter would answer every open interrupt"
             )
         async with open_store(write=not dry_run) as store:
+            if store.read_only and not dry_run:
+                raise ReadOnlyError("the store is open read-only (--read-only); nothing was written")
             groups = [] if where.empty else bulk.group(await bulk.select(store, where))
             if refs:
                 groups = bulk.merge(groups, await bulk.items(store, [await _full(store, r) for r in refs]))
@@ -190,8 +192,6 @@ def bulk_answer(
             if dry_run:
                 await _dry(store, groups, value, str(where))
                 return
-            if store.read_only:
-                raise ReadOnlyError("the store is open read-only (--read-only); nothing was written")
             await _submit(store, groups, value, _operator(operator), reason)
 
     async def _full(store: Any, ref: Any) -> Any:
