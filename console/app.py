@@ -59,7 +59,7 @@ from .times import use_utc
 from .widgets.plain import Static
 
 SESSION_STATUSES = set(SESSION_FILTERS)
-READ_ONLY_DRY_RUN = frozenset({"interrupts.answer"})
+READ_ONLY_DRY_RUN = frozenset({"interrupts.answer", "inbox.bulk_answer"})
 """Write actions that still open in read-only mode: the editor, for a dry run (submitting stays disabled)."""
 
 

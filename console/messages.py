@@ -24,6 +24,7 @@ from .widgets.event_log import LogLine
 
 if TYPE_CHECKING:
     from engine import Event
+    from engine.bulk import BulkPlan, BulkResult, ItemResult
     from engine.liveness import InvocationHealth
     from engine.replay import Replay
 
@@ -250,3 +251,36 @@ class WriteDone(Message):
     job: WriteJob
     outcome: Outcome
     draft: AnswerDraft | None
+
+
+# ------------------------------------------------------------------ bulk answers (console/screens/bulk_answer.py)
+@dataclass
+class BulkPlanned(Message):
+    """The dry run of the answer written (``text``) is done."""
+
+    text: str
+    plan: BulkPlan
+
+
+@dataclass
+class BulkPlanFailed(Message):
+    """The dry run could not be made (a store error)."""
+
+    text: str
+    error: str
+
+
+@dataclass
+class BulkItemDone(Message):
+    """One invocation of a running bulk answer settled."""
+
+    result: ItemResult
+    done: int
+    total: int
+
+
+@dataclass
+class BulkFinished(Message):
+    """The bulk answer is over: every item's result."""
+
+    result: BulkResult

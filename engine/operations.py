@@ -196,17 +196,19 @@ async def answer(
     preload: bool = False,
     session_state: bool = False,
     on_step: Callable[[Step], None] | None = None,
+    batch: str | None = None,
 ) -> Outcome:
     """Answer ``answers`` (``{interrupt_id: value}``) and run what they unblock.
 
     ``registry``: the app code (or how to build it; a HitlError building it is
     the refusal); ``session``: the session row when the caller has read it;
-    ``on_step`` is called after each persisted event."""
+    ``on_step`` is called after each persisted event; ``batch``: the bulk answer
+    (:mod:`engine.bulk`) this one is part of, recorded on the answer."""
     from .models import Content
 
     outcome = Outcome("answer", session_id, invocation_id, operator, reason, answered=list(answers))
     content = Content.from_responses(answers)
-    return await _turn(outcome, store, registry, session, preload, session_state, on_step, content=content)
+    return await _turn(outcome, store, registry, session, preload, session_state, on_step, content=content, batch=batch)
 
 
 async def redrive(
@@ -372,6 +374,7 @@ async def _turn(
     *,
     content: Any = None,
     acknowledge_in_doubt: bool = False,
+    batch: str | None = None,
 ) -> Outcome:
     """An answer or a re-drive: one Runner turn, folded event by event."""
     from .resume import load_invocation
@@ -396,6 +399,8 @@ async def _turn(
         }
         if content is None:
             kw["acknowledge_in_doubt"] = acknowledge_in_doubt
+        if batch is not None:
+            kw["batch"] = batch
         async for event in runner.run(session.user_id, sid, content, inv, **kw):
             yield event
 

@@ -54,12 +54,14 @@ build_models()  # a turn validates events: build the deferred validators at impo
 _engine_bodies()  # every turn's first node asks whether its body is engine code: import Workflow, ParallelWorker now
 
 
-def operator_metadata(action: str, operator: str | None, reason: str | None) -> dict[str, Any]:
+def operator_metadata(action: str, operator: str | None, reason: str | None, batch: str | None = None) -> dict[str, Any]:
     meta: dict[str, Any] = {"action": action}
     if operator:
         meta["operator"] = operator
     if reason:
         meta["reason"] = reason
+    if batch:
+        meta["batch"] = batch  # a bulk answer's id: its audit rows tie the invocations together
     return meta
 
 
@@ -131,6 +133,7 @@ def answer_events(
     state_delta: dict[str, Any] | None,
     operator: str | None,
     reason: str | None,
+    batch: str | None = None,
 ) -> list[Event]:
     """An answer's first events, checked against ``proj`` (current: read under
     the invocation's lease, or proven unchanged by the write): the FR message
@@ -147,7 +150,7 @@ def answer_events(
         author="user",
         content=target.content,
         state_delta=state_delta,
-        custom_metadata=operator_metadata("resume", operator, reason),
+        custom_metadata=operator_metadata("resume", operator, reason, batch),
     )
     return [event, *auto_completion_records(proj, event)]
 
@@ -220,6 +223,8 @@ class _Turn:
     """The session does not exist yet: the first write creates it (``create_in_first_write``)."""
     only_mid_run: bool = False
     """A re-drive that continues only an invocation left mid-run (a worker's)."""
+    batch: str | None = None
+    """The bulk answer this answer is part of (:mod:`engine.bulk`), recorded with it."""
 
 
 @dataclass
@@ -279,6 +284,7 @@ class Runner:
         on_stored: Callable[[StoredEvent], None] | None = None,
         new_invocation_id: str | None = None,
         only_mid_run: bool = False,
+        batch: str | None = None,
     ) -> AsyncIterator[Event]:
         """Start (text message), resume (FunctionResponse message) or re-drive
         (``invocation_id`` without a message) an invocation; yield its events.
@@ -353,6 +359,7 @@ class Runner:
             on_loaded,
             create,
             only_mid_run,
+            batch,
         )
         keeper: LeaseKeeper | None = None
         inv_ctx: InvocationContext | None = None
@@ -422,7 +429,9 @@ class Runner:
             turn.on_loaded(inv, proj.fork())
         if turn.kind == "resume":
             assert turn.target is not None
-            return answer_events(proj, turn.session_id, turn.target, turn.state_delta, turn.operator, turn.reason)
+            return answer_events(
+                proj, turn.session_id, turn.target, turn.state_delta, turn.operator, turn.reason, turn.batch
+            )
         if turn.kind == "redrive":
             _check_redrivable(proj, inv)  # again, where it is authoritative
             if turn.only_mid_run and not is_mid_run(proj, inv):

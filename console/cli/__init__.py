@@ -6,9 +6,11 @@ node status with :mod:`engine.projection`::
 
     hitl sessions [--app NAME] [--user U] [--status S] [--older-than 2h] [--text T] [--limit N] [--cursor C]
     hitl show SESSION [--invocation INV] [--all-runs]
-    hitl inbox [--app NAME] [--session S] [--limit N] [--cursor C]
+    hitl inbox [--app NAME] [--session S] [--limit N] [--cursor C] [FILTER]...
     hitl resume SESSION ID=JSON|ID=@file.json ... [--answer ID=JSON] [--invocation INV] [--dry-run]
                 [--operator NAME] [--reason TEXT]
+    hitl bulk-answer [FILTER]... [--item SESSION INVOCATION ID]... [--items FILE] --answer JSON [--dry-run]
+                [--operator NAME] [--reason TEXT]   (FILTER: app=NAME node=NAME age>2h text=T amount<50 ...)
     hitl redrive SESSION INVOCATION [--ack-in-doubt] [--operator NAME] [--reason TEXT]
     hitl cancel SESSION INVOCATION [--operator NAME] [--reason TEXT]
     hitl start APP [--session S] [--user U] MESSAGE
@@ -38,7 +40,7 @@ store, failed run...) with a one-line reason on stderr and no traceback; 2 usage
 Modules: :mod:`.options` (global options, store opener), :mod:`.output`
 (printing, errors), :mod:`.loads` (reading a session for display),
 :mod:`.render` (the shared views as text), :mod:`.group` (the group, ``main``),
-and one module per command group: :mod:`.reads`, :mod:`.writes`,
+and one module per command group: :mod:`.reads`, :mod:`.writes`, :mod:`.bulk`,
 :mod:`.replay`, :mod:`.transfer`, :mod:`.audit`, :mod:`.demo`.
 """
 
@@ -47,7 +49,7 @@ from __future__ import annotations
 from console.times import age
 
 # The command groups register themselves on `cli` when imported.
-from . import audit, demo, reads, replay, start, transfer, workers, writes  # noqa: F401
+from . import audit, bulk, demo, reads, replay, start, transfer, workers, writes  # noqa: F401
 from .group import cli, main
 from .options import (
     CONFIG_NAME,

@@ -60,7 +60,7 @@ def audit(
         for r in page.items:
             d = r.details
             if r.action == "answer":
-                what = f"answered {id_list(d.get('ids', []), 4)}"
+                what = f"answered {id_list(d.get('ids', []), 4)}" + (f" ({d['batch']})" if d.get("batch") else "")
             elif r.action == "import":
                 what = f"imported {d.get('events', '?')} events" + (f" from {d['source']}" if d.get("source") else "")
             elif r.action == "redrive" and d.get("in_doubt"):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
@@ -214,17 +213,16 @@ operator_option = click.option(
 reason_option = click.option("--reason", metavar="TEXT", help="Why; recorded on the event.")
 
 
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
 def parse_duration(text: str) -> float:
-    """``90s``, ``15m``, ``2h``, ``3d``, ``1w``, ``1h30m`` -> seconds."""
-    t = text.strip().lower()
-    parts = _DURATION.findall(t)
-    if not parts or "".join(n + u for n, u in parts) != t:
-        raise click.BadParameter(f"{text!r} is not a duration like 90s, 15m, 2h, 3d or 1h30m")
-    return sum(float(n) * _UNITS[u] for n, u in parts)
+    """``90s``, ``15m``, ``2h``, ``3d``, ``1w``, ``1h30m`` -> seconds (:func:`engine.bulk.parse_age`)."""
+    from engine.bulk import parse_age
+
+    try:
+        return parse_age(text)
+    except HitlError as exc:
+        raise click.BadParameter(str(exc)) from None
 
 
 def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:

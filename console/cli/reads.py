@@ -191,15 +191,27 @@ def show(session_id: str, invocation: str | None, all_runs: bool, graph: bool) -
 @click.option("--session", "session_id", metavar="SESSION", help="Only this session.")
 @click.option("--limit", type=click.IntRange(1, 10_000), default=50, show_default=True)
 @click.option("--cursor", metavar="CURSOR", help="Continue a listing (printed as next cursor).")
-def inbox(app_name: str | None, session_id: str | None, limit: int, cursor: str | None) -> None:
-    """Open interrupts across sessions, oldest first."""
+@click.argument("terms", nargs=-1, metavar="[FILTER]...")
+def inbox(app_name: str | None, session_id: str | None, limit: int, cursor: str | None, terms: tuple[str, ...]) -> None:
+    """Open interrupts across sessions, oldest first.
+
+    FILTER terms, as `hitl bulk-answer` and the console's inbox filter read them:
+    app=NAME node=NAME age>2h text=WORDS and payload fields (amount<50 currency=EUR);
+    with a filter every match is listed (no --limit/--cursor paging)."""
     red = _opts().redactor()  # the command's one Redactor, handed to what renders
 
     async def body() -> None:
+        from engine import bulk
+        from engine.store.base import Page
+
         async with open_store(write=False) as store:
-            page = await page_of(
-                store.open_interrupts(app_name=app_name, session_id=session_id, limit=limit, cursor=cursor)
-            )
+            if terms:
+                where = bulk.parse_where(terms, bulk.Where(app=app_name, session=session_id))
+                page = Page(items=await bulk.select(store, where))
+            else:
+                page = await page_of(
+                    store.open_interrupts(app_name=app_name, session_id=session_id, limit=limit, cursor=cursor)
+                )
         if _opts().json:
             out_json(red, 
                 {

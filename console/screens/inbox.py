@@ -6,29 +6,42 @@ cannot be confused. Enter opens the session at that node. STATUS is the
 interrupt's invocation as engine.liveness sees it: ``WAITING``, or
 ``INTERRUPTED`` (a turn of it stopped mid-run: answers are refused until it is
 re-driven) with ``IN DOUBT`` when a node may already have done its side effect.
+
+``/`` filters by app, node, age, message text and payload fields (the terms of
+:func:`engine.bulk.parse_where`, as ``hitl bulk-answer`` and ``hitl inbox``
+read them); a filtered inbox lists every match (no paging). Rows are marked
+across sessions (``space``; ``A`` every row of the invocation; ``a`` every
+filtered row) and answered: ``e`` in the session's editor when they belong to
+one invocation, ``b`` with one answer for all of them (the bulk dialog, which
+also takes the filtered rows when none is marked).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import ClassVar
 
 from rich.text import Text
-from textual import work
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import Footer
+from textual.widgets import Footer, Input
 
+from engine import bulk
+from engine.errors import HitlError
 from engine.liveness import interrupted_invocations
 from engine.models import REQUEST_INPUT_FUNCTION
-from engine.store.base import InterruptRecord
+from engine.store.base import InterruptRecord, Page
 
 from ..actions import bindings
-from ..answering.selection import AnswerDraft, InterruptSelection
+from ..answering.selection import AnswerDraft
 from ..messages import InboxLoaded, StoreFailed
 from ..text import literal
 from ..widgets.format import age, short, short_id
+from ..widgets.keys import TextInput
 from ..widgets.plain import Static
 from .base import PagedTableScreen, StatusTable
+from .bulk_answer import BulkAnswerScreen
 from .loaders import one_line
 from .session import SessionScreen
 
@@ -72,12 +85,18 @@ class InboxScreen(PagedTableScreen):
         self._busy_more = False
         self.loaded_once = False
         self._generation = 0
-        self.picked = InterruptSelection()
-        """The rows selected for one answer (``space``, ``a``, ``A``)."""
+        self.marks: dict[str, InterruptRecord] = {}
+        """The marked rows, across sessions, in marking order (``space``, ``A``, ``a``)."""
+        self.where: bulk.Where = bulk.Where()
+        """The filter (``/``); empty: the paged inbox."""
 
     def compose(self) -> ComposeResult:
         yield self.compose_title("hitl ▸ Inbox")
         yield Static("", id="inbox-info", classes="infoline")
+        yield TextInput(
+            placeholder="/ filter: app=NAME node=NAME age>2h text amount<50 currency=EUR  (enter: apply · esc: close)",
+            id="inbox-filter", classes="-hidden",
+        )
         yield StatusTable(id="inbox-table", cursor_type="row", zebra_stripes=True)
         yield Static("", id="inbox-empty", classes="empty -hidden")
         yield Footer(compact=True)
@@ -87,6 +106,7 @@ class InboxScreen(PagedTableScreen):
         for key, label in COLUMNS:
             table.add_column(label, key=key)
         table.focus()
+        self.query_one("#inbox-filter", Input).cursor_blink = self.hitl.cursor_blink
         self.watch(table, "scroll_y", self._scrolled, init=False)
         self.reload()
         if self.hitl.refresh_interval:
@@ -118,7 +138,11 @@ class InboxScreen(PagedTableScreen):
     async def _load(self, limit: int, cursor: str | None, append: bool, generation: int) -> None:
         try:
             store = self.hitl.store
-            page = await store.open_interrupts(app_name=self.app_name, limit=limit, cursor=cursor)
+            if not self.where.empty:  # every match: the payload tests are not a store query, so no paging
+                where = replace(self.where, app=self.where.app or self.app_name)
+                page = Page(items=await bulk.select(store, where, now=self.hitl.clock()))
+            else:
+                page = await store.open_interrupts(app_name=self.app_name, limit=limit, cursor=cursor)
             stopped: dict[tuple[str, str], tuple[bool, bool]] = {}
             for sid in dict.fromkeys(r.session_id for r in page.items):  # liveness, once per session shown
                 for h in await interrupted_invocations(store, sid):
@@ -183,13 +207,20 @@ class InboxScreen(PagedTableScreen):
                 table.move_cursor(row=wanted.index(current), animate=False)
         more = " · more below ↓" if self.next_cursor else ""
         scope = f"app={self.app_name}" if self.app_name else "all apps"
-        self.query_one("#inbox-info", Static).update(
-            f" open interrupts, oldest first · {scope} · {len(self.rows):,} shown{more}{self.picked_summary()}"
-        )
+        if not self.where.empty:  # the filter box under this line shows the terms
+            scope = "filtered (/: change, esc: clear)" + (
+                f" · app={self.app_name}" if self.app_name and not self.where.app else "")
+        info = Text(" open interrupts, oldest first · ")
+        info.append(literal(scope))
+        info.append(f" · {len(self.rows):,} shown{more}{self.marks_summary()}")
+        self.query_one("#inbox-info", Static).update(info)
         empty = not self.rows
         self.query_one("#inbox-empty", Static).set_class(not empty, "-hidden")
         table.set_class(empty, "-hidden")
-        if empty:
+        if empty and not self.where.empty:
+            self.query_one("#inbox-empty", Static).update(
+                literal(f"No open interrupt matches {self.where}.\nPress / to change the filter (empty: every row)."))
+        elif empty:
             self.query_one("#inbox-empty", Static).update("No open interrupts: nobody is waiting for an answer.")
 
     def _selected_key(self) -> str | None:
@@ -218,77 +249,151 @@ class InboxScreen(PagedTableScreen):
     def action_refresh(self) -> None:
         self.reload(limit=min(max(len(self.rows), PAGE), REFRESH_CAP))
 
-    # ------------------------------------------------------------ selecting and answering
-    def picked_summary(self) -> str:
-        """`` · ● 2 selected in SESSION (e: answer)`` for the info line; empty without a selection."""
-        key = self.picked.key
-        if key is None:
+    # ------------------------------------------------------------ filtering
+    def action_filter(self) -> None:
+        box = self.query_one("#inbox-filter", Input)
+        if not box.value and not self.where.empty:
+            box.value = str(self.where)
+        box.remove_class("-hidden")
+        box.focus()
+
+    @on(Input.Submitted, "#inbox-filter")
+    def _filter_done(self, event: Input.Submitted) -> None:
+        event.stop()
+        try:
+            where = bulk.parse_where(event.value)
+        except HitlError as e:
+            self.notify(f"Filter not applied: {one_line(e)}", severity="warning", timeout=8)
+            return
+        self.apply_filter(where)
+        box = self.query_one("#inbox-filter", Input)
+        box.set_class(where.empty, "-hidden")
+        self.query_one("#inbox-table", StatusTable).focus()
+
+    def apply_filter(self, where: bulk.Where) -> None:
+        """Show only the rows ``where`` matches (empty: the paged inbox); marks stay."""
+        self.where = where
+        self.next_cursor = None
+        self.reload()  # the rows shown stay until the filter's arrive (the table keeps the focus)
+
+    def on_back(self) -> bool:
+        box = self.query_one("#inbox-filter", Input)
+        if box.has_focus:
+            box.set_class(self.where.empty, "-hidden")
+            box.value = str(self.where) if not self.where.empty else ""
+            self.query_one("#inbox-table", StatusTable).focus()
+            return True
+        if not self.where.empty:
+            box.value = ""
+            box.add_class("-hidden")
+            self.apply_filter(bulk.Where())
+            return True
+        return False
+
+    # ------------------------------------------------------------ marking and answering
+    def marks_summary(self) -> str:
+        """`` · ● 40 marked: 40 invocations, 30 sessions (b: bulk answer)``; empty without marks."""
+        if not self.marks:
             return ""
-        return f" · ● {len(self.picked)} selected in {key[0]} / {short_id(key[1], 10)} (e: answer, space: unselect)"
+        invs = {(r.session_id, r.invocation_id) for r in self.marks.values()}
+        sessions = {r.session_id for r in self.marks.values()}
+        if len(invs) == 1:
+            sid, inv = next(iter(invs))
+            return f" · ● {len(self.marks)} marked in {sid} / {short_id(inv, 10)} (e: answer, b: bulk, space: unmark)"
+        return (f" · ● {len(self.marks)} marked: {len(invs)} invocations, {len(sessions)} sessions "
+                "(b: bulk answer, space: unmark)")
 
     def interrupt_cell(self, rec: InterruptRecord) -> str:
-        picked = self.picked.contains((rec.session_id, rec.invocation_id), rec.interrupt_id)
+        picked = self._key(rec) in self.marks
         return ("● " if picked else "") + short(rec.interrupt_id, 32, self.hitl.redactor)
 
-    def _pick(self, rows: list[InterruptRecord], *, toggle: bool) -> None:
+    def _mark(self, rows: list[InterruptRecord], *, toggle: bool) -> None:
         if not rows:
             return
-        key = (rows[0].session_id, rows[0].invocation_id)
-        ids = [r.interrupt_id for r in rows]
-        moved = self.picked.toggle(key, ids) if toggle else self.picked.add(key, ids)
-        if moved:
-            self.notify(
-                f"One message answers one invocation: selection moved to session {key[0]}, invocation {key[1]}.",
-                severity="warning",
-            )
+        keys = [self._key(r) for r in rows]
+        if toggle and all(k in self.marks for k in keys):
+            for k in keys:
+                self.marks.pop(k, None)
+        else:
+            for k, r in zip(keys, rows, strict=True):
+                self.marks.setdefault(k, r)
         self._show_rows()
 
     def can_toggle_interrupt(self) -> bool:
         return self.selected is not None
 
-    can_select_node = can_toggle_interrupt
     can_select_invocation = can_toggle_interrupt
 
     def action_toggle_interrupt(self) -> None:
         rec = self.selected
         if rec is not None:
-            self._pick([rec], toggle=True)
-
-    def action_select_node(self) -> None:
-        rec = self.selected
-        if rec is not None:
-            same = (rec.session_id, rec.invocation_id, rec.path)
-            self._pick([r for r in self.rows if (r.session_id, r.invocation_id, r.path) == same], toggle=False)
+            self._mark([rec], toggle=True)
 
     def action_select_invocation(self) -> None:
         rec = self.selected
         if rec is not None:
             same = (rec.session_id, rec.invocation_id)
-            self._pick([r for r in self.rows if (r.session_id, r.invocation_id) == same], toggle=False)
+            self._mark([r for r in self.rows if (r.session_id, r.invocation_id) == same], toggle=False)
+
+    def can_mark_all(self) -> bool:
+        return bool(self.rows)
+
+    def action_mark_all(self) -> None:
+        """Mark every row shown (the filter's matches); when all are marked already, unmark them."""
+        self._mark(list(self.rows), toggle=True)
 
     def can_answer(self) -> bool:
-        return self.selected is not None or bool(self.picked)
+        return self.selected is not None or bool(self.marks)
 
     def action_answer(self) -> None:
-        """Open the session at the invocation, then the editor over it."""
+        """Open the session at the invocation, then the editor over it; marks across
+        invocations go to the bulk dialog (one message answers one invocation)."""
         rec = self.selected
-        key = self.picked.key
-        if key is not None:
-            session_id, inv = key
-            ids = self.picked.ids
-            path = next((r.path for r in self.rows if r.interrupt_id == ids[0] and r.invocation_id == inv), None)
+        invs = {(r.session_id, r.invocation_id) for r in self.marks.values()}
+        if len(invs) > 1:
+            self.notify("The marked rows belong to several invocations: one answer for all of them.", timeout=4)
+            self.action_bulk_answer()
+            return
+        if invs:
+            session_id, inv = next(iter(invs))
+            ids = [r.interrupt_id for r in self.marks.values()]
+            path = next(iter(self.marks.values())).path
         elif rec is not None:
             session_id, inv, ids, path = rec.session_id, rec.invocation_id, [rec.interrupt_id], rec.path
         else:
             return
-        records = {r.interrupt_id: r for r in self.rows if r.invocation_id == inv}
+        records = {r.interrupt_id: r for r in [*self.rows, *self.marks.values()] if r.invocation_id == inv}
         first = records.get(ids[0]) or rec
         if first is None:
             return
-        self.picked.clear()
+        self.marks.clear()
         self._show_rows()
         screen = SessionScreen(session_id, inv, path)
         self.app.push_screen(screen)
         draft = screen.drafts.setdefault(inv, AnswerDraft(session_id, inv, first.app_name, first.user_id))
         draft.selected = list(ids)
         screen.answering.open_editor(draft)
+
+    def can_bulk_answer(self) -> bool:
+        return bool(self.marks) or (not self.where.empty and bool(self.rows))
+
+    def action_bulk_answer(self) -> None:
+        """One answer for the marked rows, else for every row the filter shows."""
+        if self.marks and not self.where.empty and set(self.marks) == {self._key(r) for r in self.rows}:
+            groups, where = bulk.group(self.rows), str(self.where)  # exactly the filter's rows: its command says so
+        elif self.marks:
+            groups, where = bulk.group(self.marks.values()), ""
+        elif not self.where.empty and self.rows:
+            groups, where = bulk.group(self.rows), str(self.where)
+        else:
+            self.notify("Mark rows first (space, A: the invocation's, a: every filtered row), or filter with /.",
+                        severity="warning")
+            return
+
+        def closed(result: bulk.BulkResult | None) -> None:
+            if result is not None:  # the applied rows leave the marks; refused ones stay marked, to look at
+                applied = {(r.group.session_id, r.group.invocation_id) for r in result.results if r.ok}
+                self.marks = {k: r for k, r in self.marks.items() if (r.session_id, r.invocation_id) not in applied}
+            self.action_refresh()
+
+        self.app.push_screen(BulkAnswerScreen(groups, where=where), closed)

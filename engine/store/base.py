@@ -159,7 +159,7 @@ class AuditRecord(BaseModel):
     event_id: str | None = None
     """Id of that event (None for an import)."""
     details: dict[str, Any] = Field(default_factory=dict)
-    """``{"ids": [...]}`` for answers, ``{"in_doubt": [...]}`` for a re-drive that
+    """``{"ids": [...]}`` for answers (with ``"batch": id`` for a bulk answer's), ``{"in_doubt": [...]}`` for a re-drive that
     acknowledged nodes in doubt, ``{"events": n, "source": ...}`` for an import."""
 
 
@@ -251,7 +251,10 @@ def index_effects(event: Event) -> IndexEffects:
             who = (_str_or_none(meta.get("operator")), _str_or_none(meta.get("reason")))
             if event.function_responses:
                 eff.resolved = [fr.id for fr in event.function_responses]
-                eff.audit = ("answer", *who, {"ids": list(eff.resolved)})
+                details: dict[str, Any] = {"ids": list(eff.resolved)}
+                if meta.get("batch"):
+                    details["batch"] = str(meta["batch"])  # one bulk answer (engine.bulk): its rows share it
+                eff.audit = ("answer", *who, details)
             elif event.action == "cancel":
                 eff.cancel_invocation = True
                 eff.invocation_status = "cancelled"
@@ -485,8 +488,16 @@ class SessionStore(Protocol):
         app_name: str | None = None,
         limit: int = 50,
         cursor: str | None = None,
+        node: str | None = None,
+        text: str | None = None,
+        raised_before: float | None = None,
     ) -> Page[InterruptRecord]:
-        """Open interrupts, oldest first: the operator's inbox."""
+        """Open interrupts, oldest first: the operator's inbox. Filters (every
+        backend gives the same rows): ``node`` -- a node of that name is on the
+        interrupt's path (it raised it, or runs the node that did), matched
+        exactly; ``text`` -- the interrupt's ``message`` contains it, ignoring
+        case (Python's ``str.lower``; PostgreSQL's ``lower()``); ``raised_before``
+        -- raised strictly before this timestamp (older than an age)."""
         ...
 
     async def get_snapshot(self, session_id: str, invocation_id: str) -> tuple[int, dict[str, Any]] | None:

@@ -326,6 +326,9 @@ class MemoryStore:
         app_name: str | None = None,
         limit: int = 50,
         cursor: str | None = None,
+        node: str | None = None,
+        text: str | None = None,
+        raised_before: float | None = None,
     ) -> Page[InterruptRecord]:
         _check_limit(limit)
         rows = [
@@ -335,6 +338,9 @@ class MemoryStore:
             if r.status == "open"
             and (session_id is None or r.session_id == session_id)
             and (app_name is None or r.app_name == app_name)
+            and (not node or f"/{node}@" in f"/{r.path}")
+            and (not text or _message_has(r, text))
+            and (raised_before is None or r.raised_at < raised_before)
         ]
         rows.sort(key=lambda r: (r.raised_at, r.session_id, r.raised_seq, r.interrupt_id))
         if cursor:
@@ -533,3 +539,9 @@ class MemoryStore:
 
     async def close(self) -> None:
         return None
+
+
+def _message_has(rec: InterruptRecord, text: str) -> bool:
+    """The inbox's text filter: the interrupt's message contains ``text``, ignoring case."""
+    message = rec.args.get("message")
+    return message is not None and text.lower() in (message if isinstance(message, str) else json.dumps(message)).lower()

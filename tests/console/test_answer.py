@@ -400,10 +400,11 @@ async def test_inbox_selection_opens_the_editor_on_that_invocation() -> None:
         rec = inbox.selected
         assert rec is not None
         await pilot.press("A")  # every loaded row of that invocation
-        picked_key, picked = inbox.picked.key, inbox.picked.ids
+        picked = [r.interrupt_id for r in inbox.marks.values()]
+        assert {(r.session_id, r.invocation_id) for r in inbox.marks.values()} == {(rec.session_id, rec.invocation_id)}
         same = [r.interrupt_id for r in inbox.rows if r.invocation_id == rec.invocation_id]
-        assert picked_key == (rec.session_id, rec.invocation_id) and picked == same
-        assert len(same) == 2 and "● 2 selected in refund-multi-1" in str(inbox.query_one("#inbox-info").render())
+        assert picked == same
+        assert len(same) == 2 and "● 2 marked in refund-multi-1" in str(inbox.query_one("#inbox-info").render())
         screen = await editor_screen(pilot, "e")
         assert screen.draft.invocation_id == rec.invocation_id and screen.selected == picked
         assert isinstance(app.screen_stack[-2], SessionScreen)

@@ -129,6 +129,7 @@ WRITING_COMMANDS = {
     "copy": ["copy", "--from", "-", "--to", "-"],  # the stores are filled in
     "start": ["start", "refund_approval", "--session", "read-only-1", "order-9"],
     "worker": ["worker", "--app", "refund_approval=sample_sessions.refund_approval:workflow"],
+    "bulk-answer": ["bulk-answer", "node=finance_approval", "--answer", '{"approved": true}'],
 }
 READING_COMMANDS = {
     "sessions": ["sessions"],
@@ -171,6 +172,7 @@ def test_every_writing_cli_command_fails_with_read_only_and_writes_nothing(
     for argv in READING_COMMANDS.values():
         ok(hitl("--read-only", *argv))
     ok(hitl("--read-only", "resume", "refund-waiting-1", 'finance-order-1001={"approved": true}', "--dry-run"))
+    ok(hitl("--read-only", "bulk-answer", "node=finance_approval", "--answer", '{"approved": true}', "--dry-run"))
     assert logical_dump(db) == before
 
 

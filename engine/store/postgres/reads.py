@@ -207,6 +207,9 @@ class _Reads(_Core):
         app_name: str | None = None,
         limit: int = 50,
         cursor: str | None = None,
+        node: str | None = None,
+        text: str | None = None,
+        raised_before: float | None = None,
     ) -> Page[InterruptRecord]:
         if limit < 1:
             raise ValueError(f"limit must be at least 1, not {limit}")
@@ -216,6 +219,12 @@ class _Reads(_Core):
             q.where(f"session_id = {q.arg(session_id)}")
         if app_name is not None:
             q.where(f"app_name = {q.arg(app_name)}")
+        if node:  # a path segment NAME@run, case-sensitive (as SQLite's instr)
+            q.where(f"strpos('/' || path, '/' || {q.arg(node)} || '@') > 0")
+        if text:
+            q.where(f"strpos(lower(args::jsonb ->> 'message'), {q.arg(text.lower())}) > 0")
+        if raised_before is not None:
+            q.where(f"raised_at < {q.arg(float(raised_before))}")
         if cursor:
             ts, sid, seq, iid = _decode_cursor(cursor, (float, str, int, str))
             q.where(

@@ -388,6 +388,9 @@ class SQLiteStore(_WorkerTables):
         app_name: str | None = None,
         limit: int = 50,
         cursor: str | None = None,
+        node: str | None = None,
+        text: str | None = None,
+        raised_before: float | None = None,
     ) -> Page[InterruptRecord]:
         if limit < 1:
             raise ValueError(f"limit must be at least 1, not {limit}")
@@ -400,6 +403,15 @@ class SQLiteStore(_WorkerTables):
         if app_name is not None:
             where.append("app_name = ?")
             params.append(app_name)
+        if node:  # a path segment NAME@run: instr is case-sensitive, like the other backends
+            where.append("instr('/' || path, '/' || ? || '@') > 0")
+            params.append(node)
+        if text:
+            where.append("instr(hitl_lower(json_extract(args, '$.message')), ?) > 0")
+            params.append(text.lower())
+        if raised_before is not None:
+            where.append("raised_at < ?")
+            params.append(raised_before)
         if cursor:
             where.append("(raised_at, session_id, raised_seq, interrupt_id) > (?, ?, ?, ?)")
             params += _decode_cursor(cursor, (float, str, int, str))

@@ -1,0 +1,615 @@
+"""Bulk answers: one answer value for many open interrupts, across sessions.
+
+"Approve the 40 refunds under 50 EUR older than 2 h": the inbox (console) and
+``hitl bulk-answer`` (CLI) both call this module; it adds no rule of its own
+to answering. Every invocation gets one ordinary answer through
+:func:`engine.operations.answer` (the same validation, operator and reason as
+a single answer), its preview is :func:`engine.operations.dry_run`, and the
+answers of one bulk action share a batch id, recorded on each answer event and
+so on each audit row (``details["batch"]``).
+
+* :class:`Where` / :func:`parse_where` -- the filter: app, node name, age,
+  message text (the store's inbox query filters by those) and payload field
+  tests such as ``amount<50`` or ``currency=EUR`` (applied here, to the rows
+  the store returned: a payload is the app's JSON, not a column).
+* :func:`select` -- the open interrupts a filter matches, oldest first;
+  :func:`items` -- an explicit list of (session, invocation, interrupt id).
+* :func:`group` -- one :class:`Group` per invocation (one message each);
+  :func:`merge` adds explicit items to a filter's groups.
+* :func:`dry_run` -- per invocation: auto-complete, re-execute, keep waiting,
+  or refused and why; :meth:`BulkPlan.summary` says it in one line.
+* :func:`submit` -- the answers, one invocation after the other, with a
+  progress callback; a refusal or a failure is that item's result, never the
+  batch's: the other items are still applied, and every result is returned.
+
+What this module cannot see: a bulk answer is not one transaction. Each
+invocation's answer commits on its own (as a single answer would), so a batch
+stopped half-way (Ctrl-C, a crash) leaves the answered half answered -- the
+audit rows with its batch id say which.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from .errors import HitlError
+from .operations import DryRun, Outcome, one_line
+
+if TYPE_CHECKING:
+    from .apps import AppRegistry
+    from .store.base import InterruptRecord, SessionStore
+
+MAX_SELECTED = 10_000
+"""A filter matching more open interrupts than this is refused (narrow it)."""
+
+PAGE = 500
+
+Verdict = Literal["auto-complete", "re-execute", "keep waiting", "refused"]
+VERDICTS: tuple[Verdict, ...] = ("auto-complete", "re-execute", "keep waiting", "refused")
+
+ResultStatus = Literal["applied", "refused", "failed", "interrupted"]
+
+
+# ------------------------------------------------------------------ the filter
+_OPS = ("<=", ">=", "!=", "=", "<", ">", "~")
+_TERM = re.compile(r"^(?P<field>[A-Za-z_][\w.\-]*)\s*(?P<op><=|>=|!=|=|<|>|~)\s*(?P<value>.*)$", re.S)
+_AGE = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+KEYWORDS = ("app", "node", "session", "age", "text")
+"""Filter terms that are not payload fields (a payload field of one of these
+names is ``payload.NAME``)."""
+
+
+def parse_age(text: str) -> float:
+    """``90s``, ``15m``, ``2h``, ``3d``, ``1w``, ``1h30m`` -> seconds; HitlError otherwise
+    (also what the CLI's ``--older-than`` reads)."""
+    t = text.strip().lower()
+    parts = _AGE.findall(t)
+    if not parts or "".join(n + u for n, u in parts) != t:
+        raise HitlError(f"{text!r} is not a duration like 90s, 15m, 2h, 3d or 1h30m")
+    return sum(float(n) * _UNITS[u] for n, u in parts)
+
+
+def format_age(seconds: float) -> str:
+    """The shortest exact spelling of :func:`parse_age`'s input (``7200`` -> ``2h``)."""
+    for unit in ("w", "d", "h", "m"):
+        n = seconds / _UNITS[unit]
+        if n >= 1 and n == int(n):
+            return f"{int(n)}{unit}"
+    return f"{seconds:g}s"
+
+
+def _value(raw: str) -> Any:
+    """A filter value: JSON when it parses (``50``, ``true``, ``"a b"``), else the text."""
+    raw = raw.strip()
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return raw
+    return value if not isinstance(value, (dict, list)) else raw
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+@dataclass(frozen=True)
+class FieldTest:
+    """One payload test: ``amount<50``, ``currency=EUR``, ``customer~grace``.
+
+    ``field`` is a dotted path into the interrupt's ``payload`` (``order.amount``).
+    Numbers compare as numbers, strings as strings (``~``: contains, ignoring
+    case); a field that is missing, or of another type than the value, matches
+    no test -- not even ``!=``."""
+
+    field: str
+    op: str
+    value: Any
+
+    def __str__(self) -> str:
+        shown = self.value if isinstance(self.value, str) else json.dumps(self.value)
+        name = f"payload.{self.field}" if self.field.split(".")[0] in KEYWORDS else self.field
+        return f"{name}{self.op}{shown}"
+
+    def matches(self, payload: Any) -> bool:
+        found, got = _lookup(payload, self.field)
+        if not found:
+            return False
+        want = self.value
+        if self.op == "~":
+            return isinstance(got, str) and str(want).lower() in got.lower()
+        if not _comparable(got, want, self.op):
+            return False
+        if self.op == "=":
+            return bool(got == want)
+        if self.op == "!=":
+            return bool(got != want)
+        if isinstance(got, bool) or got is None:
+            return False
+        return bool(
+            {"<": got < want, "<=": got <= want, ">": got > want, ">=": got >= want}[self.op]
+        )
+
+
+def _comparable(got: Any, want: Any, op: str) -> bool:
+    """Numbers with numbers, strings with strings; booleans and null only for = and !=."""
+    if (_number(got) and _number(want)) or (isinstance(got, str) and isinstance(want, str)):
+        return True
+    same = (isinstance(got, bool) and isinstance(want, bool)) or (got is None and want is None)
+    return same and op in ("=", "!=")
+
+
+def _lookup(payload: Any, dotted: str) -> tuple[bool, Any]:
+    cur = payload
+    for part in dotted.split("."):
+        if isinstance(cur, dict) and part in cur:
+            cur = cur[part]
+        elif isinstance(cur, list) and part.isdigit() and int(part) < len(cur):
+            cur = cur[int(part)]
+        else:
+            return False, None
+    return True, cur
+
+
+@dataclass(frozen=True)
+class Where:
+    """Which open interrupts a bulk answer is for (every given condition holds)."""
+
+    app: str | None = None
+    """The session's app, exactly."""
+    node: str | None = None
+    """A node of this name is on the interrupt's path (it raised it, or runs the node that did)."""
+    older_than: float | None = None
+    """Raised at least this many seconds ago."""
+    text: str | None = None
+    """The interrupt's message contains this, ignoring case."""
+    session: str | None = None
+    """Only this session."""
+    fields: tuple[FieldTest, ...] = ()
+    """Payload tests (:class:`FieldTest`)."""
+
+    @property
+    def empty(self) -> bool:
+        return self == Where()
+
+    def __str__(self) -> str:
+        """The filter as :func:`parse_where` reads it back (``app=refunds age>2h amount<50``)."""
+        terms = []
+        for key in ("app", "node", "session"):
+            v = getattr(self, key)
+            if v is not None:
+                terms.append(f"{key}={_quoted(v)}")
+        if self.older_than is not None:
+            terms.append(f"age>{format_age(self.older_than)}")
+        if self.text:
+            terms.append(f"text={_quoted(self.text)}")
+        terms += [str(f) for f in self.fields]
+        return " ".join(terms)
+
+    def matches(self, rec: InterruptRecord, now: float) -> bool:
+        """Every condition, on one row (the store already applied all but ``fields``;
+        this is the reference the store's query agrees with)."""
+        if self.app is not None and rec.app_name != self.app:
+            return False
+        if self.session is not None and rec.session_id != self.session:
+            return False
+        if self.node and f"/{self.node}@" not in f"/{rec.path}":
+            return False
+        if self.older_than is not None and not rec.raised_at < now - self.older_than:
+            return False
+        if self.text and self.text.lower() not in rec.message.lower():
+            return False
+        payload = rec.args.get("payload")
+        return all(f.matches(payload) for f in self.fields)
+
+
+def _quoted(v: str) -> str:
+    return json.dumps(v) if (not v or any(c.isspace() for c in v) or v != v.strip('"')) else v
+
+
+def split_terms(text: str) -> list[str]:
+    """Split a filter line on blanks, keeping ``"quoted words"`` together
+    (``text="never arrived" amount<50`` -> two terms)."""
+    terms, cur, quote = [], "", False
+    for ch in text:
+        if ch == '"':
+            quote = not quote
+            cur += ch
+        elif ch.isspace() and not quote:
+            if cur:
+                terms.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    if quote:
+        raise HitlError(f"filter {text!r} has an unclosed quote")
+    if cur:
+        terms.append(cur)
+    return terms
+
+
+def parse_where(terms: Iterable[str] | str, base: Where | None = None) -> Where:
+    """Read filter terms (a list, or one line split by :func:`split_terms`):
+    ``app=NAME``, ``node=NAME``, ``session=ID``, ``age>2h`` (older than),
+    ``text=WORDS``, ``FIELD OP VALUE`` on the payload (``OP``: ``= != < <= > >= ~``;
+    ``payload.FIELD`` for a field named like a keyword); a bare word is message
+    text. ``base``: conditions given otherwise (CLI options) that the terms add to.
+    HitlError naming the term that is not understood."""
+    if isinstance(terms, str):
+        terms = split_terms(terms)
+    base = base or Where()
+    got: dict[str, Any] = {
+        "app": base.app, "node": base.node, "session": base.session, "older_than": base.older_than, "text": base.text
+    }
+    fields = list(base.fields)
+    words: list[str] = []
+    for term in terms:
+        term = term.strip()
+        if not term:
+            continue
+        m = _TERM.match(term)
+        if m is None:
+            if any(op in term for op in _OPS):
+                raise HitlError(f"filter term {term!r} is not FIELD OP VALUE (e.g. amount<50, currency=EUR, age>2h)")
+            words.append(term.strip('"'))
+            continue
+        name, op, raw = m.group("field"), m.group("op"), m.group("value").strip()
+        if raw == "":
+            raise HitlError(f"filter term {term!r} has no value after {op!r}")
+        if name == "age":
+            if op not in (">", ">="):
+                raise HitlError(f"filter term {term!r}: only age>DURATION (older than) is supported, e.g. age>2h")
+            got["older_than"] = parse_age(raw)
+        elif name in ("app", "node", "session", "text"):
+            if op != "=":
+                raise HitlError(f"filter term {term!r}: {name} takes =, e.g. {name}=NAME")
+            value = raw[1:-1] if len(raw) >= 2 and raw[0] == raw[-1] == '"' else raw
+            if name == "text":
+                words.append(value)
+            else:
+                got[name] = value
+        else:
+            path = name[len("payload."):] if name.startswith("payload.") else name
+            if not path:
+                raise HitlError(f"filter term {term!r} names no payload field")
+            fields.append(FieldTest(path, op, _value(raw)))
+    if words:
+        got["text"] = " ".join(([got["text"]] if got["text"] else []) + words)
+    return Where(fields=tuple(fields), **got)
+
+
+# ------------------------------------------------------------------ selecting
+async def select(
+    store: SessionStore, where: Where, *, now: float | None = None, limit: int = MAX_SELECTED
+) -> list[InterruptRecord]:
+    """The open interrupts ``where`` matches, oldest first (the inbox's order).
+    The store filters by app, session, node, text and age; the payload tests
+    are applied here. HitlError when more than ``limit`` match."""
+    now = time.time() if now is None else now
+    before = now - where.older_than if where.older_than is not None else None
+    found: list[InterruptRecord] = []
+    cursor: str | None = None
+    while True:
+        page = await store.open_interrupts(
+            session_id=where.session, app_name=where.app, node=where.node, text=where.text,
+            raised_before=before, limit=PAGE, cursor=cursor,
+        )
+        found += [r for r in page.items if where.matches(r, now)]
+        if len(found) > limit:
+            raise HitlError(f"more than {limit:,} open interrupts match {str(where) or 'the filter'}: narrow it")
+        cursor = page.next_cursor
+        if cursor is None:
+            return found
+
+
+@dataclass(frozen=True)
+class ItemRef:
+    """One interrupt named explicitly: (session, invocation, interrupt id)."""
+
+    session_id: str
+    invocation_id: str
+    interrupt_id: str
+
+
+@dataclass
+class Group:
+    """The interrupts of one invocation a bulk answer answers: one message."""
+
+    session_id: str
+    invocation_id: str
+    interrupt_ids: list[str]
+    records: list[InterruptRecord] = field(default_factory=list)
+    """Their inbox rows (fewer than the ids when an id is not open: its answer is refused)."""
+
+    @property
+    def app_name(self) -> str | None:
+        return self.records[0].app_name if self.records else None
+
+    @property
+    def paths(self) -> list[str]:
+        return list(dict.fromkeys(r.path for r in self.records))
+
+    @property
+    def label(self) -> str:
+        """``SESSION / INVOCATION: id, id``: what a result line names."""
+        return f"{self.session_id} / {self.invocation_id}: {', '.join(self.interrupt_ids)}"
+
+
+def group(records: Iterable[InterruptRecord]) -> list[Group]:
+    """One :class:`Group` per invocation, in the order their first row comes."""
+    groups: dict[tuple[str, str], Group] = {}
+    for r in records:
+        g = groups.setdefault((r.session_id, r.invocation_id), Group(r.session_id, r.invocation_id, []))
+        if r.interrupt_id not in g.interrupt_ids:
+            g.interrupt_ids.append(r.interrupt_id)
+            g.records.append(r)
+    return list(groups.values())
+
+
+def merge(groups: list[Group], more: Iterable[Group]) -> list[Group]:
+    """``groups`` with ``more`` added: ids of an invocation already there join its group."""
+    out = {(g.session_id, g.invocation_id): Group(g.session_id, g.invocation_id, list(g.interrupt_ids), list(g.records))
+           for g in groups}
+    for g in more:
+        have = out.setdefault((g.session_id, g.invocation_id), Group(g.session_id, g.invocation_id, []))
+        known = {r.interrupt_id for r in have.records}
+        have.interrupt_ids += [i for i in g.interrupt_ids if i not in have.interrupt_ids]
+        have.records += [r for r in g.records if r.interrupt_id not in known]
+    return list(out.values())
+
+
+async def items(store: SessionStore, refs: Iterable[ItemRef]) -> list[Group]:
+    """Groups for an explicit list of interrupts, with the inbox rows of those
+    still open; an id that is not (unknown, answered, cancelled, another
+    invocation's) stays in its group, and the answer's validation refuses it
+    with the usual message."""
+    wanted: dict[tuple[str, str], list[str]] = {}
+    for ref in refs:
+        ids = wanted.setdefault((ref.session_id, ref.invocation_id), [])
+        if ref.interrupt_id not in ids:
+            ids.append(ref.interrupt_id)
+    by_session: dict[str, list[str]] = {}
+    for (sid, _), ids in wanted.items():
+        by_session.setdefault(sid, []).extend(ids)
+    rows: dict[tuple[str, str, str], InterruptRecord] = {}
+    for sid, ids in by_session.items():
+        try:
+            found = await store.lookup_interrupts(sid, list(dict.fromkeys(ids)))
+        except HitlError:
+            continue  # an unknown session: its answer says so
+        rows.update({(r.session_id, r.invocation_id, r.interrupt_id): r for r in found if r.status == "open"})
+    out = []
+    for (sid, inv), ids in wanted.items():
+        recs = [rows[(sid, inv, i)] for i in ids if (sid, inv, i) in rows]
+        out.append(Group(sid, inv, ids, recs))
+    return out
+
+
+# ------------------------------------------------------------------ dry run
+@dataclass
+class ItemPlan:
+    """What the answer would do to one invocation."""
+
+    group: Group
+    verdict: Verdict
+    """What the answered nodes do: ``auto-complete`` (they complete with the answer,
+    their bodies do not run again), ``re-execute`` (one of them, ``rerun_on_resume``,
+    runs again), ``keep waiting`` (answered, but they wait for other ids) or
+    ``refused`` (the real answer would be refused: :attr:`reason`)."""
+    reason: str | None = None
+    dry: DryRun | None = None
+
+    @property
+    def refused(self) -> bool:
+        return self.verdict == "refused"
+
+    @property
+    def nodes(self) -> list[str]:
+        """The answered nodes the verdict is about (auto-completed or re-executed)."""
+        if self.dry is None or self.verdict == "refused":
+            return []
+        answered = set(self.group.paths)
+        return [c.path for c in self.dry.plan.changes if c.path in answered and c.effect == self.verdict]
+
+
+@dataclass
+class BulkPlan:
+    """The dry run of a bulk answer: one :class:`ItemPlan` per invocation."""
+
+    value: Any
+    items: list[ItemPlan]
+
+    def count(self, verdict: Verdict) -> int:
+        return sum(1 for i in self.items if i.verdict == verdict)
+
+    @property
+    def interrupts(self) -> int:
+        return sum(len(i.group.interrupt_ids) for i in self.items)
+
+    @property
+    def refused(self) -> list[ItemPlan]:
+        return [i for i in self.items if i.refused]
+
+    def summary(self) -> str:
+        """``40 interrupts in 40 invocations: 40 auto-complete, 0 re-execute, 0 refused``
+        (``keep waiting`` only when there are some)."""
+        parts = [f"{self.count(v)} {v}" for v in VERDICTS if v != "keep waiting" or self.count(v)]
+        n, k = self.interrupts, len(self.items)
+        return f"{n} interrupt{'s' * (n != 1)} in {k} invocation{'s' * (k != 1)}: " + ", ".join(parts)
+
+    def reasons(self) -> dict[str, int]:
+        """Why items would be refused: each distinct reason with how many items."""
+        out: dict[str, int] = {}
+        for i in self.refused:
+            out[i.reason or "refused"] = out.get(i.reason or "refused", 0) + 1
+        return out
+
+
+def _answers(g: Group, value: Any) -> dict[str, Any]:
+    return {iid: value for iid in g.interrupt_ids}
+
+
+async def dry_run(
+    store: SessionStore,
+    groups: list[Group],
+    value: Any,
+    *,
+    registry: AppRegistry | Callable[[], AppRegistry] | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> BulkPlan:
+    """Each group's :func:`engine.operations.dry_run` (what the single answer's
+    preview says), summarised; writes nothing."""
+    from . import operations
+
+    reg = _built(registry)
+    plans: list[ItemPlan] = []
+    for n, g in enumerate(groups, 1):
+        plans.append(await _plan_one(store, g, value, reg, operations))
+        if on_progress is not None:
+            on_progress(n, len(groups))
+    return BulkPlan(value, plans)
+
+
+def _built(registry: AppRegistry | Callable[[], AppRegistry] | None) -> Any:
+    """The registry built once for the whole batch; when building it fails, what
+    was given, so that each item's answer is refused with that reason (as a
+    single answer would be)."""
+    from .operations import _registry
+
+    try:
+        return _registry(registry)
+    except HitlError:
+        return registry
+
+
+async def _plan_one(store: SessionStore, g: Group, value: Any, registry: Any, operations: Any) -> ItemPlan:
+    try:
+        app = g.app_name or (await store.get_session(g.session_id)).app_name
+        dry = await operations.dry_run(
+            store, g.session_id, _answers(g, value), g.invocation_id, app_name=app, registry=registry
+        )
+    except HitlError as exc:
+        return ItemPlan(g, "refused", operations.nothing_written(one_line(exc)))
+    if dry.refusal is not None:
+        return ItemPlan(g, "refused", operations.nothing_written(dry.refusal), dry)
+    # The answered nodes decide (a Workflow above them re-executes to go on either way).
+    answered = set(g.paths)
+    effects = {c.effect for c in dry.plan.changes if c.path in answered}
+    if "re-execute" in effects:
+        verdict: Verdict = "re-execute"
+    elif "auto-complete" in effects:
+        verdict = "auto-complete"
+    else:
+        verdict = "keep waiting"
+    return ItemPlan(g, verdict, None, dry)
+
+
+# ------------------------------------------------------------------ submit
+@dataclass
+class ItemResult:
+    """What the answer did to one invocation."""
+
+    group: Group
+    status: ResultStatus
+    """``applied`` (written; it ran what it unblocked), ``refused`` (nothing written:
+    :attr:`reason`), ``failed`` (written, then a node failed) or ``interrupted``
+    (written, then the turn stopped mid-run)."""
+    outcome: Outcome | None = None
+    reason: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "applied"
+
+    def line(self) -> str:
+        """One line for the result list."""
+        if self.status == "applied":
+            o = self.outcome
+            status = o.status_after.value if o is not None and o.status_after is not None else "?"
+            ran = f", ran {len(o.ran)} node{'s' * (len(o.ran) != 1)}" if o is not None and o.ran else ", nothing ran"
+            return f"applied  {self.group.label} -> {status}{ran}"
+        return f"{self.status:<8} {self.group.label}: {self.reason}"
+
+
+@dataclass
+class BulkResult:
+    """A submitted bulk answer: one :class:`ItemResult` per invocation, in order."""
+
+    batch: str
+    value: Any
+    operator: str | None
+    reason: str | None
+    results: list[ItemResult]
+
+    def count(self, status: ResultStatus) -> int:
+        return sum(1 for r in self.results if r.status == status)
+
+    @property
+    def ok(self) -> bool:
+        """Every item applied (the CLI's exit 0)."""
+        return all(r.ok for r in self.results)
+
+    @property
+    def not_applied(self) -> list[ItemResult]:
+        return [r for r in self.results if not r.ok]
+
+    def summary(self) -> str:
+        """``batch b-1f3a: 38 applied, 2 refused`` (failed / interrupted only when some)."""
+        parts = [f"{self.count('applied')} applied", f"{self.count('refused')} refused"]
+        parts += [f"{self.count(s)} {s}" for s in ("failed", "interrupted") if self.count(s)]
+        return f"batch {self.batch}: " + ", ".join(parts) + f" of {len(self.results)} invocation{'s' * (len(self.results) != 1)}"
+
+
+def new_batch_id() -> str:
+    return f"batch-{uuid.uuid4().hex[:12]}"
+
+
+async def submit(
+    store: SessionStore,
+    groups: list[Group],
+    value: Any,
+    *,
+    registry: AppRegistry | Callable[[], AppRegistry] | None = None,
+    operator: str | None = None,
+    reason: str | None = None,
+    batch: str | None = None,
+    session_state: bool = False,
+    on_result: Callable[[ItemResult, int, int], None] | None = None,
+    on_step: Callable[[Group, Any], None] | None = None,
+) -> BulkResult:
+    """Answer every group with ``value`` (one :func:`engine.operations.answer`
+    each, ``operator`` and ``reason`` on every one, all with one batch id), one
+    after the other. ``on_result(result, done, total)`` after each item;
+    ``on_step(group, step)`` after each event a write persisted. A refusal or a
+    failure is that item's result; the batch goes on."""
+    from . import operations
+
+    batch = batch or new_batch_id()
+    reg = _built(registry)
+    results: list[ItemResult] = []
+    for n, g in enumerate(groups, 1):
+        step = (lambda s, g=g: on_step(g, s)) if on_step is not None else None
+        done = await operations.answer(
+            store, g.session_id, _answers(g, value), g.invocation_id, registry=reg, operator=operator,
+            reason=reason, session_state=session_state, on_step=step, batch=batch,
+        )
+        results.append(_result(g, done))
+        if on_result is not None:
+            on_result(results[-1], n, len(groups))
+    return BulkResult(batch, value, operator, reason, results)
+
+
+def _result(g: Group, done: Outcome) -> ItemResult:
+    if done.error is None:
+        return ItemResult(g, "applied", done)
+    if not done.written:
+        return ItemResult(g, "refused", done, done.refusal)
+    kind: ResultStatus = "failed" if done.error_kind == "failed" else "interrupted"
+    return ItemResult(g, kind, done, f"answer written, then {one_line(done.error)}")
