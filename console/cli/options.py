@@ -213,6 +213,23 @@ operator_option = click.option(
 reason_option = click.option("--reason", metavar="TEXT", help="Why; recorded on the event.")
 
 
+def via_options(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--via``, ``--no-wait`` and ``--wait-timeout`` of a write that a worker
+    can run (:mod:`console.cli.workers`); ``what`` names what gets queued."""
+
+    def deco(f: Callable[..., Any]) -> Callable[..., Any]:
+        f = click.option("--wait-timeout", type=click.FloatRange(0), default=60.0, show_default=True,
+                         metavar="SECONDS", help="With a worker: how long to follow its turn.")(f)
+        f = click.option("--no-wait", is_flag=True, help=f"With a worker: return once the {what} is queued.")(f)
+        return click.option(
+            "--via", type=click.Choice(["auto", "local", "worker"]), default="auto", show_default=True,
+            help="Run the turn here (local), leave it to a worker, or auto: a worker when no code is registered "
+            "for the app.",
+        )(f)
+
+    return deco
+
+
 
 
 def parse_duration(text: str) -> float:

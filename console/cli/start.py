@@ -16,11 +16,19 @@ import click
 
 if TYPE_CHECKING:
     from engine.operations import Step
+    from engine.store.base import SessionStore
 
 from .group import cli
-from .options import _opts, app_spec_option, common, open_store
+from .options import _opts, app_spec_option, common, open_store, via_options
 from .output import out, out_json, run, stopped_hint
 from .writes import finish, print_step
+
+
+async def _worker_only(store: SessionStore, app_name: str) -> bool:
+    """No code for ``app_name`` here, and a live worker serves it."""
+    from engine.handoff import live_workers
+
+    return app_name not in _opts().registry() and bool(await live_workers(store, app_name))
 
 
 def _login() -> str:
@@ -34,11 +42,19 @@ def _login() -> str:
 @click.argument("message", metavar="MESSAGE")
 @click.option("--session", "session_id", metavar="S", help="The session (created if new; default: a new id).")
 @click.option("--user", "user_id", metavar="U", help="Its user (default: $USER; an existing session keeps its own).")
-def start(app_name: str, message: str, session_id: str | None, user_id: str | None) -> None:
+@via_options("start")
+def start(
+    app_name: str, message: str, session_id: str | None, user_id: str | None, via: str, no_wait: bool,
+    wait_timeout: float,
+) -> None:
     """Start a run of APP with the text MESSAGE, here, until it waits or ends.
 
     APP is the name the app is registered under (--app APP=module:workflow or
-    hitl.toml [apps]); the session records it, as Runner("APP", ...) would."""
+    hitl.toml [apps]); the session records it, as Runner("APP", ...) would.
+    With --via worker, or without the app's code here while a worker of APP is
+    alive (hitl workers), the start is queued for a worker and followed until
+    it settles. An app nobody serves is refused rather than queued: a mistyped
+    name must not wait for a worker that never comes."""
     from engine.models import new_id
 
     red = _opts().redactor()
@@ -60,6 +76,14 @@ def start(app_name: str, message: str, session_id: str | None, user_id: str | No
             print_step(red, s, opts.json)
 
         async with open_store(write=True) as store:
+            if not store.read_only and (via == "worker" or (via == "auto" and await _worker_only(store, app_name))):
+                from .workers import start_via_worker
+
+                await start_via_worker(
+                    red, store, app_name, sid, message, user_id=user_id or _login(),
+                    wait=not no_wait, timeout=wait_timeout, as_json=opts.json,
+                )
+                return
             done = await operations.start(
                 store, app_name, sid, message, user_id=user_id or _login(), registry=opts.registry, on_step=step
             )

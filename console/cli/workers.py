@@ -192,7 +192,36 @@ async def resume_via_worker(
     from engine.operations import Step
 
     after_seq = last[0].seq if last and last[0].seq is not None else 0
-    await _follow(red, store, session, inv, done.after, after_seq, timeout, as_json, Step)
+    await _follow(red, store, session.id, session.app_name, inv, done.after, after_seq, timeout, as_json, Step)
+
+
+async def start_via_worker(
+    red: Redactor,
+    store: SessionStore,
+    app_name: str,
+    session_id: str,
+    text: str,
+    *,
+    user_id: str,
+    wait: bool,
+    timeout: float,
+    as_json: bool,
+) -> None:
+    """A start without the app's code: a start request a worker of ``app_name``
+    picks up (:func:`engine.handoff.request_start`), followed like an answer."""
+    from engine import handoff
+    from engine.operations import Step
+    from engine.projection import Projection
+
+    inv = await handoff.request_start(store, app_name, session_id, text, user_id=user_id)
+    notice = await handoff.worker_notice(store, app_name)
+    _say(red, as_json, "queued", inv,
+         notice or f"start of session {session_id} queued for a worker of {app_name} (invocation {inv})",
+         session_id=session_id)
+    if not wait:
+        _say(red, as_json, "queued", inv, f"not waiting (--no-wait): follow it with `hitl events {session_id} --tail`")
+        return
+    await _follow(red, store, session_id, app_name, inv, Projection(), 0, timeout, as_json, Step)
 
 
 async def redrive_via_worker(
@@ -222,12 +251,12 @@ async def redrive_via_worker(
     _say(red, as_json, "queued", invocation_id, notice or f"re-drive queued for a worker of {session.app_name}")
     if not wait:
         return
-    await _follow(red, store, session, invocation_id, proj, proj.position, timeout, as_json, Step)
+    await _follow(red, store, session.id, session.app_name, invocation_id, proj, proj.position, timeout, as_json, Step)
 
 
 async def _follow(
-    red: Redactor, store: SessionStore, session: Session, inv: str, proj: Any, after_seq: int, timeout: float,
-    as_json: bool, step_cls: Any,
+    red: Redactor, store: SessionStore, session_id: str, app_name: str, inv: str, proj: Any, after_seq: int,
+    timeout: float, as_json: bool, step_cls: Any,
 ) -> None:
     """Print the worker's events until the invocation settles, then one closing line."""
     from engine import handoff
@@ -238,7 +267,7 @@ async def _follow(
         change = proj.apply(stored.event, stored.seq)
         print_step(red, step_cls(stored.event, change, proj, stored.seq), as_json)
 
-    state = await handoff.follow(store, session.id, inv, after_seq=after_seq, timeout=timeout, on_event=event)
+    state = await handoff.follow(store, session_id, inv, after_seq=after_seq, timeout=timeout, on_event=event)
     if state == "settled":
         status = proj.invocation_status(inv)
         open_ids = [i.id for i in proj.open_interrupts(inv)]
@@ -248,7 +277,7 @@ async def _follow(
     elif state == "timeout":
         _say(red, as_json, "queued", inv,
              f"stored and queued for a worker; the turn has not settled after {timeout:g}s "
-             f"(it runs when a worker of {session.app_name} takes it)")
+             f"(it runs when a worker of {app_name} takes it)")
     else:
         _say(red, as_json, "held", inv, f"stored; the turn waits: {state}")
 

@@ -25,7 +25,16 @@ if TYPE_CHECKING:
 
 from .group import cli
 from .loads import resolve_invocation
-from .options import _operator, _opts, app_spec_option, common, open_store, operator_option, reason_option
+from .options import (
+    _operator,
+    _opts,
+    app_spec_option,
+    common,
+    open_store,
+    operator_option,
+    reason_option,
+    via_options,
+)
 from .output import fail, id_list, interactive, out, out_json, run, stopped_hint
 from .render import render_plan
 
@@ -118,11 +127,7 @@ def _summary(red: Redactor, proj: Projection, inv: str, count: int, as_json: boo
 )
 @click.option("--invocation", metavar="INV", help="The invocation the ids belong to (id or unique prefix).")
 @click.option("--dry-run", is_flag=True, help="Show what the answer would resolve and run; write nothing.")
-@click.option("--via", type=click.Choice(["auto", "local", "worker"]), default="auto", show_default=True,
-              help="Run the turn here (local), leave it to a worker, or auto: a worker when no code is registered for the app.")
-@click.option("--no-wait", is_flag=True, help="With a worker: return once the answer is stored and queued.")
-@click.option("--wait-timeout", type=click.FloatRange(0), default=60.0, show_default=True, metavar="SECONDS",
-              help="With a worker: how long to follow its turn.")
+@via_options("answer (stored)")
 @operator_option
 @reason_option
 def resume(
@@ -199,11 +204,7 @@ def resume(
     is_flag=True,
     help="Re-execute nodes in doubt (started, no end record: their side effects may have happened).",
 )
-@click.option("--via", type=click.Choice(["auto", "local", "worker"]), default="auto", show_default=True,
-              help="Run the turn here (local), leave it to a worker, or auto: a worker when no code is registered for the app.")
-@click.option("--no-wait", is_flag=True, help="With a worker: return once the re-drive is queued.")
-@click.option("--wait-timeout", type=click.FloatRange(0), default=60.0, show_default=True, metavar="SECONDS",
-              help="With a worker: how long to follow its turn.")
+@via_options("re-drive")
 @operator_option
 @reason_option
 def redrive(

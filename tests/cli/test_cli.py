@@ -337,6 +337,40 @@ def test_resume_of_an_unregistered_app_is_left_to_a_worker(hitl: Hitl, db: Path)
     assert "no live workers" in ok(hitl("workers"))
 
 
+def test_start_without_the_code_is_queued_for_a_worker(hitl: Hitl, db: Path) -> None:
+    """Issue 18: ``hitl start --via worker`` appends a start request a worker picks
+    up; with ``--via auto`` an app with no code here and no live worker is refused
+    (a mistyped name must not wait forever), nothing written."""
+    import asyncio
+
+    from engine import handoff
+    from engine.store.sqlite import SQLiteStore
+    from engine.worker import Worker
+    from tests.cli import ghost_app
+
+    before = db.read_bytes()
+    operator_error(hitl("start", "ghost", "--session", "ghost-9", "hello"), "ghost")  # auto: nobody serves it
+    assert db.read_bytes() == before
+    text = ok(hitl("start", "ghost", "--session", "ghost-9", "hello", "--via", "worker", "--no-wait"))
+    assert "stored; no worker for ghost is alive" in text and "not waiting (--no-wait)" in text
+    assert "queued ghost: 1 runnable" in ok(hitl("workers"))
+    inv = ok(hitl("start", "ghost", "--session", "ghost-9", "hello", "--via", "worker", "--no-wait", "--json"))
+    inv = json.loads(inv.splitlines()[0])["invocation_id"]  # a second start request: its own invocation
+
+    async def a_worker_starts() -> str:
+        async with SQLiteStore.open(db) as store:
+            worker = Worker(store, {"ghost": ghost_app.workflow}, heartbeat=0.2)
+            task = asyncio.ensure_future(worker.run())
+            try:
+                return await handoff.follow(store, "ghost-9", inv, timeout=60)
+            finally:
+                worker.stop()
+                await task
+
+    assert asyncio.run(a_worker_starts()) == "settled"
+    assert projection(db, "ghost-9").invocation_status(inv) is NodeStatus.WAITING  # ghost asks for boo
+
+
 def test_resume_with_app_option_on_the_command(hitl: Hitl, db: Path) -> None:
     from tests.cli import ghost_app
 
