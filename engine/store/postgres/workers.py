@@ -31,10 +31,7 @@ class _WorkerTables(_Core):
                     " payload = excluded.payload, requested_at = excluded.requested_at, held = NULL, note = NULL",
                     r.app_name, r.session_id, r.invocation_id, r.kind, json.dumps(r.payload), r.requested_at,
                 )
-                await conn.execute(
-                    "SELECT pg_notify($1, json_build_object('s', $2::text, 'q', 0)::text)",
-                    NOTIFY_CHANNEL, r.session_id,
-                )
+                await _notify(conn, r.session_id)
 
         await self._run(fn)
 
@@ -85,11 +82,14 @@ class _WorkerTables(_Core):
         self._check_writable()
 
         async def fn(conn: asyncpg.Connection) -> None:
-            await conn.execute(
-                "UPDATE turn_requests SET claimed_by = NULL, claimed_until = NULL, held = $4,"
-                " note = COALESCE($5, note) WHERE session_id = $1 AND invocation_id = $2 AND claimed_by = $3",
-                session_id, invocation_id, owner, held, note,
-            )
+            async with conn.transaction():
+                await conn.execute(
+                    "UPDATE turn_requests SET claimed_by = NULL, claimed_until = NULL, held = $4,"
+                    " note = COALESCE($5, note) WHERE session_id = $1 AND invocation_id = $2 AND claimed_by = $3",
+                    session_id, invocation_id, owner, held, note,
+                )
+                if held is not None:  # a follower (handoff.follow) returns the held reason
+                    await _notify(conn, session_id)
 
         await self._run(fn)
 
@@ -99,12 +99,16 @@ class _WorkerTables(_Core):
         self._check_writable()
 
         async def fn(conn: asyncpg.Connection) -> None:
-            await conn.execute(
-                "DELETE FROM turn_requests WHERE session_id = $1 AND invocation_id = $2"
-                " AND ($3::text IS NULL OR claimed_by = $3)"
-                " AND ($4::double precision IS NULL OR requested_at = $4)",
-                session_id, invocation_id, owner, requested_at,
-            )
+            async with conn.transaction():
+                await conn.execute(
+                    "DELETE FROM turn_requests WHERE session_id = $1 AND invocation_id = $2"
+                    " AND ($3::text IS NULL OR claimed_by = $3)"
+                    " AND ($4::double precision IS NULL OR requested_at = $4)",
+                    session_id, invocation_id, owner, requested_at,
+                )
+                # The turn settled: a follower waiting for the request to go wakes now, not
+                # at its next poll (the turn's last append notified before this delete).
+                await _notify(conn, session_id)
 
         await self._run(fn)
 
@@ -153,3 +157,9 @@ class _WorkerTables(_Core):
             await conn.execute("DELETE FROM workers WHERE worker_id = $1", worker_id)
 
         await self._run(fn)
+
+
+async def _notify(conn: asyncpg.Connection, session_id: str) -> None:
+    """Wake the listeners of ``session_id`` (workers, followers) when the
+    surrounding transaction commits; ``q`` 0: no new event, the turn queue changed."""
+    await conn.execute("SELECT pg_notify($1, json_build_object('s', $2::text, 'q', 0)::text)", NOTIFY_CHANNEL, session_id)
