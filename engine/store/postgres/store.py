@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from .bulk import _Bulk
 from .leases import _Leases
+from .overview import _Overview
 from .reads import _Reads
 from .writes import _Writes
 
 
-class PostgresStore(_Reads, _Writes, _Leases, _Bulk):
+class PostgresStore(_Reads, _Writes, _Leases, _Bulk, _Overview):
     """:class:`~engine.store.base.SessionStore` on a PostgreSQL server.
 
     Open with ``store = await PostgresStore.open(url)`` or ``async with
