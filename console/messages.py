@@ -24,6 +24,7 @@ from .widgets.event_log import LogLine
 
 if TYPE_CHECKING:
     from engine import Event
+    from engine.home import HomeSummary
     from engine.liveness import InvocationHealth
     from engine.replay import Replay
 
@@ -250,3 +251,11 @@ class WriteDone(Message):
     job: WriteJob
     outcome: Outcome
     draft: AnswerDraft | None
+
+
+@dataclass
+class SummaryLoaded(Message):
+    """The home summary line's counts (engine.home), read in a worker."""
+
+    summary: HomeSummary
+

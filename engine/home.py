@@ -71,17 +71,21 @@ def sparkline(values: tuple[int, ...] | list[int]) -> str:
     return "".join(SPARK[0] if v <= 0 else SPARK[max(1, round(v / top * (len(SPARK) - 1)))] for v in values)
 
 
+def index_stopped(running: list[tuple[str, str, str | None, float | None]]) -> set[str]:
+    """Sessions with an invocation the index calls running and no live process holds
+    (its lease row missing, expired, or its owner provably dead): interrupted
+    mid-run, judged from the index and the lease rows alone (no projection: what
+    is in doubt needs one, :func:`engine.liveness.interrupted_invocations`)."""
+    return {sid for sid, _inv, owner, expires_at in running
+            if owner is None or not owner_live(owner, expires_at or 0.0)}
+
+
 def summarize(overview: StoreOverview, doubt: dict[str, bool] | None = None) -> HomeSummary:
     """The summary from a store overview. ``doubt``: session id -> whether an
     interrupted invocation of it has a node in doubt (the sessions judged).
     Leases are judged against the real clock, like everywhere else."""
     counts = overview.status_counts
-    stopped: set[str] = set()
-    running: set[str] = set()
-    for sid, _inv, owner, expires_at in overview.running:
-        running.add(sid)
-        if owner is None or not owner_live(owner, expires_at or 0.0):
-            stopped.add(sid)
+    stopped = index_stopped(overview.running)
     doubt = doubt or {}
     n_running = counts.get("running", 0)
     return HomeSummary(
