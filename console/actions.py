@@ -28,18 +28,24 @@ from textual.binding import Binding
 
 from engine.status import STATUS_CYCLE
 
+NAV = ("table", "tree", "log")
+"""The widget areas of the navigation keys: every DataTable, the node tree, the event log."""
+
 AREA_TITLES: dict[str, str] = {
+    "nav": "Navigate",
+    "table": "Table",
+    "tree": "Tree",
     "app": "App",
     "sessions": "Sessions",
     "inbox": "Inbox",
     "session": "Session",
-    "tree": "Tree",
     "log": "Log",
     "interrupts": "Interrupts",
     "invocation": "Invocation",
     "replay": "Replay",
     "graph": "Graph",
     "workers": "Workers",
+    "audit": "Audit",
 }
 """Palette title prefix (``Area: Verb``) by the first part of an action id."""
 
@@ -140,17 +146,20 @@ ACTIONS: tuple[Action, ...] = (
     Action("app.palette", "ctrl+p", "Palette", "Command palette", "app", "command_palette", show=False),
     Action("app.back", "escape", "Back", "Back to the previous screen", "app", "back", command="back",
            key_display="esc", show=False),
-    Action("app.quit", "q", "Quit", "Quit the console", "app", "quit", command="quit", show=False),
+    Action("app.quit", "q,ctrl+c", "Quit", "Quit the console (asks first while a write started here runs)", "app",
+           "quit", command="quit", show=False, key_display="q"),
     Action("sessions.show", "h", "Sessions", "Show the sessions list", "app", "show_sessions",
            cli="hitl sessions", command="sessions", show=False),
     Action("inbox.show", "i", "Inbox", "Show every open interrupt, oldest first", "app", "show_inbox",
            cli="hitl inbox", command="inbox"),
     Action("workers.show", None, "Workers", "Show the workers that run turns per app, and the queued turns", "app",
            "show_workers", cli="hitl workers", command="workers", show=False),
+    Action("audit.show", None, "Audit", "Operator writes, newest first (:audit operator= session= action= "
+           "since= until=)", "app", "show_audit", cli="hitl audit", command="audit"),
     # -------------------------------------------------------------- sessions
     Action("sessions.open", "enter", "Open", "Open the selected session", "sessions", "open_selected",
            cli="hitl show {session_id}", command="open"),
-    Action("sessions.filter", "slash", "Filter", "Filter sessions by id text", "sessions", "filter",
+    Action("sessions.filter", "slash", "Filter", "Search session ids, users, apps and interrupt ids", "sessions", "filter",
            cli="hitl sessions --text {text}", key_display="/"),
     Action("sessions.status_filter", "s", "Status", "Cycle the status filter", "sessions", "cycle_status",
            cli="hitl sessions --status {status}"),
@@ -158,6 +167,11 @@ ACTIONS: tuple[Action, ...] = (
     *(_status(str(n), s, s.title() if s else "All") for n, s in enumerate(STATUS_CYCLE)),
     Action("sessions.sort", "o", "Sort", "Sort by last activity / oldest open interrupt", "sessions",
            "toggle_sort"),
+    *(Action(f"sessions.sort.{col}", key, label, f"Sort the loaded rows by {label} (again: reverse, a third "
+             "time: back)", "sessions", f"sort_column({col!r})", show=False, key_display=key)
+      for col, key, label in (("status", "S", "STATUS"), ("open", "O", "OPEN"), ("oldest", "W", "OLDEST waiting"),
+                              ("app", "P", "APP"), ("user", "U", "USER"), ("session", "I", "SESSION id"),
+                              ("active", "T", "ACTIVE"))),
     Action("sessions.refresh", "r", "Refresh", "Reload the list now", "sessions", "refresh", show=False,
            cli="hitl sessions"),
     # ----------------------------------------------------------------- inbox
@@ -185,6 +199,11 @@ ACTIONS: tuple[Action, ...] = (
     Action("interrupts.answer", "e", "Answer", "Answer the selected ids (else this node's) in the response editor",
            ("inbox", "session"), "answer",
            cli="hitl resume {session_id} {interrupt_id}=JSON --invocation {invocation_id}", writes=True),
+    # ----------------------------------------------------------------- audit
+    Action("audit.open", "enter", "Open", "Open the session the write went to", "audit", "open_selected",
+           cli="hitl show {session_id} --invocation {invocation_id}"),
+    Action("audit.refresh", "r", "Refresh", "Reload the audit log now", "audit", "refresh", show=False,
+           cli="hitl audit"),
     # --------------------------------------------------------------- session
     Action("tree.next_waiting", "n", "Next", "Move to the next WAITING node", "session", "next_waiting",
            cli="hitl show {session_id} --invocation {invocation_id}"),
@@ -213,6 +232,26 @@ ACTIONS: tuple[Action, ...] = (
            cli="hitl events {session_id}"),
     Action("log.last", "G", "Last", "Jump to the latest event", "log", "last", show=False,
            cli="hitl events {session_id} --tail"),
+    # ------------------------------------------------------------ navigation
+    # Bound on every table, tree and log (console.widgets.nav.Navigable); keys that do
+    # not apply now (n without a find, / where the screen has its own filter) fall
+    # through to the screen.
+    *(Action(f"nav.{name}", key, label, desc, NAV, method, show=False, key_display=disp)
+      for name, key, label, desc, method, disp in (
+        ("down", "j", "Down", "Move the cursor down", "nav_move(1)", "j"),
+        ("up", "k", "Up", "Move the cursor up", "nav_move(-1)", "k"),
+        ("first", "g", "First", "Move to the first line", "nav_first('g')", "g"),
+        ("home", "home", "First", "Move to the first line", "nav_first('home')", "home"),
+        ("last", "G", "Last", "Move to the last line (loaded so far)", "nav_last('G')", "G"),
+        ("end", "end", "Last", "Move to the last line (loaded so far)", "nav_last('end')", "end"),
+        ("half_down", "ctrl+d", "½ down", "Move half a page down", "nav_half(1)", "^d"),
+        ("half_up", "ctrl+u", "½ up", "Move half a page up", "nav_half(-1)", "^u"),
+        ("find", "slash", "Find", "Find text in this list (then n / N)", "find", "/"),
+        ("next_match", "n", "Next match", "Move to the next match of the find", "find_next(1)", "n"),
+        ("prev_match", "N", "Prev match", "Move to the previous match of the find", "find_next(-1)", "N"),
+    )),
+    Action("nav.copy", "y", "Copy", "Copy the id, path or event JSON under the cursor (OSC 52)", NAV, "copy",
+           key_display="y", show=False),
     # ---------------------------------------------------------------- answer
     # The response editor (console.screens.answer). Its text areas take printable
     # keys, so only ctrl keys reach these while an answer is being typed.
@@ -231,7 +270,7 @@ ACTIONS: tuple[Action, ...] = (
     # ---------------------------------------------------------------- replay
     # Read-only by construction: nothing bound on the replay screen writes.
     Action("replay.open", "t", "Replay", "Replay this session's history, event by event", "session", "open_replay",
-           cli="hitl replay {session_id}", command="replay", show=False),
+           cli="hitl replay {session_id}", command="replay"),
     Action("replay.step", "right_square_bracket", "Step", "Step one event forward", "replay", "step(1)",
            cli="hitl replay {session_id} --at {position}", key_display="]"),
     Action("replay.step_back", "left_square_bracket", "Back", "Step one event back", "replay", "step(-1)",

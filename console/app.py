@@ -25,6 +25,7 @@ import contextlib
 import os
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
@@ -46,6 +47,7 @@ from .config import ConsoleConfig
 from .messages import SessionQuery
 from .screens.answer_dialogs import QUIT_NOW, QuitGuard
 from .screens.answer_jobs import WriteJob
+from .screens.audit import AuditFilterError, AuditQuery, AuditScreen
 from .screens.base import HitlScreen
 from .screens.command import ActionsProvider, CommandError, CommandLine, parse_command
 from .screens.help import HelpScreen, sections_for
@@ -55,6 +57,7 @@ from .screens.replay import ReplayScreen, ReplaySource
 from .screens.session import SessionScreen
 from .screens.sessions import SessionsScreen
 from .text import clean
+from .themes import save_theme, status_variables
 from .times import use_utc
 from .widgets.plain import Static
 
@@ -147,6 +150,25 @@ class HitlApp(App[None]):
             self.store_label = store_label(db_path) if db_path else "default store"
         if replay is not None and replay.file is not None and store is None:
             self.store_label = f"file {replay.file}"
+        if self.config.theme and self.config.theme in self.available_themes:
+            self.theme = self.config.theme  # [console] theme: the one chosen last time
+
+    # ------------------------------------------------------------ themes
+    def get_css_variables(self) -> dict[str, str]:
+        """The theme's variables plus the status colours, readable on this theme
+        (:func:`console.themes.status_variables`)."""
+        variables = super().get_css_variables()
+        variables.update(status_variables(variables))
+        return variables
+
+    def _theme_chosen(self, theme: Any) -> None:
+        """A theme picked in the palette (or set at run time) is kept in hitl.toml."""
+        path = self.config.save_path
+        if path is None or theme.name == self.config.theme:
+            return
+        said = save_theme(path, theme.name)
+        self.config = replace(self.config, theme=theme.name)
+        self.notify(said, severity="warning" if "not saved" in said else "information", timeout=6)
 
     # ------------------------------------------------------------ quitting
     def write_started(self, job: WriteJob) -> None:
@@ -170,12 +192,10 @@ class HitlApp(App[None]):
             return
         self.exit()
 
-    def action_help_quit(self) -> None:
-        """``ctrl+c``: the same question while a write runs; otherwise Textual's hint."""
-        if self.running_writes:
-            self._ask_before_quitting()
-            return
-        super().action_help_quit()
+    async def action_help_quit(self) -> None:
+        """Textual's own ``ctrl+c`` binding: quits like ``q`` (the registry binds
+        ``ctrl+c`` to ``app.quit`` too), asking first while a write runs."""
+        await self.action_quit()
 
     def _ask_before_quitting(self) -> None:
         if self._quit_guard is not None:
@@ -240,6 +260,7 @@ class HitlApp(App[None]):
         return self._store is None and self.replay_source is not None and self.replay_source.file is not None
 
     def on_mount(self) -> None:
+        self.theme_changed_signal.subscribe(self, self._theme_chosen)
         source = self.replay_source
         if self.storeless and source is not None:
             self.push_screen(ReplayScreen(source))
@@ -331,6 +352,9 @@ class HitlApp(App[None]):
             return self
         if isinstance(screen, HitlScreen) and screen.AREA in action.screens:
             return screen
+        focused = screen.focused
+        if focused is not None and getattr(focused, "AREA", None) in action.screens:
+            return focused  # a navigation key of the focused table, tree or log
         if "log" in action.screens and isinstance(screen, SessionScreen):
             from .widgets.event_log import EventLog
 
@@ -404,6 +428,29 @@ class HitlApp(App[None]):
             self.push_screen(WorkersScreen(rows, queued, self.clock()))
 
         self.run_worker(load(), group="workers", exclusive=True, exit_on_error=False)
+    def action_show_audit(self, options: dict[str, str] | None = None) -> None:
+        """The audit view (``:audit operator=... since=2h``); again on it: new filters."""
+        try:
+            query = AuditQuery.parse(options or {}, self.clock())
+        except AuditFilterError as e:
+            self.notify(str(e), severity="error")
+            return
+        if isinstance(self.screen, ModalScreen):
+            self.pop_screen()
+        if isinstance(self.screen, AuditScreen):
+            self.screen.set_query(query)
+            return
+        self.push_screen(AuditScreen(query))
+
+    def command_show_audit(self, args: list[str], options: dict[str, str]) -> None:
+        if args:
+            self.notify(f"usage: :audit operator=NAME session=ID action=answer since=2h until=WHEN (not {args[0]!r})",
+                        severity="error")
+            return
+        self.action_show_audit(options)
+
+    def can_show_audit(self, options: dict[str, str] | None = None) -> bool:
+        return not self.storeless
 
     async def action_back(self) -> None:
         screen = self.screen
@@ -418,9 +465,14 @@ class HitlApp(App[None]):
         screen = self.screen
         if isinstance(screen, HelpScreen):
             return
-        by_screen = {s: for_screen(s) for s in ("app", "sessions", "inbox", "session", "log", "replay", "answer")}
-        areas = (*screen.HELP_AREAS, "app") if isinstance(screen, HitlScreen) else ("app",)
-        title = {"sessions": "Sessions", "inbox": "Inbox", "session": "Session", "replay": "Replay", "answer": "Answer"}.get(
+        by_screen = {
+            s: for_screen(s) for s in ("app", "sessions", "inbox", "session", "log", "replay", "answer", "audit")
+        }
+        by_screen["nav"] = [a for a in ACTIONS if a.area == "nav"]
+        by_screen["log"] = [a for a in by_screen["log"] if a.area != "nav"]
+        areas = (*screen.HELP_AREAS, "nav", "app") if isinstance(screen, HitlScreen) else ("app",)
+        title = {"sessions": "Sessions", "inbox": "Inbox", "session": "Session", "replay": "Replay", "answer": "Answer",
+                 "audit": "Audit"}.get(
             getattr(screen, "AREA", ""), "Console"
         )
         self.push_screen(HelpScreen(title, sections_for(areas, by_screen), read_only=self.read_only))

@@ -43,6 +43,11 @@ class ConsoleConfig:
     """The workflow code: the sample apps, ``[apps]``, then ``--app`` specs."""
     utc: bool = False
     """``--utc``: times in UTC instead of the local zone."""
+    theme: str | None = None
+    """``[console] theme``: the theme the console starts with (None: Textual's default)."""
+    save_path: Path | None = None
+    """Where a theme chosen in the console is written (the file read, else
+    ``./hitl.toml``); None: not persisted (a config built in code, as tests do)."""
 
     @classmethod
     def load(
@@ -68,9 +73,24 @@ class ConsoleConfig:
             store=store_config(p),
             registry=AppRegistry.from_options(list(apps), p),
             utc=utc,
+            theme=_theme(p),
+            save_path=p if p is not None else Path(CONFIG_NAME),
         )
 
 
 def _login() -> str:
     """No config file: ``$USER`` (the rule of :func:`engine.apps.default_operator`)."""
     return default_operator(os.devnull)
+
+
+def _theme(path: Path | None) -> str | None:
+    """``[console] theme`` of the file (None: none, or not a string)."""
+    if path is None:
+        return None
+    from engine.configfile import read_toml
+
+    try:
+        theme = read_toml(path).get("console", {}).get("theme")
+    except (OSError, ValueError, AttributeError):
+        return None  # a bad file is reported by the readers of its other tables
+    return theme if isinstance(theme, str) and theme.strip() else None

@@ -25,6 +25,7 @@ from .widgets.event_log import LogLine
 if TYPE_CHECKING:
     from engine import Event
     from engine.bulk import BulkPlan, BulkResult, ItemResult
+    from engine.home import HomeSummary
     from engine.liveness import InvocationHealth
     from engine.replay import Replay
 
@@ -284,3 +285,9 @@ class BulkFinished(Message):
     """The bulk answer is over: every item's result."""
 
     result: BulkResult
+@dataclass
+class SummaryLoaded(Message):
+    """The home summary line's counts (engine.home), read in a worker."""
+
+    summary: HomeSummary
+

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # imported where used: the CLI's clean() needs no Rich (start-up, issue 15)
@@ -164,3 +165,17 @@ def id_list(ids: list[str], limit: int = 3, *, more: str = " +{n}", empty: str =
         return empty
     head = clean(", ".join(ids[:limit]), one_line=True)
     return head + (more.format(n=len(ids) - limit) if len(ids) > limit else "")
+
+
+def audit_what(action: str, details: dict[str, Any], ids: Callable[..., str] = id_list) -> str:
+    """What an operator write did, in a few words: ``hitl audit``'s WHAT column and
+    the console audit view's (``answered a, b``, ``re-drove``, ``cancelled``...);
+    ``ids`` spells an id list (the CLI's says ``(+3 more)``)."""
+    d = details
+    if action == "answer":
+        return f"answered {ids(d.get('ids', []), 4)}" + (f" ({d['batch']})" if d.get("batch") else "")
+    if action == "import":
+        return f"imported {d.get('events', '?')} events" + (f" from {d['source']}" if d.get("source") else "")
+    if action == "redrive" and d.get("in_doubt"):
+        return f"re-drove, acknowledged in doubt: {ids(d['in_doubt'], 3)}"
+    return {"redrive": "re-drove", "cancel": "cancelled"}.get(action, action)

@@ -57,3 +57,36 @@ def read_toml(path: str | os.PathLike[str]) -> dict[str, Any]:
 @lru_cache(maxsize=8)
 def _parse(resolved: str, mtime_ns: int, size: int) -> dict[str, Any]:
     return tomllib.loads(Path(resolved).read_text(encoding="utf-8"))
+
+
+def set_value(path: str | os.PathLike[str], table: str, key: str, value: str) -> None:
+    """Set ``[table] key = "value"`` in the TOML file at ``path`` (created if missing),
+    changing only that line: comments, order and the other tables stay as written.
+    The result is parsed before it replaces the file (atomically); ValueError when
+    the file is not valid TOML, OSError when it cannot be written."""
+    import json
+    import re
+
+    p = Path(path)
+    text = p.read_text(encoding="utf-8") if p.exists() else ""
+    tomllib.loads(text)  # a malformed file is not touched (TOMLDecodeError is a ValueError)
+    line = f"{key} = {json.dumps(value)}"  # a JSON string is a TOML basic string
+    lines = text.splitlines()
+    header = re.compile(rf"^\s*\[\s*{re.escape(table)}\s*\]\s*(#.*)?$")
+    start = next((i for i, ln in enumerate(lines) if header.match(ln)), None)
+    if start is None:
+        lines += ([""] if lines and lines[-1].strip() else []) + [f"[{table}]", line]
+    else:
+        end = next((i for i in range(start + 1, len(lines)) if re.match(r"^\s*\[", lines[i])), len(lines))
+        mine = re.compile(rf"^\s*{re.escape(key)}\s*=")
+        at = next((i for i in range(start + 1, end) if mine.match(lines[i])), None)
+        if at is None:
+            lines.insert(start + 1, line)
+        else:
+            lines[at] = line
+    new = "\n".join(lines) + "\n"
+    if tomllib.loads(new).get(table, {}).get(key) != value:
+        raise ValueError(f"cannot set [{table}] {key} in {p}: the file's layout is not one this edit understands")
+    tmp = p.with_name(f".{p.name}.tmp")
+    tmp.write_text(new, encoding="utf-8")
+    os.replace(tmp, p)

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from console.text import audit_what
 from console.times import zone_name
 
 if TYPE_CHECKING:
@@ -58,15 +59,7 @@ def audit(
             return
         rows = []
         for r in page.items:
-            d = r.details
-            if r.action == "answer":
-                what = f"answered {id_list(d.get('ids', []), 4)}" + (f" ({d['batch']})" if d.get("batch") else "")
-            elif r.action == "import":
-                what = f"imported {d.get('events', '?')} events" + (f" from {d['source']}" if d.get("source") else "")
-            elif r.action == "redrive" and d.get("in_doubt"):
-                what = f"re-drove, acknowledged in doubt: {id_list(d['in_doubt'], 3)}"
-            else:
-                what = {"redrive": "re-drove", "cancel": "cancelled"}.get(r.action, r.action)
+            what = audit_what(r.action, r.details, id_list)
             rows.append(
                 [
                     clock(r.at),

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 @click.option(
     "--older-than", "older_than", metavar="DURATION", callback=_duration, help="Not updated for this long (2h, 3d)."
 )
-@click.option("--text", "--search", "search", metavar="TEXT", help="Session id contains TEXT.")
+@click.option("--text", "--search", "search", metavar="TEXT", help="Session id, user, app or an interrupt id contains TEXT.")
 @click.option("--limit", type=click.IntRange(1, 10_000), default=50, show_default=True)
 @click.option("--cursor", metavar="CURSOR", help="Continue a listing (printed as next cursor).")
 def sessions(

@@ -3,7 +3,8 @@ title bar, and the one way errors reach the operator (a notification)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar, cast
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from rich.text import Text
 from textual import on
@@ -38,17 +39,48 @@ class StatusTable(DataTable[Text | str]):
         return t
 
 
-class TitleBar(Horizontal):
-    """One line: where you are on the left, mode badges on the right."""
+def fit_title(title: Text, badge: Text, store: str, width: int) -> tuple[Text, Text]:
+    """The title bar's two halves for ``width`` columns: what identifies the screen
+    (the title: the session id...) and the READ-ONLY badge are kept whole; the
+    store's path is shortened first (``…/tail/of/it.sqlite``), then dropped."""
+    room = width - title.cell_len - badge.cell_len - 4  # paddings and a gap
+    right = badge.copy()
+    if store and room > 0:
+        if len(store) > room - (2 if badge else 0):
+            keep = room - (2 if badge else 0) - 1
+            store = "…" + store[-keep:] if keep >= 8 else ""
+        if store:
+            right.append(("  " if badge else "") + store)
+    if title.cell_len > width - badge.cell_len - 2:
+        title = title.copy()
+        title.truncate(max(width - badge.cell_len - 2, 1), overflow="ellipsis")
+    return title, right
 
-    def __init__(self, text: str | Text, badges: str | Text = "") -> None:
+
+class TitleBar(Horizontal):
+    """One line: where you are on the left, mode badges and the store on the right,
+    fitted to the width (:func:`fit_title`)."""
+
+    def __init__(self, text: str | Text, badge: Text, store: str) -> None:
         super().__init__(id="titlebar")
-        self._text = text
-        self._badges = badges
+        self._text = text if isinstance(text, Text) else Text(clean(text, one_line=True))
+        self._badge = badge
+        self._store = clean(store, one_line=True)
 
     def compose(self) -> ComposeResult:
         yield Label(self._text, id="title")
-        yield Label(self._badges, id="badges")
+        yield Label(self._badge, id="badges")
+
+    def on_resize(self) -> None:
+        self.fit()
+
+    def on_mount(self) -> None:
+        self.fit()
+
+    def fit(self) -> None:
+        title, right = fit_title(self._text, self._badge, self._store, self.size.width or 80)
+        self.query_one("#title", Label).update(title)
+        self.query_one("#badges", Label).update(right)
 
 
 class HitlScreen(Screen[None]):
@@ -64,12 +96,10 @@ class HitlScreen(Screen[None]):
         return cast("HitlApp", self.app)
 
     def compose_title(self, text: str | Text) -> TitleBar:
-        badges = Text()
+        badge = Text()
         if self.hitl.read_only:
-            badges.append(" READ-ONLY ", "reverse")
-        if self.hitl.store_label:
-            badges.append(("  " if badges else "") + clean(self.hitl.store_label))
-        return TitleBar(text, badges)
+            badge.append(" READ-ONLY ", "reverse")
+        return TitleBar(text, badge, self.hitl.store_label or "")
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         entry = lookup(self.AREA, action, parameters)
@@ -83,6 +113,58 @@ class HitlScreen(Screen[None]):
 
     def error(self, text: str) -> None:
         self.notify(text, severity="error", timeout=8)
+
+
+class SortableRows:
+    """Mixin for a screen around one table: a column sort from the keyboard (the
+    registry's ``<area>.sort.<column>`` actions, shift+letter as in k9s) or by
+    clicking a header. The screen lists its rows through :meth:`sorted_rows`;
+    the same column again reverses, a third time goes back to the screen's order.
+    A paged screen sorts the rows loaded so far (its info line says so)."""
+
+    SORT_KEYS: ClassVar[dict[str, Callable[[Any], Any]]] = {}
+    """Column key -> the sort value of a row (not its drawn text: ages sort by time)."""
+    sort_column: str | None = None
+    sort_reverse: bool = False
+
+    def sorted_rows(self, rows: list[Any]) -> list[Any]:
+        key = self.SORT_KEYS.get(self.sort_column or "")
+        if key is None:
+            return rows
+        present = [r for r in rows if key(r) is not None]
+        absent = [r for r in rows if key(r) is None]  # blanks last, whichever the direction
+        return sorted(present, key=key, reverse=self.sort_reverse) + absent
+
+    def action_sort_column(self, column: str) -> None:
+        if column not in self.SORT_KEYS:
+            return
+        if self.sort_column != column:
+            self.sort_column, self.sort_reverse = column, False
+        elif not self.sort_reverse:
+            self.sort_reverse = True
+        else:
+            self.sort_column, self.sort_reverse = None, False
+        self.sort_changed()
+
+    def sort_changed(self) -> None:
+        """Redraw the rows in the new order (the screen's)."""
+
+    def sort_label(self) -> str | None:
+        """``app ▲`` for the info line; None: the screen's own order."""
+        if self.sort_column is None:
+            return None
+        return f"{self.sort_column} {'▼' if self.sort_reverse else '▲'}"
+
+    def header_label(self, key: str, label: str) -> str:
+        """A column header with the sort arrow when it is the sorted column."""
+        if key != self.sort_column:
+            return label
+        return f"{label} {'▼' if self.sort_reverse else '▲'}"
+
+    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        """A click on a column header (a named handler: ``@on`` is not seen in a mixin)."""
+        event.stop()
+        self.action_sort_column(str(event.column_key.value))
 
 
 class PagedTableScreen(HitlScreen):

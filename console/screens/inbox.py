@@ -232,6 +232,10 @@ class InboxScreen(PagedTableScreen):
         except Exception:  # noqa: BLE001
             return None
 
+    def copy_row(self, key: str) -> tuple[str, str]:
+        """What ``y`` copies from a row (console.widgets.nav): its interrupt id."""
+        return "interrupt id", key.split("\x1f")[-1]
+
     @property
     def selected(self) -> InterruptRecord | None:
         key = self._selected_key()

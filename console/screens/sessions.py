@@ -8,7 +8,9 @@ on its session).
 
 from __future__ import annotations
 
-from typing import ClassVar
+import time
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual import on, work
@@ -17,20 +19,26 @@ from textual.binding import Binding
 from textual.timer import Timer
 from textual.widgets import Footer, Input
 
+from engine.home import HomeSummary, home_summary
 from engine.liveness import interrupted_invocations
 from engine.status import INTERRUPTED_FILTER, STATUS_CYCLE, SessionStatus
 from engine.store.base import SessionSummary
 
 from ..actions import bindings
-from ..messages import SessionQuery, SessionsLoaded, StoreFailed
+from ..messages import SessionQuery, SessionsLoaded, StoreFailed, SummaryLoaded
 from ..text import clean, literal
-from ..widgets.format import age, short
+from ..widgets.format import age, fit_widths, short
 from ..widgets.keys import TextInput
 from ..widgets.plain import Static
-from .base import PagedTableScreen, StatusTable
+from ..widgets.summary import summary_text
+from .base import PagedTableScreen, SortableRows, StatusTable
 from .loaders import one_line
 
 PAGE = 100
+SUMMARY_EVERY = 10.0
+"""Seconds between two reads of the summary line while the list refreshes itself."""
+TRIAGE_STATUSES = (None, SessionStatus.WAITING, SessionStatus.RUNNING, INTERRUPTED_FILTER)
+"""Status filters the triage order applies to (the others list by last activity)."""
 REFRESH_CAP = 1000
 """A periodic refresh re-reads at most this many rows (the ones near the top)."""
 
@@ -49,16 +57,37 @@ class SessionTable(StatusTable):
     """The sessions DataTable."""
 
 
-class SessionsScreen(PagedTableScreen):
+class SessionsScreen(SortableRows, PagedTableScreen):
     AREA = "sessions"
     HELP_AREAS = ("sessions",)
     BINDINGS: ClassVar[list[Binding]] = bindings("sessions")
+    SORT_KEYS: ClassVar[dict[str, Callable[[Any], Any]]] = {
+        "status": lambda r: str(r.status),
+        "open": lambda r: r.open_interrupts,
+        "oldest": lambda r: None if r.oldest_open_at is None else -r.oldest_open_at,  # ▲: youngest first
+        "app": lambda r: r.app_name.lower(),
+        "user": lambda r: r.user_id.lower(),
+        "session": lambda r: r.id.lower(),
+        "active": lambda r: -(r.last_event_at or r.updated_at),
+    }
+    """Column sort (shift+letter, or a header click) of the rows loaded so far."""
 
     def __init__(self) -> None:
         super().__init__(id="sessions-screen")
         self.query_state = SessionQuery()
-        self.sort_oldest = False
-        """Triage order: the store pages by oldest open interrupt; what stopped mid-run goes first."""
+        self.sort_oldest = True
+        """Triage order (the default): the store pages by oldest open interrupt; what stopped
+        mid-run goes first. ``o`` switches to last activity (every session)."""
+        self.summary: HomeSummary | None = None
+        """The summary line's counts (engine.home), read after a page load (at most
+        every SUMMARY_EVERY seconds while the list refreshes itself)."""
+        self._summary_read_at: float | None = None
+        self._summary_due = False
+        self._could_open = False
+        self._drawn_widths: dict[str, int] = {}
+        """The column widths the rows were last drawn with (a resize redraws them)."""
+        """What the footer last showed for ``⏎ Open`` (it is redrawn only when that changes)."""
+        """Read the summary with the next load whatever its age (``r``, a new filter)."""
         self.rows: list[SessionSummary] = []
         self.stopped: dict[str, tuple[bool, bool]] = {}
         """Session id -> (interrupted mid-run, a node in doubt), from engine.liveness at load time."""
@@ -71,7 +100,8 @@ class SessionsScreen(PagedTableScreen):
 
     def compose(self) -> ComposeResult:
         yield self.compose_title("hitl ▸ Sessions")
-        yield TextInput(placeholder="/ filter session ids…  (enter: keep · esc: close)", id="filter", classes="-hidden")
+        yield TextInput(placeholder="/ search ids, users, apps, interrupt ids…  (enter: keep · esc: close)", id="filter", classes="-hidden")
+        yield Static("", id="sessions-summary", classes="infoline")
         yield Static("", id="sessions-info", classes="infoline")
         yield SessionTable(id="sessions-table", cursor_type="row", zebra_stripes=True)
         yield Static("", id="sessions-empty", classes="empty -hidden")
@@ -95,6 +125,33 @@ class SessionsScreen(PagedTableScreen):
         self._busy_more = False
         self._load(self.query_state, limit, None, False, self._generation)
 
+    @work(group="sessions-summary", exclusive=True, exit_on_error=False)
+    async def _load_summary(self) -> None:
+        """The summary line, read after the first page is drawn (it never delays it)."""
+        try:
+            summary = await home_summary(self.hitl.store, self.hitl.clock())
+        except Exception as e:  # noqa: BLE001 -- shown as a one-line notification
+            self.post_message(StoreFailed(one_line(e)))
+            return
+        self.post_message(SummaryLoaded(summary))
+
+    def on_summary_loaded(self, message: SummaryLoaded) -> None:
+        self.summary = message.summary
+        self._render_summary()
+        self._render_info()
+
+    def _render_summary(self) -> None:
+        box = self.query_one("#sessions-summary", Static)
+        if self.summary is None:
+            box.update(Text(" summary: loading…", "dim"))
+            return
+        box.update(summary_text(self.summary, self.hitl.clock(), max(self.size.width, 20), self.hitl.redactor))
+
+    def on_resize(self) -> None:
+        self._render_summary()
+        if self.rows:
+            self._show_rows()
+
     def _periodic_refresh(self) -> None:
         if self._busy or self._busy_more or not self.is_current:
             return
@@ -106,8 +163,19 @@ class SessionsScreen(PagedTableScreen):
         self._busy_more = True
         self._load(self.query_state, PAGE, self.next_cursor, True, self._generation)
 
+    def triage(self, query: SessionQuery | None = None) -> bool:
+        """The triage order applies: chosen (the default), and the status filter is one
+        that can need attention (a failed or completed session has no open interrupt,
+        so those filters list by last activity)."""
+        status = (query or self.query_state).status
+        return self.sort_oldest and status in TRIAGE_STATUSES
+
     @work(group="sessions-load", exit_on_error=False)
     async def _load(self, query: SessionQuery, limit: int, cursor: str | None, append: bool, generation: int) -> None:
+        triage = self.triage(query)
+        with_prefix = triage and not append and query.status in (None, INTERRUPTED_FILTER, SessionStatus.RUNNING)
+        # What stopped mid-run goes first: a screenful of running sessions is judged for the first paint.
+        prefix_size = min(PAGE // 2, max(self.size.height, 10)) if with_prefix else 0
         try:
             store = self.hitl.store
             page = await store.list_sessions(
@@ -115,16 +183,17 @@ class SessionsScreen(PagedTableScreen):
                 text=query.text or None,
                 app_name=query.app_name,
                 user_id=query.user_id,
-                limit=limit,
+                limit=max(limit - prefix_size, 1) if limit == PAGE else limit,
                 cursor=cursor,
-                order="oldest_open" if self.sort_oldest else "updated",
+                order="oldest_open" if triage else "updated",
             )
             items = list(page.items)
-            if self.sort_oldest and not append and query.status in (None, INTERRUPTED_FILTER, SessionStatus.RUNNING):
+            if with_prefix:
                 # triage: the store orders waiting sessions; what stopped mid-run goes first
+                # (a screenful of the running sessions, judged before the paint).
                 running = await store.list_sessions(
                     status=SessionStatus.RUNNING, text=query.text or None, app_name=query.app_name,
-                    user_id=query.user_id, limit=PAGE,
+                    user_id=query.user_id, limit=prefix_size,
                 )
                 known = {s.id for s in items}
                 items = [s for s in running.items if s.id not in known] + items
@@ -140,7 +209,7 @@ class SessionsScreen(PagedTableScreen):
             return
         if generation != self._generation:
             return  # the query changed meanwhile
-        if self.sort_oldest:
+        if triage:
             items = [s for s in items if s.id in stopped or s.status == SessionStatus.WAITING or query.status]
         if query.status == INTERRUPTED_FILTER:
             items = [s for s in items if s.id in stopped]
@@ -167,21 +236,55 @@ class SessionsScreen(PagedTableScreen):
         self.next_cursor = message.next_cursor
         self.loaded_once = True
         self._show_rows()
+        if not message.append:
+            now = time.monotonic()
+            if self._summary_read_at is None or now - self._summary_read_at >= SUMMARY_EVERY or self._summary_due:
+                self._summary_read_at, self._summary_due = now, False
+                self._load_summary()
 
     # ------------------------------------------------------------ drawing
     def _ordered(self) -> list[SessionSummary]:
-        if self.sort_oldest:  # triage: what stopped mid-run comes before what merely waits
-            return sorted(self.rows, key=lambda r: r.id not in self.stopped)
-        return self.rows  # the store pages in the chosen order
+        rows = self.rows  # the store pages in the chosen order
+        if self.triage():  # triage: what stopped mid-run comes before what merely waits
+            rows = sorted(rows, key=lambda r: r.id not in self.stopped)
+        return self.sorted_rows(rows)
 
-    def _cells(self, table: SessionTable, r: SessionSummary, now: float) -> list[Text | str]:
+    def sort_changed(self) -> None:
+        table = self.query_one(SessionTable)
+        for key, label in COLUMNS:
+            table.set_column_label(key, self.header_label(key, label))
+        self._show_rows()
+
+    def _widths(self, rows: list[SessionSummary]) -> dict[str, int]:
+        """How wide the app, user and session columns may be so that every column fits
+        the table's width (:func:`fit_widths`): statuses, counts and ages are never
+        cut; the user gives way first, then the app, then the session id."""
+        natural = {  # plain lengths: a masked or cleaned value is never longer than this
+            "app": max((len(r.app_name) for r in rows), default=3),
+            "user": max((len(r.user_id) for r in rows), default=4),
+            "session": max((len(r.id) for r in rows), default=7),
+        }
+        status = max((len(self._status_word(r)) for r in rows), default=6)
+        table = self.query_one(SessionTable)
+        scrollbar = 1 if len(rows) + 1 > (table.size.height or self.size.height) else 0
+        fixed = max(status, 6) + 4 + 6 + 6 + 2 * len(COLUMNS) + scrollbar  # cell paddings
+        width = table.size.width or self.size.width or 80
+        return fit_widths(natural, width - fixed, order=("user", "app", "session"),
+                          minimum={"user": 5, "app": 6, "session": 10})
+
+    def _status_word(self, r: SessionSummary) -> str:
+        stopped = self.stopped.get(r.id, (False, False))
+        return "⚠ INTERRUPTED IN DOUBT" if stopped[1] else "⚠ INTERRUPTED" if stopped[0] else f"· {r.status}"
+
+    def _cells(self, table: SessionTable, r: SessionSummary, now: float, widths: dict[str, int]) -> list[Text | str]:
+        red = self.hitl.redactor
         return [
             table.status_cell(r.status, self.stopped.get(r.id, (False, False))),
             Text(str(r.open_interrupts) if r.open_interrupts else "", justify="right"),
             Text(age(r.oldest_open_at, now) if r.oldest_open_at is not None else "", justify="right"),
-            literal(short(r.app_name, 24, self.hitl.redactor)),
-            literal(short(r.user_id, 20, self.hitl.redactor)),
-            literal(short(r.id, 48, self.hitl.redactor)),
+            literal(short(r.app_name, widths["app"], red)),
+            literal(short(r.user_id, widths["user"], red)),
+            literal(short(r.id, widths["session"], red)),
             Text(age(r.last_event_at or r.updated_at, now), justify="right"),
         ]
 
@@ -191,26 +294,35 @@ class SessionsScreen(PagedTableScreen):
         now = self.hitl.clock()
         keys = [str(k.value) for k in table.rows]
         wanted = [r.id for r in rows]
-        if keys == wanted:
-            for r in rows:
-                for (col, _), value in zip(COLUMNS, self._cells(table, r, now), strict=True):
+        widths = self._widths(rows)
+        if keys == wanted or (keys == wanted[: len(keys)] and keys and widths != self._drawn_widths):
+            for r in rows[: len(keys)]:
+                for (col, _), value in zip(COLUMNS, self._cells(table, r, now, widths), strict=True):
                     if table.get_cell(r.id, col) != value:
                         table.update_cell(r.id, col, value)
+            for r in rows[len(keys) :]:
+                table.add_row(*self._cells(table, r, now, widths), key=r.id)
         elif keys == wanted[: len(keys)] and keys:
             for r in rows[len(keys) :]:
-                table.add_row(*self._cells(table, r, now), key=r.id)
+                table.add_row(*self._cells(table, r, now, widths), key=r.id)
         else:
             current = self.selected_id
             table.clear()
             for r in rows:
-                table.add_row(*self._cells(table, r, now), key=r.id)
+                table.add_row(*self._cells(table, r, now, widths), key=r.id)
             if current in wanted:
                 table.move_cursor(row=wanted.index(current), animate=False)
+        self._drawn_widths = widths
         self._render_info()
+        if self._could_open != (self.selected_id is not None):
+            self._could_open = not self._could_open
+            self.refresh_bindings()  # "⏎ Open" applies once a row is there (and not in an empty list)
 
     def _render_info(self) -> None:
         q = self.query_state
-        sort = "oldest open interrupt (waiting only)" if self.sort_oldest else "last activity"
+        sort = "triage (o: all by activity)" if self.triage() else "last activity"
+        if self.sort_label():
+            sort = f"{self.sort_label()} (loaded rows)"
         more = " · more below ↓" if self.next_cursor else ""
         text = Text(" status: ")
         text.append(q.status or "all", "b" if q.status else "")
@@ -235,6 +347,11 @@ class SessionsScreen(PagedTableScreen):
         if show_empty:
             if q.status or q.text or q.app_name or q.user_id:
                 empty.update(f"No session matches {q.describe()}.\nPress 0 to clear every filter, / to change the text filter.")
+            elif self.triage() and (self.summary is None or self.summary.total):
+                empty.update(
+                    "No session needs attention: nothing waits for an answer, nothing stopped mid-run.\n"
+                    "Press o to list every session by last activity."
+                )
             else:
                 empty.update("This store has no sessions yet.\nRun a workflow, or create demo data with `hitl demo`.")
 
@@ -248,6 +365,10 @@ class SessionsScreen(PagedTableScreen):
             return str(table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value)
         except Exception:  # noqa: BLE001 -- no row under the cursor
             return None
+
+    def copy_row(self, key: str) -> tuple[str, str]:
+        """What ``y`` copies from a row (console.widgets.nav): its session id."""
+        return "session id", key
 
     # ------------------------------------------------------------ actions
     def can_open_selected(self) -> bool:
@@ -297,6 +418,7 @@ class SessionsScreen(PagedTableScreen):
         self._render_info()
 
     def action_refresh(self) -> None:
+        self._summary_due = True
         self.reload(limit=min(max(len(self.rows), PAGE), REFRESH_CAP))
 
     # ------------------------------------------------------------ filter box

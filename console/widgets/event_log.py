@@ -33,6 +33,7 @@ from engine.redact import Redactor
 from ..actions import bindings
 from ..text import clean
 from .format import id_list, short, stamp
+from .nav import Navigable
 
 KINDS = (
     "message",
@@ -63,6 +64,11 @@ class LogLine:
     invocation_id: str
 
 
+SUMMARY = 200
+"""Characters a line's summary keeps when it is built; the drawing cuts it at the
+log's width, with an ellipsis (a 200-column log shows more than an 80-column one)."""
+
+
 def operator_of(e: Event) -> str | None:
     """Who wrote an operator event (answer, re-drive, cancel); None for others."""
     op = (e.custom_metadata or {}).get("operator")
@@ -73,7 +79,7 @@ def operator_said(e: Event, red: Redactor) -> str:
     """`` · reason "card expired"`` -- the reason of an operator event (the
     operator is in the author column)."""
     reason = (e.custom_metadata or {}).get("reason")
-    return f' · reason "{short(str(reason), 60, red)}"' if reason else ""
+    return f' · reason "{short(str(reason), SUMMARY // 2, red)}"' if reason else ""
 
 
 def log_line(se: StoredEvent, red: Redactor) -> LogLine:
@@ -83,7 +89,7 @@ def log_line(se: StoredEvent, red: Redactor) -> LogLine:
     info = e.node_info
     summary = ""
     if kind == "message":
-        summary = f'"{short(e.content.text if e.content else "", 60, red)}"'
+        summary = f'"{short(e.content.text if e.content else "", SUMMARY, red)}"'
     elif kind == "response":
         parts = [f"{short(fr.id, 24, red)}={short(fr.response, 16, red)}" for fr in e.function_responses]
         summary = "answers " + id_list(parts, 3)
@@ -93,23 +99,23 @@ def log_line(se: StoredEvent, red: Redactor) -> LogLine:
     elif kind == "start":
         summary = "re-executes" if info and info.input is None and info.rerun_on_resume else ""
         if info and info.input is not None:
-            summary = "input " + short(info.input, 40, red)
+            summary = "input " + short(info.input, SUMMARY, red)
     elif kind == "end":
         status = info.status.value if info and info.status else ""
         summary = status
         if e.error_code:
             summary += f" {e.error_code}"
         elif e.output is not None:
-            summary += " → " + short(e.output, 40, red)
+            summary += " → " + short(e.output, SUMMARY, red)
     elif kind == "interrupt":
         calls = e.interrupt_calls
         summary = id_list([c.id for c in calls], 2)
         if len(calls) == 1 and calls[0].args.get("message"):
-            summary += f' "{short(str(calls[0].args["message"]), 40, red)}"'
+            summary += f' "{short(str(calls[0].args["message"]), SUMMARY, red)}"'
     elif kind == "error":
-        summary = short(f"{e.error_code}: {e.error_message}", 60, red)
+        summary = short(f"{e.error_code}: {e.error_message}", SUMMARY, red)
     elif kind == "output":
-        summary = short(e.output, 50, red)
+        summary = short(e.output, SUMMARY, red)
     elif kind == "state":
         summary = "state " + ", ".join(sorted(e.state_delta or {}))
     intern = sys.intern
@@ -124,11 +130,17 @@ def log_line(se: StoredEvent, red: Redactor) -> LogLine:
     )
 
 
+def column_widths(width: int) -> tuple[int, int]:
+    """(node path, author) column widths of a log ``width`` columns wide: both grow
+    with the width (``fetch_order`` is not cut to ``fetch_orde`` at 200 columns)."""
+    return min(max(width // 4, 14), 48), min(max(width // 10, 10), 24)
+
+
 def corrupt_line(seq: int) -> LogLine:
     return LogLine(seq, None, "corrupt", "?", "", "corrupted row: cannot be read (skipped)", "")
 
 
-class EventLog(ScrollView, can_focus=True):
+class EventLog(Navigable, ScrollView, can_focus=True):
     """Virtualised event log; the screen feeds it pages of :class:`LogLine`."""
 
     BINDINGS: ClassVar[list[Binding]] = [
@@ -136,8 +148,6 @@ class EventLog(ScrollView, can_focus=True):
         Binding("down,j", "cursor(1)", "Down", show=False),
         Binding("pageup", "page(-1)", "Page up", show=False),
         Binding("pagedown", "page(1)", "Page down", show=False),
-        Binding("home", "first", "First", show=False),
-        Binding("end", "last", "Last", show=False),
         *bindings("log"),
     ]
 
@@ -289,13 +299,14 @@ class EventLog(ScrollView, can_focus=True):
         self._styles = None
         super().notify_style_update()
 
-    def _text(self, line: LogLine, seq_width: int, path_width: int) -> Text:
+    def _text(self, line: LogLine, seq_width: int, path_width: int, author_width: int = 10) -> Text:
         s = self.style_map
-        t = Text(no_wrap=True, overflow="crop")
+        t = Text(no_wrap=True, overflow="ellipsis")
         t.append(f"{line.seq:>{seq_width}} ", s["eventlog--seq"])
         t.append(f"{stamp(line.timestamp, self._now()):>{self._time_width}} ", s["eventlog--time"])
         t.append(f"{line.kind:<9.9} ", s.get(f"kind--{line.kind}", Style()))
-        t.append(f"{line.author:<10.10} ", s["eventlog--author"])
+        author = line.author if len(line.author) <= author_width else line.author[: author_width - 1] + "…"
+        t.append(f"{author:<{author_width}} ", s["eventlog--author"])
         path = line.path if len(line.path) <= path_width else "…" + line.path[-(path_width - 1) :]
         t.append(f"{path:<{path_width}} ", s["eventlog--path"])
         t.append(line.summary)
@@ -312,12 +323,13 @@ class EventLog(ScrollView, can_focus=True):
         seq = index + 1
         line = self.line(seq)
         seq_width = max(len(str(self.total)), 4)
-        path_width = min(max(width // 4, 14), 40)
+        path_width, author_width = column_widths(width)
         if line is None:
             self._want(seq)
             text = Text(f"{seq:>{seq_width}} …", self.style_map["eventlog--placeholder"])
         else:
-            text = self._text(line, seq_width, path_width)
+            text = self._text(line, seq_width, path_width, author_width)
+            text.truncate(width, overflow="ellipsis")  # a summary cut at the edge says so
         pad = base
         if index == self.cursor:
             cursor = self.style_map["eventlog--cursor"]
@@ -358,6 +370,39 @@ class EventLog(ScrollView, can_focus=True):
 
     def action_page(self, direction: int) -> None:
         self.action_cursor(direction * max(self.scrollable_content_region.height - 1, 1))
+
+    AREA = "log"
+
+    def nav_index(self) -> int:
+        return self.cursor
+
+    def nav_count(self) -> int:
+        return self.total
+
+    def nav_goto(self, index: int) -> None:
+        self.cursor = index
+
+    def nav_text(self, index: int) -> str | None:
+        """A loaded line's text (``/`` searches the lines read so far: a long log is read on demand)."""
+        line = self.line(index + 1)
+        if line is None:
+            return None
+        return f"{line.seq} {line.kind} {line.author} {line.path} {line.summary}"
+
+    async def copy_payload(self) -> tuple[str, str] | None:
+        """The event under the cursor as JSON, masked like everything on screen."""
+        seq = self.cursor_seq
+        session_id = getattr(self.screen, "session_id", None)
+        store = getattr(self.app, "store", None)
+        if seq is None or session_id is None or store is None:
+            return None
+        import json
+
+        from .format import shown, to_json
+
+        se = await store.event_at(session_id, seq)
+        data = shown(json.loads(se.event.to_json()), getattr(self.app, "redactor", None))
+        return (f"event {seq} as JSON", to_json(data))
 
     def action_first(self) -> None:
         if self.total:

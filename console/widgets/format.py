@@ -65,3 +65,21 @@ def short(value: Any, width: int = 40, red: Redactor | None = None) -> str:
 def short_id(value: str, width: int = 12) -> str:
     value = clean(value, one_line=True)
     return value if len(value) <= width else value[: width - 1] + "…"
+
+
+def fit_widths(
+    natural: dict[str, int], room: int, *, order: tuple[str, ...], minimum: dict[str, int]
+) -> dict[str, int]:
+    """Column widths that fit ``room`` columns: each column its ``natural`` width
+    when everything fits; else the columns in ``order`` give way one after the other
+    (each down to its ``minimum``), and what is still missing is shared out. The
+    caller keeps statuses and counts out of ``natural``: those are never cut."""
+    widths = dict(natural)
+    excess = sum(widths.values()) - max(room, 0)
+    for key in order:
+        if excess <= 0:
+            break
+        give = min(excess, max(widths[key] - minimum.get(key, 1), 0))
+        widths[key] -= give
+        excess -= give
+    return widths

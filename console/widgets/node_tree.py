@@ -21,6 +21,7 @@ from typing import ClassVar
 
 from rich.style import Style
 from rich.text import Text
+from textual.binding import Binding
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
@@ -31,8 +32,10 @@ from engine.projection import NodeRun, Projection
 from engine.redact import Redactor
 from engine.status import DisplayStatus
 
+from ..actions import bindings
 from ..text import clean, clean_text, literal
 from .format import STATUS_CLASSES, STATUS_ICON, id_list, short, short_id
+from .nav import Navigable
 
 ROOT = "#root"
 FOLD = "#fold:"
@@ -102,8 +105,13 @@ def invocation_label(
     return t
 
 
-class NodeTree(Tree[str]):
-    """The node runs of one invocation. ``node.data`` is the run's path."""
+class NodeTree(Navigable, Tree[str]):
+    """The node runs of one invocation. ``node.data`` is the run's path.
+    The console's navigation keys (:class:`~console.widgets.nav.Navigable`) move
+    over its visible lines; ``y`` copies the node path under the cursor."""
+
+    AREA = "tree"
+    BINDINGS: ClassVar[list[Binding]] = bindings("tree")
 
     COMPONENT_CLASSES: ClassVar[set[str]] = Tree.COMPONENT_CLASSES | STATUS_CLASSES | {
         "nodetree--name",
@@ -289,6 +297,24 @@ class NodeTree(Tree[str]):
         return created
 
     # ------------------------------------------------------------ navigation
+    def nav_index(self) -> int:
+        return self.cursor_line
+
+    def nav_count(self) -> int:
+        return self.last_line + 1
+
+    def nav_goto(self, index: int) -> None:
+        self.move_cursor_to_line(index)
+        self.scroll_to_line(index, animate=False)
+
+    def nav_text(self, index: int) -> str | None:
+        node = self.get_node_at_line(index)
+        return None if node is None else node.label.plain
+
+    async def copy_payload(self) -> tuple[str, str] | None:
+        path = self.cursor_path
+        return ("node path", path) if path else None
+
     @property
     def cursor_path(self) -> str | None:
         node = self.cursor_node

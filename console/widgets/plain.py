@@ -16,15 +16,19 @@ or a clickable ``[@click=...]`` cannot come from data.
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from rich.console import RenderableType
 from rich.text import Text
+from textual.binding import Binding
 from textual.widgets import DataTable as _DataTable
 from textual.widgets import Label as _Label
 from textual.widgets import Static as _Static
+from textual.widgets.data_table import ColumnKey
 
+from ..actions import bindings
 from ..text import Cleaned, clean, clean_text, literal
+from .nav import Navigable, plain_cells
 
 
 def _plain(content: Any) -> Any:
@@ -71,11 +75,68 @@ def cells(*values: RenderableType | str) -> list[Any]:
 CellType = TypeVar("CellType")
 
 
-class DataTable(_DataTable[CellType]):
-    """``textual.widgets.DataTable`` whose ``str`` cells are literal text."""
+class DataTable(Navigable, _DataTable[CellType]):
+    """``textual.widgets.DataTable`` whose ``str`` cells are literal text, with the
+    console's navigation keys (:class:`~console.widgets.nav.Navigable`: ``j``/``k``,
+    ``g``/``G``, ``Home``/``End`` move the cursor, ``/`` finds, ``y`` copies the row's key)."""
+
+    AREA = "table"
+    BINDINGS: ClassVar[list[Binding]] = bindings("table")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """``enter`` is the screen's when it binds one (``⏎ Open`` in the footer, which
+        the table's own hidden "select" binding would otherwise shadow)."""
+        if action == "select_cursor" and "enter" in self.screen._bindings.key_to_bindings:
+            return False
+        return super().check_action(action, parameters)
+
+    def nav_index(self) -> int:
+        return self.cursor_row if self.row_count else -1
+
+    def nav_count(self) -> int:
+        return self.row_count
+
+    def nav_goto(self, index: int) -> None:
+        self.move_cursor(row=index, animate=False)
+
+    def nav_text(self, index: int) -> str | None:
+        return plain_cells(list(self.get_row_at(index)))
+
+    async def copy_payload(self) -> tuple[str, str] | None:
+        """The row's key; a screen's ``copy_row(key)`` names it and picks the text
+        (the sessions list: the session id; the inbox: the interrupt id)."""
+        if not self.row_count or self.cursor_row < 0:
+            return None
+        key = self.coordinate_to_cell_key((self.cursor_row, 0)).row_key.value
+        if key is None:
+            return None
+        pick = getattr(self.screen, "copy_row", None)
+        what, text = pick(str(key)) if callable(pick) else ("row id", str(key))
+        return what, clean(text, one_line=True)
 
     def add_row(self, *cells_: Any, **kwargs: Any) -> Any:
         return super().add_row(*cells(*cells_), **kwargs)
 
+    def clear(self, columns: bool = False) -> DataTable[CellType]:
+        """Textual's clear keeps each column as wide as its widest cell ever was: here a
+        cleared table's columns shrink back to their labels (the new rows size them)."""
+        super().clear(columns)
+        for column in self.columns.values():
+            column.content_width = column.label.cell_len
+        return self
+
+    def set_column_label(self, column_key: str, label: str) -> None:
+        """Relabel a column (a sort arrow), literal text, widening it if needed."""
+        column = self.columns.get(ColumnKey(column_key))
+        if column is None or column.label.plain == label:
+            return
+        column.label = Text(label)
+        column.content_width = max(column.content_width, column.label.cell_len)
+        self._require_update_dimensions = True
+        self.refresh()
+
     def update_cell(self, row_key: Any, column_key: Any, value: Any, **kwargs: Any) -> None:
+        """Also resizes the column by default (a status that grows to ``⚠ INTERRUPTED IN
+        DOUBT`` must not be cut to the width its old text had)."""
+        kwargs.setdefault("update_width", True)
         super().update_cell(row_key, column_key, cell(value), **kwargs)

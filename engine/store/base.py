@@ -216,6 +216,25 @@ class SessionSummary(BaseModel):
     second while the session only appends (precise enough to sort by activity)."""
 
 
+class StoreOverview(BaseModel):
+    """What the home screen's summary line needs, read in one store call
+    (:meth:`SessionStore.overview`); :mod:`engine.home` turns it into the summary."""
+
+    status_counts: dict[str, int] = Field(default_factory=dict)
+    """Sessions by stored status (``waiting``, ``running``, ``failed``...)."""
+    open_by_app: dict[str, int] = Field(default_factory=dict)
+    """Open interrupts by app name."""
+    oldest_open_at: float | None = None
+    """When the oldest open interrupt of the store was raised (None: none open)."""
+    raised: list[int] = Field(default_factory=list)
+    """Interrupts raised (open or since resolved) per bucket, oldest bucket first:
+    bucket ``i`` covers ``[since + i * bucket, since + (i + 1) * bucket)``."""
+    running: list[tuple[str, str, str | None, float | None]] = Field(default_factory=list)
+    """The ``running`` invocations as ``(session_id, invocation_id, lease owner, lease
+    expiry)`` (owner/expiry None: no lease row), at most ``running_limit``: liveness
+    (:mod:`engine.liveness`) tells the interrupted ones from those a process runs."""
+
+
 @dataclass
 class IndexEffects:
     """What one event does to the derived rows (shared by every backend)."""
@@ -576,6 +595,14 @@ class SessionStore(Protocol):
         cursor: str | None = None,
     ) -> Page[AuditRecord]:
         """Operator writes, newest first, keyset-paginated; ``since <= at < until``."""
+        ...
+
+    # ------------------------------------------------------------- overview
+    async def overview(
+        self, *, since: float, bucket: float = 3600.0, buckets: int = 24, running_limit: int = 500
+    ) -> StoreOverview:
+        """The home summary's counts (:class:`StoreOverview`): a few aggregate
+        queries over the derived indexes, never a scan of events."""
         ...
 
     async def close(self) -> None: ...

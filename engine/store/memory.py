@@ -31,6 +31,7 @@ from .base import (
     Page,
     SessionOrder,
     SessionSummary,
+    StoreOverview,
     import_record,
     index_effects,
     session_status,
@@ -118,6 +119,12 @@ class MemoryStore:
             updated_at=s.updated_at,
         )
 
+    def _text_matches(self, r: SessionSummary, needle: str) -> bool:
+        """The id, the user, the app, or one of its interrupt ids contains ``needle``."""
+        if needle in r.id.lower() or needle in r.user_id.lower() or needle in r.app_name.lower():
+            return True
+        return any(needle in iid.lower() for _, iid in self._sessions[r.id].interrupts)
+
     async def list_sessions(
         self,
         *,
@@ -139,7 +146,7 @@ class MemoryStore:
             if (app_name is None or r.app_name == app_name)
             and (user_id is None or r.user_id == user_id)
             and (status is None or r.status == status)
-            and (text is None or text.lower() in r.id.lower())
+            and (text is None or self._text_matches(r, text.lower()))
             and (updated_before is None or r.updated_at < updated_before)
             and (updated_after is None or r.updated_at > updated_after)
         ]
@@ -475,6 +482,34 @@ class MemoryStore:
     def _add_audit(self, record: AuditRecord) -> None:
         self._audit_no += 1
         self._audit.append((self._audit_no, record))
+
+    async def overview(
+        self, *, since: float, bucket: float = 3600.0, buckets: int = 24, running_limit: int = 500
+    ) -> StoreOverview:
+        status: dict[str, int] = {}
+        by_app: dict[str, int] = {}
+        raised = [0] * buckets
+        oldest: float | None = None
+        running: list[tuple[str, str, str | None, float | None]] = []
+        for sid in sorted(self._sessions):
+            d = self._sessions[sid]
+            summary = self._summary(d)
+            status[summary.status] = status.get(summary.status, 0) + 1
+            for r in d.interrupts.values():
+                if r.status == "open":
+                    by_app[r.app_name] = by_app.get(r.app_name, 0) + 1
+                    oldest = r.raised_at if oldest is None else min(oldest, r.raised_at)
+                b = int((r.raised_at - since) // bucket)
+                if r.raised_at >= since and 0 <= b < buckets:
+                    raised[b] += 1
+            if summary.status == "running":
+                for inv in sorted(d.invocations.values(), key=lambda i: i.started_seq):
+                    if inv.status == "running" and len(running) < running_limit:
+                        lease = self._leases.get((sid, inv.invocation_id))
+                        running.append((sid, inv.invocation_id, lease.owner if lease else None,
+                                        lease.expires_at if lease else None))
+        return StoreOverview(status_counts=status, open_by_app=by_app, oldest_open_at=oldest, raised=raised,
+                             running=running)
 
     async def audit_log(
         self,

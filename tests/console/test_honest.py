@@ -125,9 +125,9 @@ async def test_a_run_whose_process_died_shows_interrupted_in_the_list_filter_and
         await settle(pilot)
         assert [r.id for r in app.screen.rows] == ["billing-stuck"]
         assert "status: interrupted" in screen_text(app)
-        await pilot.press("0", "o")  # triage order: what stopped mid-run first
+        await pilot.press("0")  # the home's triage order: what stopped mid-run first
         await settle(pilot)
-        assert app.screen._ordered()[0].id == "billing-stuck"
+        assert app.screen.triage() and app.screen._ordered()[0].id == "billing-stuck"
         app.run_command("sessions status=interrupted")
         await settle(pilot)
         assert [r.id for r in app.screen.rows] == ["billing-stuck"]

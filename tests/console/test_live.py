@@ -106,6 +106,8 @@ async def test_sessions_list_refreshes_in_place():
         await settle(pilot)
         screen = app.screen
         assert isinstance(screen, SessionsScreen)
+        await pilot.press("o")  # every session by activity (triage lists only what needs attention)
+        await settle(pilot)
         runner = Runner("refunds", refund_wf, store)
         async for _ in runner.run("alice", "refund-partial", Content.from_responses({"legal-1": True, "ops-1": True})):
             pass

@@ -35,11 +35,12 @@ async def test_keyboard_to_waiting_node_shows_its_interrupt(store):
     async with app.run_test(size=(100, 34)) as pilot:
         await settle(pilot)
         assert isinstance(app.screen, SessionsScreen)
-        await pilot.press("1")  # waiting sessions only
+        await pilot.press("1")  # waiting sessions only, in triage order (oldest open interrupt first)
         await settle(pilot)
         table = app.screen.query_one(DataTable)
         ids = [str(k.value) for k in table.rows]
-        assert ids == ["refund-partial", "onboard-nested", "support-multi", "labelling-fan", "drafting-loop"]
+        assert ids == ["drafting-loop", "labelling-fan", "support-multi", "onboard-nested", "refund-partial"]
+        await pilot.press("G")  # the last row: refund-partial
         await pilot.press("enter")
         await settle(pilot)
         screen = app.screen
@@ -185,7 +186,7 @@ async def test_palette_offers_only_what_applies(store):
         app.open_session("refund-partial")
         await settle(pilot)
         offered = {a.id for a, _ in app.applicable_actions(app.screen)}
-        assert {"tree.next_waiting", "tree.follow", "log.last", "inbox.show", "app.help"} <= offered
+        assert {"tree.next_waiting", "tree.follow", "nav.last", "inbox.show", "app.help"} <= offered
         assert "session.invocations" not in offered  # one invocation only
         assert "invocation.redrive" not in offered  # waiting, not failed
         assert {"interrupts.answer", "invocation.cancel"} <= offered
@@ -267,7 +268,7 @@ async def test_help_lists_keys_of_the_current_screen(store):
         help_screen = app.screen
         assert isinstance(help_screen, HelpScreen)
         ids = {a.id for _, acts in help_screen.sections for a in acts}
-        assert {"tree.next_waiting", "log.last", "app.quit", "invocation.cancel"} <= ids
+        assert {"tree.next_waiting", "nav.last", "app.quit", "invocation.cancel"} <= ids
         assert "sessions.filter" not in ids
         await pilot.press("escape")
         await settle(pilot)
@@ -307,6 +308,9 @@ async def test_sessions_paginate_as_the_cursor_nears_the_end():
         screen = app.screen
         assert isinstance(screen, SessionsScreen)
         table = screen.query_one(DataTable)
+        assert table.row_count == 0  # the home opens in triage order: nothing here needs attention
+        await pilot.press("o")  # every session, by last activity
+        await settle(pilot)
         assert table.row_count == 100 and screen.next_cursor
         await pilot.press("ctrl+end")
         await settle(pilot)
@@ -345,12 +349,11 @@ async def test_event_log_is_virtual():
 
 
 async def test_sort_by_oldest_open_interrupt_pages_from_the_store(store):
-    """`o` asks the store for the triage order: waiting sessions only, the one
-    with the oldest open interrupt first (not a re-sort of loaded rows)."""
+    """The home opens in triage order, from the store: waiting sessions only, the
+    one with the oldest open interrupt first (not a re-sort of loaded rows); `o`
+    switches to every session by last activity."""
     app = make_app(store)
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        await pilot.press("o")
         await settle(pilot)
         screen = app.screen
         shown = [r.id for r in screen.rows]
@@ -359,3 +362,7 @@ async def test_sort_by_oldest_open_interrupt_pages_from_the_store(store):
         assert shown == ["billing-stuck", *expected] and expected
         ages = [r.oldest_open_at for r in screen.rows[1:]]
         assert ages == sorted(ages)
+        await pilot.press("o")
+        await settle(pilot)
+        assert [r.id for r in screen.rows] == [r.id for r in (await store.list_sessions(limit=500)).items]
+        assert "sort: last activity" in str(screen.query_one("#sessions-info").render())

@@ -8,6 +8,7 @@ import pytest
 from console.actions import ACTIONS, BY_ID, bindings, for_screen, lookup
 from console.app import HitlApp
 from console.screens.answer import AnswerScreen
+from console.screens.audit import AuditScreen
 from console.screens.command import CommandError, parse_command
 from console.screens.graph import GraphScreen
 from console.screens.inbox import InboxScreen
@@ -15,6 +16,8 @@ from console.screens.replay import ReplayScreen
 from console.screens.session import SessionScreen
 from console.screens.sessions import SessionsScreen
 from console.widgets.event_log import EventLog
+from console.widgets.node_tree import NodeTree
+from console.widgets.plain import DataTable
 
 OWNERS = {
     "app": HitlApp,
@@ -25,6 +28,9 @@ OWNERS = {
     "replay": ReplayScreen,
     "answer": AnswerScreen,
     "graph": GraphScreen,
+    "audit": AuditScreen,
+    "table": DataTable,
+    "tree": NodeTree,
 }
 
 
@@ -42,13 +48,20 @@ def test_every_action_has_a_method_on_its_owner(action):
 
 
 def test_keys_do_not_clash_within_a_view():
+    """Within a screen no key means two things. The navigation keys of the focused
+    table, tree or log (``nav.*``) are checked apart: the ones a screen also binds
+    (``/``, ``n``) step aside when they do not apply (test_vocabulary checks that)."""
     views = {
         "sessions": ("app", "sessions"),
         "inbox": ("app", "inbox"),
-        "session": ("app", "session", "log"),
+        "session": ("app", "session"),
         "replay": ("app", "replay"),  # its log (ReplayLog) binds no registry keys
         "answer": ("app", "answer"),
         "graph": ("app", "graph"),
+        "audit": ("app", "audit"),
+        "table": ("table",),
+        "tree": ("tree",),
+        "log": ("log",),
     }
     for view, screens in views.items():
         seen: dict[str, str] = {}
@@ -87,7 +100,8 @@ def test_every_action_names_a_cli_equivalent_or_is_pure_ui():
     ui_only = {"app.command", "app.palette", "app.back", "app.quit", "sessions.sort", "tree.collapse_all",
                "replay.faster", "replay.slower", "replay.mark"}
     for a in ACTIONS:
-        assert a.cli or a.id in ui_only, a.id
+        pure_ui = a.id in ui_only or a.area == "nav" or a.id.startswith("sessions.sort.")
+        assert a.cli or pure_ui, a.id
 
 
 def test_lookup_resolves_parametrised_actions():

@@ -31,7 +31,8 @@ ROW = {
 
 
 def open_keys(session: str) -> list[str]:
-    return ["down"] * ROW[session] + ["enter"]
+    """From the home (triage order): every session by activity (o), then down to it."""
+    return ["o"] + ["down"] * ROW[session] + ["enter"]
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +55,8 @@ def test_sessions_filtered(snap_compare, store):
 
 
 def test_sessions_sorted_by_oldest_interrupt(snap_compare, store):
-    assert snap_compare(make_app(store), terminal_size=(80, 24), run_before=keys_then_settle("1", "o"))
+    """The home's triage order (the default since issue 16), waiting sessions only."""
+    assert snap_compare(make_app(store), terminal_size=(80, 24), run_before=keys_then_settle("1"))
 
 
 def test_empty_store(snap_compare):

@@ -390,6 +390,11 @@ async def test_list_sessions_filters(store: SessionStore) -> None:
     assert set(await _all(store, app_name="billing", status="waiting", user_id="alice")) == {"bill-wait"}
     assert set(await _all(store, text="WAIT")) == {"bill-wait", "supp-WAIT"}  # case-insensitive, on the id
     assert set(await _all(store, text="bill")) == {"Bill-New", "bill-wait", "bill-fail"}
+    # also the user, the app and the interrupt ids (the console's "/")
+    assert set(await _all(store, text="ALICE")) == {"Bill-New", "bill-wait", "supp-done"}
+    assert set(await _all(store, text="suppor")) == {"supp-WAIT", "supp-done"}
+    assert set(await _all(store, text="w2")) == {"supp-WAIT"}
+    assert set(await _all(store, text="w2", status="completed")) == set()
     assert await _all(store, app_name="nope") == []
     middle = rows[2].updated_at
     assert await _all(store, updated_before=middle) == [r.id for r in rows[3:]]

@@ -60,7 +60,12 @@ class _Reads(_Core):
             if value is not None:
                 q.where(f"{column} = {q.arg(value)}")
         if text is not None:
-            q.where(f"strpos(lower(id), {q.arg(text.lower())}) > 0")
+            t = q.arg(text.lower())  # the id, the user, the app, or one of its interrupt ids
+            q.where(
+                f"(strpos(lower(id), {t}) > 0 OR strpos(lower(user_id), {t}) > 0 OR strpos(lower(app_name), {t}) > 0"
+                f" OR EXISTS (SELECT 1 FROM interrupts AS r WHERE r.session_id = sessions.id"
+                f" AND strpos(lower(r.interrupt_id), {t}) > 0))"
+            )
         if updated_before is not None:
             q.where(f"updated_at < {q.arg(float(updated_before))}")
         if updated_after is not None:

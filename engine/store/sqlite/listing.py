@@ -140,9 +140,13 @@ def session_page_query(
         if value is not None:
             where.append(f"{column} = ?")
             params.append(value)
-    if text is not None:
-        where.append("instr(hitl_lower(id), ?) > 0")
-        params.append(text.lower())
+    if text is not None:  # the id, the user, the app, or one of its interrupt ids (open or answered)
+        where.append(
+            "(instr(hitl_lower(id), ?) > 0 OR instr(hitl_lower(user_id), ?) > 0 OR instr(hitl_lower(app_name), ?) > 0"
+            " OR EXISTS (SELECT 1 FROM interrupts AS r WHERE r.session_id = sessions.id"
+            " AND instr(hitl_lower(r.interrupt_id), ?) > 0))"
+        )
+        params += [text.lower()] * 4
     if updated_before is not None:
         where.append("updated_at < ?")
         params.append(updated_before)

@@ -28,6 +28,7 @@ from ..base import (
     Page,
     SessionOrder,
     SessionSummary,
+    StoreOverview,
     import_record,
 )
 from .append import _append_many_tx, _append_tx, _bulk_tx, _create_tx, _import_tx
@@ -593,6 +594,14 @@ class SQLiteStore(_WorkerTables):
         page = rows[:limit]
         nxt = _encode_cursor(page[-1][1].at, page[-1][0]) if len(rows) > limit else None
         return Page(items=[r for _, r in page], next_cursor=nxt)
+
+    # ------------------------------------------------------------- overview
+    async def overview(
+        self, *, since: float, bucket: float = 3600.0, buckets: int = 24, running_limit: int = 500
+    ) -> StoreOverview:
+        from .overview import read_overview
+
+        return await self._call(read_overview, since, bucket, buckets, running_limit)
 
     # ------------------------------------------------------------- utilities
     async def bulk_load(self, sessions: Iterable[tuple[Session, Iterable[Event]]], *, batch_size: int = 500) -> int:

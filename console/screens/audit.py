@@ -1,0 +1,270 @@
+"""The audit view (``:audit``): operator writes, newest first -- the console's
+``hitl audit``. The same store read (``SessionStore.audit_log``) with the same
+filters (``operator=``, ``session=``, ``action=``, ``since=``, ``until=``; times as
+``hitl audit --since`` takes them: ``2h``, ``2026-01-31``, epoch seconds), the
+same "what" column (:func:`engine.views.audit_what`). ``enter`` opens the
+session at the invocation written to; pages load as the cursor nears the end."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, get_args
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.message import Message
+from textual.widgets import Footer
+
+from engine.store.base import AuditAction, AuditRecord
+
+from ..actions import bindings
+from ..messages import StoreFailed
+from ..text import audit_what
+from ..times import date_time
+from ..widgets.format import short, shown, to_json
+from ..widgets.plain import DataTable, Static
+from .base import PagedTableScreen
+from .loaders import one_line
+
+PAGE = 100
+AUDIT_ACTIONS: tuple[str, ...] = get_args(AuditAction)
+
+COLUMNS = (
+    ("time", "TIME"),
+    ("action", "ACTION"),
+    ("operator", "OPERATOR"),
+    ("session", "SESSION"),
+    ("invocation", "INVOCATION"),
+    ("what", "WHAT"),
+    ("reason", "REASON"),
+)
+
+
+class AuditFilterError(ValueError):
+    """A ``:audit`` filter the operator must correct (the message says how)."""
+
+
+@dataclass(frozen=True)
+class AuditQuery:
+    """The filters of the audit view (``hitl audit``'s options)."""
+
+    operator: str | None = None
+    session_id: str | None = None
+    action: str | None = None
+    since: float | None = None
+    until: float | None = None
+    since_text: str | None = None
+    until_text: str | None = None
+
+    @classmethod
+    def parse(cls, options: dict[str, str], now: float | None = None) -> AuditQuery:
+        """From ``:audit`` options; AuditFilterError names what is wrong."""
+        import click
+
+        from ..cli.options import parse_when
+
+        known = {"operator", "session", "action", "since", "until"}
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise AuditFilterError(f"unknown :audit filter {unknown[0]}= (use {', '.join(sorted(known))})")
+        action = options.get("action") or None
+        if action is not None and action not in AUDIT_ACTIONS:
+            raise AuditFilterError(f"unknown action {action!r} (one of: {', '.join(AUDIT_ACTIONS)})")
+        times: dict[str, float | None] = {}
+        for name in ("since", "until"):
+            text = options.get(name) or None
+            try:
+                times[name] = None if text is None else parse_when(text, now)
+            except click.BadParameter as e:
+                raise AuditFilterError(f"{name}={e.message}") from None
+        return cls(
+            operator=options.get("operator") or None,
+            session_id=options.get("session") or None,
+            action=action,
+            since=times["since"],
+            until=times["until"],
+            since_text=options.get("since") or None,
+            until_text=options.get("until") or None,
+        )
+
+    def describe(self) -> str:
+        parts = [
+            f"{k}={v}"
+            for k, v in (
+                ("operator", self.operator),
+                ("session", self.session_id),
+                ("action", self.action),
+                ("since", self.since_text),
+                ("until", self.until_text),
+            )
+            if v
+        ]
+        return " ".join(parts) or "-"
+
+
+@dataclass
+class AuditLoaded(Message):
+    """A page of audit records (``append``: after the rows already shown)."""
+
+    query: AuditQuery
+    rows: list[AuditRecord]
+    next_cursor: str | None
+    append: bool
+
+
+def _key(r: AuditRecord) -> str:
+    return f"{r.at!r}\x1f{r.session_id}\x1f{r.seq}\x1f{r.action}"
+
+
+class AuditScreen(PagedTableScreen):
+    AREA = "audit"
+    HELP_AREAS = ("audit",)
+    BINDINGS: ClassVar[list[Binding]] = bindings("audit")
+
+    def __init__(self, query: AuditQuery | None = None) -> None:
+        super().__init__(id="audit-screen")
+        self.query_state = query or AuditQuery()
+        self.rows: list[AuditRecord] = []
+        self.next_cursor: str | None = None
+        self._busy = False
+        self._busy_more = False
+        self.loaded_once = False
+        self._generation = 0
+
+    def compose(self) -> ComposeResult:
+        yield self.compose_title("hitl ▸ Audit")
+        yield Static("", id="audit-info", classes="infoline")
+        yield DataTable(id="audit-table", cursor_type="row", zebra_stripes=True)
+        yield Static("", id="audit-empty", classes="empty -hidden")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        table = self.query_one("#audit-table", DataTable)
+        for key, label in COLUMNS:
+            table.add_column(label, key=key)
+        table.focus()
+        self.watch(table, "scroll_y", self._scrolled, init=False)
+        self.reload()
+
+    def set_query(self, query: AuditQuery) -> None:
+        self.query_state = query
+        self.rows, self.next_cursor = [], None
+        self.query_one("#audit-table", DataTable).clear()
+        self.reload()
+
+    # ------------------------------------------------------------ loading
+    def reload(self) -> None:
+        self._generation += 1
+        self._busy, self._busy_more = True, False
+        self._render_info()
+        self._load(self.query_state, None, False, self._generation)
+
+    def _load_more(self) -> None:
+        if self._busy or self._busy_more or not self.next_cursor:
+            return
+        self._busy_more = True
+        self._load(self.query_state, self.next_cursor, True, self._generation)
+
+    @work(group="audit-load", exit_on_error=False)
+    async def _load(self, query: AuditQuery, cursor: str | None, append: bool, generation: int) -> None:
+        try:
+            page = await self.hitl.store.audit_log(
+                operator=query.operator,
+                session_id=query.session_id,
+                action=query.action,
+                since=query.since,
+                until=query.until,
+                limit=PAGE,
+                cursor=cursor,
+            )
+        except Exception as e:  # noqa: BLE001 -- shown as a one-line notification
+            self.post_message(StoreFailed(one_line(e)))
+            return
+        if generation == self._generation:
+            self.post_message(AuditLoaded(query, list(page.items), page.next_cursor, append))
+
+    def on_store_failed(self, message: StoreFailed) -> None:
+        self._busy = self._busy_more = False
+        self.error(message.text)
+        self._render_info()
+
+    def on_audit_loaded(self, message: AuditLoaded) -> None:
+        if message.query != self.query_state:
+            return
+        if message.append:
+            self._busy_more = False
+            self.rows += message.rows
+        else:
+            self._busy = False
+            self.rows = list(message.rows)
+        self.next_cursor = message.next_cursor
+        self.loaded_once = True
+        self._show_rows()
+
+    # ------------------------------------------------------------ drawing
+    def _cells(self, r: AuditRecord) -> list[Text | str]:
+        red = self.hitl.redactor
+        return [
+            date_time(r.at),
+            r.action,
+            short(r.operator or "-", 24, red),
+            short(r.session_id, 40, red),
+            short(r.invocation_id or "-", 14, red),
+            short(audit_what(r.action, r.details), 60, red),
+            short(r.reason or "-", 60, red),
+        ]
+
+    def _show_rows(self) -> None:
+        table = self.query_one("#audit-table", DataTable)
+        current = self.selected
+        table.clear()
+        for r in self.rows:
+            table.add_row(*self._cells(r), key=_key(r))
+        if current is not None and current in self.rows:
+            table.move_cursor(row=self.rows.index(current), animate=False)
+        empty = self.loaded_once and not self.rows
+        box = self.query_one("#audit-empty", Static)
+        box.set_class(not empty, "-hidden")
+        table.set_class(empty, "-hidden")
+        if empty:
+            box.update(f"No operator writes match {self.query_state.describe()}.")
+        self._render_info()
+        self.refresh_bindings()
+
+    def _render_info(self) -> None:
+        more = " · more below ↓" if self.next_cursor else ""
+        busy = "   loading…" if self._busy else ""
+        text = Text(" operator writes, newest first · filter: ")
+        text.append(self.query_state.describe(), "b")
+        text.append(f" · {len(self.rows):,} shown{more}{busy}")
+        self.query_one("#audit-info", Static).update(text)
+
+    # ------------------------------------------------------------ selection
+    @property
+    def selected(self) -> AuditRecord | None:
+        table = self.query_one("#audit-table", DataTable)
+        if not table.row_count or table.cursor_row < 0 or table.cursor_row >= len(self.rows):
+            return None
+        key = str(table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value)
+        return next((r for r in self.rows if _key(r) == key), None)
+
+    def copy_row(self, key: str) -> tuple[str, str]:
+        """What ``y`` copies from a row (console.widgets.nav): the record as JSON, like ``hitl audit --json``."""
+        rec = next((r for r in self.rows if _key(r) == key), None)
+        if rec is None:
+            return "row id", key
+        return "audit record as JSON", to_json(shown(rec.model_dump(), self.hitl.redactor))
+
+    # ------------------------------------------------------------ actions
+    def can_open_selected(self) -> bool:
+        return self.selected is not None
+
+    def action_open_selected(self) -> None:
+        rec = self.selected
+        if rec is not None:
+            self.hitl.open_session(rec.session_id, invocation_id=rec.invocation_id)
+
+    def action_refresh(self) -> None:
+        self.reload()

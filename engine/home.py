@@ -1,0 +1,120 @@
+"""The home summary: what needs attention in the whole store, in one line.
+
+The sessions screen (and anything else that wants it) shows the counts per
+state -- waiting, interrupted mid-run, in doubt, failed, running --, the age of
+the oldest open interrupt, the open interrupts per app and the interrupts raised
+per hour over the last day. :func:`home_summary` computes them from one store
+read (:meth:`~engine.store.base.SessionStore.overview`, a few aggregate queries
+over the derived indexes) plus the liveness policy (:mod:`engine.liveness`) for
+the invocations the index calls running: so it costs the same on a store of ten
+sessions as on one of 100,000.
+
+Rules:
+
+* ``waiting``, ``failed``: sessions with that stored status.
+* ``interrupted``: sessions with a running invocation no live process holds
+  (its lease row is missing, expired, or its owner provably dead);
+  ``running``: the other running sessions.
+* ``in_doubt``: interrupted sessions with a leaf run started and never ended
+  (it may have done its side effect). Judging that loads the invocation, so it
+  is done for at most :data:`DOUBT_LIMIT` interrupted invocations;
+  ``in_doubt_exact`` says whether every one was judged.
+
+Blind spots: the counts are a snapshot (a turn may end between the read and the
+paint), and an owner on another host counts as live until its lease expires.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .liveness import invocation_health
+from .owners import owner_live
+from .store.base import SessionStore, StoreOverview
+
+HOUR = 3600.0
+BUCKETS = 24
+DOUBT_LIMIT = 20
+"""At most this many interrupted invocations are loaded to find nodes in doubt."""
+SPARK = "▁▂▃▄▅▆▇█"
+
+
+@dataclass(frozen=True)
+class HomeSummary:
+    """The home screen's summary line, computed once (see the module docstring)."""
+
+    waiting: int = 0
+    interrupted: int = 0
+    in_doubt: int = 0
+    failed: int = 0
+    running: int = 0
+    total: int = 0
+    """Every session of the store."""
+    oldest_open_at: float | None = None
+    open_by_app: tuple[tuple[str, int], ...] = ()
+    """(app, open interrupts), most first (ties by name)."""
+    raised_per_hour: tuple[int, ...] = field(default=())
+    """Interrupts raised per hour over the last day, oldest hour first."""
+    in_doubt_exact: bool = True
+
+    @property
+    def open_interrupts(self) -> int:
+        return sum(n for _, n in self.open_by_app)
+
+
+def sparkline(values: tuple[int, ...] | list[int]) -> str:
+    """One character per value, ``▁`` (none or the least) to ``█`` (the most);
+    a zero is always the lowest bar, so an idle hour never looks busy."""
+    top = max(values, default=0)
+    if top <= 0:
+        return SPARK[0] * len(values)
+    return "".join(SPARK[0] if v <= 0 else SPARK[max(1, round(v / top * (len(SPARK) - 1)))] for v in values)
+
+
+def index_stopped(running: list[tuple[str, str, str | None, float | None]]) -> set[str]:
+    """Sessions with an invocation the index calls running and no live process holds
+    (its lease row missing, expired, or its owner provably dead): interrupted
+    mid-run, judged from the index and the lease rows alone (no projection: what
+    is in doubt needs one, :func:`engine.liveness.interrupted_invocations`)."""
+    return {sid for sid, _inv, owner, expires_at in running
+            if owner is None or not owner_live(owner, expires_at or 0.0)}
+
+
+def summarize(overview: StoreOverview, doubt: dict[str, bool] | None = None) -> HomeSummary:
+    """The summary from a store overview. ``doubt``: session id -> whether an
+    interrupted invocation of it has a node in doubt (the sessions judged).
+    Leases are judged against the real clock, like everywhere else."""
+    counts = overview.status_counts
+    stopped = index_stopped(overview.running)
+    doubt = doubt or {}
+    n_running = counts.get("running", 0)
+    return HomeSummary(
+        waiting=counts.get("waiting", 0),
+        interrupted=len(stopped),
+        in_doubt=sum(1 for sid in stopped if doubt.get(sid)),
+        failed=counts.get("failed", 0),
+        running=max(0, n_running - len(stopped)),
+        total=sum(counts.values()),
+        oldest_open_at=overview.oldest_open_at,
+        open_by_app=tuple(sorted(overview.open_by_app.items(), key=lambda kv: (-kv[1], kv[0]))),
+        raised_per_hour=tuple(overview.raised),
+        in_doubt_exact=all(sid in doubt for sid in stopped),
+    )
+
+
+async def home_summary(store: SessionStore, now: float) -> HomeSummary:
+    """The summary of ``store`` with the last day's hours ending at ``now``: one overview read, then
+    at most :data:`DOUBT_LIMIT` invocation loads to find nodes in doubt."""
+    since = (now // HOUR + 1) * HOUR - BUCKETS * HOUR  # whole hours, the current one last
+    overview = await store.overview(since=since, bucket=HOUR, buckets=BUCKETS)
+    doubt: dict[str, bool] = {}
+    judged = 0
+    for sid, inv, owner, expires_at in overview.running:
+        if owner is not None and owner_live(owner, expires_at or 0.0):
+            continue
+        if judged >= DOUBT_LIMIT:
+            break
+        judged += 1
+        health = await invocation_health(store, sid, inv)
+        doubt[sid] = doubt.get(sid, False) or bool(health.interrupted and health.in_doubt)
+    return summarize(overview, doubt)
