@@ -122,6 +122,8 @@ class AnswerScreen(HitlScreen):
         self._generation = 0
         self._loading = True
         self._typed: list[str] = []
+        self._last_edited: AnswerEditor | None = None
+        """The editor the operator changed last: what ``ctrl+g`` applies (a choice moves the focus on)."""
         """Characters typed while loading with no editor yet (see :meth:`on_key`)."""
 
     # ------------------------------------------------------------ layout
@@ -322,6 +324,7 @@ class AnswerScreen(HitlScreen):
     @on(AnswerEditor.Checked)
     def _checked(self, message: AnswerEditor.Checked) -> None:
         self.draft.texts[message.interrupt_id] = message.editor.text
+        self._last_edited = message.editor
         self._changed()
 
     def editors(self) -> list[AnswerEditor]:
@@ -524,7 +527,9 @@ class AnswerScreen(HitlScreen):
 
     def action_apply_all(self) -> None:
         """The answer under the cursor, given to every selected id whose schema is the same."""
-        src = self.focused_editor() or next(iter(self.editors()), None)
+        focused, last = self.focused_editor(), self._last_edited
+        src = last if last is not None and last.is_attached and last.check.ok else focused
+        src = src or next(iter(self.editors()), None)
         if src is None:
             return
         if not src.check.ok:
@@ -534,8 +539,11 @@ class AnswerScreen(HitlScreen):
         schema = _schema_key(src.interrupt.response_schema)
         same = [e for e in self.editors() if e is not src and _schema_key(e.interrupt.response_schema) == schema]
         other = len(self.editors()) - 1 - len(same)
-        for e in same:
-            e.set_value(src.check.value)
+        with self.prevent(AnswerEditor.Checked):
+            for e in same:
+                e.set_value(src.check.value, quiet=True)
+                self.draft.texts[e.interrupt.id] = e.text
+        self._changed()  # one dry run for all of them
         note = f"; {other} with another schema left as they were" if other else ""
         self.notify(f"Applied {src.text.strip() if len(src.text) < 60 else 'the answer'} to {len(same)} more "
                     f"id{'s' if len(same) != 1 else ''}{note}. Edit the exceptions, then ctrl+s.", timeout=6)

@@ -293,15 +293,18 @@ class AnswerEditor(Vertical):
         self.text_area.load_text(text)
         self._recheck()
 
-    def set_value(self, value: Any) -> None:
-        """Load an answer value (apply to all): the form shows it when it can, else the JSON view."""
-        if self.form is not None and self.form.set_value(value):
+    def set_value(self, value: Any, *, quiet: bool = False) -> None:
+        """Load an answer value (apply to all): the form shows it when it can, else the JSON view.
+        ``quiet``: no :class:`Checked` message (the caller rechecks them all at once)."""
+        with self.prevent(SchemaForm.Changed):
+            shown = self.form is not None and self.form.set_value(value)
+        if shown:
             self._show_view("form")
-            self._recheck()
-            return
-        self._show_view("json")
-        self.text_area.load_text(value_text(value))
-        self._recheck()
+        else:
+            self._show_view("json")
+            with self.text_area.prevent(TextArea.Changed):
+                self.text_area.load_text(value_text(value))
+        self._recheck(quiet=quiet)
 
     def toggle_view(self) -> str | None:
         """Form <-> JSON with the same value; the reason when it cannot switch (None: switched)."""
@@ -355,10 +358,11 @@ class AnswerEditor(Vertical):
             return Check(value=None if value is UNSET else value, errors=list(self.form.errors))
         return check_answer(text, self.interrupt.response_schema)
 
-    def _recheck(self) -> None:
+    def _recheck(self, *, quiet: bool = False) -> None:
         self.check = self._verdict(self.text_area.text)
         self._show_check()
-        self.post_message(self.Checked(self, self.check))
+        if not quiet:
+            self.post_message(self.Checked(self, self.check))
 
     def _show_check(self) -> None:
         status = self.query_one(".answer-status", Static)

@@ -211,7 +211,7 @@ class ChoiceField(FieldBase, Widget, can_focus=True):
         self.refresh(layout=True)
         self.post_message(FieldEdited())
         if index is not None:
-            self.call_after_refresh(self._advance)
+            self._advance()  # now: the next key typed goes to the next field
 
     def _advance(self) -> None:
         """To the next field of the answers (never out to the id list)."""
