@@ -512,10 +512,10 @@ class AnswerScreen(HitlScreen):
 
     def focused_editor(self) -> AnswerEditor | None:
         """The editor that has the focus (None: the focus is elsewhere)."""
-        node = self.focused
-        while node is not None and not isinstance(node, AnswerEditor):
-            node = node.parent  # type: ignore[assignment]
-        return node
+        focused = self.focused
+        if focused is None:
+            return None
+        return next((n for n in focused.ancestors_with_self if isinstance(n, AnswerEditor)), None)
 
     def action_toggle_view(self) -> None:
         ed = self.focused_editor() or next(iter(self.editors()), None)

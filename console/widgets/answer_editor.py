@@ -195,9 +195,10 @@ class AnswerEditor(Vertical):
             else:
                 self.mode = "form"
             try:
-                self.form = SchemaForm(schema or {}, start if self.mode == "form" else UNSET, classes="answer-form")
+                self.form = SchemaForm(schema or {}, start if self.mode == "form" else UNSET, mask=redactor.text,
+                                       classes="answer-form")
             except ValueError:  # the text is JSON the form cannot show: JSON view, form empty
-                self.form, self.mode = SchemaForm(schema or {}, classes="answer-form"), "json"
+                self.form, self.mode = SchemaForm(schema or {}, mask=redactor.text, classes="answer-form"), "json"
         self.start_text = (value_text(start) if start is not UNSET else initial_text(interrupt)) if text is None \
             else text
         self.check: Check = self._verdict(self.start_text)

@@ -14,7 +14,7 @@ import pytest
 
 from console.screens.answer import AnswerScreen
 from console.screens.answer_dialogs import ConfirmWrite, OutcomeScreen
-from console.widgets.schema_form import ChoiceField, InputField
+from console.widgets.form_fields import ChoiceField, InputField
 from engine.models import NodeStatus
 from engine.store import MemoryStore
 
@@ -174,7 +174,7 @@ async def test_twenty_four_labels_one_key_each() -> None:
         await press(pilot, keys)
         await wait_until(pilot, lambda: isinstance(app.screen, OutcomeScreen))
     labels = ["cat", "dog", "bird", "fish", "other"]
-    assert (await answers(store, "labels-partial-1"))[-1] == {i: labels[int(k) - 1] for i, k in zip(ids, picks)}
+    assert (await answers(store, "labels-partial-1"))[-1] == {i: labels[int(k) - 1] for i, k in zip(ids, picks, strict=True)}
     assert len(keys) == 28
     _, after = await invocation(store, "labels-partial-1")
     assert not after.open_interrupts(inv)
