@@ -70,11 +70,11 @@ class FieldSpec:
     def label(self) -> str:
         return self.name or ("answer" if self.path == "(root)" else "item")
 
-    def help_text(self) -> str:
+    def help_text(self, *, default: bool = True) -> str:
         """``type · limits · default`` and the description, one line (the form's help)."""
         parts = [type_words(self)]
         parts += limit_words(self.limits)
-        if self.has_default:
+        if self.has_default and default:
             parts.append(f"default: {_json(self.default)}")
         text = " · ".join(parts)
         extra = " -- ".join(x for x in (self.title, self.description) if x)

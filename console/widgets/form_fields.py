@@ -118,7 +118,7 @@ def _help(spec: FieldSpec) -> str:
             parts.append("or null")
         extra = [x for x in (spec.title, spec.description) if x]
         return " -- ".join([" · ".join(parts)] + extra if parts else extra)
-    return spec.help_text()
+    return spec.help_text(default=False)  # an input shows its default as its placeholder
 
 
 def _json(v: Any) -> str:
