@@ -17,7 +17,7 @@ from .group import cli
 from .loads import _event_pages, latest_projection, resolve_invocation, session_projection
 from .options import _duration, _opts, _seq, common, open_store, page_of
 from .output import clock, id_list, more, out, out_json, run, short, table
-from .render import event_summary, health_line, render_tree, tree_rows
+from .render import event_summary, health_line, render_tree, schema_blocks, tree_rows
 
 
 # ------------------------------------------------------------------- sessions
@@ -118,7 +118,8 @@ def sessions(
 @click.argument("session_id", metavar="SESSION")
 @click.option("--invocation", "invocation", metavar="INV", help="Only this invocation (id or unique prefix).")
 @click.option("--all-runs", is_flag=True, help="Show every loop iteration, not only the latest run of each node.")
-def show(session_id: str, invocation: str | None, all_runs: bool) -> None:
+@click.option("--schemas", is_flag=True, help="Also print each open interrupt's answer schema, readable.")
+def show(session_id: str, invocation: str | None, all_runs: bool, schemas: bool = False) -> None:
     """A session's node tree per invocation: runs, statuses, outputs, open interrupts."""
     red = _opts().redactor()  # the command's one Redactor, handed to what renders
 
@@ -167,6 +168,10 @@ def show(session_id: str, invocation: str | None, all_runs: bool) -> None:
             open_ids = [x.id for x in proj.open_interrupts(i.invocation_id)]
             if open_ids:
                 out(red, f"  open: {id_list(open_ids, 8)}")
+            if schemas:
+                itrs = proj.open_interrupts(i.invocation_id)
+                for line in schema_blocks(red, [(x.id, x.response_schema) for x in itrs], "    "):
+                    out(red, line)
             for line in health_line(h, session.id):
                 out(red, line)
 
@@ -180,7 +185,8 @@ def show(session_id: str, invocation: str | None, all_runs: bool) -> None:
 @click.option("--session", "session_id", metavar="SESSION", help="Only this session.")
 @click.option("--limit", type=click.IntRange(1, 10_000), default=50, show_default=True)
 @click.option("--cursor", metavar="CURSOR", help="Continue a listing (printed as next cursor).")
-def inbox(app_name: str | None, session_id: str | None, limit: int, cursor: str | None) -> None:
+@click.option("--schemas", is_flag=True, help="Also print the answer schemas of the listed interrupts, readable.")
+def inbox(app_name: str | None, session_id: str | None, limit: int, cursor: str | None, schemas: bool = False) -> None:
     """Open interrupts across sessions, oldest first."""
     red = _opts().redactor()  # the command's one Redactor, handed to what renders
 
@@ -206,6 +212,10 @@ def inbox(app_name: str | None, session_id: str | None, limit: int, cursor: str 
             for r in page.items
         ]
         out(red, table(rows, ["AGE", "SESSION", "INVOCATION", "NODE", "ID", "MESSAGE"]) if rows else "inbox is empty")
+        if schemas and rows:
+            out(red)
+            for line in schema_blocks(red, [(r.interrupt_id, r.response_schema) for r in page.items], ""):
+                out(red, line)
         more(red, page.next_cursor)
 
     run(red, body())
