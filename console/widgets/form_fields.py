@@ -195,7 +195,7 @@ class ChoiceField(FieldBase, Widget, can_focus=True):
 
     def _advance(self) -> None:
         """To the next field of the answers (never out to the id list)."""
-        if not self.has_focus:
+        if self.screen.focused is not self:  # (has_focus follows a moment later, with the Focus event)
             return
         chain = self.screen.focus_chain
         if self not in chain:
@@ -203,9 +203,17 @@ class ChoiceField(FieldBase, Widget, can_focus=True):
         i = chain.index(self)
         nxt = chain[i + 1] if i + 1 < len(chain) else None
         if nxt is not None and nxt.has_class("form-field"):
-            nxt.focus()
+            self.screen.set_focus(nxt)  # at once (Widget.focus waits a refresh: keys typed meanwhile came here)
 
     def on_key(self, event: events.Key) -> None:
+        focused = self.screen.focused
+        if focused is not None and focused is not self:
+            # Typed in the same burst as the choice that moved the focus on: the app handed it
+            # here before the focus moved; it belongs to the field that has the focus now.
+            event.stop()
+            event.prevent_default()
+            focused.post_message(events.Key(event.key, event.character))
+            return
         key = event.key
         handled = True
         by_key = {k: i for i, (k, _, _) in enumerate(self.options) if k}
