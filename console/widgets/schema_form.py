@@ -132,7 +132,7 @@ class SchemaForm(Vertical):
     def focus_first(self) -> bool:
         for w in self.query(".form-field"):
             if w.focusable:
-                w.focus()
+                self.screen.set_focus(w)  # at once: keys typed meanwhile are handed to it next
                 return True
         return False
 
