@@ -267,6 +267,11 @@ ACTIONS: tuple[Action, ...] = (
            "answer", "reload", cli="hitl show {session_id} --invocation {invocation_id}"),
     Action("answer.copy", "ctrl+o", "Copy cmd", "Copy the equivalent hitl resume command", "answer", "copy_command",
            cli="hitl resume {session_id} {answers} --invocation {invocation_id}", write_flow=True),
+    Action("answer.view", "ctrl+t", "Form/JSON", "Show the answer under the cursor as a form or as JSON (same value)",
+           "answer", "toggle_view", cli="hitl resume {session_id} {interrupt_id}=JSON", write_flow=True),
+    Action("answer.apply_all", "ctrl+g", "Apply to all", "Give every selected id with the same schema this answer",
+           "answer", "apply_all", cli="hitl resume {session_id} {answers} --invocation {invocation_id}",
+           write_flow=True),
     # ---------------------------------------------------------------- replay
     # Read-only by construction: nothing bound on the replay screen writes.
     Action("replay.open", "t", "Replay", "Replay this session's history, event by event", "session", "open_replay",

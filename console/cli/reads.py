@@ -17,7 +17,7 @@ from .group import cli
 from .loads import _event_pages, latest_projection, resolve_invocation, session_projection
 from .options import _duration, _opts, _seq, common, open_store, page_of
 from .output import clock, id_list, json_text, line_text, more, out, out_json, run, short, table
-from .render import event_summary, health_line, render_tree, tree_rows
+from .render import event_summary, health_line, render_tree, schema_blocks, tree_rows
 
 if TYPE_CHECKING:
     from engine.models import Event
@@ -124,7 +124,8 @@ def sessions(
 @click.option("--all-runs", is_flag=True, help="Show every loop iteration, not only the latest run of each node.")
 @click.option("--graph", is_flag=True, help="Draw each invocation as a graph (nodes, edges, groups, what an answer "
               "would run); with --json a nodes/edges structure.")
-def show(session_id: str, invocation: str | None, all_runs: bool, graph: bool) -> None:
+@click.option("--schemas", is_flag=True, help="Also print each open interrupt's answer schema, readable.")
+def show(session_id: str, invocation: str | None, all_runs: bool, graph: bool, schemas: bool = False) -> None:
     """A session's node tree per invocation: runs, statuses, outputs, open interrupts."""
     if graph:
         from .graph import graph_dict, graph_lines
@@ -178,6 +179,10 @@ def show(session_id: str, invocation: str | None, all_runs: bool, graph: bool) -
             open_ids = [x.id for x in proj.open_interrupts(i.invocation_id)]
             if open_ids:
                 out(red, f"  open: {id_list(open_ids, 8)}")
+            if schemas:
+                itrs = proj.open_interrupts(i.invocation_id)
+                for line in schema_blocks(red, [(x.id, x.response_schema) for x in itrs], "    "):
+                    out(red, line)
             for line in health_line(h, session.id):
                 out(red, line)
 
@@ -191,8 +196,12 @@ def show(session_id: str, invocation: str | None, all_runs: bool, graph: bool) -
 @click.option("--session", "session_id", metavar="SESSION", help="Only this session.")
 @click.option("--limit", type=click.IntRange(1, 10_000), default=50, show_default=True)
 @click.option("--cursor", metavar="CURSOR", help="Continue a listing (printed as next cursor).")
+@click.option("--schemas", is_flag=True, help="Also print the answer schemas of the listed interrupts, readable.")
 @click.argument("terms", nargs=-1, metavar="[FILTER]...")
-def inbox(app_name: str | None, session_id: str | None, limit: int, cursor: str | None, terms: tuple[str, ...]) -> None:
+def inbox(
+    app_name: str | None, session_id: str | None, limit: int, cursor: str | None, terms: tuple[str, ...],
+    schemas: bool = False,
+) -> None:
     """Open interrupts across sessions, oldest first.
 
     FILTER terms, as `hitl bulk-answer` and the console's inbox filter read them:
@@ -229,6 +238,10 @@ def inbox(app_name: str | None, session_id: str | None, limit: int, cursor: str 
             for r in page.items
         ]
         out(red, table(rows, ["AGE", "SESSION", "INVOCATION", "NODE", "ID", "MESSAGE"]) if rows else "inbox is empty")
+        if schemas and rows:
+            out(red)
+            for line in schema_blocks(red, [(r.interrupt_id, r.response_schema) for r in page.items], ""):
+                out(red, line)
         more(red, page.next_cursor)
 
     run(red, body())

@@ -114,3 +114,21 @@ def event_summary(event: Event) -> str:
     if kind == "end" and event.node_info and event.node_info.status:
         return f"{event.node_info.status.value} {short(event.output, 50)}".rstrip()
     return short(event.output, 60)
+
+
+def schema_blocks(red: Redactor, schemas: list[tuple[str, Any]], indent: str = "  ") -> list[str]:
+    """``--schemas``: each distinct answer schema once, readable (:func:`engine.schema_view.schema_lines`,
+    the text the console's editor shows), under the ids it answers; masked by ``red``."""
+    import json
+
+    from engine.schema_view import schema_lines
+
+    groups: dict[str, tuple[list[str], Any]] = {}
+    for iid, schema in schemas:
+        groups.setdefault(json.dumps(schema, sort_keys=True), ([], schema))[0].append(iid)
+    lines: list[str] = []
+    for ids, schema in groups.values():
+        lines.append(f"{indent}answer {id_list(ids, 4)}{f' ({len(ids)} ids)' if len(ids) > 1 else ''}:")
+        lines += [f"{indent}  {line}" for line in schema_lines(red.value(schema))]
+    return lines
+

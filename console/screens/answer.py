@@ -7,11 +7,17 @@ The flow, in the operator's words:
    and the nodes below it, ``A`` every open id of the invocation. A bar says
    what is selected and which ids stay open. ``e`` opens the editor (with the
    node's ids when nothing is selected); ``esc`` clears the selection.
-2. **Edit** (:class:`AnswerScreen`): one editor per selected id, prefilled from
-   the id's stored ``response_schema`` (``template_for``) or ``{}``, the call's
-   message and payload beside it; each answer is checked as it is typed (JSON
-   syntax, then the schema, with the field path). The list on the left keeps
-   every open id of the invocation: what is not ticked stays open.
+2. **Edit** (:class:`AnswerScreen`): one editor per selected id, a form made
+   from the id's stored ``response_schema``
+   (:class:`~console.widgets.schema_form.SchemaForm`: ``y``/``n`` for a
+   boolean, number keys for an enum, inputs, sections), with the JSON text as
+   a second view of the same value (``ctrl+t``). Nothing is prefilled as a
+   decision: every answer starts empty and invalid until the operator chooses.
+   The call's message, payload and readable schema are beside it; each answer
+   is checked as it changes (the schema, with the field path). ``ctrl+g``
+   gives every selected id with the same schema the answer under the cursor
+   (then edit the exceptions). The list on the left keeps every open id of the
+   invocation: what is not ticked stays open.
 3. **Dry run**: whenever every answer is valid, :func:`engine.resume.plan_resume`
    (what ``hitl resume --dry-run`` runs) says what resolves, which nodes
    auto-complete, re-execute or keep waiting, what runs next, what may repeat a
@@ -42,6 +48,7 @@ screen (:mod:`console.answering.session_side`) and by the inbox; the modals are
 
 from __future__ import annotations
 
+import json
 from typing import Any, ClassVar, Protocol
 
 from rich.console import Group
@@ -73,6 +80,10 @@ from .base import HitlScreen
 from .loaders import one_line
 
 
+def _schema_key(schema: Any) -> str:
+    return json.dumps(schema, sort_keys=True)
+
+
 class AnswerOpener(Protocol):
     """The screen that opened the editor: it shows the invocation and runs the submit."""
 
@@ -92,8 +103,8 @@ class AnswerScreen(HitlScreen):
     AREA = "answer"
     HELP_AREAS = ("answer",)
     BINDINGS: ClassVar[list[Binding]] = bindings("answer")
-    AUTO_FOCUS = "JsonArea"
-    """The first answer's text, as soon as the screen shows (no editor yet: nothing, until loaded)."""
+    AUTO_FOCUS = "#answer-editors .form-field, #answer-editors JsonArea"
+    """The first answer's first field (or its JSON text), as soon as the screen shows (no editor yet: nothing, until loaded)."""
 
     def __init__(
         self, opener: AnswerOpener, draft: AnswerDraft, *, unavailable: str | None = None, via_worker: bool = False
@@ -115,6 +126,8 @@ class AnswerScreen(HitlScreen):
         self._generation = 0
         self._loading = True
         self._typed: list[str] = []
+        self._last_edited: AnswerEditor | None = None
+        """The editor the operator changed last: what ``ctrl+g`` applies (a choice moves the focus on)."""
         """Characters typed while loading with no editor yet (see :meth:`on_key`)."""
 
     # ------------------------------------------------------------ layout
@@ -213,11 +226,15 @@ class AnswerScreen(HitlScreen):
         await self._show_unsent()
         first = self.query(AnswerEditor)
         if first:
-            area = first.first().text_area
-            area.focus()
+            ed = first.first()
+            ed.focus_answer()
             typed, self._typed = "".join(self._typed), []
-            if typed:
-                area.insert(typed)
+            if typed and ed.mode == "json":
+                ed.text_area.insert(typed)
+            elif typed and self.focused is not None:
+                for ch in typed:  # the form's keys: y, n, 1-9 ... as if typed now
+                    key = "enter" if ch == "\n" else ch
+                    self.focused.post_message(events.Key(key, ch))
         else:
             ids.focus()
 
@@ -311,6 +328,7 @@ class AnswerScreen(HitlScreen):
     @on(AnswerEditor.Checked)
     def _checked(self, message: AnswerEditor.Checked) -> None:
         self.draft.texts[message.interrupt_id] = message.editor.text
+        self._last_edited = message.editor
         self._changed()
 
     def editors(self) -> list[AnswerEditor]:
@@ -325,6 +343,7 @@ class AnswerScreen(HitlScreen):
 
     def _changed(self) -> None:
         self._render_info()
+        self._show_banner()
         values = self.values()
         self._generation += 1
         if values is None:
@@ -397,7 +416,15 @@ class AnswerScreen(HitlScreen):
             lines.append(f"✗ {self.draft.error}")
             if self.draft.conflict:
                 lines.append("ctrl+r: reload the open ids and re-apply your answers")
-        banner.update("\n".join(lines))
+        if not lines and not self._loading:
+            bad = [e for e in self.editors() if not e.check.ok]
+            if bad:
+                first = bad[0]
+                lines.append(
+                    f"○ Not ready to submit: {len(bad)} of {len(self.editors())} answer{'s' if len(self.editors()) != 1 else ''}"
+                    f" still invalid -- {first.interrupt.id}: {first.check.errors[0]}"
+                )
+        banner.update(self.hitl.redactor.text("\n".join(lines)))
         banner.set_class(not lines, "-hidden")
 
     # ------------------------------------------------------------ actions
@@ -488,6 +515,44 @@ class AnswerScreen(HitlScreen):
         cmd = resume_command(d.session_id, values, d.invocation_id, operator=self.hitl.default_operator or None)
         self.app.copy_to_clipboard(cmd)
         self.notify(f"Copied: {self.hitl.redactor.text(cmd)}", timeout=6)
+
+    def focused_editor(self) -> AnswerEditor | None:
+        """The editor that has the focus (None: the focus is elsewhere)."""
+        focused = self.focused
+        if focused is None:
+            return None
+        return next((n for n in focused.ancestors_with_self if isinstance(n, AnswerEditor)), None)
+
+    def action_toggle_view(self) -> None:
+        ed = self.focused_editor() or next(iter(self.editors()), None)
+        if ed is None:
+            return
+        why = ed.toggle_view()
+        if why:
+            self.notify(why, title="Stays as it is", severity="warning", timeout=8)
+
+    def action_apply_all(self) -> None:
+        """The answer under the cursor, given to every selected id whose schema is the same."""
+        focused, last = self.focused_editor(), self._last_edited
+        src = last if last is not None and last.is_attached and last.check.ok else focused
+        src = src or next(iter(self.editors()), None)
+        if src is None:
+            return
+        if not src.check.ok:
+            self.notify(f"{src.interrupt.id}: {src.check.errors[0]} -- answer it first, then apply it to the others",
+                        title="Nothing applied", severity="warning", timeout=8)
+            return
+        schema = _schema_key(src.interrupt.response_schema)
+        same = [e for e in self.editors() if e is not src and _schema_key(e.interrupt.response_schema) == schema]
+        other = len(self.editors()) - 1 - len(same)
+        with self.prevent(AnswerEditor.Checked):
+            for e in same:
+                e.set_value(src.check.value, quiet=True)
+                self.draft.texts[e.interrupt.id] = e.text
+        self._changed()  # one dry run for all of them
+        note = f"; {other} with another schema left as they were" if other else ""
+        self.notify(f"Applied {src.text.strip() if len(src.text) < 60 else 'the answer'} to {len(same)} more "
+                    f"id{'s' if len(same) != 1 else ''}{note}. Edit the exceptions, then ctrl+s.", timeout=6)
 
     def _save_texts(self) -> None:
         for e in self.editors():

@@ -1,6 +1,6 @@
-"""One response editor per selected interrupt id: JSON text, checked as you type.
+"""One response editor per selected interrupt id: a form, or JSON text, checked as you go.
 
-* :func:`check_answer` -- the editor's verdict on its text: JSON syntax first
+* :func:`check_answer` -- the verdict on a JSON text: syntax first
   (``line 2 col 14: Expecting ',' delimiter``), then the interrupt's stored
   ``response_schema`` through :func:`engine.responses.validate_response`, the
   same check the Runner makes before it persists anything (``amount: expected
@@ -10,8 +10,14 @@
   tree-sitter (0.26) crashes the process (SIGSEGV) inside ``TextArea`` with
   Textual 8.2; an operator's console must not be one keystroke from a segfault,
   and JSON has five kinds of tokens, so a small scanner does the job.
-* :class:`AnswerEditor` -- the call's message, the editor and the call's payload
-  beside it (secrets masked), and a status line with the verdict. Posts
+* :class:`AnswerEditor` -- the call's message, the answer and the call's
+  payload and schema (readable, :func:`engine.schema_view.schema_lines`) beside
+  it, and a status line with the verdict. The answer is a
+  :class:`~console.widgets.schema_form.SchemaForm` when the schema has one, with
+  the JSON text as a second view of the same value (``ctrl+t`` toggles; the
+  value goes across both ways); JSON only, with the reason, when it has none.
+  Nothing starts as a decision: the form starts empty, the JSON text as a
+  skeleton that is not JSON (``{"approved": }``). Posts
   :class:`AnswerEditor.Checked` after every edit.
 """
 
@@ -30,11 +36,13 @@ from textual.widgets import TextArea
 
 from engine.projection import Interrupt
 from engine.redact import Redactor
-from engine.responses import template_for, unwrap_response, validate_response
+from engine.responses import unwrap_response, validate_response
+from engine.schema_view import json_skeleton, schema_lines
 
 from .format import short, to_json
 from .keys import OrderedTextArea
 from .plain import Label, Static
+from .schema_form import UNSET, SchemaForm
 
 # ------------------------------------------------------------------ checking
 
@@ -59,6 +67,8 @@ def check_answer(text: str, schema: dict[str, Any] | None) -> Check:
     """Parse ``text`` as JSON and validate it against ``schema`` the way the Runner will."""
     if not text.strip():
         return Check(errors=['(root): empty: write a JSON value (true, 42, "text", {...})'], syntax=True)
+    if text == json_skeleton(schema):
+        return Check(errors=["(root): nothing written yet: give each key its value"], syntax=True)
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -67,8 +77,13 @@ def check_answer(text: str, schema: dict[str, Any] | None) -> Check:
 
 
 def initial_text(itr: Interrupt) -> str:
-    """The editor's first text: a template with the schema's required fields, else ``{}``."""
-    return json.dumps(template_for(itr.response_schema), indent=2, ensure_ascii=False)
+    """The JSON view's first text: the required keys with blank values (not JSON yet), else empty."""
+    return json_skeleton(itr.response_schema)
+
+
+def value_text(value: Any) -> str:
+    """A value as the JSON view shows it."""
+    return json.dumps(value, indent=2, ensure_ascii=False)
 
 
 # ------------------------------------------------------------------ highlighting
@@ -138,12 +153,12 @@ class JsonArea(OrderedTextArea):
 
 
 class AnswerEditor(Vertical):
-    """Message, JSON editor, payload beside it, and the verdict, for one interrupt id."""
+    """Message, answer (form or JSON), payload and schema beside it, and the verdict, for one interrupt id."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {"answer--ok", "answer--error", "answer--dim"}
 
     class Checked(Message):
-        """The editor's text changed and was checked."""
+        """The answer changed and was checked."""
 
         def __init__(self, editor: AnswerEditor, check: Check) -> None:
             super().__init__()
@@ -161,9 +176,33 @@ class AnswerEditor(Vertical):
         self.redactor.learn_from([interrupt.args, interrupt.response_schema])  # masked in the message too
         self.interrupt = interrupt
         """The open interrupt this editor answers (from the invocation's projection)."""
-        self.start_text = initial_text(interrupt) if text is None else text
-        self.check: Check = check_answer(self.start_text, interrupt.response_schema)
-        """The verdict on the current text."""
+        schema = interrupt.response_schema
+        self.form_reason: str | None = SchemaForm.unsupported(schema)
+        """Why this schema has no form (None: it has one)."""
+        self.form: SchemaForm | None = None
+        self.mode = "json"
+        """``form`` or ``json``: the view shown."""
+        start = UNSET
+        if self.form_reason is None:
+            if text is not None and text.strip() and text != initial_text(interrupt):
+                try:
+                    start = json.loads(text)
+                except ValueError:
+                    start = UNSET
+                    self.mode = "json"
+                else:
+                    self.mode = "form"
+            else:
+                self.mode = "form"
+            try:
+                self.form = SchemaForm(schema or {}, start if self.mode == "form" else UNSET, mask=redactor.text,
+                                       classes="answer-form")
+            except ValueError:  # the text is JSON the form cannot show: JSON view, form empty
+                self.form, self.mode = SchemaForm(schema or {}, mask=redactor.text, classes="answer-form"), "json"
+        self.start_text = (value_text(start) if start is not UNSET else initial_text(interrupt)) if text is None \
+            else text
+        self.check: Check = self._verdict(self.start_text)
+        """The verdict on the current answer."""
 
     def compose(self) -> ComposeResult:
         itr = self.interrupt
@@ -174,19 +213,35 @@ class AnswerEditor(Vertical):
         if itr.message:
             yield Static(self.redactor.text(itr.message), classes="answer-message")
         with Horizontal(classes="answer-body"):
-            area = JsonArea(
-                self.start_text,
-                soft_wrap=True,
-                tab_behavior="focus",
-                show_line_numbers=True,
-                classes="answer-text",
-            )
-            area.border_title = "answer (JSON)"
-            yield area
+            with Vertical(classes="answer-input"):
+                if self.form is not None:
+                    box = Vertical(self.form, classes="answer-form-box")
+                    box.border_title = "answer"
+                    box.border_subtitle = "ctrl+t: JSON"
+                    box.display = self.mode == "form"
+                    yield box
+                area = JsonArea(
+                    self.start_text,
+                    soft_wrap=True,
+                    tab_behavior="focus",
+                    show_line_numbers=True,
+                    classes="answer-text",
+                )
+                area.border_title = "answer (JSON)"
+                area.border_subtitle = "ctrl+t: form" if self.form is not None else "JSON only"
+                area.display = self.mode == "json"
+                yield area
+                note = Static(self._view_note(), classes="answer-view-note")
+                yield note
             side = Static(self._side(), classes="answer-payload")
             side.border_title = "payload"
             yield side
         yield Static("", classes="answer-status")
+
+    def _view_note(self) -> Text:
+        if self.form is None:
+            return Text(f"JSON only: {self.redactor.text(self.form_reason or '')}", "dim")
+        return Text("")
 
     def _side(self) -> Text:
         itr = self.interrupt
@@ -197,13 +252,14 @@ class AnswerEditor(Vertical):
         t.append(to_json(red.value(payload), indent=2) if payload is not None else "(no payload)")
         schema = itr.response_schema
         if schema is not None:
-            t.append("\n\nschema ", "bold")
-            t.append(to_json(red.value(schema)))
+            t.append("\n\nschema\n", "bold")
+            t.append("\n".join(schema_lines(red.value(schema))))
         return t
 
     def on_mount(self) -> None:
         # The app's setting (off in snapshot tests), like the console's other inputs.
         self.text_area.cursor_blink = getattr(self.app, "cursor_blink", True)
+        self.query_one(".answer-view-note").display = self.form is None
         self._show_check()
 
     @property
@@ -212,26 +268,112 @@ class AnswerEditor(Vertical):
 
     @property
     def text(self) -> str:
+        """The answer as JSON text (what a draft keeps; the form's value in the form view)."""
+        if self.mode == "form" and self.form is not None:
+            return "" if self._form_empty() else value_text(self.form.value)
         return self.text_area.text
 
+    def focus_answer(self) -> None:
+        """Focus the answer: the form's first field, or the JSON text."""
+        if self.mode == "form" and self.form is not None and self.form.focus_first():
+            return
+        self.text_area.focus()
+
     def set_text(self, text: str) -> None:
+        """Load ``text`` (JSON): into the form when it can show it, else into the JSON view."""
+        if self.mode == "form" and self.form is not None:
+            try:
+                value = json.loads(text)
+            except ValueError:
+                value = UNSET
+            if value is not UNSET and self.form.set_value(value):
+                self.text_area.load_text(text)
+                self._recheck()
+                return
+            self._show_view("json")
         self.text_area.load_text(text)
         self._recheck()
 
+    def set_value(self, value: Any, *, quiet: bool = False) -> None:
+        """Load an answer value (apply to all): the form shows it when it can, else the JSON view.
+        ``quiet``: no :class:`Checked` message (the caller rechecks them all at once)."""
+        with self.prevent(SchemaForm.Changed):
+            shown = self.form is not None and self.form.set_value(value)
+        if shown:
+            self._show_view("form")
+        else:
+            self._show_view("json")
+            with self.text_area.prevent(TextArea.Changed):
+                self.text_area.load_text(value_text(value))
+        self._recheck(quiet=quiet)
+
+    def toggle_view(self) -> str | None:
+        """Form <-> JSON with the same value; the reason when it cannot switch (None: switched)."""
+        if self.form is None:
+            return f"this schema has no form: {self.form_reason}"
+        if self.mode == "form":
+            self.text_area.load_text(initial_text(self.interrupt) if self._form_empty() else value_text(self.form.value))
+            self._show_view("json")
+        else:
+            text = self.text_area.text
+            if not text.strip() or text == initial_text(self.interrupt):
+                self.form.clear()
+            else:
+                try:
+                    value = json.loads(text)
+                except ValueError as exc:
+                    return f"not JSON yet ({exc.msg}): it stays in the JSON view"
+                if not self.form.set_value(value):
+                    return "the form cannot show this answer (a value of another type or an unknown key): " \
+                           "it stays in the JSON view"
+            self._show_view("form")
+        self._recheck()
+        self.focus_answer()
+        return None
+
+    def _form_empty(self) -> bool:
+        """Nothing chosen in the form yet (an object form with no field set counts)."""
+        assert self.form is not None
+        value = self.form.value
+        return value is UNSET or (value == {} and self.form.spec.kind == "object")
+
+    def _show_view(self, mode: str) -> None:
+        self.mode = mode
+        if self.form is not None:
+            self.query_one(".answer-form-box").display = mode == "form"
+        self.text_area.display = mode == "json"
+
     def on_text_area_changed(self, event: TextArea.Changed) -> None:
         event.stop()
-        self._recheck()
+        if self.mode == "json":
+            self._recheck()
 
-    def _recheck(self) -> None:
-        self.check = check_answer(self.text_area.text, self.interrupt.response_schema)
+    def on_schema_form_changed(self, event: SchemaForm.Changed) -> None:
+        event.stop()
+        if self.mode == "form":
+            self._recheck()
+
+    def _verdict(self, text: str) -> Check:
+        if self.mode == "form" and self.form is not None:
+            value = self.form.value
+            return Check(value=None if value is UNSET else value, errors=list(self.form.errors))
+        return check_answer(text, self.interrupt.response_schema)
+
+    def _recheck(self, *, quiet: bool = False) -> None:
+        self.check = self._verdict(self.text_area.text)
         self._show_check()
-        self.post_message(self.Checked(self, self.check))
+        if not quiet:
+            self.post_message(self.Checked(self, self.check))
 
     def _show_check(self) -> None:
         status = self.query_one(".answer-status", Static)
         get = self.get_component_rich_style
         if self.check.ok:
             status.update(Text("✓ valid", get("answer--ok", partial=True)))
+        elif self.mode == "form":  # each error is under its field; here the first, and how many
+            errors = [self.redactor.text(e) for e in self.check.errors]
+            more = f"  (+{len(errors) - 1} more below)" if len(errors) > 1 else ""
+            status.update(Text(f"✗ {errors[0]}{more}", get("answer--error", partial=True)))
         else:
             what = "✗ not JSON yet: " if self.check.syntax else "✗ "
             errors = [self.redactor.text(e) for e in self.check.errors]  # errors may echo the value

@@ -17,6 +17,7 @@ from textual.containers import VerticalScroll
 from engine.models import NodeStatus, StoredEvent
 from engine.projection import Interrupt, NodeRun, Projection
 from engine.redact import Redactor
+from engine.schema_view import schema_text
 from engine.views import display_status
 
 from ..text import clean, literal
@@ -81,7 +82,7 @@ def _interrupt_block(itr: Interrupt, st: Styles, red: Redactor) -> RenderableTyp
     if other:
         rows.append(("args", _json(other, red)))
     if itr.response_schema is not None:
-        rows.append(("schema", _json(itr.response_schema, red)))
+        rows.append(("schema", Text(clean(schema_text(red.value(itr.response_schema))))))  # readable, not cut-off JSON
     rows.append(("raised", f"event {itr.raised_pos} at {date_time(itr.timestamp)}"))
     if itr.resolved:
         rows.append(("answer", _json(itr.response, red)))

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .served import PASSWORDS, hitl_bin, serve, write_config
-from .term import click_after, focus_terminal, open_console, shot, wait_text
+from .term import focus_terminal, open_console, shot, wait_text
 
 
 def sign_in(page: Any, url: str, name: str, shots: Path | None = None) -> None:
@@ -66,17 +66,17 @@ def test_operator_signs_in_and_answers_one_id_with_the_keyboard(
         shot(page, shots, "03-waiting-session")
 
         page.keyboard.press("e")  # answer this node's id in the editor
-        # The editor has the focus once the dry run of its template answer is shown.
-        wait_text(page, "Answer ▸ refund-waiting-1", '"approved": false', "✓ valid", "auto-complete",
-                  """'finance-order-1001={"approved":false}'""")
-        # The template answers {"approved": false}: click after "false" and make it an approval,
-        # typing without waiting, as a fast operator does: the keys reach the console in bursts
-        # and must still be applied in order (console/widgets/keys.py).
-        click_after(page, '"approved": false')
-        for _ in "false":
+        # The form: nothing is chosen for the operator, so it cannot be submitted yet.
+        wait_text(page, "Answer ▸ refund-waiting-1", "approved *", "Not ready to submit", "press y or n")
+        page.keyboard.press("y")  # approve; the focus moves on to the note
+        wait_text(page, "● y yes")
+        # The note typed without waiting, as a fast operator does: the keys reach the console in
+        # bursts and must still be applied in order (console/widgets/keys.py).
+        page.keyboard.type("ok, paid")
+        for _ in "paid":
             page.keyboard.press("Backspace")
-        page.keyboard.type("true")
-        wait_text(page, '"approved": true', "✓ valid", """'finance-order-1001={"approved":true}'""")  # dry run done
+        page.keyboard.type("fine")
+        wait_text(page, "● y yes", "ok, fine", "✓ valid", "auto-complete", "finance-order-1001=")  # dry run done
         shot(page, shots, "04-answer-editor")
 
         page.keyboard.press("Control+s")
@@ -97,8 +97,8 @@ def test_operator_signs_in_and_answers_one_id_with_the_keyboard(
     answers = [e for e in events if (e.get("custom_metadata") or {}).get("reason") == "approved in the browser"]
     assert len(answers) == 1
     assert answers[0]["custom_metadata"]["operator"] == "alice"
-    # stored coerced, with the schema's default for the field left out (DESIGN.md 3.7)
-    assert answers[0]["content"]["parts"][0]["function_response"]["response"] == {"approved": True, "note": ""}
+    # the note as typed in a burst (its backspaces applied in order)
+    assert answers[0]["content"]["parts"][0]["function_response"]["response"] == {"approved": True, "note": "ok, fine"}
     assert "signed in: 'alice' (operator)" in served.log()
     assert PASSWORDS["alice"] not in served.log()
 

@@ -5,7 +5,9 @@ fan-out app whose branches each have a downstream node."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
 
 from engine import START, Content, RequestInput, Runner, Workflow, node
 from engine.apps import AppRegistry
@@ -53,6 +55,7 @@ fanout_wf = Workflow("fanout", [(START, intake, (ask_a, ask_b)), (ask_a, ship_a)
 def registry() -> AppRegistry:
     reg = AppRegistry()
     reg.register("fanout", fanout_wf)
+    reg.register("shipping", shipping_wf)
     return reg
 
 
@@ -68,3 +71,40 @@ async def demo_store() -> MemoryStore:
 async def invocation(store: MemoryStore, session_id: str) -> tuple[str, Projection]:
     (inv,) = [i.invocation_id for i in await store.list_invocations(session_id)][-1:]
     return inv, await load_invocation(store, session_id, inv)
+
+
+# ------------------------------------------------------------------ a form with sections and lists
+class Address(BaseModel):
+    city: str = Field(min_length=1, description="Where the parcel goes")
+    zip: int = Field(ge=1000, le=99999)
+
+
+class Shipment(BaseModel):
+    """A shipping clerk's decision."""
+
+    approve: bool
+    address: Address
+    tags: list[Literal["fragile", "gift", "express"]] = Field(default_factory=list, max_length=2)
+    boxes: int = Field(default=1, ge=1, le=9)
+
+
+@node
+async def ask_shipping(node_input: Any) -> Any:
+    yield RequestInput("Ship order S-1?", payload={"order": node_input}, response_schema=Shipment,
+                       interrupt_id="ship-S-1")
+    yield RequestInput("Anything to note (a count or a text)?", payload=None, response_schema=int | str,
+                       interrupt_id="note-S-1")
+
+
+shipping_wf = Workflow("shipping", [(START, ask_shipping)])
+"""One node asking two ids: a form with a section and a list (``ship-S-1``), and a
+union (``note-S-1``: ``int | str``, an anyOf a form cannot ask)."""
+
+
+async def shipping_store() -> MemoryStore:
+    """The demo store plus ``shipping-1`` (written at a fixed time, like the rest)."""
+    store = await demo_store()
+    with frozen_engine(EPOCH + 7.7 * 86400, seed="shipping"):
+        async for _ in Runner("shipping", shipping_wf, store).run("sam", "shipping-1", Content.from_text("S-1")):
+            pass
+    return store

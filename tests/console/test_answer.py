@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 import time
 from typing import Any
 
@@ -147,8 +148,13 @@ async def test_partial_answer_of_a_parallel_fanout_runs_one_branch() -> None:
         assert "1 of 2 open selected: fan-a" in bar and "stays open: fan-b" in bar
         assert "● " in str(session.tree.node_for("fanout@1/ask_a@1").label)  # type: ignore[union-attr]
         screen = await editor_screen(pilot, "e")
-        assert screen.selected == ["fan-a"] and editor(screen, "fan-a").text == "false"  # bool schema template
-        await write(pilot, screen, {"fan-a": "true"})
+        ed = editor(screen, "fan-a")
+        assert screen.selected == ["fan-a"] and ed.mode == "form" and ed.text == ""  # nothing chosen for the operator
+        assert ed.check.errors == ["answer: required -- press y or n"] and screen.submit_problem()
+        await pilot.press("y")  # the form's boolean: y yes (true) / n no (false)
+        await settle(pilot)
+        await wait_until(pilot, lambda: screen.submit_problem() is None)
+        assert ed.check.value is True and ed.text == "true"
         preview = screen.preview
         assert preview is not None and preview.plan is not None
         assert preview.plan.still_open == ["fan-b"]
@@ -186,7 +192,7 @@ async def test_full_answer_of_a_two_id_leaf_auto_completes_and_feeds_downstream(
         await open_session(pilot, "incident-new")
         screen = await editor_screen(pilot, "a", "e")
         assert screen.selected == ids
-        assert editor(screen, ids[0]).text == '{\n  "action": "restart"\n}'  # template: enum's first value
+        assert editor(screen, ids[0]).text == "" and not editor(screen, ids[0]).check.ok  # no action chosen for them
         mitigation, notice = {"action": "rollback", "page_oncall": False}, {"publish": True, "text": "degraded"}
         await write(pilot, screen, {ids[0]: '{"action": "rollback", "page_oncall": false}',
                                     ids[1]: '{"publish": true, "text": "degraded"}'})
@@ -245,8 +251,11 @@ async def test_an_invalid_answer_cannot_be_submitted() -> None:
         screen = await editor_screen(pilot, "e")  # nothing selected: the cursor node's id
         assert screen.selected == ["finance-order-1001"]
         ed = editor(screen, "finance-order-1001")
-        ed.text_area.focus()
-        await pilot.press("f7", "{", "}")  # typed: replaces the template
+        assert ed.mode == "form" and not ed.check.ok  # nothing chosen: invalid
+        await pilot.press("ctrl+t")  # the JSON view of the same (empty) answer: a skeleton, not JSON
+        assert ed.mode == "json" and ed.text_area.has_focus and ed.text == '{\n  "approved": \n}'
+        assert ed.check.errors == ["(root): nothing written yet: give each key its value"]
+        await pilot.press("f7", "{", "}")  # typed: replaces the skeleton
         await settle(pilot)
         assert ed.text == "{}" and ed.check.errors == ["(root): 'approved' is a required property"]
         ed.set_text('{"approved": "maybe"}')
@@ -298,13 +307,14 @@ async def test_an_id_answered_meanwhile_is_refused_nothing_written_text_kept() -
         assert (await store.audit_log(session_id="refund-waiting-1")).items == audit
         assert "finance-order-1001: already answered at event" in banner and "by rick" in banner
         assert again.selected == ["risk-order-1001"]  # the closed id is dropped, its text kept
-        assert editor(again, "risk-order-1001").text == mine["risk-order-1001"]
+        # Kept as the answer it was (the form shows it; its text is the same JSON value).
+        assert json.loads(editor(again, "risk-order-1001").text) == json.loads(mine["risk-order-1001"])
         await pilot.press("ctrl+r")  # reload and re-apply: the same text, a fresh dry run
         await settle(pilot)
         assert again.selected == ["risk-order-1001"] and again.draft.error is None
-        assert editor(again, "risk-order-1001").text == mine["risk-order-1001"]
+        assert json.loads(editor(again, "risk-order-1001").text) == json.loads(mine["risk-order-1001"])
         await wait_until(pilot, lambda: again.submit_problem() is None)
-        assert again.draft.texts["finance-order-1001"] == mine["finance-order-1001"]  # kept, not sent
+        assert json.loads(again.draft.texts["finance-order-1001"]) == json.loads(mine["finance-order-1001"])  # kept, not sent
         assert session.drafts[again.draft.invocation_id] is again.draft
 
 

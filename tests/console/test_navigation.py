@@ -55,7 +55,7 @@ async def test_keyboard_to_waiting_node_shows_its_interrupt(store):
         assert "WAITING" in text
         assert "pending interrupts (1)" in text
         assert "ops-1" in text and "Can ops ship the return label?" in text
-        assert '"type": "boolean"' in text  # the response schema
+        assert "schema    boolean" in text  # the response schema, readable (engine.schema_view)
         assert '"order": "order-2"' in text  # the payload
         await pilot.press("n")  # wraps around
         await settle(pilot)

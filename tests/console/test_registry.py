@@ -88,7 +88,7 @@ def test_answering_actions_write_and_name_their_command():
     them are disabled by --read-only; only the ones that append say writes=True
     (selecting ids and copying the command serve a write: write_flow=True)."""
     serve = {"interrupts.toggle", "interrupts.select_node", "interrupts.select_all", "answer.toggle", "answer.node",
-             "answer.all", "answer.copy"}
+             "answer.all", "answer.copy", "answer.view", "answer.apply_all"}
     for a in ACTIONS:
         if a.area in ("interrupts", "invocation", "answer") and a.id != "answer.reload":
             assert a.read_only_disabled and a.cli and a.cli.startswith("hitl "), a.id

@@ -67,9 +67,10 @@ async def test_an_answer_and_reason_typed_in_bursts_are_stored_as_typed() -> Non
         await open_session(pilot, "refund-waiting-1")
         screen = await editor_screen(pilot, "e")
         (editor,) = screen.editors()
-        assert editor.interrupt.id == "finance-order-1001" and '"approved": false' in editor.text
-        assert screen.focused is editor.text_area
-        await burst(pilot, "ctrl+home", "down", "end", *["backspace"] * 5, *"true")
+        assert editor.interrupt.id == "finance-order-1001" and editor.mode == "form"
+        await pilot.press("ctrl+t")  # the JSON view: a skeleton with the required key, no value
+        assert screen.focused is editor.text_area and editor.text == '{\n  "approved": \n}'
+        await burst(pilot, "ctrl+home", "down", "end", *"tru", "backspace", "backspace", *"rue")
         assert json.loads(editor.text) == {"approved": True}
         await wait_until(pilot, lambda: screen.submit_problem() is None)
         await pilot.press("ctrl+s")
@@ -84,3 +85,17 @@ async def test_an_answer_and_reason_typed_in_bursts_are_stored_as_typed() -> Non
     events_ = [stored.event for stored in await store.events("refund-waiting-1")]
     answers = [e for e in events_ if (e.custom_metadata or {}).get("reason") == "approved in a hurry"]
     assert [a.content.parts[0].function_response.response for a in answers] == [{"approved": True, "note": ""}]
+
+
+async def test_choices_typed_in_a_burst_land_one_per_field() -> None:
+    """A choice moves the focus on; keys of the same burst that the app handed to the field
+    before the focus moved go to the field that has it now: 1 2 3 label three images."""
+    store = await demo_store()
+    app = app_for(store)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_session(pilot, "labels-partial-1")
+        screen = await editor_screen(pilot, "A", "e")
+        first, second, third = screen.editors()[:3]
+        await burst(pilot, "1", "2", "3")
+        await settle(pilot)
+        assert [first.check.value, second.check.value, third.check.value] == ["cat", "dog", "bird"]

@@ -1,0 +1,70 @@
+"""Snapshots of the answer form (issue 16): a boolean not chosen yet (invalid until
+chosen, the banner says why), a boolean chosen, an enum, a section with an inline
+error and a list, and the JSON-only fallback beside it.
+
+Pinned like the other console snapshots (clock, zone, no cursor blink); the
+stores come from the sample apps at a fixed epoch. Regenerate with
+``pytest tests/console/test_answer_form_snapshots.py --snapshot-update``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from console.screens.answer import AnswerScreen
+
+from .answer_store import demo_store, shipping_store
+from .test_answer import app_for, settle, wait_until
+
+SIZE = (120, 36)
+
+
+@pytest.fixture(autouse=True)
+def _operator(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    monkeypatch.setenv("USER", "tester")
+    monkeypatch.chdir(tmp_path)
+
+
+def keys_then(session_id: str, *keys: str) -> Any:
+    async def run_before(pilot: Any) -> None:
+        await settle(pilot)
+        pilot.app.open_session(session_id)
+        await settle(pilot)
+        await pilot.press(*keys)
+        await settle(pilot)
+        screen = pilot.app.screen
+        assert isinstance(screen, AnswerScreen)
+        await wait_until(pilot, lambda: screen.values() is None or screen.preview_for == screen.values())
+        await settle(pilot)
+
+    return run_before
+
+
+def test_form_boolean_invalid_until_chosen(snap_compare):
+    """refund: `e` -- approved * with y / n, nothing chosen, the banner says why it cannot be submitted."""
+    store = asyncio.run(demo_store())
+    assert snap_compare(app_for(store), terminal_size=SIZE, run_before=keys_then("refund-waiting-1", "e"))
+
+
+def test_form_boolean_chosen(snap_compare):
+    """refund: `e y` -- yes chosen, the note's default shown, the dry run beside it."""
+    store = asyncio.run(demo_store())
+    assert snap_compare(app_for(store), terminal_size=SIZE, run_before=keys_then("refund-waiting-1", "e", "y"))
+
+
+def test_form_enum(snap_compare):
+    """labels: one image, `3` picks bird from the five labels."""
+    store = asyncio.run(demo_store())
+    assert snap_compare(app_for(store), terminal_size=SIZE,
+                        run_before=keys_then("labels-partial-1", "space", "e", "3"))
+
+
+def test_form_nested_object_and_list(snap_compare):
+    """shipping: the address section with the zip below its minimum (the engine's words under the
+    field), two tags added; the int | str id beside it is JSON only, and says why."""
+    store = asyncio.run(shipping_store())
+    assert snap_compare(app_for(store), terminal_size=(120, 50), run_before=keys_then(
+        "shipping-1", "e", "y", *"Oslo", "tab", *"123", "tab", "+", "1", "+", "3"))
