@@ -37,9 +37,11 @@ async def test_a_schema_with_someone_elses_sessions_table_is_refused_untouched()
     async with PostgresStore.open(url) as store:  # creates the schema; then make it someone else's
         assert store._pool is not None
         async with store._pool.acquire() as conn:
-            for table in ("hitl_schema", "audit", "leases", "snapshots", "interrupts", "invocations", "events"):
-                await conn.execute(f"DROP TABLE {table}")
-            await conn.execute("DROP TABLE sessions")
+            # every table of the store's schema (later migrations add more), then a foreign one
+            tables = await conn.fetch("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")
+            assert "sessions" in {t["tablename"] for t in tables}
+            for t in tables:
+                await conn.execute(f'DROP TABLE IF EXISTS "{t["tablename"]}" CASCADE')
             await conn.execute("CREATE TABLE sessions (id int PRIMARY KEY, note text)")
     for read_only in (False, True):
         with pytest.raises(StoreError, match="has a 'sessions' table that is not a hitl-console store's"):
