@@ -227,11 +227,6 @@ ACTIONS: tuple[Action, ...] = (
            command="graph", show=False),
     Action("graph.reload", "r", "Redraw", "Redraw the graph from the session as it is now", "graph", "reload",
            cli="hitl show {session_id} --invocation {invocation_id} --graph"),
-    # ------------------------------------------------------------------- log
-    Action("log.first", "g", "First", "Jump to the first event", "log", "first", show=False,
-           cli="hitl events {session_id}"),
-    Action("log.last", "G", "Last", "Jump to the latest event", "log", "last", show=False,
-           cli="hitl events {session_id} --tail"),
     # ------------------------------------------------------------ navigation
     # Bound on every table, tree and log (console.widgets.nav.Navigable); keys that do
     # not apply now (n without a find, / where the screen has its own filter) fall

@@ -18,7 +18,7 @@ from textual.message import Message
 
 from engine.models import Session, StoredEvent
 from engine.projection import Projection
-from engine.store.base import InterruptRecord, InvocationSummary, SessionSummary
+from engine.store.base import AuditRecord, InterruptRecord, InvocationSummary, SessionSummary
 
 from .widgets.event_log import LogLine
 
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
     from .answering.selection import AnswerDraft
     from .screens.answer_jobs import WriteJob
+    from .screens.audit import AuditQuery
     from .widgets.answer_views import Outcome, Preview
 
 
@@ -291,3 +292,12 @@ class SummaryLoaded(Message):
 
     summary: HomeSummary
 
+
+@dataclass
+class AuditLoaded(Message):
+    """A page of audit records for the audit view (``append``: after the rows already shown)."""
+
+    query: AuditQuery
+    rows: list[AuditRecord]
+    next_cursor: str | None
+    append: bool

@@ -14,13 +14,12 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.message import Message
 from textual.widgets import Footer
 
 from engine.store.base import AuditAction, AuditRecord
 
 from ..actions import bindings
-from ..messages import StoreFailed
+from ..messages import AuditLoaded, StoreFailed
 from ..text import audit_what
 from ..times import date_time
 from ..widgets.format import short, shown, to_json
@@ -102,16 +101,6 @@ class AuditQuery:
             if v
         ]
         return " ".join(parts) or "-"
-
-
-@dataclass
-class AuditLoaded(Message):
-    """A page of audit records (``append``: after the rows already shown)."""
-
-    query: AuditQuery
-    rows: list[AuditRecord]
-    next_cursor: str | None
-    append: bool
 
 
 def _key(r: AuditRecord) -> str:

@@ -92,8 +92,9 @@ def log_line(se: StoredEvent, red: Redactor) -> LogLine:
         summary = f'"{short(e.content.text if e.content else "", SUMMARY, red)}"'
     elif kind == "response":
         parts = [f"{short(fr.id, 24, red)}={short(fr.response, 16, red)}" for fr in e.function_responses]
-        summary = "answers " + id_list(parts, 3)
-        summary += operator_said(e, red)
+        # the reason first: the answers can be long, and the drawing cuts at the log's edge
+        said = operator_said(e, red)
+        summary = (said[3:] + " · " if said else "") + "answers " + id_list(parts, 3)
     elif kind in ("redrive", "cancel"):
         summary = kind + operator_said(e, red)
     elif kind == "start":

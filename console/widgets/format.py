@@ -68,18 +68,22 @@ def short_id(value: str, width: int = 12) -> str:
 
 
 def fit_widths(
-    natural: dict[str, int], room: int, *, order: tuple[str, ...], minimum: dict[str, int]
+    natural: dict[str, int], room: int, *, order: tuple[str, ...], minimum: dict[str, int], comfortable: int = 14
 ) -> dict[str, int]:
     """Column widths that fit ``room`` columns: each column its ``natural`` width
     when everything fits; else the columns in ``order`` give way one after the other
     (each down to its ``minimum``), and what is still missing is shared out. The
-    caller keeps statuses and counts out of ``natural``: those are never cut."""
+    caller keeps statuses and counts out of ``natural``: those are never cut.
+    Two rounds: first each column gives way only down to ``comfortable``
+    characters (enough to tell values apart), then down to its ``minimum``, so
+    one very long value does not squeeze every other column to its minimum."""
     widths = dict(natural)
     excess = sum(widths.values()) - max(room, 0)
-    for key in order:
-        if excess <= 0:
-            break
-        give = min(excess, max(widths[key] - minimum.get(key, 1), 0))
-        widths[key] -= give
-        excess -= give
+    for floor in (lambda k: max(minimum.get(k, 1), min(natural[k], comfortable)), lambda k: minimum.get(k, 1)):
+        for key in order:
+            if excess <= 0:
+                return widths
+            give = min(excess, max(widths[key] - floor(key), 0))
+            widths[key] -= give
+            excess -= give
     return widths
