@@ -144,7 +144,7 @@ def test_log_line_summaries():
     assert (line.author, line.summary) == ("ann", "answers x-1=true")  # the operator, not "user"
     fr.custom_metadata = {"action": "cancel", "operator": "ann", "reason": "dup [/x]"}
     line = log_line(StoredEvent(seq=6, session_id="s", event=fr), Redactor())
-    assert (line.author, line.summary) == ("ann", 'answers x-1=true · reason "dup [/x]"')
+    assert (line.author, line.summary) == ("ann", 'reason "dup [/x]" · answers x-1=true')
 
 
 def test_format_helpers():
