@@ -55,6 +55,7 @@ READS = {
     "get_turn_request",
     "list_workers",
     "change_counter",
+    "overview",
 }
 
 
