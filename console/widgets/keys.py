@@ -45,7 +45,12 @@ class InOrderKeys(_Base):
 
 
 class TextInput(InOrderKeys, Input):
-    """A one-line :class:`~textual.widgets.Input` that keeps the typed order."""
+    """A one-line :class:`~textual.widgets.Input` that keeps the typed order, and
+    blinks its cursor only when the app does (``HitlApp(cursor_blink=False)``:
+    tests and snapshots draw one state, not whichever phase of the blink)."""
+
+    def on_mount(self) -> None:
+        self.cursor_blink = bool(getattr(self.app, "cursor_blink", True)) and self.cursor_blink
 
 
 class OrderedTextArea(InOrderKeys, TextArea):

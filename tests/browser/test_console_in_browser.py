@@ -31,15 +31,17 @@ def hitl_out(db: Path, *args: str) -> str:
 
 
 def all_shown(db: Path) -> str:
-    """The sessions list's count line with every session of the store shown."""
-    return f"{len(json.loads(hitl_out(db, 'sessions'))['sessions'])} shown"
+    """The home's count line: it opens in triage order, the sessions that need an
+    operator (an open interrupt, or stopped mid-run)."""
+    rows = json.loads(hitl_out(db, "sessions"))["sessions"]
+    return f"{sum(1 for r in rows if r['open_interrupts'] or r['interrupted'])} shown"
 
 
 def open_refund_waiting(page: Any, db: Path) -> str:
     wait_text(page, "hitl ▸ Sessions", "refund-waiting-1", all_shown(db))
     focus_terminal(page)
     page.keyboard.press("/")
-    wait_text(page, "filter session ids")  # the filter has the focus: type into it
+    wait_text(page, "search ids")  # the filter has the focus: type into it
     page.keyboard.type("refund-waiting")
     page.keyboard.press("Enter")
     wait_text(page, "1 shown")
