@@ -281,7 +281,11 @@ class BulkAnswerScreen(ModalScreen[BulkResult | None]):
         self._keys_changed()
         table = self.query_one("#bulk-items", DataTable)
         if bad:  # the first refusal under the cursor
-            table.move_cursor(row=table.get_row_index(self._key(bad[0].group)), animate=False)
+            row = table.get_row_index(self._key(bad[0].group))
+            table.move_cursor(row=row, animate=False)
+            # again once the result cells' new widths are laid out: the first scroll can
+            # be computed before that layout and leave the cursor row off screen
+            self.call_after_refresh(lambda: table.move_cursor(row=row, animate=False, scroll=True))
         table.focus()
 
     def _keys_changed(self) -> None:

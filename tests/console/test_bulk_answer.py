@@ -229,6 +229,20 @@ def _scene(submit: bool) -> Any:
         await keys.type(ANSWER)
         if submit:
             await keys("ctrl+s", "ctrl+s")
+            screen = pilot.app.screen
+            assert isinstance(screen, BulkAnswerScreen)
+            table = screen.query_one("#bulk-items", DataTable)
+
+            def cursor_row_on_screen() -> bool:
+                top = int(table.scroll_y)
+                return screen.result is not None and top <= table.cursor_row < top + table.size.height - 1
+
+            for _ in range(400):  # the batch done and the first refusal scrolled into view (state, not time)
+                if cursor_row_on_screen():
+                    break
+                await settle(pilot)
+            assert cursor_row_on_screen()
+            await settle(pilot)
 
     return run_before
 
