@@ -296,6 +296,28 @@ def test_resume_of_an_unregistered_app_says_why(hitl: Hitl, db: Path, tmp_path: 
     assert text.splitlines()[-1].endswith(": COMPLETED")
 
 
+def a_ghost_worker_follows(db: Path, session_id: str, inv: str) -> str:
+    """Start a worker with the ghost app's code and follow ``inv`` until it settles."""
+    import asyncio
+
+    from engine import handoff
+    from engine.store.sqlite import SQLiteStore
+    from engine.worker import Worker
+    from tests.cli import ghost_app
+
+    async def go() -> str:
+        async with SQLiteStore.open(db) as store:
+            worker = Worker(store, {"ghost": ghost_app.workflow}, heartbeat=0.2)
+            task = asyncio.ensure_future(worker.run())
+            try:
+                return await handoff.follow(store, session_id, inv, timeout=60)
+            finally:
+                worker.stop()
+                await task
+
+    return asyncio.run(go())
+
+
 def test_resume_of_an_unregistered_app_is_left_to_a_worker(hitl: Hitl, db: Path) -> None:
     """Issue 18: without the app's code the answer is validated against the stored
     schema, stored and queued; the command says no worker is alive and returns."""
@@ -316,23 +338,7 @@ def test_resume_of_an_unregistered_app_is_left_to_a_worker(hitl: Hitl, db: Path)
     assert "stored; no worker for ghost is alive" in text
     assert "queued ghost: 1 runnable" in ok(hitl("workers"))  # the same turn, not a second one
 
-    import asyncio
-
-    from engine import handoff
-    from engine.store.sqlite import SQLiteStore
-    from engine.worker import Worker
-
-    async def a_worker_starts() -> str:
-        async with SQLiteStore.open(db) as store:
-            worker = Worker(store, {"ghost": ghost_app.workflow}, heartbeat=0.2)
-            task = asyncio.ensure_future(worker.run())
-            try:
-                return await handoff.follow(store, "ghost-3", inv, timeout=60)
-            finally:
-                worker.stop()
-                await task
-
-    assert asyncio.run(a_worker_starts()) == "settled"
+    assert a_ghost_worker_follows(db, "ghost-3", inv) == "settled"
     assert projection(db, "ghost-3").invocation_status(inv) is NodeStatus.COMPLETED
     assert "no live workers" in ok(hitl("workers"))
 
@@ -341,13 +347,6 @@ def test_start_without_the_code_is_queued_for_a_worker(hitl: Hitl, db: Path) -> 
     """Issue 18: ``hitl start --via worker`` appends a start request a worker picks
     up; with ``--via auto`` an app with no code here and no live worker is refused
     (a mistyped name must not wait forever), nothing written."""
-    import asyncio
-
-    from engine import handoff
-    from engine.store.sqlite import SQLiteStore
-    from engine.worker import Worker
-    from tests.cli import ghost_app
-
     before = db.read_bytes()
     operator_error(hitl("start", "ghost", "--session", "ghost-9", "hello"), "ghost")  # auto: nobody serves it
     assert db.read_bytes() == before
@@ -357,17 +356,7 @@ def test_start_without_the_code_is_queued_for_a_worker(hitl: Hitl, db: Path) -> 
     inv = ok(hitl("start", "ghost", "--session", "ghost-9", "hello", "--via", "worker", "--no-wait", "--json"))
     inv = json.loads(inv.splitlines()[0])["invocation_id"]  # a second start request: its own invocation
 
-    async def a_worker_starts() -> str:
-        async with SQLiteStore.open(db) as store:
-            worker = Worker(store, {"ghost": ghost_app.workflow}, heartbeat=0.2)
-            task = asyncio.ensure_future(worker.run())
-            try:
-                return await handoff.follow(store, "ghost-9", inv, timeout=60)
-            finally:
-                worker.stop()
-                await task
-
-    assert asyncio.run(a_worker_starts()) == "settled"
+    assert a_ghost_worker_follows(db, "ghost-9", inv) == "settled"
     assert projection(db, "ghost-9").invocation_status(inv) is NodeStatus.WAITING  # ghost asks for boo
 
 
