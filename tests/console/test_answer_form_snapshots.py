@@ -66,5 +66,5 @@ def test_form_nested_object_and_list(snap_compare):
     """shipping: the address section with the zip below its minimum (the engine's words under the
     field), two tags added; the int | str id beside it is JSON only, and says why."""
     store = asyncio.run(shipping_store())
-    assert snap_compare(app_for(store), terminal_size=(120, 50), run_before=keys_then(
+    assert snap_compare(app_for(store), terminal_size=(120, 64), run_before=keys_then(
         "shipping-1", "e", "y", *"Oslo", "tab", *"123", "tab", "+", "1", "+", "3"))
