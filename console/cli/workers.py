@@ -183,16 +183,9 @@ async def resume_via_worker(
     if not is_mid_run(done.after, inv):  # a partial answer: nothing to run
         await finish(red, store, done, as_json)
         return
-    notice = await handoff.worker_notice(store, session.app_name)
-    line = notice or f"answered, queued for a worker of {session.app_name}"
-    _say(red, as_json, "queued", inv, line)
-    if not wait:
-        _say(red, as_json, "queued", inv, f"not waiting (--no-wait): follow it with `hitl events {session.id} --tail`")
-        return
-    from engine.operations import Step
-
     after_seq = last[0].seq if last and last[0].seq is not None else 0
-    await _follow(red, store, session.id, session.app_name, inv, done.after, after_seq, timeout, as_json, Step)
+    await _queued(red, store, session.id, session.app_name, inv, f"answered, queued for a worker of {session.app_name}",
+                  done.after, after_seq, wait=wait, timeout=timeout, as_json=as_json)
 
 
 async def start_via_worker(
@@ -210,18 +203,29 @@ async def start_via_worker(
     """A start without the app's code: a start request a worker of ``app_name``
     picks up (:func:`engine.handoff.request_start`), followed like an answer."""
     from engine import handoff
-    from engine.operations import Step
     from engine.projection import Projection
 
     inv = await handoff.request_start(store, app_name, session_id, text, user_id=user_id)
+    await _queued(red, store, session_id, app_name, inv,
+                  f"start of session {session_id} queued for a worker of {app_name} (invocation {inv})",
+                  Projection(), 0, wait=wait, timeout=timeout, as_json=as_json, session_id=session_id)
+
+
+async def _queued(
+    red: Redactor, store: SessionStore, sid: str, app_name: str, inv: str, line: str, proj: Any,
+    after_seq: int, *, wait: bool, timeout: float, as_json: bool, **extra: Any,
+) -> None:
+    """Say the turn is queued (or that no worker of the app is alive), then follow
+    it until it settles -- or, with --no-wait, say how to follow it."""
+    from engine import handoff
+    from engine.operations import Step
+
     notice = await handoff.worker_notice(store, app_name)
-    _say(red, as_json, "queued", inv,
-         notice or f"start of session {session_id} queued for a worker of {app_name} (invocation {inv})",
-         session_id=session_id)
+    _say(red, as_json, "queued", inv, notice or line, **extra)
     if not wait:
-        _say(red, as_json, "queued", inv, f"not waiting (--no-wait): follow it with `hitl events {session_id} --tail`")
+        _say(red, as_json, "queued", inv, f"not waiting (--no-wait): follow it with `hitl events {sid} --tail`")
         return
-    await _follow(red, store, session_id, app_name, inv, Projection(), 0, timeout, as_json, Step)
+    await _follow(red, store, sid, app_name, inv, proj, after_seq, timeout, as_json, Step)
 
 
 async def redrive_via_worker(
