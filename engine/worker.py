@@ -50,8 +50,9 @@ invocation it runs first (``invocation_graph``); a request for an invocation
 recorded under another version is refused with a note saying both versions,
 and left for a worker that has that code.
 
-Waking: :class:`Waker` -- PostgreSQL ``LISTEN``, where a worker wakes only for
-a request that became runnable (not for every append of every turn), a poll of
+Waking: :class:`Waker` -- PostgreSQL ``LISTEN``, where a worker listens on a
+channel of its own that announces only requests that became runnable (it is
+neither woken nor sent anything for every append of every turn), a poll of
 SQLite's ``PRAGMA data_version`` (changes when another connection commits)
 every few milliseconds, never a fixed long sleep.
 
@@ -149,7 +150,9 @@ class Waker:
         self._counter: int | None = None
 
     async def start(self) -> None:
-        if has_capability(self.store, "notify"):
+        if has_capability(self.store, "notify") and self.queue_only and hasattr(self.store, "turn_notifications"):
+            self._listener = await self.store.turn_notifications(self._notified)  # type: ignore[attr-defined]
+        elif has_capability(self.store, "notify"):
             self._listener = await self.store.notifications(self._notified)  # type: ignore[attr-defined]
         elif hasattr(self.store, "change_counter"):
             self._counter = await self.store.change_counter()  # type: ignore[attr-defined]
@@ -410,15 +413,10 @@ class Worker:
             running.started = True
 
         try:
-            try:
-                # A request is written in the transaction of what it asks for (an
-                # answer with its request): the log read now shows it.
-                proj = await load_invocation(self.store, sid, inv)
-            except (InvocationNotFoundError, SessionNotFoundError):
-                if req.kind != "start":
-                    await self._drop(req)
-                    return self._result(TurnResult(req, "settled", "the invocation is gone"))
-                proj = None  # a start request not started yet
+            proj = None
+            if req.kind == "start":  # started already (a worker died after the start)? then continue it
+                with contextlib.suppress(InvocationNotFoundError, SessionNotFoundError):
+                    proj = await load_invocation(self.store, sid, inv)
             recorded = await self.store.invocation_graph(sid, inv, version)  # type: ignore[attr-defined]
             if recorded != version:
                 note = (
@@ -435,10 +433,11 @@ class Worker:
                     new_invocation_id=inv, on_stored=stored,
                 )
             else:
-                if proj is not None and req.kind != "redrive" and not is_mid_run(proj, inv):
-                    # Not mid-run although a request asked for a turn: a turn ran since.
-                    await self._drop(req)
+                if proj is not None and not is_mid_run(proj, inv):
+                    await self._drop(req)  # the start's turn ran (its worker died before the delete)
                     return self._result(TurnResult(req, "settled", "nothing to run"))
+                # A continuation: the Runner reads the invocation once and refuses what
+                # is not mid-run any more (a turn ran since: NotRedrivableError, below).
                 turn = runner.run(
                     "", sid, None, inv,
                     operator=pay.get("operator") or self.name,
@@ -455,7 +454,7 @@ class Worker:
                 outcome, detail = "failed", str(exc)
             else:
                 detail = ""
-        except (NotRedrivableError, InvocationCancelledError) as exc:
+        except (NotRedrivableError, InvocationCancelledError, InvocationNotFoundError, SessionNotFoundError) as exc:
             await self._drop(req)
             return self._result(TurnResult(req, "settled", str(exc)))
         except InDoubtError as exc:

@@ -370,3 +370,44 @@ async def test_the_sweep_reads_running_sessions_only(tmp_path: Path) -> None:
         assert "sessions_by_status" in first and "status=?" in first.replace(" ", ""), plan
     finally:
         await store.close()
+
+
+def test_workers_listen_where_only_runnable_requests_are_announced(db: str) -> None:
+    """On PostgreSQL a worker's LISTEN hears a new request, a request handed back
+    and an adopted one -- and not the appends of the turns that run."""
+    if not db.startswith("postgresql"):
+        pytest.skip("LISTEN/NOTIFY is PostgreSQL's")
+
+    async def body() -> None:
+        store = await open_store(db)
+        heard: list[tuple[str | None, int | None]] = []
+        listener = await store.turn_notifications(lambda s, q: heard.append((s, q)))  # type: ignore[attr-defined]
+        try:
+            await store.create_session(APP, "u", "n")
+
+            async def settle(n: int) -> None:
+                deadline = time.monotonic() + 30
+                while len(heard) < n:
+                    assert time.monotonic() < deadline, heard
+                    await asyncio.sleep(0.01)
+
+            from engine import Content, Runner
+
+            async for _ in Runner(APP, crash_app.workflow, store).run("u", "n", Content.from_text("order-1")):
+                pass  # a turn's appends: nothing for the workers
+            req = TurnRequest(app_name=APP, session_id="n", invocation_id="i", kind="continue", requested_at=1.0)
+            await store.request_turn(req)
+            await settle(1)
+            claimed = await store.claim_next_turn([APP], "w", 30.0)
+            await store.request_turn(req.model_copy(update={"requested_at": 2.0}))
+            await settle(2)
+            assert not await store.finish_turn_request("n", "i", "w", claimed.requested_at)  # handed back
+            await settle(3)
+            assert await store.adopt_turn(req.model_copy(update={"invocation_id": "j"}))
+            await settle(4)
+            assert heard == [("n", 0)] * 4
+        finally:
+            await listener.close()
+            await store.close()
+
+    asyncio.run(body())

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from typing import Any
 
 import asyncpg
@@ -15,6 +16,7 @@ from ..sqlite.workers import _REQ_COLS, _WORKER_COLS, _req, _worker
 from ..workers import TurnRequest, WorkerRecord
 from .core import _Core
 from .errors import _raise_append_error
+from .listen import Listener
 from .schema import NOTIFY_CHANNEL
 from .statements import _ACQUIRE_APPEND_SQL, _append_many_args, _stored
 
@@ -35,7 +37,7 @@ class _WorkerTables(_Core):
                     " payload = excluded.payload, requested_at = excluded.requested_at, held = NULL, note = NULL",
                     r.app_name, r.session_id, r.invocation_id, r.kind, json.dumps(r.payload), r.requested_at,
                 )
-                await _notify(conn, r.session_id)
+                await _notify(conn, r.session_id, runnable=True)
 
         await self._run(fn)
 
@@ -163,10 +165,19 @@ class _WorkerTables(_Core):
         await self._run(fn)
 
 
-async def _notify(conn: asyncpg.Connection, session_id: str) -> None:
+TURNS_CHANNEL = "hitl_turns"
+"""Where a request that became runnable is announced too: workers listen here
+only, so they are not woken (nor sent anything) for every append of every turn."""
+
+
+async def _notify(conn: asyncpg.Connection, session_id: str, *, runnable: bool = False) -> None:
     """Wake the listeners of ``session_id`` (workers, followers) when the
-    surrounding transaction commits; ``q`` 0: no new event, the turn queue changed."""
-    await conn.execute("SELECT pg_notify($1, json_build_object('s', $2::text, 'q', 0)::text)", NOTIFY_CHANNEL, session_id)
+    surrounding transaction commits; ``q`` 0: no new event, the turn queue changed
+    (``runnable``: a request can be claimed, say so on :data:`TURNS_CHANNEL` too)."""
+    payload = "json_build_object('s', $2::text, 'q', 0)::text"
+    extra = f", pg_notify($3, {payload})" if runnable else ""
+    args = (NOTIFY_CHANNEL, session_id, *((TURNS_CHANNEL,) if runnable else ()))
+    await conn.execute(f"SELECT pg_notify($1, {payload}){extra}", *args)
 
 
 # ---------------------------------------------------------------------------
@@ -179,7 +190,8 @@ _QUEUE_SQL = (
     " SELECT $1::text, $2, $3, $4::text, $5::text, $6::double precision WHERE $4 IS NOT NULL"
     " ON CONFLICT (session_id, invocation_id) DO UPDATE SET kind = excluded.kind, payload = excluded.payload,"
     " requested_at = excluded.requested_at, held = NULL, note = NULL RETURNING session_id)"
-    " SELECT pg_notify($8::text, json_build_object('s', session_id, 'q', 0)::text) FROM r"
+    " SELECT pg_notify($8::text, json_build_object('s', session_id, 'q', 0)::text),"
+    " pg_notify($9::text, json_build_object('s', session_id, 'q', 0)::text) FROM r"
 )
 """After the answer's append, in its transaction: release the lease taken for it,
 leave the request (none when ``$4``, its kind, is NULL) and wake the workers."""
@@ -203,7 +215,8 @@ _FINISH_SQL = (
     " u AS (UPDATE turn_requests SET claimed_by = NULL, claimed_until = NULL WHERE session_id = $1"
     " AND invocation_id = $2 AND claimed_by = $3 AND requested_at <> $4 RETURNING 1)"
     " SELECT EXISTS (SELECT 1 FROM d), pg_notify($5, json_build_object('s', $1::text,"
-    " 'q', CASE WHEN EXISTS (SELECT 1 FROM u) THEN 0 ELSE -1 END)::text)"
+    " 'q', CASE WHEN EXISTS (SELECT 1 FROM u) THEN 0 ELSE -1 END)::text),"
+    " (SELECT pg_notify($6, json_build_object('s', $1::text, 'q', 0)::text) FROM u)"
 )
 """Delete the finished request, or hand it back when it was requested again; ``q``
 0 (runnable: workers wake) or -1 (gone: only followers care)."""
@@ -258,6 +271,7 @@ class _WorkerSteps(_Core):
                 await conn.execute(
                     _QUEUE_SQL, r.app_name if r else None, session_id, invocation_id, r.kind if r else None,
                     json.dumps(r.payload) if r else None, r.requested_at if r else None, owner, NOTIFY_CHANNEL,
+                    TURNS_CHANNEL,
                 )
             return int(row[1])
 
@@ -284,7 +298,8 @@ class _WorkerSteps(_Core):
         self._check_writable()
 
         async def fn(conn: asyncpg.Connection) -> bool:
-            row = await conn.fetchrow(_FINISH_SQL, session_id, invocation_id, owner, requested_at, NOTIFY_CHANNEL)
+            row = await conn.fetchrow(_FINISH_SQL, session_id, invocation_id, owner, requested_at, NOTIFY_CHANNEL, TURNS_CHANNEL
+            )
             return bool(row[0])
 
         return await self._run(fn)
@@ -311,7 +326,7 @@ class _WorkerSteps(_Core):
             )
             if status != "INSERT 0 1":
                 return False
-            await _notify(conn, r.session_id)  # rare (an interrupted turn): its own statement
+            await _notify(conn, r.session_id, runnable=True)  # rare (an interrupted turn): its own statement
             return True
 
         return await self._run(fn)
@@ -324,6 +339,13 @@ class _WorkerSteps(_Core):
             return [_req(r) for r in await conn.fetch(_SETTLED_HELD_PG_SQL, list(apps), limit)]
 
         return await self._run(fn)
+
+    async def turn_notifications(self, callback: Callable[[str | None, int | None], None]) -> Listener:
+        """As ``notifications``, on :data:`TURNS_CHANNEL`: only requests that became
+        runnable (``q`` 0), and ``(None, None)`` after the connection was re-made."""
+        listener = Listener(self._connect_args, callback, self.url, channel=TURNS_CHANNEL)
+        await listener.start()
+        return listener
 
     async def drop_held_request(self, request: TurnRequest) -> None:
         self._check_writable()
