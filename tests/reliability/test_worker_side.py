@@ -30,29 +30,13 @@ from engine.resume import load_invocation
 from engine.store import open_store
 from engine.store.workers import TurnRequest
 from engine.worker import Waker, Worker
-from tests.reliability import crash_app
-from tests.reliability.test_workers import _make_sessions, _reference
+from tests.reliability import crash_app, test_workers
+from tests.reliability.test_workers import _make_sessions, _reference, wait_for
 from tests.reliability.worker_procs import APPROVE
 from tests.reliability.workers import context, crash_child
 
 APP = crash_app.APP
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "side.sqlite")
-    from tests.contract.builders import pg_fresh_url
-
-    return pg_fresh_url()
-
-
-def wait_for(pred: Callable[[], bool], message: str, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not pred():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for: {message}")
-        time.sleep(0.02)
+db = test_workers.db  # the fixture: a SQLite file, a fresh PostgreSQL schema
 
 
 def in_process_turn(db: str, tmp_path: Path, sid: str, **kill: Any) -> Any:
@@ -372,11 +356,12 @@ async def test_the_sweep_reads_running_sessions_only(tmp_path: Path) -> None:
         await store.close()
 
 
-def test_workers_listen_where_only_runnable_requests_are_announced(db: str) -> None:
+def test_workers_listen_where_only_runnable_requests_are_announced() -> None:
     """On PostgreSQL a worker's LISTEN hears a new request, a request handed back
     and an adopted one -- and not the appends of the turns that run."""
-    if not db.startswith("postgresql"):
-        pytest.skip("LISTEN/NOTIFY is PostgreSQL's")
+    from tests.contract.builders import pg_fresh_url
+
+    db = pg_fresh_url()
 
     async def body() -> None:
         store = await open_store(db)

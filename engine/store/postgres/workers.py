@@ -15,10 +15,10 @@ from ..sqlite import _lease_from_row, _prepare
 from ..sqlite.workers import _REQ_COLS, _WORKER_COLS, _req, _worker
 from ..workers import TurnRequest, WorkerRecord
 from .core import _Core
-from .errors import _raise_append_error
 from .listen import Listener
 from .schema import NOTIFY_CHANNEL
-from .statements import _ACQUIRE_APPEND_SQL, _append_many_args, _stored
+from .statements import _append_many_args, _stored
+from .writes import _acquire_append
 
 
 class _WorkerTables(_Core):
@@ -261,13 +261,7 @@ class _WorkerSteps(_Core):
 
         async def fn(conn: asyncpg.Connection) -> int:
             async with conn.transaction():
-                try:
-                    row = await conn.fetchrow(
-                        _ACQUIRE_APPEND_SQL, invocation_id, owner, now + ttl, invocation_after, *args[:2], *args[3:]
-                    )
-                except asyncpg.PostgresError as e:
-                    _raise_append_error(e, session_id, invocation_id, owner, None, invocation_after)
-                    raise
+                row = await _acquire_append(conn, session_id, invocation_id, owner, now + ttl, invocation_after, args, None)
                 await conn.execute(
                     _QUEUE_SQL, r.app_name if r else None, session_id, invocation_id, r.kind if r else None,
                     json.dumps(r.payload) if r else None, r.requested_at if r else None, owner, NOTIFY_CHANNEL,
