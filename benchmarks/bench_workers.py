@@ -13,7 +13,9 @@
   answers one after another in one process.
 
 The app is ``tests.reliability.crash_app`` (one turn: ~20 events, 5 side
-effects). Numbers are printed, never asserted. Prints one table.
+effects). Numbers are printed, never asserted. Prints one table, with the
+CPU seconds the worker processes used per throughput run (from /proc, read just
+before they stop) and the load average when it ended (the machine may be shared).
 """
 
 from __future__ import annotations
@@ -75,6 +77,18 @@ class Pool:
             if os.path.exists(ready) and len(Path(ready).read_text().split()) >= count:
                 break
             time.sleep(0.05)
+
+    def cpu(self) -> float:
+        """CPU seconds (user + system) the worker processes used so far (Linux /proc)."""
+        total = 0.0
+        tick = os.sysconf("SC_CLK_TCK")
+        for p in self.procs:
+            try:
+                fields = Path(f"/proc/{p.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            total += (int(fields[11]) + int(fields[12])) / tick
+        return total
 
     def stop(self) -> None:
         for p in self.procs:
@@ -150,11 +164,17 @@ def bench(url: str, tmp: str, n_lat: int, n_tp: int) -> dict[str, Any]:
         sids = asyncio.run(make_sessions(url, n_tp, f"t{count}-"))
         pool = Pool(url, tmp, count)
         try:
+            idle = pool.cpu()
+            c0 = time.process_time()
             res[f"tp {count}"] = asyncio.run(throughput_worker(url, sids))
+            res[f"cpu {count}"] = (pool.cpu() - idle) / n_tp
+            res[f"cpu answer {count}"] = (time.process_time() - c0) / n_tp
         finally:
             pool.stop()
     sids = asyncio.run(make_sessions(url, n_tp, "tl"))
+    c0 = time.process_time()
     res["tp local"] = asyncio.run(throughput_local(url, sids))
+    res["cpu local"] = (time.process_time() - c0) / n_tp
     return res
 
 
@@ -188,6 +208,11 @@ def main() -> None:
     for count in (1, 4, 16):
         row(f"turns/s, {count:>2} worker process(es)", lambda r, c=count: f"{r[f'tp {c}']:.1f}")
     row("turns/s, in-process, one after another", lambda r: f"{r['tp local']:.1f}")
+    for count in (1, 4, 16):
+        row(f"worker CPU per turn, {count:>2} worker(s)", lambda r, c=count: ms(r[f"cpu {c}"]))
+        row(f"answering CPU per turn, {count:>2} worker(s)", lambda r, c=count: ms(r[f"cpu answer {c}"]))
+    row("CPU per turn, in-process", lambda r: ms(r["cpu local"]))
+    print(f"\nload average at the end: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
 
 
 if __name__ == "__main__":

@@ -9,10 +9,14 @@ the turn:
   :func:`engine.resume.validate_responses`), append it under the invocation's
   lease with the completion records it implies (:func:`engine.runner.answer_events`,
   the very events the in-process resume writes first), and leave a ``continue``
-  request when it unblocks anything. The request is written *before* the
-  answer: if the process dies between the two, the request finds the
-  invocation not mid-run and is dropped; the other order could strand an
-  answered invocation.
+  request when it unblocks anything -- in ONE transaction
+  (``store.append_and_queue``): the lease is taken, the events appended, the
+  request added and the lease released together. So an answer is never stored
+  without its request (nothing is stranded), a request never visible before
+  its answer, and a worker woken by the request finds the lease free (it does
+  not see a held lease, hand the request back and wait). Only when another
+  turn holds the lease, or wrote since the read, does it take the lease the
+  long way (waiting up to ``lease_wait``) and write the same transaction.
 * :func:`request_redrive` -- an operator's re-drive (maybe acknowledging nodes
   in doubt) through a worker, refused up front like the real one.
 * :func:`request_start` -- a new invocation a worker starts; the request names
@@ -31,14 +35,16 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .errors import HitlError, InDoubtError, ResumeRejected
+from .errors import ConflictError, HitlError, InDoubtError, InvocationBusyError, ResumeRejected
 from .liveness import DEFAULT_LEASE_TTL, DEFAULT_LEASE_WAIT, LeaseKeeper, acquire_invocation_lease, is_mid_run
 from .models import Content, new_id
 from .operations import Outcome, Step, _refused
+from .owners import new_owner
 from .store.workers import TurnRequest, WorkerRecord
 
 if TYPE_CHECKING:
     from .models import StoredEvent
+    from .projection import Projection
     from .store.base import SessionStore
 
 __all__ = ["follow", "live_workers", "queue_answer", "request_redrive", "request_start", "worker_notice"]
@@ -85,30 +91,43 @@ async def queue_answer(
         target = await validate_responses(store, session_id, Content.from_responses(answers), invocation_id)
         inv = outcome.invocation_id = target.invocation_id
         proj = await load_invocation(store, session_id, inv)
-        answer_events(proj, session_id, target, state_delta, operator, reason)  # refuse before the lease
-        lease = await acquire_invocation_lease(store, session_id, inv, wait=lease_wait)
+        answer_events(proj, session_id, target, state_delta, operator, reason)  # refuse before writing
     except HitlError as exc:
         return _refused(outcome, exc)
-    keeper = LeaseKeeper(store, lease, DEFAULT_LEASE_TTL)
-    try:
-        proj = await _catch_up(store, session_id, inv, proj)
+    owner = new_owner()
+
+    async def write(proj: Projection) -> list[StoredEvent]:
+        """The answer, its request and the lease's release: one transaction."""
         outcome.before = proj.fork()
         events = answer_events(proj, session_id, target, state_delta, operator, reason)
         after = proj.fork()
         for event in events:
             after.apply(event)
+        request = None
         if is_mid_run(after, inv):  # the answer unblocks a turn: leave it to a worker
-            await store.request_turn(  # type: ignore[attr-defined]
-                TurnRequest(
-                    app_name=session.app_name, session_id=session_id, invocation_id=inv, kind="continue",
-                    payload={}, requested_at=time.time(),
-                )
+            request = TurnRequest(
+                app_name=session.app_name, session_id=session_id, invocation_id=inv, kind="continue",
+                payload={}, requested_at=time.time(),
             )
-        written = await store.append_events(session_id, events, lease_owner=lease.owner)
+        return await store.append_and_queue(  # type: ignore[attr-defined, no-any-return]
+            session_id, inv, events, owner=owner, invocation_after=proj.position, request=request
+        )
+
+    try:
+        try:  # the common case: nobody holds the lease and nothing moved since the read
+            written = await write(proj)
+        except (InvocationBusyError, ConflictError):
+            # Another turn holds the lease (wait for it, as the in-process answer does;
+            # a dead holder's is taken over) or wrote since the read (read what is new).
+            lease = await acquire_invocation_lease(store, session_id, inv, wait=lease_wait, owner=owner)
+            keeper = LeaseKeeper(store, lease, DEFAULT_LEASE_TTL)
+            try:
+                written = await write(await _catch_up(store, session_id, inv, proj))
+                keeper.released()  # by the write's own transaction
+            finally:
+                await keeper.close(clean=True)
     except HitlError as exc:
         return _refused(outcome, exc)
-    finally:
-        await keeper.close(clean=True)
     outcome.after = outcome.before.fork()
     for stored in written:
         outcome.written.append(stored.event)

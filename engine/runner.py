@@ -343,8 +343,11 @@ class Runner:
                 raise ResumeRejected("a text message starts a new invocation; do not pass invocation_id")
             inv_id, kind, user_id, last_seq = new_invocation_id or new_id(), "start", session.user_id, session.last_seq
         early: Projection | None = None
+        stopped = False
         if kind != "start":
-            early = await self._refuse_early(session_id, inv_id, redrive=kind == "redrive", ack=acknowledge_in_doubt)
+            early, stopped = await self._refuse_early(
+                session_id, inv_id, redrive=kind == "redrive", ack=acknowledge_in_doubt
+            )
         turn = _Turn(
             kind,
             session_id,
@@ -367,8 +370,13 @@ class Runner:
         try:
             owner = new_owner()
             opened = None
-            if has_capability(self.store, "acquire_and_append") and (early is None or not is_mid_run(early, inv_id)):
-                # The common case: lease, first events and the root's start record in one transaction.
+            # The common case: lease, first events and the root's start record in one
+            # transaction. Also a worker's continuation of an invocation that no live
+            # process holds (only_mid_run and stopped: an answer is queued with its lease
+            # released, so there is usually no lease row to take over; and what is in
+            # doubt in ``early`` is so for real, the write proving ``early`` current).
+            fast = early is None or not is_mid_run(early, inv_id) or (only_mid_run and stopped)
+            if has_capability(self.store, "acquire_and_append") and fast:
                 opened = await self._open_fast(turn, early or Projection(), owner, last_seq)
             if opened is None:
                 if turn.create:  # not written by a fast first write: create the session the long way
@@ -399,12 +407,15 @@ class Runner:
         if inv_ctx is not None and turn_from is not None and inv_ctx.last_seq is not None:
             await checkpoints.after_turn(self.store, session_id, turn_from, inv_ctx.last_seq)  # off the lease
 
-    async def _refuse_early(self, session_id: str, invocation_id: str, *, redrive: bool, ack: bool) -> Projection:
+    async def _refuse_early(
+        self, session_id: str, invocation_id: str, *, redrive: bool, ack: bool
+    ) -> tuple[Projection, bool]:
         """Refuse an answer to an interrupted invocation, or an unacknowledged
         re-drive over nodes in doubt, before touching the lease: a refused
         action leaves the store exactly as it was (the checks are repeated
         under the lease, where they are authoritative). Returns the projection
-        read, which the turn brings up to date under the lease (:func:`_catch_up`)."""
+        read, which the turn brings up to date under the lease (:func:`_catch_up`),
+        and whether it showed the invocation stopped mid-run (no live lease)."""
         proj = await load_invocation(self.store, session_id, invocation_id)
         if redrive:
             _check_redrivable(proj, invocation_id)  # before the lease: a refusal writes nothing
@@ -412,13 +423,13 @@ class Runner:
             _check_not_cancelled(proj, invocation_id, "answer refused")
         stopped, _ = await stopped_mid_run(self.store, session_id, invocation_id, proj)
         if not stopped:
-            return proj  # not mid-run, or running right now: the lease decides (wait, then busy)
+            return proj, False  # not mid-run, or running right now: the lease decides (wait, then busy)
         doubt = in_doubt_paths(proj, invocation_id)
         if not redrive:
             raise InvocationInterruptedError(session_id, invocation_id, doubt)
         if doubt and not ack:
             raise InDoubtError(session_id, invocation_id, doubt)
-        return proj
+        return proj, True
 
     # ------------------------------------------------------------ first write
     def _first_events(self, turn: _Turn, proj: Projection) -> list[Event]:

@@ -2,39 +2,65 @@
 
 An operator without an app's code answers through the stored JSON Schemas
 (:func:`engine.handoff.queue_answer`): the answer is appended and a *turn
-request* is left in the store (:mod:`engine.store.workers`). A :class:`Worker`
+request* is left in the store (:mod:`engine.store.workers`), in one
+transaction that also releases the invocation's lease. A :class:`Worker`
 serves those requests for its apps:
 
-1. it finds a runnable request -- not held, not claimed by a live process --
-   and claims it (compare-and-swap on the request row); a request whose
-   claimer died (SIGKILL) is taken over, at once on the same host (its pid is
-   gone), else when the claim expires;
+1. it claims the oldest runnable request -- not held, unclaimed or its claim
+   expired -- in one store call (``claim_next_turn``: on PostgreSQL one
+   ``UPDATE ... FOR UPDATE SKIP LOCKED ... RETURNING`` statement, so workers
+   woken together each take a different request instead of racing a
+   compare-and-swap on the same one); a request whose claimer died (SIGKILL)
+   is taken over at the next heartbeat on the same host (its pid is gone),
+   else when the claim expires;
 2. it runs the turn with the one :class:`~engine.runner.Runner` (the same
    semantics as the in-process resume): a continuation is a re-drive that
    continues only an invocation left mid-run (``only_mid_run``); a start
    request starts the invocation id it names; the Runner takes and renews the
-   invocation's lease, and its appends are fenced by it -- a worker that lost
-   the lease cannot write and its turn ends (LeaseLostError);
-3. it deletes the request once the invocation is no longer mid-run. A turn
-   killed mid-run leaves the request, so another worker continues it -- unless
-   a node is in doubt (started, no end record): the Runner refuses that
-   re-drive (InDoubtError) and the request is *held* until an operator sends an
-   acknowledged re-drive (:func:`engine.handoff.request_redrive`).
+   invocation's lease (waiting up to ``lease_wait`` for a live holder rather
+   than handing the request back), and its appends are fenced by it -- a
+   worker that lost the lease cannot write and its turn ends (LeaseLostError);
+3. it deletes the request once the invocation is no longer mid-run, or hands
+   it back at once when it was requested again while the turn ran
+   (``finish_turn_request``). A turn killed mid-run leaves the request, so
+   another worker continues it -- unless a node is in doubt (started, no end
+   record): the Runner refuses that re-drive (InDoubtError) and the request is
+   *held* until an operator sends an acknowledged re-drive
+   (:func:`engine.handoff.request_redrive`).
+
+Interrupted turns that no request names (decided here): a turn run in some
+process's own Runner -- ``hitl resume --via local``, a console with the code --
+that was SIGKILLed or stopped mid-run leaves no request. Every heartbeat a
+worker sweeps for them (:meth:`Worker._sweep`): the store's index of running
+invocations of its apps that no request names (``interrupted_turns``: sessions
+by status, then their running invocations -- the cost grows with what runs now,
+never with history), keeps those whose lease is not live
+(:func:`engine.liveness.lease_is_live`: expired, or its owner provably dead),
+and leaves a ``continue`` request for each (``adopt_turn``, which never
+replaces an existing request). From there it is an ordinary request: claimed by
+exactly one worker, continued when no node is in doubt, otherwise held with
+the in-doubt paths for an operator's acknowledged re-drive. The in-process
+resume path is untouched (no request is written at turn start: its statement
+and commit budgets stay as they are); the price is latency, at most one
+heartbeat after the lease lapses -- at once on the dead owner's host, after the
+lease's expiry elsewhere.
 
 Version skew: a worker records its code's :func:`graph_version` for each
 invocation it runs first (``invocation_graph``); a request for an invocation
 recorded under another version is refused with a note saying both versions,
 and left for a worker that has that code.
 
-Waking: :class:`Waker` -- PostgreSQL ``LISTEN`` (every append and request
-notifies), a poll of SQLite's ``PRAGMA data_version`` (changes when another
-connection commits) every few milliseconds, never a fixed long sleep.
+Waking: :class:`Waker` -- PostgreSQL ``LISTEN``, where a worker listens on a
+channel of its own that announces only requests that became runnable (it is
+neither woken nor sent anything for every append of every turn), a poll of
+SQLite's ``PRAGMA data_version`` (changes when another connection commits)
+every few milliseconds, never a fixed long sleep.
 
 Heartbeat: every ``heartbeat`` seconds the worker rewrites its row (host, pid,
-apps, versions, current turns) and renews its claims. SIGTERM (:meth:`Worker.drain`)
-stops claiming, hands back what has not started, lets the current turns end
-within ``drain_timeout`` (then stops them: they are left interrupted, as after
-Ctrl-C), deletes its row and returns.
+apps, versions, current turns), renews its claims and sweeps (above). SIGTERM
+(:meth:`Worker.drain`) stops claiming, hands back what has not started, lets
+the current turns end within ``drain_timeout`` (then stops them: they are left
+interrupted, as after Ctrl-C), deletes its row and returns.
 """
 
 from __future__ import annotations
@@ -112,18 +138,28 @@ class Waker:
     else a cheap poll of its change counter (SQLite's ``data_version``), else a
     short poll. ``wait(timeout)`` returns early when something changed."""
 
-    def __init__(self, store: SessionStore, *, poll: float = 0.01) -> None:
+    def __init__(self, store: SessionStore, *, poll: float = 0.01, queue_only: bool = False) -> None:
         self.store = store
         self.poll = poll
+        self.queue_only = queue_only
+        """Wake only when a turn request became runnable (a worker), not at every
+        append (a follower): PostgreSQL notifies ``q`` 0 for that, the seq for an
+        append, -1 for a request gone. SQLite's change counter cannot tell them apart."""
         self._event = asyncio.Event()
         self._listener: Any = None
         self._counter: int | None = None
 
     async def start(self) -> None:
-        if has_capability(self.store, "notify"):
-            self._listener = await self.store.notifications(lambda _s, _q: self._event.set())  # type: ignore[attr-defined]
+        if has_capability(self.store, "notify") and self.queue_only and hasattr(self.store, "turn_notifications"):
+            self._listener = await self.store.turn_notifications(self._notified)  # type: ignore[attr-defined]
+        elif has_capability(self.store, "notify"):
+            self._listener = await self.store.notifications(self._notified)  # type: ignore[attr-defined]
         elif hasattr(self.store, "change_counter"):
             self._counter = await self.store.change_counter()  # type: ignore[attr-defined]
+
+    def _notified(self, _session_id: str | None, q: int | None) -> None:
+        if not self.queue_only or q is None or q == 0:  # None: the LISTEN connection was re-made
+            self._event.set()
 
     def poke(self) -> None:
         """Wake the waiter now (a turn of this process ended: there may be room)."""
@@ -189,12 +225,17 @@ class Worker:
     lease_ttl: float = DEFAULT_LEASE_TTL
     heartbeat: float = HEARTBEAT
     drain_timeout: float = 30.0
+    lease_wait: float = 10.0
+    """Seconds a turn waits for the invocation's lease held by another live process
+    (rare: an answer is queued with its lease released) before handing the request back."""
     name: str | None = None
     on_result: Callable[[TurnResult], None] | None = None
     worker_id: str = field(default_factory=new_owner)
     versions: dict[str, str] = field(init=False)
     _running: dict[tuple[str, str], _Running] = field(default_factory=dict, init=False)
-    _refused: dict[tuple[str, str], str] = field(default_factory=dict, init=False)
+    _refused: dict[tuple[str, str], float] = field(default_factory=dict, init=False)
+    """(session, invocation) -> the ``requested_at`` of the request this worker refused
+    (another graph version): not claimed again until it is requested again."""
     _stopping: asyncio.Event | None = field(default=None, init=False)
     _waker: Waker | None = field(default=None, init=False)
     started_at: float = field(default_factory=time.time, init=False)
@@ -218,9 +259,10 @@ class Worker:
         self._stopping = asyncio.Event()
         if self.state == "draining":
             self._stopping.set()
-        self._waker = Waker(self.store)
+        self._waker = Waker(self.store, queue_only=True)
         await self._waker.start()
         await self._beat()
+        await self._sweep()
         beat = asyncio.ensure_future(self._beat_loop())
         try:
             while not self._stopping.is_set():
@@ -264,47 +306,85 @@ class Worker:
                     await self.store.claim_turn_request(  # type: ignore[attr-defined]
                         sid, inv, self.worker_id, self.lease_ttl, expected=self.worker_id
                     )
+                if not (self._stopping and self._stopping.is_set()):
+                    await self._sweep()
             except HitlError as exc:  # a locked or unreachable store: try at the next beat
                 log.warning("worker heartbeat failed: %s", exc)
 
     # ------------------------------------------------------------ claiming
     async def _fill(self) -> float:
-        """Claim runnable requests up to the concurrency; returns how long to
-        wait at most before looking again (when a live claim or lease expires)."""
-        next_check = self.heartbeat
-        if len(self._running) >= self.concurrency:
-            return next_check
-        try:
-            requests = await self.store.turn_requests(list(self.apps))  # type: ignore[attr-defined]
-        except HitlError as exc:
-            log.warning("reading turn requests failed: %s", exc)
-            return 0.5
-        now = time.time()
-        for req in requests:
-            if len(self._running) >= self.concurrency or (self._stopping and self._stopping.is_set()):
-                break
-            key = (req.session_id, req.invocation_id)
-            if key in self._running or req.held is not None:
-                continue
-            if key in self._refused and self._refused[key] == req.note:
-                continue  # refused it already (another graph version) and nothing changed
-            claimed = req.claimed_by is not None and req.claimed_until is not None
-            if claimed and (req.claimed_by == self.worker_id or owner_live(req.claimed_by, req.claimed_until, now)):
-                next_check = min(next_check, max(req.claimed_until - now, 0.05))
-                continue
+        """Claim runnable requests up to the concurrency, oldest first, one store
+        call each (``claim_next_turn``: on PostgreSQL one ``FOR UPDATE SKIP
+        LOCKED`` statement, so racing workers never claim, or wait for, the same
+        row); returns how long to wait at most before looking again."""
+        while len(self._running) < self.concurrency and not (self._stopping and self._stopping.is_set()):
+            skip = {(sid, inv, at) for (sid, inv), at in self._refused.items()}
             try:
-                won = await self.store.claim_turn_request(  # type: ignore[attr-defined]
-                    req.session_id, req.invocation_id, self.worker_id, self.lease_ttl, expected=req.claimed_by
+                req = await self.store.claim_next_turn(  # type: ignore[attr-defined]
+                    list(self.apps), self.worker_id, self.lease_ttl, skip=skip
                 )
             except HitlError as exc:
                 log.warning("claiming a turn request failed: %s", exc)
+                return 0.5
+            if req is None:
+                break
+            self._start(req)
+        return self.heartbeat
+
+    def _start(self, req: TurnRequest) -> None:
+        key = (req.session_id, req.invocation_id)
+        running = _Running(req, None)  # type: ignore[arg-type]
+        running.task = asyncio.ensure_future(self._serve(req, running))
+        running.task.add_done_callback(lambda _t, k=key: self._done(k))
+        self._running[key] = running
+
+    async def _sweep(self) -> None:
+        """At heartbeat cadence, what no notification announces:
+
+        * an invocation of our apps interrupted mid-run with no request for it --
+          a turn run in some process's own Runner (``hitl resume --via local``,
+          the console with the code) that was killed, or stopped by an error:
+          the index's running invocations of our apps that no request names
+          (``interrupted_turns``: sessions by status, then their running
+          invocations -- the cost grows with what runs now, not with history),
+          whose lease is not live (:func:`engine.liveness.lease_is_live`: expired,
+          or its owner provably dead). Each gets a ``continue`` request
+          (``adopt_turn``: never replacing one), claimed like any other, so one
+          worker runs it; the Runner continues it only when no node is in doubt,
+          else the request is *held* (``hitl workers`` and ``follow`` say why)
+          until an operator's acknowledged re-drive;
+        * a request claimed by a worker that is provably dead (its host, its pid
+          gone) before its claim expires: taken over (compare-and-swap);
+        * a held request whose invocation is no longer mid-run (an operator
+          re-drove it in their own process): deleted."""
+        apps = list(self.apps)
+        now = time.time()
+        for app, sid, inv, lease in await self.store.interrupted_turns(apps):  # type: ignore[attr-defined]
+            if lease_is_live(lease, now):
+                continue  # a turn runs it right now
+            request = TurnRequest(
+                app_name=app, session_id=sid, invocation_id=inv, kind="continue", requested_at=now,
+                payload={"reason": f"continued by {self.name}: its turn was interrupted mid-run"},
+            )
+            if await self.store.adopt_turn(request):  # type: ignore[attr-defined]
+                log.info("adopted %s/%s: interrupted mid-run, no request for it", sid, inv)
+                if self._waker is not None:
+                    self._waker.poke()
+        for req in await self.store.turn_requests(apps):  # type: ignore[attr-defined]
+            if len(self._running) >= self.concurrency:
+                break
+            key = (req.session_id, req.invocation_id)
+            if req.held is not None or req.claimed_by in (None, self.worker_id) or key in self._running:
                 continue
+            if req.claimed_until is None or req.claimed_until <= now or owner_live(req.claimed_by, req.claimed_until, now):
+                continue  # expired claims are claim_next_turn's; live ones are left alone
+            won = await self.store.claim_turn_request(  # type: ignore[attr-defined]
+                req.session_id, req.invocation_id, self.worker_id, self.lease_ttl, expected=req.claimed_by
+            )
             if won:
-                running = _Running(req, None)  # type: ignore[arg-type]
-                running.task = asyncio.ensure_future(self._serve(req, running))
-                running.task.add_done_callback(lambda _t, k=key: self._done(k))
-                self._running[key] = running
-        return next_check
+                self._start(req.model_copy(update={"claimed_by": self.worker_id}))
+        for req in await self.store.settled_held_requests(apps):  # type: ignore[attr-defined]
+            await self.store.drop_held_request(req)  # type: ignore[attr-defined]
 
     def _done(self, key: tuple[str, str]) -> None:
         running = self._running.pop(key, None)
@@ -323,7 +403,9 @@ class Worker:
 
         sid, inv = req.session_id, req.invocation_id
         version = self.versions[req.app_name]
-        runner = Runner(req.app_name, self.apps[req.app_name], self.store, lease_ttl=self.lease_ttl)
+        runner = Runner(
+            req.app_name, self.apps[req.app_name], self.store, lease_ttl=self.lease_ttl, lease_wait=self.lease_wait
+        )
         pay = req.payload
         count = 0
 
@@ -331,21 +413,17 @@ class Worker:
             running.started = True
 
         try:
-            try:
-                # The lease before the log: an answer is queued under the invocation's
-                # lease (request, then answer), so a lease free now and a log read after
-                # it show the answer if it was written; a live one means wait.
-                lease = await self.store.get_lease(sid, inv)
-                proj = await load_invocation(self.store, sid, inv)
-            except (InvocationNotFoundError, SessionNotFoundError):
-                lease, proj = None, None  # a start request not started yet
+            proj = None
+            if req.kind == "start":  # started already (a worker died after the start)? then continue it
+                with contextlib.suppress(InvocationNotFoundError, SessionNotFoundError):
+                    proj = await load_invocation(self.store, sid, inv)
             recorded = await self.store.invocation_graph(sid, inv, version)  # type: ignore[attr-defined]
             if recorded != version:
                 note = (
                     f"refused by {self.name}: invocation {inv} was started under graph version {recorded} "
                     f"of {req.app_name}, this worker runs version {version}; run a worker with that code"
                 )
-                self._refused[(sid, inv)] = note
+                self._refused[(sid, inv)] = req.requested_at
                 await self._unclaim(req, note=note)
                 return self._result(TurnResult(req, "refused", note))
             if proj is None and req.kind == "start":
@@ -355,12 +433,11 @@ class Worker:
                     new_invocation_id=inv, on_stored=stored,
                 )
             else:
-                if proj is not None and req.kind != "redrive" and not is_mid_run(proj, inv):
-                    if lease_is_live(lease):  # its answer is being written right now
-                        await self._unclaim(req)
-                        return self._result(TurnResult(req, "busy", "the invocation's lease is held"))
-                    await self._drop(req)
+                if proj is not None and not is_mid_run(proj, inv):
+                    await self._drop(req)  # the start's turn ran (its worker died before the delete)
                     return self._result(TurnResult(req, "settled", "nothing to run"))
+                # A continuation: the Runner reads the invocation once and refuses what
+                # is not mid-run any more (a turn ran since: NotRedrivableError, below).
                 turn = runner.run(
                     "", sid, None, inv,
                     operator=pay.get("operator") or self.name,
@@ -377,7 +454,7 @@ class Worker:
                 outcome, detail = "failed", str(exc)
             else:
                 detail = ""
-        except (NotRedrivableError, InvocationCancelledError) as exc:
+        except (NotRedrivableError, InvocationCancelledError, InvocationNotFoundError, SessionNotFoundError) as exc:
             await self._drop(req)
             return self._result(TurnResult(req, "settled", str(exc)))
         except InDoubtError as exc:
@@ -404,9 +481,10 @@ class Worker:
         return self._result(TurnResult(req, outcome, detail, count))
 
     async def _drop(self, req: TurnRequest) -> None:
-        """Delete the request we hold, unless it was requested again meanwhile."""
-        await self.store.drop_turn_request(  # type: ignore[attr-defined]
-            req.session_id, req.invocation_id, owner=self.worker_id, requested_at=req.requested_at
+        """Delete the request we hold, or hand it back at once when it was requested
+        again meanwhile (an answer that came while the turn ran: its own turn is due)."""
+        await self.store.finish_turn_request(  # type: ignore[attr-defined]
+            req.session_id, req.invocation_id, self.worker_id, req.requested_at
         )
 
     def _result(self, result: TurnResult) -> TurnResult:

@@ -53,6 +53,8 @@ READS = {
     "close",
     "turn_requests",
     "get_turn_request",
+    "interrupted_turns",
+    "settled_held_requests",
     "list_workers",
     "change_counter",
     "overview",
@@ -96,6 +98,13 @@ def _worker_write_calls(store: SQLiteStore) -> dict[str, Any]:
         "invocation_graph": lambda: store.invocation_graph("refund-waiting-1", "inv", "g"),
         "put_worker": lambda: store.put_worker(worker),
         "drop_worker": lambda: store.drop_worker("w"),
+        "append_and_queue": lambda: store.append_and_queue(
+            "refund-waiting-1", "inv", [], owner="me", invocation_after=None, request=req
+        ),
+        "claim_next_turn": lambda: store.claim_next_turn(["a"], "me", 60),
+        "finish_turn_request": lambda: store.finish_turn_request("refund-waiting-1", "inv", "me", 1.0),
+        "adopt_turn": lambda: store.adopt_turn(req),
+        "drop_held_request": lambda: store.drop_held_request(req),
     }
 
 

@@ -44,7 +44,7 @@ def context() -> multiprocessing.context.BaseContext:
 class AckStore:
     """A store whose appends are acknowledged (``seq event_id``) right after they return."""
 
-    def __init__(self, store: Any, ack_fd: int, kill_after: int | str | None) -> None:
+    def __init__(self, store: Any, ack_fd: int, kill_after: int | str | None, kill_after_first: bool = False) -> None:
         """``kill_after``: die after that many commits, or ``"release"``: right after
         the commit that releases the lease (the turn's last, however many came before:
         parallel branches make the count depend on scheduling)."""
@@ -52,7 +52,18 @@ class AckStore:
         self._fd = ack_fd
         self._kill_on_release = kill_after == "release"
         self._kill_after = kill_after if isinstance(kill_after, int) else None
+        self._kill_after_first = kill_after_first
         self.appends = 0
+
+    async def acquire_and_append(self, session_id: str, invocation_id: str, events: Any, **kw: Any) -> Any:
+        """A turn's first write (not counted as an append): with ``kill_after_first``,
+        die right after it -- the answer and the root's start stored, no node started."""
+        lease, stored, state = await self._store.acquire_and_append(session_id, invocation_id, events, **kw)
+        if self._kill_after_first:
+            for s in stored:
+                os.write(self._fd, f"ack {s.seq} {s.event.id}\n".encode())
+            os.kill(os.getpid(), signal.SIGKILL)
+        return lease, stored, state
 
     async def append_event(self, session_id: str, event: Any, **kw: Any) -> Any:
         stored = await self._store.append_event(session_id, event, **kw)
@@ -91,6 +102,10 @@ def crash_child(spec: dict[str, Any]) -> None:
         os.environ["HITL_CRASH_KILL_AT"] = spec["kill_at_effect"]
     else:
         os.environ.pop("HITL_CRASH_KILL_AT", None)
+    if spec.get("pause_at_effect"):  # the node sleeps after its effect: killed from outside while in doubt
+        os.environ["HITL_CRASH_PAUSE"] = spec["pause_at_effect"]
+    else:
+        os.environ.pop("HITL_CRASH_PAUSE", None)
     fd = os.open(spec["acks"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     asyncio.run(_crash_main(spec, fd))
     os.write(fd, b"done\n")
@@ -103,7 +118,7 @@ async def _crash_main(spec: dict[str, Any], fd: int) -> None:
     from tests.reliability import crash_app
 
     inner = await open_store(spec["db"], inline=True, busy_timeout=30)
-    store = AckStore(inner, fd, spec.get("kill_after_append"))
+    store = AckStore(inner, fd, spec.get("kill_after_append"), bool(spec.get("kill_after_first_write")))
     runner = Runner(crash_app.APP, crash_app.workflow, store)  # type: ignore[arg-type]
     sid, user = spec["session"], "u"
     os.write(fd, b"ready\n")

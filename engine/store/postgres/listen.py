@@ -17,7 +17,14 @@ from .schema import NOTIFY_CHANNEL
 class Listener:
     """A LISTEN connection on :data:`NOTIFY_CHANNEL` that reconnects when it is lost."""
 
-    def __init__(self, connect_args: dict[str, Any], callback: Callable[[str | None, int | None], None], where: str):
+    def __init__(
+        self,
+        connect_args: dict[str, Any],
+        callback: Callable[[str | None, int | None], None],
+        where: str,
+        channel: str = NOTIFY_CHANNEL,
+    ):
+        self._channel = channel
         self._args = connect_args
         self._callback = callback
         self._where = where
@@ -31,7 +38,7 @@ class Listener:
             conn = await asyncpg.connect(
                 self._args["dsn"], password=self._args["password"], server_settings=self._args["server_settings"]
             )
-            await conn.add_listener(NOTIFY_CHANNEL, self._on_notify)
+            await conn.add_listener(self._channel, self._on_notify)
         except (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
             raise _connect_error(e, self._where) from None
         conn.add_termination_listener(self._on_lost)

@@ -7,11 +7,11 @@ from .checkpoints import _Checkpoints
 from .leases import _Leases
 from .overview import _Overview
 from .reads import _Reads
-from .workers import _WorkerTables
+from .workers import _WorkerSteps, _WorkerTables
 from .writes import _Writes
 
 
-class PostgresStore(_Reads, _Writes, _Leases, _Bulk, _Checkpoints, _WorkerTables, _Overview):
+class PostgresStore(_Reads, _Writes, _Leases, _Bulk, _Checkpoints, _WorkerTables, _WorkerSteps, _Overview):
     """:class:`~engine.store.base.SessionStore` on a PostgreSQL server.
 
     Open with ``store = await PostgresStore.open(url)`` or ``async with

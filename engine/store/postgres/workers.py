@@ -5,14 +5,20 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
+from typing import Any
 
 import asyncpg
 
 # Row converters and column lists are the SQLite store's: one definition of each, whatever the backend.
+from ..sqlite import _lease_from_row, _prepare
 from ..sqlite.workers import _REQ_COLS, _WORKER_COLS, _req, _worker
 from ..workers import TurnRequest, WorkerRecord
 from .core import _Core
+from .listen import Listener
 from .schema import NOTIFY_CHANNEL
+from .statements import _append_many_args, _stored
+from .writes import _acquire_append
 
 
 class _WorkerTables(_Core):
@@ -31,7 +37,7 @@ class _WorkerTables(_Core):
                     " payload = excluded.payload, requested_at = excluded.requested_at, held = NULL, note = NULL",
                     r.app_name, r.session_id, r.invocation_id, r.kind, json.dumps(r.payload), r.requested_at,
                 )
-                await _notify(conn, r.session_id)
+                await _notify(conn, r.session_id, runnable=True)
 
         await self._run(fn)
 
@@ -159,7 +165,191 @@ class _WorkerTables(_Core):
         await self._run(fn)
 
 
-async def _notify(conn: asyncpg.Connection, session_id: str) -> None:
+TURNS_CHANNEL = "hitl_turns"
+"""Where a request that became runnable is announced too: workers listen here
+only, so they are not woken (nor sent anything) for every append of every turn."""
+
+
+async def _notify(conn: asyncpg.Connection, session_id: str, *, runnable: bool = False) -> None:
     """Wake the listeners of ``session_id`` (workers, followers) when the
-    surrounding transaction commits; ``q`` 0: no new event, the turn queue changed."""
-    await conn.execute("SELECT pg_notify($1, json_build_object('s', $2::text, 'q', 0)::text)", NOTIFY_CHANNEL, session_id)
+    surrounding transaction commits; ``q`` 0: no new event, the turn queue changed
+    (``runnable``: a request can be claimed, say so on :data:`TURNS_CHANNEL` too)."""
+    payload = "json_build_object('s', $2::text, 'q', 0)::text"
+    extra = f", pg_notify($3, {payload})" if runnable else ""
+    args = (NOTIFY_CHANNEL, session_id, *((TURNS_CHANNEL,) if runnable else ()))
+    await conn.execute(f"SELECT pg_notify($1, {payload}){extra}", *args)
+
+
+# ---------------------------------------------------------------------------
+# The worker side's one-transaction steps (issue 18); SQLite's are in
+# ``sqlite/workers.py`` (_WorkerSteps), with the same contracts.
+
+_QUEUE_SQL = (
+    "WITH d AS (DELETE FROM leases WHERE session_id = $2::text AND invocation_id = $3::text AND owner = $7::text),"
+    " r AS (INSERT INTO turn_requests (app_name, session_id, invocation_id, kind, payload, requested_at)"
+    " SELECT $1::text, $2, $3, $4::text, $5::text, $6::double precision WHERE $4 IS NOT NULL"
+    " ON CONFLICT (session_id, invocation_id) DO UPDATE SET kind = excluded.kind, payload = excluded.payload,"
+    " requested_at = excluded.requested_at, held = NULL, note = NULL RETURNING session_id)"
+    " SELECT pg_notify($8::text, json_build_object('s', session_id, 'q', 0)::text),"
+    " pg_notify($9::text, json_build_object('s', session_id, 'q', 0)::text) FROM r"
+)
+"""After the answer's append, in its transaction: release the lease taken for it,
+leave the request (none when ``$4``, its kind, is NULL) and wake the workers."""
+
+_CLAIM_NEXT_SQL = (
+    "UPDATE turn_requests t SET claimed_by = $2, claimed_until = $3"
+    " FROM (SELECT session_id, invocation_id FROM turn_requests q WHERE app_name = ANY($1::text[]) AND held IS NULL"
+    " AND (claimed_by IS NULL OR claimed_until <= $4) AND NOT EXISTS (SELECT 1 FROM"
+    " unnest($5::text[], $6::text[], $7::double precision[]) AS x(s, i, r)"
+    " WHERE x.s = q.session_id AND x.i = q.invocation_id AND x.r = q.requested_at)"
+    " ORDER BY requested_at LIMIT 1 FOR UPDATE SKIP LOCKED) c"
+    " WHERE t.session_id = c.session_id AND t.invocation_id = c.invocation_id"
+    f" RETURNING {', '.join('t.' + c for c in _REQ_COLS.split(', '))}"
+)
+"""Claim the oldest runnable request in one statement: rows another worker is
+claiming right now are skipped (``SKIP LOCKED``), not waited for or raced."""
+
+_FINISH_SQL = (
+    "WITH d AS (DELETE FROM turn_requests WHERE session_id = $1 AND invocation_id = $2 AND claimed_by = $3"
+    " AND requested_at = $4 RETURNING 1),"
+    " u AS (UPDATE turn_requests SET claimed_by = NULL, claimed_until = NULL WHERE session_id = $1"
+    " AND invocation_id = $2 AND claimed_by = $3 AND requested_at <> $4 RETURNING 1)"
+    " SELECT EXISTS (SELECT 1 FROM d), pg_notify($5, json_build_object('s', $1::text,"
+    " 'q', CASE WHEN EXISTS (SELECT 1 FROM u) THEN 0 ELSE -1 END)::text),"
+    " (SELECT pg_notify($6, json_build_object('s', $1::text, 'q', 0)::text) FROM u)"
+)
+"""Delete the finished request, or hand it back when it was requested again; ``q``
+0 (runnable: workers wake) or -1 (gone: only followers care)."""
+
+_INTERRUPTED_PG_SQL = (
+    "SELECT s.app_name, i.session_id, i.invocation_id, l.owner, l.acquired_at, l.renewed_at, l.expires_at"
+    " FROM sessions s JOIN invocations i ON i.session_id = s.id AND i.status = 'running'"
+    " LEFT JOIN leases l ON l.session_id = i.session_id AND l.invocation_id = i.invocation_id"
+    " WHERE s.status = 'running' AND s.app_name = ANY($1::text[]) AND NOT EXISTS (SELECT 1 FROM turn_requests r"
+    " WHERE r.session_id = i.session_id AND r.invocation_id = i.invocation_id) LIMIT $2"
+)
+"""As SQLite's ``_INTERRUPTED_SQL``: sessions by status (an index), then their running invocations."""
+
+_SETTLED_HELD_PG_SQL = (
+    f"SELECT {', '.join('r.' + c for c in _REQ_COLS.split(', '))} FROM turn_requests r"
+    " JOIN invocations i ON i.session_id = r.session_id AND i.invocation_id = r.invocation_id"
+    " WHERE r.app_name = ANY($1::text[]) AND r.held IS NOT NULL AND i.status <> 'running' LIMIT $2"
+)
+
+
+class _WorkerSteps(_Core):
+    """See :class:`engine.store.sqlite.workers._WorkerSteps` for what each call promises."""
+
+    async def append_and_queue(
+        self,
+        session_id: str,
+        invocation_id: str,
+        events: list[Any],
+        *,
+        owner: str,
+        invocation_after: int | None,
+        request: TurnRequest | None,
+        ttl: float = 30.0,
+    ) -> list[Any]:
+        """One transaction: ``hitl_acquire_append`` (the lease, the check, the
+        events), then the lease's release, the request and its NOTIFY."""
+        self._check_writable()
+        prepared = [_prepare(e) for e in events]
+        args = _append_many_args(session_id, prepared, None, owner)
+        now = args[3]
+        r = request
+
+        async def fn(conn: asyncpg.Connection) -> int:
+            async with conn.transaction():
+                row = await _acquire_append(conn, session_id, invocation_id, owner, now + ttl, invocation_after, args, None)
+                await conn.execute(
+                    _QUEUE_SQL, r.app_name if r else None, session_id, invocation_id, r.kind if r else None,
+                    json.dumps(r.payload) if r else None, r.requested_at if r else None, owner, NOTIFY_CHANNEL,
+                    TURNS_CHANNEL,
+                )
+            return int(row[1])
+
+        last, found = await self._write_batch(fn, session_id, prepared)
+        return _stored(session_id, prepared, found if last is None else last)
+
+    async def claim_next_turn(
+        self, apps: list[str], owner: str, ttl: float, *, skip: set[tuple[str, str, float]] | None = None
+    ) -> TurnRequest | None:
+        self._check_writable()
+        if not apps:
+            return None
+        now = time.time()
+        skip = skip or set()
+        cols = [list(c) for c in zip(*skip, strict=True)] if skip else [[], [], []]
+
+        async def fn(conn: asyncpg.Connection) -> TurnRequest | None:
+            row = await conn.fetchrow(_CLAIM_NEXT_SQL, list(apps), owner, now + ttl, now, *cols)
+            return _req(row) if row else None
+
+        return await self._run(fn)
+
+    async def finish_turn_request(self, session_id: str, invocation_id: str, owner: str, requested_at: float) -> bool:
+        self._check_writable()
+
+        async def fn(conn: asyncpg.Connection) -> bool:
+            row = await conn.fetchrow(_FINISH_SQL, session_id, invocation_id, owner, requested_at, NOTIFY_CHANNEL, TURNS_CHANNEL
+            )
+            return bool(row[0])
+
+        return await self._run(fn)
+
+    async def interrupted_turns(self, apps: list[str], *, limit: int = 200) -> list[tuple[str, str, str, Any]]:
+        if not apps:
+            return []
+
+        async def fn(conn: asyncpg.Connection) -> list[tuple[str, str, str, Any]]:
+            rows = await conn.fetch(_INTERRUPTED_PG_SQL, list(apps), limit)
+            return [(r[0], r[1], r[2], None if r[3] is None else _lease_from_row((r[1], r[2], *list(r)[3:]))) for r in rows]
+
+        return await self._run(fn)
+
+    async def adopt_turn(self, request: TurnRequest) -> bool:
+        self._check_writable()
+        r = request
+
+        async def fn(conn: asyncpg.Connection) -> bool:
+            status = await conn.execute(
+                f"INSERT INTO turn_requests ({_REQ_COLS}) VALUES ($1, $2, $3, $4, $5, $6, NULL, NULL, NULL, NULL)"
+                " ON CONFLICT (session_id, invocation_id) DO NOTHING",
+                r.app_name, r.session_id, r.invocation_id, r.kind, json.dumps(r.payload), r.requested_at,
+            )
+            if status != "INSERT 0 1":
+                return False
+            await _notify(conn, r.session_id, runnable=True)  # rare (an interrupted turn): its own statement
+            return True
+
+        return await self._run(fn)
+
+    async def settled_held_requests(self, apps: list[str], *, limit: int = 50) -> list[TurnRequest]:
+        if not apps:
+            return []
+
+        async def fn(conn: asyncpg.Connection) -> list[TurnRequest]:
+            return [_req(r) for r in await conn.fetch(_SETTLED_HELD_PG_SQL, list(apps), limit)]
+
+        return await self._run(fn)
+
+    async def turn_notifications(self, callback: Callable[[str | None, int | None], None]) -> Listener:
+        """As ``notifications``, on :data:`TURNS_CHANNEL`: only requests that became
+        runnable (``q`` 0), and ``(None, None)`` after the connection was re-made."""
+        listener = Listener(self._connect_args, callback, self.url, channel=TURNS_CHANNEL)
+        await listener.start()
+        return listener
+
+    async def drop_held_request(self, request: TurnRequest) -> None:
+        self._check_writable()
+        r = request
+
+        async def fn(conn: asyncpg.Connection) -> None:
+            await conn.execute(
+                "DELETE FROM turn_requests WHERE session_id = $1 AND invocation_id = $2 AND held IS NOT NULL"
+                " AND requested_at = $3",
+                r.session_id, r.invocation_id, r.requested_at,
+            )
+
+        await self._run(fn)

@@ -120,13 +120,7 @@ class _Writes(_Core):
         now = args[3]
 
         async def fn(conn: asyncpg.Connection) -> tuple[float, int | None, str]:
-            try:
-                row = await conn.fetchrow(
-                    _ACQUIRE_APPEND_SQL, invocation_id, owner, now + ttl, invocation_after, *args[:2], *args[3:]
-                )
-            except asyncpg.PostgresError as e:
-                _raise_append_error(e, session_id, invocation_id, owner, expected_seq, invocation_after)
-                raise
+            row = await _acquire_append(conn, session_id, invocation_id, owner, now + ttl, invocation_after, args, expected_seq)
             return row[0], row[1], row[2]
 
         if not prepared:
@@ -182,3 +176,23 @@ class _Writes(_Core):
             last, found = await self._write_batch(fn, session_id, prepared)
             last = found if last is None else last
         return _stored(session_id, prepared, last)
+
+
+async def _acquire_append(
+    conn: asyncpg.Connection,
+    session_id: str,
+    invocation_id: str,
+    owner: str,
+    expires: float,
+    invocation_after: int | None,
+    args: tuple[Any, ...],
+    expected_seq: int | None,
+) -> Any:
+    """``hitl_acquire_append`` on ``conn`` (``args``: :func:`_append_many_args`'s), its
+    errors translated: the row (acquired_at, last seq, state). A turn's first write,
+    and the first statement of an answer queued for a worker."""
+    try:
+        return await conn.fetchrow(_ACQUIRE_APPEND_SQL, invocation_id, owner, expires, invocation_after, *args[:2], *args[3:])
+    except asyncpg.PostgresError as e:
+        _raise_append_error(e, session_id, invocation_id, owner, expected_seq, invocation_after)
+        raise

@@ -71,7 +71,7 @@ from .reads import (
 )
 from .rows import _AUDIT_COLS, _INTERRUPT_COLS, _decode_cursor, _encode_cursor, _in_write_tx, _prepare
 from .schema import _SYNCHRONOUS, default_db_path
-from .workers import _WorkerTables
+from .workers import _WorkerSteps, _WorkerTables
 
 T = TypeVar("T")
 
@@ -97,7 +97,7 @@ class _Opener:
             await self._store.close()
 
 
-class SQLiteStore(_WorkerTables):
+class SQLiteStore(_WorkerTables, _WorkerSteps):
     """:class:`~engine.store.base.SessionStore` on one SQLite file.
 
     Open with ``store = await SQLiteStore.open(path)`` or

@@ -220,3 +220,203 @@ class _WorkerTables:
         """Changes when another connection commits (``PRAGMA data_version``): the
         cheap poll a worker or a console waits on instead of a notification."""
         return await self._call(_data_version)  # type: ignore[attr-defined]
+
+
+# ---------------------------------------------------------------------------
+# The worker side's one-transaction steps (issue 18): an answer queued with its
+# request, a claim of the oldest runnable request, interrupted turns found in
+# the index. Each is one transaction (or one read).
+
+def _append_queue_tx(
+    conn: sqlite3.Connection,
+    session_id: str,
+    invocation_id: str,
+    owner: str,
+    ttl: float,
+    now: float,
+    prepared: list[Any],
+    invocation_after: int | None,
+    request: TurnRequest | None,
+) -> list[int]:
+    """Take the lease (as a turn's first write: refused while another owner's is
+    live, or when the invocation moved on since ``invocation_after``), append,
+    leave ``request``, release the lease: all or nothing."""
+    from .leases import _acquire_append_tx
+
+    _lease, seqs, _state = _acquire_append_tx(
+        conn, session_id, invocation_id, owner, ttl, now, prepared, None, invocation_after
+    )
+    if request is not None:
+        _request_tx(conn, request)
+    conn.execute(
+        "DELETE FROM leases WHERE session_id = ? AND invocation_id = ? AND owner = ?", (session_id, invocation_id, owner)
+    )
+    return seqs
+
+
+def _runnable_sql(apps: list[str]) -> str:
+    marks = ", ".join("?" for _ in apps)
+    return (
+        f"SELECT {_REQ_COLS} FROM turn_requests WHERE app_name IN ({marks}) AND held IS NULL"
+        " AND (claimed_by IS NULL OR claimed_until <= ?) ORDER BY requested_at LIMIT ?"
+    )
+
+
+def _any_runnable(conn: sqlite3.Connection, apps: list[str], now: float, skip: set[tuple[str, str, float]]) -> bool:
+    rows = conn.execute(_runnable_sql(apps), (*apps, now, len(skip) + 1)).fetchall()
+    return any((r[1], r[2], r[5]) not in skip for r in rows)
+
+
+def _claim_next_tx(
+    conn: sqlite3.Connection, apps: list[str], owner: str, ttl: float, now: float, skip: set[tuple[str, str, float]]
+) -> TurnRequest | None:
+    for row in conn.execute(_runnable_sql(apps), (*apps, now, len(skip) + 1)).fetchall():
+        req = _req(row)
+        if (req.session_id, req.invocation_id, req.requested_at) in skip:
+            continue
+        conn.execute(
+            "UPDATE turn_requests SET claimed_by = ?, claimed_until = ? WHERE session_id = ? AND invocation_id = ?",
+            (owner, now + ttl, req.session_id, req.invocation_id),
+        )
+        return req.model_copy(update={"claimed_by": owner, "claimed_until": now + ttl})
+    return None
+
+
+def _finish_tx(
+    conn: sqlite3.Connection, session_id: str, invocation_id: str, owner: str, requested_at: float
+) -> bool:
+    """Delete the request ``owner`` claimed, unless it was requested again since
+    ``requested_at``: then hand it back (unclaimed, runnable at once). True: deleted."""
+    cur = conn.execute(
+        "DELETE FROM turn_requests WHERE session_id = ? AND invocation_id = ? AND claimed_by = ? AND requested_at = ?",
+        (session_id, invocation_id, owner, requested_at),
+    )
+    if cur.rowcount:
+        return True
+    conn.execute(
+        "UPDATE turn_requests SET claimed_by = NULL, claimed_until = NULL"
+        " WHERE session_id = ? AND invocation_id = ? AND claimed_by = ?",
+        (session_id, invocation_id, owner),
+    )
+    return False
+
+
+_INTERRUPTED_SQL = (
+    "SELECT s.app_name, i.session_id, i.invocation_id, l.owner, l.acquired_at, l.renewed_at, l.expires_at"
+    " FROM sessions s JOIN invocations i ON i.session_id = s.id AND i.status = 'running'"
+    " LEFT JOIN leases l ON l.session_id = i.session_id AND l.invocation_id = i.invocation_id"
+    " WHERE s.status = 'running' AND +s.app_name IN ({marks}) AND NOT EXISTS (SELECT 1 FROM turn_requests r"
+    " WHERE r.session_id = i.session_id AND r.invocation_id = i.invocation_id) LIMIT ?"
+)
+"""Running invocations (by the index: sessions by status, then the session's
+invocations by status) of some apps that no turn request names, with their lease
+rows. Its cost grows with the invocations running now, not with history (the
+unary ``+`` keeps the planner on ``sessions_by_status``, not on every session of the app)."""
+
+_SETTLED_HELD_SQL = (
+    f"SELECT {', '.join('r.' + c for c in _REQ_COLS.split(', '))} FROM turn_requests r"
+    " JOIN invocations i ON i.session_id = r.session_id AND i.invocation_id = r.invocation_id"
+    " WHERE r.app_name IN ({marks}) AND r.held IS NOT NULL AND i.status <> 'running' LIMIT ?"
+)
+"""Held requests whose invocation is no longer mid-run (an operator re-drove it in
+its own process): nothing is left for them to wait for."""
+
+
+def _interrupted(conn: sqlite3.Connection, apps: list[str], limit: int) -> list[tuple[str, str, str, Any]]:
+    from .rows import _lease_from_row
+
+    marks = ", ".join("?" for _ in apps)
+    rows = conn.execute(_INTERRUPTED_SQL.format(marks=marks), (*apps, limit)).fetchall()
+    return [(r[0], r[1], r[2], None if r[3] is None else _lease_from_row((r[1], r[2], *r[3:]))) for r in rows]
+
+
+def _settled_held(conn: sqlite3.Connection, apps: list[str], limit: int) -> list[TurnRequest]:
+    marks = ", ".join("?" for _ in apps)
+    return [_req(r) for r in conn.execute(_SETTLED_HELD_SQL.format(marks=marks), (*apps, limit))]
+
+
+def _adopt_tx(conn: sqlite3.Connection, r: TurnRequest) -> bool:
+    cur = conn.execute(
+        f"INSERT INTO turn_requests ({_REQ_COLS}) VALUES (?, ?, ?, ?, ?, ?, NULL, NULL, NULL, NULL)"
+        " ON CONFLICT (session_id, invocation_id) DO NOTHING",
+        (r.app_name, r.session_id, r.invocation_id, r.kind, json.dumps(r.payload), r.requested_at),
+    )
+    return cur.rowcount == 1
+
+
+def _drop_held_tx(conn: sqlite3.Connection, r: TurnRequest) -> None:
+    conn.execute(
+        "DELETE FROM turn_requests WHERE session_id = ? AND invocation_id = ? AND held IS NOT NULL AND requested_at = ?",
+        (r.session_id, r.invocation_id, r.requested_at),
+    )
+
+
+class _WorkerSteps:
+    """The store calls over the steps above (a mixin of :class:`SQLiteStore`)."""
+
+    async def append_and_queue(
+        self,
+        session_id: str,
+        invocation_id: str,
+        events: list[Any],
+        *,
+        owner: str,
+        invocation_after: int | None,
+        request: TurnRequest | None,
+        ttl: float = 30.0,
+    ) -> list[Any]:
+        """An answer left to a worker, in ONE transaction: the invocation's lease
+        taken as ``owner`` (InvocationBusyError while another owner's is live;
+        held by ``owner`` already is fine), ConflictError when the invocation has
+        an event after ``invocation_after``, the events appended, ``request``
+        added (None: nothing to run) and the lease released. A worker that sees
+        the request sees the answer, and finds the lease free."""
+        from ...models import Event, StoredEvent
+        from .rows import _prepare
+
+        self._check_writable()  # type: ignore[attr-defined]
+        prepared = [_prepare(e) for e in events]
+        seqs = await self._write(  # type: ignore[attr-defined]
+            _append_queue_tx, session_id, invocation_id, owner, ttl, time.time(), prepared, invocation_after, request
+        )
+        return [StoredEvent(seq=q, session_id=session_id, event=Event.from_json(p.json)) for q, p in zip(seqs, prepared, strict=True)]
+
+    async def claim_next_turn(
+        self, apps: list[str], owner: str, ttl: float, *, skip: set[tuple[str, str, float]] | None = None
+    ) -> TurnRequest | None:
+        """Claim the oldest runnable request of ``apps`` (not held; unclaimed or its
+        claim expired), skipping ``skip`` ((session, invocation, requested_at) this
+        worker refused): one read, and one write transaction only when there is one."""
+        self._check_writable()  # type: ignore[attr-defined]
+        skip = skip or set()
+        now = time.time()
+        if not apps or not await self._call(_any_runnable, apps, now, skip):  # type: ignore[attr-defined]
+            return None
+        return await self._write(_claim_next_tx, apps, owner, ttl, time.time(), skip)  # type: ignore[attr-defined]
+
+    async def finish_turn_request(self, session_id: str, invocation_id: str, owner: str, requested_at: float) -> bool:
+        """The claimed request's turn is done: delete it, or hand it back when it
+        was requested again meanwhile (a new answer). True: deleted."""
+        return await self._write(_finish_tx, session_id, invocation_id, owner, requested_at)  # type: ignore[attr-defined]
+
+    async def interrupted_turns(self, apps: list[str], *, limit: int = 200) -> list[tuple[str, str, str, Any]]:
+        """(app, session, invocation, lease row or None) of the running invocations of
+        ``apps`` that no request names (:data:`_INTERRUPTED_SQL`)."""
+        if not apps:
+            return []
+        return await self._call(_interrupted, apps, limit)  # type: ignore[attr-defined]
+
+    async def adopt_turn(self, request: TurnRequest) -> bool:
+        """Add ``request`` unless one exists for its invocation (never replacing a
+        held or claimed one). True: added."""
+        return await self._write(_adopt_tx, request)  # type: ignore[attr-defined]
+
+    async def settled_held_requests(self, apps: list[str], *, limit: int = 50) -> list[TurnRequest]:
+        """Held requests of ``apps`` whose invocation is no longer mid-run (:data:`_SETTLED_HELD_SQL`)."""
+        if not apps:
+            return []
+        return await self._call(_settled_held, apps, limit)  # type: ignore[attr-defined]
+
+    async def drop_held_request(self, request: TurnRequest) -> None:
+        """Delete a held request, unless it was requested again since it was read."""
+        await self._write(_drop_held_tx, request)  # type: ignore[attr-defined]
