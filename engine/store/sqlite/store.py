@@ -19,7 +19,6 @@ from ...errors import (
     StoreError,
 )
 from ...models import Event, Session, StoredEvent, new_id
-from .. import jsonl
 from ..base import (
     AuditRecord,
     InterruptRecord,
@@ -462,6 +461,8 @@ class SQLiteStore(_WorkerTables):
     # ---------------------------------------------------------- export/import
     def export_session(self, session_id: str) -> AsyncIterator[str]:
         """The session as JSON Lines (see :mod:`engine.store.jsonl`), one line per item."""
+        from .. import jsonl  # the export format: imported by the commands that move sessions only
+
         return jsonl.export_lines(self, session_id)
 
     async def import_session(
@@ -481,6 +482,8 @@ class SQLiteStore(_WorkerTables):
         self._check_writable()
         # Each event reduced to its row as it is read (one parse, no Event list), and
         # folded into the seek checkpoints, written in the same transaction.
+        from .. import jsonl
+
         reader = jsonl.ExportReader(lines, checkpoints=True)
         sid = session_id or reader.session.id
         prepared = [_prepare(e) for e in reader.events()]
