@@ -56,7 +56,8 @@ BYTES_PER_EVENT = 256
 B / BYTES_PER_EVENT events later: their storage stays a fraction of the events'."""
 
 CATCH_UP_SPANS = 8
-"""Checkpoints one :func:`catch_up` call writes at most (bounds its cost)."""
+"""Checkpoints one :func:`catch_up` call writes at most (bounds its cost); a turn
+end's also folds at most ``CATCH_UP_SPANS * EVERY`` events."""
 
 PAGE = 2000
 """Events read per store call while folding."""
@@ -115,12 +116,18 @@ class Builder:
 
 
 async def catch_up(
-    store: SessionStore, session_id: str, *, spans: int | None = CATCH_UP_SPANS, last_seq: int | None = None
+    store: SessionStore,
+    session_id: str,
+    *,
+    spans: int | None = CATCH_UP_SPANS,
+    last_seq: int | None = None,
+    budget: int | None = None,
 ) -> int:
     """Write the checkpoints the session is due since its last one (at most
     ``spans`` of them; None: all) up to ``last_seq`` (default: the session's
-    last event). Returns how many were written. Folds from the last checkpoint
-    (or event 1), reading each event once."""
+    last event), folding at most ``budget`` events (None: no limit). Returns
+    how many were written. Folds from the last checkpoint (or event 1), reading
+    each event once."""
     if not supported(store) or getattr(store, "read_only", False):
         return 0
     if last_seq is None:
@@ -135,9 +142,14 @@ async def catch_up(
         builder = Builder()
     if last_seq < builder.next:
         return 0
-    seq = builder.proj.position
+    seq = start = builder.proj.position
     while seq < last_seq and (spans is None or len(builder.rows) < spans):
-        page = await store.events(session_id, after_seq=seq, limit=min(PAGE, builder.next - seq))
+        want = min(PAGE, builder.next - seq)
+        if budget is not None:
+            want = min(want, start + budget - seq)
+            if want <= 0:
+                break
+        page = await store.events(session_id, after_seq=seq, limit=want)
         if not page:
             break
         for se in page:
@@ -162,7 +174,10 @@ async def after_turn(store: SessionStore, session_id: str, before: int, last: in
     if before // EVERY == last // EVERY or not supported(store):
         return
     with contextlib.suppress(HitlError):
-        await catch_up(store, session_id, last_seq=last)
+        # Bounded in events too: a session far behind (bulk-loaded, from before the
+        # checkpoints), whose spans are stretched by its size, catches up over
+        # several turns instead of making one resume fold tens of thousands of events.
+        await catch_up(store, session_id, last_seq=last, budget=CATCH_UP_SPANS * EVERY)
 
 
 async def rebuild(store: SessionStore, session_id: str) -> int:

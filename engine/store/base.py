@@ -254,6 +254,16 @@ class StoreOverview(BaseModel):
     (:mod:`engine.liveness`) tells the interrupted ones from those a process runs."""
 
 
+def build_records() -> None:
+    """Build the store records' validators now (they are deferred: a read that
+    only prints builds none). The runner calls this at import, with
+    :func:`engine.models.build_models`, so a turn's first lease or lookup does not
+    pay for a build."""
+    for model in (InterruptRecord, Lease, AuditRecord, InvocationSummary, SessionSummary):
+        if not model.__pydantic_complete__:
+            model.model_rebuild(force=True)
+
+
 @dataclass
 class IndexEffects:
     """What one event does to the derived rows (shared by every backend)."""
