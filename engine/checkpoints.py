@@ -9,7 +9,9 @@ leaves them out and an import rebuilds them from the events it validated.
 
 Who writes them: the end of a turn (:class:`engine.runner.Runner`, after the
 lease is released: :func:`after_turn`) whose events crossed a multiple of
-:data:`EVERY`. Any other turn pays nothing (not a statement); such a turn reads
+:data:`EVERY`; an import (``import_session`` of a store with the capability), in
+its own transaction, from the pass that validates the file's events
+(:class:`Builder`: no second read of the events). Any other turn pays nothing (not a statement); such a turn reads
 the last checkpoint's seq and folds the events since it, each read once:
 amortised, one read and fold per event written, off the append path and the
 lease (``benchmarks/bench_read_scale.py`` measures it). A store written before
@@ -36,12 +38,15 @@ from __future__ import annotations
 
 import contextlib
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic_core import to_json
 
 from .projection import Projection
 from .store.base import SessionStore, has_capability
+
+if TYPE_CHECKING:
+    from .models import Event
 
 EVERY = 1000
 """Events between two checkpoints (at least)."""
@@ -51,7 +56,8 @@ BYTES_PER_EVENT = 256
 B / BYTES_PER_EVENT events later: their storage stays a fraction of the events'."""
 
 CATCH_UP_SPANS = 8
-"""Checkpoints one :func:`catch_up` call writes at most (bounds its cost)."""
+"""Checkpoints one :func:`catch_up` call writes at most (bounds its cost); a turn
+end's also folds at most ``CATCH_UP_SPANS * EVERY`` events."""
 
 PAGE = 2000
 """Events read per store call while folding."""
@@ -84,49 +90,77 @@ def _gap(data_bytes: int) -> int:
     return max(EVERY, data_bytes // BYTES_PER_EVENT)
 
 
+class Builder:
+    """The checkpoints of a fold fed one event at a time: what :func:`catch_up`
+    folds page by page, and what an import computes in the pass that validates
+    its file (:class:`engine.store.jsonl.ExportReader`), so the events are read
+    once. Starts from ``proj`` (a checkpoint's projection, its ``position`` the
+    checkpoint's seq; default: the empty one) whose size gives ``gap``, the
+    events to the next checkpoint (default :data:`EVERY`)."""
+
+    def __init__(self, proj: Projection | None = None, gap: int | None = None) -> None:
+        self.proj = proj if proj is not None else Projection()
+        self.next = self.proj.position + (EVERY if gap is None else gap)
+        """The seq of the next checkpoint."""
+        self.rows: list[tuple[int, str]] = []
+        """(seq, JSON text) of each checkpoint written so far, in seq order."""
+
+    def add(self, event: Event, seq: int) -> None:
+        """Fold the event at ``seq`` (the one after the last added)."""
+        self.proj.apply(event, seq)
+        if seq == self.next:
+            self.proj = self.proj.compact_all()  # also keeps the fold's memory that of one checkpoint
+            data = to_json(self.proj.to_dict())  # now: to_dict shares values the fold goes on changing
+            self.rows.append((seq, data.decode()))
+            self.next = seq + _gap(len(data))
+
+
 async def catch_up(
-    store: SessionStore, session_id: str, *, spans: int | None = CATCH_UP_SPANS, last_seq: int | None = None
+    store: SessionStore,
+    session_id: str,
+    *,
+    spans: int | None = CATCH_UP_SPANS,
+    last_seq: int | None = None,
+    budget: int | None = None,
 ) -> int:
     """Write the checkpoints the session is due since its last one (at most
     ``spans`` of them; None: all) up to ``last_seq`` (default: the session's
-    last event). Returns how many were written. Folds from the last checkpoint
-    (or event 1), reading each event once."""
+    last event), folding at most ``budget`` events (None: no limit). Returns
+    how many were written. Folds from the last checkpoint (or event 1), reading
+    each event once."""
     if not supported(store) or getattr(store, "read_only", False):
         return 0
     if last_seq is None:
         last_seq = (await store.get_session(session_id)).last_seq
     last = await store.last_projection_checkpoint(session_id)  # type: ignore[attr-defined]
-    proj: Projection | None = None
-    gap = EVERY
+    builder: Builder | None = None
     if last:
         found = await nearest(store, session_id, last)
         if found is not None and found[1] == last:
-            proj = found[0]
-            gap = _gap(len(to_json(proj.to_dict())))
-    if proj is None:
-        proj, last = Projection(), 0
-    if last_seq < last + gap:
+            builder = Builder(found[0], _gap(len(to_json(found[0].to_dict()))))
+    if builder is None:
+        builder = Builder()
+    if last_seq < builder.next:
         return 0
-    written: list[tuple[int, dict[str, Any]]] = []
-    target = last + gap
-    seq = last
-    while seq < last_seq and (spans is None or len(written) < spans):
-        page = await store.events(session_id, after_seq=seq, limit=min(PAGE, target - seq))
+    seq = start = builder.proj.position
+    while seq < last_seq and (spans is None or len(builder.rows) < spans):
+        want = min(PAGE, builder.next - seq)
+        if budget is not None:
+            want = min(want, start + budget - seq)
+            if want <= 0:
+                break
+        page = await store.events(session_id, after_seq=seq, limit=want)
         if not page:
             break
         for se in page:
-            proj.apply(se.event, se.seq)
+            builder.add(se.event, se.seq)
         seq = page[-1].seq
-        if seq == target:
-            proj = proj.compact_all()  # also keeps the fold's memory that of one checkpoint
-            text = to_json(proj.to_dict())  # now: to_dict shares values the fold goes on changing
-            written.append((seq, json.loads(text)))
-            target = seq + _gap(len(text))
-            if target > last_seq:
-                break
-    if written:
-        await store.put_projection_checkpoints(session_id, written)  # type: ignore[attr-defined]
-    return len(written)
+        if builder.next > last_seq:
+            break
+    if builder.rows:  # one per page at most (a page ends at the next checkpoint): never more than spans
+        rows = [(q, json.loads(t)) for q, t in builder.rows]
+        await store.put_projection_checkpoints(session_id, rows)  # type: ignore[attr-defined]
+    return len(builder.rows)
 
 
 async def after_turn(store: SessionStore, session_id: str, before: int, last: int) -> None:
@@ -140,10 +174,15 @@ async def after_turn(store: SessionStore, session_id: str, before: int, last: in
     if before // EVERY == last // EVERY or not supported(store):
         return
     with contextlib.suppress(HitlError):
-        await catch_up(store, session_id, last_seq=last)
+        # Bounded in events too: a session far behind (bulk-loaded, from before the
+        # checkpoints), whose spans are stretched by its size, catches up over
+        # several turns instead of making one resume fold tens of thousands of events.
+        await catch_up(store, session_id, last_seq=last, budget=CATCH_UP_SPANS * EVERY)
 
 
 async def rebuild(store: SessionStore, session_id: str) -> int:
-    """Every checkpoint of a session just imported or copied (from its events,
-    already validated: a file's checkpoints are never trusted, it has none)."""
+    """Every checkpoint a session is due, folded from its events (a session
+    written without them: ``bulk_load``, a store from before them). An import
+    needs none of this: it writes them itself, from the pass that validated
+    the file (:class:`Builder`; a file's checkpoints are never trusted, it has none)."""
     return await catch_up(store, session_id, spans=None)

@@ -191,41 +191,45 @@ class Redactor:
     def learn_from(self, value: Any) -> None:
         """Walk ``value`` and learn the values of its secret keys (masking nothing)."""
         stack = [value]
+        pop, push, is_secret = stack.pop, stack.append, self.is_secret
         while stack:
-            v = stack.pop()
+            v = pop()
             t = type(v)
             if t is str:  # the common cases first, without the ABC and model checks below
                 if v[:1] in ("{", "["):
                     with contextlib.suppress(ValueError):
-                        stack.append(json.loads(v))
+                        push(json.loads(v))
                 continue
             if t in _SCALARS:
                 continue
-            if _is_model(v):
+            if t is not dict and t is not list and _is_model(v):
                 v = v.model_dump(mode="json", exclude_none=True)
-            if isinstance(v, Mapping):
+            if t is dict or isinstance(v, Mapping):
                 props = v.get("properties")
                 schema = isinstance(props, dict)
                 if schema:  # a JSON Schema: a secret property's values, not its type
                     for name, sub in props.items():
-                        if self.is_secret(name) and isinstance(sub, dict):
+                        if is_secret(name) and isinstance(sub, dict):
                             self.learn([sub.get(x) for x in ("default", "examples", "const", "enum")])
                         else:
-                            stack.append(sub)
+                            push(sub)
                 for k, x in v.items():
                     if schema and k == "properties":
                         continue
-                    if self.is_secret(k):
+                    if is_secret(k):
                         self.learn(x)
-                    else:
-                        stack.append(x)
-            elif isinstance(v, list | tuple):
-                if len(v) == 2 and self.is_secret(v[0]):
+                        continue
+                    tx = type(x)  # what the loop would pop and skip is not pushed
+                    if tx in _SCALARS or (tx is str and x[:1] not in ("{", "[")):
+                        continue
+                    push(x)
+            elif t is list or isinstance(v, list | tuple):
+                if len(v) == 2 and is_secret(v[0]):
                     self.learn(v[1])
                 stack.extend(v)
             elif isinstance(v, str) and v[:1] in ("{", "["):
                 with contextlib.suppress(ValueError):
-                    stack.append(json.loads(v))
+                    push(json.loads(v))
 
     def learn_events(self, events: Iterable[Event]) -> None:
         """Learn the secrets in events' payloads (never from structural fields
@@ -288,33 +292,54 @@ class Redactor:
             return value if masked == value else masked
         if t in _SCALARS:
             return value
+        if t is dict:  # the common cases without the model and ABC checks below
+            return self._mapping(value)
+        if t is list:
+            return self._items(value)
         if _is_model(value):
             value = value.model_dump(mode="json", exclude_none=True)
         if isinstance(value, str):
             masked = self.text(value)
             return value if masked == value else masked
         if isinstance(value, Mapping):
-            if set(value) == {"result"} and isinstance(value["result"], str):
-                inner = self._wrapped(value["result"])
-                if inner is not None:
-                    return value if inner == value["result"] else {"result": inner}
-            out: dict[Any, Any] = {}
-            for k, v in value.items():
-                out[k] = MASK if self.is_secret(k) else self._value(v)
-            props = value.get("properties")
-            if isinstance(props, dict) and not self.is_secret("properties"):
-                # A JSON Schema: the defaults of secret properties are secrets too.
-                out["properties"] = {k: self._schema_prop(k, v) for k, v in props.items()}
-            same = isinstance(value, dict) and all(out[k] is value[k] for k in value)
-            return value if same else out
+            return self._mapping(value)
         if isinstance(value, list | tuple):
-            items = [self._value(v) for v in value]
-            if len(items) == 2 and self.is_secret(value[0]):
-                items[1] = MASK
-            if all(m is v for m, v in zip(items, value, strict=True)):
-                return value
-            return items if isinstance(value, list) else tuple(items)
+            return self._items(value)
         return value
+
+    def _mapping(self, value: Mapping[Any, Any]) -> Any:
+        if len(value) == 1 and "result" in value and isinstance(value["result"], str):
+            inner = self._wrapped(value["result"])
+            if inner is not None:
+                return value if inner == value["result"] else {"result": inner}
+        out: dict[Any, Any] = {}
+        is_secret, text = self.is_secret, self.text
+        for k, v in value.items():
+            if is_secret(k):
+                out[k] = MASK
+                continue
+            tv = type(v)
+            if tv in _SCALARS:
+                out[k] = v
+            elif tv is str:
+                masked = text(v)
+                out[k] = v if masked == v else masked
+            else:
+                out[k] = self._value(v)
+        props = value.get("properties")
+        if isinstance(props, dict) and not is_secret("properties"):
+            # A JSON Schema: the defaults of secret properties are secrets too.
+            out["properties"] = {k: self._schema_prop(k, v) for k, v in props.items()}
+        same = isinstance(value, dict) and all(out[k] is value[k] for k in value)
+        return value if same else out
+
+    def _items(self, value: list[Any] | tuple[Any, ...]) -> Any:
+        items = [self._value(v) for v in value]
+        if len(items) == 2 and self.is_secret(value[0]):
+            items[1] = MASK
+        if all(m is v for m, v in zip(items, value, strict=True)):
+            return value
+        return items if isinstance(value, list) else tuple(items)
 
     def _schema_prop(self, name: str, sub: Any) -> Any:
         if self.is_secret(name) and isinstance(sub, dict):

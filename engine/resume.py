@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import (
     AlreadyResolvedError,
@@ -33,11 +33,13 @@ from .errors import (
     require_id,
 )
 from .models import Content, Event, FunctionResponse, NodeStatus, Part, leaf_name, parent_path, split_path
-from .nodes import BaseNode, JoinNode
 from .projection import Projection
 from .responses import coerce_response, same_json, unwrap_response
 from .store.base import InterruptRecord, SessionStore, snapshot_and_events
-from .workflow import ANY_ROUTE, Workflow
+
+if TYPE_CHECKING:  # the node classes are imported where next_runs needs them: a read (hitl show) never does
+    from .nodes import BaseNode
+    from .workflow import Workflow
 
 
 @dataclass
@@ -278,6 +280,8 @@ async def plan_resume(
 
 def _container(root: BaseNode, path: str) -> Workflow | None:
     """The Workflow object that runs the node at ``path`` (None: a dynamic child, unknown code)."""
+    from .workflow import Workflow
+
     segments = [name for name, _ in split_path(path)]
     node: BaseNode = root
     if not segments or segments[0] != root.name:
@@ -295,6 +299,9 @@ def next_runs(plan: ResumePlan, after: Projection, root: BaseNode) -> list[str]:
     ``decide runs if route is 'ok'``. Uses the workflow graph of ``root`` (the
     app's code); ``after`` is the projection with the answer applied. The console
     editor and ``hitl resume --dry-run`` both show it."""
+    from .nodes import JoinNode
+    from .workflow import ANY_ROUTE
+
     inv = plan.invocation_id
     lines: list[str] = []
     for change in plan.changes:

@@ -45,12 +45,13 @@ from .models import Content, Event, NodeInfo, NodeStatus, Session, StoredEvent, 
 from .nodes import BaseNode
 from .projection import Projection
 from .resume import ResumeTarget, load_invocation, validate_responses
-from .store.base import SessionStore, append_and_release, has_capability
+from .store.base import SessionStore, append_and_release, build_records, has_capability
 from .views import REDRIVABLE, allowed_actions
 
 log = logging.getLogger(__name__)
 
 build_models()  # a turn validates events: build the deferred validators at import, not in its first write
+build_records()  # and its lease rows
 _engine_bodies()  # every turn's first node asks whether its body is engine code: import Workflow, ParallelWorker now
 
 

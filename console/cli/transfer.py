@@ -66,12 +66,10 @@ def import_cmd(file: str, as_id: str | None, operator: str | None, reason: str |
         lines = bounded_lines(file, MAX_IMPORT_BYTES, "import")  # read as the store validates: one line at a time
         source = "stdin" if file == "-" else str(Path(file).resolve())
         async with open_store(write=True) as store:
+            # The store derives the seek checkpoints from the validated events, never from the file.
             session = await store.import_session(
                 lines, session_id=as_id, operator=_operator(operator), reason=reason, source=source
             )
-            from engine.checkpoints import rebuild
-
-            await rebuild(store, session.id)  # derived from the validated events, never from the file
         if _opts().json:
             out_json(red, {**session.model_dump(), "state": red.value(session.state)})
         else:

@@ -39,11 +39,16 @@ from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..models import Event, NodeStatus, Session, StoredEvent
 
 T = TypeVar("T")
+
+_DEFERRED = ConfigDict(defer_build=True)
+"""The records' validators are built on first use, not at import: a read that
+only prints (``hitl show``) builds none (store rows are made with
+``model_construct``: the store's own, already valid)."""
 
 InvocationState = Literal["running", "waiting", "completed", "failed", "cancelled"]
 SessionOrder = Literal["updated", "oldest_open"]
@@ -52,6 +57,8 @@ SessionStatus = Literal["new", "running", "waiting", "completed", "failed", "can
 
 class Page(BaseModel, Generic[T]):
     """One page of a keyset-paginated listing; pass ``next_cursor`` back for more."""
+
+    model_config = _DEFERRED
 
     items: list[T]
     """This page's rows, in the listing's order (at most ``limit``)."""
@@ -66,6 +73,8 @@ class InterruptRecord(BaseModel):
     Derived from the events (:func:`index_effects`): one row per (invocation,
     interrupt id), rewritten when the id is raised again after an answer.
     The inbox lists the open ones, oldest first."""
+
+    model_config = _DEFERRED
 
     interrupt_id: str
     """The FunctionCall id the node raised; unique among the invocation's open ids."""
@@ -108,6 +117,8 @@ class InterruptRecord(BaseModel):
 class Lease(BaseModel):
     """Who is running a turn of one invocation, until when (see the module docstring)."""
 
+    model_config = _DEFERRED
+
     session_id: str
     """The session of the invocation."""
     invocation_id: str
@@ -142,6 +153,8 @@ AuditAction = Literal["answer", "redrive", "cancel", "import"]
 class AuditRecord(BaseModel):
     """One operator write: who did what to which session, when and why."""
 
+    model_config = _DEFERRED
+
     at: float
     """When: the action's event timestamp (an import: when it was written)."""
     action: AuditAction
@@ -168,6 +181,8 @@ class InvocationSummary(BaseModel):
     from its events (:func:`index_effects`); what listings show without
     projecting the log. The node tree comes from :mod:`engine.projection`."""
 
+    model_config = _DEFERRED
+
     session_id: str
     """The session it belongs to."""
     invocation_id: str
@@ -189,6 +204,8 @@ class InvocationSummary(BaseModel):
 
 class SessionSummary(BaseModel):
     """A session row as the sessions screen and ``hitl sessions`` show it."""
+
+    model_config = _DEFERRED
 
     id: str
     """The session id."""
@@ -220,6 +237,8 @@ class StoreOverview(BaseModel):
     """What the home screen's summary line needs, read in one store call
     (:meth:`SessionStore.overview`); :mod:`engine.home` turns it into the summary."""
 
+    model_config = _DEFERRED
+
     status_counts: dict[str, int] = Field(default_factory=dict)
     """Sessions by stored status (``waiting``, ``running``, ``failed``...)."""
     open_by_app: dict[str, int] = Field(default_factory=dict)
@@ -233,6 +252,16 @@ class StoreOverview(BaseModel):
     """The ``running`` invocations as ``(session_id, invocation_id, lease owner, lease
     expiry)`` (owner/expiry None: no lease row), at most ``running_limit``: liveness
     (:mod:`engine.liveness`) tells the interrupted ones from those a process runs."""
+
+
+def build_records() -> None:
+    """Build the store records' validators now (they are deferred: a read that
+    only prints builds none). The runner calls this at import, with
+    :func:`engine.models.build_models`, so a turn's first lease or lookup does not
+    pay for a build."""
+    for model in (InterruptRecord, Lease, AuditRecord, InvocationSummary, SessionSummary):
+        if not model.__pydantic_complete__:
+            model.model_rebuild(force=True)
 
 
 @dataclass

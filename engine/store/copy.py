@@ -78,6 +78,7 @@ async def copy_store(
             (report.skipped if outcome == "skipped" else report.diverged).append(sid)
         else:
             lines = [line async for line in source.export_session(sid)]
+            # Derived data (the seek checkpoints included) is rebuilt by the import, never copied.
             copied = await target.import_session(
                 lines, operator=operator, reason="hitl copy", source=source_label
             )
@@ -85,9 +86,6 @@ async def copy_store(
                 raise StoreError(
                     f"session {sid} was copied with {copied.last_seq} events, the source has {src.last_seq}"
                 )
-            from ..checkpoints import rebuild
-
-            await rebuild(target, sid)  # derived data: rebuilt from the copied events, never copied
             report.copied.append(sid)
             report.events += copied.last_seq
             outcome = "copied"

@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -38,6 +38,9 @@ from ..models import Event, NodeStatus, Session, StoredEvent, parent_path
 from ..projection import Projection
 from ..responses import coerce_response, same_json, unwrap_response
 from .base import SessionStore
+
+if TYPE_CHECKING:
+    from ..checkpoints import Builder
 
 FORMAT = "hitl-session"
 VERSION = 1
@@ -165,14 +168,24 @@ class ExportReader:
     :class:`ImportFormatError` naming the line on the first problem, the count
     against the header's ``last_seq`` included, after the last line. A store
     consumes the whole iterator before it writes anything, so a bad file still
-    writes nothing; each line is parsed once."""
+    writes nothing; each line is parsed once.
 
-    def __init__(self, lines: Iterable[str | bytes] | str | bytes) -> None:
+    With ``checkpoints=True`` the same pass folds the session's seek checkpoints
+    (:class:`engine.checkpoints.Builder`, as a turn end would write them): a
+    store writes :attr:`checkpoints` ``.rows`` with the import, in its
+    transaction, instead of reading every event back to compute them."""
+
+    def __init__(self, lines: Iterable[str | bytes] | str | bytes, *, checkpoints: bool = False) -> None:
         if isinstance(lines, str | bytes | bytearray):
             lines = lines.splitlines()
         self._lines = enumerate(lines, start=1)
         self._last_line = 0
         self.session = self._header()
+        self.checkpoints: Builder | None = None
+        if checkpoints:
+            from ..checkpoints import Builder
+
+            self.checkpoints = Builder()
 
     def _objects(self) -> Iterator[tuple[int, dict[str, Any]]]:
         """(line number, JSON object) of each non-blank line not read yet."""
@@ -207,6 +220,8 @@ class ExportReader:
             except ValidationError as e:
                 raise ImportFormatError(n, f"invalid event {seq}: {_shorten(e)}") from None
             replay.check(event, seq, n)
+            if self.checkpoints is not None:
+                self.checkpoints.add(event, seq)
             count = expected
             yield event
         if count != self.session.last_seq:

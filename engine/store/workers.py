@@ -30,13 +30,15 @@ from __future__ import annotations
 import time
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 RequestKind = Literal["continue", "redrive", "start"]
 
 
 class TurnRequest(BaseModel):
     """A turn left to a worker."""
+
+    model_config = ConfigDict(defer_build=True)  # built on first use: a read (hitl show) never builds it
 
     app_name: str
     session_id: str
@@ -56,6 +58,8 @@ class TurnRequest(BaseModel):
 
 class WorkerRecord(BaseModel):
     """One worker process's heartbeat."""
+
+    model_config = ConfigDict(defer_build=True)
 
     worker_id: str
     """An owner id (:func:`engine.owners.new_owner`): names host, pid and process start."""

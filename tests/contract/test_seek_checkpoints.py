@@ -281,3 +281,52 @@ def test_a_postgres_store_from_before_the_checkpoints_is_upgraded_and_replays() 
         mp.setattr(checkpoints, "EVERY", 5)
         mp.setattr(checkpoints, "BYTES_PER_EVENT", 10**9)
         asyncio.run(body())
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+@pytest.mark.parametrize("per_event", [10**9, 12])
+def test_an_import_writes_the_checkpoints_in_its_own_pass(
+    kind: str, per_event: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``import_session`` writes, with the session, the very checkpoints a
+    rebuild from the stored events writes (same seqs, same data; with
+    ``per_event`` 12 the spacing is stretched by their size), folded in the
+    pass that validates the file: no event is read back from the store."""
+    monkeypatch.setattr(checkpoints, "EVERY", 10)
+    monkeypatch.setattr(checkpoints, "BYTES_PER_EVENT", per_event)
+
+    async def body() -> None:
+        src = await open_store(kind, tmp_path)
+        dst = await open_store(kind, tmp_path)
+        try:
+            s = await src.create_session("app", "u")
+            maker = Script()
+            for k in range(60):
+                items: list[tuple[Any, ...]] = [("iter", "i1", NodeStatus.COMPLETED)]
+                if k % 7 == 6:
+                    items = [("ask", "i1", 1 + k % 2), ("answer", "i1")]
+                elif k % 5 == 4:
+                    items = [("state", "i1", k % 3), ("nested", "i1")]
+                for item in items:
+                    for ev in maker.events(item):
+                        await src.append_event(s.id, ev)
+            last = (await src.get_session(s.id)).last_seq
+            assert await checkpoints.rebuild(src, s.id) >= 2
+            lines = [line async for line in src.export_session(s.id)]
+
+            async def no_reads(*a: Any, **kw: Any) -> Any:
+                raise AssertionError("the import read events back from the store")
+
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setattr(type(dst), "events", no_reads)
+                await dst.import_session(lines, session_id="copy", operator="t")
+            assert await checkpoints.catch_up(dst, "copy", spans=None) == 0  # none missing
+            want = [await src.get_projection_checkpoint(s.id, n) for n in range(1, last + 1)]  # type: ignore[attr-defined]
+            got = [await dst.get_projection_checkpoint("copy", n) for n in range(1, last + 1)]  # type: ignore[attr-defined]
+            assert got == want
+            assert sorted({w[0] for w in want if w}) == sorted({g[0] for g in got if g})
+        finally:
+            await src.close()
+            await dst.close()
+
+    asyncio.run(body())

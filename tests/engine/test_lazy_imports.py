@@ -50,7 +50,11 @@ def test_store_backends_load_on_first_use() -> None:
 
 # What the listing and show commands never need (issue 15): Rich and Textual (the
 # console), jsonschema (answer validation), the runner; a listing no tree code either.
-NOT_FOR_SHOW = {"rich", "textual", "jsonschema", "engine.runner", "engine.apps"}
+NOT_FOR_SHOW = {
+    "rich", "textual", "jsonschema", "engine.runner", "engine.apps",
+    # issue 12: nor the node classes (only a dry run's next_runs needs them), or the export format.
+    "engine.nodes", "engine.workflow", "engine.store.jsonl",
+}
 NOT_FOR_LISTING = NOT_FOR_SHOW | {"engine.replay", "engine.views"}
 
 
@@ -98,3 +102,27 @@ def test_importing_the_runner_builds_the_event_models() -> None:
     code = "import engine.runner, engine.models as m; print(all(c.__pydantic_complete__ for c in (m.Event, m.Content, m.NodeInfo, m.StoredEvent, m.Session)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "True"
+
+
+@pytest.mark.parametrize("session", ["refund-multi-1", "deploy-long-1"])
+def test_show_builds_no_validator(demo_db: Path, session: str) -> None:
+    """``hitl show`` of a session whose snapshots are current prints from store
+    rows (made without validation) and the snapshots: it builds no pydantic
+    validator, which costs more than the rest of the command together, nor
+    loads what a build pulls in (pydantic's plugin lookup reads every installed
+    package's metadata) (issue 12)."""
+    probe = (
+        "import sys\n"
+        "from console.cli import main\n"
+        f"sys.argv = ['hitl', '--db', {str(demo_db)!r}, 'show', {session!r}]\n"
+        "try:\n    main()\nexcept SystemExit as exc:\n    assert not exc.code, exc.code\n"
+        "from pydantic import BaseModel\n"
+        "seen, stack = [], [BaseModel]\n"
+        "while stack:\n"
+        "    c = stack.pop(); stack.extend(c.__subclasses__())\n"
+        "    if c.__module__.startswith(('engine', 'console')) and c.__pydantic_complete__: seen.append(c.__name__)\n"
+        "print('BUILT', sorted(seen), 'importlib.metadata' in sys.modules, file=sys.stderr)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert f"session {session}" in out.stdout
+    assert out.stderr.strip().splitlines()[-1] == "BUILT [] False"

@@ -184,3 +184,40 @@ def test_a_store_from_before_the_migration_replays_then_migrates(demo: Path, tmp
     assert written == min(checkpoints.CATCH_UP_SPANS, last // EVERY)
     for at, frame in want.items():
         assert replay_json(db, "deploy-long-1", at) == frame, at
+
+
+async def test_a_turn_end_folds_a_bounded_number_of_events(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A session far behind on checkpoints (bulk-loaded, or from before them)
+    whose spans are stretched by the checkpoints' size: one turn end folds at
+    most CATCH_UP_SPANS * EVERY events, not CATCH_UP_SPANS stretched spans (a
+    resume of a 100k-event session folded ~57k events, tens of seconds)."""
+    from engine.models import NodeStatus
+    from tests.contract.test_seek_checkpoints import Script
+
+    monkeypatch.setattr(checkpoints, "BYTES_PER_EVENT", 4)  # spans of ~100+ events after the first
+    store = await SQLiteStore.open(tmp_path / "s.sqlite", inline=True)
+    try:
+        s = await store.create_session("app", "u")
+        maker = Script()
+        events = [ev for _ in range(300) for ev in maker.events(("iter", "i1", NodeStatus.COMPLETED))]
+        await store.append_events(s.id, events)
+        last = (await store.get_session(s.id)).last_seq
+        read = 0
+        events_of = store.events
+
+        async def counting(*a: Any, **kw: Any) -> Any:
+            nonlocal read
+            page = await events_of(*a, **kw)
+            read += len(page)
+            return page
+
+        monkeypatch.setattr(store, "events", counting)
+        await checkpoints.after_turn(store, s.id, 0, last)
+        written = rows(tmp_path / "s.sqlite", s.id)
+        assert written and written[0] == (s.id, EVERY)  # it did catch up
+        assert read <= checkpoints.CATCH_UP_SPANS * EVERY, read
+        before = len(written)
+        await checkpoints.after_turn(store, s.id, 0, last)  # the next turn end goes on from there
+        assert len(rows(tmp_path / "s.sqlite", s.id)) >= before
+    finally:
+        await store.close()

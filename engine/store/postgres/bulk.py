@@ -44,9 +44,10 @@ class _Bulk(_Core):
         stream in: a worker thread parses and checks the next chunk
         (:class:`~engine.store.jsonl.ExportReader`) while the server COPYs the
         previous one; the derived rows of the whole session, computed in one pass
-        (:class:`_Batch`), and the audit record follow in one statement."""
+        (:class:`_Batch`), and the audit record follow in one statement, then the
+        seek checkpoints the reader folded on the way (engine/checkpoints.py)."""
         self._check_writable()
-        reader = jsonl.ExportReader(lines)
+        reader = jsonl.ExportReader(lines, checkpoints=True)  # the seek checkpoints too, in the same pass
         sid = session_id or reader.session.id
         events = reader.events()
 
@@ -98,6 +99,11 @@ class _Bulk(_Core):
                     )
                 )
                 await batch.write(conn, _FINISH_IMPORT_SQL)
+                if reader.checkpoints is not None and reader.checkpoints.rows:
+                    await conn.executemany(
+                        "INSERT INTO projection_checkpoints (session_id, seq, data) VALUES ($1, $2, $3)",
+                        [(sid, seq, data) for seq, data in reader.checkpoints.rows],
+                    )
 
         # Neither redone after a lost connection (it may have committed) nor after a
         # serialisation failure: the export's lines were consumed.

@@ -375,7 +375,12 @@ def _append_batch(
 
 
 def _import_tx(
-    conn: sqlite3.Connection, session_id: str, session: Session, events: list[_Prepared], record: AuditRecord
+    conn: sqlite3.Connection,
+    session_id: str,
+    session: Session,
+    events: list[_Prepared],
+    record: AuditRecord,
+    checkpoints: list[tuple[int, str]],
 ) -> None:
     _create_tx(
         conn,
@@ -392,6 +397,10 @@ def _import_tx(
         "INSERT INTO audit (at, action, operator, reason, session_id, details) VALUES (?, ?, ?, ?, ?, ?)",
         (record.at, record.action, record.operator, record.reason, session_id, to_json(record.details).decode()),
     )
+    if checkpoints:  # the seek checkpoints the import's validating pass folded (engine/checkpoints.py)
+        from .checkpoints import _put_checkpoints
+
+        _put_checkpoints(conn, session_id, checkpoints)
 
 
 def _bulk_tx(conn: sqlite3.Connection, batch: list[tuple[Session, list[Event]]]) -> int:

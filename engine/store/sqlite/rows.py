@@ -30,6 +30,9 @@ from .listing import _SUMMARY_COLS, _decode_cursor, _encode_cursor  # noqa: F401
 T = TypeVar("T")
 
 # --------------------------------------------------------------------------- row converters
+# Rows are the store's own, written from validated records into typed columns:
+# they are made with model_construct (no validation), so that a read builds no
+# validator (a read command pays neither the build nor the validation).
 
 _SESSION_COLS = "id, app_name, user_id, state, created_at, updated_at, last_seq"
 _INTERRUPT_COLS = (
@@ -42,13 +45,13 @@ _AUDIT_COLS = "id, at, action, operator, reason, session_id, invocation_id, seq,
 
 
 def _session_from_row(r: tuple[Any, ...]) -> Session:
-    return Session(
+    return Session.model_construct(
         id=r[0], app_name=r[1], user_id=r[2], state=json.loads(r[3]), created_at=r[4], updated_at=r[5], last_seq=r[6]
     )
 
 
 def _summary_from_row(r: tuple[Any, ...]) -> SessionSummary:
-    return SessionSummary(
+    return SessionSummary.model_construct(
         id=r[0],
         app_name=r[1],
         user_id=r[2],
@@ -64,7 +67,7 @@ def _summary_from_row(r: tuple[Any, ...]) -> SessionSummary:
 
 
 def _interrupt_from_row(r: tuple[Any, ...]) -> InterruptRecord:
-    return InterruptRecord(
+    return InterruptRecord.model_construct(
         interrupt_id=r[0],
         session_id=r[1],
         app_name=r[2],
@@ -83,7 +86,7 @@ def _interrupt_from_row(r: tuple[Any, ...]) -> InterruptRecord:
 
 
 def _invocation_from_row(r: tuple[Any, ...]) -> InvocationSummary:
-    return InvocationSummary(
+    return InvocationSummary.model_construct(
         session_id=r[0],
         invocation_id=r[1],
         status=r[2],
@@ -95,7 +98,7 @@ def _invocation_from_row(r: tuple[Any, ...]) -> InvocationSummary:
 
 
 def _lease_from_row(r: tuple[Any, ...]) -> Lease:
-    return Lease(
+    return Lease.model_construct(
         session_id=r[0], invocation_id=r[1], owner=r[2], acquired_at=r[3], renewed_at=r[4], expires_at=r[5]
     )
 
@@ -105,7 +108,7 @@ def _audit_from_row(r: tuple[Any, ...]) -> AuditRecord:
         details = json.loads(r[9])
     except (ValueError, TypeError):
         details = {}
-    return AuditRecord(
+    return AuditRecord.model_construct(
         at=r[1],
         action=r[2],
         operator=r[3],

@@ -19,7 +19,6 @@ from ...errors import (
     StoreError,
 )
 from ...models import Event, Session, StoredEvent, new_id
-from .. import jsonl
 from ..base import (
     AuditRecord,
     InterruptRecord,
@@ -462,6 +461,8 @@ class SQLiteStore(_WorkerTables, _WorkerSteps):
     # ---------------------------------------------------------- export/import
     def export_session(self, session_id: str) -> AsyncIterator[str]:
         """The session as JSON Lines (see :mod:`engine.store.jsonl`), one line per item."""
+        from .. import jsonl  # the export format: imported by the commands that move sessions only
+
         return jsonl.export_lines(self, session_id)
 
     async def import_session(
@@ -475,14 +476,20 @@ class SQLiteStore(_WorkerTables, _WorkerSteps):
     ) -> Session:
         """Create a session from an export. The whole file is validated first and
         written in one transaction through the append path (derived rows are
-        rebuilt) together with its audit record (operator, reason, source); a
-        bad file raises ImportFormatError naming the line and writes nothing."""
+        rebuilt, the seek checkpoints too) together with its audit record
+        (operator, reason, source); a bad file raises ImportFormatError naming
+        the line and writes nothing."""
         self._check_writable()
-        reader = jsonl.ExportReader(lines)  # each event reduced to its row as it is read: one parse, no Event list
+        # Each event reduced to its row as it is read (one parse, no Event list), and
+        # folded into the seek checkpoints, written in the same transaction.
+        from .. import jsonl
+
+        reader = jsonl.ExportReader(lines, checkpoints=True)
         sid = session_id or reader.session.id
         prepared = [_prepare(e) for e in reader.events()]
         record = import_record(sid, len(prepared), operator, reason, source, reader.session.id)
-        await self._write(_import_tx, sid, reader.session, prepared, record)
+        rows = reader.checkpoints.rows if reader.checkpoints is not None else []
+        await self._write(_import_tx, sid, reader.session, prepared, record, rows)
         return await self.get_session(sid)
 
     # ------------------------------------------------------------------ leases
