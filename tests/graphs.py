@@ -95,6 +95,50 @@ LOOP_ANSWERS = [{"gate-1": 1}, {"gate-2": 2}]
 """Two iterations answered: build@3 and gate@3 (waiting on gate-3)."""
 
 
+CHECKS = ("fraud", "kyc", "aml", "sanctions", "limits", "address", "device", "velocity", "geo", "email", "phone",
+          "history")
+"""A 12-way fan-out: kyc asks, the other eleven complete."""
+
+
+def _check(name: str) -> Any:
+    async def body(order: str):
+        if name == "kyc":
+            yield RequestInput("identity ok?", response_schema=bool, interrupt_id="kyc-ok")
+        else:
+            yield f"{name} ok"
+
+    return node(body, name=name)
+
+
+WIDE = Workflow("wide", [(START, fetch, tuple(_check(n) for n in CHECKS), JoinNode("all_checks"), pay)])
+"""fetch -> twelve checks side by side -> all_checks -> pay: drawn box by box, 12 x 17
+columns -- wider than 120 columns unless the eleven completed checks fold into one node."""
+
+AGENTS = tuple(f"agent_{i:02d}" for i in range(14))
+
+
+def _agent(name: str) -> Any:
+    async def body(task: str):
+        if name == "agent_03":
+            yield RequestInput("agent 3 stuck: continue?", response_schema=bool, interrupt_id="agent-3")
+        else:
+            yield f"{name} done"
+
+    return node(body, name=name)
+
+
+_AGENT_NODES = [_agent(n) for n in AGENTS]
+
+
+@node(rerun_on_resume=True)
+async def dispatch(ctx: Any, task: str) -> list[Any]:
+    return list(await asyncio.gather(*(ctx.run_node(a, task) for a in _AGENT_NODES)))
+
+
+FLEET = Workflow("fleet", [(START, dispatch)])
+"""An orchestration node calling fourteen dynamic children of different names (agent_03 waits)."""
+
+
 async def stored(
     workflow: Workflow, app: str, answers: list[dict[str, Any]] = (), *, store: MemoryStore | None = None,
     session_id: str = "s1",
