@@ -220,10 +220,11 @@ class InboxScreen(SortableRows, PagedTableScreen):
         status = max((len(self._status_word(r)) for r in rows), default=0)
         ages = max((len(age(r.raised_at, now)) for r in rows), default=0)
         table = self.query_one("#inbox-table", StatusTable)
-        scrollbar = 1 if len(rows) + 1 > (table.size.height or self.size.height) else 0
+        overflow = len(rows) + 1 > (table.size.height or self.size.height)
+        scrollbar = table.styles.scrollbar_size_vertical if overflow else 0  # 2 columns in the console's theme
         fixed = max(status, len(header["status"])) + max(ages, len(header["age"])) + 2 * len(COLUMNS) + scrollbar
         width = table.size.width or self.size.width or 80
-        minimum = {"asks": 12, "node": len(header["node"]), "app": 6, "session": 10, "interrupt": 10}
+        minimum = {"asks": 10, "node": len(header["node"]), "app": 5, "session": 9, "interrupt": 9}  # 80 columns: all fit
         return fit_widths(natural, width - fixed, order=("node", "asks", "app", "session", "interrupt"),
                           minimum={k: min(v, natural[k]) for k, v in minimum.items()})
 

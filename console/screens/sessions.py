@@ -314,7 +314,8 @@ class SessionsScreen(SortableRows, PagedTableScreen):
         }
         status = max((len(self._status_word(r)) for r in rows), default=6)
         table = self.query_one(SessionTable)
-        scrollbar = 1 if len(rows) + 1 > (table.size.height or self.size.height) else 0
+        overflow = len(rows) + 1 > (table.size.height or self.size.height)
+        scrollbar = table.styles.scrollbar_size_vertical if overflow else 0  # 2 columns in the console's theme
         fixed = max(status, 6) + 4 + 6 + 6 + 2 * len(COLUMNS) + scrollbar  # cell paddings
         width = table.size.width or self.size.width or 80
         return fit_widths(natural, width - fixed, order=("user", "app", "session"),
