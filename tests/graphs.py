@@ -100,34 +100,26 @@ CHECKS = ("fraud", "kyc", "aml", "sanctions", "limits", "address", "device", "ve
 """A 12-way fan-out: kyc asks, the other eleven complete."""
 
 
-def _check(name: str) -> Any:
-    async def body(order: str):
-        if name == "kyc":
-            yield RequestInput("identity ok?", response_schema=bool, interrupt_id="kyc-ok")
-        else:
-            yield f"{name} ok"
+def _one_asks(name: str, asker: str, question: str, interrupt_id: str) -> Any:
+    """A node ``name`` that completes, or (the one named ``asker``) asks ``question``."""
 
-    return node(body, name=name)
-
-
-WIDE = Workflow("wide", [(START, fetch, tuple(_check(n) for n in CHECKS), JoinNode("all_checks"), pay)])
-"""fetch -> twelve checks side by side -> all_checks -> pay: drawn box by box, 12 x 17
-columns -- wider than 120 columns unless the eleven completed checks fold into one node."""
-
-AGENTS = tuple(f"agent_{i:02d}" for i in range(14))
-
-
-def _agent(name: str) -> Any:
-    async def body(task: str):
-        if name == "agent_03":
-            yield RequestInput("agent 3 stuck: continue?", response_schema=bool, interrupt_id="agent-3")
+    async def body(node_input: Any):
+        if name == asker:
+            yield RequestInput(question, response_schema=bool, interrupt_id=interrupt_id)
         else:
             yield f"{name} done"
 
     return node(body, name=name)
 
 
-_AGENT_NODES = [_agent(n) for n in AGENTS]
+WIDE = Workflow("wide", [(START, fetch, tuple(_one_asks(n, "kyc", "identity ok?", "kyc-ok") for n in CHECKS), JoinNode("all_checks"), pay)])
+"""fetch -> twelve checks side by side -> all_checks -> pay: drawn box by box, 12 x 17
+columns -- wider than 120 columns unless the eleven completed checks fold into one node."""
+
+AGENTS = tuple(f"agent_{i:02d}" for i in range(14))
+
+
+_AGENT_NODES = [_one_asks(n, "agent_03", "agent 3 stuck: continue?", "agent-3") for n in AGENTS]
 
 
 @node(rerun_on_resume=True)

@@ -3,8 +3,8 @@
 Textual's :class:`~textual.widgets.Footer` lays every shown binding out in a row
 and lets what does not fit run under the command palette's key (at 80 columns the
 session screen showed ``▏^p paletted``). :class:`FittedFooter` keeps the keys
-that matter most and drops the others -- they stay in the help (``?``) and the
-palette (``ctrl+p``), which :func:`footer_keys` never drops:
+that matter most and drops the others -- they stay in the help (``?``, which
+:func:`footer_keys` never drops) and the palette (``ctrl+p``). Which keys stay:
 
 1. ``?`` (help) is always there: it lists every key of the screen;
 2. keys that apply now before keys shown disabled (read-only, not applicable);

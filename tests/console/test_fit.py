@@ -31,31 +31,22 @@ LONG_QUESTION = "Approve the refund of 1,250 EUR to the customer whose parcel ne
 LONG_OUTPUT = {"order": "order-2026-000417", "customer": "c-88121", "lines": ["boots", "scarf", "gloves"]}
 
 
-@node
-async def look_up_the_order_and_its_customer(node_input: Any) -> dict[str, Any]:
-    return LONG_OUTPUT
+def _asking(workflow: str, first: str, second: str, interrupt_id: str) -> Workflow:
+    """``first`` returns LONG_OUTPUT, ``second`` asks LONG_QUESTION."""
+
+    async def output(node_input: Any) -> dict[str, Any]:
+        return LONG_OUTPUT
+
+    async def question(node_input: Any) -> Any:
+        yield RequestInput(LONG_QUESTION, response_schema=bool, interrupt_id=interrupt_id)
+
+    return Workflow(workflow, [(START, node(output, name=first), node(question, name=second))])
 
 
-@node
-async def approve_the_refund_of_the_lost_parcel(node_input: Any) -> Any:
-    yield RequestInput(LONG_QUESTION, response_schema=bool, interrupt_id="approve-refund-of-lost-parcel-order-417")
-
-
-LONG = Workflow("refund_of_a_lost_parcel",
-                [(START, look_up_the_order_and_its_customer, approve_the_refund_of_the_lost_parcel)])
-
-
-@node
-async def lookup(node_input: Any) -> dict[str, Any]:
-    return LONG_OUTPUT
-
-
-@node
-async def approve(node_input: Any) -> Any:
-    yield RequestInput(LONG_QUESTION, response_schema=bool, interrupt_id="lost-417")
-
-
-SHORT_NAMES = Workflow("lost", [(START, lookup, approve)])
+LONG = _asking("refund_of_a_lost_parcel", "look_up_the_order_and_its_customer",
+               "approve_the_refund_of_the_lost_parcel", "approve-refund-of-lost-parcel-order-417")
+"""Long names: a long node path and interrupt id for the inbox."""
+SHORT_NAMES = _asking("lost", "lookup", "approve", "lost-417")
 """Short names, a long question and output: what the tree's width decides."""
 
 
