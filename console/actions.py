@@ -81,6 +81,9 @@ class Action:
     priority: bool = False
     """Bound with priority: the key reaches the screen before the focused widget
     (``space`` on the session screen, which the tree would otherwise take)."""
+    footer_rank: int = 50
+    """When the footer is too short for every key (:mod:`console.widgets.footer`), the
+    lower ranks stay (then the registry's order); the others are in the help and palette."""
 
     @property
     def read_only_disabled(self) -> bool:
@@ -137,6 +140,16 @@ def _status(key: str, status: str | None, label: str) -> Action:
     )
 
 
+def _sorts(screen: str, columns: tuple[tuple[str, str, str], ...]) -> tuple[Action, ...]:
+    """The column sorts of a table screen (``<screen>.sort.<column>``, shift+letter as in k9s;
+    a header click does the same): :class:`console.screens.base.SortableRows` runs them."""
+    return tuple(
+        Action(f"{screen}.sort.{col}", key, label, f"Sort the loaded rows by {label} (again: reverse, a third "
+               "time: back)", screen, f"sort_column({col!r})", show=False, key_display=key)
+        for col, key, label in columns
+    )
+
+
 ACTIONS: tuple[Action, ...] = (
     # ---------------------------------------------------------------- global
     Action("app.help", "question_mark", "Help", "Keys of this screen", "app", "help", cli="hitl --help",
@@ -158,7 +171,7 @@ ACTIONS: tuple[Action, ...] = (
            "since= until=)", "app", "show_audit", cli="hitl audit", command="audit"),
     # -------------------------------------------------------------- sessions
     Action("sessions.open", "enter", "Open", "Open the selected session", "sessions", "open_selected",
-           cli="hitl show {session_id}", command="open"),
+           cli="hitl show {session_id}", command="open", footer_rank=10),
     Action("sessions.filter", "slash", "Filter", "Search session ids, users, apps and interrupt ids", "sessions", "filter",
            cli="hitl sessions --text {text}", key_display="/"),
     Action("sessions.status_filter", "s", "Status", "Cycle the status filter", "sessions", "cycle_status",
@@ -167,16 +180,14 @@ ACTIONS: tuple[Action, ...] = (
     *(_status(str(n), s, s.title() if s else "All") for n, s in enumerate(STATUS_CYCLE)),
     Action("sessions.sort", "o", "Sort", "Sort by last activity / oldest open interrupt", "sessions",
            "toggle_sort"),
-    *(Action(f"sessions.sort.{col}", key, label, f"Sort the loaded rows by {label} (again: reverse, a third "
-             "time: back)", "sessions", f"sort_column({col!r})", show=False, key_display=key)
-      for col, key, label in (("status", "S", "STATUS"), ("open", "O", "OPEN"), ("oldest", "W", "OLDEST waiting"),
-                              ("app", "P", "APP"), ("user", "U", "USER"), ("session", "I", "SESSION id"),
-                              ("active", "T", "ACTIVE"))),
+    *_sorts("sessions", (("status", "S", "STATUS"), ("open", "O", "OPEN"), ("oldest", "W", "OLDEST waiting"),
+                         ("app", "P", "APP"), ("user", "U", "USER"), ("session", "I", "SESSION id"),
+                         ("active", "T", "ACTIVE"))),
     Action("sessions.refresh", "r", "Refresh", "Reload the list now", "sessions", "refresh", show=False,
            cli="hitl sessions"),
     # ----------------------------------------------------------------- inbox
     Action("inbox.open", "enter", "Jump", "Jump to the interrupt's node in its session", "inbox", "open_selected",
-           cli="hitl show {session_id} --invocation {invocation_id}"),
+           cli="hitl show {session_id} --invocation {invocation_id}", footer_rank=10),
     Action("inbox.refresh", "r", "Refresh", "Reload the inbox now", "inbox", "refresh", show=False,
            cli="hitl inbox"),
     Action("inbox.filter", "slash", "Filter", "Filter by app=, node=, age>2h, text, payload fields (amount<50)",
@@ -186,6 +197,9 @@ ACTIONS: tuple[Action, ...] = (
     Action("inbox.bulk_answer", "b", "Bulk", "One answer for the marked (else the filtered) rows: dry run, then "
            "one audited batch", "inbox", "bulk_answer", cli="hitl bulk-answer {text} --answer JSON --dry-run",
            writes=True),
+    *_sorts("inbox", (("status", "S", "STATUS"), ("age", "W", "AGE (waiting since)"), ("interrupt", "D", "INTERRUPT id"),
+                      ("session", "I", "SESSION id"), ("asks", "K", "ASKS"), ("node", "O", "NODE path"),
+                      ("app", "P", "APP"))),
     # Selecting ids and answering them: part of the write flow, so --read-only disables them too.
     Action("interrupts.toggle", "space", "Select", "Select / unselect the open ids of this node (or inbox row)",
            ("inbox", "session"), "toggle_interrupt", cli="hitl resume {session_id} {interrupt_id}=JSON",
@@ -198,15 +212,19 @@ ACTIONS: tuple[Action, ...] = (
            write_flow=True, show=False),
     Action("interrupts.answer", "e", "Answer", "Answer the selected ids (else this node's) in the response editor",
            ("inbox", "session"), "answer",
-           cli="hitl resume {session_id} {interrupt_id}=JSON --invocation {invocation_id}", writes=True),
+           cli="hitl resume {session_id} {interrupt_id}=JSON --invocation {invocation_id}", writes=True,
+           footer_rank=10),
     # ----------------------------------------------------------------- audit
     Action("audit.open", "enter", "Open", "Open the session the write went to", "audit", "open_selected",
            cli="hitl show {session_id} --invocation {invocation_id}"),
     Action("audit.refresh", "r", "Refresh", "Reload the audit log now", "audit", "refresh", show=False,
            cli="hitl audit"),
+    *_sorts("audit", (("time", "T", "TIME"), ("action", "A", "ACTION"), ("operator", "O", "OPERATOR"),
+                      ("session", "I", "SESSION id"), ("invocation", "V", "INVOCATION"), ("what", "W", "WHAT"),
+                      ("reason", "R", "REASON"))),
     # --------------------------------------------------------------- session
     Action("tree.next_waiting", "n", "Next", "Move to the next WAITING node", "session", "next_waiting",
-           cli="hitl show {session_id} --invocation {invocation_id}"),
+           cli="hitl show {session_id} --invocation {invocation_id}", footer_rank=20),
     Action("tree.follow", "f", "Follow", "Follow live changes (cursor and log tail)", "session", "toggle_follow",
            cli="hitl events {session_id} --tail"),
     Action("tree.expand_all", "plus", "Expand", "Expand every node", "session", "expand_all", show=False,
@@ -214,7 +232,7 @@ ACTIONS: tuple[Action, ...] = (
     Action("tree.collapse_all", "minus", "Collapse", "Collapse every node", "session", "collapse_all", show=False,
            key_display="-"),
     Action("session.invocations", "p", "Invocations", "Pick another invocation of this session", "session",
-           "pick_invocation", cli="hitl show {session_id} --invocation {invocation_id}"),
+           "pick_invocation", cli="hitl show {session_id} --invocation {invocation_id}", footer_rank=60),
     Action("session.refresh", "r", "Reload", "Reload the session from the store", "session", "reload", show=False,
            cli="hitl show {session_id}"),
     Action("invocation.redrive", "R", "Re-drive", "Re-drive the failed or interrupted invocation (asks first)",
@@ -224,7 +242,7 @@ ACTIONS: tuple[Action, ...] = (
     # ----------------------------------------------------------------- graph
     Action("session.graph", "v", "Graph", "Draw the invocation as a graph (edges, groups, what an answer would run)",
            "session", "open_graph", cli="hitl show {session_id} --invocation {invocation_id} --graph",
-           command="graph", show=False),
+           command="graph", footer_rank=30),
     Action("graph.reload", "r", "Redraw", "Redraw the graph from the session as it is now", "graph", "reload",
            cli="hitl show {session_id} --invocation {invocation_id} --graph"),
     # ------------------------------------------------------------ navigation
@@ -270,7 +288,7 @@ ACTIONS: tuple[Action, ...] = (
     # ---------------------------------------------------------------- replay
     # Read-only by construction: nothing bound on the replay screen writes.
     Action("replay.open", "t", "Replay", "Replay this session's history, event by event", "session", "open_replay",
-           cli="hitl replay {session_id}", command="replay"),
+           cli="hitl replay {session_id}", command="replay", footer_rank=30),
     Action("replay.step", "right_square_bracket", "Step", "Step one event forward", "replay", "step(1)",
            cli="hitl replay {session_id} --at {position}", key_display="]"),
     Action("replay.step_back", "left_square_bracket", "Back", "Step one event back", "replay", "step(-1)",

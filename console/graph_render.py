@@ -20,6 +20,10 @@ a rounded box titled the same way. Edges go down from a node's bottom border
 to an arrow above the next node's top border, turning in the row between
 layers; a loop edge goes out of its source's right side, up a lane right of the
 group and into its target's right side (``◀``). Lines pass behind boxes.
+
+A picture wider than :data:`MAX_WIDTH` folds its widest fan-out (:func:`draw_graph`):
+``hitl show --graph`` and the console draw the same folded picture; ``--json``
+keeps every node.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from typing import TYPE_CHECKING
 from grandalf.graphs import Edge, Graph, Vertex
 from grandalf.layouts import SugiyamaLayout
 
-from engine.graph_view import GraphNode, InvocationGraph
+from engine.graph_view import QUIET, GraphNode, InvocationGraph, fold_siblings, sibling_sets
 from engine.status import DisplayStatus
 
 from .widgets.format import STATUS_ICON
@@ -39,6 +43,8 @@ from .widgets.format import STATUS_ICON
 if TYPE_CHECKING:
     from rich.text import Text
 
+MAX_WIDTH = 120
+"""Columns a picture is folded to fit (:func:`draw_graph`): the console's and ``hitl show --graph``'s alike."""
 NODE_TEXT = 30
 """Widest text inside a node box (longer labels are cut with ``…``)."""
 XSPACE = 3
@@ -179,12 +185,32 @@ class _EdgeView:
         self.points = list(pts)
 
 
-def draw_graph(graph: InvocationGraph) -> Canvas:
-    """The whole picture (empty when the invocation has no run yet)."""
-    root = graph.root
-    if root is None:
+def draw_graph(graph: InvocationGraph, width: int = MAX_WIDTH) -> Canvas:
+    """The whole picture (empty when the invocation has no run yet), at most ``width``
+    columns wide where folding can make it so: while it is wider, the largest set of
+    side-by-side siblings (:func:`engine.graph_view.sibling_sets`, a 12-way fan-out)
+    gives way -- first its members that need no operator (completed, pending,
+    cancelled: the waiting and failed ones keep their own boxes), then all of them --
+    into one ``×12 first…last`` node (:func:`engine.graph_view.fold_siblings`)."""
+    if graph.root is None:
         return Canvas(0, 0)
-    return _draw(graph, root)
+    canvas = _draw(graph, graph.root)
+    while canvas.width > width:
+        folded = _fold_widest(graph)
+        if folded is None:
+            break
+        graph = folded
+        canvas = _draw(graph, graph.root)  # type: ignore[arg-type]
+    return canvas
+
+
+def _fold_widest(graph: InvocationGraph) -> InvocationGraph | None:
+    for members in sibling_sets(graph):
+        quiet = [m for m in members if m.status in QUIET and not m.open_ids]
+        if 2 <= len(quiet) < len(members):
+            return fold_siblings(graph, quiet)
+        return fold_siblings(graph, members)
+    return None
 
 
 def _draw(graph: InvocationGraph, node: GraphNode) -> Canvas:

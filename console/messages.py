@@ -71,7 +71,22 @@ class SessionsLoaded(Message):
     _: KW_ONLY
     append: bool
     stopped: dict[str, tuple[bool, bool]] = field(default_factory=dict)
-    """Session id -> (an invocation stopped mid-run, some node of it is in doubt) (engine.liveness)."""
+    """Session id -> (an invocation stopped mid-run, some node of it is in doubt) (engine.liveness);
+    for the ids of ``judge`` a first verdict, from the page's lease rows."""
+    judge: dict[str, str] = field(default_factory=dict)
+    """Session id -> its listed status: the rows whose liveness is judged in full after the paint."""
+    generation: int = 0
+
+
+@dataclass
+class LivenessJudged(Message):
+    """The full liveness verdict (engine.liveness) on rows of the sessions list, read after its paint."""
+
+    query: SessionQuery
+    generation: int
+    judged: tuple[str, ...]
+    stopped: dict[str, tuple[bool, bool]]
+    """Of ``judged``, the ones stopped mid-run: (True, a node in doubt). The others are not."""
 
 
 @dataclass

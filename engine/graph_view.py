@@ -85,6 +85,8 @@ class GraphNode:
     """What answering every open id would do: ``auto-complete``, ``re-execute`` (or None)."""
     next_count: int = 0
     """For folded children: how many of them ``next`` applies to."""
+    folded: tuple[str, ...] = ()
+    """For siblings folded to fit a width (:func:`fold_siblings`): their labels."""
 
     @property
     def waiting(self) -> bool:
@@ -92,7 +94,10 @@ class GraphNode:
 
     @property
     def label(self) -> str:
-        """``name@run`` (``×N runs`` of a loop), or ``name ×N`` for dynamic children."""
+        """``name@run`` (``×N runs`` of a loop), ``name ×N`` for dynamic children, ``×N first…last``
+        for folded siblings."""
+        if self.folded:
+            return f"×{self.runs} {self.name}"
         if self.dynamic:
             return f"{self.name} ×{self.runs}"
         return f"{self.name}@{self.run_id}"
@@ -289,3 +294,60 @@ def _edges(proj: Projection, container: NodeRun, members: list[tuple[str, NodeRu
         previous = c
     return list(out.values())
 
+
+
+QUIET = (DisplayStatus.COMPLETED, DisplayStatus.PENDING, DisplayStatus.CANCELLED)
+"""Statuses that need no operator: a fold takes these siblings first."""
+
+
+def sibling_sets(graph: InvocationGraph) -> list[list[GraphNode]]:
+    """Members of one group that sit side by side in its picture -- the same edges in
+    and out (a fan-out's branches; a caller's dynamic children of different names) and
+    no members of their own -- in sets of three or more, the largest first."""
+    ins: dict[str, set[str]] = {}
+    outs: dict[str, set[str]] = {}
+    for e in graph.edges:
+        outs.setdefault(e.src, set()).add(e.dst)
+        ins.setdefault(e.dst, set()).add(e.src)
+    sets: dict[tuple[Any, ...], list[GraphNode]] = {}
+    for n in graph.nodes:
+        if n.group is not None and not n.is_group:
+            sig = (n.group, frozenset(ins.get(n.key, ())), frozenset(outs.get(n.key, ())))
+            sets.setdefault(sig, []).append(n)
+    return sorted((m for m in sets.values() if len(m) >= 3), key=len, reverse=True)
+
+
+def fold_siblings(graph: InvocationGraph, members: list[GraphNode]) -> InvocationGraph:
+    """``graph`` with ``members`` (siblings of one :func:`sibling_sets` set) drawn as one
+    node: ``×12 fraud…sanctions`` with the count of each status (the most urgent one
+    is its status), their open ids and what an answer would do to them. Their edges
+    become the node's. For a picture that must fit a width (``console.graph_render``);
+    :func:`invocation_graph` itself never folds siblings."""
+    keys = {m.key for m in members}
+    first = members[0]
+    words = [st for m in members for st, n in (m.counts if m.dynamic else ((m.status, 1),)) for _ in range(n)]
+    counts = tuple((st, words.count(st)) for st in STATUS_PRIORITY if st in words)
+    marks = [m.next for m in members if m.next]
+    node = GraphNode(
+        key=f"{first.key}+{len(members) - 1}",
+        name=f"{first.name}…{members[-1].name}",
+        path=next((m.path for m in members if m.status is counts[0][0]), first.path),
+        run_id=first.run_id,
+        status=counts[0][0],
+        group=first.group,
+        runs=len(members),
+        dynamic=True,
+        counts=counts,
+        open_ids=tuple(i for m in members for i in m.open_ids),
+        next=RE_EXECUTE if RE_EXECUTE in marks else (AUTO_COMPLETE if marks else None),
+        next_count=sum(m.next_count if m.dynamic else 1 for m in members if m.next),
+        folded=tuple(m.label for m in members),
+    )
+    nodes = [node if n.key == first.key else n for n in graph.nodes if n.key not in keys or n.key == first.key]
+    edges: dict[tuple[str, str], GraphEdge] = {}
+    for e in graph.edges:
+        src = node.key if e.src in keys else e.src
+        dst = node.key if e.dst in keys else e.dst
+        if src != dst:
+            edges.setdefault((src, dst), GraphEdge(src, dst, e.loop, e.inferred))
+    return InvocationGraph(graph.invocation_id, tuple(nodes), tuple(edges.values()), {n.key: n for n in nodes})

@@ -35,6 +35,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -318,6 +319,31 @@ async def session_health(
             status = NodeStatus(DisplayStatus.of(summary.status))
             out[inv] = InvocationHealth(inv, status, None, False, False)
     return out
+
+
+def page_verdicts(
+    sessions: Iterable[tuple[str, str]], leases: Iterable[Lease], now: float | None = None
+) -> tuple[set[str], list[str]]:
+    """Pure: a first verdict on a page of the sessions list from its ``(session id,
+    status)`` rows and their lease rows (one read: :func:`engine.store.base.leases_of`).
+    Returns (the sessions that look stopped mid-run: RUNNING and no live lease; every
+    session whose verdict :func:`interrupted_invocations` must still give: the RUNNING
+    ones and any with a lease row). The others cannot be mid-run and need nothing more.
+    A first verdict cannot tell nodes in doubt (that needs the invocation's events),
+    nor a running session whose other invocation stopped beside a live one."""
+    held: dict[str, list[Lease]] = {}
+    for lease in leases:
+        held.setdefault(lease.session_id, []).append(lease)
+    stopped: set[str] = set()
+    judge: list[str] = []
+    for sid, status in sessions:
+        rows = held.get(sid, [])
+        if status != SessionStatus.RUNNING and not rows:
+            continue
+        judge.append(sid)
+        if status == SessionStatus.RUNNING and not any(lease_is_live(x, now) for x in rows):
+            stopped.add(sid)
+    return stopped, judge
 
 
 async def interrupted_invocations(

@@ -95,6 +95,42 @@ LOOP_ANSWERS = [{"gate-1": 1}, {"gate-2": 2}]
 """Two iterations answered: build@3 and gate@3 (waiting on gate-3)."""
 
 
+CHECKS = ("fraud", "kyc", "aml", "sanctions", "limits", "address", "device", "velocity", "geo", "email", "phone",
+          "history")
+"""A 12-way fan-out: kyc asks, the other eleven complete."""
+
+
+def _one_asks(name: str, asker: str, question: str, interrupt_id: str) -> Any:
+    """A node ``name`` that completes, or (the one named ``asker``) asks ``question``."""
+
+    async def body(node_input: Any):
+        if name == asker:
+            yield RequestInput(question, response_schema=bool, interrupt_id=interrupt_id)
+        else:
+            yield f"{name} done"
+
+    return node(body, name=name)
+
+
+WIDE = Workflow("wide", [(START, fetch, tuple(_one_asks(n, "kyc", "identity ok?", "kyc-ok") for n in CHECKS), JoinNode("all_checks"), pay)])
+"""fetch -> twelve checks side by side -> all_checks -> pay: drawn box by box, 12 x 17
+columns -- wider than 120 columns unless the eleven completed checks fold into one node."""
+
+AGENTS = tuple(f"agent_{i:02d}" for i in range(14))
+
+
+_AGENT_NODES = [_one_asks(n, "agent_03", "agent 3 stuck: continue?", "agent-3") for n in AGENTS]
+
+
+@node(rerun_on_resume=True)
+async def dispatch(ctx: Any, task: str) -> list[Any]:
+    return list(await asyncio.gather(*(ctx.run_node(a, task) for a in _AGENT_NODES)))
+
+
+FLEET = Workflow("fleet", [(START, dispatch)])
+"""An orchestration node calling fourteen dynamic children of different names (agent_03 waits)."""
+
+
 async def stored(
     workflow: Workflow, app: str, answers: list[dict[str, Any]] = (), *, store: MemoryStore | None = None,
     session_id: str = "s1",

@@ -7,14 +7,14 @@ session at the invocation written to; pages load as the cursor nears the end."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import ClassVar, get_args
+from typing import Any, ClassVar, get_args
 
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import Footer
 
 from engine.store.base import AuditAction, AuditRecord
 
@@ -22,9 +22,10 @@ from ..actions import bindings
 from ..messages import AuditLoaded, StoreFailed
 from ..text import audit_what
 from ..times import date_time
+from ..widgets.footer import FittedFooter
 from ..widgets.format import short, shown, to_json
 from ..widgets.plain import DataTable, Static
-from .base import PagedTableScreen
+from .base import PagedTableScreen, SortableRows
 from .loaders import one_line
 
 PAGE = 100
@@ -107,10 +108,20 @@ def _key(r: AuditRecord) -> str:
     return f"{r.at!r}\x1f{r.session_id}\x1f{r.seq}\x1f{r.action}"
 
 
-class AuditScreen(PagedTableScreen):
+class AuditScreen(SortableRows, PagedTableScreen):
     AREA = "audit"
     HELP_AREAS = ("audit",)
     BINDINGS: ClassVar[list[Binding]] = bindings("audit")
+    SORT_KEYS: ClassVar[dict[str, Callable[[Any], Any]]] = {
+        "time": lambda r: r.at,  # ▲: oldest first (the view's own order is newest first)
+        "action": lambda r: r.action,
+        "operator": lambda r: None if r.operator is None else r.operator.lower(),
+        "session": lambda r: r.session_id.lower(),
+        "invocation": lambda r: r.invocation_id,
+        "what": lambda r: audit_what(r.action, r.details).lower(),
+        "reason": lambda r: None if not r.reason else r.reason.lower(),
+    }
+    """Column sort (shift+letter, or a header click) of the rows loaded so far."""
 
     def __init__(self, query: AuditQuery | None = None) -> None:
         super().__init__(id="audit-screen")
@@ -127,7 +138,7 @@ class AuditScreen(PagedTableScreen):
         yield Static("", id="audit-info", classes="infoline")
         yield DataTable(id="audit-table", cursor_type="row", zebra_stripes=True)
         yield Static("", id="audit-empty", classes="empty -hidden")
-        yield Footer(compact=True)
+        yield FittedFooter()
 
     def on_mount(self) -> None:
         table = self.query_one("#audit-table", DataTable)
@@ -208,11 +219,12 @@ class AuditScreen(PagedTableScreen):
     def _show_rows(self) -> None:
         table = self.query_one("#audit-table", DataTable)
         current = self.selected
+        rows = self.sorted_rows(self.rows)
         table.clear()
-        for r in self.rows:
+        for r in rows:
             table.add_row(*self._cells(r), key=_key(r))
-        if current is not None and current in self.rows:
-            table.move_cursor(row=self.rows.index(current), animate=False)
+        if current is not None and current in rows:
+            table.move_cursor(row=rows.index(current), animate=False)
         empty = self.loaded_once and not self.rows
         box = self.query_one("#audit-empty", Static)
         box.set_class(not empty, "-hidden")
@@ -225,10 +237,17 @@ class AuditScreen(PagedTableScreen):
     def _render_info(self) -> None:
         more = " · more below ↓" if self.next_cursor else ""
         busy = "   loading…" if self._busy else ""
-        text = Text(" operator writes, newest first · filter: ")
+        order = f"sorted by {self.sort_label()} (loaded rows)" if self.sort_label() else "newest first"
+        text = Text(f" operator writes, {order} · filter: ")
         text.append(self.query_state.describe(), "b")
         text.append(f" · {len(self.rows):,} shown{more}{busy}")
         self.query_one("#audit-info", Static).update(text)
+
+    def sort_changed(self) -> None:
+        table = self.query_one("#audit-table", DataTable)
+        for key, label in COLUMNS:
+            table.set_column_label(key, self.header_label(key, label))
+        self._show_rows()
 
     # ------------------------------------------------------------ selection
     @property

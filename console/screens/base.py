@@ -127,8 +127,13 @@ class SortableRows:
     sort_column: str | None = None
     sort_reverse: bool = False
 
+    def sort_key(self, column: str) -> Callable[[Any], Any] | None:
+        """The sort value of a row by ``column`` (a screen whose value needs more than
+        the row -- the inbox's liveness -- overrides this)."""
+        return self.SORT_KEYS.get(column)
+
     def sorted_rows(self, rows: list[Any]) -> list[Any]:
-        key = self.SORT_KEYS.get(self.sort_column or "")
+        key = self.sort_key(self.sort_column or "")
         if key is None:
             return rows
         present = [r for r in rows if key(r) is not None]

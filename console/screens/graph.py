@@ -16,13 +16,13 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import ScrollableContainer
-from textual.widgets import Footer
 
 from engine.graph_view import InvocationGraph, invocation_graph
 from engine.views import invocation_display
 
 from ..actions import bindings
 from ..graph_render import EDGE_STYLE, LEGEND, LOOP_STYLE, MARK_STYLE, notes, rich_text
+from ..widgets.footer import FittedFooter
 from ..widgets.format import STATUS_CLASSES, STATUS_ICON, short, short_id
 from ..widgets.plain import Static
 from .base import HitlScreen
@@ -78,7 +78,7 @@ class GraphScreen(HitlScreen):
         with ScrollableContainer(id="graph-scroll"):
             yield GraphView(id="graph")
         yield Static(LEGEND, id="graph-legend", classes="infoline")
-        yield Footer(compact=True)
+        yield FittedFooter()
 
     def on_mount(self) -> None:
         self.action_reload()

@@ -18,14 +18,15 @@ also takes the filtered rows when none is marked).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import Footer, Input
+from textual.widgets import Input
 
 from engine import bulk
 from engine.errors import HitlError
@@ -37,10 +38,11 @@ from ..actions import bindings
 from ..answering.selection import AnswerDraft
 from ..messages import InboxLoaded, StoreFailed
 from ..text import literal
-from ..widgets.format import age, short, short_id
+from ..widgets.footer import FittedFooter
+from ..widgets.format import age, fit_widths, short, short_id, short_tail
 from ..widgets.keys import TextInput
 from ..widgets.plain import Static
-from .base import PagedTableScreen, StatusTable
+from .base import PagedTableScreen, SortableRows, StatusTable
 from .bulk_answer import BulkAnswerScreen
 from .loaders import one_line
 from .session import SessionScreen
@@ -66,13 +68,23 @@ def asks(rec: InterruptRecord) -> str:
     return rec.name + (f": {rec.message}" if rec.message else "")
 
 
-class InboxScreen(PagedTableScreen):
+class InboxScreen(SortableRows, PagedTableScreen):
     """Open interrupts; rows can be selected (ids of one invocation: one message
     answers one invocation) and answered in the session's response editor."""
 
     AREA = "inbox"
     HELP_AREAS = ("inbox",)
     BINDINGS: ClassVar[list[Binding]] = bindings("inbox")
+    SORT_KEYS: ClassVar[dict[str, Callable[[Any], Any]]] = {
+        "status": lambda r: 0,  # by liveness: :meth:`sort_key`
+        "age": lambda r: -r.raised_at,  # ▲: youngest first (the inbox's own order is oldest first)
+        "interrupt": lambda r: r.interrupt_id.lower(),
+        "session": lambda r: r.session_id.lower(),
+        "asks": lambda r: asks(r).lower(),
+        "node": lambda r: r.path.lower(),
+        "app": lambda r: r.app_name.lower(),
+    }
+    """Column sort (shift+letter, or a header click) of the rows loaded so far."""
 
     def __init__(self, app_name: str | None = None) -> None:
         super().__init__(id="inbox-screen")
@@ -99,7 +111,7 @@ class InboxScreen(PagedTableScreen):
         )
         yield StatusTable(id="inbox-table", cursor_type="row", zebra_stripes=True)
         yield Static("", id="inbox-empty", classes="empty -hidden")
-        yield Footer(compact=True)
+        yield FittedFooter()
 
     def on_mount(self) -> None:
         table = self.query_one("#inbox-table", StatusTable)
@@ -175,34 +187,84 @@ class InboxScreen(PagedTableScreen):
     def _key(r: InterruptRecord) -> str:
         return f"{r.session_id}\x1f{r.invocation_id}\x1f{r.interrupt_id}"
 
-    def _cells(self, r: InterruptRecord, now: float) -> list[Text | str]:
+    # ------------------------------------------------------------ drawing
+    def sort_key(self, column: str) -> Callable[[Any], Any] | None:
+        if column == "status":  # what stopped mid-run (in doubt first) before what merely waits
+            return lambda r: [not flag for flag in reversed(self._stopped(r))]  # in doubt, interrupted, waiting
+        return super().sort_key(column)
+
+    def sort_changed(self) -> None:
+        table = self.query_one("#inbox-table", StatusTable)
+        for key, label in COLUMNS:
+            table.set_column_label(key, self.header_label(key, label))
+        self._show_rows()
+
+    def on_resize(self) -> None:
+        if self.rows:
+            self._show_rows()
+
+    def _widths(self, rows: list[InterruptRecord], now: float) -> dict[str, int]:
+        """How wide the interrupt, session, asks, node and app columns may be so that
+        every column fits the table's width (:func:`fit_widths`, as the sessions list):
+        statuses and ages are never cut; the node path gives way first (its end, the
+        node, is kept), then the question, the app, the session id, the interrupt id."""
+        header = dict(COLUMNS)
+        natural = {
+            "interrupt": max((len(r.interrupt_id) + (2 if self._key(r) in self.marks else 0) for r in rows), default=0),
+            "session": max((len(r.session_id) for r in rows), default=0),
+            "asks": max((len(asks(r)) for r in rows), default=0),
+            "node": max((len(r.path) for r in rows), default=0),
+            "app": max((len(r.app_name) for r in rows), default=0),
+        }
+        natural = {k: max(v, len(header[k])) for k, v in natural.items()}
+        status = max((len(self._status_word(r)) for r in rows), default=0)
+        ages = max((len(age(r.raised_at, now)) for r in rows), default=0)
+        table = self.query_one("#inbox-table", StatusTable)
+        overflow = len(rows) + 1 > (table.size.height or self.size.height)
+        scrollbar = table.styles.scrollbar_size_vertical if overflow else 0  # 2 columns in the console's theme
+        fixed = max(status, len(header["status"])) + max(ages, len(header["age"])) + 2 * len(COLUMNS) + scrollbar
+        width = table.size.width or self.size.width or 80
+        minimum = {"asks": 10, "node": len(header["node"]), "app": 5, "session": 9, "interrupt": 9}  # 80 columns: all fit
+        return fit_widths(natural, width - fixed, order=("node", "asks", "app", "session", "interrupt"),
+                          minimum={k: min(v, natural[k]) for k, v in minimum.items()})
+
+    def _stopped(self, r: InterruptRecord) -> tuple[bool, bool]:
+        return self.stopped.get((r.session_id, r.invocation_id), (False, False))
+
+    def _status_word(self, r: InterruptRecord) -> str:
+        stopped = self._stopped(r)
+        return "⚠ INTERRUPTED IN DOUBT" if stopped[1] else "⚠ INTERRUPTED" if stopped[0] else "◆ WAITING"
+
+    def _cells(self, r: InterruptRecord, now: float, widths: dict[str, int]) -> list[Text | str]:
         table = self.query_one("#inbox-table", StatusTable)
         red = self.hitl.redactor
         return [
-            table.status_cell("waiting", self.stopped.get((r.session_id, r.invocation_id), (False, False))),
+            table.status_cell("waiting", self._stopped(r)),
             Text(age(r.raised_at, now), justify="right"),
-            self.interrupt_cell(r),
-            literal(short(r.session_id, 40, red)),
-            literal(short(asks(r), 32, red)),
-            literal(short(r.path, 40, red)),
-            literal(short(r.app_name, 24, red)),
+            self.interrupt_cell(r, widths["interrupt"]),
+            literal(short(r.session_id, widths["session"], red)),
+            literal(short(asks(r), widths["asks"], red)),
+            literal(short_tail(r.path, widths["node"], red)),
+            literal(short(r.app_name, widths["app"], red)),
         ]
 
     def _show_rows(self) -> None:
         table = self.query_one("#inbox-table", StatusTable)
         now = self.hitl.clock()
+        rows = self.sorted_rows(self.rows)
+        widths = self._widths(rows, now)
         keys = [str(k.value) for k in table.rows]
-        wanted = [self._key(r) for r in self.rows]
+        wanted = [self._key(r) for r in rows]
         if keys == wanted:
-            for r in self.rows:
-                for (col, _), value in zip(COLUMNS, self._cells(r, now), strict=True):
+            for r in rows:
+                for (col, _), value in zip(COLUMNS, self._cells(r, now, widths), strict=True):
                     if table.get_cell(self._key(r), col) != value:
                         table.update_cell(self._key(r), col, value)
         else:
             current = self._selected_key()
             table.clear()
-            for r in self.rows:
-                table.add_row(*self._cells(r, now), key=self._key(r))
+            for r in rows:
+                table.add_row(*self._cells(r, now, widths), key=self._key(r))
             if current in wanted:
                 table.move_cursor(row=wanted.index(current), animate=False)
         more = " · more below ↓" if self.next_cursor else ""
@@ -210,7 +272,8 @@ class InboxScreen(PagedTableScreen):
         if not self.where.empty:  # the filter box under this line shows the terms
             scope = "filtered (/: change, esc: clear)" + (
                 f" · app={self.app_name}" if self.app_name and not self.where.app else "")
-        info = Text(" open interrupts, oldest first · ")
+        order = f"sorted by {self.sort_label()} (loaded rows)" if self.sort_label() else "oldest first"
+        info = Text(f" open interrupts, {order} · ")
         info.append(literal(scope))
         info.append(f" · {len(self.rows):,} shown{more}{self.marks_summary()}")
         self.query_one("#inbox-info", Static).update(info)
@@ -307,9 +370,9 @@ class InboxScreen(PagedTableScreen):
         return (f" · ● {len(self.marks)} marked: {len(invs)} invocations, {len(sessions)} sessions "
                 "(b: bulk answer, space: unmark)")
 
-    def interrupt_cell(self, rec: InterruptRecord) -> str:
+    def interrupt_cell(self, rec: InterruptRecord, width: int = 34) -> str:
         picked = self._key(rec) in self.marks
-        return ("● " if picked else "") + short(rec.interrupt_id, 32, self.hitl.redactor)
+        return ("● " if picked else "") + short(rec.interrupt_id, width - (2 if picked else 0), self.hitl.redactor)
 
     def _mark(self, rows: list[InterruptRecord], *, toggle: bool) -> None:
         if not rows:

@@ -39,7 +39,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.widgets import Footer, Tree
+from textual.widgets import Tree
 
 from engine.errors import SessionNotFoundError
 from engine.liveness import invocation_health, is_mid_run
@@ -69,6 +69,7 @@ from ..text import literal
 from ..times import zone_label
 from ..widgets.details import Details, event_details, invocation_details, node_details
 from ..widgets.event_log import EventLog, corrupt_line, log_line
+from ..widgets.footer import FittedFooter
 from ..widgets.format import STATUS_ICON, short, short_id
 from ..widgets.node_tree import FOLD, NodeTree
 from ..widgets.plain import Static
@@ -136,7 +137,7 @@ class SessionScreen(GraphKeys, HitlScreen):
             yield NodeTree(id="tree", redactor=self.hitl.redactor)
             yield Details(id="details")
         yield EventLog(id="log")
-        yield Footer(compact=True)
+        yield FittedFooter()
 
     def on_mount(self) -> None:
         self.query_one(NodeTree).border_title = "Nodes"
@@ -146,8 +147,7 @@ class SessionScreen(GraphKeys, HitlScreen):
         self.reload_view(self.wanted_invocation)
         if self.hitl.poll_interval:
             self.set_interval(self.hitl.poll_interval, self._poll)
-            # Notifications start once the first view is shown: opening a connection to
-            # LISTEN on beside the first read slowed that read (PostgreSQL, 100k events).
+            # Notifications start once the first view is shown: LISTEN beside the first read slowed it (PG, 100k events).
             self._listen_after_load = has_capability(self.hitl.store, "notify")
 
     @work(group="session-listen", exit_on_error=False)

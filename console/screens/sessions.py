@@ -17,16 +17,17 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.timer import Timer
-from textual.widgets import Footer, Input
+from textual.widgets import Input
 
 from engine.home import HomeSummary, home_summary
-from engine.liveness import interrupted_invocations
+from engine.liveness import interrupted_invocations, page_verdicts
 from engine.status import INTERRUPTED_FILTER, STATUS_CYCLE, SessionStatus
-from engine.store.base import SessionSummary
+from engine.store.base import SessionSummary, leases_of
 
 from ..actions import bindings
-from ..messages import SessionQuery, SessionsLoaded, StoreFailed, SummaryLoaded
+from ..messages import LivenessJudged, SessionQuery, SessionsLoaded, StoreFailed, SummaryLoaded
 from ..text import clean, literal
+from ..widgets.footer import FittedFooter
 from ..widgets.format import age, fit_widths, short
 from ..widgets.keys import TextInput
 from ..widgets.plain import Static
@@ -90,7 +91,11 @@ class SessionsScreen(SortableRows, PagedTableScreen):
         """Read the summary with the next load whatever its age (``r``, a new filter)."""
         self.rows: list[SessionSummary] = []
         self.stopped: dict[str, tuple[bool, bool]] = {}
-        """Session id -> (interrupted mid-run, a node in doubt), from engine.liveness at load time."""
+        """Session id -> (interrupted mid-run, a node in doubt), from engine.liveness: a first
+        verdict at load time (the page's lease rows, one read), then the full one after the paint."""
+        self.verdicts: dict[str, tuple[bool, bool] | None] = {}
+        """The last full verdict per session (None: not stopped): a reload's first verdict
+        keeps it until the session is judged again (no IN DOUBT flicker every refresh)."""
         self.next_cursor: str | None = None
         self._busy = False
         self._busy_more = False
@@ -105,7 +110,7 @@ class SessionsScreen(SortableRows, PagedTableScreen):
         yield Static("", id="sessions-info", classes="infoline")
         yield SessionTable(id="sessions-table", cursor_type="row", zebra_stripes=True)
         yield Static("", id="sessions-empty", classes="empty -hidden")
-        yield Footer(compact=True)
+        yield FittedFooter()
 
     def on_mount(self) -> None:
         table = self.query_one(SessionTable)
@@ -174,7 +179,7 @@ class SessionsScreen(SortableRows, PagedTableScreen):
     async def _load(self, query: SessionQuery, limit: int, cursor: str | None, append: bool, generation: int) -> None:
         triage = self.triage(query)
         with_prefix = triage and not append and query.status in (None, INTERRUPTED_FILTER, SessionStatus.RUNNING)
-        # What stopped mid-run goes first: a screenful of running sessions is judged for the first paint.
+        # What stopped mid-run goes first: a screenful of running sessions is read for the first paint.
         prefix_size = min(PAGE // 2, max(self.size.height, 10)) if with_prefix else 0
         try:
             store = self.hitl.store
@@ -197,11 +202,15 @@ class SessionsScreen(SortableRows, PagedTableScreen):
                 )
                 known = {s.id for s in items}
                 items = [s for s in running.items if s.id not in known] + items
+            # Liveness for the first paint: one read of the page's lease rows (engine.liveness);
+            # the full verdict -- nodes in doubt -- is read after the paint (_judge).
+            leases = await leases_of(store, [s.id for s in items])
+            looks_stopped, judge = page_verdicts(((s.id, s.status) for s in items), leases)
             stopped: dict[str, tuple[bool, bool]] = {}
-            for s in items:  # liveness, computed once here (engine.liveness): cheap for non-running rows
-                health = await interrupted_invocations(store, s.id, s.status)
-                if health:
-                    stopped[s.id] = (True, any(h.in_doubt for h in health))
+            for sid in judge:
+                verdict = self.verdicts.get(sid, (True, False) if sid in looks_stopped else None)
+                if verdict is not None:
+                    stopped[sid] = verdict
         except Exception as e:  # noqa: BLE001 -- shown as a one-line notification
             self.post_message(StoreFailed(one_line(e)))
             if generation == self._generation:
@@ -209,11 +218,48 @@ class SessionsScreen(SortableRows, PagedTableScreen):
             return
         if generation != self._generation:
             return  # the query changed meanwhile
-        if triage:
-            items = [s for s in items if s.id in stopped or s.status == SessionStatus.WAITING or query.status]
+        to_judge = {s.id: s.status for s in items if s.id in judge}  # listed or not: a live turn may sit beside a stopped one
+        items = [s for s in items if self._listed(s, stopped, query)]
+        self.post_message(SessionsLoaded(query, items, page.next_cursor, append=append, stopped=stopped,
+                                         judge=to_judge, generation=generation))
+
+    def _listed(self, s: SessionSummary, stopped: dict[str, tuple[bool, bool]], query: SessionQuery) -> bool:
+        """Whether ``s`` is a row of ``query``: the triage order lists what stopped mid-run and
+        what waits (any status filter lists its status); ``interrupted`` only what stopped."""
         if query.status == INTERRUPTED_FILTER:
-            items = [s for s in items if s.id in stopped]
-        self.post_message(SessionsLoaded(query, items, page.next_cursor, append=append, stopped=stopped))
+            return s.id in stopped
+        return not self.triage(query) or s.id in stopped or s.status == SessionStatus.WAITING or bool(query.status)
+
+    @work(group="sessions-judge", exit_on_error=False)
+    async def _judge(self, query: SessionQuery, rows: dict[str, str], generation: int) -> None:
+        """The full liveness verdict (engine.liveness) on the rows the first one could not
+        settle, read after the paint: which stopped mid-run, and with nodes in doubt."""
+        stopped: dict[str, tuple[bool, bool]] = {}
+        try:
+            for sid, status in rows.items():
+                health = await interrupted_invocations(self.hitl.store, sid, status)
+                if health:
+                    stopped[sid] = (True, any(h.in_doubt for h in health))
+        except Exception as e:  # noqa: BLE001 -- shown as a one-line notification
+            self.post_message(StoreFailed(one_line(e)))
+            return
+        self.post_message(LivenessJudged(query, generation, tuple(rows), stopped))
+
+    def on_liveness_judged(self, message: LivenessJudged) -> None:
+        if message.query != self.query_state or message.generation != self._generation:
+            return  # a newer load judges its own rows
+        for sid in message.judged:
+            verdict = message.stopped.get(sid)
+            self.verdicts[sid] = verdict
+            if verdict is None:
+                self.stopped.pop(sid, None)
+            else:
+                self.stopped[sid] = verdict
+        listed = {r.id for r in self.rows}
+        self.rows = [r for r in self.rows if r.id not in message.judged or self._listed(r, self.stopped, self.query_state)]
+        if any(sid not in listed for sid in message.stopped):
+            self.reload(limit=min(max(len(self.rows), PAGE), REFRESH_CAP))  # stopped beside a live turn: list it
+        self._show_rows()
 
     def on_store_failed(self, message: StoreFailed) -> None:
         self.error(message.text)
@@ -236,6 +282,8 @@ class SessionsScreen(SortableRows, PagedTableScreen):
         self.next_cursor = message.next_cursor
         self.loaded_once = True
         self._show_rows()
+        if message.judge:  # after this paint: the first one never waits for the full verdict
+            self.call_after_refresh(self._judge, message.query, message.judge, message.generation)
         if not message.append:
             now = time.monotonic()
             if self._summary_read_at is None or now - self._summary_read_at >= SUMMARY_EVERY or self._summary_due:
@@ -266,7 +314,8 @@ class SessionsScreen(SortableRows, PagedTableScreen):
         }
         status = max((len(self._status_word(r)) for r in rows), default=6)
         table = self.query_one(SessionTable)
-        scrollbar = 1 if len(rows) + 1 > (table.size.height or self.size.height) else 0
+        overflow = len(rows) + 1 > (table.size.height or self.size.height)
+        scrollbar = table.styles.scrollbar_size_vertical if overflow else 0  # 2 columns in the console's theme
         fixed = max(status, 6) + 4 + 6 + 6 + 2 * len(COLUMNS) + scrollbar  # cell paddings
         width = table.size.width or self.size.width or 80
         return fit_widths(natural, width - fixed, order=("user", "app", "session"),

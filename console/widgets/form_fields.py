@@ -125,9 +125,18 @@ def _json(v: Any) -> str:
     return json.dumps(v, ensure_ascii=False)
 
 
+def typed_here(event: events.Key) -> bool:
+    """A letter or digit typed into a focused field belongs to the field, even one it has
+    no use for: it must not run the screen's key of the same name (the editor's ``a``
+    selects a node's ids). Other keys (``?``, ``:``, ctrl+..., esc) still reach the screen."""
+    return bool(event.character) and event.is_printable and event.character.isalnum() and not event.key.startswith("ctrl")
+
+
 # ------------------------------------------------------------------ choices
 class ChoiceField(FieldBase, Widget, can_focus=True):
-    """A boolean (``y``/``n``) or an enum (``1``..``9``, ``0``): one key chooses; arrows and enter too."""
+    """A boolean (``y``/``n``) or an enum (``1``..``9``, ``0``): one key chooses; arrows and enter too.
+    A letter moves an enum's cursor to the next option starting with it; no letter or digit
+    typed here reaches the screen (:func:`typed_here`)."""
 
     DEFAULT_CSS = """
     ChoiceField { height: auto; padding: 0 1; }
@@ -229,11 +238,25 @@ class ChoiceField(FieldBase, Widget, can_focus=True):
             self.choose(self.cursor)
         elif key in ("backspace", "delete"):
             self.choose(None)
+        elif typed_here(event):
+            self._type_ahead(event.character or "")
         else:
             handled = False
         if handled:
             event.stop()
             event.prevent_default()
+
+    def _type_ahead(self, character: str) -> None:
+        """A letter moves the cursor to the next option that starts with it (enter
+        chooses); it never reaches the screen (``a``/``A`` there mark ids)."""
+        n = len(self.options)
+        for step in range(1, n + 1):
+            i = (self.cursor + step) % n
+            if self.options[i][1].lower().startswith(character.lower()):
+                self.cursor = i
+                self.refresh()
+                return
+        self.app.bell()
 
     def render(self) -> Text:
         spec = self.spec
@@ -467,6 +490,10 @@ class ArrayControl(Widget, can_focus=True):
             event.stop()
             event.prevent_default()
             self.section.remove_last()
+        elif typed_here(event):  # stays here (see typed_here)
+            event.stop()
+            event.prevent_default()
+            self.app.bell()
 
     def _focus_item(self, item: Widget) -> None:
         targets = [item] if item.has_class("form-field") else list(item.query(".form-field"))

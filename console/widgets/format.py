@@ -62,6 +62,13 @@ def short(value: Any, width: int = 40, red: Redactor | None = None) -> str:
     return text.short(value, width, red)
 
 
+def short_tail(value: Any, width: int, red: Redactor | None = None) -> str:
+    """:func:`short` cut at the front (``…label_all@1/label_item@2``): of a node path
+    the end says which node it is, so that is what a narrow column keeps."""
+    whole = short(value, 1_000_000, red)
+    return whole if len(whole) <= width else "…" + whole[len(whole) - max(width - 1, 0):]
+
+
 def short_id(value: str, width: int = 12) -> str:
     value = clean(value, one_line=True)
     return value if len(value) <= width else value[: width - 1] + "…"

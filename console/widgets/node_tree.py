@@ -39,6 +39,9 @@ from .nav import Navigable
 
 ROOT = "#root"
 FOLD = "#fold:"
+DATA = 400
+"""Characters of a value (output, message, error) a label is built with: wider than any
+terminal; :meth:`NodeTree.render_label` cuts each line at the widget's width."""
 
 
 def run_label(
@@ -68,16 +71,16 @@ def _extra(run: NodeRun, proj: Projection, red: Redactor, display: DisplayStatus
             if len(own) == 1:
                 itr = proj.interrupts.get((inv, own[0]))
                 msg = itr.message if itr else ""
-                return f"{own[0]} " + (f'"{short(msg, 40, red)}"' if msg else "")
+                return f"{own[0]} " + (f'"{short(msg, DATA, red)}"' if msg else "")
             return id_list(own)
         pending = proj.pending_ids(inv, run.path)
         return f"waits on {len(pending)}: {id_list(pending, 2)}" if pending else ""
     if run.status is NodeStatus.FAILED:
-        return short(f"{run.error_code}: {run.error_message}", 48, red) if run.error_code else ""
+        return short(f"{run.error_code}: {run.error_message}", DATA, red) if run.error_code else ""
     if run.status is NodeStatus.COMPLETED:
         if run.auto_completed:
-            return "answered → " + short(run.output, 36, red)
-        return "" if run.output is None or run.is_container else "→ " + short(run.output, 40, red)
+            return "answered → " + short(run.output, DATA, red)
+        return "" if run.output is None or run.is_container else "→ " + short(run.output, DATA, red)
     if run.status is NodeStatus.PENDING:
         return "will re-execute" if run.rerun_on_resume else ""
     if display is DisplayStatus.IN_DOUBT:
@@ -101,7 +104,7 @@ def invocation_label(
         t.append(" ")
         t.append(f"{STATUS_ICON[word]} {word}", style.get(word.css_class, Style()))
     if inv and inv.message:
-        t.append(f'  "{short(inv.message, 40, red)}"', style.get("detail", Style()))
+        t.append(f'  "{short(inv.message, DATA, red)}"', style.get("detail", Style()))
     return t
 
 
@@ -146,6 +149,30 @@ class NodeTree(Navigable, Tree[str]):
     def process_label(self, label: str | Text) -> Text:
         """A ``str`` label is literal text, never markup."""
         return super().process_label(literal(label, one_line=True) if isinstance(label, str) else clean_text(label))
+
+    def render_label(self, node: TreeNode[str], base_style: Style, style: Style) -> Text:
+        """The line cut at the widget's width with ``…`` (a wider tree shows more of an
+        output or a question; a resize re-renders every line), never before the end of
+        the status word: the name, run id and status stay whole."""
+        text = super().render_label(node, base_style, style)
+        room = self.scrollable_content_region.width - self._guide_width(node)
+        if room <= 0 or text.cell_len <= room:
+            return text
+        head = text.plain.find("  ")  # run_label / invocation_label: the details follow two spaces
+        text.truncate(max(room, head + 1 if head >= 0 else 0), overflow="ellipsis")
+        return text
+
+    def watch_show_vertical_scrollbar(self, shown: bool) -> None:
+        """The scrollbar takes columns from the labels: cut them again (a resize does too)."""
+        self._invalidate()
+
+    def _guide_width(self, node: TreeNode[str]) -> int:
+        depth = 0
+        parent = node.parent
+        while parent is not None:
+            depth += 1
+            parent = parent.parent
+        return depth * self.guide_depth if self.show_root else max(depth - 1, 0) * self.guide_depth
 
     # ------------------------------------------------------------ styles
     @property

@@ -16,13 +16,13 @@ What each schema part becomes (:func:`engine.schema_view.form_spec` reads the sc
 
 * ``boolean`` -- a two-way choice, ``y`` yes (true) / ``n`` no (false);
 * an ``enum`` (or ``const``) -- a pick list: number keys ``1``-``9``, ``0`` for
-  the tenth, or arrows and ``enter``/``space``;
+  the tenth, or arrows (or a letter: the next option starting with it) and ``enter``/``space``;
 * ``string`` / ``integer`` / ``number`` -- an input, checked as you type;
 * ``object`` -- a section with its properties; ``array`` -- a section with its
   items, ``+`` adds one and ``-`` removes the last (on the section's add line).
 
 ``backspace`` / ``delete`` on a choice clears it. Choosing moves to the next
-field. Required fields are marked ``*`` and start empty; nothing is chosen for
+field. Letters and digits typed into a field stay in it (never the screen's keys). Required fields are marked ``*`` and start empty; nothing is chosen for
 the operator: a schema ``default`` is shown ("default: 3") and used only when
 the field is optional and left empty (the engine fills it in) or when the
 operator picks it. ``title`` and ``description`` are shown as help.

@@ -41,6 +41,7 @@ from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..errors import SessionNotFoundError
 from ..models import Event, NodeStatus, Session, StoredEvent
 
 T = TypeVar("T")
@@ -366,6 +367,7 @@ Capability = Literal[
     "snapshot_and_events",
     "create_in_first_write",
     "projection_checkpoints",
+    "leases_of",
 ]
 """Optional features beyond the protocol, declared in a store's ``capabilities``:
 
@@ -398,6 +400,9 @@ Capability = Literal[
 ``projection_checkpoints``  seek checkpoints: ``last_projection_checkpoint(session_id)``,
                     ``get_projection_checkpoint(session_id, at_most)``,
                     ``put_projection_checkpoints(session_id, rows)`` (see :mod:`engine.checkpoints`)
+``leases_of``       ``await store.leases_of(session_ids) -> list[Lease]``: the lease rows of
+                    several sessions in one read (unknown ids: none); :func:`leases_of` is the
+                    portable call (a page of the sessions list judges liveness with it)
 """
 
 
@@ -417,6 +422,19 @@ async def snapshot_and_events(
         return await store.snapshot_and_events(session_id, invocation_id)  # type: ignore[attr-defined, no-any-return]
     snap = await store.get_snapshot(session_id, invocation_id)
     return snap, await store.invocation_events(session_id, invocation_id, after_seq=snap[0] if snap else 0)
+
+
+async def leases_of(store: SessionStore, session_ids: list[str]) -> list[Lease]:
+    """Every lease row (live or lapsed) of the sessions ``session_ids``: one read on a
+    store with the ``leases_of`` capability, else ``list_leases`` per session (a
+    session deleted meanwhile has none)."""
+    if has_capability(store, "leases_of"):
+        return await store.leases_of(list(session_ids))  # type: ignore[attr-defined, no-any-return]
+    out: list[Lease] = []
+    for sid in dict.fromkeys(session_ids):
+        with contextlib.suppress(SessionNotFoundError):
+            out += await store.list_leases(sid)
+    return out
 
 
 async def append_and_release(

@@ -64,7 +64,7 @@ class _SessionData:
 class MemoryStore:
     """A dict-backed store; one asyncio lock makes each append atomic."""
 
-    capabilities: frozenset[str] = frozenset({"append_and_release", "acquire_and_append"})
+    capabilities: frozenset[str] = frozenset({"append_and_release", "acquire_and_append", "leases_of"})
     """No optional features (see :data:`engine.store.base.Capability`)."""
 
     def __init__(self, *, read_only: bool = False) -> None:
@@ -477,6 +477,10 @@ class MemoryStore:
     async def list_leases(self, session_id: str) -> list[Lease]:
         self._data(session_id)
         return [v.model_copy() for (sid, _), v in sorted(self._leases.items()) if sid == session_id]
+
+    async def leases_of(self, session_ids: list[str]) -> list[Lease]:
+        wanted = set(session_ids)
+        return [v.model_copy() for (sid, _), v in sorted(self._leases.items()) if sid in wanted]
 
     # ------------------------------------------------------------------- audit
     def _add_audit(self, record: AuditRecord) -> None:

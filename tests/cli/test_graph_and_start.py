@@ -18,7 +18,8 @@ from engine.store.sqlite import SQLiteStore
 
 from .conftest import json_lines, ok, operator_error
 
-APPS = ["--app", "fanout=tests.graphs:FANOUT", "--app", "loop=tests.graphs:LOOP", "--app", "outer=tests.graphs:NESTED"]
+APPS = ["--app", "fanout=tests.graphs:FANOUT", "--app", "loop=tests.graphs:LOOP", "--app", "outer=tests.graphs:NESTED",
+        "--app", "wide=tests.graphs:WIDE"]
 
 
 @pytest.fixture
@@ -145,6 +146,18 @@ def test_show_graph_draws_the_fan_out_with_its_waiting_item(db: Path) -> None:
     assert "▼" in text and "╔═╗ waiting" in text
     assert all(len(line) <= 120 for line in text.splitlines()), "fits 120 columns"
     assert "fetch@1    COMPLETED" not in text  # the graph instead of the tree
+
+
+def test_show_graph_folds_a_twelve_way_fan_out_to_fit_120_columns(db: Path) -> None:
+    """The console's picture (console.graph_render), folded the same way; --json keeps every node."""
+    ok(hitl(db, "start", "wide", "--session", "w1", "go"))
+    text = ok(hitl(db, "show", "w1", "--graph"))
+    assert all(len(line) <= 120 for line in text.splitlines()), "fits 120 columns"
+    assert "│ ×11 fraud…history" in text and "11 COMPLETED" in text and "║ kyc@1" in text
+    data = json.loads(ok(hitl(db, "--json", "show", "w1", "--graph")))
+    (inv,) = data["invocations"]
+    names = {n["name"] for n in inv["graph"]["nodes"]}
+    assert {"fraud", "kyc", "history"} <= names
 
 
 def test_show_graph_marks_the_loop_edge(db: Path) -> None:

@@ -49,7 +49,7 @@ def make_app(store: Any, **kwargs: Any) -> HitlApp:
 def pending(app: Any) -> list[str]:
     """What the console still has to do: a worker running, a one-shot timer of its
     own screens and widgets not fired yet (filter debounce, a delayed page fetch, the
-    history fold), a message not handled yet, a DataTable's column sizing not done
+    history fold), a call of theirs waiting for the next refresh, a message not handled yet, a DataTable's column sizing not done
     yet. Toasts' expiry timers are Textual's, not the console's: a notification
     stays on screen."""
     todo = [f"worker {w.name}" for w in app.workers if w.state in (WorkerState.PENDING, WorkerState.RUNNING)]
@@ -57,6 +57,8 @@ def pending(app: Any) -> list[str]:
     for node in nodes:
         if node._message_queue.qsize():
             todo.append(f"messages for {node!r}")
+        if node._next_callbacks and type(node).__module__.startswith("console."):
+            todo.append(f"calls after the next refresh of {node!r}")  # the home's liveness verdict, say
         if isinstance(node, DataTable) and (node._require_update_dimensions or node._updated_cells):
             # A DataTable sizes its columns when idle: until then new rows are drawn
             # in header-wide columns (a snapshot taken then shows 'ref' for 'refunds').

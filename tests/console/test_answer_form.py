@@ -243,3 +243,35 @@ async def test_json_view_and_back_keep_the_same_value() -> None:
     assert (await answers(store, "refund-waiting-1"))[-1] == {"finance-order-1001": {"approved": True, "note": "ok"}}
     inv, proj = await invocation(store, "refund-waiting-1")
     assert proj.get(inv, "refund@1/finance_approval@1").status is NodeStatus.COMPLETED  # type: ignore[union-attr]
+
+
+async def test_letters_typed_in_a_choice_stay_in_the_field() -> None:
+    """incident: ``a`` / ``A`` typed into the focused enum are the field's (a letter moves
+    its cursor to the next option starting with it), never the editor's "select the
+    node's / every id" keys; enter then chooses."""
+    store = await demo_store()
+    from engine import Content, Runner
+    from engine.apps import AppRegistry
+
+    async for _ in Runner("incident", AppRegistry().get("incident"), store).run(
+            "oncall", "incident-keys", Content.from_text("cpu 99% on web-3")):
+        pass
+    inv, proj = await invocation(store, "incident-keys")
+    mitigate = proj.open_interrupts(inv)[0].id
+    app = app_for(store)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_session(pilot, "incident-keys")
+        app.screen.answering.answer([mitigate])  # the editor over this one id
+        await wait_until(pilot, lambda: isinstance(app.screen, AnswerScreen) and bool(app.screen.editors()))
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, AnswerScreen) and screen.selected == [mitigate]
+        action = editor(screen, mitigate).query(ChoiceField).first()
+        assert action.has_focus and action.cursor == 0
+        await press(pilot, ["A", "a"])  # no option starts with a: nothing moves, nothing else is selected
+        assert screen.selected == [mitigate] and action.has_focus and action.chosen is None
+        await press(pilot, ["r"])  # restart -> the next one starting with r: rollback
+        assert action.cursor == 1 and action.chosen is None and screen.selected == [mitigate]
+        await press(pilot, ["s", "enter"])  # scale_up, chosen
+        assert editor(screen, mitigate).check.value == {"action": "scale_up"}
+        assert screen.selected == [mitigate]

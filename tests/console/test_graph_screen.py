@@ -14,7 +14,7 @@ from textual.pilot import Pilot
 from console.screens.graph import GraphScreen
 from console.screens.session import SessionScreen
 from engine.store import MemoryStore
-from tests.graphs import FANOUT, LOOP, LOOP_ANSWERS, NESTED, stored
+from tests.graphs import FANOUT, LOOP, LOOP_ANSWERS, NESTED, WIDE, stored
 
 from .conftest import make_app, settle
 from .scenarios import pin
@@ -25,6 +25,7 @@ async def _build() -> MemoryStore:
     await stored(FANOUT, "fanout", store=raw, session_id="fanout-1")
     await stored(NESTED, "outer", store=raw, session_id="nested-1")
     await stored(LOOP, "loop", LOOP_ANSWERS, store=raw, session_id="loop-1")
+    await stored(WIDE, "wide", store=raw, session_id="wide-1")
     return await pin(raw)  # ids and times pinned; snapshots cached (the loop's leaves out earlier runs)
 
 
@@ -58,6 +59,12 @@ def test_graph_nested_workflow(snap_compare, store):
 def test_graph_loop(snap_compare, store):
     """build/gate ran 3 times, verify twice; verify's edge back to build is the loop edge (◀)."""
     assert snap_compare(make_app(store), terminal_size=(120, 36), run_before=open_graph("loop-1"))
+
+
+def test_graph_wide_fan_out_folds_to_fit(snap_compare, store):
+    """fetch fans out to twelve checks: the eleven completed ones are one node
+    (×11 fraud…history), kyc keeps its double box; the picture fits 120 columns."""
+    assert snap_compare(make_app(store), terminal_size=(120, 36), run_before=open_graph("wide-1"))
 
 
 async def test_v_opens_the_graph_of_the_shown_invocation_and_esc_goes_back(store) -> None:

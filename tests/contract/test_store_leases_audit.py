@@ -60,6 +60,26 @@ async def test_acquire_get_and_list(store: SessionStore) -> None:
     assert await store.list_leases("s1") == [other, lease]
 
 
+async def test_leases_of_several_sessions_in_one_read(store: SessionStore) -> None:
+    """``leases_of`` (the sessions list judges a page's liveness with it): every row of
+    the sessions asked for, live or lapsed, as ``list_leases`` gives them; none for
+    other or unknown sessions; the portable call gives the same on any store."""
+    from engine.store.base import has_capability, leases_of
+
+    for sid in ("s1", "s2", "s3"):
+        await store.create_session("app", "u", sid)
+    a = await store.acquire_lease("s1", "i1", "A", TTL)
+    b = await store.acquire_lease("s2", "i2", "B", 0.0)  # lapsed at once: still a row
+    c = await store.acquire_lease("s2", "i0", "C", TTL)
+    await store.acquire_lease("s3", "i3", "D", TTL)
+    assert has_capability(store, "leases_of")
+    got = await store.leases_of(["s2", "s1", "nope"])  # type: ignore[attr-defined]
+    assert sorted(got, key=lambda x: (x.session_id, x.invocation_id)) == [a, c, b]
+    assert await store.leases_of([]) == []  # type: ignore[attr-defined]
+    assert sorted(await leases_of(store, ["s1", "s2"]), key=lambda x: (x.session_id, x.invocation_id)) == [a, c, b]
+    assert sorted(await store.list_leases("s2"), key=lambda x: x.invocation_id) == [c, b]
+
+
 async def test_a_live_lease_of_another_owner_is_busy_and_unchanged(store: SessionStore) -> None:
     await store.create_session("app", "u", "s1")
     held = await store.acquire_lease("s1", "i1", "A", TTL)

@@ -121,3 +121,40 @@ def test_the_drawing_says_when_edges_are_inferred() -> None:
 
     assert notes(invocation_graph(fold({"a": None, "b": None}), "i")) == [INFERRED_NOTE]
     assert notes(invocation_graph(fold({"a": [], "b": ["a"]}), "i")) == []
+
+
+# ---------------------------------------------------------------- wide fan-outs
+
+
+async def test_side_by_side_siblings_are_one_set_and_fold_into_one_node() -> None:
+    """WIDE: twelve checks between fetch and the join (kyc waits): one sibling set;
+    folding the eleven completed ones keeps kyc's own box and fetch's edges."""
+    from engine.graph_view import fold_siblings, sibling_sets
+    from tests.graphs import CHECKS, WIDE
+
+    _, _, g = await graph_of(WIDE)
+    sets = sibling_sets(g)
+    assert [sorted(n.name for n in s) for s in sets] == [sorted(CHECKS)]
+    quiet = [n for n in sets[0] if n.name != "kyc"]
+    folded = fold_siblings(g, quiet)
+    node = next(n for n in folded.nodes if n.folded)
+    assert node.label.startswith("×11 ") and node.dynamic and node.runs == 11
+    assert node.counts == ((DisplayStatus.COMPLETED, 11),) and node.status is DisplayStatus.COMPLETED
+    assert set(node.folded) == {f"{c}@1" for c in CHECKS if c != "kyc"}
+    assert "wide@1/kyc@1" in folded.by_key and len(folded.nodes) == len(g.nodes) - 10
+    names = edge_names(folded)
+    assert ("fetch", node.name, False) in names and ("fetch", "kyc", False) in names
+    assert len(folded.edges) == 2  # eleven edges from fetch became one
+    # folding all twelve: the most urgent status (WAITING) and kyc's open id go to the node
+    everything = fold_siblings(g, sets[0])
+    whole = next(n for n in everything.nodes if n.folded)
+    assert whole.status is DisplayStatus.WAITING and whole.open_ids == ("kyc-ok",) and whole.next == AUTO_COMPLETE
+    assert dict(whole.counts) == {DisplayStatus.WAITING: 1, DisplayStatus.COMPLETED: 11}
+    assert invocation_graph(*(await graph_of(WIDE))[:2]).nodes == g.nodes  # the view itself never folds
+
+
+async def test_fan_outs_of_three_or_fewer_are_not_sets() -> None:
+    from engine.graph_view import sibling_sets
+
+    _, _, g = await graph_of(FANOUT)  # fetch -> items, notify, review_all: three, but items is a group
+    assert sibling_sets(g) == []

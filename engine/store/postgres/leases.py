@@ -138,6 +138,17 @@ class _Leases(_Core):
             _lease_from_row,
         )
 
+    async def leases_of(self, session_ids: list[str]) -> list[Lease]:
+        async def fn(conn: asyncpg.Connection) -> list[Lease]:
+            rows = await conn.fetch(
+                f"SELECT {_cols('l', _LEASE_COLS)} FROM leases l WHERE l.session_id = ANY($1::text[])"
+                " ORDER BY l.session_id, l.invocation_id",
+                list(session_ids),
+            )
+            return [_lease_from_row(r) for r in rows]
+
+        return await self._run(fn)
+
     async def audit_log(
         self,
         *,

@@ -37,6 +37,7 @@ class PostgresStore(_Reads, _Writes, _Leases, _Bulk, _Checkpoints, _WorkerTables
             "append_and_release",
             "acquire_and_append",
             "projection_checkpoints",
+            "leases_of",
         }
     )
     """Optional features (see :data:`engine.store.base.Capability`)."""

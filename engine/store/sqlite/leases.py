@@ -164,5 +164,14 @@ def _list_leases(conn: sqlite3.Connection, session_id: str) -> list[Lease]:
     return [_lease_from_row(r) for r in rows]
 
 
+def _leases_of(conn: sqlite3.Connection, session_ids: str) -> list[Lease]:
+    rows = conn.execute(
+        f"SELECT {_LEASE_COLS} FROM leases WHERE session_id IN (SELECT value FROM json_each(?))"
+        " ORDER BY session_id, invocation_id",
+        (session_ids,),
+    )
+    return [_lease_from_row(r) for r in rows]
+
+
 def _audit_rows(conn: sqlite3.Connection, sql: str, params: list[Any]) -> list[tuple[int, AuditRecord]]:
     return [(r[0], _audit_from_row(r)) for r in conn.execute(sql, params)]

@@ -49,6 +49,7 @@ from .leases import (
     _append_release_tx,
     _audit_rows,
     _get_lease,
+    _leases_of,
     _list_leases,
     _release_lease_tx,
     _renew_lease_tx,
@@ -122,6 +123,7 @@ class SQLiteStore(_WorkerTables, _WorkerSteps):
             "acquire_and_append",
             "snapshot_and_events",
             "create_in_first_write",
+            "leases_of",
             "projection_checkpoints",
         }
     )
@@ -561,6 +563,9 @@ class SQLiteStore(_WorkerTables, _WorkerSteps):
 
     async def list_leases(self, session_id: str) -> list[Lease]:
         return await self._call(_list_leases, session_id)
+
+    async def leases_of(self, session_ids: list[str]) -> list[Lease]:
+        return await self._call(_leases_of, json.dumps(list(session_ids)))
 
     # ------------------------------------------------------------------- audit
     async def audit_log(
