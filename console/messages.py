@@ -72,6 +72,8 @@ class SessionsLoaded(Message):
     append: bool
     stopped: dict[str, tuple[bool, bool]] = field(default_factory=dict)
     """Session id -> (an invocation stopped mid-run, some node of it is in doubt) (engine.liveness)."""
+    queued: set[str] = field(default_factory=set)
+    """Sessions with a turn queued for a worker and none stopped mid-run (engine.liveness)."""
 
 
 @dataclass
@@ -173,6 +175,8 @@ class LivenessChecked(Message):
     in_doubt: tuple[str, ...]
     _: KW_ONLY
     token: int
+    queued_for: str | None = None
+    """The app whose worker will run its turn (a turn request waits), or None."""
 
 
 # ------------------------------------------------------------------ replay

@@ -4,6 +4,13 @@ Rows are loaded a page at a time (keyset pagination) as the cursor nears the
 end, so a store with 100,000 sessions opens as fast as one with ten. The list
 refreshes itself every few seconds; rows are updated in place (the cursor stays
 on its session).
+
+Liveness (engine.liveness, once per page; the page's turn requests in one
+read) marks ⚠ INTERRUPTED rows and ◷ QUEUED ones (issue 18: an answer stored
+for a worker of the app). Triage puts what stopped mid-run first, then what is
+queued; a session answered in full and queued has nothing for an operator to
+answer, so only the list by activity (``o``) and ``status=queued`` show it
+(the summary line counts it, the title bar says when no worker serves its app).
 """
 
 from __future__ import annotations
@@ -20,8 +27,14 @@ from textual.timer import Timer
 from textual.widgets import Footer, Input
 
 from engine.home import HomeSummary, home_summary
-from engine.liveness import interrupted_invocations
-from engine.status import INTERRUPTED_FILTER, STATUS_CYCLE, SessionStatus
+from engine.liveness import page_health
+from engine.status import (
+    INTERRUPTED_FILTER,
+    QUEUED_FILTER,
+    STATUS_CYCLE,
+    SessionStatus,
+    stored_filter,
+)
 from engine.store.base import SessionSummary
 
 from ..actions import bindings
@@ -91,6 +104,8 @@ class SessionsScreen(SortableRows, PagedTableScreen):
         self.rows: list[SessionSummary] = []
         self.stopped: dict[str, tuple[bool, bool]] = {}
         """Session id -> (interrupted mid-run, a node in doubt), from engine.liveness at load time."""
+        self.queued: set[str] = set()
+        """Sessions whose turn waits for a worker (none of theirs interrupted), from engine.liveness."""
         self.next_cursor: str | None = None
         self._busy = False
         self._busy_more = False
@@ -179,7 +194,7 @@ class SessionsScreen(SortableRows, PagedTableScreen):
         try:
             store = self.hitl.store
             page = await store.list_sessions(
-                status=SessionStatus.RUNNING if query.status == INTERRUPTED_FILTER else query.status,
+                status=stored_filter(query.status),
                 text=query.text or None,
                 app_name=query.app_name,
                 user_id=query.user_id,
@@ -198,10 +213,15 @@ class SessionsScreen(SortableRows, PagedTableScreen):
                 known = {s.id for s in items}
                 items = [s for s in running.items if s.id not in known] + items
             stopped: dict[str, tuple[bool, bool]] = {}
-            for s in items:  # liveness, computed once here (engine.liveness): cheap for non-running rows
-                health = await interrupted_invocations(store, s.id, s.status)
-                if health:
-                    stopped[s.id] = (True, any(h.in_doubt for h in health))
+            queued: set[str] = set()
+            # liveness, computed once here (engine.liveness): cheap for non-running rows,
+            # the page's turn requests in one read
+            for sid, found in (await page_health(store, items)).items():
+                cut = [h for h in found if h.interrupted]
+                if cut:
+                    stopped[sid] = (True, any(h.in_doubt for h in cut))
+                else:
+                    queued.add(sid)
         except Exception as e:  # noqa: BLE001 -- shown as a one-line notification
             self.post_message(StoreFailed(one_line(e)))
             if generation == self._generation:
@@ -210,10 +230,13 @@ class SessionsScreen(SortableRows, PagedTableScreen):
         if generation != self._generation:
             return  # the query changed meanwhile
         if triage:
-            items = [s for s in items if s.id in stopped or s.status == SessionStatus.WAITING or query.status]
+            items = [s for s in items
+                     if s.id in stopped or s.id in queued or s.status == SessionStatus.WAITING or query.status]
         if query.status == INTERRUPTED_FILTER:
             items = [s for s in items if s.id in stopped]
-        self.post_message(SessionsLoaded(query, items, page.next_cursor, append=append, stopped=stopped))
+        elif query.status == QUEUED_FILTER:
+            items = [s for s in items if s.id in queued]
+        self.post_message(SessionsLoaded(query, items, page.next_cursor, append=append, stopped=stopped, queued=queued))
 
     def on_store_failed(self, message: StoreFailed) -> None:
         self.error(message.text)
@@ -231,8 +254,9 @@ class SessionsScreen(SortableRows, PagedTableScreen):
             self._busy = False
             self.rows = list(message.rows)
         if not message.append:
-            self.stopped = {}
+            self.stopped, self.queued = {}, set()
         self.stopped.update(message.stopped)
+        self.queued |= message.queued
         self.next_cursor = message.next_cursor
         self.loaded_once = True
         self._show_rows()
@@ -245,8 +269,8 @@ class SessionsScreen(SortableRows, PagedTableScreen):
     # ------------------------------------------------------------ drawing
     def _ordered(self) -> list[SessionSummary]:
         rows = self.rows  # the store pages in the chosen order
-        if self.triage():  # triage: what stopped mid-run comes before what merely waits
-            rows = sorted(rows, key=lambda r: r.id not in self.stopped)
+        if self.triage():  # triage: what stopped mid-run, then what a worker will run, before what merely waits
+            rows = sorted(rows, key=lambda r: (r.id not in self.stopped, r.id not in self.queued))
         return self.sorted_rows(rows)
 
     def sort_changed(self) -> None:
@@ -274,12 +298,14 @@ class SessionsScreen(SortableRows, PagedTableScreen):
 
     def _status_word(self, r: SessionSummary) -> str:
         stopped = self.stopped.get(r.id, (False, False))
+        if r.id in self.queued and not stopped[0]:
+            return "◷ QUEUED"
         return "⚠ INTERRUPTED IN DOUBT" if stopped[1] else "⚠ INTERRUPTED" if stopped[0] else f"· {r.status}"
 
     def _cells(self, table: SessionTable, r: SessionSummary, now: float, widths: dict[str, int]) -> list[Text | str]:
         red = self.hitl.redactor
         return [
-            table.status_cell(r.status, self.stopped.get(r.id, (False, False))),
+            table.status_cell(r.status, self.stopped.get(r.id, (False, False)), r.id in self.queued),
             Text(str(r.open_interrupts) if r.open_interrupts else "", justify="right"),
             Text(age(r.oldest_open_at, now) if r.oldest_open_at is not None else "", justify="right"),
             literal(short(r.app_name, widths["app"], red)),

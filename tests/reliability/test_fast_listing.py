@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from engine.errors import StoreError
-from engine.liveness import interrupted_invocations, new_owner
+from engine.liveness import interrupted_invocations, new_owner, stopped_invocations
 from engine.models import Content
 from engine.runner import Runner
 from engine.store.sqlite import SCHEMA_VERSION, SQLiteStore
@@ -112,6 +112,7 @@ async def _store_path(db: Path, **filters: Any) -> tuple[list[dict[str, Any]], s
             {
                 **s.model_dump(),
                 "interrupted": [h.invocation_id for h in await interrupted_invocations(store, s.id, s.status)],
+                "queued": [h.invocation_id for h in await stopped_invocations(store, s.id, s.status) if h.queued],
             }
             for s in page.items
         ]
@@ -121,7 +122,8 @@ async def _store_path(db: Path, **filters: Any) -> tuple[list[dict[str, Any]], s
 def _fast_path(db: Path, **filters: Any) -> tuple[list[dict[str, Any]], str | None]:
     page = list_session_rows(db, **filters)
     assert page is not None
-    return [{**r.summary_dict(), "interrupted": list(r.interrupted)} for r in page.items], page.next_cursor
+    return [{**r.summary_dict(), "interrupted": list(r.interrupted), "queued": list(r.queued)} for r in page.items], \
+        page.next_cursor
 
 
 FILTERS: list[dict[str, Any]] = [
