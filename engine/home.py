@@ -119,12 +119,13 @@ def summarize(
     doubt = doubt or {}
     n_running = counts.get("running", 0)
     return HomeSummary(
-        waiting=max(0, counts.get("waiting", 0) - len(queued - in_running)),  # answered: a worker's turn now
+        # an answer left to a worker leaves its session "waiting" in the index: it is queued (or held) now
+        waiting=max(0, counts.get("waiting", 0) - len((queued | stopped) - in_running)),
         interrupted=len(stopped),
         queued=len(queued),
         in_doubt=sum(1 for sid in stopped if doubt.get(sid)),
         failed=counts.get("failed", 0),
-        running=max(0, n_running - len(stopped) - len(queued & in_running)),
+        running=max(0, n_running - len((stopped | queued) & in_running)),
         total=sum(counts.values()),
         oldest_open_at=overview.oldest_open_at,
         open_by_app=tuple(sorted(overview.open_by_app.items(), key=lambda kv: (-kv[1], kv[0]))),
@@ -140,14 +141,11 @@ async def home_summary(store: SessionStore, now: float) -> HomeSummary:
     overview = await store.overview(since=since, bucket=HOUR, buckets=BUCKETS)
     requests = await queued_turns(store)  # one read
     doubt: dict[str, bool] = {}
-    judged = 0
     runnable = _runnable(overview.running, requests)
-    for sid, inv, owner, expires_at in overview.running:
-        if not _unheld(owner, expires_at) or (sid, inv) in runnable:
-            continue
-        if judged >= DOUBT_LIMIT:
-            break
-        judged += 1
+    live = {(sid, inv) for sid, inv, owner, expires_at in overview.running if not _unheld(owner, expires_at)}
+    judge = [(sid, inv) for sid, inv, *_ in overview.running if (sid, inv) not in live and (sid, inv) not in runnable]
+    judge += [key for key, r in requests.items() if r.held is not None and key not in live and key not in judge]
+    for sid, inv in judge[:DOUBT_LIMIT]:  # the interrupted ones (held requests too: their index may say waiting)
         health = await invocation_health(store, sid, inv, request=requests.get((sid, inv)))
         doubt[sid] = doubt.get(sid, False) or bool(health.interrupted and health.in_doubt)
     return summarize(overview, doubt, requests)

@@ -91,7 +91,7 @@ def test_a_queued_answer_reads_queued_and_a_held_one_interrupted(db: str) -> Non
             assert counting.reads == ["turn_requests_of"]  # one read for the page, none per row
 
             summary = await home_summary(store, time.time())
-            assert (summary.queued, summary.interrupted, summary.running) == (3, 0, 0)
+            assert (summary.queued, summary.interrupted, summary.running, summary.waiting) == (3, 0, 0, 0)
 
             # A worker looked and held it (nodes in doubt): interrupted again, with why.
             assert await store.claim_turn_request(sid, inv, "w-1", 30)
@@ -101,7 +101,7 @@ def test_a_queued_answer_reads_queued_and_a_held_one_interrupted(db: str) -> Non
             assert h.label == "interrupted mid-run" and h.to_dict()["held"] == HELD
             assert [x.invocation_id for x in await interrupted_invocations(store, sid, "running")] == [inv]
             summary = await home_summary(store, time.time())
-            assert (summary.queued, summary.interrupted) == (2, 1)
+            assert (summary.queued, summary.interrupted, summary.waiting, summary.in_doubt_exact) == (2, 1, 0, True)
         finally:
             await store.close()
 
