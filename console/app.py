@@ -273,6 +273,28 @@ class HitlApp(App[None]):
         self.push_screen(SessionsScreen())
         if self.replay_source is not None:
             self.push_screen(ReplayScreen(self.replay_source))
+        if hasattr(self._store, "list_workers"):  # a store that keeps workers: the title bar counts them
+            self._read_workers()
+            if self.refresh_interval:
+                self.set_interval(self.refresh_interval, self._read_workers)
+
+    worker_view: tuple[list[Any], list[Any], float] | None = None
+    """The workers' heartbeats, the queued turns and when they were read (None: not yet,
+    or a store without workers): the title bars' worker count."""
+
+    @work(group="worker-badge", exclusive=True, exit_on_error=False)
+    async def _read_workers(self) -> None:
+        """Read the workers and the queued turns, then redraw every screen's worker count."""
+        store = self.store
+        try:
+            rows = await store.list_workers()
+            queued = await store.turn_requests()
+        except Exception:  # noqa: BLE001 -- a failed read keeps the last count; the next refresh retries
+            return
+        self.worker_view = (rows, queued, self.clock())
+        for screen in self.screen_stack:
+            if isinstance(screen, HitlScreen):
+                screen.show_worker_badge()
 
     def can_show_sessions(self, query: SessionQuery | None = None) -> bool:
         return not self.storeless

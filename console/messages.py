@@ -73,6 +73,8 @@ class SessionsLoaded(Message):
     stopped: dict[str, tuple[bool, bool]] = field(default_factory=dict)
     """Session id -> (an invocation stopped mid-run, some node of it is in doubt) (engine.liveness);
     for the ids of ``judge`` a first verdict, from the page's lease rows."""
+    queued: set[str] = field(default_factory=set)
+    """Sessions with a turn queued for a worker and none stopped mid-run (engine.liveness)."""
     judge: dict[str, str] = field(default_factory=dict)
     """Session id -> its listed status: the rows whose liveness is judged in full after the paint."""
     generation: int = 0
@@ -87,6 +89,8 @@ class LivenessJudged(Message):
     judged: tuple[str, ...]
     stopped: dict[str, tuple[bool, bool]]
     """Of ``judged``, the ones stopped mid-run: (True, a node in doubt). The others are not."""
+    queued: set[str] = field(default_factory=set)
+    """Of ``judged``, the ones queued for a worker (none of theirs stopped mid-run)."""
 
 
 @dataclass
@@ -188,6 +192,8 @@ class LivenessChecked(Message):
     in_doubt: tuple[str, ...]
     _: KW_ONLY
     token: int
+    queued_for: str | None = None
+    """The app whose worker will run its turn (a turn request waits), or None."""
 
 
 # ------------------------------------------------------------------ replay

@@ -31,6 +31,7 @@ STATUS_BASE: dict[str, str] = {
     "status-failed": "text-error",
     "status-cancelled": "text-muted",
     "status-new": "text-muted",
+    "status-queued": "text-accent",
 }
 """Each status colour: the theme variable it starts from."""
 

@@ -21,6 +21,12 @@ so on each audit row (``details["batch"]``).
 * :func:`submit` -- the answers, one invocation after the other, with a
   progress callback; a refusal or a failure is that item's result, never the
   batch's: the other items are still applied, and every result is returned.
+* Workers (issue 18): with ``via="auto"`` an item whose app has no code
+  registered here (or every item, ``via="worker"``) is validated against the
+  stored schema, appended through :func:`engine.handoff.queue_answer` (the
+  same batch id, operator and reason on it) and its turn left to a worker: its
+  result is ``queued``. :func:`routed_to_worker` is the rule; ``on_notice``
+  hears, once per app and before anything is sent, that no worker of it is alive.
 
 What this module cannot see: a bulk answer is not one transaction. Each
 invocation's answer commits on its own (as a single answer would), so a batch
@@ -54,7 +60,26 @@ PAGE = 500
 Verdict = Literal["auto-complete", "re-execute", "keep waiting", "refused"]
 VERDICTS: tuple[Verdict, ...] = ("auto-complete", "re-execute", "keep waiting", "refused")
 
-ResultStatus = Literal["applied", "refused", "failed", "interrupted"]
+ResultStatus = Literal["applied", "queued", "refused", "failed", "interrupted"]
+RESULT_STATUSES: tuple[ResultStatus, ...] = ("applied", "queued", "refused", "failed", "interrupted")
+
+Via = Literal["auto", "local", "worker"]
+"""Where an answer's turn runs: here (``local``), in a worker, or ``auto`` (a worker
+when no code is registered here for the app), as ``hitl resume --via``."""
+
+
+def routed_to_worker(via: str, app_name: str | None, registry: Any, store: Any) -> bool:
+    """Whether an answer for ``app_name`` is left to a worker: ``via="worker"``, or
+    ``auto`` with a built registry that has no code for the app, on a store that
+    keeps turn requests (elsewhere ``auto`` answers here, and says why not)."""
+    from .apps import AppRegistry
+
+    if via == "worker":
+        return True
+    return (
+        via == "auto" and isinstance(registry, AppRegistry) and app_name not in registry
+        and hasattr(store, "request_turn")
+    )
 
 
 # ------------------------------------------------------------------ the filter
@@ -405,6 +430,8 @@ class ItemPlan:
     ``refused`` (the real answer would be refused: :attr:`reason`)."""
     reason: str | None = None
     dry: DryRun | None = None
+    worker: bool = False
+    """The answer would be stored and its turn left to a worker of the app."""
 
     @property
     def refused(self) -> bool:
@@ -442,7 +469,9 @@ class BulkPlan:
         (``keep waiting`` only when there are some)."""
         parts = [f"{self.count(v)} {v}" for v in VERDICTS if v != "keep waiting" or self.count(v)]
         n, k = self.interrupts, len(self.items)
-        return f"{n} interrupt{'s' * (n != 1)} in {k} invocation{'s' * (k != 1)}: " + ", ".join(parts)
+        workers = sum(1 for i in self.items if i.worker and not i.refused)
+        tail = f"; {workers} left to a worker" if workers else ""
+        return f"{n} interrupt{'s' * (n != 1)} in {k} invocation{'s' * (k != 1)}: " + ", ".join(parts) + tail
 
     def reasons(self) -> dict[str, int]:
         """Why items would be refused: each distinct reason with how many items."""
@@ -463,15 +492,17 @@ async def dry_run(
     *,
     registry: AppRegistry | Callable[[], AppRegistry] | None = None,
     on_progress: Callable[[int, int], None] | None = None,
+    via: Via = "local",
 ) -> BulkPlan:
     """Each group's :func:`engine.operations.dry_run` (what the single answer's
-    preview says), summarised; writes nothing."""
+    preview says), summarised; writes nothing. An item :func:`routed_to_worker`
+    is not refused for want of the app's code here: a worker runs it."""
     from . import operations
 
     reg = _built(registry)
     plans: list[ItemPlan] = []
     for n, g in enumerate(groups, 1):
-        plans.append(await _plan_one(store, g, value, reg, operations))
+        plans.append(await _plan_one(store, g, value, reg, operations, via))
         if on_progress is not None:
             on_progress(n, len(groups))
     return BulkPlan(value, plans)
@@ -489,7 +520,9 @@ def _built(registry: AppRegistry | Callable[[], AppRegistry] | None) -> Any:
         return registry
 
 
-async def _plan_one(store: SessionStore, g: Group, value: Any, registry: Any, operations: Any) -> ItemPlan:
+async def _plan_one(
+    store: SessionStore, g: Group, value: Any, registry: Any, operations: Any, via: str = "local"
+) -> ItemPlan:
     try:
         app = g.app_name or (await store.get_session(g.session_id)).app_name
         dry = await operations.dry_run(
@@ -497,7 +530,8 @@ async def _plan_one(store: SessionStore, g: Group, value: Any, registry: Any, op
         )
     except HitlError as exc:
         return ItemPlan(g, "refused", operations.nothing_written(one_line(exc)))
-    if dry.refusal is not None:
+    worker = routed_to_worker(via, app, registry, store)
+    if dry.refusal is not None and not worker:
         return ItemPlan(g, "refused", operations.nothing_written(dry.refusal), dry)
     # The answered nodes decide (a Workflow above them re-executes to go on either way).
     answered = set(g.paths)
@@ -508,7 +542,7 @@ async def _plan_one(store: SessionStore, g: Group, value: Any, registry: Any, op
         verdict = "auto-complete"
     else:
         verdict = "keep waiting"
-    return ItemPlan(g, verdict, None, dry)
+    return ItemPlan(g, verdict, None, dry, worker=worker)
 
 
 # ------------------------------------------------------------------ submit
@@ -518,18 +552,21 @@ class ItemResult:
 
     group: Group
     status: ResultStatus
-    """``applied`` (written; it ran what it unblocked), ``refused`` (nothing written:
-    :attr:`reason`), ``failed`` (written, then a node failed) or ``interrupted``
-    (written, then the turn stopped mid-run)."""
+    """``applied`` (written; it ran what it unblocked), ``queued`` (written; a worker
+    of the app runs the turn), ``refused`` (nothing written: :attr:`reason`),
+    ``failed`` (written, then a node failed) or ``interrupted`` (written, then the
+    turn stopped mid-run)."""
     outcome: Outcome | None = None
     reason: str | None = None
 
     @property
     def ok(self) -> bool:
-        return self.status == "applied"
+        return self.status in ("applied", "queued")
 
     def line(self) -> str:
         """One line for the result list."""
+        if self.status == "queued":
+            return f"queued   {self.group.label} -> answered, queued for a worker of {self.group.app_name or '?'}"
         if self.status == "applied":
             o = self.outcome
             status = o.status_after.value if o is not None and o.status_after is not None else "?"
@@ -553,7 +590,7 @@ class BulkResult:
 
     @property
     def ok(self) -> bool:
-        """Every item applied (the CLI's exit 0)."""
+        """Every item applied or queued for a worker (the CLI's exit 0)."""
         return all(r.ok for r in self.results)
 
     @property
@@ -561,8 +598,10 @@ class BulkResult:
         return [r for r in self.results if not r.ok]
 
     def summary(self) -> str:
-        """``batch b-1f3a: 38 applied, 2 refused`` (failed / interrupted only when some)."""
-        parts = [f"{self.count('applied')} applied", f"{self.count('refused')} refused"]
+        """``batch b-1f3a: 38 applied, 2 refused`` (queued / failed / interrupted only when some)."""
+        parts = [f"{self.count('applied')} applied"]
+        parts += [f"{self.count('queued')} queued for a worker"] if self.count("queued") else []
+        parts += [f"{self.count('refused')} refused"]
         parts += [f"{self.count(s)} {s}" for s in ("failed", "interrupted") if self.count(s)]
         return f"batch {self.batch}: " + ", ".join(parts) + f" of {len(self.results)} invocation{'s' * (len(self.results) != 1)}"
 
@@ -583,27 +622,74 @@ async def submit(
     session_state: bool = False,
     on_result: Callable[[ItemResult, int, int], None] | None = None,
     on_step: Callable[[Group, Any], None] | None = None,
+    via: Via = "local",
+    on_notice: Callable[[str], None] | None = None,
 ) -> BulkResult:
     """Answer every group with ``value`` (one :func:`engine.operations.answer`
     each, ``operator`` and ``reason`` on every one, all with one batch id), one
     after the other. ``on_result(result, done, total)`` after each item;
     ``on_step(group, step)`` after each event a write persisted. A refusal or a
-    failure is that item's result; the batch goes on."""
+    failure is that item's result; the batch goes on. Items
+    :func:`routed_to_worker` by ``via`` are queued for a worker
+    (:func:`engine.handoff.queue_answer`); ``on_notice`` first hears, once per
+    app, that no worker of it is alive (:func:`engine.handoff.worker_notice`)."""
     from . import operations
 
     batch = batch or new_batch_id()
     reg = _built(registry)
+    apps = {g.session_id: g.app_name or await _app_of(store, g.session_id) for g in groups}
+    to_worker = {sid: routed_to_worker(via, app, reg, store) for sid, app in apps.items()}
+    if on_notice is not None:
+        from .handoff import worker_notice
+
+        for app in sorted({a for sid, a in apps.items() if to_worker[sid] and a}):
+            if hasattr(store, "request_turn") and (notice := await worker_notice(store, app)):
+                on_notice(notice)
     results: list[ItemResult] = []
     for n, g in enumerate(groups, 1):
         step = (lambda s, g=g: on_step(g, s)) if on_step is not None else None
-        done = await operations.answer(
-            store, g.session_id, _answers(g, value), g.invocation_id, registry=reg, operator=operator,
-            reason=reason, session_state=session_state, on_step=step, batch=batch,
-        )
-        results.append(_result(g, done))
+        if to_worker[g.session_id]:
+            results.append(await _queue_one(store, g, value, operator, reason, batch, step))
+        else:
+            done = await operations.answer(
+                store, g.session_id, _answers(g, value), g.invocation_id, registry=reg, operator=operator,
+                reason=reason, session_state=session_state, on_step=step, batch=batch,
+            )
+            results.append(_result(g, done))
         if on_result is not None:
             on_result(results[-1], n, len(groups))
     return BulkResult(batch, value, operator, reason, results)
+
+
+async def _app_of(store: SessionStore, session_id: str) -> str | None:
+    try:
+        return (await store.get_session(session_id)).app_name
+    except HitlError:
+        return None  # an unknown session: its answer says so
+
+
+async def _queue_one(
+    store: SessionStore, g: Group, value: Any, operator: str | None, reason: str | None, batch: str,
+    step: Callable[[Any], None] | None,
+) -> ItemResult:
+    """One item left to a worker: validated against the stored schema and appended;
+    ``queued`` when the answer unblocks a turn, ``applied`` when nothing runs."""
+    from .handoff import queue_answer
+    from .liveness import is_mid_run
+
+    if not hasattr(store, "request_turn"):
+        from .operations import nothing_written
+
+        why = "this store keeps no turn requests: no worker can run the turn (--via local)"
+        return ItemResult(g, "refused", Outcome("answer", g.session_id, g.invocation_id), nothing_written(why))
+    done = await queue_answer(
+        store, g.session_id, _answers(g, value), g.invocation_id, operator=operator, reason=reason, on_step=step,
+        batch=batch,
+    )
+    if done.error is None and done.after is not None and done.invocation_id is not None \
+            and is_mid_run(done.after, done.invocation_id):
+        return ItemResult(g, "queued", done)
+    return _result(g, done)
 
 
 def _result(g: Group, done: Outcome) -> ItemResult:

@@ -76,12 +76,14 @@ async def queue_answer(
     state_delta: dict[str, Any] | None = None,
     lease_wait: float = DEFAULT_LEASE_WAIT,
     on_step: Callable[[Step], None] | None = None,
+    batch: str | None = None,
 ) -> Outcome:
     """Answer ``answers`` without the app's code and leave the turn to a worker.
 
     Refusals are those of the in-process answer (nothing written), kept in
     :attr:`Outcome.error`. ``Outcome.after`` is the invocation with the answer
-    applied; it is mid-run (root PENDING) when a worker has a turn to run."""
+    applied; it is mid-run (root PENDING) when a worker has a turn to run.
+    ``batch``: the bulk answer (:mod:`engine.bulk`) this one is part of, recorded on the answer."""
     from .resume import load_invocation, validate_responses
     from .runner import _catch_up, answer_events
 
@@ -91,7 +93,7 @@ async def queue_answer(
         target = await validate_responses(store, session_id, Content.from_responses(answers), invocation_id)
         inv = outcome.invocation_id = target.invocation_id
         proj = await load_invocation(store, session_id, inv)
-        answer_events(proj, session_id, target, state_delta, operator, reason)  # refuse before writing
+        answer_events(proj, session_id, target, state_delta, operator, reason, batch)  # refuse before writing
     except HitlError as exc:
         return _refused(outcome, exc)
     owner = new_owner()
@@ -99,7 +101,7 @@ async def queue_answer(
     async def write(proj: Projection) -> list[StoredEvent]:
         """The answer, its request and the lease's release: one transaction."""
         outcome.before = proj.fork()
-        events = answer_events(proj, session_id, target, state_delta, operator, reason)
+        events = answer_events(proj, session_id, target, state_delta, operator, reason, batch)
         after = proj.fork()
         for event in events:
             after.apply(event)

@@ -13,7 +13,10 @@ Rules:
 
 * ``waiting``, ``failed``: sessions with that stored status.
 * ``interrupted``: sessions with a running invocation no live process holds
-  (its lease row is missing, expired, or its owner provably dead);
+  (its lease row is missing, expired, or its owner provably dead) and no
+  worker will take (no runnable turn request);
+  ``queued``: the other sessions with such an invocation -- a turn request
+  waits for a worker of the app (issue 18; one read of their requests);
   ``running``: the other running sessions.
 * ``in_doubt``: interrupted sessions with a leaf run started and never ended
   (it may have done its side effect). Judging that loads the invocation, so it
@@ -28,7 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .liveness import invocation_health
+from .liveness import Requests, invocation_health, queued_turns
 from .owners import owner_live
 from .store.base import SessionStore, StoreOverview
 
@@ -45,6 +48,8 @@ class HomeSummary:
 
     waiting: int = 0
     interrupted: int = 0
+    queued: int = 0
+    """Sessions whose turn waits for a worker (no live process, a runnable turn request)."""
     in_doubt: int = 0
     failed: int = 0
     running: int = 0
@@ -71,29 +76,56 @@ def sparkline(values: tuple[int, ...] | list[int]) -> str:
     return "".join(SPARK[0] if v <= 0 else SPARK[max(1, round(v / top * (len(SPARK) - 1)))] for v in values)
 
 
-def index_stopped(running: list[tuple[str, str, str | None, float | None]]) -> set[str]:
-    """Sessions with an invocation the index calls running and no live process holds
-    (its lease row missing, expired, or its owner provably dead): interrupted
-    mid-run, judged from the index and the lease rows alone (no projection: what
-    is in doubt needs one, :func:`engine.liveness.interrupted_invocations`)."""
-    return {sid for sid, _inv, owner, expires_at in running
-            if owner is None or not owner_live(owner, expires_at or 0.0)}
+def index_stopped(
+    running: list[tuple[str, str, str | None, float | None]], requests: Requests | None = None
+) -> set[str]:
+    """Sessions with an invocation the index calls running, no live process holds
+    (its lease row missing, expired, or its owner provably dead) and no runnable
+    turn request in ``requests``, or one whose request a worker held: interrupted mid-run, judged from the index, the
+    lease rows and the requests alone (no projection: what is in doubt needs one,
+    :func:`engine.liveness.interrupted_invocations`)."""
+    runnable = _runnable(running, requests)
+    live = {(sid, inv) for sid, inv, owner, expires_at in running if not _unheld(owner, expires_at)}
+    held = {key[0] for key, r in (requests or {}).items() if r.held is not None and key not in live}  # for an operator
+    return held | {sid for sid, inv, owner, expires_at in running
+                   if _unheld(owner, expires_at) and (sid, inv) not in runnable}
 
 
-def summarize(overview: StoreOverview, doubt: dict[str, bool] | None = None) -> HomeSummary:
+def _runnable(
+    running: list[tuple[str, str, str | None, float | None]], requests: Requests | None
+) -> set[tuple[str, str]]:
+    """(session, invocation) of the runnable turn requests no live process is running.
+    A queued answer leaves its invocation ``waiting`` in the index (an FR changes no
+    status there), so the requests are judged whether the index says running or not."""
+    live = {(sid, inv) for sid, inv, owner, expires_at in running if not _unheld(owner, expires_at)}
+    return {key for key, r in (requests or {}).items() if r.held is None and key not in live}
+
+
+def _unheld(owner: str | None, expires_at: float | None) -> bool:
+    return owner is None or not owner_live(owner, expires_at or 0.0)
+
+
+def summarize(
+    overview: StoreOverview, doubt: dict[str, bool] | None = None, requests: Requests | None = None
+) -> HomeSummary:
     """The summary from a store overview. ``doubt``: session id -> whether an
-    interrupted invocation of it has a node in doubt (the sessions judged).
+    interrupted invocation of it has a node in doubt (the sessions judged);
+    ``requests``: the store's turn requests (queued for workers).
     Leases are judged against the real clock, like everywhere else."""
     counts = overview.status_counts
-    stopped = index_stopped(overview.running)
+    stopped = index_stopped(overview.running, requests)
+    queued = {sid for sid, _inv in _runnable(overview.running, requests)} - stopped
+    in_running = {sid for sid, *_ in overview.running}
     doubt = doubt or {}
     n_running = counts.get("running", 0)
     return HomeSummary(
-        waiting=counts.get("waiting", 0),
+        # an answer left to a worker leaves its session "waiting" in the index: it is queued (or held) now
+        waiting=max(0, counts.get("waiting", 0) - len((queued | stopped) - in_running)),
         interrupted=len(stopped),
+        queued=len(queued),
         in_doubt=sum(1 for sid in stopped if doubt.get(sid)),
         failed=counts.get("failed", 0),
-        running=max(0, n_running - len(stopped)),
+        running=max(0, n_running - len((stopped | queued) & in_running)),
         total=sum(counts.values()),
         oldest_open_at=overview.oldest_open_at,
         open_by_app=tuple(sorted(overview.open_by_app.items(), key=lambda kv: (-kv[1], kv[0]))),
@@ -107,14 +139,13 @@ async def home_summary(store: SessionStore, now: float) -> HomeSummary:
     at most :data:`DOUBT_LIMIT` invocation loads to find nodes in doubt."""
     since = (now // HOUR + 1) * HOUR - BUCKETS * HOUR  # whole hours, the current one last
     overview = await store.overview(since=since, bucket=HOUR, buckets=BUCKETS)
+    requests = await queued_turns(store)  # one read
     doubt: dict[str, bool] = {}
-    judged = 0
-    for sid, inv, owner, expires_at in overview.running:
-        if owner is not None and owner_live(owner, expires_at or 0.0):
-            continue
-        if judged >= DOUBT_LIMIT:
-            break
-        judged += 1
-        health = await invocation_health(store, sid, inv)
+    runnable = _runnable(overview.running, requests)
+    live = {(sid, inv) for sid, inv, owner, expires_at in overview.running if not _unheld(owner, expires_at)}
+    judge = [(sid, inv) for sid, inv, *_ in overview.running if (sid, inv) not in live and (sid, inv) not in runnable]
+    judge += [key for key, r in requests.items() if r.held is not None and key not in live and key not in judge]
+    for sid, inv in judge[:DOUBT_LIMIT]:  # the interrupted ones (held requests too: their index may say waiting)
+        health = await invocation_health(store, sid, inv, request=requests.get((sid, inv)))
         doubt[sid] = doubt.get(sid, False) or bool(health.interrupted and health.in_doubt)
-    return summarize(overview, doubt)
+    return summarize(overview, doubt, requests)

@@ -24,6 +24,16 @@ This module is the policy on top of those rows:
   record but no end record: they may have done their side effects before the
   process died, so continuing (re-driving) them needs an explicit
   acknowledgement.
+* *queued for a worker* (issue 18) -- mid-run by the projection, no live
+  lease, but a turn request waits for a worker of the app (an answer sent
+  without the app's code, a re-drive through a worker): nothing is wrong, a
+  worker will run it. A request a worker *held* (nodes in doubt wait for an
+  acknowledged re-drive) does not count: that invocation is interrupted, with
+  the held reason. :func:`turn_requests_by_invocation` reads the requests of a
+  page of sessions in one store read.
+
+Blind spot: a request is QUEUED until a worker looks at it; one whose
+invocation has nodes in doubt is then held (and reads interrupted).
 
 The console and the CLI call these to show "interrupted mid-run" and the in
 doubt nodes; the Runner calls :func:`acquire_invocation_lease`.
@@ -41,12 +51,13 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import InvocationBusyError, LeaseLostError, StoreError
 from .models import NodeStatus
-from .owners import _OPEN_OWNERS, INTERRUPTED, new_owner, owner_live, owner_state  # noqa: F401 (re-exported: owner ids live in engine.owners, which needs no pydantic)
+from .owners import _OPEN_OWNERS, INTERRUPTED, QUEUED, new_owner, owner_live, owner_state  # noqa: F401 (re-exported: owner ids live in engine.owners, which needs no pydantic)
 from .status import DisplayStatus, InvocationState, SessionStatus
 from .store.base import Lease, SessionStore
 
 if TYPE_CHECKING:
     from .projection import Projection
+    from .store.workers import TurnRequest
 
 log = logging.getLogger(__name__)
 
@@ -207,15 +218,37 @@ class InvocationHealth:
     live: bool
     """A process holds a live lease: the invocation is running right now."""
     interrupted: bool
-    """Mid-run by the projection, but no live process: it stopped mid-run."""
+    """Mid-run by the projection, no live process, and no worker will take it
+    (no turn request, or one held): it stopped mid-run."""
     in_doubt: tuple[str, ...] = field(default=())
     """Leaf paths started without an end record (only when interrupted)."""
+    queued_for: str | None = None
+    """The app whose worker will run the turn: mid-run by the projection, no live
+    process, and a runnable turn request waits (None: not queued)."""
+    held: str | None = None
+    """Why a worker left the invocation's request alone (only when interrupted),
+    e.g. nodes in doubt waiting for an acknowledged re-drive."""
+
+    @property
+    def queued(self) -> bool:
+        return self.queued_for is not None
+
+    @property
+    def display(self) -> DisplayStatus | None:
+        """INTERRUPTED, QUEUED, or the projected status (None: no run yet)."""
+        if self.interrupted:
+            return DisplayStatus.INTERRUPTED
+        if self.queued:
+            return DisplayStatus.QUEUED
+        return DisplayStatus.of(self.status) if self.status is not None else None
 
     @property
     def label(self) -> str:
-        """``interrupted mid-run`` or the projected status (``-`` when none)."""
+        """``interrupted mid-run``, ``queued for a worker of APP`` or the projected status (``-`` when none)."""
         if self.interrupted:
             return INTERRUPTED
+        if self.queued_for is not None:
+            return queued_label(self.queued_for)
         return self.status.value if self.status is not None else "-"
 
     def to_dict(self) -> dict[str, object]:
@@ -223,13 +256,47 @@ class InvocationHealth:
             "invocation_id": self.invocation_id,
             "status": self.status.value if self.status else None,
             "label": self.label,
+            "display": self.display.value if self.display else None,
             "live": self.live,
             "interrupted": self.interrupted,
             "in_doubt": list(self.in_doubt),
+            "queued": self.queued,
+            "queued_for": self.queued_for,
+            "held": self.held,
             "lease": None
             if self.lease is None
             else {**self.lease.model_dump(), "holder": self.lease.holder, "live": self.live},
         }
+
+
+def queued_label(app_name: str) -> str:
+    """What a surface says of a queued invocation."""
+    return f"{QUEUED} of {app_name}"
+
+
+Requests = dict[tuple[str, str], "TurnRequest"]
+"""Turn requests by (session id, invocation id)."""
+
+
+async def turn_requests_by_invocation(store: SessionStore, session_ids: list[str]) -> Requests:
+    """The turn requests of these sessions, one store read ({} for none, or for
+    a store that keeps no turn requests)."""
+    if not session_ids or not hasattr(store, "turn_requests_of"):
+        return {}
+    return {(r.session_id, r.invocation_id): r for r in await store.turn_requests_of(session_ids)}
+
+
+async def queued_turns(store: SessionStore, limit: int = 100_000) -> Requests:
+    """Every turn request of the store (at most ``limit``), one read; {} for a store without them."""
+    if not hasattr(store, "turn_requests"):
+        return {}
+    return {(r.session_id, r.invocation_id): r for r in await store.turn_requests(limit=limit)}
+
+
+async def _request_of(store: SessionStore, session_id: str, invocation_id: str) -> TurnRequest | None:
+    if not hasattr(store, "get_turn_request"):
+        return None
+    return await store.get_turn_request(session_id, invocation_id)  # type: ignore[no-any-return]
 
 
 def in_doubt_paths(proj: Projection, invocation_id: str) -> list[str]:
@@ -265,21 +332,39 @@ async def stopped_mid_run(
 
 
 def health_from(
-    proj: Projection, invocation_id: str, lease: Lease | None, now: float | None = None
+    proj: Projection,
+    invocation_id: str,
+    lease: Lease | None,
+    now: float | None = None,
+    request: TurnRequest | None = None,
 ) -> InvocationHealth:
-    """Pure: the health of one invocation from its projection and its lease row."""
+    """Pure: the health of one invocation from its projection, its lease row and
+    its turn request (queued when a runnable one waits; its held reason when not)."""
     live = lease_is_live(lease, now)
     status = proj.invocation_status(invocation_id)
-    interrupted = not live and is_mid_run(proj, invocation_id)
-    doubt = tuple(in_doubt_paths(proj, invocation_id)) if interrupted else ()
-    return InvocationHealth(invocation_id, status, lease, live, interrupted, doubt)
+    stopped = not live and is_mid_run(proj, invocation_id)
+    if stopped and request is not None and request.held is None:
+        return InvocationHealth(invocation_id, status, lease, live, False, queued_for=request.app_name)
+    doubt = tuple(in_doubt_paths(proj, invocation_id)) if stopped else ()
+    held = request.held if stopped and request is not None else None
+    return InvocationHealth(invocation_id, status, lease, live, stopped, doubt, held=held)
+
+
+_UNREAD: Any = object()
 
 
 async def invocation_health(
-    store: SessionStore, session_id: str, invocation_id: str, proj: Projection | None = None
+    store: SessionStore,
+    session_id: str,
+    invocation_id: str,
+    proj: Projection | None = None,
+    *,
+    request: TurnRequest | None = _UNREAD,
 ) -> InvocationHealth:
     """The health of one invocation (loads its projection unless given; a given
-    one must be at least as new as the store was when the call began)."""
+    one must be at least as new as the store was when the call began).
+    ``request``: its turn request when the caller read it (else it is read here,
+    when the invocation looks stopped)."""
     from .resume import load_invocation
 
     if proj is None:
@@ -287,34 +372,42 @@ async def invocation_health(
     for _ in range(3):
         stopped, lease = await stopped_mid_run(store, session_id, invocation_id, proj)
         if stopped or lease_is_live(lease) or not is_mid_run(proj, invocation_id):
-            return health_from(proj, invocation_id, lease)
+            break
         proj = await load_invocation(store, session_id, invocation_id)  # it moved on: read again
-    return health_from(proj, invocation_id, await store.get_lease(session_id, invocation_id))
+    else:
+        lease = await store.get_lease(session_id, invocation_id)
+    if request is _UNREAD:
+        request = await _request_of(store, session_id, invocation_id) if is_mid_run(proj, invocation_id) else None
+    return health_from(proj, invocation_id, lease, request=request)
 
 
 async def session_health(
-    store: SessionStore, session_id: str, proj: Projection | None = None
+    store: SessionStore, session_id: str, proj: Projection | None = None, requests: Requests | None = None
 ) -> dict[str, InvocationHealth]:
     """Health of every invocation of a session, by invocation id.
 
     With ``proj`` (a projection of the whole session, e.g. the console's), one
-    store read (the lease rows). Without it, only *candidates* are loaded -- the
-    invocations with a lease row or a running status in the index -- and the
-    others are reported from the index alone (they cannot be mid-run)."""
+    store read (the lease rows) and one for the turn requests (unless given).
+    Without it, only *candidates* are loaded -- the invocations with a lease
+    row, a turn request or a running status in the index -- and the others are
+    reported from the index alone (they cannot be mid-run)."""
     leases = {lease.invocation_id: lease for lease in await store.list_leases(session_id)}
+    if requests is None:
+        requests = await turn_requests_by_invocation(store, [session_id])
     now = time.time()
     out: dict[str, InvocationHealth] = {}
     if proj is not None:
         for inv in proj.invocations:
-            h = health_from(proj, inv, leases.get(inv), now)
-            if h.interrupted:  # confirm: the projection may predate a turn that just ended
-                h = await invocation_health(store, session_id, inv, proj)
+            request = requests.get((session_id, inv))
+            h = health_from(proj, inv, leases.get(inv), now, request)
+            if h.interrupted or h.queued:  # confirm: the projection may predate a turn that just ended
+                h = await invocation_health(store, session_id, inv, proj, request=request)
             out[inv] = h
         return out
     for summary in await store.list_invocations(session_id):
         inv = summary.invocation_id
-        if inv in leases or summary.status == InvocationState.RUNNING:
-            out[inv] = await invocation_health(store, session_id, inv)
+        if inv in leases or (session_id, inv) in requests or summary.status == InvocationState.RUNNING:
+            out[inv] = await invocation_health(store, session_id, inv, request=requests.get((session_id, inv)))
         else:
             status = NodeStatus(DisplayStatus.of(summary.status))
             out[inv] = InvocationHealth(inv, status, None, False, False)
@@ -322,36 +415,76 @@ async def session_health(
 
 
 def page_verdicts(
-    sessions: Iterable[tuple[str, str]], leases: Iterable[Lease], now: float | None = None
-) -> tuple[set[str], list[str]]:
+    sessions: Iterable[tuple[str, str]],
+    leases: Iterable[Lease],
+    requests: Requests | None = None,
+    now: float | None = None,
+) -> tuple[set[str], set[str], list[str]]:
     """Pure: a first verdict on a page of the sessions list from its ``(session id,
     status)`` rows and their lease rows (one read: :func:`engine.store.base.leases_of`).
-    Returns (the sessions that look stopped mid-run: RUNNING and no live lease; every
-    session whose verdict :func:`interrupted_invocations` must still give: the RUNNING
-    ones and any with a lease row). The others cannot be mid-run and need nothing more.
+    and the page's turn requests (one read: :func:`turn_requests_by_invocation`).
+    Returns (the sessions that look stopped mid-run: RUNNING, no live lease and no
+    runnable turn request; those that look queued for a worker: RUNNING, no live lease
+    and a runnable request; every session whose verdict :func:`stopped_invocations`
+    must still give: the RUNNING ones and any with a lease row or a turn request).
+    The others cannot be mid-run and need nothing more.
     A first verdict cannot tell nodes in doubt (that needs the invocation's events),
     nor a running session whose other invocation stopped beside a live one."""
     held: dict[str, list[Lease]] = {}
     for lease in leases:
         held.setdefault(lease.session_id, []).append(lease)
+    runnable = {sid for (sid, _inv), req in (requests or {}).items() if req.held is None}
+    asked = {sid for sid, _inv in (requests or {})}
     stopped: set[str] = set()
+    queued: set[str] = set()
     judge: list[str] = []
     for sid, status in sessions:
         rows = held.get(sid, [])
-        if status != SessionStatus.RUNNING and not rows:
+        if status != SessionStatus.RUNNING and not rows and sid not in asked:
             continue
         judge.append(sid)
         if status == SessionStatus.RUNNING and not any(lease_is_live(x, now) for x in rows):
-            stopped.add(sid)
-    return stopped, judge
+            (queued if sid in runnable else stopped).add(sid)
+    return stopped, queued, judge
+
+
+async def stopped_invocations(
+    store: SessionStore, session_id: str, session_status: str | None = None, requests: Requests | None = None
+) -> list[InvocationHealth]:
+    """The session's invocations that stopped mid-run or are queued for a worker
+    (what a sessions list flags). Pass the listing's ``session_status`` to skip the
+    invocation index for sessions that are not running and hold no lease rows nor
+    turn requests (the common case); ``requests``: the page's turn requests
+    (:func:`turn_requests_by_invocation`), else they are read here."""
+    if requests is None:
+        requests = await turn_requests_by_invocation(store, [session_id])
+    if (
+        session_status is not None
+        and session_status != SessionStatus.RUNNING
+        and not any(sid == session_id for sid, _ in requests)
+        and not await store.list_leases(session_id)
+    ):
+        return []
+    health = await session_health(store, session_id, requests=requests)
+    return [h for h in health.values() if h.interrupted or h.queued]
 
 
 async def interrupted_invocations(
-    store: SessionStore, session_id: str, session_status: str | None = None
+    store: SessionStore, session_id: str, session_status: str | None = None, requests: Requests | None = None
 ) -> list[InvocationHealth]:
-    """The session's invocations that stopped mid-run (what the sessions list
-    flags). Pass the listing's ``session_status`` to skip the invocation index
-    for sessions that are not running and hold no lease rows (the common case)."""
-    if session_status is not None and session_status != SessionStatus.RUNNING and not await store.list_leases(session_id):
-        return []
-    return [h for h in (await session_health(store, session_id)).values() if h.interrupted]
+    """The session's invocations that stopped mid-run, queued ones left out
+    (:func:`stopped_invocations`)."""
+    return [h for h in await stopped_invocations(store, session_id, session_status, requests) if h.interrupted]
+
+
+async def page_health(store: SessionStore, sessions: list[Any]) -> dict[str, list[InvocationHealth]]:
+    """For a page of session summaries (``.id``, ``.status``): the invocations of each
+    that stopped mid-run or are queued (sessions with none left out). The turn
+    requests of the whole page are one store read."""
+    requests = await turn_requests_by_invocation(store, [s.id for s in sessions])
+    out: dict[str, list[InvocationHealth]] = {}
+    for s in sessions:
+        found = await stopped_invocations(store, s.id, s.status, requests)
+        if found:
+            out[s.id] = found
+    return out

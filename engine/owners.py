@@ -25,6 +25,9 @@ from typing import Literal
 INTERRUPTED = "interrupted mid-run"
 """The label the CLI and the console show for an interrupted invocation."""
 
+QUEUED = "queued for a worker"
+"""The label of an invocation whose turn waits for a worker (issue 18); ``of APP`` follows where there is room."""
+
 
 def _read(path: str) -> str | None:
     # Bytes, decoded with the interpreter's built-in ASCII fast path: a text-mode

@@ -11,9 +11,11 @@
   the two states only :mod:`engine.liveness` can tell, ``INTERRUPTED`` (the
   projection says RUNNING or PENDING, no live process holds the lease) and
   ``IN DOUBT`` (a leaf of an interrupted invocation that started and recorded
-  no end: its side effects may have happened);
+  no end: its side effects may have happened), and ``QUEUED`` (issue 18: the
+  projection says RUNNING or PENDING, no live process holds it, and a turn
+  request waits for a worker of the app);
 * :data:`SESSION_FILTERS` -- the values a session list can be filtered by
-  (every session status and ``interrupted``, which is not stored).
+  (every session status, ``interrupted`` and ``queued``, which are not stored).
 
 Icons, colours (``status--<word>`` component classes), filter cycles and
 command suggestions derive from these; nothing else spells a status.
@@ -70,6 +72,8 @@ class DisplayStatus(enum.StrEnum):
     """Stopped mid-run: the projection says RUNNING/PENDING, no live process holds it."""
     IN_DOUBT = "IN DOUBT"
     """A leaf of an interrupted invocation with a start record and no end record."""
+    QUEUED = "QUEUED"
+    """Mid-run by the projection, no live process, and a turn request waits for a worker of its app."""
 
     @classmethod
     def of(cls, status: NodeStatus | InvocationState | SessionStatus | str) -> DisplayStatus:
@@ -88,8 +92,25 @@ class DisplayStatus(enum.StrEnum):
 INTERRUPTED_FILTER = "interrupted"
 """The session filter for interrupted sessions (stored as ``running``; liveness decides)."""
 
-SESSION_FILTERS: tuple[str, ...] = (*(s.value for s in SessionStatus), INTERRUPTED_FILTER)
-"""Every value ``--status`` / ``status=`` accepts (plain strings: click shows an enum member's name)."""
+QUEUED_FILTER = "queued"
+"""The session filter for sessions with a turn queued for a worker (stored as ``running`` too)."""
+
+LIVENESS_FILTERS: tuple[str, ...] = (INTERRUPTED_FILTER, QUEUED_FILTER)
+"""The filters liveness decides: the store lists ``running`` sessions, liveness keeps the matching ones."""
+
+SESSION_FILTERS: tuple[str, ...] = (*(s.value for s in SessionStatus), *LIVENESS_FILTERS)
+"""Every value ``--status`` / ``status=`` accepts (plain strings: click shows an enum member's name);
+``queued`` has no key in the sessions list's cycle (``:sessions status=queued``)."""
+
+def stored_filter(status: str | None) -> str | None:
+    """The stored status a session list asks the store for, for a filter value:
+    ``running`` for ``interrupted``; none for ``queued`` (an answer left to a worker
+    leaves its session ``waiting`` in the index: liveness keeps the queued rows of
+    the page); the value itself otherwise."""
+    if status == INTERRUPTED_FILTER:
+        return SessionStatus.RUNNING.value
+    return None if status == QUEUED_FILTER else status
+
 
 STATUS_CYCLE: tuple[str | None, ...] = (
     None,

@@ -278,10 +278,15 @@ def display_status(run: NodeRun, interrupted: bool = False, in_doubt: Iterable[s
     return DisplayStatus.of(run.status)
 
 
-def invocation_display(proj: Projection, invocation_id: str, interrupted: bool = False) -> DisplayStatus | None:
-    """The word shown for an invocation (its root's), INTERRUPTED when liveness says so."""
+def invocation_display(
+    proj: Projection, invocation_id: str, interrupted: bool = False, queued: bool = False
+) -> DisplayStatus | None:
+    """The word shown for an invocation (its root's), INTERRUPTED or QUEUED (a turn
+    request waits for a worker) when liveness says so."""
     if interrupted:
         return DisplayStatus.INTERRUPTED
+    if queued:
+        return DisplayStatus.QUEUED
     status = proj.invocation_status(invocation_id)
     return DisplayStatus.of(status) if status is not None else None
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from rich.console import Group
 from rich.text import Text
 
+from engine.bulk import routed_to_worker
 from engine.liveness import invocation_health
 from engine.models import Session
 from engine.projection import Projection
@@ -179,7 +180,7 @@ class SessionAnswering:
     def open_editor(self, draft: AnswerDraft) -> None:
         registry = app_registry(self.host.hitl)
         # No code registered for the app here: the answer is stored and left to a worker (issue 18).
-        via_worker = draft.app_name not in registry and hasattr(self.host.hitl.store, "request_turn")
+        via_worker = routed_to_worker("auto", draft.app_name, registry, self.host.hitl.store)
         unavailable = None if via_worker else registry.unavailable_reason(draft.app_name)
         self.host.hitl.push_screen(AnswerScreen(self.host, draft, unavailable=unavailable, via_worker=via_worker))
 

@@ -13,6 +13,12 @@ the console's inbox filter line reads, :func:`engine.bulk.parse_where`)::
 
 Exit 1 when any item is (or, with --dry-run, would be) refused or failed;
 the others are still applied and every item is listed.
+
+Items of an app whose code is not registered here (or every item, ``--via
+worker``) are validated against the stored schema, appended and left to a
+worker of the app (issue 18): their result is ``queued``; the command then
+follows their turns until they settle (``--no-wait``: it returns at once;
+``--wait-timeout``: a turn not settled by then is stored and queued, never failed).
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from engine.errors import HitlError, ReadOnlyError
 from .group import cli
 from .loads import resolve_invocation
 from .options import _duration, _operator, _opts, app_spec_option, common, open_store, operator_option, reason_option
+from .options import via_options as resume_via_options
 from .output import fail, out, out_json, run, short
 
 if TYPE_CHECKING:
@@ -83,7 +90,7 @@ def _group_json(g: Group) -> dict[str, Any]:
 
 
 def _plan_json(i: ItemPlan) -> dict[str, Any]:
-    return {**_group_json(i.group), "verdict": i.verdict, "nodes": i.nodes, "reason": i.reason}
+    return {**_group_json(i.group), "verdict": i.verdict, "nodes": i.nodes, "reason": i.reason, "worker": i.worker}
 
 
 def _result_json(r: ItemResult) -> dict[str, Any]:
@@ -101,7 +108,8 @@ def _plan_line(red: Redactor, i: ItemPlan) -> str:
     if i.refused:
         return f"{head}: {i.reason}"
     asks = g.records[0].message if g.records else ""
-    return f"{head}  {', '.join(i.nodes) or ', '.join(g.paths)}  {short(red.value(asks), 50)}"
+    worker = f"  (a worker of {g.app_name} runs it)" if i.worker else ""
+    return f"{head}  {', '.join(i.nodes) or ', '.join(g.paths)}  {short(red.value(asks), 50)}{worker}"
 
 
 def print_plan(red: Redactor, plan: BulkPlan, where: str) -> None:
@@ -141,6 +149,7 @@ def _bar(total: int, label: str) -> Any:
 @click.option("--text", metavar="TEXT", help="Filter: the interrupt's message contains TEXT (case-insensitive).")
 @click.option("--session", "session_id", metavar="SESSION", help="Filter: only this session.")
 @click.option("--dry-run", is_flag=True, help="Show what each invocation would do and list the items; write nothing.")
+@resume_via_options("answers (stored)")  # hitl resume's --via / --no-wait / --wait-timeout
 @operator_option
 @reason_option
 def bulk_answer(
@@ -153,6 +162,9 @@ def bulk_answer(
     text: str | None,
     session_id: str | None,
     dry_run: bool,
+    via: str,
+    no_wait: bool,
+    wait_timeout: float,
     operator: str | None,
     reason: str | None,
 ) -> None:
@@ -206,7 +218,7 @@ def bulk_answer(
     async def _dry(store: Any, groups: list[Group], value: Any, where_text: str) -> None:
         bar = _bar(len(groups), "dry run")
         with bar if bar is not None else nullcontext():
-            plan = await bulk.dry_run(store, groups, value, registry=opts.registry,
+            plan = await bulk.dry_run(store, groups, value, registry=opts.registry, via=via,  # type: ignore[arg-type]
                                       on_progress=(lambda n, t: bar.update(1)) if bar is not None else None)
         if opts.json:
             out_json(red, {"kind": "dry_run", "summary": plan.summary(), "filter": where_text,
@@ -229,21 +241,68 @@ def bulk_answer(
             else:
                 out(red, "  " + r.line())
 
+        def notice(line: str) -> None:  # before anything is sent: no worker serves an app of the batch
+            if opts.json:
+                out_json(red, {"kind": "notice", "message": line})
+            else:
+                out(red, line)
+
         with bar if bar is not None else nullcontext():
             done = await bulk.submit(store, groups, value, registry=opts.registry, operator=who, reason=why,
-                                     on_result=told)
+                                     on_result=told, via=via, on_notice=notice)  # type: ignore[arg-type]
         if bar is not None:  # the lines waited for the bar to finish
             for r in done.results:
                 (out_json(red, {"kind": "item", **_result_json(r)}) if opts.json else out(red, "  " + r.line()))
         if opts.json:
             out_json(red, {"kind": "summary", "batch": done.batch, "summary": done.summary(),
-                           "counts": {s: done.count(s) for s in ("applied", "refused", "failed", "interrupted")}})
+                           "counts": {s: done.count(s) for s in bulk.RESULT_STATUSES}})
         else:
             out(red, done.summary())
+        queued = [r for r in done.results if r.status == "queued"]
+        if queued and no_wait:
+            _said("queued", f"not waiting (--no-wait): {len(queued)} turn{'s' * (len(queued) != 1)} left to workers; "
+                            f"follow them with `hitl show SESSION` or `hitl audit` (batch {done.batch})")
+        elif queued:
+            await _follow_all(store, queued, wait_timeout)
         if not done.ok:
             bad = done.not_applied
             fail(f"{len(bad)} of {len(done.results)} invocations were not applied (listed above); "
                  f"the other {len(done.results) - len(bad)} were (batch {done.batch}: hitl audit)")
+
+    def _said(kind: str, line: str, **extra: Any) -> None:
+        if opts.json:
+            out_json(red, {"kind": kind, "message": line, **extra})
+        else:
+            out(red, line)
+
+    async def _follow_all(store: Any, queued: list[ItemResult], timeout: float) -> None:
+        """Follow the queued turns (one after the other, one deadline for all) until each settles."""
+        import asyncio
+
+        from engine import handoff
+        from engine.resume import load_invocation
+
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        waiting = 0
+        for r in queued:
+            g = r.group
+            left = max(deadline - loop.time(), 0.0)
+            state = await handoff.follow(store, g.session_id, g.invocation_id, timeout=left)
+            if state == "settled":
+                st = (await load_invocation(store, g.session_id, g.invocation_id)).invocation_status(g.invocation_id)
+                word = st.value if st is not None else "?"
+                _said("settled", f"  settled  {g.label} -> {word}", session_id=g.session_id,
+                      invocation_id=g.invocation_id, status=word)
+            elif state == "timeout":
+                waiting += 1
+            else:
+                _said("held", f"  held     {g.label}: the turn waits: {state}", session_id=g.session_id,
+                      invocation_id=g.invocation_id)
+        if waiting:
+            apps = ", ".join(sorted({r.group.app_name or "?" for r in queued}))
+            _said("queued", f"stored and queued for a worker; {waiting} turn{'s' * (waiting != 1)} not settled after "
+                            f"{timeout:g}s (they run when a worker of {apps} takes them)")
 
     run(red, body())
 

@@ -10,8 +10,14 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from console.times import age, zone_name
-from engine.owners import INTERRUPTED
-from engine.status import INTERRUPTED_FILTER, SESSION_FILTERS, DisplayStatus, SessionStatus
+from engine.owners import INTERRUPTED, QUEUED
+from engine.status import (
+    INTERRUPTED_FILTER,
+    QUEUED_FILTER,
+    SESSION_FILTERS,
+    DisplayStatus,
+    stored_filter,
+)
 
 from .group import cli
 from .loads import _event_pages, latest_projection, resolve_invocation, session_projection
@@ -32,7 +38,8 @@ if TYPE_CHECKING:
 @click.option(
     "--status",
     type=click.Choice(SESSION_FILTERS),
-    help="Only sessions in this status (interrupted: a turn stopped mid-run, no process runs it).",
+    help="Only sessions in this status (interrupted: a turn stopped mid-run, no process runs it; "
+    "queued: a turn waits for a worker of its app).",
 )
 @click.option(
     "--older-than", "older_than", metavar="DURATION", callback=_duration, help="Not updated for this long (2h, 3d)."
@@ -51,7 +58,7 @@ def sessions(
 ) -> None:
     """List sessions, most recently updated first."""
     red = _opts().redactor()  # the command's one Redactor, handed to what renders
-    stored_status = SessionStatus.RUNNING if status == INTERRUPTED_FILTER else status  # running, no live lease
+    stored_status = stored_filter(status)  # interrupted: running, no live lease; queued: liveness keeps them
     filters: dict[str, Any] = {
         "app_name": app_name,
         "user_id": user_id,
@@ -61,19 +68,21 @@ def sessions(
         "limit": limit,
         "cursor": cursor,
     }
-    # (summary as SessionSummary.model_dump(), its interrupted invocation ids) per listed session
-    items: list[tuple[dict[str, Any], list[str]]] = []
+    # (summary as SessionSummary.model_dump(), its interrupted invocation ids, its queued ones) per listed session
+    items: list[tuple[dict[str, Any], list[str], list[str]]] = []
     next_cursor: str | None = None
 
     async def body() -> None:
-        from engine.liveness import interrupted_invocations
+        from engine.liveness import page_health
 
         nonlocal next_cursor
         async with open_store(write=False) as store:
             page = await page_of(store.list_sessions(**filters))
+            health = await page_health(store, page.items)  # the page's turn requests: one read
             for s in page.items:
-                stopped = await interrupted_invocations(store, s.id, s.status)
-                items.append((s.model_dump(), [h.invocation_id for h in stopped]))
+                found = health.get(s.id, [])
+                items.append((s.model_dump(), [h.invocation_id for h in found if h.interrupted],
+                              [h.invocation_id for h in found if h.queued]))
             next_cursor = page.next_cursor
 
     # The fast path (issue 15): a SQLite file read with plain sqlite3, no pydantic or
@@ -87,14 +96,17 @@ def sessions(
 
         fast = list_session_rows(target, **filters)
     if fast is not None:
-        items = [(r.summary_dict(), list(r.interrupted)) for r in fast.items]
+        items = [(r.summary_dict(), list(r.interrupted), list(r.queued)) for r in fast.items]
         next_cursor = fast.next_cursor
     else:
         run(red, body())
     if status == INTERRUPTED_FILTER:
         items = [i for i in items if i[1]]
+    elif status == QUEUED_FILTER:
+        items = [i for i in items if i[2] and not i[1]]
     if _opts().json:
-        out_json(red, {"sessions": [{**d, "interrupted": inv} for d, inv in items], "next_cursor": next_cursor})
+        out_json(red, {"sessions": [{**d, "interrupted": inv, "queued": q} for d, inv, q in items],
+                       "next_cursor": next_cursor})
         return
     now = time.time()
     rows = [
@@ -102,17 +114,19 @@ def sessions(
             d["id"],
             d["app_name"],
             d["user_id"],
-            INTERRUPTED if inv else d["status"],
+            INTERRUPTED if inv else QUEUED if q else d["status"],
             str(d["open_interrupts"]),
             str(d["invocation_count"]),
             str(d["event_count"]),
             age(d["last_event_at"] or d["updated_at"], now),  # an imported session: its events' time, not the import's
         ]
-        for d, inv in items
+        for d, inv, q in items
     ]
     out(red, table(rows, ["SESSION", "APP", "USER", "STATUS", "OPEN", "INV", "EVENTS", "UPDATED"]) if rows else "no sessions")
-    if any(inv for _, inv in items):
+    if any(inv for _, inv, _q in items):
         out(red, f"{INTERRUPTED}: a turn stopped before it ended; `hitl show SESSION` says how to continue it")
+    if any(q and not inv for _, inv, q in items):
+        out(red, f"{QUEUED}: an answer is stored and its turn waits for a worker of the app (`hitl workers`)")
     more(red, next_cursor)
 
 
@@ -133,6 +147,7 @@ def show(session_id: str, invocation: str | None, all_runs: bool, graph: bool, s
     red = _opts().redactor()  # the command's one Redactor, handed to what renders
 
     async def body() -> None:
+        from engine.handoff import worker_notice
         from engine.liveness import session_health
 
         async with open_store(write=False) as store:
@@ -146,6 +161,8 @@ def show(session_id: str, invocation: str | None, all_runs: bool, graph: bool, s
             else:  # the latest runs: each invocation from its snapshot + the events after it
                 proj = await latest_projection(store, session_id, [i.invocation_id for i in invocations], red)
             health = await session_health(store, session_id, proj)
+            queued_apps = {h.queued_for for h in health.values() if h.queued_for is not None}
+            notices = {app: await worker_notice(store, app) for app in sorted(queued_apps)}
         state = red.value(session.state)
         if _opts().json:
             out_json(red, 
@@ -154,7 +171,8 @@ def show(session_id: str, invocation: str | None, all_runs: bool, graph: bool, s
                     "invocations": [
                         {
                             **i.model_dump(),
-                            "health": health[i.invocation_id].to_dict(),
+                            "health": {**health[i.invocation_id].to_dict(),
+                                       "worker_notice": notices.get(health[i.invocation_id].queued_for or "")},
                             "nodes": red.value(tree_rows(proj, i.invocation_id, all_runs, health[i.invocation_id])),
                             **({"graph": red.value(graph_dict(proj, health[i.invocation_id]))} if graph else {}),
                         }
@@ -170,8 +188,11 @@ def show(session_id: str, invocation: str | None, all_runs: bool, graph: bool, s
             out(red)
             h = health[i.invocation_id]
             status = h.status.value if h.status else DisplayStatus.of(i.status).value
+            projected = f"(projection: {h.status.value if h.status else 'no run yet'})"
             if h.interrupted:
-                status = f"{INTERRUPTED.upper()} (projection: {h.status.value if h.status else 'no run yet'})"
+                status = f"{INTERRUPTED.upper()} {projected}"
+            elif h.queued_for is not None:
+                status = f"{DisplayStatus.QUEUED.value} for a worker of {h.queued_for} {projected}"
             out(red, f"invocation {i.invocation_id}  {status}  started {clock(i.started_at)} {zone_name(i.started_at)}  message {short(i.message, 40) or '-'}")
             lines = graph_lines(proj, h) if graph else render_tree(red.value(tree_rows(proj, i.invocation_id, all_runs, h)))
             for line in lines:
@@ -183,7 +204,7 @@ def show(session_id: str, invocation: str | None, all_runs: bool, graph: bool, s
                 itrs = proj.open_interrupts(i.invocation_id)
                 for line in schema_blocks(red, [(x.id, x.response_schema) for x in itrs], "    "):
                     out(red, line)
-            for line in health_line(h, session.id):
+            for line in health_line(h, session.id, notices.get(h.queued_for or "")):
                 out(red, line)
 
     run(red, body())

@@ -58,10 +58,19 @@ def render_tree(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def health_line(h: InvocationHealth, session_id: str) -> list[str]:
-    """What ``hitl show`` says under an invocation that is running or stopped mid-run."""
+def health_line(h: InvocationHealth, session_id: str, notice: str | None = None) -> list[str]:
+    """What ``hitl show`` says under an invocation that is running, queued for a
+    worker (``notice``: :func:`engine.handoff.worker_notice` when none is alive)
+    or stopped mid-run."""
+    if h.queued_for is not None:
+        lines = [f"  {h.label}: the turn is stored and waits for a worker of {h.queued_for} (hitl workers)"]
+        if notice:
+            lines.append(f"  {notice}")
+        return lines
     if h.interrupted:
         lines = [f"  {INTERRUPTED}: no process is running it (its last turn stopped before it ended)"]
+        if h.held:
+            lines.append(f"  held by the workers: {' '.join(h.held.split())}")
         if h.in_doubt:
             lines.append(f"  in doubt: {id_list(list(h.in_doubt), 8)} (started, no end record: may have done side effects)")
         ack = " --ack-in-doubt" if h.in_doubt else ""

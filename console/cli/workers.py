@@ -244,18 +244,15 @@ async def redrive_via_worker(
     """A re-drive without the app's code: refused up front as the real one would
     be, else queued for a worker and followed like an answer."""
     from engine import handoff
-    from engine.operations import Step
     from engine.resume import load_invocation
 
     proj = await load_invocation(store, session.id, invocation_id)
     await handoff.request_redrive(
         store, session.id, invocation_id, acknowledge_in_doubt=ack, operator=operator, reason=reason
     )
-    notice = await handoff.worker_notice(store, session.app_name)
-    _say(red, as_json, "queued", invocation_id, notice or f"re-drive queued for a worker of {session.app_name}")
-    if not wait:
-        return
-    await _follow(red, store, session.id, session.app_name, invocation_id, proj, proj.position, timeout, as_json, Step)
+    await _queued(red, store, session.id, session.app_name, invocation_id,
+                  f"re-drive queued for a worker of {session.app_name}", proj, proj.position,
+                  wait=wait, timeout=timeout, as_json=as_json)
 
 
 async def _follow(

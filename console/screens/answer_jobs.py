@@ -17,6 +17,7 @@ from typing import Any
 
 from engine import Event, operations
 from engine.apps import AppRegistry
+from engine.bulk import routed_to_worker
 from engine.operations import CONFLICTS, nothing_written
 from engine.redact import Redactor
 from engine.store.base import SessionStore
@@ -70,7 +71,7 @@ async def execute(
     common: dict[str, Any] = {"operator": job.operator, "reason": job.reason, "session_state": True, "on_step": step}
     if job.kind == "cancel":
         done = await operations.cancel(store, job.session_id, inv, **common)
-    elif job.kind == "answer" and registry is not None and job.app_name not in registry and hasattr(store, "request_turn"):
+    elif job.kind == "answer" and routed_to_worker("auto", job.app_name, registry, store):
         done = await _answer_via_worker(store, job, step, on_queued)
     elif job.kind == "answer":
         done = await operations.answer(

@@ -28,10 +28,12 @@ class StatusTable(DataTable[Text | str]):
 
     COMPONENT_CLASSES: ClassVar[set[str]] = DataTable.COMPONENT_CLASSES | STATUS_CLASSES
 
-    def status_cell(self, status: str, stopped: tuple[bool, bool] = (False, False)) -> Text:
+    def status_cell(self, status: str, stopped: tuple[bool, bool] = (False, False), queued: bool = False) -> Text:
         """``◆ WAITING``; ``⚠ INTERRUPTED`` when stopped mid-run, `` IN DOUBT`` after it
-        when a node may have done its side effect (``stopped``: from engine.liveness)."""
-        word = DisplayStatus.INTERRUPTED if stopped[0] else DisplayStatus.of(status)
+        when a node may have done its side effect; ``◷ QUEUED`` when a turn waits for
+        a worker (``stopped``, ``queued``: from engine.liveness)."""
+        word = (DisplayStatus.INTERRUPTED if stopped[0] else DisplayStatus.QUEUED if queued
+                else DisplayStatus.of(status))
         t = Text(f"{STATUS_ICON.get(word, '·')} {word}", self.get_component_rich_style(status_class(word), partial=True))
         if stopped[1]:
             doubt = DisplayStatus.IN_DOUBT
@@ -61,11 +63,19 @@ class TitleBar(Horizontal):
     """One line: where you are on the left, mode badges and the store on the right,
     fitted to the width (:func:`fit_title`)."""
 
-    def __init__(self, text: str | Text, badge: Text, store: str) -> None:
+    def __init__(self, text: str | Text, badge: Text, store: str, workers: Text | None = None) -> None:
         super().__init__(id="titlebar")
         self._text = text if isinstance(text, Text) else Text(clean(text, one_line=True))
         self._badge = badge
         self._store = clean(store, one_line=True)
+        self._workers = workers or Text()
+        """The live workers' count (:func:`console.screens.workers.worker_badge`), kept whole beside the badge."""
+
+    def set_workers(self, text: Text) -> None:
+        if text != self._workers:
+            self._workers = text
+            if self.is_mounted:
+                self.fit()
 
     def compose(self) -> ComposeResult:
         yield Label(self._text, id="title")
@@ -78,7 +88,10 @@ class TitleBar(Horizontal):
         self.fit()
 
     def fit(self) -> None:
-        title, right = fit_title(self._text, self._badge, self._store, self.size.width or 80)
+        badge = self._badge
+        if self._workers:
+            badge = Text().join([badge, Text("  " if badge else ""), self._workers])
+        title, right = fit_title(self._text, badge, self._store, self.size.width or 80)
         self.query_one("#title", Label).update(title)
         self.query_one("#badges", Label).update(right)
 
@@ -99,7 +112,25 @@ class HitlScreen(Screen[None]):
         badge = Text()
         if self.hitl.read_only:
             badge.append(" READ-ONLY ", "reverse")
-        return TitleBar(text, badge, self.hitl.store_label or "")
+        return TitleBar(text, badge, self.hitl.store_label or "", self.worker_badge())
+
+    def worker_app(self) -> str | None:
+        """The app this screen is about (a session screen's, once loaded), for the title
+        bar's worker count; None: every app."""
+        session = getattr(self, "session", None)
+        return getattr(session, "app_name", None)
+
+    def worker_badge(self) -> Text:
+        """The title bar's worker count from the app's last read of the workers (empty before one)."""
+        from .workers import worker_badge
+
+        view = self.hitl.worker_view
+        return worker_badge(*view, app_name=self.worker_app()) if view is not None else Text()
+
+    def show_worker_badge(self) -> None:
+        """Redraw the title bar's worker count (the app read the workers again)."""
+        for bar in self.query(TitleBar):
+            bar.set_workers(self.worker_badge())
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         entry = lookup(self.AREA, action, parameters)

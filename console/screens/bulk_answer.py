@@ -9,6 +9,9 @@ and reason, as for a single answer, with the equivalent ``hitl bulk-answer``
 command) and submits as one batch (:func:`engine.bulk.submit`, in an app
 worker: it goes on if the dialog is closed) with a progress bar; each row then
 shows what happened to its invocation. The result list stays until ``esc``.
+An invocation of an app whose code is not registered here is stored and left to
+a worker (issue 18, :func:`engine.bulk.routed_to_worker`): its row says
+``queued``; a notification says first when no worker of that app is alive.
 """
 
 from __future__ import annotations
@@ -174,7 +177,7 @@ class BulkAnswerScreen(ModalScreen[BulkResult | None]):
     @work(group="bulk-dry", exclusive=True, exit_on_error=False)
     async def _dry_run(self, text: str, value: Any) -> None:
         try:
-            plan = await bulk.dry_run(self.hitl.store, self.groups, value, registry=app_registry(self.hitl))
+            plan = await bulk.dry_run(self.hitl.store, self.groups, value, registry=app_registry(self.hitl), via="auto")
         except Exception as e:  # noqa: BLE001 -- one line for the operator
             self.post_message(BulkPlanFailed(text, one_line(e)))
             return
@@ -207,6 +210,8 @@ class BulkAnswerScreen(ModalScreen[BulkResult | None]):
     def _show_plan(self, item: ItemPlan) -> None:
         style = {"refused": "bold red", "re-execute": "yellow", "keep waiting": "dim"}.get(item.verdict, "green")
         why = (item.reason or "") if item.refused else ", ".join(item.nodes or item.group.paths)
+        if item.worker and not item.refused:
+            why += f" (a worker of {item.group.app_name or '?'} runs it)"
         self._set_row(item.group, item.verdict, why, style)
 
     # ------------------------------------------------------------ submitting
@@ -257,7 +262,9 @@ class BulkAnswerScreen(ModalScreen[BulkResult | None]):
         r = message.result
         self.done = message.done
         self.query_one("#bulk-progress", ProgressBar).update(progress=message.done)
-        if r.ok:
+        if r.status == "queued":
+            self._set_row(r.group, "queued", f"→ answered, queued for a worker of {r.group.app_name or '?'}", "yellow")
+        elif r.ok:
             o = r.outcome
             status = o.status_after.value if o is not None and o.status_after is not None else ""
             self._set_row(r.group, "applied", f"→ {status}", "green")
@@ -315,7 +322,8 @@ def start_bulk(app: HitlApp, to: BulkAnswerScreen, groups: list[Group], value: A
     async def run() -> None:
         try:
             done = await bulk.submit(store, groups, value, registry=registry, operator=operator, reason=reason,
-                                     on_result=told)
+                                     on_result=told, via="auto",
+                                     on_notice=lambda line: app.notify(line, severity="warning", timeout=15))
         except Exception as e:  # noqa: BLE001 -- a store failure mid-batch: said, never a traceback
             app.notify(f"bulk answer stopped: {one_line(e)}", severity="error", timeout=15)
             to.post_message(BulkFinished(BulkResult("?", value, operator, reason, [])))

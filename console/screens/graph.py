@@ -92,7 +92,7 @@ class GraphScreen(HitlScreen):
             return
         self.graph = invocation_graph(s.proj, inv, interrupted=s.interrupted, in_doubt=s.in_doubt)
         self.query_one(GraphView).show(self.graph)
-        word = invocation_display(s.proj, inv, s.interrupted)
+        word = invocation_display(s.proj, inv, s.interrupted, s.queued_for is not None)
         waiting = [n for n in self.graph.nodes if n.waiting and not n.is_group]
         open_ids = sum(len(n.open_ids) for n in self.graph.nodes)
         info = Text(f"invocation {short_id(inv)}  ")

@@ -30,7 +30,7 @@ from textual.widgets import Input
 
 from engine import bulk
 from engine.errors import HitlError
-from engine.liveness import interrupted_invocations
+from engine.liveness import interrupted_invocations, turn_requests_by_invocation
 from engine.models import REQUEST_INPUT_FUNCTION
 from engine.store.base import InterruptRecord, Page
 
@@ -156,8 +156,10 @@ class InboxScreen(SortableRows, PagedTableScreen):
             else:
                 page = await store.open_interrupts(app_name=self.app_name, limit=limit, cursor=cursor)
             stopped: dict[tuple[str, str], tuple[bool, bool]] = {}
-            for sid in dict.fromkeys(r.session_id for r in page.items):  # liveness, once per session shown
-                for h in await interrupted_invocations(store, sid):
+            sids = list(dict.fromkeys(r.session_id for r in page.items))
+            requests = await turn_requests_by_invocation(store, sids)  # the page's turn requests: one read
+            for sid in sids:  # liveness, once per session shown (queued for a worker: not interrupted)
+                for h in await interrupted_invocations(store, sid, requests=requests):
                     stopped[(sid, h.invocation_id)] = (True, bool(h.in_doubt))
         except Exception as e:  # noqa: BLE001 -- shown as a one-line notification
             self.post_message(StoreFailed(one_line(e)))

@@ -46,7 +46,7 @@ from engine.liveness import invocation_health, is_mid_run
 from engine.models import Session, StoredEvent
 from engine.projection import Projection
 from engine.store.base import InvocationSummary, has_capability
-from engine.views import change_paths, focus_path, invocation_display
+from engine.views import change_paths, focus_path
 
 from ..actions import bindings
 from ..answering.selection import AnswerDraft, InterruptSelection
@@ -70,8 +70,8 @@ from ..times import zone_label
 from ..widgets.details import Details, event_details, invocation_details, node_details
 from ..widgets.event_log import EventLog, corrupt_line, log_line
 from ..widgets.footer import FittedFooter
-from ..widgets.format import STATUS_ICON, short, short_id
-from ..widgets.node_tree import FOLD, NodeTree
+from ..widgets.format import short, short_id
+from ..widgets.node_tree import FOLD, NodeTree, liveness_word
 from ..widgets.plain import Static
 from .answer_jobs import WriteJob
 from .base import HitlScreen
@@ -99,6 +99,8 @@ class SessionScreen(GraphKeys, HitlScreen):
         """engine.liveness says the shown invocation stopped mid-run (no live lease)."""
         self.in_doubt: frozenset[str] = frozenset()
         """Its leaf runs that started, recorded no end, and no process runs any more."""
+        self.queued_for: str | None = None
+        """engine.liveness says a worker of this app will run the shown invocation's turn (queued)."""
         self.proj: Projection = Projection()
         self.invocation_id: str | None = None
         self.invocations: list[InvocationSummary] = []
@@ -240,7 +242,7 @@ class SessionScreen(GraphKeys, HitlScreen):
             if first:
                 log.action_last()
         self.wanted_path = None
-        self.interrupted, self.in_doubt = False, frozenset()
+        self.interrupted, self.in_doubt, self.queued_for = False, frozenset(), None
         if view.invocation_id is not None and is_mid_run(view.projection, view.invocation_id):
             self._check_liveness(view.invocation_id, self._token)
         if not view.complete and view.invocation_id:
@@ -320,16 +322,17 @@ class SessionScreen(GraphKeys, HitlScreen):
             h = await invocation_health(self.hitl.store, self.session_id, invocation_id, self.proj.fork())
         except Exception:  # noqa: BLE001 -- a failed check shows nothing new; the next poll retries
             return
-        self.post_message(LivenessChecked(invocation_id, h.interrupted, tuple(h.in_doubt), token=token))
+        msg = LivenessChecked(invocation_id, h.interrupted, tuple(h.in_doubt), token=token, queued_for=h.queued_for)
+        self.post_message(msg)
 
     def on_liveness_checked(self, message: LivenessChecked) -> None:
         if message.token != self._token or message.invocation_id != self.invocation_id:
             return
         state = (message.interrupted, frozenset(message.in_doubt))
-        self.tree.set_liveness(*state)
-        if state == (self.interrupted, self.in_doubt):
+        self.tree.set_liveness(*state, queued=message.queued_for is not None)
+        if (*state, message.queued_for) == (self.interrupted, self.in_doubt, self.queued_for):
             return
-        self.interrupted, self.in_doubt = state
+        (self.interrupted, self.in_doubt), self.queued_for = state, message.queued_for
         self._show_details()
         self.render_info()
 
@@ -540,15 +543,8 @@ class SessionScreen(GraphKeys, HitlScreen):
             parts.append("no invocation yet")
         else:
             n = next((k for k, i in enumerate(self.invocations, 1) if i.invocation_id == self.invocation_id), 0)
-            # The read model's word: INTERRUPTED when liveness says no process runs it
-            # (the log alone still says RUNNING).
-            shown = invocation_display(self.proj, self.invocation_id, self.interrupted)
-            status = shown.value if shown else "-"
             head = Text(f"invocation {n}/{len(self.invocations)} {short_id(self.invocation_id, 10)} ")
-            head.append(f"{STATUS_ICON.get(status, '')} {status}", "b red" if self.interrupted else "")
-            if self.interrupted:
-                head.append(" mid-run" + (f", {len(self.in_doubt)} in doubt" if self.in_doubt else ""), "b red")
-            parts.append(head)
+            parts.append(head.append_text(liveness_word(self.proj, self.invocation_id, self, red)))
             opened = len(self.proj.open_interrupts(self.invocation_id))
             if opened:
                 parts.append(f"{opened} open")
@@ -560,6 +556,7 @@ class SessionScreen(GraphKeys, HitlScreen):
         if self.follow:
             parts.append(Text(" FOLLOW ", "reverse"))
         self.query_one("#session-info", Static).update(Text(" · ").join(literal(p) if isinstance(p, str) else p for p in parts))
+        self.show_worker_badge()  # the title bar counts the workers of this session's app (known once loaded)
         self.answering.render()
 
     @property

@@ -4,6 +4,13 @@ Rows are loaded a page at a time (keyset pagination) as the cursor nears the
 end, so a store with 100,000 sessions opens as fast as one with ten. The list
 refreshes itself every few seconds; rows are updated in place (the cursor stays
 on its session).
+
+Liveness (engine.liveness, once per page; the page's turn requests in one
+read) marks ⚠ INTERRUPTED rows and ◷ QUEUED ones (issue 18: an answer stored
+for a worker of the app). Triage puts what stopped mid-run first, then what is
+queued; a session answered in full and queued has nothing for an operator to
+answer, so only the list by activity (``o``) and ``status=queued`` show it
+(the summary line counts it, the title bar says when no worker serves its app).
 """
 
 from __future__ import annotations
@@ -20,8 +27,14 @@ from textual.timer import Timer
 from textual.widgets import Input
 
 from engine.home import HomeSummary, home_summary
-from engine.liveness import interrupted_invocations, page_verdicts
-from engine.status import INTERRUPTED_FILTER, STATUS_CYCLE, SessionStatus
+from engine.liveness import page_verdicts, stopped_invocations, turn_requests_by_invocation
+from engine.status import (
+    INTERRUPTED_FILTER,
+    QUEUED_FILTER,
+    STATUS_CYCLE,
+    SessionStatus,
+    stored_filter,
+)
 from engine.store.base import SessionSummary, leases_of
 
 from ..actions import bindings
@@ -92,10 +105,13 @@ class SessionsScreen(SortableRows, PagedTableScreen):
         self.rows: list[SessionSummary] = []
         self.stopped: dict[str, tuple[bool, bool]] = {}
         """Session id -> (interrupted mid-run, a node in doubt), from engine.liveness: a first
-        verdict at load time (the page's lease rows, one read), then the full one after the paint."""
-        self.verdicts: dict[str, tuple[bool, bool] | None] = {}
-        """The last full verdict per session (None: not stopped): a reload's first verdict
-        keeps it until the session is judged again (no IN DOUBT flicker every refresh)."""
+        verdict at load time (the page's lease rows and turn requests, one read each), then the
+        full one after the paint."""
+        self.queued: set[str] = set()
+        """Sessions whose turn waits for a worker (none of theirs interrupted), from engine.liveness."""
+        self.verdicts: dict[str, tuple[tuple[bool, bool] | None, bool]] = {}
+        """The last full verdict per session ((interrupted, in doubt) or None; queued): a reload's
+        first verdict keeps it until the session is judged again (no IN DOUBT flicker every refresh)."""
         self.next_cursor: str | None = None
         self._busy = False
         self._busy_more = False
@@ -184,7 +200,7 @@ class SessionsScreen(SortableRows, PagedTableScreen):
         try:
             store = self.hitl.store
             page = await store.list_sessions(
-                status=SessionStatus.RUNNING if query.status == INTERRUPTED_FILTER else query.status,
+                status=stored_filter(query.status),
                 text=query.text or None,
                 app_name=query.app_name,
                 user_id=query.user_id,
@@ -204,13 +220,19 @@ class SessionsScreen(SortableRows, PagedTableScreen):
                 items = [s for s in running.items if s.id not in known] + items
             # Liveness for the first paint: one read of the page's lease rows (engine.liveness);
             # the full verdict -- nodes in doubt -- is read after the paint (_judge).
-            leases = await leases_of(store, [s.id for s in items])
-            looks_stopped, judge = page_verdicts(((s.id, s.status) for s in items), leases)
+            ids = [s.id for s in items]
+            leases = await leases_of(store, ids)
+            requests = await turn_requests_by_invocation(store, ids)
+            looks_stopped, looks_queued, judge = page_verdicts(((s.id, s.status) for s in items), leases, requests)
             stopped: dict[str, tuple[bool, bool]] = {}
+            queued: set[str] = set()
             for sid in judge:
-                verdict = self.verdicts.get(sid, (True, False) if sid in looks_stopped else None)
+                first = ((True, False) if sid in looks_stopped else None, sid in looks_queued)
+                verdict, is_queued = self.verdicts.get(sid, first)
                 if verdict is not None:
                     stopped[sid] = verdict
+                elif is_queued:
+                    queued.add(sid)
         except Exception as e:  # noqa: BLE001 -- shown as a one-line notification
             self.post_message(StoreFailed(one_line(e)))
             if generation == self._generation:
@@ -219,46 +241,67 @@ class SessionsScreen(SortableRows, PagedTableScreen):
         if generation != self._generation:
             return  # the query changed meanwhile
         to_judge = {s.id: s.status for s in items if s.id in judge}  # listed or not: a live turn may sit beside a stopped one
-        items = [s for s in items if self._listed(s, stopped, query)]
+        items = [s for s in items if self._listed(s, stopped, queued, query)]
         self.post_message(SessionsLoaded(query, items, page.next_cursor, append=append, stopped=stopped,
-                                         judge=to_judge, generation=generation))
+                                         queued=queued, judge=to_judge, generation=generation))
 
-    def _listed(self, s: SessionSummary, stopped: dict[str, tuple[bool, bool]], query: SessionQuery) -> bool:
-        """Whether ``s`` is a row of ``query``: the triage order lists what stopped mid-run and
-        what waits (any status filter lists its status); ``interrupted`` only what stopped."""
+    def _listed(
+        self, s: SessionSummary, stopped: dict[str, tuple[bool, bool]], queued: set[str], query: SessionQuery
+    ) -> bool:
+        """Whether ``s`` is a row of ``query``: the triage order lists what stopped mid-run, what
+        is queued for a worker and what waits (any status filter lists its status); ``interrupted``
+        only what stopped, ``queued`` only what is queued."""
         if query.status == INTERRUPTED_FILTER:
             return s.id in stopped
-        return not self.triage(query) or s.id in stopped or s.status == SessionStatus.WAITING or bool(query.status)
+        if query.status == QUEUED_FILTER:
+            return s.id in queued
+        return (not self.triage(query) or s.id in stopped or s.id in queued or s.status == SessionStatus.WAITING
+                or bool(query.status))
 
     @work(group="sessions-judge", exit_on_error=False)
     async def _judge(self, query: SessionQuery, rows: dict[str, str], generation: int) -> None:
         """The full liveness verdict (engine.liveness) on the rows the first one could not
-        settle, read after the paint: which stopped mid-run, and with nodes in doubt."""
+        settle, read after the paint: which stopped mid-run (and with nodes in doubt), which
+        are queued for a worker. The rows' turn requests are one read."""
         stopped: dict[str, tuple[bool, bool]] = {}
+        queued: set[str] = set()
         try:
+            requests = await turn_requests_by_invocation(self.hitl.store, list(rows))
             for sid, status in rows.items():
-                health = await interrupted_invocations(self.hitl.store, sid, status)
-                if health:
-                    stopped[sid] = (True, any(h.in_doubt for h in health))
+                found = await stopped_invocations(self.hitl.store, sid, status, requests)
+                cut = [h for h in found if h.interrupted]
+                if cut:
+                    stopped[sid] = (True, any(h.in_doubt for h in cut))
+                elif found:
+                    queued.add(sid)
         except Exception as e:  # noqa: BLE001 -- shown as a one-line notification
             self.post_message(StoreFailed(one_line(e)))
             return
-        self.post_message(LivenessJudged(query, generation, tuple(rows), stopped))
+        self.post_message(LivenessJudged(query, generation, tuple(rows), stopped, queued))
 
     def on_liveness_judged(self, message: LivenessJudged) -> None:
         if message.query != self.query_state or message.generation != self._generation:
             return  # a newer load judges its own rows
         for sid in message.judged:
-            verdict = message.stopped.get(sid)
-            self.verdicts[sid] = verdict
+            verdict, is_queued = message.stopped.get(sid), sid in message.queued
+            self.verdicts[sid] = (verdict, is_queued)
             if verdict is None:
                 self.stopped.pop(sid, None)
             else:
                 self.stopped[sid] = verdict
+            if is_queued and verdict is None:
+                self.queued.add(sid)
+            else:
+                self.queued.discard(sid)
         listed = {r.id for r in self.rows}
-        self.rows = [r for r in self.rows if r.id not in message.judged or self._listed(r, self.stopped, self.query_state)]
-        if any(sid not in listed for sid in message.stopped):
-            self.reload(limit=min(max(len(self.rows), PAGE), REFRESH_CAP))  # stopped beside a live turn: list it
+        self.rows = [r for r in self.rows
+                     if r.id not in message.judged or self._listed(r, self.stopped, self.queued, self.query_state)]
+        status = self.query_state.status
+        unlisted = [sid for sid in message.judged if sid not in listed]
+        if any((sid in message.stopped and status != QUEUED_FILTER)
+               or (sid in message.queued and sid not in message.stopped and status != INTERRUPTED_FILTER)
+               for sid in unlisted):
+            self.reload(limit=min(max(len(self.rows), PAGE), REFRESH_CAP))  # judged beside a live turn: list it
         self._show_rows()
 
     def on_store_failed(self, message: StoreFailed) -> None:
@@ -277,8 +320,9 @@ class SessionsScreen(SortableRows, PagedTableScreen):
             self._busy = False
             self.rows = list(message.rows)
         if not message.append:
-            self.stopped = {}
+            self.stopped, self.queued = {}, set()
         self.stopped.update(message.stopped)
+        self.queued |= message.queued
         self.next_cursor = message.next_cursor
         self.loaded_once = True
         self._show_rows()
@@ -293,8 +337,8 @@ class SessionsScreen(SortableRows, PagedTableScreen):
     # ------------------------------------------------------------ drawing
     def _ordered(self) -> list[SessionSummary]:
         rows = self.rows  # the store pages in the chosen order
-        if self.triage():  # triage: what stopped mid-run comes before what merely waits
-            rows = sorted(rows, key=lambda r: r.id not in self.stopped)
+        if self.triage():  # triage: what stopped mid-run, then what a worker will run, before what merely waits
+            rows = sorted(rows, key=lambda r: (r.id not in self.stopped, r.id not in self.queued))
         return self.sorted_rows(rows)
 
     def sort_changed(self) -> None:
@@ -323,12 +367,14 @@ class SessionsScreen(SortableRows, PagedTableScreen):
 
     def _status_word(self, r: SessionSummary) -> str:
         stopped = self.stopped.get(r.id, (False, False))
+        if r.id in self.queued and not stopped[0]:
+            return "◷ QUEUED"
         return "⚠ INTERRUPTED IN DOUBT" if stopped[1] else "⚠ INTERRUPTED" if stopped[0] else f"· {r.status}"
 
     def _cells(self, table: SessionTable, r: SessionSummary, now: float, widths: dict[str, int]) -> list[Text | str]:
         red = self.hitl.redactor
         return [
-            table.status_cell(r.status, self.stopped.get(r.id, (False, False))),
+            table.status_cell(r.status, self.stopped.get(r.id, (False, False)), r.id in self.queued),
             Text(str(r.open_interrupts) if r.open_interrupts else "", justify="right"),
             Text(age(r.oldest_open_at, now) if r.oldest_open_at is not None else "", justify="right"),
             literal(short(r.app_name, widths["app"], red)),

@@ -25,6 +25,24 @@ from ..widgets.format import age
 from ..widgets.plain import Label
 
 
+def worker_badge(
+    workers: list[WorkerRecord], queued: list[TurnRequest], now: float, app_name: str | None = None
+) -> Text:
+    """The title bar's worker count (refreshed with the live refresh): ``workers N``
+    (live ones; on a session's screen those serving its app), ``no worker for APP``
+    when runnable turns of an app wait and no live worker serves it. Empty while
+    the store has neither a live worker nor a queued turn (a store without workers)."""
+    live = [w for w in workers if w.live(now)]
+    starving = sorted({r.app_name for r in queued if r.held is None and (app_name is None or r.app_name == app_name)}
+                      - {a for w in live for a in w.apps})
+    if starving:
+        return clean_text(Text(f"no worker for {', '.join(starving)}", "bold red"))
+    if app_name is not None:
+        serving = sum(1 for w in live if app_name in w.apps)
+        return clean_text(Text(f"workers {serving} for {app_name}", "" if serving else "dim")) if live else Text()
+    return Text(f"workers {len(live)}") if live else Text()
+
+
 def worker_lines(workers: list[WorkerRecord], queued: list[TurnRequest], now: float) -> Text:
     """The screen's body: one line per worker, then one per app with queued turns."""
     t = Text()

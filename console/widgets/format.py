@@ -24,11 +24,13 @@ STATUS_ICON: dict[str, str] = {
     DisplayStatus.NEW: "·",
     DisplayStatus.INTERRUPTED: "⚠",
     DisplayStatus.IN_DOUBT: "⚠",
+    DisplayStatus.QUEUED: "◷",
 }
 """One-cell glyph per :class:`~engine.status.DisplayStatus` (the word is always
 shown too: colour is not the only cue). ``INTERRUPTED`` and ``IN DOUBT`` come
 from ``engine.liveness``: the projection says RUNNING, but no live process holds
-the invocation's lease (it stopped mid-run)."""
+the invocation's lease (it stopped mid-run); ``QUEUED`` too, when a turn request
+waits for a worker of the app."""
 assert set(STATUS_ICON) == set(DisplayStatus), "an icon per display status"
 
 STATUS_CLASSES: set[str] = {s.css_class for s in DisplayStatus}

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from rich.style import Style
 from rich.text import Text
@@ -93,10 +93,11 @@ def _extra(run: NodeRun, proj: Projection, red: Redactor, display: DisplayStatus
 
 
 def invocation_label(
-    proj: Projection, invocation_id: str, style: dict[str, Style], interrupted: bool = False, *, red: Redactor
+    proj: Projection, invocation_id: str, style: dict[str, Style], interrupted: bool = False, *, red: Redactor,
+    queued: bool = False,
 ) -> Text:
     inv = proj.invocations.get(invocation_id)
-    word = views.invocation_display(proj, invocation_id, interrupted)
+    word = views.invocation_display(proj, invocation_id, interrupted, queued)
     t = Text()
     t.append("invocation ", style.get("detail", Style()))
     t.append(short_id(invocation_id, 14), style.get("name", Style()))
@@ -105,6 +106,21 @@ def invocation_label(
         t.append(f"{STATUS_ICON[word]} {word}", style.get(word.css_class, Style()))
     if inv and inv.message:
         t.append(f'  "{short(inv.message, DATA, red)}"', style.get("detail", Style()))
+    return t
+
+
+def liveness_word(proj: Projection, invocation_id: str, seen: Any, red: Redactor) -> Text:
+    """The session screen's word for its invocation: the read model's, with what
+    liveness (``seen``: ``interrupted``, ``in_doubt``, ``queued_for``) says -- ``⚠
+    INTERRUPTED mid-run, N in doubt`` when no process runs it (the log alone still
+    says RUNNING), ``◷ QUEUED for a worker of APP`` when a turn request waits."""
+    word = views.invocation_display(proj, invocation_id, seen.interrupted, seen.queued_for is not None)
+    status = word.value if word else "-"
+    t = Text(f"{STATUS_ICON.get(status, '')} {status}", "b red" if seen.interrupted else "")
+    if seen.interrupted:
+        t.append(" mid-run" + (f", {len(seen.in_doubt)} in doubt" if seen.in_doubt else ""), "b red")
+    elif seen.queued_for is not None:
+        t.append(f" for a worker of {short(seen.queued_for, 30, red)}", "b")
     return t
 
 
@@ -143,6 +159,8 @@ class NodeTree(Navigable, Tree[str]):
         """``engine.liveness`` says the invocation stopped mid-run (:meth:`set_liveness`)."""
         self.in_doubt: frozenset[str] = frozenset()
         """Leaf paths liveness reports in doubt."""
+        self.queued = False
+        """``engine.liveness`` says a turn request waits for a worker (the root reads QUEUED)."""
         self._shown: dict[tuple[str, str, str | None], str] = {}
         """(parent path, name, call key) -> the path of the run shown as its row."""
 
@@ -200,13 +218,15 @@ class NodeTree(Navigable, Tree[str]):
         collapsed = {p for p, n in self._by_path.items() if not n.is_expanded} if invocation_id == self.invocation_id else set()
         keep = cursor_path or (self.cursor_path if invocation_id == self.invocation_id else None)
         if invocation_id != self.invocation_id or not is_mid_run(proj, invocation_id):
-            self.interrupted, self.in_doubt = False, frozenset()  # a verdict holds for one mid-run invocation
+            self.interrupted, self.in_doubt, self.queued = False, frozenset(), False  # a verdict holds for one mid-run invocation
         self.proj, self.invocation_id = proj, invocation_id
         self.clear()
         self._by_path.clear()
         self._folds.clear()
         self._shown.clear()
-        self.root.set_label(invocation_label(proj, invocation_id, self.styles_map, self.interrupted, red=self.redactor))
+        self.root.set_label(
+            invocation_label(proj, invocation_id, self.styles_map, self.interrupted, red=self.redactor, queued=self.queued)
+        )
         self.root.expand()
         inv = proj.invocations.get(invocation_id)
         for path in inv.roots if inv else []:
@@ -257,12 +277,13 @@ class NodeTree(Navigable, Tree[str]):
             if node is not None and run is not None:
                 node.set_label(self._label(run))
 
-    def set_liveness(self, interrupted: bool, in_doubt: frozenset[str]) -> None:
+    def set_liveness(self, interrupted: bool, in_doubt: frozenset[str], queued: bool = False) -> None:
         """``engine.liveness``'s verdict on the invocation: relabel the runs
-        whose display state it changes (INTERRUPTED, IN DOUBT) and the root."""
-        if (interrupted, in_doubt) == (self.interrupted, self.in_doubt):
+        whose display state it changes (INTERRUPTED, IN DOUBT) and the root
+        (QUEUED too: a turn request waits for a worker)."""
+        if (interrupted, in_doubt, queued) == (self.interrupted, self.in_doubt, self.queued):
             return
-        self.interrupted, self.in_doubt = interrupted, in_doubt
+        self.interrupted, self.in_doubt, self.queued = interrupted, in_doubt, queued
         proj, inv = self.proj, self.invocation_id
         if proj is None or inv is None:
             return
@@ -270,7 +291,7 @@ class NodeTree(Navigable, Tree[str]):
             run = proj.get(inv, path)
             if run is not None and run.status in (NodeStatus.RUNNING, NodeStatus.PENDING):
                 node.set_label(self._label(run))
-        self.root.set_label(invocation_label(proj, inv, self.styles_map, interrupted, red=self.redactor))
+        self.root.set_label(invocation_label(proj, inv, self.styles_map, interrupted, red=self.redactor, queued=queued))
 
     def _fold_label(self, n: int) -> Text:
         return Text(f"⋯ {n:,} earlier runs (expand to list)", self.styles_map["fold"])
@@ -320,7 +341,7 @@ class NodeTree(Navigable, Tree[str]):
             if not parent.allow_expand:
                 parent.allow_expand = True
             created.append(path)
-        self.root.set_label(invocation_label(proj, inv, self.styles_map, self.interrupted, red=self.redactor))
+        self.root.set_label(invocation_label(proj, inv, self.styles_map, self.interrupted, red=self.redactor, queued=self.queued))
         return created
 
     # ------------------------------------------------------------ navigation

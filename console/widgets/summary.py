@@ -21,6 +21,7 @@ def summary_text(s: HomeSummary, now: float, width: int, red: Redactor | None = 
         ("waiting", s.waiting, "status--waiting"),
         ("interrupted", s.interrupted, "status--interrupted"),
         ("in doubt" if s.in_doubt_exact else "in doubt (≥)", s.in_doubt, "status--in-doubt"),
+        *([("queued", s.queued, "status--queued")] if s.queued else []),  # only once workers are in use
         ("failed", s.failed, "status--failed"),
         ("running", s.running, "status--running"),
     ]

@@ -99,8 +99,10 @@ def test_the_answer_writes_one_audited_batch(db: Path) -> None:
 
 
 def test_exit_1_when_an_item_is_refused_and_the_others_are_applied(db: Path) -> None:
-    """Without app=, the filter also selects the legacy app's refund, whose code is not here."""
-    res = hitl(db, "bulk-answer", *[t for t in FILTER if not t.startswith("app=")], "--answer", APPROVE)
+    """Without app=, the filter also selects the legacy app's refund, whose code is not here
+    (--via local: refused; the default leaves it to a worker, tests/cli/test_queued_cli.py)."""
+    res = hitl(db, "bulk-answer", *[t for t in FILTER if not t.startswith("app=")], "--answer", APPROVE,
+               "--via", "local")
     assert res.exit_code == 1, res.stdout
     assert res.stderr == (
         "error: 1 of 41 invocations were not applied (listed above); the other 40 were "

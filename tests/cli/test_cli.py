@@ -336,6 +336,7 @@ def test_resume_of_an_unregistered_app_is_left_to_a_worker(hitl: Hitl, db: Path)
     assert "queued ghost: 1 runnable" in text
     text = ok(hitl("redrive", "ghost-3", inv, "--no-wait"))  # a re-drive without the code is queued too
     assert "stored; no worker for ghost is alive" in text
+    assert "not waiting (--no-wait): follow it with `hitl events ghost-3 --tail`" in text  # the answer's wording
     assert "queued ghost: 1 runnable" in ok(hitl("workers"))  # the same turn, not a second one
 
     assert a_ghost_worker_follows(db, "ghost-3", inv) == "settled"

@@ -18,6 +18,7 @@ from engine.liveness import new_owner, page_verdicts
 from engine.models import Content, Event, NodeInfo
 from engine.store import MemoryStore
 from engine.store.base import Lease
+from engine.store.workers import TurnRequest
 
 from .conftest import make_app, settle
 from .scenarios import build_store
@@ -100,14 +101,23 @@ async def test_a_live_running_session_is_not_listed_in_triage(store):
         screen = app.screen
         assert isinstance(screen, SessionsScreen)
         assert "billing-live" not in {r.id for r in screen.rows} and "billing-live" not in screen.stopped
-        assert screen.verdicts.get("billing-live", "unjudged") is None  # judged: not stopped
+        assert screen.verdicts.get("billing-live", "unjudged") == (None, False)  # judged: not stopped, not queued
 
 
 def test_page_verdicts_from_lease_rows_alone():
     def lease(sid: str, expires: float) -> Lease:
         return Lease(session_id=sid, invocation_id="i", owner="o", acquired_at=0.0, renewed_at=0.0, expires_at=expires)
 
-    rows = [("a", "running"), ("b", "running"), ("c", "waiting"), ("d", "waiting"), ("e", "completed")]
-    stopped, judge = page_verdicts(rows, [lease("b", 10_000.0), lease("c", 0.0)], now=100.0)
-    assert stopped == {"a"}  # running, no live lease
-    assert judge == ["a", "b", "c"]  # the running ones, and any with a lease row; d and e need nothing more
+    def request(sid: str, held: str | None = None) -> TurnRequest:
+        return TurnRequest(app_name="app", session_id=sid, invocation_id="i", kind="continue", payload={},
+                           requested_at=1.0, held=held)
+
+    rows = [("a", "running"), ("b", "running"), ("c", "waiting"), ("d", "waiting"), ("e", "completed"),
+            ("f", "running"), ("g", "running"), ("h", "waiting")]
+    requests = {(r.session_id, r.invocation_id): r for r in (request("f"), request("g", held="in doubt"), request("h"))}
+    stopped, queued, judge = page_verdicts(rows, [lease("b", 10_000.0), lease("c", 0.0)], requests, now=100.0)
+    assert stopped == {"a", "g"}  # running, no live lease, no runnable request (g's is held: nodes in doubt)
+    assert queued == {"f"}  # running, no live lease, a request a worker will run
+    # the running ones, any with a lease row or a turn request (h: an answer queued while the index
+    # still says waiting); d and e need nothing more
+    assert judge == ["a", "b", "c", "f", "g", "h"]

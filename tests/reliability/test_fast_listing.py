@@ -17,12 +17,14 @@ from typing import Any
 
 import pytest
 
+from engine import handoff
 from engine.errors import StoreError
-from engine.liveness import interrupted_invocations, new_owner
+from engine.liveness import interrupted_invocations, new_owner, stopped_invocations
 from engine.models import Content
 from engine.runner import Runner
 from engine.store.sqlite import SCHEMA_VERSION, SQLiteStore
 from engine.store.sqlite.listing import LISTING_SCHEMA_VERSION, list_session_rows, read_session_rows
+from engine.store.workers import TurnRequest
 
 from . import crash_app
 from .conftest import REPO, Hitl
@@ -99,6 +101,16 @@ async def mixed(db: Path, request: pytest.FixtureRequest) -> Path:
         await _take_over(store, "x-live", inv, new_owner())
         inv = await _waiting(store, "x-waiting-trace")  # a lapsed lease row left on a waiting invocation
         await store.acquire_lease("x-waiting-trace", inv, _dead_owner(), 0)
+        # issue 18: an answer left to a worker (the index still says waiting) reads queued ...
+        await _waiting(store, "x-queued")
+        assert (await handoff.queue_answer(store, "x-queued", {"finance": YES, "risk": YES})).error is None
+        # ... and so does a stranded turn a worker will continue; one a worker held reads interrupted
+        for sid in ("x-stranded-queued", "x-held"):
+            inv = await _stranded(store, sid)
+            await store.request_turn(TurnRequest(app_name=crash_app.APP, session_id=sid, invocation_id=inv,
+                                                 kind="continue", requested_at=1.0))
+        assert await store.claim_turn_request("x-held", inv, "w-1", 30)
+        await store.unclaim_turn_request("x-held", inv, "w-1", held="nodes in doubt")
     finally:
         await store.close()
     return db
@@ -112,6 +124,7 @@ async def _store_path(db: Path, **filters: Any) -> tuple[list[dict[str, Any]], s
             {
                 **s.model_dump(),
                 "interrupted": [h.invocation_id for h in await interrupted_invocations(store, s.id, s.status)],
+                "queued": [h.invocation_id for h in await stopped_invocations(store, s.id, s.status) if h.queued],
             }
             for s in page.items
         ]
@@ -121,7 +134,8 @@ async def _store_path(db: Path, **filters: Any) -> tuple[list[dict[str, Any]], s
 def _fast_path(db: Path, **filters: Any) -> tuple[list[dict[str, Any]], str | None]:
     page = list_session_rows(db, **filters)
     assert page is not None
-    return [{**r.summary_dict(), "interrupted": list(r.interrupted)} for r in page.items], page.next_cursor
+    return [{**r.summary_dict(), "interrupted": list(r.interrupted), "queued": list(r.queued)} for r in page.items], \
+        page.next_cursor
 
 
 FILTERS: list[dict[str, Any]] = [
@@ -155,6 +169,10 @@ def test_it_flags_dead_turns_and_dead_owners_only(mixed: Path) -> None:
     assert rows["x-live"]["interrupted"] == [] and rows["x-live"]["status"] == "running"
     assert rows["x-waiting-trace"]["interrupted"] == [] and rows["x-waiting-trace"]["status"] == "waiting"
     assert all(r["interrupted"] == [] for sid, r in rows.items() if not sid.startswith("x-"))
+    queued = {sid for sid, r in rows.items() if r["queued"]}
+    assert queued == {"x-queued", "x-stranded-queued"}
+    assert rows["x-queued"]["interrupted"] == [] and rows["x-queued"]["status"] == "waiting"
+    assert rows["x-stranded-queued"]["interrupted"] == [] and len(rows["x-held"]["interrupted"]) == 1
 
 
 def test_it_matches_what_hitl_sessions_prints(mixed: Path, hitl: Hitl) -> None:

@@ -52,6 +52,7 @@ READS = {
     "integrity_check",
     "close",
     "turn_requests",
+    "turn_requests_of",
     "get_turn_request",
     "interrupted_turns",
     "settled_held_requests",

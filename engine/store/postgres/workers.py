@@ -164,6 +164,19 @@ class _WorkerTables(_Core):
 
         await self._run(fn)
 
+    # -- the turn requests of a page of sessions (issue 18, operator side): one read
+    async def turn_requests_of(self, session_ids: list[str]) -> list[TurnRequest]:
+        """Every turn request of these sessions, in one statement (see the SQLite store)."""
+        ids = list(dict.fromkeys(session_ids))
+
+        async def fn(conn: asyncpg.Connection) -> list[TurnRequest]:
+            rows = await conn.fetch(
+                f"SELECT {_REQ_COLS} FROM turn_requests WHERE session_id = ANY($1::text[]) ORDER BY requested_at", ids
+            )
+            return [_req(r) for r in rows]
+
+        return await self._run(fn) if ids else []
+
 
 TURNS_CHANNEL = "hitl_turns"
 """Where a request that became runnable is announced too: workers listen here

@@ -13,7 +13,14 @@ projection says its root is RUNNING or PENDING (or it has no root run yet), and
 the invocation index (:func:`engine.store.base.index_effects`) records exactly
 that as ``running`` until a root end record lands. So the page's interrupted
 invocations are its ``running`` ones without a live lease -- the verdict
-:func:`engine.liveness.interrupted_invocations` reaches by loading them.
+:func:`engine.liveness.interrupted_invocations` reaches by loading them --
+and of those, the ones with a runnable turn request (not held) are *queued
+for a worker* instead (issue 18: :func:`engine.liveness.health_from`'s rule,
+read from the ``turn_requests`` table in the same statement). An answer left
+to a worker leaves the index ``waiting`` (an FR message does not change it:
+:func:`engine.store.base.index_effects`), so an invocation with a turn request
+is judged whatever its index status: the request exists only while the turn
+is due.
 
 The keyset page query (:func:`session_page_query`) and the page cursor are
 defined here once: :meth:`SQLiteStore.list_sessions` builds its statement with
@@ -196,10 +203,12 @@ class SessionRow:
     updated_at: float
     interrupted: tuple[str, ...] = ()
     """Ids of the session's invocations interrupted mid-run, in start order."""
+    queued: tuple[str, ...] = ()
+    """Ids of its invocations whose turn waits for a worker (a runnable turn request), in start order."""
 
     def summary_dict(self) -> dict[str, Any]:
-        """The ``SessionSummary.model_dump()`` of the row (without ``interrupted``)."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "interrupted"}
+        """The ``SessionSummary.model_dump()`` of the row (without ``interrupted`` and ``queued``)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("interrupted", "queued")}
 
 
 @dataclass(slots=True)
@@ -209,25 +218,29 @@ class SessionRows:
 
 
 _INTERRUPTED_SQL = (
-    "SELECT i.session_id, i.invocation_id, l.owner, l.expires_at FROM invocations AS i"
+    "SELECT i.session_id, i.invocation_id, l.owner, l.expires_at, t.invocation_id IS NOT NULL AND t.held IS NULL"
+    " FROM invocations AS i"
     " LEFT JOIN leases AS l ON l.session_id = i.session_id AND l.invocation_id = i.invocation_id"
-    " WHERE i.status = 'running' AND i.session_id IN ({marks}) ORDER BY i.session_id, i.started_seq"
+    " LEFT JOIN turn_requests AS t ON t.session_id = i.session_id AND t.invocation_id = i.invocation_id"
+    " WHERE (i.status = 'running' OR t.invocation_id IS NOT NULL) AND i.session_id IN ({marks})"
+    " ORDER BY i.session_id, i.started_seq"
 )
 
 
-def interrupted_by_session(
+def stopped_by_session(
     conn: sqlite3.Connection, session_ids: list[str], now: float | None = None
-) -> dict[str, list[str]]:
-    """The invocations interrupted mid-run of the given sessions, by session id (one
-    statement): those the index says are ``running`` whose lease row is missing,
-    expired or held by a provably dead process."""
-    out: dict[str, list[str]] = {}
+) -> dict[str, tuple[list[str], list[str]]]:
+    """The invocations of the given sessions that no live process holds, by session
+    id (one statement): (interrupted mid-run, queued for a worker). Both are
+    ``running`` in the index with a lease row missing, expired or held by a
+    provably dead process; the queued ones have a turn request a worker may run."""
+    out: dict[str, tuple[list[str], list[str]]] = {}
     for start in range(0, len(session_ids), 500):  # below SQLite's bound-parameter limit
         chunk = session_ids[start : start + 500]
         sql = _INTERRUPTED_SQL.format(marks=",".join("?" * len(chunk)))
-        for sid, inv, owner, expires_at in conn.execute(sql, chunk):
+        for sid, inv, owner, expires_at, queued in conn.execute(sql, chunk):
             if owner is None or not owner_live(owner, expires_at, now):
-                out.setdefault(sid, []).append(inv)
+                out.setdefault(sid, ([], []))[1 if queued else 0].append(inv)
     return out
 
 
@@ -242,10 +255,14 @@ def read_session_rows(
     try:
         rows = conn.execute(sql, params).fetchall()
         page = rows[:limit]
-        stopped = interrupted_by_session(conn, [r[0] for r in page])
+        stopped = stopped_by_session(conn, [r[0] for r in page])
     finally:
         conn.execute("COMMIT")
-    items = [SessionRow(*r, interrupted=tuple(stopped.get(r[0], ()))) for r in page]
+    none: tuple[list[str], list[str]] = ([], [])
+    items = [
+        SessionRow(*r, interrupted=tuple(stopped.get(r[0], none)[0]), queued=tuple(stopped.get(r[0], none)[1]))
+        for r in page
+    ]
     nxt = None
     if len(rows) > limit:
         last = items[-1]

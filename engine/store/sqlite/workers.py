@@ -221,6 +221,24 @@ class _WorkerTables:
         cheap poll a worker or a console waits on instead of a notification."""
         return await self._call(_data_version)  # type: ignore[attr-defined]
 
+    # -- the turn requests of a page of sessions (issue 18, operator side): one read
+    async def turn_requests_of(self, session_ids: list[str]) -> list[TurnRequest]:
+        """Every turn request of these sessions, in one read (what a sessions page,
+        ``hitl show`` or the home summary shows as queued or held)."""
+        return await self._call(_requests_of_tx, list(dict.fromkeys(session_ids)))  # type: ignore[attr-defined]
+
+
+def _requests_of_tx(conn: sqlite3.Connection, session_ids: list[str]) -> list[TurnRequest]:
+    out: list[TurnRequest] = []
+    for start in range(0, len(session_ids), 500):  # below SQLite's bound-parameter limit
+        chunk = session_ids[start : start + 500]
+        marks = ", ".join("?" for _ in chunk)
+        rows = conn.execute(
+            f"SELECT {_REQ_COLS} FROM turn_requests WHERE session_id IN ({marks}) ORDER BY requested_at", chunk
+        ).fetchall()
+        out += [_req(r) for r in rows]
+    return out
+
 
 # ---------------------------------------------------------------------------
 # The worker side's one-transaction steps (issue 18): an answer queued with its
