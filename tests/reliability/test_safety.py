@@ -48,6 +48,7 @@ READS = {
     "export_session",
     "get_lease",
     "list_leases",
+    "leases_of",
     "audit_log",
     "integrity_check",
     "close",
