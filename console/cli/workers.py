@@ -38,7 +38,9 @@ if TYPE_CHECKING:
 def worker(concurrency: int, drain_timeout: float, lease_ttl: float | None, heartbeat: float) -> None:
     """Run the turns of the apps whose code is registered here (--app NAME=module:attr,
     or hitl.toml [apps]): answers queued by operators without the code, start and
-    re-drive requests, turns a killed worker left with no node in doubt.
+    re-drive requests, and turns whose process died mid-run (a killed worker, or an
+    answer run in its own process) when no node is in doubt; with nodes in doubt
+    the turn is held for an acknowledged re-drive (hitl workers says why).
 
     SIGTERM or Ctrl-C drains: nothing new is claimed, turns not started are
     handed back, running ones get --drain-timeout seconds; then exit 0."""
