@@ -85,16 +85,21 @@ def footer_fits(app: HitlApp) -> None:
 # ---------------------------------------------------------------- the inbox's columns
 
 
+async def open_inbox(pilot: Any) -> tuple[InboxScreen, DataTable]:
+    """From the home, ``i``: the inbox screen and its table, loaded."""
+    await settle(pilot)
+    await pilot.press("i")
+    await settle(pilot)
+    inbox = pilot.app.screen
+    assert isinstance(inbox, InboxScreen)
+    return inbox, inbox.query_one("#inbox-table", DataTable)
+
+
 @pytest.mark.parametrize("width", [80, 120, 200])
 async def test_inbox_columns_fit_the_width_and_never_cut_a_status_or_an_age(store, width):
     app = make_app(store)
     async with app.run_test(size=(width, 30)) as pilot:
-        await settle(pilot)
-        await pilot.press("i")
-        await settle(pilot)
-        inbox = app.screen
-        assert isinstance(inbox, InboxScreen)
-        table = inbox.query_one("#inbox-table", DataTable)
+        inbox, table = await open_inbox(pilot)
         drawn = sum(c.get_render_width(table) for c in table.columns.values())
         assert drawn <= table.scrollable_content_region.width, (width, drawn)
         for r in inbox.rows:
@@ -119,12 +124,7 @@ async def test_inbox_columns_fit_the_width_and_never_cut_a_status_or_an_age(stor
 async def test_inbox_sorts_by_shift_letter_and_header_click(store):
     app = make_app(store)
     async with app.run_test(size=(160, 30)) as pilot:
-        await settle(pilot)
-        await pilot.press("i")
-        await settle(pilot)
-        inbox = app.screen
-        assert isinstance(inbox, InboxScreen)
-        table = inbox.query_one("#inbox-table", DataTable)
+        inbox, table = await open_inbox(pilot)
         oldest_first = [str(k.value) for k in table.rows]
 
         def sessions() -> list[str]:
