@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from rich.text import Text
 from textual import on, work
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -43,6 +44,16 @@ from .loaders import one_line
 
 if TYPE_CHECKING:
     from ..app import HitlApp
+
+class ItemTable(DataTable[Any]):
+    """The per-invocation rows. Once the batch's summary is drawn above it (several
+    lines: the table shrinks), the row under the cursor -- the first refusal -- is
+    scrolled back into view on every resize, so it is never left below the edge."""
+
+    def _on_resize(self, event: events.Resize) -> None:
+        super()._on_resize(event)
+        self.move_cursor(row=self.cursor_row, animate=False, scroll=True)
+
 
 COLUMNS = (("what", "DRY RUN"), ("session", "SESSION"), ("inv", "INVOCATION"), ("ids", "IDS"), ("why", "NODE / WHY"))
 
@@ -107,7 +118,7 @@ class BulkAnswerScreen(ModalScreen[BulkResult | None]):
             yield BulkAnswerInput(schemas, redactor=self.hitl.redactor, id="bulk-input")
             yield Static("dry run: write a valid answer first", id="bulk-summary")
             yield ProgressBar(total=len(self.groups), show_eta=False, id="bulk-progress", classes="-hidden")
-            yield DataTable(id="bulk-items", cursor_type="row", zebra_stripes=True)
+            yield ItemTable(id="bulk-items", cursor_type="row", zebra_stripes=True)
             yield Static(self._keys(), id="bulk-keys")
 
     def _what(self) -> Text:
@@ -289,10 +300,7 @@ class BulkAnswerScreen(ModalScreen[BulkResult | None]):
         table = self.query_one("#bulk-items", DataTable)
         if bad:  # the first refusal under the cursor
             row = table.get_row_index(self._key(bad[0].group))
-            table.move_cursor(row=row, animate=False)
-            # again once the result cells' new widths are laid out: the first scroll can
-            # be computed before that layout and leave the cursor row off screen
-            self.call_after_refresh(lambda: table.move_cursor(row=row, animate=False, scroll=True))
+            table.move_cursor(row=row, animate=False)  # ItemTable keeps it in view as the summary grows
         table.focus()
 
     def _keys_changed(self) -> None:
