@@ -28,7 +28,8 @@ whose checkpoint is large (many invocations): never more than
 :data:`BYTES_PER_EVENT` bytes of checkpoint per event on average.
 
 The store's side is the ``projection_checkpoints`` capability:
-``last_projection_checkpoint(session_id) -> int`` (0: none),
+``last_projection_checkpoint(session_id) -> (seq, bytes)`` (the latest one's seq
+and the size of its JSON, read without loading it; ``(0, 0)``: none),
 ``get_projection_checkpoint(session_id, at_most) -> (seq, data) | None`` (the
 latest at or before ``at_most``; None also for an unreadable row) and
 ``put_projection_checkpoints(session_id, [(seq, data), ...])``.
@@ -102,8 +103,8 @@ class Builder:
         self.proj = proj if proj is not None else Projection()
         self.next = self.proj.position + (EVERY if gap is None else gap)
         """The seq of the next checkpoint."""
-        self.rows: list[tuple[int, str]] = []
-        """(seq, JSON text) of each checkpoint written so far, in seq order."""
+        self.rows: list[tuple[int, bytes]] = []
+        """(seq, UTF-8 JSON) of each checkpoint written so far, in seq order."""
 
     def add(self, event: Event, seq: int) -> None:
         """Fold the event at ``seq`` (the one after the last added)."""
@@ -111,7 +112,7 @@ class Builder:
         if seq == self.next:
             self.proj = self.proj.compact_all()  # also keeps the fold's memory that of one checkpoint
             data = to_json(self.proj.to_dict())  # now: to_dict shares values the fold goes on changing
-            self.rows.append((seq, data.decode()))
+            self.rows.append((seq, data))
             self.next = seq + _gap(len(data))
 
 
@@ -132,12 +133,14 @@ async def catch_up(
         return 0
     if last_seq is None:
         last_seq = (await store.get_session(session_id)).last_seq
-    last = await store.last_projection_checkpoint(session_id)  # type: ignore[attr-defined]
+    last, size = await store.last_projection_checkpoint(session_id)  # type: ignore[attr-defined]
+    if last and last_seq < last + _gap(size):
+        return 0  # not due: decided from the row's size, without loading it (it grows with the session)
     builder: Builder | None = None
     if last:
         found = await nearest(store, session_id, last)
         if found is not None and found[1] == last:
-            builder = Builder(found[0], _gap(len(to_json(found[0].to_dict()))))
+            builder = Builder(found[0], _gap(size))
     if builder is None:
         builder = Builder()
     if last_seq < builder.next:
@@ -158,7 +161,7 @@ async def catch_up(
         if builder.next > last_seq:
             break
     if builder.rows:  # one per page at most (a page ends at the next checkpoint): never more than spans
-        rows = [(q, json.loads(t)) for q, t in builder.rows]
+        rows = [(q, json.loads(t)) for q, t in builder.rows]  # the store encodes them again (its format)
         await store.put_projection_checkpoints(session_id, rows)  # type: ignore[attr-defined]
     return len(builder.rows)
 

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic_core import to_json
 
 from console.cli.render import tree_rows
 from engine import checkpoints
@@ -216,6 +217,47 @@ def test_a_seek_folds_at_most_every_events(kind: str, tmp_path: Path, monkeypatc
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_a_turn_end_with_no_checkpoint_due_loads_none(kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The store gives the last checkpoint's seq and size without its data, and a
+    turn end that crossed a multiple of EVERY but whose next checkpoint is not yet
+    due (the spacing stretched by that size) stops there: it loads no checkpoint
+    (megabytes on a session of many invocations) and reads no event."""
+    monkeypatch.setattr(checkpoints, "EVERY", 10)
+    monkeypatch.setattr(checkpoints, "BYTES_PER_EVENT", 4)  # a checkpoint of B bytes: the next B/4 events later
+
+    async def body() -> None:
+        store = await open_store(kind, tmp_path)
+        try:
+            s = await store.create_session("app", "u")
+            maker = Script()
+            for _k in range(12):
+                for ev in maker.events(("iter", "i1", NodeStatus.COMPLETED)):
+                    await store.append_event(s.id, ev)
+            assert await checkpoints.rebuild(store, s.id) >= 1
+            seq, size = await store.last_projection_checkpoint(s.id)  # type: ignore[attr-defined]
+            found = await store.get_projection_checkpoint(s.id, seq)  # type: ignore[attr-defined]
+            assert found is not None and found[0] == seq
+            assert size == len(to_json(found[1])) > 4 * 10  # its UTF-8 JSON, whatever the backend stores
+            last = (await store.get_session(s.id)).last_seq
+            assert last < seq + size // 4  # the next one is not due yet
+            counting = Counting(store)
+            loaded: list[int] = []
+            get = store.get_projection_checkpoint  # type: ignore[attr-defined]
+
+            async def spy(sid: str, at_most: int) -> Any:
+                loaded.append(at_most)
+                return await get(sid, at_most)
+
+            counting.get_projection_checkpoint = spy  # type: ignore[attr-defined]
+            await checkpoints.after_turn(counting, s.id, 0, last)  # crossed 10, 20, ...  # type: ignore[arg-type]
+            assert loaded == [] and counting.read == 0
+        finally:
+            await store.close()
+
+    asyncio.run(body())
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
 def test_a_damaged_checkpoint_is_no_checkpoint(kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(checkpoints, "EVERY", 5)
 
@@ -269,7 +311,7 @@ def test_a_postgres_store_from_before_the_checkpoints_is_upgraded_and_replays() 
         async with PostgresStore.open(url) as store:
             assert (store.migrated_from, await store.schema_version()) == (before_version, SCHEMA_VERSION)
             last = (await store.get_session("old")).last_seq
-            assert await store.last_projection_checkpoint("old") == 0  # derived: not computed by the migration
+            assert await store.last_projection_checkpoint("old") == (0, 0)  # derived: not computed by the migration
             want = await full_fold(store, "old")
             for n in range(1, last + 1):
                 same((await frame_at(store, "old", n, last, compact_ok=True))[0], goto(want, n))

@@ -102,7 +102,7 @@ class _Bulk(_Core):
                 if reader.checkpoints is not None and reader.checkpoints.rows:
                     await conn.executemany(
                         "INSERT INTO projection_checkpoints (session_id, seq, data) VALUES ($1, $2, $3)",
-                        [(sid, seq, data) for seq, data in reader.checkpoints.rows],
+                        [(sid, seq, data.decode()) for seq, data in reader.checkpoints.rows],
                     )
 
         # Neither redone after a lost connection (it may have committed) nor after a

@@ -15,15 +15,17 @@ from .core import _Core
 
 
 class _Checkpoints(_Core):
-    async def last_projection_checkpoint(self, session_id: str) -> int:
-        async def fn(conn: asyncpg.Connection) -> int:
-            try:
-                value = await conn.fetchval(
-                    "SELECT max(seq) FROM projection_checkpoints WHERE session_id = $1", session_id
+    async def last_projection_checkpoint(self, session_id: str) -> tuple[int, int]:
+        async def fn(conn: asyncpg.Connection) -> tuple[int, int]:
+            try:  # octet_length of a TOASTed value reads its header, not the value
+                row = await conn.fetchrow(
+                    "SELECT seq, octet_length(data) FROM projection_checkpoints WHERE session_id = $1"
+                    " ORDER BY seq DESC LIMIT 1",
+                    session_id,
                 )
             except asyncpg.UndefinedTableError:
-                return 0
-            return int(value or 0)
+                return 0, 0
+            return (0, 0) if row is None else (int(row[0]), int(row[1] or 0))
 
         return await self._run(fn)
 

@@ -1,6 +1,11 @@
 """Seek checkpoints (``projection_checkpoints``, engine/checkpoints.py): read
 and write units of work. A file older than the table (opened read-only, so not
-migrated) has none: reads then find nothing."""
+migrated) has none: reads then find nothing.
+
+``data`` is written as a BLOB of UTF-8 JSON (rows written before are TEXT; both
+read alike): SQLite then gives ``length(data)`` from the record header without
+reading the value's pages, which a turn end's "is one due?" check needs -- a
+checkpoint holds every invocation's latest runs, megabytes on a long session."""
 
 from __future__ import annotations
 
@@ -15,14 +20,17 @@ def _missing_table(e: sqlite3.OperationalError) -> bool:
     return "no such table" in str(e)
 
 
-def _last_checkpoint(conn: sqlite3.Connection, session_id: str) -> int:
+def _last_checkpoint(conn: sqlite3.Connection, session_id: str) -> tuple[int, int]:
     try:
-        row = conn.execute("SELECT max(seq) FROM projection_checkpoints WHERE session_id = ?", (session_id,)).fetchone()
+        row = conn.execute(
+            "SELECT seq, length(data) FROM projection_checkpoints WHERE session_id = ? ORDER BY seq DESC LIMIT 1",
+            (session_id,),
+        ).fetchone()
     except sqlite3.OperationalError as e:
         if _missing_table(e):
-            return 0
+            return 0, 0
         raise
-    return int(row[0] or 0)
+    return (0, 0) if row is None else (int(row[0]), int(row[1] or 0))
 
 
 def _get_checkpoint(conn: sqlite3.Connection, session_id: str, at_most: int) -> tuple[int, dict[str, Any]] | None:
@@ -38,7 +46,7 @@ def _get_checkpoint(conn: sqlite3.Connection, session_id: str, at_most: int) -> 
     return None if row is None else _cache_from(row[0], row[1])
 
 
-def _cache_from(seq: int, text: str) -> tuple[int, dict[str, Any]] | None:
+def _cache_from(seq: int, text: str | bytes) -> tuple[int, dict[str, Any]] | None:
     """A cached projection row, parsed; None when unreadable (a cache: as good as none)."""
     try:
         data = json.loads(text)
@@ -47,7 +55,7 @@ def _cache_from(seq: int, text: str) -> tuple[int, dict[str, Any]] | None:
     return (seq, data) if isinstance(data, dict) else None
 
 
-def _put_checkpoints(conn: sqlite3.Connection, session_id: str, rows: list[tuple[int, str]]) -> None:
+def _put_checkpoints(conn: sqlite3.Connection, session_id: str, rows: list[tuple[int, bytes]]) -> None:
     try:
         conn.executemany(
             "INSERT OR REPLACE INTO projection_checkpoints (session_id, seq, data) VALUES (?, ?, ?)",

@@ -441,7 +441,7 @@ class SQLiteStore(_WorkerTables, _WorkerSteps):
         return await self._call(_snapshot_and_events, session_id, invocation_id)
 
     # ------------------------------------------ seek checkpoints (engine/checkpoints.py)
-    async def last_projection_checkpoint(self, session_id: str) -> int:
+    async def last_projection_checkpoint(self, session_id: str) -> tuple[int, int]:
         from .checkpoints import _last_checkpoint
 
         return await self._call(_last_checkpoint, session_id)
@@ -454,7 +454,7 @@ class SQLiteStore(_WorkerTables, _WorkerSteps):
     async def put_projection_checkpoints(self, session_id: str, rows: list[tuple[int, dict[str, Any]]]) -> None:
         from .checkpoints import _put_checkpoints
 
-        await self._write(_put_checkpoints, session_id, [(q, to_json(d).decode()) for q, d in rows])
+        await self._write(_put_checkpoints, session_id, [(q, to_json(d)) for q, d in rows])
 
     async def put_snapshot(self, session_id: str, invocation_id: str, seq: int, data: dict[str, Any]) -> None:
         self._check_writable()
