@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from textual import work
 from textual.actions import parse as parse_action
@@ -62,6 +62,8 @@ from .times import use_utc
 from .widgets.plain import Static
 
 SESSION_STATUSES = set(SESSION_FILTERS)
+_S = TypeVar("_S", bound=Screen[Any])
+
 READ_ONLY_DRY_RUN = frozenset({"interrupts.answer", "inbox.bulk_answer"})
 """Write actions that still open in read-only mode: the editor, for a dry run (submitting stays disabled)."""
 
@@ -416,10 +418,19 @@ class HitlApp(App[None]):
     def open_session(self, session_id: str, *, invocation_id: str | None = None, path: str | None = None) -> None:
         self.push_screen(SessionScreen(session_id, invocation_id, path))
 
-    def _home(self) -> SessionsScreen | None:
-        while len(self.screen_stack) > 1 and not isinstance(self.screen, SessionsScreen):
+    def _back_to(self, kind: type[_S]) -> _S | None:
+        """Pop back to the screen of ``kind`` already on the stack, if there is one
+        (the sessions, inbox and audit screens have fixed ids: a second instance
+        pushed over the first would be a duplicate id -- the inbox, a session
+        opened from it, then ``i`` again)."""
+        if not any(isinstance(s, kind) for s in self.screen_stack):
+            return None
+        while not isinstance(self.screen, kind):
             self.pop_screen()
-        return self.screen if isinstance(self.screen, SessionsScreen) else None
+        return self.screen
+
+    def _home(self) -> SessionsScreen | None:
+        return self._back_to(SessionsScreen)
 
     def action_show_sessions(self, query: SessionQuery | None = None) -> None:
         home = self._home()
@@ -427,12 +438,13 @@ class HitlApp(App[None]):
             home.apply_query(query)
 
     def action_show_inbox(self, app_name: str | None = None) -> None:
+        inbox = self._back_to(InboxScreen)
+        if inbox is not None:
+            if app_name != inbox.app_name:
+                inbox.set_app(app_name)
+            return
         if isinstance(self.screen, ModalScreen):
             self.pop_screen()
-        if isinstance(self.screen, InboxScreen):
-            if app_name != self.screen.app_name:
-                self.screen.set_app(app_name)
-            return
         self.push_screen(InboxScreen(app_name))
 
     def action_show_workers(self) -> None:
@@ -457,11 +469,12 @@ class HitlApp(App[None]):
         except AuditFilterError as e:
             self.notify(str(e), severity="error")
             return
+        audit = self._back_to(AuditScreen)
+        if audit is not None:
+            audit.set_query(query)
+            return
         if isinstance(self.screen, ModalScreen):
             self.pop_screen()
-        if isinstance(self.screen, AuditScreen):
-            self.screen.set_query(query)
-            return
         self.push_screen(AuditScreen(query))
 
     def command_show_audit(self, args: list[str], options: dict[str, str]) -> None:

@@ -366,3 +366,38 @@ async def test_sort_by_oldest_open_interrupt_pages_from_the_store(store):
         await settle(pilot)
         assert [r.id for r in screen.rows] == [r.id for r in (await store.list_sessions(limit=500)).items]
         assert "sort: last activity" in str(screen.query_one("#sessions-info").render())
+
+
+async def test_i_from_a_session_opened_from_the_inbox_goes_back_to_that_inbox(store):
+    """The inbox, a session opened from it, then ``i`` again: back on the one inbox
+    (the session popped), not a second inbox pushed over the first -- its fixed id
+    made that a DuplicateIds crash. The same for ``:audit``."""
+    app = make_app(store)
+    async with app.run_test(size=(120, 34)) as pilot:
+        await settle(pilot)
+        await pilot.press("i")
+        await settle(pilot)
+        inbox = app.screen
+        assert isinstance(inbox, InboxScreen) and inbox.rows
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, SessionScreen)
+        await pilot.press("i")
+        await settle(pilot)
+        assert app.screen is inbox
+        assert sum(isinstance(s, InboxScreen) for s in app.screen_stack) == 1
+        for _ in range(2):  # the audit view, a session opened from it, :audit again
+            await pilot.press("colon", *"audit", "enter")
+            await settle(pilot)
+            audit = app.screen
+            assert type(audit).__name__ == "AuditScreen"
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, SessionScreen)
+        await pilot.press("colon", *"audit", "enter")
+        await settle(pilot)
+        assert app.screen is audit
+        assert sum(type(s).__name__ == "AuditScreen" for s in app.screen_stack) == 1
+        await pilot.press("escape")
+        await settle(pilot)
+        assert app.screen is inbox  # what was under the audit view is still there
