@@ -126,8 +126,11 @@ async def catch_up(
 ) -> int:
     """Write the checkpoints the session is due since its last one (at most
     ``spans`` of them; None: all) up to ``last_seq`` (default: the session's
-    last event), folding at most ``budget`` events (None: no limit). Returns
-    how many were written. Folds from the last checkpoint (or event 1), reading
+    last event), folding at most ``budget`` events past the first checkpoint it
+    writes (None: no limit): a call that is due always writes one, however far
+    the stretched spacing puts it -- stopping short of it would leave nothing
+    to start from, and every later turn end would fold the same events again
+    and write nothing, for ever. Returns how many were written. Folds from the last checkpoint (or event 1), reading
     each event once."""
     if not supported(store) or getattr(store, "read_only", False):
         return 0
@@ -145,11 +148,11 @@ async def catch_up(
         builder = Builder()
     if last_seq < builder.next:
         return 0
-    seq = start = builder.proj.position
+    seq = builder.proj.position
     while seq < last_seq and (spans is None or len(builder.rows) < spans):
         want = min(PAGE, builder.next - seq)
-        if budget is not None:
-            want = min(want, start + budget - seq)
+        if budget is not None and builder.rows:
+            want = min(want, builder.rows[0][0] + budget - seq)
             if want <= 0:
                 break
         page = await store.events(session_id, after_seq=seq, limit=want)
@@ -178,8 +181,10 @@ async def after_turn(store: SessionStore, session_id: str, before: int, last: in
         return
     with contextlib.suppress(HitlError):
         # Bounded in events too: a session far behind (bulk-loaded, from before the
-        # checkpoints), whose spans are stretched by its size, catches up over
-        # several turns instead of making one resume fold tens of thousands of events.
+        # checkpoints) catches up over several turns, each writing at least one,
+        # instead of making one resume fold tens of thousands of events. (A single
+        # span stretched past the budget by a large checkpoint is still folded whole:
+        # once per that many events.)
         await catch_up(store, session_id, last_seq=last, budget=CATCH_UP_SPANS * EVERY)
 
 

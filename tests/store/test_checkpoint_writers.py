@@ -188,9 +188,10 @@ def test_a_store_from_before_the_migration_replays_then_migrates(demo: Path, tmp
 
 async def test_a_turn_end_folds_a_bounded_number_of_events(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A session far behind on checkpoints (bulk-loaded, or from before them)
-    whose spans are stretched by the checkpoints' size: one turn end folds at
-    most CATCH_UP_SPANS * EVERY events, not CATCH_UP_SPANS stretched spans (a
-    resume of a 100k-event session folded ~57k events, tens of seconds)."""
+    whose spans are stretched by the checkpoints' size: one turn end folds its
+    first span and then at most CATCH_UP_SPANS * EVERY events, not
+    CATCH_UP_SPANS stretched spans (a resume of a 100k-event session folded
+    ~57k events, tens of seconds)."""
     from engine.models import NodeStatus
     from tests.contract.test_seek_checkpoints import Script
 
@@ -215,9 +216,36 @@ async def test_a_turn_end_folds_a_bounded_number_of_events(tmp_path: Path, monke
         await checkpoints.after_turn(store, s.id, 0, last)
         written = rows(tmp_path / "s.sqlite", s.id)
         assert written and written[0] == (s.id, EVERY)  # it did catch up
-        assert read <= checkpoints.CATCH_UP_SPANS * EVERY, read
+        assert read <= EVERY + checkpoints.CATCH_UP_SPANS * EVERY, read  # the first span, then the budget
         before = len(written)
         await checkpoints.after_turn(store, s.id, 0, last)  # the next turn end goes on from there
         assert len(rows(tmp_path / "s.sqlite", s.id)) >= before
+    finally:
+        await store.close()
+
+
+async def test_a_span_stretched_past_the_budget_is_still_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A checkpoint so large that the next one is due more than the turn end's
+    budget (CATCH_UP_SPANS * EVERY events) later: a due turn end still writes it.
+    Before, the budget stopped the fold short of it every time: nothing written,
+    the same events folded again at each later crossing, for ever."""
+    from engine.models import NodeStatus
+    from tests.contract.test_seek_checkpoints import Script
+
+    monkeypatch.setattr(checkpoints, "CATCH_UP_SPANS", 1)  # budget: EVERY events
+    store = await SQLiteStore.open(tmp_path / "s.sqlite", inline=True)
+    try:
+        s = await store.create_session("app", "u")
+        maker = Script()
+        for _ in range(60):
+            await store.append_events(s.id, maker.events(("iter", "i1", NodeStatus.COMPLETED)))
+        last = (await store.get_session(s.id)).last_seq
+        assert await checkpoints.catch_up(store, s.id, spans=1) == 1  # the first one, at EVERY
+        first, size = await store.last_projection_checkpoint(s.id)
+        monkeypatch.setattr(checkpoints, "BYTES_PER_EVENT", max(1, size // (3 * EVERY)))  # next: ~3 budgets on
+        due = first + checkpoints._gap(size)
+        assert due - first > checkpoints.CATCH_UP_SPANS * EVERY and due <= last
+        await checkpoints.after_turn(store, s.id, first, last)  # crossed multiples of EVERY: due
+        assert rows(tmp_path / "s.sqlite", s.id) == [(s.id, first), (s.id, due)]
     finally:
         await store.close()
