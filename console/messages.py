@@ -194,6 +194,8 @@ class LivenessChecked(Message):
     token: int
     queued_for: str | None = None
     """The app whose worker will run its turn (a turn request waits), or None."""
+    held: str | None = None
+    """Why the workers hold its stranded turn (nodes in doubt wait for an acknowledged re-drive), or None."""
 
 
 # ------------------------------------------------------------------ replay

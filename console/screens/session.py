@@ -100,6 +100,8 @@ class SessionScreen(GraphKeys, HitlScreen):
         self.in_doubt: frozenset[str] = frozenset()
         """Its leaf runs that started, recorded no end, and no process runs any more."""
         self.queued_for: str | None = None
+        self.held: str | None = None
+        """Why the workers hold this invocation's stranded turn (engine.liveness), or None."""
         """engine.liveness says a worker of this app will run the shown invocation's turn (queued)."""
         self.proj: Projection = Projection()
         self.invocation_id: str | None = None
@@ -242,7 +244,7 @@ class SessionScreen(GraphKeys, HitlScreen):
             if first:
                 log.action_last()
         self.wanted_path = None
-        self.interrupted, self.in_doubt, self.queued_for = False, frozenset(), None
+        self.interrupted, self.in_doubt, self.queued_for, self.held = False, frozenset(), None, None
         if view.invocation_id is not None and is_mid_run(view.projection, view.invocation_id):
             self._check_liveness(view.invocation_id, self._token)
         if not view.complete and view.invocation_id:
@@ -322,7 +324,9 @@ class SessionScreen(GraphKeys, HitlScreen):
             h = await invocation_health(self.hitl.store, self.session_id, invocation_id, self.proj.fork())
         except Exception:  # noqa: BLE001 -- a failed check shows nothing new; the next poll retries
             return
-        msg = LivenessChecked(invocation_id, h.interrupted, tuple(h.in_doubt), token=token, queued_for=h.queued_for)
+        msg = LivenessChecked(
+            invocation_id, h.interrupted, tuple(h.in_doubt), token=token, queued_for=h.queued_for, held=h.held
+        )
         self.post_message(msg)
 
     def on_liveness_checked(self, message: LivenessChecked) -> None:
@@ -330,9 +334,9 @@ class SessionScreen(GraphKeys, HitlScreen):
             return
         state = (message.interrupted, frozenset(message.in_doubt))
         self.tree.set_liveness(*state, queued=message.queued_for is not None)
-        if (*state, message.queued_for) == (self.interrupted, self.in_doubt, self.queued_for):
+        if (*state, message.queued_for, message.held) == (self.interrupted, self.in_doubt, self.queued_for, self.held):
             return
-        (self.interrupted, self.in_doubt), self.queued_for = state, message.queued_for
+        (self.interrupted, self.in_doubt), self.queued_for, self.held = state, message.queued_for, message.held
         self._show_details()
         self.render_info()
 
@@ -548,6 +552,8 @@ class SessionScreen(GraphKeys, HitlScreen):
             opened = len(self.proj.open_interrupts(self.invocation_id))
             if opened:
                 parts.append(f"{opened} open")
+            if self.interrupted and self.held:  # what `hitl show` says too: why no worker continues it
+                parts.append(Text(f"held by the workers: {short(' '.join(self.held.split()), 80, red)}", "b yellow"))
         parts.append(f"{self.log_seq:,} events")
         if self.writing:
             parts.append(f"{self.writing}: running…")
