@@ -130,8 +130,8 @@ async def catch_up(
     writes (None: no limit): a call that is due always writes one, however far
     the stretched spacing puts it -- stopping short of it would leave nothing
     to start from, and every later turn end would fold the same events again
-    and write nothing, for ever. Returns how many were written. Folds from the last checkpoint (or event 1), reading
-    each event once."""
+    and write nothing, for ever. Returns how many were written. Folds from the
+    last checkpoint (or event 1), reading each event once."""
     if not supported(store) or getattr(store, "read_only", False):
         return 0
     if last_seq is None:

@@ -21,8 +21,7 @@ import shlex
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from rich.text import Text
-from textual import on, work
-from textual import events
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -44,6 +43,7 @@ from .loaders import one_line
 
 if TYPE_CHECKING:
     from ..app import HitlApp
+
 
 class ItemTable(DataTable[Any]):
     """The per-invocation rows. Once the batch's summary is drawn above it (several

@@ -100,9 +100,9 @@ class SessionScreen(GraphKeys, HitlScreen):
         self.in_doubt: frozenset[str] = frozenset()
         """Its leaf runs that started, recorded no end, and no process runs any more."""
         self.queued_for: str | None = None
+        """engine.liveness says a worker of this app will run the shown invocation's turn (queued)."""
         self.held: str | None = None
         """Why the workers hold this invocation's stranded turn (engine.liveness), or None."""
-        """engine.liveness says a worker of this app will run the shown invocation's turn (queued)."""
         self.proj: Projection = Projection()
         self.invocation_id: str | None = None
         self.invocations: list[InvocationSummary] = []
