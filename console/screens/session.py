@@ -324,10 +324,7 @@ class SessionScreen(GraphKeys, HitlScreen):
             h = await invocation_health(self.hitl.store, self.session_id, invocation_id, self.proj.fork())
         except Exception:  # noqa: BLE001 -- a failed check shows nothing new; the next poll retries
             return
-        msg = LivenessChecked(
-            invocation_id, h.interrupted, tuple(h.in_doubt), token=token, queued_for=h.queued_for, held=h.held
-        )
-        self.post_message(msg)
+        self.post_message(LivenessChecked(invocation_id, h.interrupted, tuple(h.in_doubt), token=token, queued_for=h.queued_for, held=h.held))
 
     def on_liveness_checked(self, message: LivenessChecked) -> None:
         if message.token != self._token or message.invocation_id != self.invocation_id:
@@ -552,8 +549,6 @@ class SessionScreen(GraphKeys, HitlScreen):
             opened = len(self.proj.open_interrupts(self.invocation_id))
             if opened:
                 parts.append(f"{opened} open")
-            if self.interrupted and self.held:  # what `hitl show` says too: why no worker continues it
-                parts.append(Text(f"held by the workers: {short(' '.join(self.held.split()), 80, red)}", "b yellow"))
         parts.append(f"{self.log_seq:,} events")
         if self.writing:
             parts.append(f"{self.writing}: running…")

@@ -111,14 +111,17 @@ def invocation_label(
 
 def liveness_word(proj: Projection, invocation_id: str, seen: Any, red: Redactor) -> Text:
     """The session screen's word for its invocation: the read model's, with what
-    liveness (``seen``: ``interrupted``, ``in_doubt``, ``queued_for``) says -- ``⚠
-    INTERRUPTED mid-run, N in doubt`` when no process runs it (the log alone still
-    says RUNNING), ``◷ QUEUED for a worker of APP`` when a turn request waits."""
+    liveness (``seen``: ``interrupted``, ``in_doubt``, ``queued_for``, ``held``) says
+    -- ``⚠ INTERRUPTED mid-run, N in doubt`` when no process runs it (the log alone
+    still says RUNNING), with why the workers hold its turn if they do (as ``hitl
+    show`` says it), ``◷ QUEUED for a worker of APP`` when a turn request waits."""
     word = views.invocation_display(proj, invocation_id, seen.interrupted, seen.queued_for is not None)
     status = word.value if word else "-"
     t = Text(f"{STATUS_ICON.get(status, '')} {status}", "b red" if seen.interrupted else "")
     if seen.interrupted:
         t.append(" mid-run" + (f", {len(seen.in_doubt)} in doubt" if seen.in_doubt else ""), "b red")
+        if seen.held:
+            t.append(f" · held by the workers: {short(' '.join(seen.held.split()), 80, red)}", "b yellow")
     elif seen.queued_for is not None:
         t.append(f" for a worker of {short(seen.queued_for, 30, red)}", "b")
     return t
