@@ -155,7 +155,7 @@ ACTIONS: tuple[Action, ...] = (
     Action("app.help", "question_mark", "Help", "Keys of this screen", "app", "help", cli="hitl --help",
            command="help", key_display="?"),
     Action("app.command", "colon", "Cmd", "Command mode (:sessions status=waiting, :inbox, :open ID)", "app",
-           "command_line", key_display=":"),
+           "command_line", key_display=":", priority=True),  # priority: the command line opens before the keys typed after ':' are handed out
     Action("app.palette", "ctrl+p", "Palette", "Command palette", "app", "command_palette", show=False),
     Action("app.back", "escape", "Back", "Back to the previous screen", "app", "back", command="back",
            key_display="esc", show=False),

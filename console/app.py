@@ -31,11 +31,12 @@ from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 from textual import work
+from textual.actions import SkipAction
 from textual.actions import parse as parse_action
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Footer
+from textual.widgets import Footer, Input, TextArea
 
 from engine.apps import default_operator
 from engine.redact import Redactor
@@ -513,6 +514,11 @@ class HitlApp(App[None]):
         self.push_screen(HelpScreen(title, sections_for(areas, by_screen), read_only=self.read_only))
 
     def action_command_line(self) -> None:
+        """``:`` opens the command line -- bound with priority, so that it is open
+        before the keys typed after it are handed out (they go into it, see
+        :meth:`CommandLine.on_key`); a ``:`` typed into a text field stays there."""
+        if isinstance(self.focused, (Input, TextArea)):
+            raise SkipAction()
         if isinstance(self.screen, CommandLine):
             return
 

@@ -15,10 +15,12 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.containers import Horizontal
+from textual.css.query import NoMatches
 from textual.screen import ModalScreen
 from textual.suggester import SuggestFromList
 from textual.widgets import Input
@@ -86,6 +88,8 @@ class CommandLine(ModalScreen[str | None]):
 
     def __init__(self) -> None:
         super().__init__(id="command-line", classes="modal")
+        self._early: list[str] = []
+        """Characters typed before the input was there to take them."""
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="command-bar"):
@@ -99,7 +103,31 @@ class CommandLine(ModalScreen[str | None]):
     def on_mount(self) -> None:
         box = self.query_one(Input)
         box.cursor_blink = cast("HitlApp", self.app).cursor_blink
+        if self._early:
+            box.insert_text_at_cursor("".join(self._early))
+            self._early.clear()
         box.focus()
+
+    def on_key(self, event: events.Key) -> None:
+        """Type-ahead: ``:audit`` and enter arriving at once (typed fast, pasted,
+        sent by a script) reach this screen before its input has focus. Printable
+        keys go into the input, in order, and enter submits what was typed; before,
+        they were dropped and enter ran an empty command."""
+        try:
+            box: Input | None = self.query_one(Input)
+        except NoMatches:
+            box = None
+        if box is not None and box.has_focus:
+            return
+        if event.key == "enter":
+            event.stop()
+            self.dismiss((box.value if box is not None else "") + "".join(self._early))
+        elif event.is_printable and event.character:
+            event.stop()
+            if box is None or not box.is_mounted:
+                self._early.append(event.character)
+            else:
+                box.insert_text_at_cursor(event.character)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         self.dismiss(event.value)

@@ -401,3 +401,27 @@ async def test_i_from_a_session_opened_from_the_inbox_goes_back_to_that_inbox(st
         await pilot.press("escape")
         await settle(pilot)
         assert app.screen is inbox  # what was under the audit view is still there
+
+
+async def test_a_command_typed_in_one_burst_is_not_lost(store):
+    """``:audit`` and enter arriving at once (typed fast, pasted, sent by tmux):
+    ``:`` opens the command line before the next keys are handed out, and those
+    that come before its input has focus go into it, in order -- before, they
+    went to the table below and were dropped, and enter ran an empty command.
+    A ``:`` typed into a text field is still a character there."""
+    from textual import events
+    from textual.widgets import Input
+
+    app = make_app(store)
+    async with app.run_test(size=(120, 34)) as pilot:
+        await settle(pilot)
+        for key, char in [("colon", ":"), *[(c, c) for c in "audit"], ("enter", "\r")]:
+            app.post_message(events.Key(key, char))  # all queued before any is handled
+        await settle(pilot)
+        assert type(app.screen).__name__ == "AuditScreen", app.screen_stack
+        await pilot.press("i", "slash")  # the inbox's filter field
+        await settle(pilot)
+        assert isinstance(app.focused, Input)
+        await pilot.press(*"node:x")
+        await settle(pilot)
+        assert app.focused.value == "node:x" and type(app.screen).__name__ == "InboxScreen"
