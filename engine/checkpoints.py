@@ -32,13 +32,13 @@ The store's side is the ``projection_checkpoints`` capability:
 and the size of its JSON, read without loading it; ``(0, 0)``: none),
 ``get_projection_checkpoint(session_id, at_most) -> (seq, data) | None`` (the
 latest at or before ``at_most``; None also for an unreadable row) and
-``put_projection_checkpoints(session_id, [(seq, data), ...])``.
+``put_projection_checkpoints(session_id, [(seq, data), ...])`` (``data`` a dict, or
+its UTF-8 JSON already encoded, as :class:`Builder` makes it: stored as given).
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 from typing import TYPE_CHECKING, Any
 
 from pydantic_core import to_json
@@ -164,8 +164,7 @@ async def catch_up(
         if builder.next > last_seq:
             break
     if builder.rows:  # one per page at most (a page ends at the next checkpoint): never more than spans
-        rows = [(q, json.loads(t)) for q, t in builder.rows]  # the store encodes them again (its format)
-        await store.put_projection_checkpoints(session_id, rows)  # type: ignore[attr-defined]
+        await store.put_projection_checkpoints(session_id, builder.rows)  # type: ignore[attr-defined]
     return len(builder.rows)
 
 

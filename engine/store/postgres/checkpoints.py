@@ -7,10 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 import asyncpg
-from pydantic_core import to_json
 
 from ...errors import SessionNotFoundError
-from ..sqlite.checkpoints import _cache_from
+from ..sqlite.checkpoints import _cache_from, encoded
 from .core import _Core
 
 
@@ -45,9 +44,9 @@ class _Checkpoints(_Core):
         found = await self._run(fn)
         return None if found is None else _cache_from(*found)
 
-    async def put_projection_checkpoints(self, session_id: str, rows: list[tuple[int, dict[str, Any]]]) -> None:
+    async def put_projection_checkpoints(self, session_id: str, rows: list[tuple[int, dict[str, Any] | bytes]]) -> None:
         self._check_writable()
-        records = [(session_id, seq, to_json(data).decode()) for seq, data in rows]
+        records = [(session_id, seq, encoded(data).decode()) for seq, data in rows]
 
         async def fn(conn: asyncpg.Connection) -> None:
             try:

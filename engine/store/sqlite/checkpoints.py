@@ -13,6 +13,8 @@ import json
 import sqlite3
 from typing import Any
 
+from pydantic_core import to_json
+
 from .reads import _require_session
 
 
@@ -53,6 +55,11 @@ def _cache_from(seq: int, text: str | bytes) -> tuple[int, dict[str, Any]] | Non
     except (ValueError, TypeError):
         return None
     return (seq, data) if isinstance(data, dict) else None
+
+
+def encoded(data: dict[str, Any] | bytes) -> bytes:
+    """A checkpoint's UTF-8 JSON: as given when already encoded (engine.checkpoints.Builder's rows)."""
+    return data if isinstance(data, bytes) else to_json(data)
 
 
 def _put_checkpoints(conn: sqlite3.Connection, session_id: str, rows: list[tuple[int, bytes]]) -> None:

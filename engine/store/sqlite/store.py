@@ -451,10 +451,10 @@ class SQLiteStore(_WorkerTables, _WorkerSteps):
 
         return await self._call(_get_checkpoint, session_id, at_most)
 
-    async def put_projection_checkpoints(self, session_id: str, rows: list[tuple[int, dict[str, Any]]]) -> None:
-        from .checkpoints import _put_checkpoints
+    async def put_projection_checkpoints(self, session_id: str, rows: list[tuple[int, dict[str, Any] | bytes]]) -> None:
+        from .checkpoints import _put_checkpoints, encoded
 
-        await self._write(_put_checkpoints, session_id, [(q, to_json(d)) for q, d in rows])
+        await self._write(_put_checkpoints, session_id, [(q, encoded(d)) for q, d in rows])
 
     async def put_snapshot(self, session_id: str, invocation_id: str, seq: int, data: dict[str, Any]) -> None:
         self._check_writable()
