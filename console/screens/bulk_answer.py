@@ -50,8 +50,7 @@ class ItemTable(DataTable[Any]):
     lines: the table shrinks), the row under the cursor -- the first refusal -- is
     scrolled back into view on every resize, so it is never left below the edge."""
 
-    def _on_resize(self, event: events.Resize) -> None:
-        super()._on_resize(event)
+    def on_resize(self, _event: events.Resize) -> None:
         self.move_cursor(row=self.cursor_row, animate=False, scroll=True)
 
 
