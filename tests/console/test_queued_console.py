@@ -177,19 +177,13 @@ async def test_a_held_turn_says_why_on_the_session_screen(tmp_path: Path, monkey
     """A stranded turn a worker held (a node in doubt waits for an acknowledged
     re-drive): the session screen reads interrupted mid-run and says why the
     workers leave it, as ``hitl show`` does."""
-    from engine.store.workers import TurnRequest
-    from tests.reliability import crash_app
-    from tests.reliability.test_fast_listing import _stranded
+    from tests.reliability.test_fast_listing import _held
 
     monkeypatch.setenv("HITL_CRASH_EFFECTS", str(tmp_path / "effects.log"))
     monkeypatch.delenv("HITL_CRASH_KILL_AT", raising=False)
     db = tmp_path / "held.sqlite"
     async with SQLiteStore.open(db) as store:
-        inv = await _stranded(store, "x-held")
-        await store.request_turn(TurnRequest(app_name=crash_app.APP, session_id="x-held", invocation_id=inv,
-                                             kind="continue", requested_at=1.0))
-        assert await store.claim_turn_request("x-held", inv, "w-1", 30)
-        await store.unclaim_turn_request("x-held", inv, "w-1", held="nodes in doubt (pay@1): waiting for an acknowledged re-drive")
+        await _held(store, "x-held", "nodes in doubt (pay@1): waiting for an acknowledged re-drive")
     app = make_app(None, db_path=db)
     async with app.run_test(size=(160, 30)) as pilot:
         await settle(pilot)

@@ -82,6 +82,16 @@ async def _stranded(store: SQLiteStore, session_id: str) -> str:
     return inv
 
 
+async def _held(store: SQLiteStore, session_id: str, reason: str = "nodes in doubt") -> str:
+    """A stranded invocation whose continuation a worker claimed, then held (``reason``)."""
+    inv = await _stranded(store, session_id)
+    await store.request_turn(TurnRequest(app_name=crash_app.APP, session_id=session_id, invocation_id=inv,
+                                         kind="continue", requested_at=1.0))
+    assert await store.claim_turn_request(session_id, inv, "w-1", 30)
+    await store.unclaim_turn_request(session_id, inv, "w-1", held=reason)
+    return inv
+
+
 async def _take_over(store: SQLiteStore, session_id: str, inv: str, owner: str) -> None:
     lapsed = await store.get_lease(session_id, inv)
     assert lapsed is not None and lapsed.expired()
@@ -105,12 +115,10 @@ async def mixed(db: Path, request: pytest.FixtureRequest) -> Path:
         await _waiting(store, "x-queued")
         assert (await handoff.queue_answer(store, "x-queued", {"finance": YES, "risk": YES})).error is None
         # ... and so does a stranded turn a worker will continue; one a worker held reads interrupted
-        for sid in ("x-stranded-queued", "x-held"):
-            inv = await _stranded(store, sid)
-            await store.request_turn(TurnRequest(app_name=crash_app.APP, session_id=sid, invocation_id=inv,
-                                                 kind="continue", requested_at=1.0))
-        assert await store.claim_turn_request("x-held", inv, "w-1", 30)
-        await store.unclaim_turn_request("x-held", inv, "w-1", held="nodes in doubt")
+        inv = await _stranded(store, "x-stranded-queued")
+        await store.request_turn(TurnRequest(app_name=crash_app.APP, session_id="x-stranded-queued", invocation_id=inv,
+                                             kind="continue", requested_at=1.0))
+        await _held(store, "x-held")
     finally:
         await store.close()
     return db
