@@ -233,8 +233,8 @@ def via_options(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]
 
 
 def parse_duration(text: str) -> float:
-    """``90s``, ``15m``, ``2h``, ``3d``, ``1w``, ``1h30m`` -> seconds (:func:`engine.bulk.parse_age`)."""
-    from engine.bulk import parse_age
+    """``90s``, ``15m``, ``2h``, ``3d``, ``1w``, ``1h30m`` -> seconds (:func:`engine.bulk_filter.parse_age`)."""
+    from engine.bulk_filter import parse_age  # the filter alone: not the answering machinery
 
     try:
         return parse_age(text)
