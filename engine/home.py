@@ -76,33 +76,42 @@ def sparkline(values: tuple[int, ...] | list[int]) -> str:
     return "".join(SPARK[0] if v <= 0 else SPARK[max(1, round(v / top * (len(SPARK) - 1)))] for v in values)
 
 
-def index_stopped(
-    running: list[tuple[str, str, str | None, float | None]], requests: Requests | None = None
-) -> set[str]:
+Running = list[tuple[str, str, str | None, float | None]]
+"""The index's running invocations: (session id, invocation id, lease owner, lease expiry)."""
+
+
+def index_stopped(running: Running, requests: Requests | None = None) -> set[str]:
     """Sessions with an invocation the index calls running, no live process holds
     (its lease row missing, expired, or its owner provably dead) and no runnable
-    turn request in ``requests``, or one whose request a worker held: interrupted mid-run, judged from the index, the
-    lease rows and the requests alone (no projection: what is in doubt needs one,
-    :func:`engine.liveness.interrupted_invocations`)."""
-    runnable = _runnable(running, requests)
-    live = {(sid, inv) for sid, inv, owner, expires_at in running if not _unheld(owner, expires_at)}
-    held = {key[0] for key, r in (requests or {}).items() if r.held is not None and key not in live}  # for an operator
-    return held | {sid for sid, inv, owner, expires_at in running
-                   if _unheld(owner, expires_at) and (sid, inv) not in runnable}
+    turn request in ``requests``, or one whose request a worker held: interrupted
+    mid-run, judged from the index, the lease rows and the requests alone (no
+    projection: what is in doubt needs one, :func:`engine.liveness.interrupted_invocations`)."""
+    return {sid for sid, _inv in stopped_keys(running, requests)}
 
 
-def _runnable(
-    running: list[tuple[str, str, str | None, float | None]], requests: Requests | None
-) -> set[tuple[str, str]]:
+def stopped_keys(running: Running, requests: Requests | None) -> list[tuple[str, str]]:
+    """The (session, invocation) pairs behind :func:`index_stopped`: the index's
+    running ones first, then those whose request a worker held (their index may
+    say waiting), each once."""
+    live = _live(running)
+    runnable = _runnable(requests, live)
+    out = [(sid, inv) for sid, inv, *_ in running if (sid, inv) not in live and (sid, inv) not in runnable]
+    seen = set(out)
+    out += [key for key, r in (requests or {}).items() if r.held is not None and key not in live and key not in seen]
+    return out
+
+
+def _live(running: Running) -> set[tuple[str, str]]:
+    """(session, invocation) of the running ones a live process holds."""
+    return {(sid, inv) for sid, inv, owner, expires_at in running
+            if owner is not None and owner_live(owner, expires_at or 0.0)}
+
+
+def _runnable(requests: Requests | None, live: set[tuple[str, str]]) -> set[tuple[str, str]]:
     """(session, invocation) of the runnable turn requests no live process is running.
     A queued answer leaves its invocation ``waiting`` in the index (an FR changes no
     status there), so the requests are judged whether the index says running or not."""
-    live = {(sid, inv) for sid, inv, owner, expires_at in running if not _unheld(owner, expires_at)}
     return {key for key, r in (requests or {}).items() if r.held is None and key not in live}
-
-
-def _unheld(owner: str | None, expires_at: float | None) -> bool:
-    return owner is None or not owner_live(owner, expires_at or 0.0)
 
 
 def summarize(
@@ -114,7 +123,7 @@ def summarize(
     Leases are judged against the real clock, like everywhere else."""
     counts = overview.status_counts
     stopped = index_stopped(overview.running, requests)
-    queued = {sid for sid, _inv in _runnable(overview.running, requests)} - stopped
+    queued = {sid for sid, _inv in _runnable(requests, _live(overview.running))} - stopped
     in_running = {sid for sid, *_ in overview.running}
     doubt = doubt or {}
     n_running = counts.get("running", 0)
@@ -141,11 +150,7 @@ async def home_summary(store: SessionStore, now: float) -> HomeSummary:
     overview = await store.overview(since=since, bucket=HOUR, buckets=BUCKETS)
     requests = await queued_turns(store)  # one read
     doubt: dict[str, bool] = {}
-    runnable = _runnable(overview.running, requests)
-    live = {(sid, inv) for sid, inv, owner, expires_at in overview.running if not _unheld(owner, expires_at)}
-    judge = [(sid, inv) for sid, inv, *_ in overview.running if (sid, inv) not in live and (sid, inv) not in runnable]
-    judge += [key for key, r in requests.items() if r.held is not None and key not in live and key not in judge]
-    for sid, inv in judge[:DOUBT_LIMIT]:  # the interrupted ones (held requests too: their index may say waiting)
+    for sid, inv in stopped_keys(overview.running, requests)[:DOUBT_LIMIT]:  # the interrupted ones
         health = await invocation_health(store, sid, inv, request=requests.get((sid, inv)))
         doubt[sid] = doubt.get(sid, False) or bool(health.interrupted and health.in_doubt)
     return summarize(overview, doubt, requests)
