@@ -477,14 +477,17 @@ async def interrupted_invocations(
     return [h for h in await stopped_invocations(store, session_id, session_status, requests) if h.interrupted]
 
 
-async def page_health(store: SessionStore, sessions: list[Any]) -> dict[str, list[InvocationHealth]]:
-    """For a page of session summaries (``.id``, ``.status``): the invocations of each
-    that stopped mid-run or are queued (sessions with none left out). The turn
-    requests of the whole page are one store read."""
-    requests = await turn_requests_by_invocation(store, [s.id for s in sessions])
+async def page_health(store: SessionStore, sessions: Iterable[tuple[str, str]]) -> dict[str, list[InvocationHealth]]:
+    """For a page of sessions (``(session id, status)``, as :func:`page_verdicts`
+    takes them): the invocations of each that stopped mid-run or are queued
+    (sessions with none left out). The turn requests of the whole page are one
+    store read; what the sessions list (``hitl sessions``) and the console's full
+    verdict after its first paint both show."""
+    rows = list(sessions)
+    requests = await turn_requests_by_invocation(store, [sid for sid, _status in rows])
     out: dict[str, list[InvocationHealth]] = {}
-    for s in sessions:
-        found = await stopped_invocations(store, s.id, s.status, requests)
+    for sid, status in rows:
+        found = await stopped_invocations(store, sid, status, requests)
         if found:
-            out[s.id] = found
+            out[sid] = found
     return out

@@ -78,7 +78,7 @@ def sessions(
         nonlocal next_cursor
         async with open_store(write=False) as store:
             page = await page_of(store.list_sessions(**filters))
-            health = await page_health(store, page.items)  # the page's turn requests: one read
+            health = await page_health(store, [(s.id, s.status) for s in page.items])  # the page's turn requests: one read
             for s in page.items:
                 found = health.get(s.id, [])
                 items.append((s.model_dump(), [h.invocation_id for h in found if h.interrupted],

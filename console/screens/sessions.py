@@ -27,7 +27,7 @@ from textual.timer import Timer
 from textual.widgets import Input
 
 from engine.home import HomeSummary, home_summary
-from engine.liveness import page_verdicts, stopped_invocations, turn_requests_by_invocation
+from engine.liveness import page_health, page_verdicts, turn_requests_by_invocation
 from engine.status import (
     INTERRUPTED_FILTER,
     QUEUED_FILTER,
@@ -266,13 +266,11 @@ class SessionsScreen(SortableRows, PagedTableScreen):
         stopped: dict[str, tuple[bool, bool]] = {}
         queued: set[str] = set()
         try:
-            requests = await turn_requests_by_invocation(self.hitl.store, list(rows))
-            for sid, status in rows.items():
-                found = await stopped_invocations(self.hitl.store, sid, status, requests)
+            for sid, found in (await page_health(self.hitl.store, rows.items())).items():
                 cut = [h for h in found if h.interrupted]
                 if cut:
                     stopped[sid] = (True, any(h.in_doubt for h in cut))
-                elif found:
+                else:  # page_health lists only sessions with one stopped or queued
                     queued.add(sid)
         except Exception as e:  # noqa: BLE001 -- shown as a one-line notification
             self.post_message(StoreFailed(one_line(e)))

@@ -85,7 +85,7 @@ def test_a_queued_answer_reads_queued_and_a_held_one_interrupted(db: str) -> Non
 
             page = await store.list_sessions()
             counting = Counting(store)
-            health = await page_health(counting, page.items)  # type: ignore[arg-type]
+            health = await page_health(counting, [(s.id, s.status) for s in page.items])  # type: ignore[arg-type]
             assert {s: [x.invocation_id for x in hs] for s, hs in health.items()} == {s: [i] for s, i in invs.items()}
             assert all(x.queued for hs in health.values() for x in hs)
             assert counting.reads == ["turn_requests_of"]  # one read for the page, none per row
