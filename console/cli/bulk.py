@@ -242,10 +242,7 @@ def bulk_answer(
                 out(red, "  " + r.line())
 
         def notice(line: str) -> None:  # before anything is sent: no worker serves an app of the batch
-            if opts.json:
-                out_json(red, {"kind": "notice", "message": line})
-            else:
-                out(red, line)
+            _said("notice", line)
 
         with bar if bar is not None else nullcontext():
             done = await bulk.submit(store, groups, value, registry=opts.registry, operator=who, reason=why,
