@@ -222,7 +222,7 @@ _INTERRUPTED_SQL = (
     " FROM invocations AS i"
     " LEFT JOIN leases AS l ON l.session_id = i.session_id AND l.invocation_id = i.invocation_id"
     " LEFT JOIN turn_requests AS t ON t.session_id = i.session_id AND t.invocation_id = i.invocation_id"
-    " WHERE (i.status = 'running' OR t.invocation_id IS NOT NULL) AND i.session_id IN ({marks})"
+    " WHERE (i.status = 'running' OR t.invocation_id IS NOT NULL) AND i.session_id IN (SELECT value FROM json_each(?))"
     " ORDER BY i.session_id, i.started_seq"
 )
 
@@ -235,12 +235,9 @@ def stopped_by_session(
     ``running`` in the index with a lease row missing, expired or held by a
     provably dead process; the queued ones have a turn request a worker may run."""
     out: dict[str, tuple[list[str], list[str]]] = {}
-    for start in range(0, len(session_ids), 500):  # below SQLite's bound-parameter limit
-        chunk = session_ids[start : start + 500]
-        sql = _INTERRUPTED_SQL.format(marks=",".join("?" * len(chunk)))
-        for sid, inv, owner, expires_at, queued in conn.execute(sql, chunk):
-            if owner is None or not owner_live(owner, expires_at, now):
-                out.setdefault(sid, ([], []))[1 if queued else 0].append(inv)
+    for sid, inv, owner, expires_at, queued in conn.execute(_INTERRUPTED_SQL, (json.dumps(session_ids),)):
+        if owner is None or not owner_live(owner, expires_at, now):
+            out.setdefault(sid, ([], []))[1 if queued else 0].append(inv)
     return out
 
 
