@@ -11,7 +11,13 @@ with the next record -- typically the next node's start -- when no node body
 that runs user code is running (so no user code runs between the end and that
 write, and the window in which a crash loses a held end is engine code only).
 A start record is never held: it is durable before its body runs, so a run
-killed mid-body is still *in doubt*. What is held when the turn ends is
+killed mid-body is still *in doubt*. An event a user body yields (output, an
+interrupt) is held too, for at most :data:`BODY_EVENT_DELAY` seconds: a body
+that yields and ends at once (the common ``yield RequestInput(...)``) has its
+events written with its end record, in one commit; one that goes on working
+has them written when the delay is up, so a console in another process sees
+them that soon. A crash in that window loses only events of a run that is in
+doubt anyway (its start is durable, its end is not). What is held when the turn ends is
 written by the runner with the lease's release (:meth:`InvocationContext.take_held`),
 or by :meth:`InvocationContext.flush`. Only a context with ``buffered`` set
 (the Runner's) holds anything. ``Context`` is per node run: path, run id, resume inputs, interrupt ids,
@@ -21,6 +27,7 @@ output, route and a state view that records deltas.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Iterator, MutableMapping
 from typing import Any
 
@@ -29,6 +36,12 @@ from .models import Event, NodeInfo, NodeStatus, StoredEvent, join_path
 from .nodes import BaseNode, RequestInput
 from .projection import Projection
 from .store.base import SessionStore
+
+log = logging.getLogger(__name__)
+
+BODY_EVENT_DELAY = 0.01
+"""Seconds an event a user body yielded may wait for the run's next record
+before it is written on its own (see the module docstring)."""
 
 
 class NodeInterrupted(Exception):
@@ -103,18 +116,26 @@ class InvocationContext:
         """Node bodies running user code now (a Workflow's or parallel worker's body is engine code)."""
         self.last_seq: int | None = None
         """The seq of the last event this turn wrote."""
+        self._due: asyncio.TimerHandle | None = None
+        """Writes held body events when :data:`BODY_EVENT_DELAY` is up."""
+        self._due_writes: set[asyncio.Task[None]] = set()
         self.buffered = False
         """Hold end records (the Runner sets it: it writes what is held when the
         turn ends). Off, every record is written when it is made, so a
         ``NodeRunner`` used on its own has persisted its run when it returns."""
 
-    async def persist(self, event: Event, *, hold: bool = False) -> None:
+    async def persist(self, event: Event, *, hold: bool = False, body: bool = False) -> None:
         """Write ``event`` with whatever is held, in one transaction; or, with
-        ``hold`` and while no user code runs, hold it for the next write."""
-        if hold and self.buffered and self.user_bodies == 0:
+        ``hold`` and while no user code runs, hold it for the next write; or,
+        with ``body`` (an event a node body yielded), hold it for the next write
+        or :data:`BODY_EVENT_DELAY`, whichever comes first."""
+        if self.buffered and ((hold and self.user_bodies == 0) or body):
             self._held.append(event)
+            if body and self._due is None:
+                self._due = asyncio.get_running_loop().call_later(BODY_EVENT_DELAY, self._write_due)
             return
         async with self._writing:
+            self._disarm()
             events, self._held = [*self._held, event], []
             try:
                 await self._write(events)
@@ -126,6 +147,7 @@ class InvocationContext:
         """Write what is held (or ``events``, taken with :meth:`take_held`), if anything."""
         async with self._writing:
             if events is None:
+                self._disarm()
                 events, self._held = self._held, []
             if events:
                 try:
@@ -134,10 +156,44 @@ class InvocationContext:
                     self._held[:0] = events
                     raise
 
-    def take_held(self) -> list[Event]:
-        """Hand what is held to the caller, which writes it (and :meth:`applied` it)."""
-        events, self._held = self._held, []
+    async def take_held(self) -> list[Event]:
+        """Hand what is held to the caller, which writes it (and :meth:`applied` it),
+        once a write of held body events already under way has committed."""
+        async with self._writing:
+            self._disarm()
+            events, self._held = self._held, []
         return events
+
+    def held_raise(self, interrupt_id: str) -> str | None:
+        """The path of the run whose held (not yet written) event raises ``interrupt_id``.
+        The projection sees such an id only once it is written; until then this
+        says it is open (raised, or raised again after an answer)."""
+        for event in self._held:
+            if event.long_running_tool_ids and interrupt_id in event.long_running_tool_ids:
+                return event.node_info.path if event.node_info else None
+        return None
+
+    def stop(self) -> None:
+        """The turn is over: no held body event is written by the delay any more."""
+        self._disarm()
+
+    def _disarm(self) -> None:
+        if self._due is not None:
+            self._due.cancel()
+            self._due = None
+
+    def _write_due(self) -> None:
+        self._due = None
+        if self._held:
+            task = asyncio.ensure_future(self._flush_due())
+            self._due_writes.add(task)
+            task.add_done_callback(self._due_writes.discard)
+
+    async def _flush_due(self) -> None:
+        try:
+            await self.flush()
+        except Exception as exc:  # still held: the run's next write carries them
+            log.warning("writing the events of invocation %s failed, retried with its next record: %s", self.invocation_id, exc)
 
     async def _write(self, events: list[Event]) -> None:
         if len(events) == 1:
@@ -252,7 +308,7 @@ class Context:
         out = []
         for i in dict.fromkeys(self.interrupt_ids):
             itr = proj.interrupts.get((inv, i))
-            if (itr.open if itr is not None else i not in self.resume_inputs):
+            if (itr.open if itr is not None else i not in self.resume_inputs) or self.invocation.held_raise(i):
                 out.append(i)
         return out
 
@@ -376,14 +432,14 @@ class NodeRunner:
     def _info(self, **kw: Any) -> NodeInfo:
         return NodeInfo(path=self.path, run_id=self.run_id, **kw)
 
-    async def _persist(self, ctx: Context, event: Event, *, hold: bool = False) -> None:
+    async def _persist(self, ctx: Context, event: Event, *, hold: bool = False, body: bool = False) -> None:
         event.invocation_id = ctx.invocation_id
         event.author = self.node.name
         event.node_info = event.node_info or self._info()
         delta = ctx.state.take_delta()
         if delta:
             event.state_delta = {**(event.state_delta or {}), **delta}
-        await ctx.invocation.persist(event, hold=hold)
+        await ctx.invocation.persist(event, hold=hold, body=body)
 
     def _body_started(self, inv: InvocationContext) -> None:
         self._user_body = not isinstance(self.node, _engine_bodies())
@@ -512,7 +568,7 @@ class NodeRunner:
             ctx.route = item.route
         if item.output is not None:
             ctx.output = item.output
-        await self._persist(ctx, item)
+        await self._persist(ctx, item, body=True)
 
     def _new_interrupts_only(self, ctx: Context, event: Event) -> Event | None:
         """On re-execution a node may raise the same ids again: an id that is
@@ -527,8 +583,9 @@ class NodeRunner:
             elif iid in ctx.interrupt_ids:
                 continue
             other = proj.interrupts.get((ctx.invocation_id, iid))
-            if other is not None and other.open and other.path != self.path:
-                raise HitlError(f"interrupt id {iid} is already open at {other.path}; interrupt ids must be unique")
+            where = other.path if other is not None and other.open else ctx.invocation.held_raise(iid)
+            if where is not None and where != self.path:
+                raise HitlError(f"interrupt id {iid} is already open at {where}; interrupt ids must be unique")
             fresh.append(iid)
         ctx.interrupt_ids.extend(fresh)
         if not fresh:

@@ -584,6 +584,7 @@ class Runner:
                 await keeper.revoke()
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
+            inv_ctx.stop()  # what the stopped runs still hold is not written by the delay
         if keeper.lost is not None:
             raise keeper.lost
         try:
@@ -617,7 +618,7 @@ class Runner:
         Raises when the held records cannot be written (the lease is then
         still held, and the turn is left mid-run)."""
         proj, inv = inv_ctx.projection, inv_ctx.invocation_id
-        held = inv_ctx.take_held()
+        held = await inv_ctx.take_held()
         if held and inv_ctx.last_seq is not None:
             after = proj.fork()
             for i, event in enumerate(held, start=inv_ctx.last_seq + 1):
