@@ -354,6 +354,13 @@ class EventLog(Navigable, ScrollView, can_focus=True):
         self.virtual_size = Size(event.size.width, self.total)
         self._keep_cursor_in_view()
 
+    def watch_show_vertical_scrollbar(self, shown: bool) -> None:
+        # Textual moves the thumb only while the scrollbar is shown: lines that
+        # arrive in one burst scroll the log before its scrollbar appears, which
+        # would leave the thumb at the top until the next scroll.
+        if shown:
+            self.vertical_scrollbar.position = self.scroll_y
+
     def _keep_cursor_in_view(self) -> None:
         if self.cursor < 0:
             return
