@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from typing import Any
 
 from .errors import HitlError
@@ -116,6 +116,12 @@ class InvocationContext:
         """Node bodies running user code now (a Workflow's or parallel worker's body is engine code)."""
         self.last_seq: int | None = None
         """The seq of the last event this turn wrote."""
+        self.opener: Callable[[list[Event]], Awaitable[list[StoredEvent]]] | None = None
+        """The turn's first write, not made yet (the Runner defers it): the next
+        write makes it, in one transaction with the events written then, and
+        returns those events stored. Until then only engine code runs."""
+        self.failed_open: BaseException | None = None
+        """What the deferred first write raised: every later write raises it too."""
         self._due: asyncio.TimerHandle | None = None
         """Writes held body events when :data:`BODY_EVENT_DELAY` is up."""
         self._due_writes: set[asyncio.Task[None]] = set()
@@ -149,7 +155,7 @@ class InvocationContext:
             if events is None:
                 self._disarm()
                 events, self._held = self._held, []
-            if events:
+            if events or self.opener is not None:
                 try:
                     await self._write(events)
                 except BaseException:
@@ -196,6 +202,17 @@ class InvocationContext:
             log.warning("writing the events of invocation %s failed, retried with its next record: %s", self.invocation_id, exc)
 
     async def _write(self, events: list[Event]) -> None:
+        if self.failed_open is not None:
+            raise self.failed_open
+        if self.opener is not None:
+            opener, self.opener = self.opener, None
+            try:
+                written = await opener(events)
+            except BaseException as exc:
+                self.failed_open = exc
+                raise
+            self.applied(written)
+            return
         if len(events) == 1:
             written = [await self.store.append_event(self.session_id, events[0])]
         else:

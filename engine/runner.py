@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from . import checkpoints
@@ -238,6 +238,39 @@ class _Root:
     resume_inputs: dict[str, Any] | None
 
 
+@dataclass
+class _Lease:
+    """A turn's lease: its keeper once the turn's first write took it, and that write's events."""
+
+    keeper: LeaseKeeper | None = None
+    first: list[StoredEvent] = field(default_factory=list)
+    on_lost: Callable[[], object] | None = None
+    """Called when another process takes the invocation over (the Runner cancels the turn)."""
+
+    def attach(self, keeper: LeaseKeeper) -> None:
+        keeper._on_lost = self.on_lost
+        self.keeper = keeper
+        keeper.start()
+
+    def watch(self, on_lost: Callable[[], object]) -> None:
+        self.on_lost = on_lost
+        if self.keeper is not None:
+            self.keeper._on_lost = on_lost
+
+
+class _FirstWriteFailed(BaseException):
+    """A turn's deferred first write failed: nothing was written and only engine
+    code ran. A BaseException, so that no node records it as its own failure.
+    ``retry``: the invocation is held by another process, or moved on since it
+    was read -- the turn starts again the long way (wait for the lease, read
+    what changed)."""
+
+    def __init__(self, error: BaseException, *, retry: bool) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.retry = retry
+
+
 class Runner:
     """Runs one app's root workflow against a session store.
 
@@ -365,48 +398,52 @@ class Runner:
             only_mid_run,
             batch,
         )
-        keeper: LeaseKeeper | None = None
+        box = _Lease()
         inv_ctx: InvocationContext | None = None
-        turn_from: int | None = None
         try:
             owner = new_owner()
-            opened = None
-            # The common case: lease, first events and the root's start record in one
-            # transaction. Also a worker's continuation of an invocation that no live
-            # process holds (only_mid_run and stopped: an answer is queued with its lease
-            # released, so there is usually no lease row to take over; and what is in
-            # doubt in ``early`` is so for real, the write proving ``early`` current).
+            seen = on_stored or (lambda _: None)
+            # The common case: lease, first events, the root's start record and the
+            # next start of a node that runs user code in one transaction (the first
+            # write is deferred until then: only engine code runs before it). Also a
+            # worker's continuation of an invocation that no live process holds
+            # (only_mid_run and stopped: an answer is queued with its lease released,
+            # so there is usually no lease row to take over; and what is in doubt in
+            # ``early`` is so for real, the write proving ``early`` current).
             fast = early is None or not is_mid_run(early, inv_id) or (only_mid_run and stopped)
+            done = False
             if has_capability(self.store, "acquire_and_append") and fast:
-                opened = await self._open_fast(turn, early or Projection(), owner, last_seq)
-            if opened is None:
+                inv_ctx, root = await self._open_fast(turn, early or Projection(), owner, last_seq, box)
+                try:
+                    async for event in self._drive(inv_ctx, box, root, seen):
+                        yield event
+                    done = True
+                except _FirstWriteFailed as failed:
+                    if not failed.retry:
+                        raise failed.error from None
+                    inv_ctx = None  # nothing was written: start again the long way
+            if not done:
                 if turn.create:  # not written by a fast first write: create the session the long way
                     await self.store.create_session(self.app_name, turn.user_id, session_id)
                     turn.create = False
                 lease = await acquire_invocation_lease(
                     self.store, session_id, inv_id, ttl=self.lease_ttl, wait=self.lease_wait, owner=owner
                 )
-                keeper = LeaseKeeper(self.store, lease, self.lease_ttl)
-                keeper.start()
+                box.attach(LeaseKeeper(self.store, lease, self.lease_ttl))
                 proj = await _catch_up(self.store, session_id, inv_id, early) if early is not None else Projection()
-                opened = await self._open(turn, proj, keeper, last_seq)
-            keeper, inv_ctx, first, root = opened
-            turn_from = first[0].seq - 1 if first else None  # for the seek checkpoints, below
-            seen = on_stored or (lambda _: None)
-            for stored in first:
-                seen(stored)
-                yield stored.event
-            async for event in self._drive(inv_ctx, keeper, root, seen):
-                yield event
+                inv_ctx, root = await self._open(turn, proj, box, last_seq)
+                async for event in self._drive(inv_ctx, box, root, seen):
+                    yield event
         finally:
             # Clean end (nothing written, or the root recorded how the turn ended):
             # delete the lease. Otherwise let it lapse now but keep the row, so the
             # invocation shows as interrupted mid-run at once.
-            if keeper is not None:
+            if box.keeper is not None:
                 clean = inv_ctx is None or not is_mid_run(inv_ctx.projection, inv_id)
-                await keeper.close(clean=clean)
-        if inv_ctx is not None and turn_from is not None and inv_ctx.last_seq is not None:
-            await checkpoints.after_turn(self.store, session_id, turn_from, inv_ctx.last_seq)  # off the lease
+                await box.keeper.close(clean=clean)
+        if inv_ctx is not None and box.first and inv_ctx.last_seq is not None:
+            turn_from = box.first[0].seq - 1  # off the lease: the seek checkpoints
+            await checkpoints.after_turn(self.store, session_id, turn_from, inv_ctx.last_seq)
 
     async def _refuse_early(
         self, session_id: str, invocation_id: str, *, redrive: bool, ack: bool
@@ -496,77 +533,113 @@ class Runner:
         )
 
     def _opened(
-        self, inv_ctx: InvocationContext, written: list[StoredEvent], state: dict[str, Any]
-    ) -> list[StoredEvent]:
-        for stored in written:
-            inv_ctx.projection.apply(stored.event, stored.seq)
+        self, inv_ctx: InvocationContext, box: _Lease, written: list[StoredEvent], state: dict[str, Any]
+    ) -> None:
+        """The turn's first events are stored: into the stream (their fold is in the projection already)."""
         # The state as of our first events (they carry their delta already); other
         # invocations of the session may have changed it since it was last read.
         inv_ctx.state.update(state)
         inv_ctx.last_seq = written[-1].seq
-        inv_ctx.buffered = True  # end records ride on the next write (_finish writes the last ones)
-        return written
+        box.first = written
+        for stored in written:
+            inv_ctx.queue.put_nowait(stored)
 
     async def _open_fast(
-        self, turn: _Turn, proj: Projection, owner: str, last_seq: int | None
-    ) -> tuple[LeaseKeeper, InvocationContext, list[StoredEvent], _Root | None] | None:
-        """Take the lease and write the first events in one transaction, which
-        also proves ``proj`` current (no event of the invocation since it was
-        read). None when the lease is held or the invocation moved on: then
-        the caller takes the lease the long way and reads what changed."""
-        inv_ctx = self._context(turn, proj, _FencedStore(self.store, owner))  # type: ignore[arg-type]
-        events = self._first_events(turn, proj)
+        self, turn: _Turn, proj: Projection, owner: str, last_seq: int | None, box: _Lease
+    ) -> tuple[InvocationContext, _Root | None]:
+        """Prepare the turn's first write -- the lease, the first events and the
+        root's start record, in one transaction which also proves ``proj``
+        current (no event of the invocation since it was read) -- and defer it
+        to the turn's next write: the start of the first node that runs user
+        code (or the turn's end), so that both cost one commit. Until then only
+        engine code runs, on ``proj`` with the first events folded in at the seqs
+        they are expected to get; refolded at their real seqs if other
+        invocations of the session appended meanwhile. The write raises
+        :class:`_FirstWriteFailed` into the turn when the lease is held or the
+        invocation moved on: the caller then starts again the long way."""
+        work = proj.fork()  # ``proj`` stays as read: a retry the long way catches it up
+        inv_ctx = self._context(turn, work, _FencedStore(self.store, owner))  # type: ignore[arg-type]
+        events = self._first_events(turn, work)
         root = await self._plan_root(turn, inv_ctx, events)
-        try:
-            lease, written, state = await self.store.acquire_and_append(  # type: ignore[attr-defined]
-                turn.session_id,
-                turn.invocation_id,
-                [*events, *([root.start] if root else [])],
-                owner=owner,
-                ttl=self.lease_ttl,
-                expected_seq=last_seq,
-                invocation_after=None if turn.kind == "start" else proj.position,
-                **({"create": (self.app_name, turn.user_id)} if turn.create else {}),
-            )
-        except InvocationBusyError:
-            return None
-        except ConflictError:
-            if turn.kind == "start":
-                raise  # the session changed since it was read: as for any new invocation
-            return None
-        keeper = LeaseKeeper(self.store, lease, self.lease_ttl)
-        keeper.start()
-        return keeper, inv_ctx, self._opened(inv_ctx, written, state), root
+        first = [*events, *([root.start] if root else [])]
+        guess = (last_seq if last_seq is not None else proj.position) + 1
+        for seq, event in enumerate(first, start=guess):
+            work.apply(event, seq)
+
+        async def first_write(more: list[Event]) -> list[StoredEvent]:
+            try:
+                lease, written, state = await self.store.acquire_and_append(  # type: ignore[attr-defined]
+                    turn.session_id,
+                    turn.invocation_id,
+                    [*first, *more],
+                    owner=owner,
+                    ttl=self.lease_ttl,
+                    expected_seq=last_seq,
+                    invocation_after=None if turn.kind == "start" else proj.position,
+                    **({"create": (self.app_name, turn.user_id)} if turn.create else {}),
+                )
+            except asyncio.CancelledError:
+                raise
+            except InvocationBusyError as exc:
+                raise _FirstWriteFailed(exc, retry=True) from None
+            except ConflictError as exc:
+                # a new invocation: the session changed since it was read, as for any start
+                raise _FirstWriteFailed(exc, retry=turn.kind != "start") from None
+            except BaseException as exc:
+                raise _FirstWriteFailed(exc, retry=False) from None
+            turn.create = False
+            box.attach(LeaseKeeper(self.store, lease, self.lease_ttl))
+            head = written[: len(first)]
+            if head[0].seq != guess:  # other invocations appended since: fold ours at their seqs
+                refold = proj.fork()
+                for stored in head:
+                    refold.apply(stored.event, stored.seq)
+                inv_ctx.projection = refold
+            self._opened(inv_ctx, box, head, state)
+            return written[len(first) :]
+
+        inv_ctx.opener = first_write
+        inv_ctx.buffered = True  # end records ride on the next write (_finish writes the last ones)
+        return inv_ctx, root
 
     async def _open(
-        self, turn: _Turn, proj: Projection, keeper: LeaseKeeper, last_seq: int | None
-    ) -> tuple[LeaseKeeper, InvocationContext, list[StoredEvent], _Root | None]:
+        self, turn: _Turn, proj: Projection, box: _Lease, last_seq: int | None
+    ) -> tuple[InvocationContext, _Root | None]:
         """Under the held lease: check, and write the first events with the root's start record."""
-        store = _FencedStore(self.store, keeper.owner)
+        assert box.keeper is not None
+        store = _FencedStore(self.store, box.keeper.owner)
         inv_ctx = self._context(turn, proj, store)  # type: ignore[arg-type]
         events = self._first_events(turn, proj)
         root = await self._plan_root(turn, inv_ctx, events)
         written = await store.append_events(turn.session_id, [*events, *([root.start] if root else [])], expected_seq=last_seq)
+        for stored in written:
+            proj.apply(stored.event, stored.seq)
         state = dict((await self.store.get_session(turn.session_id)).state)
-        return keeper, inv_ctx, self._opened(inv_ctx, written, state), root
+        self._opened(inv_ctx, box, written, state)
+        inv_ctx.buffered = True
+        return inv_ctx, root
 
     # ---------------------------------------------------------------- drive
     async def _drive(
         self,
         inv_ctx: InvocationContext,
-        keeper: LeaseKeeper,
+        box: _Lease,
         root: _Root | None,
         seen: Callable[[StoredEvent], None] = lambda _: None,
     ) -> AsyncIterator[Event]:
-        proj = inv_ctx.projection
         inv = inv_ctx.invocation_id
-        if root is None:
-            return  # e.g. a partial answer to a leaf: nothing runs
+        if root is None:  # e.g. a partial answer to a leaf: nothing runs
+            await inv_ctx.flush()  # the first write, if it is still deferred
+            while not inv_ctx.queue.empty():
+                item = inv_ctx.queue.get_nowait()
+                seen(item)
+                yield item.event
+            return
         coro = root.runner.run(root.node_input, resume_inputs=root.resume_inputs, start_written=True)
         done = object()
         task = asyncio.ensure_future(coro)
         task.add_done_callback(lambda _: inv_ctx.queue.put_nowait(done))  # type: ignore[arg-type]
-        keeper._on_lost = task.cancel  # another process took the invocation over: stop
+        box.watch(task.cancel)  # another process took the invocation over: stop
         try:
             while (item := await inv_ctx.queue.get()) is not done:
                 seen(item)
@@ -578,17 +651,22 @@ class Runner:
                 # not an operator's cancel. Write the end records held so far (runs
                 # that did finish), then give up the lease, so the nodes' CANCELLED
                 # records are refused and the invocation is left as it was,
-                # interrupted mid-run, to be continued with a re-drive.
-                with contextlib.suppress(Exception):
-                    await inv_ctx.flush()
-                await keeper.revoke()
+                # interrupted mid-run, to be continued with a re-drive. (Before the
+                # turn's first write, nothing is written: only engine code ran.)
+                if inv_ctx.opener is None:
+                    with contextlib.suppress(Exception):
+                        await inv_ctx.flush()
+                if box.keeper is not None:
+                    await box.keeper.revoke()
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
             inv_ctx.stop()  # what the stopped runs still hold is not written by the delay
-        if keeper.lost is not None:
-            raise keeper.lost
+        if isinstance(inv_ctx.failed_open, _FirstWriteFailed):
+            raise inv_ctx.failed_open  # nothing was written, nothing was yielded
+        if box.keeper is not None and box.keeper.lost is not None:
+            raise box.keeper.lost
         try:
-            await self._finish(inv_ctx, keeper)
+            await self._finish(inv_ctx, box)
         except Exception as err:
             if exc is None:
                 raise
@@ -598,6 +676,7 @@ class Runner:
             seen(item)
             yield item.event
         if exc is not None:
+            proj = inv_ctx.projection
             if isinstance(exc, NodeFailed) and not is_mid_run(proj, inv):
                 leaf = _failed_leaf(proj, inv) or (exc.path, exc.error_code, exc.error_message)
                 raise WorkflowFailed(*leaf, exception=exc.original if exc.path == leaf[0] else None) from exc
@@ -609,18 +688,23 @@ class Runner:
                 raise WorkflowFailed(exc.path, exc.error_code, exc.error_message, exc.original) from exc
             raise exc
 
-    async def _finish(self, inv_ctx: InvocationContext, keeper: LeaseKeeper) -> None:
+    async def _finish(self, inv_ctx: InvocationContext, box: _Lease) -> None:
         """The turn's last write: the end records still held, the projection's
         snapshot and the lease's release, in one transaction when nothing else
         was appended to the session meanwhile (the events' seqs, which the
         snapshot states, are then known in advance); else the held records,
         then the release with the snapshot (written by ``keeper.close``).
-        Raises when the held records cannot be written (the lease is then
-        still held, and the turn is left mid-run)."""
-        proj, inv = inv_ctx.projection, inv_ctx.invocation_id
+        A first write still deferred (no user code ran) is made first, with
+        what is held. Raises when the held records cannot be written (the
+        lease is then still held, and the turn is left mid-run)."""
+        if inv_ctx.opener is not None:
+            await inv_ctx.flush()
+        keeper = box.keeper
+        assert keeper is not None
+        inv = inv_ctx.invocation_id
         held = await inv_ctx.take_held()
         if held and inv_ctx.last_seq is not None:
-            after = proj.fork()
+            after = inv_ctx.projection.fork()
             for i, event in enumerate(held, start=inv_ctx.last_seq + 1):
                 after.apply(event, i)
             snapshot = (after.position, after.compact(inv).to_dict())
@@ -638,7 +722,7 @@ class Runner:
                 return
         await inv_ctx.flush(held)
         # Written by keeper.close, in the transaction that releases the lease.
-        keeper.snapshot = (proj.position, proj.compact(inv).to_dict())
+        keeper.snapshot = (inv_ctx.projection.position, inv_ctx.projection.compact(inv).to_dict())
 
 
 async def _catch_up(store: SessionStore, session_id: str, invocation_id: str, proj: Projection | None) -> Projection:

@@ -66,8 +66,9 @@ async def test_auto_completion_writes_its_completion_record_in_the_answers_trans
     assert ends[-1].seq == answer.seq + 1
     assert ends[-1].event.output == {"a": 1, "b": 2}
     # the answer and the record: one append, with the root's start record (which
-    # re-executes); the partial answer before it runs nothing: it is written alone
-    assert [b for b in h.store.batches if "response" in b] == [["response"], ["response", "end", "start"]]
+    # re-executes) and the start of the node it runs next (ask_c); the partial
+    # answer before it runs nothing: it is written alone
+    assert [b for b in h.store.batches if "response" in b] == [["response"], ["response", "end", "start", "start"]]
     await h.answer({"c": "x"})
     stored = await h.store.events(h.session_id)
     last_end = [s.event for s in stored if s.event.path == "wf@1/ask_c@1" and s.event.kind == "end"][-1]

@@ -55,15 +55,14 @@ class AckStore:
         self._kill_after_first = kill_after_first
         self.appends = 0
 
-    async def acquire_and_append(self, session_id: str, invocation_id: str, events: Any, **kw: Any) -> Any:
-        """A turn's first write (not counted as an append): with ``kill_after_first``,
-        die right after it -- the answer and the root's start stored, no node started."""
-        lease, stored, state = await self._store.acquire_and_append(session_id, invocation_id, events, **kw)
-        if self._kill_after_first:
-            for s in stored:
-                os.write(self._fd, f"ack {s.seq} {s.event.id}\n".encode())
-            os.kill(os.getpid(), signal.SIGKILL)
-        return lease, stored, state
+    @property
+    def capabilities(self) -> frozenset[str]:
+        """With ``kill_after_first``, the turn takes its lease the long way, so that its
+        first write is the answer and the root's start alone (the usual first write
+        also starts the first node that runs user code): killed right after it, the
+        turn is interrupted with nothing in doubt."""
+        caps = frozenset(self._store.capabilities)
+        return caps - {"acquire_and_append"} if self._kill_after_first else caps
 
     async def append_event(self, session_id: str, event: Any, **kw: Any) -> Any:
         stored = await self._store.append_event(session_id, event, **kw)
@@ -88,7 +87,7 @@ class AckStore:
         for s in stored:
             os.write(self._fd, f"ack {s.seq} {s.event.id}\n".encode())
         os.write(self._fd, b"commit\n")
-        if self._kill_after is not None and self.appends >= self._kill_after:
+        if self._kill_after_first or (self._kill_after is not None and self.appends >= self._kill_after):
             os.kill(os.getpid(), signal.SIGKILL)
 
     def __getattr__(self, name: str) -> Any:
