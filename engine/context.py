@@ -17,10 +17,16 @@ that yields and ends at once (the common ``yield RequestInput(...)``) has its
 events written with its end record, in one commit; one that goes on working
 has them written when the delay is up, so a console in another process sees
 them that soon. A crash in that window loses only events of a run that is in
-doubt anyway (its start is durable, its end is not). What is held when the turn ends is
-written by the runner with the lease's release (:meth:`InvocationContext.take_held`),
-or by :meth:`InvocationContext.flush`. Only a context with ``buffered`` set
-(the Runner's) holds anything. ``Context`` is per node run: path, run id, resume inputs, interrupt ids,
+doubt anyway (its start is durable, its end is not). The turn's first write
+(the lease, the message or answer, the root's start) is deferred the same way
+(:attr:`InvocationContext.opener`, set by the Runner): it is made with the
+first record written, typically the start of the first node that runs user
+code. What is held when the turn ends is written by the runner with the
+lease's release (:meth:`InvocationContext.take_held`), or by
+:meth:`InvocationContext.flush`. Only a context with ``buffered`` set (the
+Runner's) holds anything.
+
+``Context`` is per node run: path, run id, resume inputs, interrupt ids,
 output, route and a state view that records deltas.
 """
 
