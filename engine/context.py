@@ -10,8 +10,10 @@ Persistence is buffered to save commits (each one a disk sync under
 with the next record -- typically the next node's start -- when no node body
 that runs user code is running (so no user code runs between the end and that
 write, and the window in which a crash loses a held end is engine code only).
-A start record is never held: it is durable before its body runs, so a run
-killed mid-body is still *in doubt*. An event a user body yields (output, an
+The start record of a run whose body is user code is never held: it is
+durable before its body runs, so a run killed mid-body is still *in doubt*
+(a nested Workflow's start is held: its body is engine code, and its first
+child's start carries it). An event a user body yields (output, an
 interrupt) is held too, for at most :data:`BODY_EVENT_DELAY` seconds: a body
 that yields and ends at once (the common ``yield RequestInput(...)``) has its
 events written with its end record, in one commit; one that goes on working
@@ -512,7 +514,10 @@ class NodeRunner:
             output=self.prior_output,
         )
         if not start_written:
-            await self._persist(ctx, self.start_record(node_input, resumed=resumed))
+            # A body of engine code (a nested Workflow, a parallel worker) needs its start
+            # durable only before its first child runs user code: that child's start carries it.
+            engine = isinstance(self.node, _engine_bodies())
+            await self._persist(ctx, self.start_record(node_input, resumed=resumed), hold=engine)
         self._body_started(inv)
         retry = self.node.retry
         attempts = retry.max_attempts if retry else 1

@@ -100,3 +100,33 @@ async def test_an_answer_racing_another_turn_of_its_invocation_waits_and_runs_on
         assert await store.list_leases("s") == []
     finally:
         await store.close()
+
+
+async def test_a_nested_workflows_start_rides_on_its_first_childs(tmp_path: Path) -> None:
+    """A nested Workflow's body is engine code: its start record needs to be
+    durable only before its first child runs user code, whose start carries it."""
+
+    @node
+    async def ask(node_input: Any):
+        yield RequestInput("ok?", interrupt_id="q")
+
+    inner = Workflow("inner", [(START, ask)])
+    store = await SQLiteStore.open(tmp_path / "nested.sqlite", inline=True)
+    try:
+        runner = Runner("app", Workflow("outer", [(START, inner)]), store)
+        with Traced(store) as t:
+            events = await drain(runner.run("u", "s", Content.from_text("go")))
+        assert [(e.kind, e.path) for e in events[:4]] == [
+            ("message", None),
+            ("start", "outer@1"),
+            ("start", "outer@1/inner@1"),
+            ("start", "outer@1/inner@1/ask@1"),
+        ]
+        # the message, both workflows' starts and ask's start; then the interrupt,
+        # the three end records, the snapshot and the release
+        assert t.commits == 2, t.sql
+        first_tx = t.sql[: t.sql.index("COMMIT")]
+        assert sum('"outer@1/inner@1/ask@1"' in s and '"start"' in s for s in first_tx) == 1, first_tx
+        assert (await store.list_invocations("s"))[0].status == "waiting"
+    finally:
+        await store.close()

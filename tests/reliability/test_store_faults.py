@@ -254,7 +254,7 @@ async def test_a_turn_that_meets_a_lock_stops_cleanly_and_can_be_continued(tmp_p
             def __getattr__(self, name: str) -> Any:
                 return getattr(store, name)
 
-        locker = LockAfter(5)
+        locker = LockAfter(3)  # mid-turn: its single appends are the starts of nodes that run user code
         locked_runner = Runner(crash_app.APP, crash_app.workflow, locker, lease_ttl=0.3)  # type: ignore[arg-type]
         with pytest.raises(StoreError, match="locked by another process"):
             async for _ in locked_runner.run("u", "s", Content.from_responses({"finance": YES, "risk": YES})):
