@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -522,7 +522,7 @@ class Runner:
         return None
 
     def _context(self, turn: _Turn, proj: Projection, store: SessionStore) -> InvocationContext:
-        return InvocationContext(
+        inv_ctx = InvocationContext(
             store=store,
             app_name=self.app_name,
             user_id=turn.user_id,
@@ -531,6 +531,8 @@ class Runner:
             projection=proj,
             state={},
         )
+        inv_ctx.buffered = True  # end records ride on the next write (_finish writes the last ones)
+        return inv_ctx
 
     def _opened(
         self, inv_ctx: InvocationContext, box: _Lease, written: list[StoredEvent], state: dict[str, Any]
@@ -599,7 +601,6 @@ class Runner:
             return written[len(first) :]
 
         inv_ctx.opener = first_write
-        inv_ctx.buffered = True  # end records ride on the next write (_finish writes the last ones)
         return inv_ctx, root
 
     async def _open(
@@ -616,7 +617,6 @@ class Runner:
             proj.apply(stored.event, stored.seq)
         state = dict((await self.store.get_session(turn.session_id)).state)
         self._opened(inv_ctx, box, written, state)
-        inv_ctx.buffered = True
         return inv_ctx, root
 
     # ---------------------------------------------------------------- drive
@@ -630,10 +630,8 @@ class Runner:
         inv = inv_ctx.invocation_id
         if root is None:  # e.g. a partial answer to a leaf: nothing runs
             await inv_ctx.flush()  # the first write, if it is still deferred
-            while not inv_ctx.queue.empty():
-                item = inv_ctx.queue.get_nowait()
-                seen(item)
-                yield item.event
+            for event in _stored_so_far(inv_ctx, seen):
+                yield event
             return
         coro = root.runner.run(root.node_input, resume_inputs=root.resume_inputs, start_written=True)
         done = object()
@@ -671,10 +669,8 @@ class Runner:
             if exc is None:
                 raise
             raise err from exc
-        while not inv_ctx.queue.empty():
-            item = inv_ctx.queue.get_nowait()
-            seen(item)
-            yield item.event
+        for event in _stored_so_far(inv_ctx, seen):
+            yield event
         if exc is not None:
             proj = inv_ctx.projection
             if isinstance(exc, NodeFailed) and not is_mid_run(proj, inv):
@@ -723,6 +719,14 @@ class Runner:
         await inv_ctx.flush(held)
         # Written by keeper.close, in the transaction that releases the lease.
         keeper.snapshot = (inv_ctx.projection.position, inv_ctx.projection.compact(inv).to_dict())
+
+
+def _stored_so_far(inv_ctx: InvocationContext, seen: Callable[[StoredEvent], None]) -> Iterator[Event]:
+    """The turn's stored events not streamed yet (each told to ``seen`` first)."""
+    while not inv_ctx.queue.empty():
+        item = inv_ctx.queue.get_nowait()
+        seen(item)
+        yield item.event
 
 
 async def _catch_up(store: SessionStore, session_id: str, invocation_id: str, proj: Projection | None) -> Projection:
