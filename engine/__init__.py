@@ -37,7 +37,7 @@ _LAZY = {
     "Projection": "projection",
     "project": "projection",
     "Runner": "runner",
-    "cancel_invocation": "runner",
+    "cancel_invocation": "operator_actions",
     "Workflow": "workflow",
 }
 
@@ -46,9 +46,10 @@ if TYPE_CHECKING:
     from .errors import HitlError, WorkflowFailed
     from .models import Content, Event, FunctionCall, FunctionResponse, NodeInfo, NodeStatus, Part, Session
     from .nodes import START, BaseNode, FunctionNode, JoinNode, RequestInput, RetryConfig, node
+    from .operator_actions import cancel_invocation
     from .parallel import ParallelWorker
     from .projection import Projection, project
-    from .runner import Runner, cancel_invocation
+    from .runner import Runner
     from .workflow import Workflow
 
 
@@ -71,6 +72,8 @@ def _submodule(module: str) -> ModuleType:
         from . import models as m
     elif module == "nodes":
         from . import nodes as m
+    elif module == "operator_actions":
+        from . import operator_actions as m
     elif module == "parallel":
         from . import parallel as m
     elif module == "projection":

@@ -7,7 +7,7 @@ the turn:
 
 * :func:`queue_answer` -- validate an answer (the one validation,
   :func:`engine.resume.validate_responses`), append it under the invocation's
-  lease with the completion records it implies (:func:`engine.runner.answer_events`,
+  lease with the completion records it implies (:func:`engine.operator_actions.answer_events`,
   the very events the in-process resume writes first), and leave a ``continue``
   request when it unblocks anything -- in ONE transaction
   (``store.append_and_queue``): the lease is taken, the events appended, the
@@ -84,8 +84,8 @@ async def queue_answer(
     :attr:`Outcome.error`. ``Outcome.after`` is the invocation with the answer
     applied; it is mid-run (root PENDING) when a worker has a turn to run.
     ``batch``: the bulk answer (:mod:`engine.bulk`) this one is part of, recorded on the answer."""
+    from .operator_actions import answer_events, catch_up
     from .resume import load_invocation, validate_responses
-    from .runner import _catch_up, answer_events
 
     outcome = Outcome("answer", session_id, invocation_id, operator, reason, answered=list(answers))
     try:
@@ -124,7 +124,7 @@ async def queue_answer(
             lease = await acquire_invocation_lease(store, session_id, inv, wait=lease_wait, owner=owner)
             keeper = LeaseKeeper(store, lease, DEFAULT_LEASE_TTL)
             try:
-                written = await write(await _catch_up(store, session_id, inv, proj))
+                written = await write(await catch_up(store, session_id, inv, proj))
                 keeper.released()  # by the write's own transaction
             finally:
                 await keeper.close(clean=True)
@@ -152,12 +152,12 @@ async def request_redrive(
     re-drive would be (not re-drivable, cancelled, nodes in doubt without the
     acknowledgement); a request held for nodes in doubt is replaced by this one."""
     from .liveness import in_doubt_paths, stopped_mid_run
+    from .operator_actions import check_redrivable
     from .resume import load_invocation
-    from .runner import _check_redrivable
 
     session = await store.get_session(session_id)
     proj = await load_invocation(store, session_id, invocation_id)
-    _check_redrivable(proj, invocation_id)
+    check_redrivable(proj, invocation_id)
     stopped, _ = await stopped_mid_run(store, session_id, invocation_id, proj)
     doubt = in_doubt_paths(proj, invocation_id) if stopped else []
     if doubt and not acknowledge_in_doubt:

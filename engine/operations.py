@@ -3,7 +3,7 @@
 ``hitl resume`` / ``redrive`` / ``cancel``, the console's write worker and
 (next) the browser and workers call these four functions instead of each
 orchestrating the engine's public API (:class:`~engine.runner.Runner`,
-:func:`~engine.runner.cancel_invocation`, :func:`~engine.resume.load_invocation`,
+:func:`~engine.operator_actions.cancel_invocation`, :func:`~engine.resume.load_invocation`,
 :func:`~engine.resume.plan_resume`) on their own:
 
 * :func:`answer` -- answer interrupt ids and run what they unblock;
@@ -244,10 +244,10 @@ async def cancel(
     session_state: bool = False,
     on_step: Callable[[Step], None] | None = None,
 ) -> Outcome:
-    """Cancel an invocation for good (:func:`engine.runner.cancel_invocation`).
+    """Cancel an invocation for good (:func:`engine.operator_actions.cancel_invocation`).
     ``before``: the invocation as the caller loaded it (else it is loaded here)."""
+    from .operator_actions import cancel_invocation
     from .resume import load_invocation
-    from .runner import cancel_invocation
 
     outcome = Outcome("cancel", session_id, invocation_id, operator, reason)
     try:

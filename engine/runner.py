@@ -21,7 +21,6 @@ from .errors import (
     EmptyMessageError,
     InDoubtError,
     InvocationBusyError,
-    InvocationCancelledError,
     InvocationInterruptedError,
     NotRedrivableError,
     ResumeRejected,
@@ -41,145 +40,18 @@ from .liveness import (
     new_owner,
     stopped_mid_run,
 )
-from .models import Content, Event, NodeInfo, NodeStatus, Session, StoredEvent, build_models, new_id
+from .models import Content, Event, NodeStatus, Session, StoredEvent, build_models, new_id
 from .nodes import BaseNode
+from .operator_actions import answer_events, catch_up, check_not_cancelled, check_redrivable, operator_metadata
 from .projection import Projection
 from .resume import ResumeTarget, load_invocation, validate_responses
 from .store.base import SessionStore, append_and_release, build_records, has_capability
-from .views import REDRIVABLE, allowed_actions
 
 log = logging.getLogger(__name__)
 
 build_models()  # a turn validates events: build the deferred validators at import, not in its first write
 build_records()  # and its lease rows
 _engine_bodies()  # every turn's first node asks whether its body is engine code: import Workflow, ParallelWorker now
-
-
-def operator_metadata(action: str, operator: str | None, reason: str | None, batch: str | None = None) -> dict[str, Any]:
-    meta: dict[str, Any] = {"action": action}
-    if operator:
-        meta["operator"] = operator
-    if reason:
-        meta["reason"] = reason
-    if batch:
-        meta["batch"] = batch  # a bulk answer's id: its audit rows tie the invocations together
-    return meta
-
-
-async def cancel_invocation(
-    store: SessionStore,
-    session_id: str,
-    invocation_id: str,
-    *,
-    operator: str | None = None,
-    reason: str | None = None,
-    lease_wait: float = DEFAULT_LEASE_WAIT,
-) -> Event:
-    """Cancel a waiting, failed or interrupted invocation, for good (DESIGN 3.11):
-    every unfinished run becomes CANCELLED, its open interrupts close, and later
-    answers and re-drives are refused naming this cancel. Needs no workflow code.
-
-    Checked before anything is written (a refused cancel leaves the file as it
-    was): the id, that the invocation exists, is not completed and not cancelled
-    already. A RUNNING turn in another process is never cancelled under its feet:
-    cancel takes the invocation's lease, so while the turn holds it cancel waits
-    up to ``lease_wait`` and then refuses (InvocationBusyError) -- let the turn
-    end (waiting or failed), then cancel. An interrupted turn (its lease lapsed)
-    can be cancelled. Holding the lease while writing fences a turn that would
-    start meanwhile, so cancel and re-drive never interleave."""
-    require_id(invocation_id, "the invocation id")
-    _check_cancellable(await load_invocation(store, session_id, invocation_id), invocation_id)
-    lease = await acquire_invocation_lease(store, session_id, invocation_id, wait=lease_wait)
-    keeper = LeaseKeeper(store, lease, DEFAULT_LEASE_TTL)
-    try:
-        _check_cancellable(await load_invocation(store, session_id, invocation_id), invocation_id)
-        event = Event(
-            invocation_id=invocation_id,
-            author="user",
-            custom_metadata=operator_metadata("cancel", operator, reason),
-        )
-        stored = await store.append_event(session_id, event, lease_owner=lease.owner)
-        return stored.event
-    finally:
-        await keeper.close(clean=True)
-
-
-def auto_completion_records(proj: Projection, answer: Event) -> list[Event]:
-    """The completion records of the runs ``answer`` auto-completes (DESIGN.md
-    3.2, 3.4): an end record COMPLETED with the aggregated output, at the run's
-    path and run id, for every ``rerun_on_resume=False`` run whose last open id
-    it answers. Written with the answer, so the log states that the run finished."""
-    after = proj.fork()
-    change = after.apply(answer)
-    records = []
-    for path in change.auto_completed:
-        run = after.get(answer.invocation_id, path)
-        assert run is not None
-        records.append(
-            Event(
-                invocation_id=answer.invocation_id,
-                author=run.name,
-                timestamp=answer.timestamp,
-                node_info=NodeInfo(path=path, run_id=run.run_id, lifecycle="end", status=NodeStatus.COMPLETED),
-                output=run.output,
-            )
-        )
-    return records
-
-
-def answer_events(
-    proj: Projection,
-    session_id: str,
-    target: ResumeTarget,
-    state_delta: dict[str, Any] | None,
-    operator: str | None,
-    reason: str | None,
-    batch: str | None = None,
-) -> list[Event]:
-    """An answer's first events, checked against ``proj`` (current: read under
-    the invocation's lease, or proven unchanged by the write): the FR message
-    with the completion records of the runs it auto-completes (DESIGN.md 3.2).
-    The Runner's resume writes them before it runs the turn; an answer left to
-    a worker (:func:`engine.handoff.queue_answer`) writes them alone."""
-    inv = target.invocation_id
-    _check_not_cancelled(proj, inv, "answer refused")  # cancelled while we waited for the lease
-    if is_mid_run(proj, inv):
-        # Nobody runs it (we hold the lease, or took it with these events): it stopped mid-run.
-        raise InvocationInterruptedError(session_id, inv, in_doubt_paths(proj, inv))
-    event = Event(
-        invocation_id=inv,
-        author="user",
-        content=target.content,
-        state_delta=state_delta,
-        custom_metadata=operator_metadata("resume", operator, reason, batch),
-    )
-    return [event, *auto_completion_records(proj, event)]
-
-
-def _check_cancellable(proj: Projection, invocation_id: str) -> None:
-    allowed = allowed_actions(proj, invocation_id)
-    if allowed.cancelled is not None:
-        raise InvocationCancelledError(invocation_id, allowed.cancelled, what="cancel refused")
-    if not allowed.cancel and allowed.status is not None:
-        raise NotRedrivableError(
-            f"invocation {invocation_id} is {allowed.status.value}; there is nothing to cancel; nothing was written"
-        )
-
-
-def _check_not_cancelled(proj: Projection, invocation_id: str, what: str) -> None:
-    inv = proj.invocations.get(invocation_id)
-    if inv is not None and inv.cancel is not None:
-        raise InvocationCancelledError(invocation_id, inv.cancel, what=what)
-
-
-def _check_redrivable(proj: Projection, invocation_id: str) -> None:
-    _check_not_cancelled(proj, invocation_id, "re-drive refused")
-    status = proj.invocation_status(invocation_id)
-    if status not in REDRIVABLE:  # the rule the console offers R by (engine.views.allowed_actions)
-        raise NotRedrivableError(
-            f"invocation {invocation_id} is {status.value if status else 'empty'}; "
-            "only a failed or interrupted invocation can be re-driven; nothing was written"
-        )
 
 
 class _FencedStore:
@@ -430,7 +302,7 @@ class Runner:
                     self.store, session_id, inv_id, ttl=self.lease_ttl, wait=self.lease_wait, owner=owner
                 )
                 box.attach(LeaseKeeper(self.store, lease, self.lease_ttl))
-                proj = await _catch_up(self.store, session_id, inv_id, early) if early is not None else Projection()
+                proj = await catch_up(self.store, session_id, inv_id, early) if early is not None else Projection()
                 inv_ctx, root = await self._open(turn, proj, box, last_seq)
                 async for event in self._drive(inv_ctx, box, root, seen):
                     yield event
@@ -452,13 +324,13 @@ class Runner:
         re-drive over nodes in doubt, before touching the lease: a refused
         action leaves the store exactly as it was (the checks are repeated
         under the lease, where they are authoritative). Returns the projection
-        read, which the turn brings up to date under the lease (:func:`_catch_up`),
+        read, which the turn brings up to date under the lease (:func:`~engine.operator_actions.catch_up`),
         and whether it showed the invocation stopped mid-run (no live lease)."""
         proj = await load_invocation(self.store, session_id, invocation_id)
         if redrive:
-            _check_redrivable(proj, invocation_id)  # before the lease: a refusal writes nothing
+            check_redrivable(proj, invocation_id)  # before the lease: a refusal writes nothing
         else:
-            _check_not_cancelled(proj, invocation_id, "answer refused")
+            check_not_cancelled(proj, invocation_id, "answer refused")
         stopped, _ = await stopped_mid_run(self.store, session_id, invocation_id, proj)
         if not stopped:
             return proj, False  # not mid-run, or running right now: the lease decides (wait, then busy)
@@ -482,7 +354,7 @@ class Runner:
                 proj, turn.session_id, turn.target, turn.state_delta, turn.operator, turn.reason, turn.batch
             )
         if turn.kind == "redrive":
-            _check_redrivable(proj, inv)  # again, where it is authoritative
+            check_redrivable(proj, inv)  # again, where it is authoritative
             if turn.only_mid_run and not is_mid_run(proj, inv):
                 status = proj.invocation_status(inv)
                 raise NotRedrivableError(
@@ -727,17 +599,6 @@ def _stored_so_far(inv_ctx: InvocationContext, seen: Callable[[StoredEvent], Non
         item = inv_ctx.queue.get_nowait()
         seen(item)
         yield item.event
-
-
-async def _catch_up(store: SessionStore, session_id: str, invocation_id: str, proj: Projection | None) -> Projection:
-    """``proj`` (read before the lease was taken) brought up to date with the
-    events appended since, or a fresh load without it: the invocation's events
-    are read once per turn, not once per check."""
-    if proj is None:
-        return await load_invocation(store, session_id, invocation_id)
-    for se in await store.invocation_events(session_id, invocation_id, after_seq=proj.position):
-        proj.apply(se.event, se.seq)
-    return proj
 
 
 def _store_error_in(exc: BaseException) -> StoreError | None:

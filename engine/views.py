@@ -17,7 +17,7 @@ Tree
 
 Actions
   :func:`allowed_actions` -- whether an invocation can be answered, re-driven
-  or cancelled, and why not (the runner and :func:`engine.runner.cancel_invocation`
+  or cancelled, and why not (the runner and :func:`engine.operator_actions.cancel_invocation`
   refuse with the same rule the console uses to offer a key).
 
 Replay

@@ -16,7 +16,7 @@ import pytest
 from engine import Content, Runner, bulk, operations
 from engine.apps import AppRegistry
 from engine.errors import HitlError
-from engine.runner import cancel_invocation
+from engine.operator_actions import cancel_invocation
 from engine.store.base import SessionStore
 from sample_sessions import document_review
 from sample_sessions.demo import FIXTURE_EPOCH

@@ -11,8 +11,8 @@ import pytest
 from engine import views
 from engine.errors import InvocationCancelledError, NotRedrivableError
 from engine.models import Content, Event, NodeInfo, NodeStatus
+from engine.operator_actions import cancel_invocation
 from engine.projection import Projection
-from engine.runner import cancel_invocation
 from engine.status import DisplayStatus
 from engine.store import MemoryStore
 

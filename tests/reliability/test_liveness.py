@@ -37,9 +37,9 @@ from engine.liveness import (
     session_health,
 )
 from engine.models import Event, NodeStatus
+from engine.operator_actions import cancel_invocation
 from engine.projection import project
 from engine.resume import plan_resume
-from engine.runner import cancel_invocation
 from engine.store import MemoryStore
 from engine.store.base import Lease
 
