@@ -252,6 +252,15 @@ async def test_lookup_interrupts(store: SessionStore) -> None:
     assert [r.session_id for r in await store.lookup_interrupts(other, ["a", "b"])] == [other]
 
 
+@pytest.mark.parametrize("n_ids", [32, 33, 500])  # SQLite binds up to 32 ids one by one, more as one JSON array
+async def test_lookup_interrupts_many_ids(store: SessionStore, n_ids: int) -> None:
+    raised = [f"q{i:03d}" for i in range(40)]
+    sid = await waiting_session(store, *raised)
+    asked = [f"q{i:03d}" for i in range(0, 2 * n_ids, 2)]  # every other id; past 40 unknown ones
+    got = [r.interrupt_id for r in await store.lookup_interrupts(sid, asked)]
+    assert got == [i for i in asked if i in raised]
+
+
 # ---------------------------------------------------------------------- invocations
 
 

@@ -381,7 +381,7 @@ class SQLiteStore(_WorkerTables, _WorkerSteps):
         return await self._call(_invocation_count, session_id)
 
     async def lookup_interrupts(self, session_id: str, interrupt_ids: list[str]) -> list[InterruptRecord]:
-        return await self._call(_lookup_interrupts, session_id, json.dumps(list(interrupt_ids)))
+        return await self._call(_lookup_interrupts, session_id, list(interrupt_ids))
 
     async def open_interrupts(
         self,
