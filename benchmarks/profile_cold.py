@@ -1,0 +1,153 @@
+"""Where a cold process's resume and fresh run spend their work: instruction counts (issue 15).
+
+    python benchmarks/profile_cold.py                  # resume and fresh run, NORMAL
+    python benchmarks/profile_cold.py --top 30 --sync FULL
+    python benchmarks/profile_cold.py --kinds resume --events 100000   # flat: compare with --events 100
+
+``bench_cold.py`` times these operations in fresh processes; on a shared
+2-core machine a 0.1 ms change drowns in the noise of its medians. This script
+runs the same operations (the same stores, workflows and store open as
+``bench_cold``'s children) once each under valgrind's callgrind, which counts
+the instructions executed -- the same count run after run, whatever else the
+machine does -- and only inside the operation: the child runs it inside
+``functools.reduce``, the one C function callgrind is told to collect in
+(``--toggle-collect``), so the imports, the store open and the exit are left
+out. ``PYTHONHASHSEED=0`` keeps dict layouts, and so the counts, repeatable.
+
+Printed per operation: the instructions in all, their split by library
+(libpython: the interpreter running our Python code; libsqlite3: SQLite,
+statement compiles included; pydantic-core; libc), and the costliest functions.
+What instructions do not show is time spent waiting: the fsyncs of the first
+commit (``bench_cold``'s wall time has them; ``strace -T`` shows them).
+
+For a before/after pair, copy this script into the older tree as
+``bench_cold.py``'s docstring says, and run it there.
+
+Needs valgrind (Debian's ``valgrind`` package; ``callgrind_annotate`` comes with it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import functools
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+KINDS = ("resume", "fresh")
+
+
+def child(kind: str, db: str, sync: str) -> None:
+    """Open the store as bench_cold's child does, then run the operation inside functools.reduce."""
+    import bench_cold
+
+    from engine import Content, Runner
+    from engine.store.sqlite import SQLiteStore
+
+    loop = asyncio.new_event_loop()
+
+    async def setup():
+        wfs = bench_cold.workflows()
+        store = await SQLiteStore.open(db, synchronous=sync, inline=True)
+        if kind == "resume":
+            iid = (await store.open_interrupts(session_id="big", limit=1)).items[0].interrupt_id
+            return store, Runner("bench", wfs["simple"], store), "big", Content.from_responses({iid: True})
+        return store, Runner("bench", wfs["one"], store), "new-session", Content.from_text("go")
+
+    store, runner, sid, message = loop.run_until_complete(setup())
+    t = time.perf_counter()
+    events = functools.reduce(
+        lambda _, __: loop.run_until_complete(bench_cold.drain(runner.run("u", sid, message))), [0], 0
+    )
+    dt = time.perf_counter() - t
+    loop.run_until_complete(store.close())
+    loop.close()
+    print(f"{events} events, {dt * 1e3:.1f} ms under valgrind")
+
+
+_LINE = re.compile(r"\s*([\d,]+)\s+(?:\([^)]*\)\s+)?(\S.*?)(?:\s+\[(.*)\])?\s*$")
+
+
+def annotate(out_file: Path) -> tuple[int, Counter[str], Counter[str]]:
+    """(total instructions, by library, by function) of a callgrind output file."""
+    text = subprocess.run(
+        ["callgrind_annotate", "--threshold=100", str(out_file)], capture_output=True, text=True, check=True
+    ).stdout
+    total = 0
+    by_lib: Counter[str] = Counter()
+    by_fn: Counter[str] = Counter()
+    for line in text.splitlines():
+        m = _LINE.match(line)
+        if not m or not m.group(1)[0].isdigit():
+            continue
+        n, name, obj = int(m.group(1).replace(",", "")), m.group(2), m.group(3)
+        if name == "PROGRAM TOTALS":
+            total = n
+            continue
+        name = re.sub(r"^/tmp/python-build[^:]*/", "", name)  # pyenv's build directory
+        lib = Path(obj).name if obj else "libpython (inlined)"
+        lib = re.sub(r"\.cpython-.*|\.so.*", "", lib)
+        by_lib[lib] += n
+        by_fn[f"{name}  [{lib}]"] += n
+    return total, by_lib, by_fn
+
+
+def main(args: argparse.Namespace) -> int:
+    import bench_cold
+
+    if not (shutil.which("valgrind") and shutil.which("callgrind_annotate")):
+        print("profile_cold needs valgrind and callgrind_annotate (apt-get install valgrind)", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="profile-cold-") as d:
+        tmp = Path(d)
+        templates = {"resume": tmp / "hist.sqlite", "fresh": tmp / "empty.sqlite"}
+        asyncio.run(bench_cold.build_history(templates["resume"], args.events))
+        asyncio.run(bench_cold.build_empty(templates["fresh"]))
+        subprocess.run([sys.executable, "-m", "compileall", "-q", "engine", "benchmarks"], cwd=ROOT, check=True)
+        work = tmp / "work"
+        work.mkdir()
+        for kind in args.kinds.split(","):
+            db = bench_cold.fresh_copy(templates[kind], work)
+            out = tmp / f"{kind}.callgrind"
+            run = subprocess.run(
+                [
+                    "valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "--collect-atstart=no",
+                    "--toggle-collect=functools_reduce", sys.executable, __file__, "--child", kind, str(db), args.sync,
+                ],
+                capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"}, check=False,
+            )
+            if run.returncode != 0:
+                print(f"{kind}: the child failed:\n{run.stderr[-2000:]}", file=sys.stderr)
+                return 1
+            total, by_lib, by_fn = annotate(out)
+            label = f"resume, {args.events:,} other events" if kind == "resume" else "fresh run to first interrupt"
+            print(f"\n{label} ({args.sync}): {total:,} instructions ({run.stdout.strip()})")
+            for lib, n in by_lib.most_common(6):
+                print(f"  {n / total:6.1%}  {n:>11,}  {lib}")
+            print("  costliest functions (self):")
+            for fn, n in by_fn.most_common(args.top):
+                print(f"  {n / total:6.1%}  {n:>11,}  {fn[:110]}")
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) >= 2 and sys.argv[1] == "--child":
+        child(sys.argv[2], sys.argv[3], sys.argv[4])
+        sys.exit(0)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--kinds", default=",".join(KINDS), help="comma-separated: resume,fresh")
+    ap.add_argument("--sync", default="NORMAL", choices=("NORMAL", "FULL"))
+    ap.add_argument("--events", type=int, default=100, help="events of other invocations before the resume")
+    ap.add_argument("--top", type=int, default=15, help="how many functions to list")
+    sys.exit(main(ap.parse_args()))
