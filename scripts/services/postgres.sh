@@ -28,7 +28,10 @@ _pg_start() {  # _pg_start K: server K; exports HITL_TEST_PG_URL_K and HITL_TEST
     local as=()
     if [ "$(id -u)" = 0 ]; then
         id postgres >/dev/null 2>&1 || useradd --system --no-create-home postgres
-        as=(runuser -u postgres --)
+        # From /: initdb and pg_ctl chdir back to the caller's directory, which the
+        # postgres user cannot enter when the checkout is private to root (a
+        # 'could not change directory ... Permission denied' per command).
+        as=(runuser -u postgres -- env -C /)
     fi
     local dir
     dir=$(mktemp -d /tmp/hitl-pg.XXXXXX)
