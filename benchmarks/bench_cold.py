@@ -27,8 +27,11 @@ The store is opened like the CLI opens it (``inline=True``: SQL on the loop's
 thread). Timed: the operation only (the resume / run call, iterated to its
 end), after the imports and after the store is open -- as the issue's LangGraph
 figures time the operation inside the fresh process after its imports; the open
-itself is its own row. The fresh copy has no -wal file, so the operation's first
-commit starts the WAL, and SQLite syncs the new WAL header then, also under
+itself is its own row. A ``gc.collect()`` just before the operation keeps
+whether a collection lands inside it independent of the setup's allocations
+(the same code can otherwise gain or lose one). The fresh copy has no -wal
+file, so the operation's first commit starts the WAL, and SQLite syncs the new
+WAL header then, also under
 ``synchronous=NORMAL`` (one fsync per cold process, whatever the store).
 
 Rows:
@@ -54,6 +57,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import resource
@@ -184,36 +188,38 @@ def _counting(store: Any) -> dict[str, int]:
     return counts
 
 
+async def operation(kind: str, store: Any) -> tuple[Any, str, Any]:
+    """(runner, session id, message) of one cold operation on a fresh copy of its
+    template (the lookup of the answered id is not part of it)."""
+    from engine import Content, Runner
+
+    wfs = workflows()
+    if kind in ("resume", "loop"):
+        sid = "big" if kind == "resume" else "loop"
+        iid = (await store.open_interrupts(session_id=sid, limit=1)).items[0].interrupt_id
+        wf = wfs["simple" if kind == "resume" else "looper"]
+        return Runner("bench", wf, store), sid, Content.from_responses({iid: True})
+    if kind == "text":
+        return Runner("bench", wfs["simple"], store), "big", Content.from_text("again")
+    if kind == "fresh":
+        return Runner("bench", wfs["one"], store), "new-session", Content.from_text("go")
+    raise SystemExit(f"unknown child kind {kind}")
+
+
 async def child(kind: str, db: str, sync: str) -> dict[str, Any]:
     t_import = time.perf_counter()
-    from engine import Content, Runner
+    from engine import Content, Runner  # noqa: F401 -- timed: what a resume imports
     from engine.store.sqlite import SQLiteStore
 
     imported = time.perf_counter() - t_import
-    wfs = workflows()
     t = time.perf_counter()
     store = await SQLiteStore.open(db, synchronous=sync, inline=True)
     opened = time.perf_counter() - t
-    if kind in ("resume", "loop"):
-        sid = "big" if kind == "resume" else "loop"
-        wf = wfs["simple" if kind == "resume" else "looper"]
-        iid = (await store.open_interrupts(session_id=sid, limit=1)).items[0].interrupt_id
-        runner = Runner("bench", wf, store)
-        counts = _counting(store)
-        t, cpu = time.perf_counter(), time.process_time()
-        n = await drain(runner.run("u", sid, Content.from_responses({iid: True})))
-    elif kind == "text":
-        runner = Runner("bench", wfs["simple"], store)
-        counts = _counting(store)
-        t, cpu = time.perf_counter(), time.process_time()
-        n = await drain(runner.run("u", "big", Content.from_text("again")))
-    elif kind == "fresh":
-        runner = Runner("bench", wfs["one"], store)
-        counts = _counting(store)
-        t, cpu = time.perf_counter(), time.process_time()
-        n = await drain(runner.run("u", "new-session", Content.from_text("go")))
-    else:
-        raise SystemExit(f"unknown child kind {kind}")
+    runner, sid, message = await operation(kind, store)
+    gc.collect()  # the cyclic GC's timing in the op then depends on the op alone, not on the setup
+    counts = _counting(store)
+    t, cpu = time.perf_counter(), time.process_time()
+    n = await drain(runner.run("u", sid, message))
     dt, dcpu = time.perf_counter() - t, time.process_time() - cpu
     store._driver._raw.set_trace_callback(None)
     await store.close()
