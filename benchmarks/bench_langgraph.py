@@ -162,11 +162,11 @@ def main(args: argparse.Namespace) -> int:
                     results.setdefault((label, sync), []).append(json.loads(out.stdout.strip().splitlines()[-1]))
     from langgraph.version import __version__
 
-    print(f"{'LangGraph ' + __version__ + ', cold process':48s} {'wall time':>24s}  stmts  commits")
+    print(f"{'LangGraph ' + __version__ + ', cold process':52s} {'wall time':>24s}  stmts  commits")
     for (label, sync), runs in results.items():
         ms = [r["ms"] for r in runs]
         cell = f"{statistics.median(ms):.2f} ms [{min(ms):.2f}-{max(ms):.2f}]"
-        print(f"{label + f' ({sync})':48s} {cell:>24s}  {runs[-1]['stmts']:5d}  {runs[-1]['commits']:7d}")
+        print(f"{label + f' ({sync})':52s} {cell:>24s}  {runs[-1]['stmts']:5d}  {runs[-1]['commits']:7d}")
     return 0
 
 
