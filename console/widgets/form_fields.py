@@ -166,12 +166,12 @@ class ChoiceField(FieldBase, Widget, can_focus=True):
     def put(self, value: Any) -> bool:
         if value is UNSET or (value is None and self.spec.nullable and not self.spec.required):
             self.chosen = None
-            self.refresh(layout=True)
+            self.refresh()  # a mark changes, not the size (show_errors reflows when errors do)
             return True
         for i, (_, _, v) in enumerate(self.options):
             if _same(v, value):
                 self.chosen = self.cursor = i
-                self.refresh(layout=True)
+                self.refresh()
                 return True
         return False
 
@@ -197,7 +197,7 @@ class ChoiceField(FieldBase, Widget, can_focus=True):
         self.chosen = index
         if index is not None:
             self.cursor = index
-        self.refresh(layout=True)
+        self.refresh()  # a repaint: the marks have one width (a reflow of the screen per key cost ~30 ms)
         self.post_message(FieldBase.Edited())
         if index is not None:
             self._advance()  # now: the next key typed goes to the next field

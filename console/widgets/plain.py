@@ -41,24 +41,43 @@ def _plain(content: Any) -> Any:
     return content
 
 
-class Static(_Static):
+def _shown_key(content: Any) -> Any:
+    """What decides how a ``str`` or ``Text`` renders (None for any other renderable,
+    which cannot be compared: it is always redrawn)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Text):
+        return (content.plain, tuple(content.spans), str(content.style), content.justify, content.overflow,
+                content.no_wrap, content.end, content.tab_size)
+    return None
+
+
+class _PlainContent(_Static):
+    """Markup never parsed, ``str`` content cleaned; and an ``update`` with what is
+    already shown does nothing. Textual's ``update`` asks for a reflow of the whole
+    screen, and the answer editor's panes are re-rendered after every key typed,
+    about half of them unchanged."""
+
+    def __init__(self, content: Any = "", *, markup: bool = False, **kwargs: Any) -> None:
+        plain = _plain(content)
+        self._shown = _shown_key(plain)
+        super().__init__(plain, markup=False, **kwargs)
+
+    def update(self, content: Any = "", *, layout: bool = True) -> None:
+        plain = _plain(content)
+        key = _shown_key(plain)
+        if key is not None and key == self._shown:
+            return
+        self._shown = key
+        super().update(plain, layout=layout)
+
+
+class Static(_PlainContent):
     """``textual.widgets.Static`` without markup; ``str`` content is cleaned."""
 
-    def __init__(self, content: Any = "", *, markup: bool = False, **kwargs: Any) -> None:
-        super().__init__(_plain(content), markup=False, **kwargs)
 
-    def update(self, content: Any = "", *, layout: bool = True) -> None:
-        super().update(_plain(content), layout=layout)
-
-
-class Label(_Label):
+class Label(_PlainContent, _Label):
     """``textual.widgets.Label`` without markup; ``str`` content is cleaned."""
-
-    def __init__(self, content: Any = "", *, markup: bool = False, **kwargs: Any) -> None:
-        super().__init__(_plain(content), markup=False, **kwargs)
-
-    def update(self, content: Any = "", *, layout: bool = True) -> None:
-        super().update(_plain(content), layout=layout)
 
 
 def cell(value: Any) -> Any:
