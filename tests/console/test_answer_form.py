@@ -275,3 +275,28 @@ async def test_letters_typed_in_a_choice_stay_in_the_field() -> None:
         await press(pilot, ["s", "enter"])  # scale_up, chosen
         assert editor(screen, mitigate).check.value == {"action": "scale_up"}
         assert screen.selected == [mitigate]
+
+
+async def test_the_answers_pane_is_lit_while_the_focus_is_in_it() -> None:
+    """The Answers border is lit while the focus is on one of its fields, also after a
+    choice moves the focus on, and not once the focus is on the id list."""
+    store = await demo_store()
+    app = app_for(store)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_session(pilot, "labels-partial-1")
+        await press(pilot, ["A", "e"])
+        screen = app.screen
+        assert isinstance(screen, AnswerScreen)
+        box = screen.editors_box
+        assert box is not None
+        first = screen.focused
+        assert first is not None and box in first.ancestors
+        assert box.has_class("-focus-within")
+        await press(pilot, ["3"])  # the first image: bird; the focus moves on to the second
+        assert screen.focused is not first and box in screen.focused.ancestors
+        assert box.has_class("-focus-within")
+        screen.id_list.focus()
+        await settle(pilot)
+        assert not box.has_class("-focus-within")
+        await press(pilot, ["tab"])
+        assert box.has_class("-focus-within") == (box in screen.focused.ancestors)
