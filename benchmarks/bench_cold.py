@@ -4,6 +4,7 @@
     python benchmarks/bench_cold.py --quick      # smaller stores, 3 repetitions
     python benchmarks/bench_cold.py --reps 9 --only resume,fresh
     python benchmarks/bench_cold.py --save after.json --before before.json   # before/after columns
+    python benchmarks/bench_cold.py --only resume,fresh --sql-time   # + the time inside SQLite calls
 
 For a "before" row set, run this same script against the older tree, e.g.
 ``git archive OLD | tar -x -C /tmp/old; cp benchmarks/bench_cold.py /tmp/old/benchmarks/;
@@ -206,7 +207,37 @@ async def operation(kind: str, store: Any) -> tuple[Any, str, Any]:
     raise SystemExit(f"unknown child kind {kind}")
 
 
-async def child(kind: str, db: str, sync: str) -> dict[str, Any]:
+class _TimedSQL:
+    """The store's connection, timing each ``execute``/``executemany`` (``--sql-time``):
+    how much of the operation is spent inside SQLite calls -- compiling, running,
+    and the writes and syncs of the COMMITs -- the part no Python change removes."""
+
+    def __init__(self, raw: Any) -> None:
+        self._conn = raw
+        self.calls: list[tuple[str, float]] = []
+
+    def _timed(self, method: Any, sql: str, *args: Any) -> Any:
+        t = time.perf_counter()
+        try:
+            return method(sql, *args)
+        finally:
+            self.calls.append((sql, time.perf_counter() - t))
+
+    def execute(self, sql: str, *args: Any) -> Any:
+        return self._timed(self._conn.execute, sql, *args)
+
+    def executemany(self, sql: str, *args: Any) -> Any:
+        return self._timed(self._conn.executemany, sql, *args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+    def summary(self) -> dict[str, float]:
+        commits = [dt for sql, dt in self.calls if sql.lstrip().upper().startswith("COMMIT")]
+        return {"sql_ms": sum(dt for _, dt in self.calls) * 1e3, "commit1_ms": commits[0] * 1e3 if commits else 0.0}
+
+
+async def child(kind: str, db: str, sync: str, sql_time: bool = False) -> dict[str, Any]:
     t_import = time.perf_counter()
     from engine import Content, Runner  # noqa: F401 -- timed: what a resume imports
     from engine.store.sqlite import SQLiteStore
@@ -216,6 +247,9 @@ async def child(kind: str, db: str, sync: str) -> dict[str, Any]:
     store = await SQLiteStore.open(db, synchronous=sync, inline=True)
     opened = time.perf_counter() - t
     runner, sid, message = await operation(kind, store)
+    timed = None
+    if sql_time:  # the inline driver hands its connection to every unit of work
+        timed = store._driver._raw = _TimedSQL(store._driver._raw)
     gc.collect()  # the cyclic GC's timing in the op then depends on the op alone, not on the setup
     counts = _counting(store)
     t, cpu = time.perf_counter(), time.process_time()
@@ -223,7 +257,9 @@ async def child(kind: str, db: str, sync: str) -> dict[str, Any]:
     dt, dcpu = time.perf_counter() - t, time.process_time() - cpu
     store._driver._raw.set_trace_callback(None)
     await store.close()
-    return {"ms": dt * 1e3, "cpu_ms": dcpu * 1e3, "open_ms": opened * 1e3, "import_ms": imported * 1e3, "events": n, **counts}
+    sql = timed.summary() if timed is not None else {}
+    return {"ms": dt * 1e3, "cpu_ms": dcpu * 1e3, "open_ms": opened * 1e3, "import_ms": imported * 1e3, "events": n,
+            **counts, **sql}
 
 
 # --------------------------------------------------------------------------- parent side
@@ -251,9 +287,9 @@ def _timed_process(cmd: list[str], **kwargs: Any) -> tuple[subprocess.CompletedP
     return out, (time.perf_counter() - t) * 1e3, (_children_cpu() - cpu0) * 1e3
 
 
-def run_child(kind: str, template: Path, work: Path, sync: str) -> dict[str, Any]:
+def run_child(kind: str, template: Path, work: Path, sync: str, sql_time: bool = False) -> dict[str, Any]:
     db = fresh_copy(template, work)
-    out, wall, cpu = _timed_process([sys.executable, __file__, "--child", kind, str(db), sync])
+    out, wall, cpu = _timed_process([sys.executable, __file__, "--child", kind, str(db), sync, *(["sql"] if sql_time else [])])
     if out.returncode != 0:
         raise RuntimeError(f"child {kind} {template.name} {sync} failed:\n{out.stderr}")
     return {**json.loads(out.stdout.strip().splitlines()[-1]), "proc_ms": wall, "proc_cpu_ms": cpu}
@@ -352,7 +388,7 @@ def main(args: argparse.Namespace) -> int:
         for _ in range(reps):
             for label, kind, key in cases:
                 for sync in ("NORMAL", "FULL"):
-                    results.setdefault((label, sync), []).append(run_child(kind, templates[key], work, sync))
+                    results.setdefault((label, sync), []).append(run_child(kind, templates[key], work, sync, args.sql_time))
             if wanted("startup"):
                 for name, code in IMPORTS.items():
                     startup.setdefault(f"{name} (fresh process)", []).append(time_import(code))
@@ -372,6 +408,7 @@ def main(args: argparse.Namespace) -> int:
                     "proc_cpu": [r["proc_cpu_ms"] for r in rs],
                     "stmts": "/".join(map(str, sorted({r["stmts"] for r in rs}))),
                     "commits": "/".join(map(str, sorted({r["commits"] for r in rs}))),
+                    **({"sql": [r["sql_ms"] for r in rs], "commit1": [r["commit1_ms"] for r in rs]} if args.sql_time else {}),
                 }
             )
     if results:
@@ -407,6 +444,8 @@ def print_table(rows: list[dict[str, Any]], before: dict[str, dict[str, Any]]) -
     process (getrusage: interpreter start, imports, open, operation, exit), statements
     and COMMITs; with ``before``, the same columns of the earlier run beside them."""
     cols = [("wall", "wall time"), ("cpu", "op cpu"), ("proc_cpu", "process cpu")]
+    if any(r.get("sql") for r in rows):
+        cols += [("sql", "in SQLite"), ("commit1", "1st COMMIT")]
     header = ["cold process (median [min-max])"]
     for _key, title in cols:
         header += [f"before {title}", title] if before else [title]
@@ -445,7 +484,7 @@ def print_table(rows: list[dict[str, Any]], before: dict[str, dict[str, Any]]) -
 
 if __name__ == "__main__":
     if len(sys.argv) >= 2 and sys.argv[1] == "--child":
-        print(json.dumps(asyncio.run(child(sys.argv[2], sys.argv[3], sys.argv[4]))))
+        print(json.dumps(asyncio.run(child(sys.argv[2], sys.argv[3], sys.argv[4], sql_time=sys.argv[5:] == ["sql"]))))
         sys.exit(0)
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true")
@@ -453,4 +492,9 @@ if __name__ == "__main__":
     ap.add_argument("--only", help="comma-separated groups: resume,text,loop,fresh,startup,bulk")
     ap.add_argument("--save", help="write the measurements to this JSON file (for a later --before)")
     ap.add_argument("--before", help="a --save file of an earlier run (e.g. the previous commit): printed beside")
+    ap.add_argument(
+        "--sql-time", action="store_true",
+        help="also time each SQL call of the op: columns 'in SQLite' (their sum) and '1st COMMIT' (a Python proxy"
+        " on the connection adds ~1 us per call to the op)",
+    )
     sys.exit(main(ap.parse_args()))
