@@ -58,7 +58,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widget import Widget
-from textual.widgets import Footer, SelectionList
+from textual.widgets import SelectionList
 from textual.widgets.selection_list import Selection
 
 from engine.errors import HitlError
@@ -73,6 +73,7 @@ from ..messages import AnswerLoaded, PreviewReady
 from ..text import clean_text
 from ..widgets.answer_editor import AnswerEditor
 from ..widgets.answer_views import Preview, preview_renderable, resume_command, selection_summary
+from ..widgets.footer import QuietFooter
 from ..widgets.format import short, short_id
 from ..widgets.plain import Static
 from .answer_dialogs import ConfirmWrite, WriteChoice
@@ -154,7 +155,7 @@ class AnswerScreen(HitlScreen):
                 # keys typed right after `e` land in the editor (the store load that
                 # follows confirms the ids, keeping these editors and their text).
                 yield from (AnswerEditor(itr, d.texts.get(itr.id), redactor=self.hitl.redactor) for itr in self._known_open())
-        yield Footer(compact=True)
+        yield QuietFooter(compact=True)
 
     def _known_open(self) -> list[Interrupt]:
         """The selected ids that the opener's projection already shows open, in raise order."""

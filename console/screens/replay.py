@@ -35,7 +35,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.timer import Timer
-from textual.widgets import Footer, Input, Tree
+from textual.widgets import Input, Tree
 
 from engine.errors import SessionNotFoundError
 from engine.models import Session, StoredEvent
@@ -49,6 +49,7 @@ from ..messages import HistoryFailed, HistoryProgress, HistoryRead
 from ..times import zone_label
 from ..widgets.details import Details, invocation_details, node_details
 from ..widgets.event_log import EventLog, corrupt_line, log_line
+from ..widgets.footer import QuietFooter
 from ..widgets.format import short
 from ..widgets.node_tree import NodeTree
 from ..widgets.plain import Label, Static
@@ -201,7 +202,7 @@ class ReplayScreen(HitlScreen):
                 yield Details(id="details")
                 yield ReplayPanel(id="replay-state")
         yield ReplayLog(id="log")
-        yield Footer(compact=True)
+        yield QuietFooter(compact=True)
 
     def on_mount(self) -> None:
         self.tree.border_title = "Nodes"

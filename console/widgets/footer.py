@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.css.query import NoMatches
+from textual.screen import Screen
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
 
@@ -66,13 +68,49 @@ def footer_keys(candidates: list[Shown], width: int, *, app_wide: set[str]) -> l
     return [s for i, s in enumerate(candidates) if i in kept]
 
 
-class FittedFooter(Footer):
+class QuietFooter(Footer):
+    """Textual's footer, recomposed only when what it shows changes. Textual
+    recomposes it at every change of bindings -- each focus move; in a form, a key
+    per field -- which mounts every key again and reflows the whole screen."""
+
+    def __init__(self, *, compact: bool = False) -> None:
+        super().__init__(compact=compact)
+        self._drawn: list[tuple[object, ...]] | None = None
+        """What the keys drawn now show (compared with :meth:`_what` before a recompose)."""
+
+    def _what(self) -> list[tuple[object, ...]]:
+        """What the footer would draw now: equal to what it draws, nothing to redo."""
+        return [
+            (b.key, b.action, b.description, b.show, b.key_display, b.group, enabled, tooltip)
+            for _node, b, enabled, tooltip in self.screen.active_bindings.values()
+        ]
+
+    def bindings_changed(self, screen: Screen[object]) -> None:
+        self._bindings_ready = True
+        if screen.app.app_focus and self.is_attached and screen is self.screen:
+            self.call_after_refresh(self._refit)
+
+    async def _refit(self) -> None:
+        if not self.is_attached or self._pruning or self.screen._pruning:
+            return  # the screen is going away (as Textual's recompose checks)
+        try:
+            what = self._what()
+        except NoMatches:  # its screen's check_action asked for a widget already removed: it is being torn down
+            return
+        if what != self._drawn:
+            await self.recompose()
+
+    def compose(self) -> ComposeResult:
+        if self._bindings_ready:
+            self._drawn = self._what()
+        yield from super().compose()
+
+
+class FittedFooter(QuietFooter):
     """A compact footer with the keys that fit (see the module docstring)."""
 
     def __init__(self) -> None:
         super().__init__(compact=True)
-        self._fitted: list[str] = []
-        """Ids of the keys drawn now (a resize recomposes only when they change)."""
 
     def candidates(self) -> list[Shown]:
         """Every binding the screen shows now, first binding of each action, registry order."""
@@ -90,25 +128,40 @@ class FittedFooter(Footer):
         room = width - (PALETTE_ROOM if self.show_command_palette and self.app.ENABLE_COMMAND_PALETTE else 0)
         return footer_keys(self.candidates(), room, app_wide=APP_WIDE)
 
+    def _palette(self) -> tuple[Binding, bool] | None:
+        if not (self.show_command_palette and self.app.ENABLE_COMMAND_PALETTE):
+            return None
+        found = self.screen.active_bindings.get(self.app.COMMAND_PALETTE_BINDING)
+        return None if found is None else (found[1], found[2])
+
+    def _what(self) -> list[tuple[object, ...]]:
+        """The keys that fit now and the palette's key: a resize too recomposes only when they change."""
+        return self._shown_what(self.fitted())
+
+    def _shown_what(self, shown: list[Shown]) -> list[tuple[object, ...]]:
+        palette = self._palette()
+        return [(s.binding.id or s.binding.action, s.display, s.binding.description, s.enabled, s.tooltip) for s in shown] + (
+            [("palette", palette[1])] if palette is not None else []
+        )
+
     def compose(self) -> ComposeResult:
         if not self._bindings_ready:
             return
         shown = self.fitted()
-        self._fitted = [s.binding.id or s.binding.action for s in shown]
+        self._drawn = self._shown_what(shown)
         for s in shown:
             yield FooterKey(
                 s.binding.key, s.display, s.binding.description, s.binding.action,
                 disabled=not s.enabled, tooltip=s.tooltip,
             ).data_bind(compact=Footer.compact)
-        if self.show_command_palette and self.app.ENABLE_COMMAND_PALETTE:
-            found = self.screen.active_bindings.get(self.app.COMMAND_PALETTE_BINDING)
-            if found is not None:
-                _node, binding, enabled, _tooltip = found
-                yield FooterKey(
-                    binding.key, self.app.get_key_display(binding), binding.description, binding.action,
-                    classes="-command-palette", disabled=not enabled, tooltip=binding.tooltip or binding.description,
-                )
+        palette = self._palette()
+        if palette is not None:
+            binding, enabled = palette
+            yield FooterKey(
+                binding.key, self.app.get_key_display(binding), binding.description, binding.action,
+                classes="-command-palette", disabled=not enabled, tooltip=binding.tooltip or binding.description,
+            )
 
     def on_resize(self) -> None:
-        if self._bindings_ready and [s.binding.id or s.binding.action for s in self.fitted()] != self._fitted:
-            self.call_after_refresh(self.recompose)
+        if self._bindings_ready:
+            self.call_after_refresh(self._refit)

@@ -11,6 +11,8 @@ import json
 from typing import Any
 
 import pytest
+from textual.widgets import Footer
+from textual.widgets._footer import FooterKey
 
 from console.screens.answer import AnswerScreen
 from console.screens.answer_dialogs import ConfirmWrite, OutcomeScreen
@@ -300,3 +302,24 @@ async def test_the_answers_pane_is_lit_while_the_focus_is_in_it() -> None:
         assert not box.has_class("-focus-within")
         await press(pilot, ["tab"])
         assert box.has_class("-focus-within") == (box in screen.focused.ancestors)
+
+
+async def test_a_focus_move_does_not_rebuild_the_footer() -> None:
+    """A choice moves the focus on, which changes nothing the footer shows: its keys
+    stay the same widgets (Textual's footer rebuilt them, and reflowed the screen, at
+    every focus move). The answers screen's own keys are still shown."""
+    store = await demo_store()
+    app = app_for(store)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_session(pilot, "labels-partial-1")
+        await press(pilot, ["A", "e"])
+        screen = app.screen
+        assert isinstance(screen, AnswerScreen)
+        footer = screen.query_one(Footer)
+        before = list(footer.query(FooterKey))
+        first = screen.focused
+        await press(pilot, ["1", "2"])
+        assert screen.focused is not first
+        after = list(footer.query(FooterKey))
+        assert after == before and all(k.is_attached for k in after)
+        assert {"ctrl+s", "ctrl+g"} <= {k.key for k in after}
