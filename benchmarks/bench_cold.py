@@ -210,7 +210,8 @@ async def operation(kind: str, store: Any) -> tuple[Any, str, Any]:
 class _TimedSQL:
     """The store's connection, timing each ``execute``/``executemany`` (``--sql-time``):
     how much of the operation is spent inside SQLite calls -- compiling, running,
-    and the writes and syncs of the COMMITs -- the part no Python change removes."""
+    and the writes and syncs of the COMMITs -- which faster Python around them
+    cannot shorten (fewer or simpler statements can)."""
 
     def __init__(self, raw: Any) -> None:
         self._conn = raw
