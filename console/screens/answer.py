@@ -256,7 +256,8 @@ class AnswerScreen(HitlScreen):
 
     async def _show_unsent(self) -> None:
         """The operator's text for ids that closed meanwhile: visible, read-only, marked not sent."""
-        box = self.query_one("#answer-editors", VerticalScroll)
+        box = self.editors_box
+        assert box is not None  # composed
         await self.query(".answer-unsent").remove()
         for iid, why in self.draft.unsent.items():
             pane = Static(self.draft.texts.get(iid, ""), classes="answer-unsent")
@@ -301,7 +302,8 @@ class AnswerScreen(HitlScreen):
         """One editor per selected id, in raise order; texts of removed editors are kept."""
         wanted = self.selected
         self.draft.selected = list(wanted)
-        box = self.query_one("#answer-editors", VerticalScroll)
+        box = self.editors_box
+        assert box is not None  # composed
         have = {e.interrupt.id: e for e in self.editors()}
         for iid, editor in have.items():
             if iid not in wanted:

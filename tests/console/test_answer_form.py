@@ -21,7 +21,7 @@ from engine.models import NodeStatus
 from engine.store import MemoryStore
 
 from .answer_store import demo_store, invocation, shipping_store
-from .test_answer import app_for, editor, open_session, settle, wait_until
+from .test_answer import app_for, editor, editor_screen, open_session, settle, wait_until
 
 OLD_BOOLEAN_KEYS = ["e", "f7", *'{"approved":true}', "ctrl+s", "ctrl+s"]
 """Before the form: open, select the template's text, type the JSON, submit, confirm (21 keys)."""
@@ -286,9 +286,7 @@ async def test_the_answers_pane_is_lit_while_the_focus_is_in_it() -> None:
     app = app_for(store)
     async with app.run_test(size=(120, 40)) as pilot:
         await open_session(pilot, "labels-partial-1")
-        await press(pilot, ["A", "e"])
-        screen = app.screen
-        assert isinstance(screen, AnswerScreen)
+        screen = await editor_screen(pilot, "A", "e")
         box = screen.editors_box
         assert box is not None
         first = screen.focused
@@ -312,9 +310,7 @@ async def test_a_focus_move_does_not_rebuild_the_footer() -> None:
     app = app_for(store)
     async with app.run_test(size=(120, 40)) as pilot:
         await open_session(pilot, "labels-partial-1")
-        await press(pilot, ["A", "e"])
-        screen = app.screen
-        assert isinstance(screen, AnswerScreen)
+        screen = await editor_screen(pilot, "A", "e")
         footer = screen.query_one(Footer)
         before = list(footer.query(FooterKey))
         first = screen.focused
