@@ -31,3 +31,30 @@ def test_an_owner_id_imports_no_codec() -> None:
     code = "import sys, engine.owners as o; o.new_owner(); print('encodings.ascii' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_new_ids_are_version_4_uuids_in_hex() -> None:
+    # Built from os.urandom without uuid.UUID (a cold turn makes several): the
+    # same format as uuid.uuid4().hex, which ids written before had.
+    import uuid
+
+    from engine.models import new_id
+
+    ids = [new_id() for _ in range(2_000)]
+    assert len(set(ids)) == len(ids)
+    for x in ids:
+        u = uuid.UUID(hex=x)
+        assert (u.hex, u.version, u.variant) == (x, 4, uuid.RFC_4122)
+
+
+def test_an_owner_id_has_five_fields_and_a_scope_without_a_digest() -> None:
+    owner = ow.new_owner()
+    host, pid, scope, start, token = owner.split(":")
+    assert pid.isdigit() and len(token) == 8 and int(token, 16) >= 0
+    if scope != "-":  # boot id's first 12 hex digits . pid namespace inode in hex
+        boot, ns = scope.split(".")
+        with open("/proc/sys/kernel/random/boot_id") as fh:
+            assert boot == fh.read().strip().replace("-", "")[:12]
+        import os
+
+        assert int(ns, 16) == os.stat("/proc/self/ns/pid").st_ino
