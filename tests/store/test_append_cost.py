@@ -16,7 +16,7 @@ from typing import Any
 
 from engine.models import Content, Event, FunctionResponse, NodeStatus, Part, Session, new_id
 from engine.store.sqlite import SQLiteStore
-from tests.contract.builders import end, interrupt, start, user_msg
+from tests.contract.builders import dump, end, interrupt, start, user_msg
 
 
 def history(n_invocations: int) -> list[Event]:
@@ -168,3 +168,32 @@ async def test_bulk_load_one_long_session_does_linear_work(tmp_path: Path) -> No
         assert (await store.get_session("long")).last_seq == len(events)
     finally:
         await store.close()
+
+
+async def test_a_new_sessions_first_write_reads_nothing_back(tmp_path: Path) -> None:
+    """A new session's first turn creates it in its first write (``create=``): the
+    row that transaction just inserted is not read back (no head SELECT), and
+    every row comes out as when the session was created on its own first."""
+    inv, iid = new_id(), f"q-{new_id()}"
+    events = [user_msg(inv), start(inv), interrupt(inv, iid), end(inv, NodeStatus.WAITING)]
+    dumps = []
+    for created_first in (False, True):
+        store = await SQLiteStore.open(tmp_path / f"first-{created_first}.sqlite", inline=True)
+        try:
+            if created_first:
+                await store.create_session("a", "u", "s")
+            with recording(store) as rec:
+                await store.acquire_and_append(
+                    "s", inv, events, owner="me", ttl=60, create=None if created_first else ("a", "u")
+                )
+            reads_of_the_session = [sql for sql in rec["sql"] if sql.startswith("SELECT") and "FROM sessions" in sql]
+            assert len(reads_of_the_session) == (1 if created_first else 0), rec["sql"]
+            d = await dump(store, "s")
+            for key in ("created_at", "updated_at"):
+                d["session"].pop(key)
+                d["summary"][0].pop(key)
+            dumps.append(d)
+        finally:
+            await store.close()
+    assert dumps[0] == dumps[1]
+    assert dumps[1]["summary"][0]["status"] == "waiting" and dumps[1]["summary"][0]["open_interrupts"] == 1

@@ -36,7 +36,8 @@ def _create_tx(
     state_json: str,
     created_at: float,
     updated_at: float,
-) -> None:
+) -> tuple[str, str, str, float]:
+    """Insert a new session's row; returns what ``_append_batch(created=)`` needs of it."""
     if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is not None:
         raise ConflictError(f"session {session_id!r} already exists")
     conn.execute(
@@ -44,6 +45,7 @@ def _create_tx(
         " VALUES (?, ?, ?, ?, ?, ?, 0, 'new')",
         (session_id, app_name, user_id, state_json, created_at, updated_at),
     )
+    return app_name, user_id, state_json, updated_at
 
 
 _UPDATED_AT_RESOLUTION = 1.0
@@ -129,7 +131,7 @@ def _append_batch(
     want_state: bool = False,
     acquire: tuple[str, float] | None = None,
     invocation_after: int | None = None,
-    fresh: bool = False,
+    created: tuple[str, str, str, float] | None = None,
 ) -> tuple[list[int], dict[str, Any] | None, float | None]:
     """The append path: events, interrupt index, invocations, state, summary and
     audit, for a batch of events in order, inside the caller's write
@@ -146,11 +148,15 @@ def _append_batch(
     ``acquire=(owner, now)``: the batch takes the invocation's lease (the caller
     writes the row): InvocationBusyError if another owner's has not expired.
     ``invocation_after``: ConflictError if the invocation has an event after it.
-    ``fresh``: the session was created in this transaction (an import, a bulk
-    load): every invocation is new, no need to look for its row.
+    ``created=(app_name, user_id, state json, updated_at)``: the caller inserted
+    the session's row in this transaction with these values (a new session's
+    first turn, an import, a bulk load): nothing to read back -- no head
+    statement; a new session has no lease, event or invocation, so every
+    invocation of the batch is new and no row needs looking for.
     Returns the seqs, the session's state after the batch (when it carried a
     delta, or ``want_state``) and, with ``acquire``, the held lease's
     ``acquired_at`` (None: a new lease)."""
+    fresh = created is not None
     invs = list(dict.fromkeys(p.invocation_id for p in prepared))
     inv0 = invs[0]
     has_delta = any(p.delta for p in prepared)
@@ -159,12 +165,21 @@ def _append_batch(
     # session's status then depends on the others', probed in the same read.
     probe = len(invs) == 1 and final_status not in (None, "running")
     touch = len(invs) == 1 and not fresh
-    head = _append_head_sql(
-        lease_owner is not None, has_delta or want_state, acquire is not None, invocation_after is not None, probe, touch
-    )
-    row = conn.execute(head, (inv0, session_id)).fetchone()
-    if row is None:
-        raise SessionNotFoundError(session_id)
+    if created is None:
+        head = _append_head_sql(
+            lease_owner is not None, has_delta or want_state, acquire is not None, invocation_after is not None, probe,
+            touch,
+        )
+        row = conn.execute(head, (inv0, session_id)).fetchone()
+        if row is None:
+            raise SessionNotFoundError(session_id)
+    else:  # what the head would read of the row just inserted, in the head's column order
+        c_app, c_user, c_state, c_updated = created
+        row = (
+            c_app, c_user, 0, c_updated, "new", 0, None, 0, None, c_state if has_delta or want_state else None,
+            *((None, None) if acquire is not None else ()), *((None,) if invocation_after is not None else ()),
+            *((0,) * len(_INVOCATION_STATES) if probe else ()),
+        )
     app_name, user_id, last, updated_at, status, n_open, oldest_open, n_invocations, held, state_json = row[:10]
     extra = list(row[10:])
     acquired_at = None
@@ -382,7 +397,7 @@ def _import_tx(
     record: AuditRecord,
     checkpoints: list[tuple[int, str]],
 ) -> None:
-    _create_tx(
+    created = _create_tx(
         conn,
         session_id,
         session.app_name,
@@ -392,7 +407,7 @@ def _import_tx(
         max(time.time(), session.created_at),
     )
     if events:
-        _append_batch(conn, session_id, events, 0, None, fresh=True)
+        _append_batch(conn, session_id, events, 0, None, created=created)
     conn.execute(
         "INSERT INTO audit (at, action, operator, reason, session_id, details) VALUES (?, ?, ?, ?, ?, ?)",
         (record.at, record.action, record.operator, record.reason, session_id, to_json(record.details).decode()),
@@ -406,7 +421,7 @@ def _import_tx(
 def _bulk_tx(conn: sqlite3.Connection, batch: list[tuple[Session, list[Event]]]) -> int:
     n = 0
     for session, events in batch:
-        _create_tx(
+        created = _create_tx(
             conn,
             session.id,
             session.app_name,
@@ -416,6 +431,6 @@ def _bulk_tx(conn: sqlite3.Connection, batch: list[tuple[Session, list[Event]]])
             session.created_at,
         )
         if events:
-            _append_batch(conn, session.id, [_prepare(e) for e in events], 0, None, fresh=True)
+            _append_batch(conn, session.id, [_prepare(e) for e in events], 0, None, created=created)
             n += len(events)
     return n

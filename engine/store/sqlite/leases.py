@@ -123,6 +123,7 @@ def _acquire_append_tx(
     after ``invocation_after``, append; in the caller's one transaction.
     ``create=(app_name, user_id)``: first create the session (ConflictError if
     it exists), so a new session's first turn costs no commit of its own."""
+    created = None
     if create is not None:
         try:  # the primary key refuses an existing id: no lookup first
             conn.execute(
@@ -132,9 +133,10 @@ def _acquire_append_tx(
             )
         except sqlite3.IntegrityError:
             raise ConflictError(f"session {session_id!r} already exists") from None
+        created = (*create, "{}", now)
     seqs, state, acquired = _append_batch(
         conn, session_id, prepared, expected_seq, None, want_state=True, acquire=(owner, now),
-        invocation_after=invocation_after, fresh=create is not None,
+        invocation_after=invocation_after, created=created,
     )
     lease = Lease(
         session_id=session_id, invocation_id=invocation_id, owner=owner, acquired_at=acquired or now, renewed_at=now,
