@@ -58,3 +58,21 @@ def test_an_owner_id_has_five_fields_and_a_scope_without_a_digest() -> None:
         import os
 
         assert int(ns, 16) == os.stat("/proc/self/ns/pid").st_ino
+
+
+def test_the_is_a_checkpoint_due_check_imports_nothing(tmp_path) -> None:
+    # A turn end that crosses a multiple of engine.checkpoints.EVERY asks for the
+    # last seek checkpoint's seq and size; importing the checkpoint module there
+    # cost a cold process ~0.3 ms in the middle of its turn.
+    code = (
+        "import asyncio, sys\n"
+        "from engine.store.sqlite import SQLiteStore\n"
+        "async def main():\n"
+        f"    store = await SQLiteStore.open({str(tmp_path / 's.sqlite')!r}, inline=True)\n"
+        "    await store.create_session('a', 'u', 's')\n"
+        "    print(await store.last_projection_checkpoint('s'), 'engine.store.sqlite.checkpoints' in sys.modules)\n"
+        "    await store.close()\n"
+        "asyncio.run(main())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "(0, 0) False"

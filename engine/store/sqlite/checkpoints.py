@@ -5,7 +5,13 @@ migrated) has none: reads then find nothing.
 ``data`` is written as a BLOB of UTF-8 JSON (rows written before are TEXT; both
 read alike): SQLite then gives ``length(data)`` from the record header without
 reading the value's pages, which a turn end's "is one due?" check needs -- a
-checkpoint holds every invocation's latest runs, megabytes on a long session."""
+checkpoint holds every invocation's latest runs, megabytes on a long session.
+
+That check (``_last_checkpoint``) lives in :mod:`.reads`, imported with the
+store: a cold ``hitl resume`` whose turn crosses a multiple of
+``engine.checkpoints.EVERY`` (and finds no checkpoint due) then imports
+nothing in the middle of its turn (importing this module there cost ~0.3 ms);
+this module is loaded only when a checkpoint is read or written."""
 
 from __future__ import annotations
 
@@ -15,24 +21,7 @@ from typing import Any
 
 from pydantic_core import to_json
 
-from .reads import _require_session
-
-
-def _missing_table(e: sqlite3.OperationalError) -> bool:
-    return "no such table" in str(e)
-
-
-def _last_checkpoint(conn: sqlite3.Connection, session_id: str) -> tuple[int, int]:
-    try:
-        row = conn.execute(
-            "SELECT seq, length(data) FROM projection_checkpoints WHERE session_id = ? ORDER BY seq DESC LIMIT 1",
-            (session_id,),
-        ).fetchone()
-    except sqlite3.OperationalError as e:
-        if _missing_table(e):
-            return 0, 0
-        raise
-    return (0, 0) if row is None else (int(row[0]), int(row[1] or 0))
+from .reads import _missing_table, _require_session
 
 
 def _get_checkpoint(conn: sqlite3.Connection, session_id: str, at_most: int) -> tuple[int, dict[str, Any]] | None:

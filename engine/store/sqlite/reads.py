@@ -29,6 +29,25 @@ from .rows import (
 )
 
 
+def _missing_table(e: sqlite3.OperationalError) -> bool:
+    return "no such table" in str(e)
+
+
+def _last_checkpoint(conn: sqlite3.Connection, session_id: str) -> tuple[int, int]:
+    """The latest seek checkpoint's (seq, size of its JSON), without loading it;
+    (0, 0): none (see :mod:`.checkpoints`)."""
+    try:
+        row = conn.execute(
+            "SELECT seq, length(data) FROM projection_checkpoints WHERE session_id = ? ORDER BY seq DESC LIMIT 1",
+            (session_id,),
+        ).fetchone()
+    except sqlite3.OperationalError as e:
+        if _missing_table(e):
+            return 0, 0
+        raise
+    return (0, 0) if row is None else (int(row[0]), int(row[1] or 0))
+
+
 def _get_session(conn: sqlite3.Connection, session_id: str) -> Session:
     row = conn.execute(f"SELECT {_SESSION_COLS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
     if row is None:

@@ -61,6 +61,7 @@ from .reads import (
     _get_session,
     _get_snapshot,
     _invocation_count,
+    _last_checkpoint,
     _list_invocations,
     _list_sessions,
     _lookup_interrupts,
@@ -442,8 +443,6 @@ class SQLiteStore(_WorkerTables, _WorkerSteps):
 
     # ------------------------------------------ seek checkpoints (engine/checkpoints.py)
     async def last_projection_checkpoint(self, session_id: str) -> tuple[int, int]:
-        from .checkpoints import _last_checkpoint
-
         return await self._call(_last_checkpoint, session_id)
 
     async def get_projection_checkpoint(self, session_id: str, at_most: int) -> tuple[int, dict[str, Any]] | None:
