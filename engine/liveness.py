@@ -117,20 +117,31 @@ class LeaseKeeper:
         self.ttl = ttl
         self.lost: LeaseLostError | None = None
         self._on_lost = on_lost
+        self._timer: asyncio.TimerHandle | None = None
         self._task: asyncio.Task[None] | None = None
 
     @property
     def owner(self) -> str:
         return self.lease.owner
 
+    @property
+    def _interval(self) -> float:
+        return max(self.ttl / 3, 0.01)
+
     def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.ensure_future(self._beat())
+        """Renew from one interval from now. A timer, not a task, until the first
+        renewal is due: most turns end before it, and stopping a timer is a
+        ``cancel()``, where stopping a task costs a trip through the event loop
+        (a cold ``hitl resume`` paid one per turn for a renewal it never made)."""
+        if self._timer is None and self._task is None:
+            self._timer = asyncio.get_running_loop().call_later(self._interval, self._begin)
+
+    def _begin(self) -> None:
+        self._timer = None
+        self._task = asyncio.ensure_future(self._beat())
 
     async def _beat(self) -> None:
-        interval = max(self.ttl / 3, 0.01)
         while True:
-            await asyncio.sleep(interval)
             try:
                 self.lease = await self.store.renew_lease(
                     self.lease.session_id, self.lease.invocation_id, self.lease.owner, self.ttl
@@ -142,8 +153,12 @@ class LeaseKeeper:
                 return
             except StoreError as exc:  # locked, full...: the lease may lapse; fencing keeps writes safe
                 log.warning("renewing the lease of invocation %s failed: %s", self.lease.invocation_id, exc)
+            await asyncio.sleep(self._interval)
 
     async def _stop_beating(self) -> None:
+        if self._timer is not None:  # no renewal started yet: none can be in flight
+            self._timer.cancel()
+            self._timer = None
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):

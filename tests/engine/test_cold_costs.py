@@ -76,3 +76,59 @@ def test_the_is_a_checkpoint_due_check_imports_nothing(tmp_path) -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "(0, 0) False"
+
+
+class _CountingStore:
+    """What a LeaseKeeper calls on its store: renewals, counted."""
+
+    def __init__(self) -> None:
+        import asyncio
+
+        self.renewals = 0
+        self.second = asyncio.Event()
+
+    async def renew_lease(self, session_id: str, invocation_id: str, owner: str, ttl: float):  # noqa: ANN201
+        from engine.store.base import Lease
+
+        self.renewals += 1
+        if self.renewals >= 2:
+            self.second.set()
+        return Lease(session_id=session_id, invocation_id=invocation_id, owner=owner, acquired_at=0, renewed_at=0, expires_at=ttl)
+
+
+def _lease():  # noqa: ANN202
+    from engine.store.base import Lease
+
+    return Lease(session_id="s", invocation_id="i", owner=ow.new_owner(), acquired_at=0, renewed_at=0, expires_at=60)
+
+
+async def test_a_keeper_stopped_before_its_first_renewal_starts_no_task() -> None:
+    # Most turns end before a renewal is due: the keeper waits on a timer, so
+    # stopping it costs no task and no trip through the event loop.
+    import asyncio
+
+    from engine.liveness import LeaseKeeper
+
+    store = _CountingStore()
+    keeper = LeaseKeeper(store, _lease(), ttl=60)  # type: ignore[arg-type]
+    tasks_before = len(asyncio.all_tasks())
+    keeper.start()
+    assert len(asyncio.all_tasks()) == tasks_before
+    await keeper.stop()
+    assert store.renewals == 0 and keeper._timer is None and keeper._task is None
+
+
+async def test_a_keeper_renews_every_interval_once_started() -> None:
+    import asyncio
+
+    from engine.liveness import LeaseKeeper
+
+    store = _CountingStore()
+    keeper = LeaseKeeper(store, _lease(), ttl=0.03)  # type: ignore[arg-type]
+    keeper.start()
+    await asyncio.wait_for(store.second.wait(), timeout=30)  # waits on the renewals, not on a clock
+    await keeper.stop()
+    n = store.renewals
+    assert n >= 2 and keeper._task is None
+    await asyncio.sleep(0.05)
+    assert store.renewals == n  # stopped: no renewal after stop()
