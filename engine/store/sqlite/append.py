@@ -37,14 +37,16 @@ def _create_tx(
     created_at: float,
     updated_at: float,
 ) -> tuple[str, str, str, float]:
-    """Insert a new session's row; returns what ``_append_batch(created=)`` needs of it."""
-    if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is not None:
-        raise ConflictError(f"session {session_id!r} already exists")
-    conn.execute(
-        "INSERT INTO sessions (id, app_name, user_id, state, created_at, updated_at, last_seq, status)"
-        " VALUES (?, ?, ?, ?, ?, ?, 0, 'new')",
-        (session_id, app_name, user_id, state_json, created_at, updated_at),
-    )
+    """Insert a new session's row (ConflictError if the id exists); returns what
+    ``_append_batch(created=)`` needs of it."""
+    try:  # the primary key refuses an existing id: no lookup first
+        conn.execute(
+            "INSERT INTO sessions (id, app_name, user_id, state, created_at, updated_at, last_seq, status)"
+            " VALUES (?, ?, ?, ?, ?, ?, 0, 'new')",
+            (session_id, app_name, user_id, state_json, created_at, updated_at),
+        )
+    except sqlite3.IntegrityError:
+        raise ConflictError(f"session {session_id!r} already exists") from None
     return app_name, user_id, state_json, updated_at
 
 

@@ -7,7 +7,6 @@ import sqlite3
 from typing import Any
 
 from ...errors import (
-    ConflictError,
     InvocationBusyError,
     LeaseLostError,
 )
@@ -15,7 +14,7 @@ from ..base import (
     AuditRecord,
     Lease,
 )
-from .append import _append_batch, _append_many_tx
+from .append import _append_batch, _append_many_tx, _create_tx
 from .reads import _put_snapshot, _upsert_snapshot
 from .rows import _LEASE_COLS, _audit_from_row, _lease_from_row, _Prepared, _require_session
 
@@ -123,17 +122,7 @@ def _acquire_append_tx(
     after ``invocation_after``, append; in the caller's one transaction.
     ``create=(app_name, user_id)``: first create the session (ConflictError if
     it exists), so a new session's first turn costs no commit of its own."""
-    created = None
-    if create is not None:
-        try:  # the primary key refuses an existing id: no lookup first
-            conn.execute(
-                "INSERT INTO sessions (id, app_name, user_id, state, created_at, updated_at, last_seq, status)"
-                " VALUES (?, ?, ?, '{}', ?, ?, 0, 'new')",
-                (session_id, *create, now, now),
-            )
-        except sqlite3.IntegrityError:
-            raise ConflictError(f"session {session_id!r} already exists") from None
-        created = (*create, "{}", now)
+    created = None if create is None else _create_tx(conn, session_id, *create, "{}", now, now)
     seqs, state, acquired = _append_batch(
         conn, session_id, prepared, expected_seq, None, want_state=True, acquire=(owner, now),
         invocation_after=invocation_after, created=created,
