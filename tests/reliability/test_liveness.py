@@ -28,6 +28,7 @@ from engine.errors import (
 )
 from engine.liveness import (
     INTERRUPTED,
+    LeaseKeeper,
     acquire_invocation_lease,
     interrupted_invocations,
     invocation_health,
@@ -392,3 +393,41 @@ async def test_a_turn_stopped_from_outside_is_interrupted_not_cancelled(
     await drain(runner.run("u", "s", invocation_id=inv, acknowledge_in_doubt=True))
     assert (await invocation_health(store, "s", inv)).label == "COMPLETED"
     assert await store.list_leases("s") == []
+
+
+class _CountingStore:
+    """What a LeaseKeeper calls on its store: renewals, counted."""
+
+    def __init__(self) -> None:
+        self.renewals = 0
+        self.second = asyncio.Event()
+
+    async def renew_lease(self, session_id: str, invocation_id: str, owner: str, ttl: float) -> Lease:
+        self.renewals += 1
+        if self.renewals >= 2:
+            self.second.set()
+        return Lease(session_id=session_id, invocation_id=invocation_id, owner=owner, acquired_at=0, renewed_at=0, expires_at=ttl)
+
+
+async def test_a_keeper_stopped_before_its_first_renewal_starts_no_task() -> None:
+    # Most turns end before a renewal is due: the keeper waits on a timer, so
+    # stopping it costs no task and no trip through the event loop.
+    store = _CountingStore()
+    keeper = LeaseKeeper(store, _lease(new_owner()), ttl=60)  # type: ignore[arg-type]
+    tasks_before = len(asyncio.all_tasks())
+    keeper.start()
+    assert len(asyncio.all_tasks()) == tasks_before
+    await keeper.stop()
+    assert store.renewals == 0 and keeper._timer is None and keeper._task is None
+
+
+async def test_a_keeper_renews_every_interval_once_started() -> None:
+    store = _CountingStore()
+    keeper = LeaseKeeper(store, _lease(new_owner()), ttl=0.03)  # type: ignore[arg-type]
+    keeper.start()
+    await asyncio.wait_for(store.second.wait(), timeout=30)  # waits on the renewals, not on a clock
+    await keeper.stop()
+    n = store.renewals
+    assert n >= 2 and keeper._task is None
+    await asyncio.sleep(0.05)
+    assert store.renewals == n  # stopped: no renewal after stop()
