@@ -71,8 +71,19 @@ def cli(ctx: click.Context) -> None:
 
 def main() -> None:
     """Console-script entry point."""
+    _tolerant_streams()
     try:
         cli(prog_name="hitl")
     except BrokenPipeError:  # `hitl export X | head`
         sys.stderr.close()
         sys.exit(0)
+
+
+def _tolerant_streams() -> None:
+    """Text the terminal's encoding cannot show is printed escaped (``\\u2014``),
+    never a UnicodeEncodeError: a latin-1 or ASCII locale then still shows every
+    session (``--json`` is ASCII there: :func:`console.cli.output.json_text`)."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")

@@ -122,8 +122,20 @@ def line_text(red: Redactor, text: str) -> str:
 
 
 def json_text(red: Redactor, obj: Any) -> str:
-    """What :func:`out_json` prints for ``obj`` (without the newline)."""
-    return red.text(json.dumps(obj, default=str, ensure_ascii=False))
+    """What :func:`out_json` prints for ``obj`` (without the newline): non-ASCII
+    text as is when stdout is UTF-8, else as JSON escapes (``\\u6771``), which
+    every ASCII-based encoding carries and every JSON reader decodes back."""
+    return red.text(json.dumps(obj, default=str, ensure_ascii=not utf8_stdout()))
+
+
+def utf8_stdout() -> bool:
+    """Whether stdout encodes UTF-8 (a UTF-8 locale, or PYTHONIOENCODING / -X utf8)."""
+    import codecs
+
+    try:
+        return codecs.lookup(getattr(sys.stdout, "encoding", None) or "utf-8").name == "utf-8"
+    except LookupError:
+        return False
 
 
 def more(red: Redactor, cursor: str | None) -> None:

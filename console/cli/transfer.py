@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, cast
 
@@ -40,10 +41,16 @@ def export_cmd(session_id: str) -> None:
 
     async def body() -> None:
         async with open_store(write=False) as store:
-            stream = click.get_text_stream("stdout")
+            # JSON Lines are UTF-8 whatever the terminal's locale (the lines keep
+            # non-ASCII text as is): bytes to stdout's buffer, past its text layer.
+            binary = getattr(sys.stdout, "buffer", None)
+            sys.stdout.flush()
             async for line in store.export_session(session_id):
-                stream.write(line)
-            stream.flush()
+                if binary is None:
+                    sys.stdout.write(line)
+                else:
+                    binary.write(line.encode("utf-8"))
+            (binary or sys.stdout).flush()
 
     run(red, body())
 
@@ -161,7 +168,7 @@ def copy(source: str, dest: str, operator: str | None) -> None:
                 with click.progressbar(
                     length=max(1, len(ids)),
                     label=f"copying {src_label} -> {dst_label}",
-                    file=click.get_text_stream("stderr"),
+                    file=sys.stderr,
                 ) as bar:
                     report = await copy_store(
                         src, dst, source_label=src_label, operator=who, ids=ids, progress=lambda _s, _o: bar.update(1)
