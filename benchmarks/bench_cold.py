@@ -44,6 +44,8 @@ Rows:
 * opening the store;
 * ``import engine``, and ``hitl sessions`` to its first line of output on a
   100,000-session store (process start included);
+* ``hitl resume`` of the demo store's document sign-off, from process start to
+  exit: what an operator waits for (the resume itself is a few ms of it);
 * ``bulk_load`` of the sessions' histories (in this process, once each).
 
 The project's modules are byte-compiled first (``compileall``), so that a
@@ -313,13 +315,17 @@ def time_import(code: str) -> tuple[float, float]:
     return float(out.stdout.strip()), cpu
 
 
+def _hitl() -> list[str]:
+    """The ``hitl`` command as an operator runs it (the console script beside this Python)."""
+    hitl = Path(sys.executable).with_name("hitl")
+    return [str(hitl)] if hitl.exists() else [sys.executable, "-m", "console.cli"]
+
+
 def time_hitl_sessions(db: Path) -> tuple[float, float]:
     """(ms from process start to the first line of output, CPU ms of the whole process)."""
-    hitl = Path(sys.executable).with_name("hitl")
-    cmd = [str(hitl)] if hitl.exists() else [sys.executable, "-m", "console.cli"]
     env = {**os.environ, "HITL_DB": str(db)}
     cpu0, t = _children_cpu(), time.perf_counter()
-    p = subprocess.Popen([*cmd, "--db", str(db), "sessions"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    p = subprocess.Popen([*_hitl(), "--db", str(db), "sessions"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     assert p.stdout is not None
     first = p.stdout.readline()
     dt = time.perf_counter() - t
@@ -327,6 +333,19 @@ def time_hitl_sessions(db: Path) -> tuple[float, float]:
     if p.returncode != 0 or not first:
         raise RuntimeError(f"hitl sessions failed ({p.returncode})")
     return dt * 1e3, (_children_cpu() - cpu0) * 1e3
+
+
+DEMO_RESUME = ("review-waiting-1", 'signoff-q3-security-report={"decision": "approve"}')
+"""The demo store's document sign-off, answered: three nodes re-execute, one more runs, the invocation completes."""
+
+
+def time_hitl_resume(db: Path) -> tuple[float, float]:
+    """(ms from process start to its exit, CPU ms of the whole process) of ``hitl resume``
+    on the demo store, the way an operator answers: what they wait for, imports included."""
+    out, wall, cpu = _timed_process([*_hitl(), "--db", str(db), "resume", *DEMO_RESUME], env={**os.environ, "USER": "bench"})
+    if out.returncode != 0 or "COMPLETED" not in out.stdout:
+        raise RuntimeError(f"hitl resume failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
+    return wall, cpu
 
 
 def fmt(values: list[float], unit: str = "ms") -> str:
@@ -372,6 +391,10 @@ def main(args: argparse.Namespace) -> int:
         if wanted("startup"):
             templates["many"] = tmp / "many.sqlite"
             asyncio.run(build_many_sessions(templates["many"], n_sessions))
+            from sample_sessions.demo import build_demo_db
+
+            templates["demo"] = tmp / "demo.sqlite"
+            asyncio.run(build_demo_db(templates["demo"]))
         print(f"(built the stores in {time.perf_counter() - t:.1f} s; {reps} interleaved repetitions)", flush=True)
 
         # (label, kind, template key); each at NORMAL and FULL
@@ -395,6 +418,8 @@ def main(args: argparse.Namespace) -> int:
                     startup.setdefault(f"{name} (fresh process)", []).append(time_import(code))
                 listing = time_hitl_sessions(fresh_copy(templates["many"], work))
                 startup.setdefault(f"hitl sessions, first line ({n_sessions:,} sessions)", []).append(listing)
+                answered = time_hitl_resume(fresh_copy(templates["demo"], work))
+                startup.setdefault("hitl resume, whole process (demo sign-off)", []).append(answered)
 
     # One record per row: what --save writes and --before reads back.
     rows: list[dict[str, Any]] = []
