@@ -100,3 +100,25 @@ def test_copy_shows_its_progress_without_deprecated_click_calls(unicode_db: Path
     assert b"copying" in proc.stderr
     shown = json.loads(succeeded(hitl_in("utf-8", target, "--json", "show", "uni-1")))
     assert shown["session"]["state"] == STATE
+
+
+def test_secrets_stay_masked_in_ascii_json(db: Path) -> None:
+    # --json in a latin-1 terminal escapes non-ASCII text: the redactor, which runs on
+    # the printed JSON, must still find the secrets' keys and values there
+    async def add() -> None:
+        store = await SQLiteStore.open(db)
+        try:
+            state = {"password": "été-東京", "api_key": 'ab"c', "note": "token=sekrit-東"}
+            await store.create_session("document_review", USER, "sec-1", state=state)
+        finally:
+            await store.close()
+
+    asyncio.run(add())
+    for encoding in ("latin-1", "utf-8"):
+        raw = succeeded(hitl_in(encoding, db, "--json", "show", "sec-1"))
+        assert json.loads(raw.decode("utf-8"))["session"]["state"] == {
+            "password": "***",
+            "api_key": "***",
+            "note": "token=***",
+        }
+        assert b"sekrit" not in raw and "東京".encode() not in raw and b"\\u6771\\u4eac" not in raw
