@@ -124,6 +124,14 @@ def bounded_lines(path: str, limit: int, what: str) -> Iterator[bytes]:
     return lines()
 
 
+def bare_word(raw: str) -> bool:
+    """Whether ``raw`` is not JSON syntax at all -- ``approve``, not ``{"a": 1,}`` --
+    so that an operator who meant a string is told to quote it (and one whose
+    object or list has a typo is not told to send it as a string instead)."""
+    head = raw.lstrip()[:1]
+    return bool(head) and head not in '{["-' and not head.isdigit()
+
+
 def decode(data: bytes, what: str) -> str:
     try:
         return data.decode("utf-8")
@@ -144,4 +152,4 @@ class CheckedGroup(click.Group):
         return super().parse_args(ctx, args)
 
 
-__all__ = ["MAX_JSON_DEPTH", "InputError", "bounded_lines", "check_args", "check_text", "decode", "loads", "read_bounded"]
+__all__ = ["MAX_JSON_DEPTH", "InputError", "bare_word", "bounded_lines", "check_args", "check_text", "decode", "loads", "read_bounded"]

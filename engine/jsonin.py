@@ -45,6 +45,21 @@ def json_depth_error(value: Any, limit: int = MAX_JSON_DEPTH) -> str | None:
     return None
 
 
+def syntax_problem(exc: json.JSONDecodeError) -> str:
+    """What a JSON syntax error says is wrong, without the parser's dangling
+    "at" (``Invalid control character at``): callers say where themselves."""
+    return exc.msg.removesuffix(" at")
+
+
+def where_invalid(exc: json.JSONDecodeError) -> str:
+    """A JSON syntax error as an operator reads it: what is wrong and where --
+    ``Expecting value at line 3, column 12``, or ``at column 12`` when the
+    input is one line (a command-line value, a line of an import)."""
+    several = "\n" in exc.doc.rstrip("\r\n")  # (a line's own end does not make it two)
+    place = f"line {exc.lineno}, column {exc.colno}" if several else f"column {exc.colno}"
+    return f"{syntax_problem(exc)} at {place}"
+
+
 def loads(text: str, what: str) -> Any:
     """``json.loads`` with the nesting limit and text check; InputError naming ``what``.
     ``NaN``/``Infinity`` are left to the answer validation (engine.responses).

@@ -30,8 +30,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from console.inputs import MAX_ANSWER_FILE_BYTES, decode, loads, read_bounded
+from console.inputs import MAX_ANSWER_FILE_BYTES, bare_word, decode, loads, read_bounded
 from engine.errors import HitlError, ReadOnlyError
+from engine.jsonin import where_invalid
 
 from .group import cli
 from .loads import resolve_invocation
@@ -55,8 +56,8 @@ def parse_value(raw: str, red: Redactor) -> Any:
     try:
         value = loads(raw, f"the answer in {source}")
     except json.JSONDecodeError as exc:
-        hint = f" (a string needs JSON quotes: --answer '\"{raw}\"')" if source == "--answer" else ""
-        raise HitlError(f"the answer is not valid JSON in {source}: {exc.msg} at column {exc.colno}{hint}") from None
+        hint = f" (a string needs JSON quotes: --answer '\"{raw}\"')" if source == "--answer" and bare_word(raw) else ""
+        raise HitlError(f"the answer is not valid JSON in {source}: {where_invalid(exc)}{hint}") from None
     red.learn_from(value)
     return value
 
@@ -68,7 +69,7 @@ def read_items(path: str) -> list[tuple[str, str, str]]:
     try:
         doc = loads(raw, f"the items file {path}")
     except json.JSONDecodeError as exc:
-        raise HitlError(f"the items file {path} is not JSON: {exc.msg} at line {exc.lineno}") from None
+        raise HitlError(f"the items file {path} is not JSON: {where_invalid(exc)}") from None
     rows = doc.get("items") if isinstance(doc, dict) else doc
     if not isinstance(rows, list):
         raise HitlError(f"the items file {path} has no list of items (expected the --dry-run --json output)")

@@ -10,12 +10,14 @@ import click
 
 from console.inputs import (
     MAX_ANSWER_FILE_BYTES,
+    bare_word,
     decode,
     loads,
     read_bounded,
 )
 from console.text import clean
 from engine.errors import HitlError, ReadOnlyError
+from engine.jsonin import where_invalid
 
 if TYPE_CHECKING:
     from engine import Projection
@@ -59,10 +61,8 @@ def parse_answers(pairs: Iterable[str], red: Redactor) -> dict[str, Any]:
             answers[iid] = loads(raw, f"answer for {iid} in {source}")
             red.learn_from(answers[iid])  # validation errors may echo it
         except json.JSONDecodeError as exc:
-            hint = f" (a string needs JSON quotes: {iid}='\"{raw}\"')" if source == "value" else ""
-            raise HitlError(
-                f"answer for {iid} is not valid JSON in {source}: {exc.msg} at column {exc.colno}{hint}"
-            ) from None
+            hint = f" (a string needs JSON quotes: {iid}='\"{raw}\"')" if source == "value" and bare_word(raw) else ""
+            raise HitlError(f"answer for {iid} is not valid JSON in {source}: {where_invalid(exc)}{hint}") from None
     return answers
 
 

@@ -34,6 +34,7 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import TextArea
 
+from engine.jsonin import syntax_problem
 from engine.projection import Interrupt
 from engine.redact import Redactor
 from engine.responses import unwrap_response, validate_response
@@ -72,7 +73,7 @@ def check_answer(text: str, schema: dict[str, Any] | None) -> Check:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        return Check(errors=[f"line {exc.lineno} col {exc.colno}: {exc.msg}"], syntax=True)
+        return Check(errors=[f"line {exc.lineno} col {exc.colno}: {syntax_problem(exc)}"], syntax=True)
     return Check(value=value, errors=validate_response(schema, unwrap_response(value)))
 
 
@@ -322,7 +323,7 @@ class AnswerEditor(Vertical):
                 try:
                     value = json.loads(text)
                 except ValueError as exc:
-                    return f"not JSON yet ({exc.msg}): it stays in the JSON view"
+                    return f"not JSON yet ({syntax_problem(exc)}): it stays in the JSON view"
                 if not self.form.set_value(value):
                     return "the form cannot show this answer (a value of another type or an unknown key): " \
                            "it stays in the JSON view"

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from ..errors import HitlError
-from ..jsonin import JSONInputError, loads
+from ..jsonin import JSONInputError, loads, where_invalid
 from ..models import Event, NodeStatus, Session, StoredEvent, parent_path
 from ..projection import Projection
 from ..responses import coerce_response, same_json, unwrap_response
@@ -120,7 +120,7 @@ def _json_object(text: str, line: int) -> dict[str, Any]:
     try:
         obj = loads(text, "it")
     except json.JSONDecodeError as e:
-        raise ImportFormatError(line, f"is not valid JSON ({e.msg} at column {e.colno})") from None
+        raise ImportFormatError(line, f"is not valid JSON ({where_invalid(e)})") from None
     except JSONInputError as e:
         raise ImportFormatError(line, str(e).removeprefix("it: ").removeprefix("it ")) from None
     if not isinstance(obj, dict):

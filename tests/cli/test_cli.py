@@ -255,6 +255,29 @@ def test_resume_rejections_write_nothing(hitl: Hitl, db: Path, session: str, ans
         assert len(session_events(db, session)[1]) == len(before)
 
 
+def test_json_errors_say_where_and_suggest_quotes_only_for_a_bare_word(hitl: Hitl, tmp_path: Path) -> None:
+    answer = "finance-order-1001="
+    err = operator_error(hitl("resume", "refund-waiting-1", answer + '{"approved": true,}', "--dry-run"), "at column 19")
+    assert "JSON quotes" not in err  # a typo in an object: sending it as a string would be wrong advice
+    operator_error(hitl("resume", "refund-waiting-1", answer + "yes", "--dry-run"), "at column 1", "\'\"yes\"\'")
+    multi = tmp_path / "answer.json"
+    multi.write_text('{\n "approved": true,\n "note": 5,,\n}')
+    operator_error(hitl("resume", "refund-waiting-1", f"{answer}@{multi}", "--dry-run"), "at line 3, column 12")
+    err = operator_error(
+        hitl("resume", "refund-waiting-1", answer + "@-", "--dry-run", input='{"approved": true, "note": "a\x1bb"}'),
+        "Invalid control character at column 30",
+    )
+    assert " at at " not in err
+    err = operator_error(hitl("bulk-answer", "app=refund_approval", "--answer", '{"approved": tru}', "--dry-run"), "at column 14")
+    assert "JSON quotes" not in err
+    operator_error(hitl("bulk-answer", "app=refund_approval", "--answer", "approve", "--dry-run"), "JSON quotes")
+    lines = ok(hitl("export", "refund-completed-1")).splitlines()
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text(lines[0] + "\n" + lines[1][:60] + "\n")  # an import line is one line: its column only
+    err = operator_error(hitl("import", str(cut), "--as", "x"), "line 2", "at column 61")
+    assert "line 1," not in err
+
+
 def test_resume_ids_of_two_invocations_must_be_split(hitl: Hitl) -> None:
     operator_error(
         hitl(

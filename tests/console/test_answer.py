@@ -110,6 +110,8 @@ def test_check_answer_reports_syntax_then_schema_with_paths() -> None:
     assert bad.errors == ['amount: expected integer, got "3x"'] and not bad.syntax
     broken = check_answer('{"amount": 3,,}', schema)
     assert broken.syntax and broken.errors[0].startswith("line 1 col 14:")
+    control = check_answer('{"amount": "a\x1bb"}', schema)  # the parser says "Invalid control character at"
+    assert control.errors == ["line 1 col 14: Invalid control character"]
     assert check_answer("  ", None).errors and check_answer("{}", None).ok
     assert check_answer('{"result": "42"}', {"type": "integer"}).ok  # unwrapped like the Runner does
 
