@@ -124,12 +124,16 @@ def bounded_lines(path: str, limit: int, what: str) -> Iterator[bytes]:
     return lines()
 
 
-def bare_word(raw: str) -> bool:
-    """Whether ``raw`` is not JSON syntax at all -- ``approve``, not ``{"a": 1,}`` --
-    so that an operator who meant a string is told to quote it (and one whose
-    object or list has a typo is not told to send it as a string instead)."""
+def quote_hint(raw: str, given_as: str) -> str:
+    """`` (a string needs JSON quotes: GIVEN_AS'"raw"')`` when ``raw``, a value
+    typed on the command line as ``GIVEN_AS'...'``, is not JSON syntax at all --
+    ``approve``, not ``{"a": 1,}``: an operator who meant a string is told to
+    quote it, and one whose object or list has a typo is not told to send it as
+    a string instead. Else empty."""
     head = raw.lstrip()[:1]
-    return bool(head) and head not in '{["-' and not head.isdigit()
+    if not head or head in '{["-' or head.isdigit():
+        return ""
+    return f" (a string needs JSON quotes: {given_as}'\"{raw}\"')"
 
 
 def decode(data: bytes, what: str) -> str:
@@ -152,4 +156,4 @@ class CheckedGroup(click.Group):
         return super().parse_args(ctx, args)
 
 
-__all__ = ["MAX_JSON_DEPTH", "InputError", "bare_word", "bounded_lines", "check_args", "check_text", "decode", "loads", "read_bounded"]
+__all__ = ["MAX_JSON_DEPTH", "InputError", "bounded_lines", "check_args", "check_text", "decode", "loads", "quote_hint", "read_bounded"]

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from console.inputs import MAX_ANSWER_FILE_BYTES, bare_word, decode, loads, read_bounded
+from console.inputs import MAX_ANSWER_FILE_BYTES, decode, loads, quote_hint, read_bounded
 from engine.errors import HitlError, ReadOnlyError
 from engine.jsonin import where_invalid
 
@@ -56,7 +56,7 @@ def parse_value(raw: str, red: Redactor) -> Any:
     try:
         value = loads(raw, f"the answer in {source}")
     except json.JSONDecodeError as exc:
-        hint = f" (a string needs JSON quotes: --answer '\"{raw}\"')" if source == "--answer" and bare_word(raw) else ""
+        hint = quote_hint(raw, "--answer ") if source == "--answer" else ""
         raise HitlError(f"the answer is not valid JSON in {source}: {where_invalid(exc)}{hint}") from None
     red.learn_from(value)
     return value

@@ -10,9 +10,9 @@ import click
 
 from console.inputs import (
     MAX_ANSWER_FILE_BYTES,
-    bare_word,
     decode,
     loads,
+    quote_hint,
     read_bounded,
 )
 from console.text import clean
@@ -61,7 +61,7 @@ def parse_answers(pairs: Iterable[str], red: Redactor) -> dict[str, Any]:
             answers[iid] = loads(raw, f"answer for {iid} in {source}")
             red.learn_from(answers[iid])  # validation errors may echo it
         except json.JSONDecodeError as exc:
-            hint = f" (a string needs JSON quotes: {iid}='\"{raw}\"')" if source == "value" and bare_word(raw) else ""
+            hint = quote_hint(raw, f"{iid}=") if source == "value" else ""
             raise HitlError(f"answer for {iid} is not valid JSON in {source}: {where_invalid(exc)}{hint}") from None
     return answers
 

@@ -25,18 +25,23 @@ STATE = {"note": "disque plein à 91 % — 東京 😀"}
 USER = "jürgen-東"
 
 
-@pytest.fixture
-def unicode_db(db: Path) -> Path:
-    """The demo store plus ``uni-1``: a session whose user and state are not ASCII."""
+def add_session(db: Path, session_id: str, state: dict[str, str]) -> None:
+    """A session of ``USER`` (not ASCII) with ``state`` in the store at ``db``."""
 
     async def add() -> None:
         store = await SQLiteStore.open(db)
         try:
-            await store.create_session("document_review", USER, "uni-1", state=STATE)
+            await store.create_session("document_review", USER, session_id, state=state)
         finally:
             await store.close()
 
     asyncio.run(add())
+
+
+@pytest.fixture
+def unicode_db(db: Path) -> Path:
+    """The demo store plus ``uni-1``: a session whose user and state are not ASCII."""
+    add_session(db, "uni-1", STATE)
     return db
 
 
@@ -105,15 +110,7 @@ def test_copy_shows_its_progress_without_deprecated_click_calls(unicode_db: Path
 def test_secrets_stay_masked_in_ascii_json(db: Path) -> None:
     # --json in a latin-1 terminal escapes non-ASCII text: the redactor, which runs on
     # the printed JSON, must still find the secrets' keys and values there
-    async def add() -> None:
-        store = await SQLiteStore.open(db)
-        try:
-            state = {"password": "été-東京", "api_key": 'ab"c', "note": "token=sekrit-東"}
-            await store.create_session("document_review", USER, "sec-1", state=state)
-        finally:
-            await store.close()
-
-    asyncio.run(add())
+    add_session(db, "sec-1", {"password": "été-東京", "api_key": 'ab"c', "note": "token=sekrit-東"})
     for encoding in ("latin-1", "utf-8"):
         raw = succeeded(hitl_in(encoding, db, "--json", "show", "sec-1"))
         assert json.loads(raw.decode("utf-8"))["session"]["state"] == {
