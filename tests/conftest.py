@@ -28,3 +28,29 @@ def pytest_configure(config: pytest.Config) -> None:
         )
     os.environ["HITL_TEST_PG_URL"] = os.environ[f"HITL_TEST_PG_URL_{k}"]
     os.environ["HITL_TEST_PG_CTL"] = os.environ[f"HITL_TEST_PG_CTL_{k}"]
+
+
+# The slow kinds, marked here from what a test is rather than by hand in every
+# module, so a new test of a kind is marked too. `scripts/test --quick` runs
+# everything else (`-m "not (browser or postgres or kill or hypothesis)"`).
+_KILL_MODULES = {
+    "test_crash.py",
+    "test_workers.py",
+    "test_worker_side.py",
+    "test_concurrency.py",
+    "test_postgres_reliability.py",
+    "test_sqlite_faults.py",
+}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        path = item.path
+        if "browser" in path.parts:
+            item.add_marker(pytest.mark.browser)
+        if "postgres" in item.nodeid or "postgres" in path.name or "pg" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.postgres)
+        if path.name in _KILL_MODULES:
+            item.add_marker(pytest.mark.kill)
+        if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
+            item.add_marker(pytest.mark.hypothesis)
