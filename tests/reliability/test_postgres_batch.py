@@ -300,3 +300,41 @@ async def test_a_resume_that_runs_one_node_takes_at_most_six_round_trips(sent: l
         assert fresh_trips <= 8, fresh_trips
         assert [i.status for i in await store.list_invocations("s")] == ["completed"]
         assert await store.list_leases("s") == []  # the lease went with the last write
+
+
+async def test_a_new_processs_first_turn_prepares_each_statement_once_and_introspects_no_type(
+    sent: list[int],
+) -> None:
+    """What every ``hitl resume`` / ``hitl start`` against PostgreSQL pays: a new
+    connection, whose statements are not prepared yet. Opening an existing store
+    is the connection and one simple query (no second connection for the schema,
+    no statement to prepare); each store call of the turn is its statement's
+    prepare and its execution -- no type introspection (asyncpg introspects
+    ``boolean[]``, ``double precision[]`` and ``jsonb[]`` parameters with six
+    more round trips; the turn's statements send those as ``text[]``)."""
+    url = pg_fresh_url()
+    async with PostgresStore.open(url) as setup:
+        runner = Runner("app", SIMPLE, setup)
+        async for _ in runner.run("u", "s", Content.from_text("go")):
+            pass
+        iid = (await setup.open_interrupts(session_id="s", limit=1)).items[0].interrupt_id
+    before = sent[0]
+    async with PostgresStore.open(url) as store:
+        opened = sent[0] - before
+        runner = Runner("app", SIMPLE, store)
+        before = sent[0]
+        events = [e async for e in runner.run("u", "s", Content.from_responses({iid: True}))]
+        resume = sent[0] - before
+        assert any(e.node_info and e.node_info.path.endswith("/after@1") for e in events)
+    async with PostgresStore.open(url) as store:
+        runner = Runner("app", SIMPLE, store)
+        before = sent[0]
+        async for _ in runner.run("u", "fresh", Content.from_text("go")):
+            pass
+        fresh = sent[0] - before
+    assert opened == 2, opened
+    # read the interrupts, the invocation, the first and the last write: 2 each
+    assert resume <= 8, resume
+    # read the session (none), the first write creating it (with the start and
+    # prep's run), prep's end with ask's start, the last write: 2 each
+    assert fresh <= 8, fresh

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import Awaitable, Callable
 from functools import partial
@@ -128,21 +129,6 @@ class _Core:
             settings["default_transaction_read_only"] = "on"
         if schema is not None:
             settings["search_path"] = schema
-        if not read_only and schema is not None:
-            try:
-                conn = await asyncpg.connect(
-                    dsn, password=password, server_settings={"application_name": "hitl-console"}
-                )
-            except (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
-                raise _connect_error(e, where) from None
-            try:
-                await conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
-            except asyncpg.UniqueViolationError:
-                pass  # created concurrently by another writer
-            except asyncpg.PostgresError as e:
-                raise _translate(e, where, busy_timeout) from None
-            finally:
-                await conn.close()
         try:
             pool = await asyncpg.create_pool(
                 dsn,
@@ -157,6 +143,10 @@ class _Core:
         store = cls(pool, url, schema, read_only=read_only, busy_timeout=busy_timeout)
         store._connect_args = {"dsn": dsn, "password": password, "server_settings": settings}
         try:
+            if await store._schema_is_current():
+                return store
+            if not read_only and schema is not None:
+                await store._create_schema(schema)
             version = await store.schema_version()
             if version > SCHEMA_VERSION:
                 raise _newer_schema_error(where, version)
@@ -176,6 +166,36 @@ class _Core:
             await store.close()
             raise
         return store
+
+    async def _schema_is_current(self) -> bool:
+        """Whether the store's schema is this version's, in one round trip (a simple
+        query: no statement to prepare) -- what every open of an existing store
+        asks; anything else (no tables yet, older, newer) takes the slow path."""
+
+        async def fn(conn: asyncpg.Connection) -> bool:
+            try:
+                await conn.execute(
+                    "DO $$BEGIN IF (SELECT max(version) FROM hitl_schema) IS DISTINCT FROM "
+                    f"{int(SCHEMA_VERSION)} THEN RAISE EXCEPTION USING ERRCODE = 'HT426'; END IF; END$$"
+                )
+            except (asyncpg.UndefinedTableError, asyncpg.InvalidSchemaNameError):
+                return False
+            except asyncpg.PostgresError as e:
+                if e.sqlstate == "HT426":
+                    return False
+                raise
+            return True
+
+        return await self._run(fn)
+
+    async def _create_schema(self, schema: str) -> None:
+        """``CREATE SCHEMA IF NOT EXISTS`` the URL's schema (a writer opening a new one)."""
+
+        async def fn(conn: asyncpg.Connection) -> None:
+            with contextlib.suppress(asyncpg.UniqueViolationError):  # created concurrently by another writer
+                await conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+
+        await self._run(fn)
 
     async def schema_version(self) -> int:
         """The schema version in the database (0: no hitl-console tables yet)."""

@@ -104,6 +104,8 @@ def _raise_append_error(
         raise ConflictError(f"invocation {inv} changed since event {after}; read it again") from None
     if state == "HT404":
         raise SessionNotFoundError(session_id) from None
+    if state == "HT4EX":  # hitl_create_acquire_append: the session to create exists
+        raise ConflictError(f"session {session_id!r} already exists") from None
     if state == "HT409":
         raise ConflictError(
             f"session {session_id} changed (now at event {msg}, expected {expected}); reload and retry"

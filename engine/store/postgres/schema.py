@@ -280,6 +280,34 @@ _WORKERS = [
 ]
 """The workers' migration (issue 18): its tables, read by ``workers.py``."""
 
+
+_CREATE_FIRST_WRITE_FN = """
+CREATE OR REPLACE FUNCTION hitl_create_acquire_append(
+    p_app text, p_user text,
+    p_inv_lease text, p_owner text, p_expires double precision, p_after bigint,
+    p_session text, p_expected bigint, p_now double precision,
+    p_json text[], p_event_id text[], p_inv text[], p_ts double precision[], p_path text[], p_kind text[],
+    p_delta jsonb[], p_opened jsonb[], p_resolved jsonb[], p_cancel boolean[], p_inv_status text[],
+    p_new_msg text[], p_audit_action text[], p_audit_operator text[], p_audit_reason text[], p_audit_details text[],
+    OUT o_acquired double precision, OUT o_last bigint, OUT o_state text
+) LANGUAGE plpgsql AS $fn$
+-- A new session's first turn in ONE statement (capability create_in_first_write):
+-- create the session (HT4EX when it exists), then hitl_acquire_append.
+BEGIN
+    INSERT INTO sessions (id, app_name, user_id, state, created_at, updated_at, last_seq, status)
+        VALUES (p_session, p_app, p_user, '{}'::jsonb, p_now, p_now, 0, 'new') ON CONFLICT (id) DO NOTHING;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'HT4EX', MESSAGE = p_session;
+    END IF;
+    SELECT * INTO o_acquired, o_last, o_state FROM hitl_acquire_append(
+        p_inv_lease, p_owner, p_expires, p_after, p_session, p_expected, p_now,
+        p_json, p_event_id, p_inv, p_ts, p_path, p_kind, p_delta, p_opened, p_resolved, p_cancel, p_inv_status,
+        p_new_msg, p_audit_action, p_audit_operator, p_audit_reason, p_audit_details);
+END
+$fn$
+"""
+"""A new session's creation folded into its first turn's first write."""
+
 _MIGRATIONS: list[list[str]] = [
     # v0 -> v1: the whole schema of SQLite's version 4, and the append function.
     [
@@ -397,6 +425,8 @@ _MIGRATIONS: list[list[str]] = [
     ],
     # workers (issue 18): turn requests, worker heartbeats, invocation graph versions.
     _WORKERS,
+    # a new session's first turn creates it in its first write (one statement less per fresh run).
+    [_CREATE_FIRST_WRITE_FN],
 ]
 """``_MIGRATIONS[i]`` upgrades schema version ``i`` to ``i + 1`` (statements run in
 one transaction). Append only; never edit a released one."""

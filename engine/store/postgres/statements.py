@@ -80,13 +80,31 @@ def _cols(alias: str, cols: str) -> str:
     return ", ".join(f"{alias}.{c.strip()}" for c in cols.split(","))
 
 
-_APPEND_MANY_SQL = "SELECT hitl_append_many(" + ", ".join(f"${i}" for i in range(1, 21)) + ")"
+def _call(select: str, function: str, n: int, as_text: dict[int, str]) -> str:
+    """``SELECT <select> hitl_fn($1, ..., $n)``, the parameters in ``as_text``
+    (position: array type) sent as ``text[]`` and cast by the server. asyncpg
+    has no built-in codec for ``boolean[]``, ``double precision[]`` or ``jsonb[]``: a new
+    connection's first use of a statement with one introspects the type, six
+    more round trips on every cold ``hitl resume``
+    (tests/reliability/test_postgres_batch.py counts them)."""
+    args = ", ".join(f"${i}::text[]::{as_text[i]}" if i in as_text else f"${i}" for i in range(1, n + 1))
+    return f"SELECT {select}{function}({args})"
 
 
-_ACQUIRE_APPEND_SQL = "SELECT * FROM hitl_acquire_append(" + ", ".join(f"${i}" for i in range(1, 24)) + ")"
+_APPEND_MANY_SQL = _call("", "hitl_append_many", 20, {8: "float8[]", 11: "jsonb[]", 12: "jsonb[]", 13: "jsonb[]", 14: "boolean[]"})
 
 
-_APPEND_RELEASE_SQL = "SELECT hitl_append_release(" + ", ".join(f"${i}" for i in range(1, 24)) + ")"
+_TURN_TEXT = {11: "float8[]", 14: "jsonb[]", 15: "jsonb[]", 16: "jsonb[]", 17: "boolean[]"}
+
+_ACQUIRE_APPEND_SQL = _call("* FROM ", "hitl_acquire_append", 23, _TURN_TEXT)
+
+
+_CREATE_ACQUIRE_APPEND_SQL = _call(
+    "* FROM ", "hitl_create_acquire_append", 25, {i + 2: t for i, t in _TURN_TEXT.items()}
+)
+
+
+_APPEND_RELEASE_SQL = _call("", "hitl_append_release", 23, _TURN_TEXT)
 
 
 def _stored(session_id: str, prepared: list[_Prepared], last: int | None) -> list[StoredEvent]:
@@ -112,13 +130,13 @@ def _append_many_args(
             p.json,
             p.event_id,
             p.invocation_id,
-            p.timestamp,
+            repr(float(p.timestamp)),  # as text: see _call
             p.path,
             p.kind,
             None if p.delta is None else to_json(p.delta).decode(),
             to_json(list(opened.values())).decode(),
             to_json(p.resolved).decode(),
-            p.cancel,
+            None if p.cancel is None else ("true" if p.cancel else "false"),  # as text: see _call
             p.invocation_status,
             p.new_message,
             *audit,

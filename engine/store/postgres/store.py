@@ -36,6 +36,7 @@ class PostgresStore(_Reads, _Writes, _Leases, _Bulk, _Checkpoints, _WorkerTables
             "snapshot_and_events",
             "append_and_release",
             "acquire_and_append",
+            "create_in_first_write",
             "projection_checkpoints",
             "leases_of",
         }

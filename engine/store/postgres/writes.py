@@ -22,6 +22,7 @@ from .statements import (
     _ACQUIRE_APPEND_SQL,
     _APPEND_MANY_SQL,
     _APPEND_RELEASE_SQL,
+    _CREATE_ACQUIRE_APPEND_SQL,
     _PUT_SNAPSHOT_SQL,
     _SESSION_COLS_PG,
     _append_many_args,
@@ -109,18 +110,23 @@ class _Writes(_Core):
         ttl: float,
         expected_seq: int | None = None,
         invocation_after: int | None = None,
+        create: tuple[str, str] | None = None,
     ) -> tuple[Lease, list[StoredEvent], dict[str, Any]]:
         """A turn's first write (see :data:`engine.store.base.Capability`): the
         lease, the checks and the events in one statement, ``hitl_acquire_append``
         (one transaction, one round trip). Returns the lease, the stored events
-        and the session's state after them."""
+        and the session's state after them. ``create=(app_name, user_id)``
+        creates the session first, in the same statement
+        (``hitl_create_acquire_append``; ConflictError when it exists)."""
         self._check_writable()
         prepared = [_prepare(e) for e in events]
         args = _append_many_args(session_id, prepared, expected_seq, owner)
         now = args[3]
 
         async def fn(conn: asyncpg.Connection) -> tuple[float, int | None, str]:
-            row = await _acquire_append(conn, session_id, invocation_id, owner, now + ttl, invocation_after, args, expected_seq)
+            row = await _acquire_append(
+                conn, session_id, invocation_id, owner, now + ttl, invocation_after, args, expected_seq, create
+            )
             return row[0], row[1], row[2]
 
         if not prepared:
@@ -187,12 +193,17 @@ async def _acquire_append(
     invocation_after: int | None,
     args: tuple[Any, ...],
     expected_seq: int | None,
+    create: tuple[str, str] | None = None,
 ) -> Any:
     """``hitl_acquire_append`` on ``conn`` (``args``: :func:`_append_many_args`'s), its
     errors translated: the row (acquired_at, last seq, state). A turn's first write,
-    and the first statement of an answer queued for a worker."""
+    and the first statement of an answer queued for a worker. ``create``:
+    ``hitl_create_acquire_append``, which creates the session first."""
+    call = (invocation_id, owner, expires, invocation_after, *args[:2], *args[3:])
     try:
-        return await conn.fetchrow(_ACQUIRE_APPEND_SQL, invocation_id, owner, expires, invocation_after, *args[:2], *args[3:])
+        if create is not None:
+            return await conn.fetchrow(_CREATE_ACQUIRE_APPEND_SQL, *create, *call)
+        return await conn.fetchrow(_ACQUIRE_APPEND_SQL, *call)
     except asyncpg.PostgresError as e:
         _raise_append_error(e, session_id, invocation_id, owner, expected_seq, invocation_after)
         raise
