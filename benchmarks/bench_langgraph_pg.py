@@ -1,0 +1,114 @@
+"""LangGraph's PostgreSQL checkpointer (``AsyncPostgresSaver``) in the shapes
+``bench_pg_cold.py`` measures ours: the peer half of that benchmark (issue 38).
+
+    python3 -m venv /tmp/lgpg && /tmp/lgpg/bin/pip install langgraph langgraph-checkpoint-postgres 'psycopg[binary]'
+    /tmp/lgpg/bin/python benchmarks/bench_langgraph_pg.py build CONNINFO SCHEMA ROWS
+    /tmp/lgpg/bin/python benchmarks/bench_langgraph_pg.py child resume|fresh CONNINFO SCHEMA
+
+Run by ``bench_pg_cold.py --langgraph-python /tmp/lgpg/bin/python``, not by hand:
+LangGraph is not a dependency of this project, so this file imports nothing from
+``engine`` and runs in a venv of its own. ``build`` fills a schema with thread
+``big``: completed runs until about ROWS checkpoint and write rows, then one run
+waiting at its ``interrupt()``. ``child`` is one cold process: after the imports
+and the graph's compile, it times the connection's open and one operation --
+``resume`` (``Command(resume=True)`` on ``big``: ``after`` runs) or ``fresh`` (a
+new thread to its first interrupt) -- and prints JSON: its ms.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from typing import Any
+
+
+def graphs() -> tuple[Any, Any]:
+    from typing import TypedDict
+
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.types import interrupt
+
+    class State(TypedDict, total=False):
+        x: str
+        ans: Any
+        out: Any
+
+    def ask(state: State) -> State:
+        return {"ans": interrupt({"question": "approve?"})}
+
+    def after(state: State) -> State:
+        return {"out": state.get("ans")}
+
+    two = StateGraph(State)
+    two.add_node("ask", ask)
+    two.add_node("after", after)
+    two.add_edge(START, "ask")
+    two.add_edge("ask", "after")
+    two.add_edge("after", END)
+    one = StateGraph(State)
+    one.add_node("ask", ask)
+    one.add_edge(START, "ask")
+    one.add_edge("ask", END)
+    return two, one
+
+
+def _conninfo(base: str, schema: str) -> str:
+    sep = "&" if "?" in base else "?"
+    return f"{base}{sep}options=-csearch_path%3D{schema}"
+
+
+async def build(base: str, schema: str, n_rows: int) -> int:
+    import psycopg
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+    from langgraph.types import Command
+
+    async with await psycopg.AsyncConnection.connect(base, autocommit=True) as conn:
+        await conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+    two, _ = graphs()
+    async with AsyncPostgresSaver.from_conn_string(_conninfo(base, schema)) as saver:
+        await saver.setup()
+        graph = two.compile(checkpointer=saver)
+        cfg = {"configurable": {"thread_id": "big"}}
+
+        async def rows() -> int:
+            async with await psycopg.AsyncConnection.connect(_conninfo(base, schema)) as c:
+                cur = await c.execute("SELECT (SELECT count(*) FROM checkpoints) + (SELECT count(*) FROM checkpoint_writes)")
+                return int((await cur.fetchone())[0])
+
+        while await rows() < n_rows:
+            for _ in range(max(1, (n_rows - await rows()) // 12)):
+                await graph.ainvoke({"x": "go"}, cfg)
+                await graph.ainvoke(Command(resume=True), cfg)
+        await graph.ainvoke({"x": "go"}, cfg)
+        return await rows()
+
+
+async def child(kind: str, base: str, schema: str) -> dict[str, Any]:
+    import langchain_core.tracers.context  # noqa: F401 -- what a first invoke imports, before the clock
+    import langchain_core.tracers.run_collector  # noqa: F401
+    import langchain_core.tracers.stdout  # noqa: F401
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+    from langgraph.types import Command
+
+    two, one = graphs()
+    graph_def = two if kind == "resume" else one
+    t = time.perf_counter()
+    async with AsyncPostgresSaver.from_conn_string(_conninfo(base, schema)) as saver:
+        graph = graph_def.compile(checkpointer=saver)
+        if kind == "resume":
+            await graph.ainvoke(Command(resume=True), {"configurable": {"thread_id": "big"}})
+        else:
+            await graph.ainvoke({"x": "go"}, {"configurable": {"thread_id": "new"}})
+        ms = (time.perf_counter() - t) * 1e3
+    return {"ms": ms}
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "build":
+        print(json.dumps({"rows": asyncio.run(build(sys.argv[2], sys.argv[3], int(sys.argv[4])))}))
+    elif sys.argv[1] == "child":
+        print(json.dumps(asyncio.run(child(sys.argv[2], sys.argv[3], sys.argv[4]))))
+    else:
+        sys.exit(__doc__)

@@ -1,0 +1,193 @@
+"""A cold process's turn on PostgreSQL, side by side with LangGraph's PostgreSQL
+checkpointer, in one run on one server (issue 38).
+
+    source scripts/services/postgres.sh      # or HITL_BENCH_PG_URL=postgresql://...
+    python benchmarks/bench_pg_cold.py [--reps 9] [--sizes 100,10000] \\
+        [--langgraph-python /tmp/lgpg/bin/python]
+
+Every ``hitl resume`` or ``hitl start`` against PostgreSQL is the first turn of a
+new process on a new connection, whose statements are not prepared yet: that is
+what this measures. Each measurement is a fresh child process, on a schema built
+for it (ours: a bulk-loaded session whose history holds N events of other,
+finished invocations, waiting at an interrupt; LangGraph's: a thread with about N
+checkpoint and write rows, waiting at ``interrupt()``). After the imports, the
+child times opening the store (connection, schema check) plus one operation --
+resume (answer -> settled turn: one node runs) or a fresh run on a new session
+to its first interrupt -- and counts the messages it sent the server (asyncpg
+writes the socket once per round trip). Repetitions are interleaved (ours, then
+LangGraph's, shape by shape), so load from elsewhere spreads over both columns.
+
+LangGraph runs in its own venv (``bench_langgraph_pg.py`` beside this file,
+which imports nothing of ours); without ``--langgraph-python`` its column is
+left out. Prints one table (median [min-max]); numbers are reported, never
+asserted -- the round-trip counts, deterministic, are asserted by
+tests/reliability/test_postgres_batch.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+HERE = Path(__file__).resolve().parent
+
+
+def pg_base() -> str:
+    url = os.environ.get("HITL_BENCH_PG_URL") or os.environ.get("HITL_TEST_PG_URL")
+    if not url:
+        sys.exit("set HITL_BENCH_PG_URL or HITL_TEST_PG_URL (source scripts/services/postgres.sh)")
+    return url
+
+
+def with_schema(base: str, schema: str) -> str:
+    return f"{base}{'&' if '?' in base else '?'}schema={schema}"
+
+
+# ------------------------------------------------------------------ ours
+
+
+async def build_ours(url: str, n_events: int, tmp: Path) -> None:
+    """Session ``big``: ``n_events`` events of finished invocations, then SIMPLE waiting."""
+    sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(HERE))
+    import bench_engine as be
+
+    from engine import Content, Runner
+    from engine.models import Session
+    from engine.store import open_store
+
+    template = await be.history_template(tmp)
+    store = await open_store(url, inline=True)
+    try:
+        history = be.replicate(template, n_events) if n_events else []
+        await store.bulk_load([(Session(id="big", app_name="bench", user_id="u"), history)])
+        async for _ in Runner("bench", be.SIMPLE, store).run("u", "big", Content.from_text("go")):
+            pass
+    finally:
+        await store.close()
+
+
+async def child_ours(kind: str, url: str) -> dict[str, Any]:
+    import asyncio.selector_events
+
+    sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(HERE))
+    import bench_engine as be
+
+    from engine import START, Content, Runner, Workflow
+    from engine.store import open_store
+
+    sent = [0]
+    transport = asyncio.selector_events._SelectorSocketTransport  # type: ignore[attr-defined]
+    write = transport.write
+
+    def counting(self: Any, data: Any) -> None:
+        sent[0] += 1
+        write(self, data)
+
+    transport.write = counting
+    workflow = be.SIMPLE if kind == "resume" else Workflow("w", [(START, be.ask)])
+    # Before the clock, on a connection of its own: the interrupt's id, and the
+    # store's modules imported (as a resume's imports come before its clock).
+    peek = await open_store(url, inline=True, read_only=True)
+    iid = (await peek.open_interrupts(session_id="big", limit=1)).items[0].interrupt_id
+    await peek.close()
+    before = sent[0]
+    t = time.perf_counter()
+    store = await open_store(url, inline=True)
+    runner = Runner("bench", workflow, store)
+    if kind == "resume":
+        async for _ in runner.run("u", "big", Content.from_responses({iid: True})):
+            pass
+    else:
+        async for _ in runner.run("u", f"new-{uuid.uuid4().hex[:8]}", Content.from_text("go")):
+            pass
+    ms = (time.perf_counter() - t) * 1e3
+    trips = sent[0] - before
+    await store.close()
+    return {"ms": ms, "trips": trips}
+
+
+# ------------------------------------------------------------------ driver
+
+
+def _child(argv: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
+    out = subprocess.run(argv, capture_output=True, text=True, check=False, env=env)
+    if out.returncode != 0:
+        raise SystemExit(f"error: {' '.join(argv[:3])} failed:\n{out.stderr.strip()[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--reps", type=int, default=9)
+    ap.add_argument("--sizes", default="100,10000", help="events (ours) / rows (LangGraph) of history")
+    ap.add_argument("--langgraph-python", help="a venv's python with langgraph-checkpoint-postgres")
+    ns = ap.parse_args()
+    base = pg_base()
+    sizes = [int(x) for x in ns.sizes.split(",")]
+    lg = ns.langgraph_python
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    shapes: list[tuple[str, str, int]] = [(f"resume, {n:,} events of history", "resume", n) for n in sizes]
+    shapes.append(("fresh run to first interrupt", "fresh", 0))
+    results: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    load = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory(prefix="bench-pg-cold-") as d:
+        tmp = Path(d)
+        for rep in range(ns.reps):
+            print(f"repetition {rep + 1}/{ns.reps}", file=sys.stderr, flush=True)
+            for label, kind, n in shapes:
+                schema = f"b_{kind}_{uuid.uuid4().hex[:10]}"
+                url = with_schema(base, schema)
+                asyncio.run(build_ours(url, n, tmp))
+                results.setdefault((label, "ours"), []).append(
+                    _child([sys.executable, __file__, "--child", kind, url], env)
+                )
+                if lg:
+                    lg_schema = f"lg_{kind}_{uuid.uuid4().hex[:10]}"
+                    if kind == "resume":
+                        _child([lg, str(HERE / "bench_langgraph_pg.py"), "build", base, lg_schema, str(n)])
+                    else:
+                        _child([lg, str(HERE / "bench_langgraph_pg.py"), "build", base, lg_schema, "0"])
+                    results.setdefault((label, "lg"), []).append(
+                        _child([lg, str(HERE / "bench_langgraph_pg.py"), "child", kind, base, lg_schema])
+                    )
+    print(f"load average (1 min) {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end; "
+          f"{ns.reps} interleaved repetitions, a fresh process and schema each")
+    head = ("cold process: open + operation", "ours (PostgresStore)", "round trips", "LangGraph (AsyncPostgresSaver)", "LG / ours")
+    rows = []
+    for label, _, _ in shapes:
+        ours = results[(label, "ours")]
+        o = [r["ms"] for r in ours]
+        cell = f"{statistics.median(o):.1f} ms [{min(o):.1f}-{max(o):.1f}]"
+        trips = f"{statistics.median(r['trips'] for r in ours):.0f}"
+        if lg:
+            g = [r["ms"] for r in results[(label, "lg")]]
+            lcell = f"{statistics.median(g):.1f} ms [{min(g):.1f}-{max(g):.1f}]"
+            ratio = f"{statistics.median(g) / statistics.median(o):.2f}x"
+        else:
+            lcell, ratio = "-", "-"
+        rows.append((label, cell, trips, lcell, ratio))
+    widths = [max(len(r[i]) for r in [*rows, head]) for i in range(len(head))]
+    print("  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)))
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
+    return 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--child"]:
+        print(json.dumps(asyncio.run(child_ours(sys.argv[2], sys.argv[3]))))
+        sys.exit(0)
+    sys.exit(main())
