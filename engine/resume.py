@@ -35,7 +35,7 @@ from .errors import (
 from .models import Content, Event, FunctionResponse, NodeStatus, Part, leaf_name, parent_path, split_path
 from .projection import Projection
 from .responses import coerce_response, same_json, unwrap_response
-from .store.base import InterruptRecord, SessionStore, snapshot_and_events
+from .store.base import InterruptRecord, LoadedInvocation, SessionStore, answer_reads, snapshot_and_events
 
 if TYPE_CHECKING:  # the node classes are imported where next_runs needs them: a read (hitl show) never does
     from .nodes import BaseNode
@@ -52,6 +52,9 @@ class ResumeTarget:
     records: dict[str, InterruptRecord]
     answers: dict[str, Any]
     """Unwrapped answers by interrupt id."""
+    loaded: LoadedInvocation | None = None
+    """The invocation as read with the interrupts (:func:`~engine.store.base.answer_reads`),
+    for the turn's first look at it; None: read it then."""
 
 
 async def validate_responses(
@@ -71,7 +74,7 @@ async def validate_responses(
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     if dupes:
         raise ResumeRejected(f"interrupt {', '.join(dupes)} is answered twice in one message", dupes)
-    rows = await store.lookup_interrupts(session_id, ids)
+    rows, loaded = await answer_reads(store, session_id, ids, invocation_id)
     open_by_id: dict[str, list[InterruptRecord]] = {}
     seen: set[str] = set()
     for r in rows:
@@ -127,7 +130,10 @@ async def validate_responses(
             for fr in frs
         ],
     )
-    return ResumeTarget(next(iter(by_inv)), named, records, answers)
+    target_inv = next(iter(by_inv))
+    if loaded is not None and loaded.invocation_id != target_inv:
+        loaded = None
+    return ResumeTarget(target_inv, named, records, answers, loaded)
 
 
 def _as_response(value: Any) -> Any:
@@ -141,9 +147,15 @@ async def cancel_of(store: SessionStore, session_id: str, invocation_id: str) ->
     return inv.cancel if inv is not None else None
 
 
-async def load_invocation(store: SessionStore, session_id: str, invocation_id: str) -> Projection:
-    """The projection of one invocation: cached snapshot + events after it."""
-    snap, events = await snapshot_and_events(store, session_id, invocation_id)
+async def load_invocation(
+    store: SessionStore, session_id: str, invocation_id: str, loaded: LoadedInvocation | None = None
+) -> Projection:
+    """The projection of one invocation: cached snapshot + events after it
+    (``loaded``: as already read, when it is that invocation's)."""
+    if loaded is not None and loaded.invocation_id == invocation_id:
+        snap, events = loaded.snapshot, loaded.events
+    else:
+        snap, events = await snapshot_and_events(store, session_id, invocation_id)
     proj = Projection()
     if snap is not None:
         try:

@@ -45,7 +45,7 @@ from .nodes import BaseNode
 from .operator_actions import answer_events, catch_up, check_not_cancelled, check_redrivable, operator_metadata
 from .projection import Projection
 from .resume import ResumeTarget, load_invocation, validate_responses
-from .store.base import SessionStore, append_and_release, build_records, has_capability
+from .store.base import LoadedInvocation, SessionStore, append_and_release, build_records, has_capability
 
 log = logging.getLogger(__name__)
 
@@ -252,7 +252,8 @@ class Runner:
         stopped = False
         if kind != "start":
             early, stopped = await self._refuse_early(
-                session_id, inv_id, redrive=kind == "redrive", ack=acknowledge_in_doubt
+                session_id, inv_id, redrive=kind == "redrive", ack=acknowledge_in_doubt,
+                loaded=target.loaded if target is not None else None,
             )
         turn = _Turn(
             kind,
@@ -318,15 +319,16 @@ class Runner:
             await checkpoints.after_turn(self.store, session_id, turn_from, inv_ctx.last_seq)
 
     async def _refuse_early(
-        self, session_id: str, invocation_id: str, *, redrive: bool, ack: bool
+        self, session_id: str, invocation_id: str, *, redrive: bool, ack: bool, loaded: LoadedInvocation | None = None
     ) -> tuple[Projection, bool]:
         """Refuse an answer to an interrupted invocation, or an unacknowledged
         re-drive over nodes in doubt, before touching the lease: a refused
         action leaves the store exactly as it was (the checks are repeated
         under the lease, where they are authoritative). Returns the projection
         read, which the turn brings up to date under the lease (:func:`~engine.operator_actions.catch_up`),
-        and whether it showed the invocation stopped mid-run (no live lease)."""
-        proj = await load_invocation(self.store, session_id, invocation_id)
+        and whether it showed the invocation stopped mid-run (no live lease).
+        ``loaded``: the invocation as read with the answer's interrupts."""
+        proj = await load_invocation(self.store, session_id, invocation_id, loaded)
         if redrive:
             check_redrivable(proj, invocation_id)  # before the lease: a refusal writes nothing
         else:

@@ -365,6 +365,7 @@ Capability = Literal[
     "append_and_release",
     "acquire_and_append",
     "snapshot_and_events",
+    "answer_reads",
     "create_in_first_write",
     "projection_checkpoints",
     "leases_of",
@@ -393,6 +394,11 @@ Capability = Literal[
 ``snapshot_and_events``  ``await store.snapshot_and_events(session_id, invocation_id)``:
                     ``get_snapshot`` and ``invocation_events`` after it in one read
                     (:func:`snapshot_and_events` is the portable call)
+``answer_reads``    ``await store.answer_reads(session_id, interrupt_ids, invocation_id=None)
+                    -> (records, LoadedInvocation | None)``: ``lookup_interrupts`` and
+                    ``snapshot_and_events`` of the invocation the answer resumes
+                    (``invocation_id``, else the first open id's) in one read
+                    (:func:`answer_reads` is the portable call)
 ``create_in_first_write``  ``acquire_and_append`` also takes ``create=(app_name, user_id)``:
                     it creates the session (empty state; ConflictError if it exists) in
                     the same transaction, so a new session's first turn commits once
@@ -422,6 +428,27 @@ async def snapshot_and_events(
         return await store.snapshot_and_events(session_id, invocation_id)  # type: ignore[attr-defined, no-any-return]
     snap = await store.get_snapshot(session_id, invocation_id)
     return snap, await store.invocation_events(session_id, invocation_id, after_seq=snap[0] if snap else 0)
+
+
+@dataclass(frozen=True)
+class LoadedInvocation:
+    """An invocation as a resume reads it: its snapshot and the events after it
+    (:func:`snapshot_and_events`), read together with the interrupts (:func:`answer_reads`)."""
+
+    invocation_id: str
+    snapshot: tuple[int, dict[str, Any]] | None
+    events: list[StoredEvent]
+
+
+async def answer_reads(
+    store: SessionStore, session_id: str, interrupt_ids: list[str], invocation_id: str | None = None
+) -> tuple[list[InterruptRecord], LoadedInvocation | None]:
+    """The interrupt rows of ``interrupt_ids`` (``lookup_interrupts``) and, on a
+    store with the ``answer_reads`` capability, the invocation the answer
+    resumes, read with them in one round trip; elsewhere None (read it later)."""
+    if has_capability(store, "answer_reads"):
+        return await store.answer_reads(session_id, interrupt_ids, invocation_id)  # type: ignore[attr-defined, no-any-return]
+    return await store.lookup_interrupts(session_id, interrupt_ids), None
 
 
 async def leases_of(store: SessionStore, session_ids: list[str]) -> list[Lease]:

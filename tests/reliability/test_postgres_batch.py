@@ -268,10 +268,11 @@ async def test_a_turns_first_and_last_writes_are_one_round_trip_each(round_trips
         assert snap is not None and snap[0] == (await store.get_session("s")).last_seq
 
 
-async def test_a_resume_that_runs_one_node_takes_at_most_six_round_trips(sent: list[int]) -> None:
-    """Issue 17's budget: answer, lease, the node's run and the turn's end on
-    PostgreSQL in at most 6 round trips (each store call is one; the turn's first
-    and last writes fold the lease into the appends). A fresh run to its first
+async def test_a_resume_that_runs_one_node_takes_at_most_three_round_trips(sent: list[int]) -> None:
+    """Issue 38's budget: answer, lease, the node's run and the turn's end on
+    PostgreSQL in at most 3 round trips on a warm connection (each store call is
+    one; the interrupts are read with the invocation; the turn's first and last
+    writes fold the lease into the appends). A fresh run to its first
     interrupt (two nodes here) is counted too: it pays the session's creation on top."""
     async with PostgresStore.open(pg_fresh_url(), max_size=1) as store:
         runner = Runner("app", SIMPLE, store)  # prep, ask, after
@@ -294,7 +295,7 @@ async def test_a_resume_that_runs_one_node_takes_at_most_six_round_trips(sent: l
         trips, events = await resume("s")
         ran = {e.node_info.path for e in events if e.node_info and e.node_info.lifecycle == "start"}
         assert any("/after@" in p for p in ran), ran  # it did run a node
-        assert trips <= 6, trips
+        assert trips <= 3, trips  # the interrupts with the invocation, the first write, the last
         # read + create the session, the run id's count, the first write, two node
         # writes (prep's end with ask's start, ask's question), the last write
         assert fresh_trips <= 8, fresh_trips
@@ -333,8 +334,31 @@ async def test_a_new_processs_first_turn_prepares_each_statement_once_and_intros
             pass
         fresh = sent[0] - before
     assert opened == 2, opened
-    # read the interrupts, the invocation, the first and the last write: 2 each
-    assert resume <= 8, resume
+    # the interrupts read with the invocation, the first and the last write: 2 each
+    assert resume <= 6, resume
     # read the session (none), the first write creating it (with the start and
     # prep's run), prep's end with ask's start, the last write: 2 each
     assert fresh <= 8, fresh
+
+
+async def test_answer_reads_is_lookup_interrupts_and_snapshot_and_events_in_one_round_trip(round_trips: Any) -> None:
+    async with PostgresStore.open(pg_fresh_url(), max_size=1) as store:
+        await store.create_session("app", "u", "s")
+        for ev in (start("i"), _ask("i", "q"), start("j", path="wf@2"), _ask("j", "r")):
+            await store.append_event("s", ev)
+        await store.put_snapshot("s", "i", 1, {"k": 1})
+
+        async def both(ids: list[str], inv: str | None = None) -> Any:
+            records = await store.lookup_interrupts("s", ids)
+            target = inv or next((r.invocation_id for r in records if r.status == "open"), None)
+            return records, None if target is None else (target, *await store.snapshot_and_events("s", target))
+
+        for ids, inv in ((["q"], None), (["r", "q"], None), (["q"], "j"), (["nope"], None), ([], None)):
+            records, loaded = await store.answer_reads("s", ids, inv)
+            want_records, want_loaded = await both(ids, inv)
+            assert records == want_records, ids
+            got = None if loaded is None else (loaded.invocation_id, loaded.snapshot, loaded.events)
+            assert got == want_loaded, (ids, inv)
+        assert await round_trips(lambda: store.answer_reads("s", ["q"])) == 1
+        with pytest.raises(SessionNotFoundError):
+            await store.answer_reads("missing", ["q"])

@@ -38,7 +38,7 @@ def hitl(*args: str, input: str | None = None) -> Any:
 
 
 # The SQLite tripwire's classification, with PostgreSQL's own extras.
-READS = (test_safety.READS - {"integrity_check", "change_counter"}) | {"schema_version", "notifications", "turn_notifications", "snapshot_and_events"}
+READS = (test_safety.READS - {"integrity_check", "change_counter"}) | {"schema_version", "notifications", "turn_notifications", "snapshot_and_events", "answer_reads"}
 
 
 def _write_calls(store: PostgresStore, lines: list[str]) -> dict[str, Any]:

@@ -8,7 +8,7 @@ import asyncpg
 
 from ...errors import CorruptEventError, SessionNotFoundError
 from ...models import Session, StoredEvent
-from ..base import InterruptRecord, InvocationSummary, Page, SessionOrder, SessionSummary
+from ..base import InterruptRecord, InvocationSummary, LoadedInvocation, Page, SessionOrder, SessionSummary
 
 # Row converters, cursors and the event preparation are the SQLite store's: one
 # definition of each, whatever the backend.
@@ -25,7 +25,10 @@ from ..sqlite import (
     _summary_from_row,
 )
 from .core import _Core
-from .statements import _LOAD_INVOCATION_SQL, _SESSION_COLS_PG, _cols, _Query, _snapshot_from
+from .statements import _ANSWER_READS_SQL, _LOAD_INVOCATION_SQL, _SESSION_COLS_PG, _cols, _Query, _snapshot_from
+
+_INTERRUPT_NULLS = ", NULL" * len(_INTERRUPT_COLS.split(","))
+"""The interrupt columns of :data:`_ANSWER_READS_SQL`'s other rows."""
 
 
 class _Reads(_Core):
@@ -259,6 +262,40 @@ class _Reads(_Core):
             if row is None:
                 raise SessionNotFoundError(session_id)
             return None if row[0] is None else _snapshot_from(row[0], row[1])
+
+        return await self._run(fn)
+
+    async def answer_reads(
+        self, session_id: str, interrupt_ids: list[str], invocation_id: str | None = None
+    ) -> tuple[list[InterruptRecord], LoadedInvocation | None]:
+        """``lookup_interrupts`` and, for the invocation the answer resumes
+        (``invocation_id``, else the first open id's), ``snapshot_and_events``,
+        in one statement (capability ``answer_reads``): what an answer reads
+        before its first write -- one round trip instead of two."""
+        sql = _ANSWER_READS_SQL.format(cols=_INTERRUPT_COLS, nulls=_INTERRUPT_NULLS)
+
+        async def fn(conn: asyncpg.Connection) -> tuple[list[InterruptRecord], LoadedInvocation | None]:
+            rows = await conn.fetch(sql, session_id, list(interrupt_ids), invocation_id)
+            marker = [r for r in rows if r[0] == 2]
+            if not marker:
+                raise SessionNotFoundError(session_id)
+            records = sorted(
+                (_interrupt_from_row(tuple(r)[3:]) for r in rows if r[0] == 3),
+                key=lambda i: (i.raised_seq, i.invocation_id, i.interrupt_id),
+            )
+            inv = marker[0][2]
+            if inv is None:
+                return records, None
+            snap = None
+            events: list[StoredEvent] = []
+            for r in rows:
+                if r[0] == 0:
+                    snap = _snapshot_from(r[1], r[2])
+                    if snap is None:  # unreadable: read the invocation the usual way (rare)
+                        return records, LoadedInvocation(inv, *await self.snapshot_and_events(session_id, inv))
+                elif r[0] == 1:
+                    events.append(StoredEvent(seq=r[1], session_id=session_id, event=_parse_event(session_id, r[1], r[2])))
+            return records, LoadedInvocation(inv, snap, events)
 
         return await self._run(fn)
 

@@ -42,6 +42,24 @@ _LOAD_INVOCATION_SQL = (
 the session exists (2, last)."""
 
 
+_ANSWER_READS_SQL = (
+    "WITH r AS (SELECT {cols} FROM interrupts WHERE session_id = $1 AND interrupt_id = ANY($2::text[])),"
+    " v AS (SELECT coalesce($3::text, (SELECT invocation_id FROM r WHERE status = 'open'"
+    " ORDER BY raised_seq, invocation_id LIMIT 1)) AS inv),"
+    " sn AS (SELECT seq, data FROM snapshots WHERE session_id = $1 AND invocation_id = (SELECT inv FROM v))"
+    " SELECT 3 AS k, NULL::bigint AS seq, NULL::text AS data, r.* FROM r"
+    " UNION ALL SELECT 0, seq, data{nulls} FROM sn"
+    " UNION ALL SELECT 1, e.seq, e.json{nulls} FROM events e WHERE e.session_id = $1"
+    " AND e.invocation_id = (SELECT inv FROM v) AND e.seq > coalesce((SELECT seq FROM sn), 0)"
+    " UNION ALL SELECT 2, NULL, (SELECT inv FROM v){nulls} FROM sessions WHERE id = $1"
+    " ORDER BY 1, 2"
+)
+"""What an answer reads before its first write, in one statement: the interrupt
+rows of the ids (kind 3), and the invocation they resume -- ``$3``, or the one of
+the first open id -- as ``snapshot_and_events`` reads it: its snapshot (0), its
+events after it (1), and a row saying the session exists, naming it (2)."""
+
+
 _RELEASE_SQL = (
     "WITH d AS (DELETE FROM leases WHERE session_id = $1 AND invocation_id = $2 AND owner = $3 RETURNING 1),"
     " p AS (INSERT INTO snapshots (session_id, invocation_id, seq, data) SELECT $1, $2, $4, $5"

@@ -34,6 +34,7 @@ class PostgresStore(_Reads, _Writes, _Leases, _Bulk, _Checkpoints, _WorkerTables
             "migrate",
             "notify",
             "snapshot_and_events",
+            "answer_reads",
             "append_and_release",
             "acquire_and_append",
             "create_in_first_write",
