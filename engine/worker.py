@@ -430,7 +430,7 @@ class Worker:
                 content = Content.from_text(str(pay.get("text", "")))
                 turn = runner.run(
                     str(pay.get("user_id", "user")), sid, content, state_delta=pay.get("state_delta"),
-                    new_invocation_id=inv, on_stored=stored,
+                    new_invocation_id=inv, on_stored=stored, trace_parent=pay.get("traceparent"),
                 )
             else:
                 if proj is not None and not is_mid_run(proj, inv):
@@ -445,6 +445,7 @@ class Worker:
                     acknowledge_in_doubt=bool(pay.get("ack")),
                     only_mid_run=req.kind != "redrive",
                     on_stored=stored,
+                    trace_parent=pay.get("traceparent"),
                 )
             outcome = "ran"
             try:
