@@ -206,7 +206,7 @@ def action(name: str, *, via: str = "here") -> Callable[[F], F]:
         async def traced(*args: Any, **kwargs: Any) -> Any:
             tr = tracer()
             if tr is None:
-                return await fn(*args, **kwargs)
+                return _counted(await fn(*args, **kwargs))
             bound = signature.bind_partial(*args, **kwargs).arguments
             with tr.start_as_current_span(f"hitl.action {name}") as span:
                 span.set_attribute("hitl.operator", bound.get("operator") or "")
@@ -218,7 +218,15 @@ def action(name: str, *, via: str = "here") -> Callable[[F], F]:
                     span.set_attribute("hitl.ids", [str(k) for k in answers])
                 if bound.get("batch"):
                     span.set_attribute("hitl.batch", str(bound["batch"]))
-                return await fn(*args, **kwargs)
+                return _counted(await fn(*args, **kwargs))
+
+        def _counted(result: Any) -> Any:
+            """An answer written is counted by surface (``hitl_answers_total``)."""
+            if name == "answer" and getattr(result, "error", True) is None and getattr(result, "written", None):
+                from . import metrics
+
+                metrics.ANSWERS.inc(surface=surface(), via=via)
+            return result
 
         return traced  # type: ignore[return-value]
 
