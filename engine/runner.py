@@ -213,7 +213,7 @@ class Runner:
         if tr is None:
             return turn
         if new_message is None:
-            kind = "redrive"
+            kind = "continue" if options.get("only_mid_run") else "redrive"
         elif new_message.function_responses:
             kind = "resume"
         else:

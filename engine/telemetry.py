@@ -10,7 +10,7 @@ nothing is paid when tracing is off.
 Spans (names and attributes are this project's; values of answers and secrets
 are never recorded):
 
-* ``hitl.turn`` -- one Runner turn (``hitl.turn.kind`` start / resume / redrive,
+* ``hitl.turn`` -- one Runner turn (``hitl.turn.kind`` start / resume / redrive / continue,
   ``hitl.app``, ``hitl.session``, ``hitl.invocation``, ``hitl.status`` at the end);
   a turn a worker runs for a request continues the trace of whoever queued it:
   the W3C ``traceparent`` is stored in the request's payload (:func:`trace_fields`)

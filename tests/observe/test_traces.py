@@ -162,7 +162,7 @@ async def test_a_turn_queued_for_a_worker_continues_the_trace_of_the_answer(
         [act] = got["hitl.action answer"]
         assert act.attributes["hitl.via"] == "worker"
         [turn] = got["hitl.turn"]  # the worker's turn, on "another host"
-        assert turn.attributes["hitl.turn.kind"] == "redrive"
+        assert turn.attributes["hitl.turn.kind"] == "continue"
         assert turn.context.trace_id == act.context.trace_id
         assert turn.parent.span_id == act.context.span_id
         assert turn.attributes["hitl.status"] == "completed"
