@@ -100,6 +100,9 @@ class HitlApp(App[None]):
         utc: bool | None = None,
     ) -> None:
         super().__init__()
+        from engine.telemetry import set_surface
+
+        set_surface("console")  # what this process's writes are, in spans and hitl_answers_total
         self.running_writes: list[WriteJob] = []
         """Writes started from this console that have not settled (answer, re-drive, cancel)."""
         self._quit_guard: QuitGuard | None = None

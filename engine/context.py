@@ -39,6 +39,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from typing import Any
 
+from . import telemetry
 from .errors import HitlError
 from .models import Event, NodeInfo, NodeStatus, StoredEvent, join_path
 from .nodes import BaseNode, RequestInput
@@ -497,7 +498,24 @@ class NodeRunner:
         self, node_input: Any = None, resume_inputs: dict[str, Any] | None = None, *, start_written: bool = False
     ) -> Context:
         """Run the node. ``start_written``: its :meth:`start_record` is already
-        persisted (the Runner writes the root's with the turn's first events)."""
+        persisted (the Runner writes the root's with the turn's first events).
+        Inside a ``hitl.node`` span when tracing is on (:mod:`engine.telemetry`)."""
+        tr = telemetry.tracer()
+        if tr is None:
+            return await self._run(node_input, resume_inputs, start_written)
+        with telemetry.node_span(tr, self.path, self.node.name, self.run_id) as span:
+            try:
+                ctx = await self._run(node_input, resume_inputs, start_written)
+            except NodeFailed as exc:
+                telemetry.node_ended(span, "failed", 0, exc.original, f"{exc.error_code}: {exc.error_message}")
+                raise
+            except asyncio.CancelledError:
+                telemetry.node_ended(span, "cancelled", 0)
+                raise
+            telemetry.node_ended(span, "waiting" if ctx.unresolved_ids else "completed", ctx.attempt_count)
+            return ctx
+
+    async def _run(self, node_input: Any, resume_inputs: dict[str, Any] | None, start_written: bool) -> Context:
         inv = self.parent_ctx.invocation
         existing = inv.projection.get(inv.invocation_id, self.path)
         resumed = existing is not None and existing.starts > int(start_written)

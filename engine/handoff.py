@@ -35,6 +35,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from . import telemetry
 from .errors import ConflictError, HitlError, InDoubtError, InvocationBusyError, ResumeRejected
 from .liveness import DEFAULT_LEASE_TTL, DEFAULT_LEASE_WAIT, LeaseKeeper, acquire_invocation_lease, is_mid_run
 from .models import Content, new_id
@@ -65,6 +66,7 @@ async def worker_notice(store: SessionStore, app_name: str) -> str | None:
     return f"stored; no worker for {app_name} is alive: the turn runs when one starts (hitl worker --app {app_name}=...)"
 
 
+@telemetry.action("answer", via="worker")
 async def queue_answer(
     store: SessionStore,
     session_id: str,
@@ -109,7 +111,7 @@ async def queue_answer(
         if is_mid_run(after, inv):  # the answer unblocks a turn: leave it to a worker
             request = TurnRequest(
                 app_name=session.app_name, session_id=session_id, invocation_id=inv, kind="continue",
-                payload={}, requested_at=time.time(),
+                payload=telemetry.trace_fields(), requested_at=time.time(),
             )
         return await store.append_and_queue(  # type: ignore[attr-defined, no-any-return]
             session_id, inv, events, owner=owner, invocation_after=proj.position, request=request
@@ -139,6 +141,7 @@ async def queue_answer(
     return outcome
 
 
+@telemetry.action("redrive", via="worker")
 async def request_redrive(
     store: SessionStore,
     session_id: str,
@@ -164,12 +167,14 @@ async def request_redrive(
         raise InDoubtError(session_id, invocation_id, doubt)
     request = TurnRequest(
         app_name=session.app_name, session_id=session_id, invocation_id=invocation_id, kind="redrive",
-        payload={"ack": acknowledge_in_doubt, "operator": operator, "reason": reason}, requested_at=time.time(),
+        payload={"ack": acknowledge_in_doubt, "operator": operator, "reason": reason, **telemetry.trace_fields()},
+        requested_at=time.time(),
     )
     await store.request_turn(request)  # type: ignore[attr-defined]
     return request
 
 
+@telemetry.action("start", via="worker")
 async def request_start(
     store: SessionStore,
     app_name: str,
@@ -203,7 +208,7 @@ async def request_start(
         TurnRequest(
             app_name=app_name, session_id=session_id, invocation_id=inv, kind="start",
             payload={"user_id": user_id, "text": text, "state_delta": state_delta, "operator": operator,
-                     "reason": reason},
+                     "reason": reason, **telemetry.trace_fields()},
             requested_at=time.time(),
         )
     )

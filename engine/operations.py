@@ -38,6 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from . import telemetry
 from .errors import (
     AlreadyResolvedError,
     ConflictError,
@@ -183,6 +184,7 @@ def _registry(registry: AppRegistry | Callable[[], AppRegistry] | None) -> AppRe
 
 
 # ----------------------------------------------------------------- the writes
+@telemetry.action("answer")
 async def answer(
     store: SessionStore,
     session_id: str,
@@ -211,6 +213,7 @@ async def answer(
     return await _turn(outcome, store, registry, session, preload, session_state, on_step, content=content, batch=batch)
 
 
+@telemetry.action("redrive")
 async def redrive(
     store: SessionStore,
     session_id: str,
@@ -233,6 +236,7 @@ async def redrive(
     )
 
 
+@telemetry.action("cancel")
 async def cancel(
     store: SessionStore,
     session_id: str,
@@ -283,6 +287,7 @@ class SessionAppMismatchError(HitlError):
         )
 
 
+@telemetry.action("start")
 async def start(
     store: SessionStore,
     app_name: str,

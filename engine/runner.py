@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import checkpoints
+from . import checkpoints, telemetry
 from .context import Context, InvocationContext, NodeFailed, NodeRunner, _engine_bodies
 from .errors import (
     ConflictError,
@@ -175,22 +175,15 @@ class Runner:
                 raise
             return await self.store.create_session(self.app_name, user_id, session_id)
 
-    async def run(
+    def run(
         self,
         user_id: str,
         session_id: str,
         new_message: Content | None = None,
         invocation_id: str | None = None,
         *,
-        state_delta: dict[str, Any] | None = None,
-        operator: str | None = None,
-        reason: str | None = None,
-        acknowledge_in_doubt: bool = False,
-        on_loaded: Callable[[str, Projection], None] | None = None,
-        on_stored: Callable[[StoredEvent], None] | None = None,
-        new_invocation_id: str | None = None,
-        only_mid_run: bool = False,
-        batch: str | None = None,
+        trace_parent: str | None = None,
+        **options: Any,
     ) -> AsyncIterator[Event]:
         """Start (text message), resume (FunctionResponse message) or re-drive
         (``invocation_id`` without a message) an invocation; yield its events.
@@ -215,6 +208,39 @@ class Runner:
         only an invocation left mid-run (an answer queued for a worker, a
         killed turn), refusing a FAILED one (NotRedrivableError), which only an
         operator re-drives -- checked under the lease, where it is authoritative."""
+        tr = telemetry.tracer()
+        turn = self._run(user_id, session_id, new_message, invocation_id, **options)
+        if tr is None:
+            return turn
+        if new_message is None:
+            kind = "continue" if options.get("only_mid_run") else "redrive"
+        elif new_message.function_responses:
+            kind = "resume"
+        else:
+            kind = "start"
+        return telemetry.traced_turn(
+            turn, tr, kind=kind, app=self.app_name, session_id=session_id,
+            invocation_id=invocation_id or options.get("new_invocation_id"), trace_parent=trace_parent,
+        )
+
+    async def _run(
+        self,
+        user_id: str,
+        session_id: str,
+        new_message: Content | None = None,
+        invocation_id: str | None = None,
+        *,
+        state_delta: dict[str, Any] | None = None,
+        operator: str | None = None,
+        reason: str | None = None,
+        acknowledge_in_doubt: bool = False,
+        on_loaded: Callable[[str, Projection], None] | None = None,
+        on_stored: Callable[[StoredEvent], None] | None = None,
+        new_invocation_id: str | None = None,
+        only_mid_run: bool = False,
+        batch: str | None = None,
+    ) -> AsyncIterator[Event]:
+        """The turn itself (see :meth:`run`)."""
         target: ResumeTarget | None = None
         if new_message is not None and new_message.is_empty:
             raise EmptyMessageError()

@@ -77,6 +77,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import metrics
 from .errors import (
     HitlError,
     InDoubtError,
@@ -213,6 +214,8 @@ class _Running:
     task: asyncio.Task[TurnResult]
     started: bool = False
     """The turn wrote its first event (before that, a drain hands it back)."""
+    since: float = field(default_factory=time.monotonic)
+    """When it was claimed (the turn-duration histogram)."""
 
 
 @dataclass
@@ -333,6 +336,7 @@ class Worker:
 
     def _start(self, req: TurnRequest) -> None:
         key = (req.session_id, req.invocation_id)
+        metrics.CLAIMS.inc(app=req.app_name)
         running = _Running(req, None)  # type: ignore[arg-type]
         running.task = asyncio.ensure_future(self._serve(req, running))
         running.task.add_done_callback(lambda _t, k=key: self._done(k))
@@ -430,7 +434,7 @@ class Worker:
                 content = Content.from_text(str(pay.get("text", "")))
                 turn = runner.run(
                     str(pay.get("user_id", "user")), sid, content, state_delta=pay.get("state_delta"),
-                    new_invocation_id=inv, on_stored=stored,
+                    new_invocation_id=inv, on_stored=stored, trace_parent=pay.get("traceparent"),
                 )
             else:
                 if proj is not None and not is_mid_run(proj, inv):
@@ -445,6 +449,7 @@ class Worker:
                     acknowledge_in_doubt=bool(pay.get("ack")),
                     only_mid_run=req.kind != "redrive",
                     on_stored=stored,
+                    trace_parent=pay.get("traceparent"),
                 )
             outcome = "ran"
             try:
@@ -488,6 +493,13 @@ class Worker:
         )
 
     def _result(self, result: TurnResult) -> TurnResult:
+        req = result.request
+        running = self._running.get((req.session_id, req.invocation_id))
+        metrics.TURNS.inc(app=req.app_name, kind=req.kind, outcome=result.outcome)
+        if running is not None:
+            metrics.TURN_SECONDS.observe(time.monotonic() - running.since, app=req.app_name, outcome=result.outcome)
+        if result.outcome == "lost":
+            metrics.LEASE_LOSSES.inc(app=req.app_name)
         log.info("%s %s/%s: %s %s", result.outcome, result.request.session_id, result.request.invocation_id,
                  result.request.kind, result.detail)
         return result

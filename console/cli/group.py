@@ -71,7 +71,10 @@ def cli(ctx: click.Context) -> None:
 
 def main() -> None:
     """Console-script entry point."""
+    from engine.telemetry import set_surface
+
     _tolerant_streams()
+    set_surface("cli")  # the console, when it opens, says "console"
     try:
         cli(prog_name="hitl")
     except BrokenPipeError:  # `hitl export X | head`

@@ -35,7 +35,21 @@ if TYPE_CHECKING:
               help="Seconds an invocation lease lasts without renewal (default 30).")
 @click.option("--heartbeat", type=click.FloatRange(0.05), default=2.0, show_default=True,
               help="Seconds between heartbeats in the store.")
-def worker(concurrency: int, drain_timeout: float, lease_ttl: float | None, heartbeat: float) -> None:
+@click.option("--metrics-port", type=click.IntRange(0, 65535), default=None,
+              help="Serve Prometheus metrics at http://HOST:PORT/metrics (0: any free port, printed).")
+@click.option("--metrics-host", default="127.0.0.1", show_default=True,
+              help="Address the metrics port listens on (loopback unless you say otherwise).")
+@click.option("--log-format", type=click.Choice(("text", "json")), default="text", show_default=True,
+              help="json: one JSON object a line (time, level, event, ids, trace id), secrets masked.")
+def worker(
+    concurrency: int,
+    drain_timeout: float,
+    lease_ttl: float | None,
+    heartbeat: float,
+    metrics_port: int | None,
+    metrics_host: str,
+    log_format: str,
+) -> None:
     """Run the turns of the apps whose code is registered here (--app NAME=module:attr,
     or hitl.toml [apps]): answers queued by operators without the code, start and
     re-drive requests, and turns whose process died mid-run (a killed worker, or an
@@ -47,6 +61,8 @@ def worker(concurrency: int, drain_timeout: float, lease_ttl: float | None, hear
     import asyncio
     import signal
 
+    from console import logs
+    from engine import telemetry
     from engine.liveness import DEFAULT_LEASE_TTL
     from engine.store.factory import open_store as open_target
     from engine.worker import TurnResult, Worker
@@ -72,13 +88,23 @@ def worker(concurrency: int, drain_timeout: float, lease_ttl: float | None, hear
     if not apps:
         fail("no app code to serve: register apps with --app NAME=package.module:workflow")
 
+    telemetry.set_surface("worker")
+    logs.install(red, log_format)
+
+    def say(event: str, line: str, **ids: Any) -> None:
+        if log_format == "json":
+            click.echo(logs.json_line(red, event, line, **ids))
+        else:
+            out(red, line)
+
     def said(result: TurnResult) -> None:
         req = result.request
         line = f"{result.outcome:<8} {req.app_name} {req.session_id} {req.invocation_id} ({req.kind}"
         line += f", {result.events} events)" if result.events else ")"
         if result.detail and result.outcome != "ran":
             line += f": {' '.join(result.detail.split())}"
-        out(red, line)
+        say(f"turn.{result.outcome}", line, app=req.app_name, session=req.session_id,
+            invocation=req.invocation_id, kind=req.kind, events=result.events)
 
     async def body() -> None:
         target = opts.db_path()
@@ -93,9 +119,23 @@ def worker(concurrency: int, drain_timeout: float, lease_ttl: float | None, hear
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, w.stop)
             versions = ", ".join(f"{a} (graph {v})" for a, v in sorted(w.versions.items()))
-            out(red, f"{w.name} serving {versions}; concurrency {concurrency}")
-            await w.run()
-            out(red, f"{w.name} drained and stopped")
+            server = None
+            if metrics_port is not None:
+                from console import metrics_http
+
+                try:
+                    server, bound = await metrics_http.start(store, metrics_host, metrics_port)
+                except OSError as exc:
+                    fail(f"cannot listen on {metrics_host}:{metrics_port} for metrics: {exc.strerror or exc}")
+                shown = metrics_host if ":" not in metrics_host else f"[{metrics_host}]"
+                say("worker.metrics", f"metrics at http://{shown}:{bound}/metrics", port=bound)
+            say("worker.started", f"{w.name} serving {versions}; concurrency {concurrency}", worker=w.name)
+            try:
+                await w.run()
+            finally:
+                if server is not None:
+                    server.close()
+            say("worker.stopped", f"{w.name} drained and stopped", worker=w.name)
         finally:
             await store.close()
 

@@ -31,10 +31,12 @@ from .base import (
     Page,
     SessionOrder,
     SessionSummary,
+    StoreMetrics,
     StoreOverview,
     import_record,
     index_effects,
     session_status,
+    store_metrics,
 )
 
 
@@ -514,6 +516,16 @@ class MemoryStore:
                                         lease.expires_at if lease else None))
         return StoreOverview(status_counts=status, open_by_app=by_app, oldest_open_at=oldest, raised=raised,
                              running=running)
+
+    async def metric_reads(self) -> StoreMetrics:
+        """Open interrupts per app and node (this store has no worker queue)."""
+        rows = [
+            (r.app_name, r.path, 1, r.raised_at)
+            for d in self._sessions.values()
+            for r in d.interrupts.values()
+            if r.status == "open"
+        ]
+        return store_metrics(rows, [])
 
     async def audit_log(
         self,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncpg
 
-from ..base import StoreOverview
+from ..base import OPEN_BY_NODE_SQL, QUEUED_BY_APP_SQL, StoreMetrics, StoreOverview, store_metrics
 from ..sqlite.overview import OLDEST_SQL, OPEN_BY_APP_SQL, STATUS_SQL
 from .core import _Core
 
@@ -42,5 +42,14 @@ class _Overview(_Core):
             return StoreOverview(
                 status_counts=status, open_by_app=by_app, oldest_open_at=oldest, raised=raised, running=running
             )
+
+        return await self._run(fn)
+
+    async def metric_reads(self) -> StoreMetrics:
+        """Open interrupts per app and node, queued turns per app (``/metrics``)."""
+
+        async def fn(conn: asyncpg.Connection) -> StoreMetrics:
+            async with conn.transaction(readonly=True):
+                return store_metrics(await conn.fetch(OPEN_BY_NODE_SQL), await conn.fetch(QUEUED_BY_APP_SQL))
 
         return await self._run(fn)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from ..base import StoreOverview
+from ..base import OPEN_BY_NODE_SQL, QUEUED_BY_APP_SQL, StoreMetrics, StoreOverview, store_metrics
 
 STATUS_SQL = "SELECT status, count(*) FROM sessions GROUP BY status"
 OPEN_BY_APP_SQL = "SELECT app_name, count(*) FROM interrupts WHERE status = 'open' GROUP BY app_name"
@@ -49,3 +49,12 @@ def read_overview(
     return StoreOverview(
         status_counts=status, open_by_app=by_app, oldest_open_at=oldest, raised=raised, running=running  # type: ignore[arg-type]
     )
+
+
+def read_metrics(conn: sqlite3.Connection) -> StoreMetrics:
+    """The :class:`StoreMetrics` of the store behind ``conn``, in one read transaction."""
+    conn.execute("BEGIN")
+    try:
+        return store_metrics(conn.execute(OPEN_BY_NODE_SQL).fetchall(), conn.execute(QUEUED_BY_APP_SQL).fetchall())
+    finally:
+        conn.execute("COMMIT")

@@ -27,6 +27,7 @@ from ..base import (
     Page,
     SessionOrder,
     SessionSummary,
+    StoreMetrics,
     StoreOverview,
     import_record,
 )
@@ -613,6 +614,12 @@ class SQLiteStore(_WorkerTables, _WorkerSteps):
         from .overview import read_overview
 
         return await self._call(read_overview, since, bucket, buckets, running_limit)
+
+    async def metric_reads(self) -> StoreMetrics:
+        """Open interrupts per app and node, queued turns per app (``/metrics``)."""
+        from .overview import read_metrics
+
+        return await self._call(read_metrics)
 
     # ------------------------------------------------------------- utilities
     async def bulk_load(self, sessions: Iterable[tuple[Session, Iterable[Event]]], *, batch_size: int = 500) -> int:
