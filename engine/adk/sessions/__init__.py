@@ -1,0 +1,5 @@
+"""``google.adk.sessions`` look-alike: a session service on an engine store."""
+
+from .._runner import InMemorySessionService, ListSessionsResponse, Session
+
+__all__ = ["InMemorySessionService", "ListSessionsResponse", "Session"]
