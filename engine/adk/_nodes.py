@@ -200,10 +200,7 @@ class FunctionNode(BaseNode):
 
     def _bind(self, ctx: Any, node_input: Any) -> dict[str, Any]:
         sig = inspect.signature(self._func)
-        try:
-            hints = inspect.get_annotations(self._func, eval_str=True)
-        except Exception:
-            hints = {}
+        hints = _hints(self._func)
         kwargs: dict[str, Any] = {}
         for pname, param in sig.parameters.items():
             hint = hints.get(pname, inspect.Parameter.empty)
@@ -226,6 +223,27 @@ class FunctionNode(BaseNode):
                     "and no default (only ctx and node_input are bound otherwise)"
                 )
         return kwargs
+
+
+def _hints(fn: Callable[..., Any]) -> dict[str, Any]:
+    """The parameters' annotations, each evaluated on its own (``from __future__
+    import annotations`` makes them strings): one that names what the function
+    cannot see is left out (no coercion for it), not an error for all."""
+    raw = inspect.get_annotations(fn)
+    scope = dict(getattr(fn, "__globals__", {}))
+    code = getattr(fn, "__code__", None)
+    for name, cell in zip(code.co_freevars if code else (), getattr(fn, "__closure__", None) or (), strict=False):
+        with contextlib.suppress(ValueError):  # an empty cell
+            scope[name] = cell.cell_contents
+    out: dict[str, Any] = {}
+    for name, hint in raw.items():
+        if isinstance(hint, str):
+            try:
+                hint = eval(hint, scope)  # noqa: S307 -- the function's own annotation, in its own scope
+            except Exception:
+                continue
+        out[name] = hint
+    return out
 
 
 def _lookup(source: Any, key: str) -> tuple[bool, Any]:
