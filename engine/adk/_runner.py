@@ -50,11 +50,12 @@ class ListSessionsResponse(BaseModel):
     sessions: list[Session] = Field(default_factory=list)
 
 
-class InMemorySessionService:
-    """ADK's session service on an engine store (a new :class:`MemoryStore` by default)."""
+class StoreSessionService:
+    """ADK's session service API on any engine store (SQLite, PostgreSQL, memory):
+    the sessions a ``Runner`` on it writes are what ``hitl`` shows."""
 
-    def __init__(self, store: SessionStore | None = None) -> None:
-        self.store: SessionStore = store if store is not None else MemoryStore()
+    def __init__(self, store: SessionStore) -> None:
+        self.store: SessionStore = store
 
     async def create_session(
         self, *, app_name: str, user_id: str, state: dict[str, Any] | None = None, session_id: str | None = None
@@ -83,6 +84,13 @@ class InMemorySessionService:
             if page.next_cursor is None:
                 return ListSessionsResponse(sessions=out)
             cursor = page.next_cursor
+
+
+class InMemorySessionService(StoreSessionService):
+    """ADK's in-memory session service: a new :class:`MemoryStore` (or the ``store`` given)."""
+
+    def __init__(self, store: SessionStore | None = None) -> None:
+        super().__init__(store if store is not None else MemoryStore())
 
 
 class ResumabilityConfig(BaseModel):
@@ -119,7 +127,7 @@ class Runner:
         app_name: str | None = None,
         node: Any = None,
         agent: Any = None,
-        session_service: InMemorySessionService,
+        session_service: StoreSessionService,
         auto_create_session: bool = False,
         **_services: Any,
     ) -> None:

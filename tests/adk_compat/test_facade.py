@@ -384,3 +384,51 @@ async def test_google_genai_objects_are_accepted_as_messages() -> None:
     inv = events[-1].invocation_id
     reply = Content(role="user", parts=[Part(function_response=FunctionResponse(id="q", name="adk_request_input", response={"result": 7}))])
     assert (await _run(runner, sid, reply, invocation_id=inv))[-1].output == 7
+
+
+async def test_custom_run_id_is_the_childs_key_and_its_path_is_numeric() -> None:
+    def label(node_input: str):
+        return f"<{node_input}>"
+
+    @node(rerun_on_resume=True)
+    async def orch(ctx: Context, node_input: Any):
+        a = await ctx.run_node(label, "a", run_id="order-a")
+        b = await ctx.run_node(label, "b", run_id="order-b")
+        return a + b
+
+    runner, sid = await _runner(Workflow(name="w", edges=[("START", orch)]))
+    events = await _run(runner, sid, _text("x"))
+    assert events[-1].output == "<a><b>"
+    assert sorted(e.node_info.path for e in events if e.node_name == "label") == ["w@1/orch@1/label@1", "w@1/orch@1/label@2"]
+
+
+async def test_first_node_gets_the_message_text_or_content_by_annotation() -> None:
+    def as_text(node_input):
+        return node_input
+
+    def as_content(node_input: types.Content):
+        return node_input.parts[0].text.upper()
+
+    runner, sid = await _runner(Workflow(name="w", edges=[("START", as_text)]))
+    assert (await _run(runner, sid, _text("hello")))[-1].output == "hello"
+    runner, sid = await _runner(Workflow(name="w", edges=[("START", as_content)]))
+    assert (await _run(runner, sid, _text("hello")))[-1].output == "HELLO"
+
+
+async def test_store_session_service_on_sqlite(tmp_path) -> None:
+    from engine.adk.sessions import StoreSessionService
+    from engine.store import SQLiteStore
+
+    def ask():
+        yield RequestInput(interrupt_id="go", message="go?", response_schema=bool)
+
+    async with SQLiteStore.open(str(tmp_path / "adk.sqlite")) as store:
+        service = StoreSessionService(store)
+        session = await service.create_session(app_name="app", user_id="u1")
+        runner = Runner(app_name="app", node=Workflow(name="w", edges=[("START", ask)]), session_service=service)
+        events = await _run(runner, session.id, _text("x"))
+        answer = types.Content(role="user", parts=[create_request_input_response("go", {"result": True})])
+        done = await _run(runner, session.id, answer, invocation_id=events[-1].invocation_id)
+        assert done[-1].output is True
+    async with SQLiteStore.open(str(tmp_path / "adk.sqlite")) as store:
+        assert any(se.event.output is True for se in await store.events(session.id))
