@@ -25,6 +25,8 @@ from engine.adk.sessions import InMemorySessionService
 from .samples import (
     dynamic_get_started,
     dynamic_human_input,
+    graphs_dynamic_human_input,
+    graphs_dynamic_parallel,
     human_input_get_started,
     human_input_payload,
     human_input_response_schema,
@@ -130,3 +132,25 @@ async def test_dynamic_get_started_returns_the_child_output() -> None:
     _, _, events = await _start(dynamic_get_started.root_agent)
     assert _outputs(events)["hello_node"] == "Hello World"
     assert events[-1].output == "Hello World"
+
+
+async def test_graphs_dynamic_human_input_answer_decides_the_orchestrators_output() -> None:
+    # docs/graphs/dynamic.md: the orchestrator waits on get_user_approval, then
+    # returns "Approved" for "yes" and "Denied" otherwise.
+    for reply, outcome in (("yes", "Approved"), ("No", "Denied")):
+        wf = Workflow(name="process", edges=[("START", graphs_dynamic_human_input.handle_process)])
+        runner, sid, events = await _start(wf)
+        (ask,) = _asks(events)
+        assert ask.node_info.path == "process@1/handle_process@1/get_user_approval@1"
+        assert ask.get_function_calls()[0].args["message"] == "Please approve this request (Yes/No)"
+        done = await _answer(runner, sid, ask, {"result": reply})
+        assert _outputs(done)["get_user_approval"] == reply  # rerun_on_resume=False: the answer is its output
+        assert _outputs(done)["handle_process"] == outcome
+
+
+async def test_graphs_dynamic_parallel_gathers_the_workers_in_order() -> None:
+    wf = Workflow(name="batch", edges=[("START", graphs_dynamic_parallel.parallel_supervisor)])
+    _, _, events = await _start(wf, text='["a", "b", "c"]')
+    assert events[-1].output == ["done a", "done b", "done c"]
+    paths = sorted(e.node_info.path for e in events if e.node_name == "worker_node")
+    assert paths == [f"batch@1/parallel_supervisor@1/worker_node@{i}" for i in (1, 2, 3)]
