@@ -9,9 +9,40 @@ the engine's context: nothing is kept here.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, MutableMapping
 from typing import Any
 
 from ..context import Context as EngineContext
+
+
+class State(MutableMapping[str, Any]):
+    """ADK's ``State`` view of the run's session state (the engine's, which records
+    writes as the delta that rides on the run's next event): ``to_dict()``,
+    ``has_delta()``, and the mapping methods. ``temp:`` keys are never stored."""
+
+    def __init__(self, state: MutableMapping[str, Any]) -> None:
+        self._state = state
+
+    def __getitem__(self, key: str) -> Any:
+        return self._state[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self._state[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self._state[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._state)
+
+    def __len__(self) -> int:
+        return len(self._state)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self._state)
+
+    def has_delta(self) -> bool:
+        return bool(getattr(self._state, "_delta", None))
 
 
 class _Session:
@@ -33,8 +64,8 @@ class _Session:
         return self._ctx.invocation.user_id
 
     @property
-    def state(self) -> Any:
-        return self._ctx.state
+    def state(self) -> State:
+        return State(self._ctx.state)
 
 
 class _Actions:
@@ -55,9 +86,9 @@ class Context:
         self._ctx = engine_ctx
 
     @property
-    def state(self) -> Any:
+    def state(self) -> State:
         """Session state; writes ride on the run's next event."""
-        return self._ctx.state
+        return State(self._ctx.state)
 
     @property
     def session(self) -> _Session:

@@ -204,6 +204,7 @@ async def test_event_state_and_session_state() -> None:
         return Event(state={"step": 1}, output="one")
 
     def second(ctx: Context, step: int):
+        assert ctx.state.to_dict()["step"] == 1 and ctx.session.id
         return f"{ctx.session.state['step']}/{step}/{ctx.session.id == ctx.session.id}"
 
     runner, sid = await _runner(Workflow(name="w", edges=[("START", first, second)]))
@@ -432,3 +433,25 @@ async def test_store_session_service_on_sqlite(tmp_path) -> None:
         assert done[-1].output is True
     async with SQLiteStore.open(str(tmp_path / "adk.sqlite")) as store:
         assert any(se.event.output is True for se in await store.events(session.id))
+
+
+async def test_nested_workflow_waits_and_resumes_with_adk_paths() -> None:
+    def ask(node_input: str):
+        yield RequestInput(message=f"ship {node_input}?", interrupt_id="ship")
+
+    def ship(node_input: bool):
+        return "shipped" if node_input else "held"
+
+    inner = Workflow(name="inner", edges=[("START", ask, ship)])
+
+    def report(node_input: str):
+        return f"report: {node_input}"
+
+    runner, sid = await _runner(Workflow(name="outer", edges=[("START", inner, report)]))
+    events = await _run(runner, sid, _text("box-1"))
+    (asking,) = [e for e in events if get_request_input_interrupt_ids(e)]
+    assert asking.node_info.path == "outer@1/inner@1/ask@1" and asking.node_name == "ask"
+    assert "report" not in _outputs(events)
+    answer = types.Content(role="user", parts=[create_request_input_response("ship", {"result": True})])
+    done = await _run(runner, sid, answer, invocation_id=asking.invocation_id)
+    assert _outputs(done)["ship"] == "shipped" and done[-1].output == "report: shipped"
