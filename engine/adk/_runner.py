@@ -131,14 +131,21 @@ class Runner:
         auto_create_session: bool = False,
         **_services: Any,
     ) -> None:
-        root = node if node is not None else agent
+        given = [k for k, v in (("app", app), ("agent", agent), ("node", node)) if v is not None]
+        if len(given) != 1:
+            raise ValueError(
+                f"pass exactly one of app, agent or node to Runner(), not {', '.join(given) or 'none'}"
+            )
+        if agent is not None and not app_name:
+            raise ValueError("app_name is required when agent is provided without app")
         if app is not None:
-            root = root if root is not None else app.root
+            root = app.root
             app_name = app_name or app.name
+        else:
+            root = node if node is not None else agent
+            app_name = app_name or getattr(root, "name", None)
         if root is None:
-            raise ValueError("Runner needs the workflow: node=, agent= or app=App(root_agent=...)")
-        if not app_name:
-            raise ValueError("Runner needs app_name= (or app=App(name=...))")
+            raise ValueError("App root_agent must be provided")
         self.app = app
         self.app_name = app_name
         self.node = root
@@ -156,10 +163,12 @@ class Runner:
         new_message: Any = None,
         state_delta: dict[str, Any] | None = None,
         run_config: Any = None,
+        yield_user_message: bool = False,
         **_: Any,
     ) -> AsyncGenerator[Event, None]:
         """Run one turn: a text message starts an invocation, function responses
-        resume the one that asked. Yields the nodes' events."""
+        resume the one that asked. Yields the nodes' events (and first the
+        stored user message, with ``yield_user_message=True``)."""
         store = self.session_service.store
         try:
             session = await store.get_session(session_id)
@@ -174,7 +183,7 @@ class Runner:
         with_output: set[str] = set()
         try:
             async for e in self.engine.run(user_id, session_id, message, invocation_id, state_delta=state_delta):
-                out = _visible(e, with_output)
+                out = _visible(e, with_output, yield_user_message)
                 if out is not None:
                     yield out
         except WorkflowFailed as exc:
@@ -227,11 +236,12 @@ class InMemoryRunner(Runner):
         )
 
 
-def _visible(e: Any, with_output: set[str]) -> Event | None:
+def _visible(e: Any, with_output: set[str], user: bool = False) -> Event | None:
     """What ADK would yield for the engine's event ``e`` (None: nothing)."""
     info = e.node_info
     if info is None:
-        return None  # the user's message or answer: ADK does not echo it
+        # the user's message or answer: ADK echoes it only when asked to
+        return from_engine_event(e) if user and e.author == "user" else None
     if info.lifecycle == "start":
         return None
     if info.lifecycle == "end":

@@ -58,6 +58,13 @@ async def test_runner_takes_an_app_or_app_name_and_node() -> None:
     assert (await _run(by_node, s.id, _text("bob")))[-1].output == "hello bob"
     with pytest.raises(TypeError):
         Runner("greeter", wf, service)  # type: ignore[misc]  # keyword-only, as ADK's
+    with pytest.raises(ValueError, match="exactly one of app, agent or node"):
+        Runner(app=App(name="greeter", root_agent=wf), node=wf, session_service=service)
+    with pytest.raises(ValueError, match="app_name is required"):
+        Runner(agent=wf, session_service=service)
+    assert Runner(node=wf, session_service=service).app_name == "greet"  # defaults to the node's name
+    echoed = await _run(by_node, s.id, _text("cy"), yield_user_message=True)
+    assert (echoed[0].author, echoed[0].content.parts[0].text) == ("user", "cy")
     with pytest.raises(ValidationError, match="identifier"):
         Workflow(name="w", edges=[("START", lambda: 1)])._engine_node()  # ADK names a node after its function
 
