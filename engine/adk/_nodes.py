@@ -414,6 +414,8 @@ class AdaptedNode(en.BaseNode):
         self.adk = adk
         if adk.rerun_on_resume:
             self.is_container = True  # it may call ctx.run_node
+        self.default_route: tuple[Any, frozenset[Any]] | None = None
+        """(DEFAULT_ROUTE, the routes of the node's other edges), set by a Workflow with such an edge."""
 
     async def run(self, ctx: Any, node_input: Any) -> Any:
         from ._context import Context
@@ -423,6 +425,14 @@ class AdaptedNode(en.BaseNode):
             out = _to_engine_item(item, ctx)
             if out is not None:
                 yield out
+        if self.default_route is not None:
+            default, routes = self.default_route
+            try:
+                matched = ctx.route in routes
+            except TypeError:  # an unhashable route matches no edge
+                matched = False
+            if not matched:
+                ctx.route = default  # no other edge matches: the DEFAULT_ROUTE edge does
 
 
 def _to_engine_item(item: Any, ctx: Any) -> Any:

@@ -462,3 +462,64 @@ async def test_nested_workflow_waits_and_resumes_with_adk_paths() -> None:
     answer = types.Content(role="user", parts=[create_request_input_response("ship", {"result": True})])
     done = await _run(runner, sid, answer, invocation_id=asking.invocation_id)
     assert _outputs(done)["ship"] == "shipped" and done[-1].output == "report: shipped"
+
+
+# ------------------------------------------------------------------ Graph
+
+
+def test_graph_from_edge_items_and_adk_validation_messages() -> None:
+    from engine.adk.workflow import DEFAULT_ROUTE, FunctionNode, Graph
+
+    def my_func():
+        return None
+
+    b = _Say(name="NodeB")
+    graph = Graph.from_edge_items([(START, my_func), (my_func, {"x": b})])
+    graph.validate_graph()
+    assert {n.name for n in graph.nodes} == {"__START__", "my_func", "NodeB"}
+    assert isinstance(next(n for n in graph.nodes if n.name == "my_func"), FunctionNode)
+    assert [(e.from_node.name, e.to_node.name, e.route) for e in graph.edges] == [
+        ("__START__", "my_func", None),
+        ("my_func", "NodeB", "x"),
+    ]
+
+    a, c = _Say(name="NodeA"), _Say(name="NodeC")
+    cases = [
+        ([Edge(from_node=a, to_node=b)], r"START node \(name: '__START__'\) not found"),
+        ([Edge(from_node=START, to_node=a), Edge(from_node=b, to_node=a)], r"unreachable from START: \['NodeB'\]"),
+        ([Edge(from_node=START, to_node=a), Edge(from_node=START, to_node=a, route="r")], "Duplicate edge found"),
+        ([Edge(from_node=START, to_node=a), Edge(from_node=a, to_node=_Say(name="NodeA"))], "Duplicate node names"),
+        ([Edge(from_node=START, to_node=a), Edge(from_node=a, to_node=b), Edge(from_node=b, to_node=a)], "Unconditional cycle"),
+        (
+            [Edge(from_node=START, to_node=a), Edge(from_node=a, to_node=b, route=DEFAULT_ROUTE),
+             Edge(from_node=a, to_node=c, route=DEFAULT_ROUTE)],
+            "Multiple DEFAULT_ROUTE edges found from node NodeA to NodeB and NodeC",
+        ),
+    ]
+    for edges, message in cases:
+        with pytest.raises(ValueError, match=message):
+            Graph(edges=edges).validate_graph()
+    with pytest.raises(ValueError, match="Graph validation failed"):
+        Workflow(name="w", edges=[(a, b)])  # validated when the workflow is built
+    with pytest.raises(ValueError, match="Routing map must not be empty"):
+        Graph.from_edge_items([(START, a), (a, {})])
+
+
+async def test_default_route_is_taken_when_no_other_route_matches() -> None:
+    from engine.adk.workflow import DEFAULT_ROUTE
+
+    def classify(node_input: str):
+        return Event(output=node_input, route=node_input)
+
+    def vip(node_input: str):
+        return "vip desk"
+
+    def anyone(node_input: str):
+        return "front desk"
+
+    wf = Workflow(name="desk", edges=[("START", classify, {"vip": vip, DEFAULT_ROUTE: anyone})])
+    for text, desk in (("vip", "vip desk"), ("walk-in", "front desk")):
+        runner, sid = await _runner(wf)
+        events = await _run(runner, sid, _text(text))
+        assert events[-1].output == desk
+        assert ("anyone" in _outputs(events)) is (desk == "front desk")
