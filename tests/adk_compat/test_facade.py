@@ -523,3 +523,20 @@ async def test_default_route_is_taken_when_no_other_route_matches() -> None:
         events = await _run(runner, sid, _text(text))
         assert events[-1].output == desk
         assert ("anyone" in _outputs(events)) is (desk == "front desk")
+
+
+async def test_answer_with_the_wrong_invocation_id_names_the_right_one() -> None:
+    from engine.adk.workflow._graph import Graph
+    from engine.adk.workflow.utils._workflow_hitl_utils import create_request_input_response as helper
+
+    assert Graph is not None and helper is create_request_input_response  # ADK's private import paths exist too
+
+    def ask():
+        yield RequestInput(interrupt_id="only", message="?")
+
+    runner, sid = await _runner(Workflow(name="w", edges=[("START", ask)]))
+    first = await _run(runner, sid, _text("one"))
+    answer = types.Content(role="user", parts=[create_request_input_response("only", {"result": 1})])
+    with pytest.raises(ResumeRejected, match=first[-1].invocation_id) as refused:
+        await _run(runner, sid, answer, invocation_id="not-it")
+    assert "nothing was written" in str(refused.value)
