@@ -540,3 +540,20 @@ async def test_answer_with_the_wrong_invocation_id_names_the_right_one() -> None
     with pytest.raises(ResumeRejected, match=first[-1].invocation_id) as refused:
         await _run(runner, sid, answer, invocation_id="not-it")
     assert "nothing was written" in str(refused.value)
+
+
+async def test_the_inbox_shows_an_adk_request_by_its_message() -> None:
+    from console.screens.inbox import asks
+
+    def ask():
+        yield RequestInput(interrupt_id="q1", message="Approve order 7?", response_schema=bool)
+
+    store = MemoryStore()
+    service = InMemorySessionService(store=store)
+    await service.create_session(app_name="app", user_id="u1", session_id="s")
+    runner = Runner(app_name="app", node=Workflow(name="w", edges=[("START", ask)]), session_service=service)
+    await _run(runner, "s", _text("x"))
+    (rec,) = (await store.open_interrupts(session_id="s")).items
+    assert (rec.interrupt_id, rec.name) == ("q1", "adk_request_input")
+    assert asks(rec) == "Approve order 7?"  # as for the engine's own RequestInput
+    assert rec.response_schema == {"type": "boolean"}
