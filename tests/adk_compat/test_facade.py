@@ -557,3 +557,20 @@ async def test_the_inbox_shows_an_adk_request_by_its_message() -> None:
     assert (rec.interrupt_id, rec.name) == ("q1", "adk_request_input")
     assert asks(rec) == "Approve order 7?"  # as for the engine's own RequestInput
     assert rec.response_schema == {"type": "boolean"}
+
+
+def test_the_app_registry_takes_an_adk_workflow_or_app() -> None:
+    from engine.apps import AppRegistry
+    from engine.nodes import BaseNode as EngineNode
+
+    def hello():
+        return "hi"
+
+    wf = Workflow(name="hello_wf", edges=[("START", hello)])
+    reg = AppRegistry()
+    reg.register("by_workflow", wf)
+    reg.register("by_app", App(name="by_app", root_agent=wf))
+    for name in ("by_workflow", "by_app"):
+        got = reg.get(name)
+        assert isinstance(got, EngineNode) and got.name == "hello_wf"
+    assert reg.get("by_app") is reg.get("by_workflow")  # one engine node per ADK node
