@@ -129,6 +129,9 @@ class BaseNode(BaseModel):
             raise ValueError(f"node name {v!r} must be a valid Python identifier")
         return v
 
+    def get_name(self) -> str:
+        return self.name
+
     async def run(self, *, ctx: Any, node_input: Any) -> AsyncGenerator[Any, None]:
         """Runs ``_run_impl`` (the engine converts what it yields)."""
         node_input = _validate(self.input_schema, node_input)

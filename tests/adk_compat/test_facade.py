@@ -574,3 +574,17 @@ def test_the_app_registry_takes_an_adk_workflow_or_app() -> None:
         got = reg.get(name)
         assert isinstance(got, EngineNode) and got.name == "hello_wf"
     assert reg.get("by_app") is reg.get("by_workflow")  # one engine node per ADK node
+
+
+async def test_messages_and_contents_a_node_yields_reach_the_caller() -> None:
+    def talk():
+        yield Event(message="working on it")
+        yield types.Content(parts=[types.Part(text="still working")])
+        yield Event(output="done", state={"talked": True})
+
+    runner, sid = await _runner(Workflow(name="w", edges=[("START", talk)]))
+    events = await _run(runner, sid, _text("x"))
+    texts = [p.text for e in events if e.content is not None for p in e.content.parts if p.text]
+    assert texts == ["working on it", "still working"]
+    assert all(e.content.role == "model" for e in events if e.content is not None)
+    assert [e.actions.state_delta for e in events if e.output == "done"][0] == {"talked": True}
