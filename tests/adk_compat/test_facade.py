@@ -588,3 +588,25 @@ async def test_messages_and_contents_a_node_yields_reach_the_caller() -> None:
     assert texts == ["working on it", "still working"]
     assert all(e.content.role == "model" for e in events if e.content is not None)
     assert [e.actions.state_delta for e in events if e.output == "done"][0] == {"talked": True}
+
+
+async def test_real_google_genai_types_are_accepted() -> None:
+    # Runs where the optional extra is installed (pip install 'hitl-console[adk]').
+    genai_types = pytest.importorskip("google.genai.types")
+
+    def ask(node_input: str):
+        yield RequestInput(message=f"ok {node_input}?", interrupt_id="q")
+
+    def after(node_input: str):
+        yield Event(content=genai_types.Content(role="model", parts=[genai_types.Part.from_text(text=node_input)]))
+        yield Event(output=f"got {node_input}")
+
+    runner, sid = await _runner(Workflow(name="w", edges=[("START", ask, after)]))
+    start = genai_types.Content(role="user", parts=[genai_types.Part.from_text(text="go")])
+    events = await _run(runner, sid, start)
+    assert [e.get_function_calls()[0].args["message"] for e in events if e.long_running_tool_ids] == ["ok go?"]
+    part = genai_types.Part.from_function_response(name="adk_request_input", response={"result": "yes"})
+    part.function_response.id = "q"
+    done = await _run(runner, sid, genai_types.Content(role="user", parts=[part]), invocation_id=events[-1].invocation_id)
+    assert [p.text for e in done if e.content for p in e.content.parts] == ["yes"]
+    assert done[-1].output == "got yes"
