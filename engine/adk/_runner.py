@@ -9,8 +9,10 @@ pass ``store=`` for SQLite or PostgreSQL, so that ``hitl`` shows the sessions).
 What ``run_async`` yields is what ADK yields: the nodes' events (outputs,
 interrupts with their function calls, errors), not the engine's start and
 end records; a node whose output was on no event of the turn (a plain
-returned value, an auto-completion) gets an output event made from its end
-record. A failed node's own exception is raised, after every event.
+returned value, an auto-completion, a nested workflow) gets an output event
+made from its end record -- except the root workflow, whose output is its
+terminal node's (ADK yields no event for it). A failed node's own exception
+is raised, after every event.
 """
 
 from __future__ import annotations
@@ -247,6 +249,8 @@ def _visible(e: Any, with_output: set[str], user: bool = False) -> Event | None:
     if info.lifecycle == "end":
         if info.status is not NodeStatus.COMPLETED or e.output is None or info.path in with_output:
             return None
+        if "/" not in info.path:
+            return None  # the root's output is its terminal node's, already yielded (ADK yields no root output event)
         with_output.add(info.path)
         return from_engine_event(e.model_copy(update={"node_info": info.model_copy(update={"lifecycle": None, "status": None})}))
     if e.output is not None:
