@@ -178,6 +178,7 @@ class FunctionNode(BaseNode):
     parameter_binding: Literal["state", "node_input"] = "state"
 
     _func: Callable[..., Any] = PrivateAttr()
+    _spec: Any = PrivateAttr(default=None)
 
     def __init__(self, func: Callable[..., Any] | None = None, *, name: str | None = None, **kw: Any) -> None:
         if func is None:
@@ -202,8 +203,9 @@ class FunctionNode(BaseNode):
             yield _returned(fn(**kwargs))
 
     def _bind(self, ctx: Any, node_input: Any) -> dict[str, Any]:
-        sig = inspect.signature(self._func)
-        hints = _hints(self._func)
+        if self._spec is None:  # the signature and annotations, read once
+            self._spec = (inspect.signature(self._func), _hints(self._func))
+        sig, hints = self._spec
         kwargs: dict[str, Any] = {}
         for pname, param in sig.parameters.items():
             hint = hints.get(pname, inspect.Parameter.empty)
@@ -274,14 +276,28 @@ def _coerce(value: Any, hint: Any) -> Any:
     elif isinstance(value, str) and getattr(hint, "__name__", "") == "Content":
         return Content(role="user", parts=[{"text": value}])
     try:
-        return TypeAdapter(hint).validate_python(value)
+        return _adapter(hint).validate_python(value)
     except Exception:
         if isinstance(value, str):
             try:
-                return TypeAdapter(hint).validate_json(value)
+                return _adapter(hint).validate_json(value)
             except Exception:
                 pass
         raise
+
+
+_ADAPTERS: dict[Any, TypeAdapter[Any]] = {}
+
+
+def _adapter(hint: Any) -> TypeAdapter[Any]:
+    """One TypeAdapter per annotation (building one is the costly part)."""
+    try:
+        adapter = _ADAPTERS.get(hint)
+    except TypeError:  # an unhashable annotation
+        return TypeAdapter(hint)
+    if adapter is None:
+        adapter = _ADAPTERS[hint] = TypeAdapter(hint)
+    return adapter
 
 
 def _returned(value: Any) -> Any:
