@@ -220,11 +220,13 @@ def _import(entry: _Entry) -> BaseNode:
 def _adk_node(obj: Any) -> Any:
     """An ``engine.adk`` node (an ADK 2.x workflow run on this engine) or ``App`` as
     the engine node it runs as; anything else unchanged."""
-    root = getattr(obj, "root", None) if type(obj).__module__.startswith("engine.adk") else None
+    if not any(k.__module__.startswith("engine.adk.") for k in type(obj).__mro__):
+        return obj
+    root = getattr(obj, "root", None)  # an App
     if root is not None:
         obj = root
     build = getattr(obj, "_engine_node", None)
-    return build() if callable(build) and not isinstance(obj, BaseNode) else obj
+    return build() if callable(build) else obj
 
 
 def default_operator(config: str | os.PathLike[str] | None = None) -> str:
