@@ -29,6 +29,7 @@ from ..errors import SessionNotFoundError, WorkflowFailed
 from ..models import NodeStatus
 from ..runner import Runner as EngineRunner
 from ..store.base import SessionStore
+from ..store.factory import open_store
 from ..store.memory import MemoryStore
 from ._events import Event, from_engine_event
 from ._nodes import to_engine
@@ -57,22 +58,37 @@ class StoreSessionService:
     the sessions a ``Runner`` on it writes are what ``hitl`` shows."""
 
     def __init__(self, store: SessionStore) -> None:
-        self.store: SessionStore = store
+        self._store: SessionStore | None = store
+
+    @property
+    def store(self) -> SessionStore:
+        if self._store is None:
+            raise RuntimeError(f"{type(self).__name__} opens its store on first use: await one of its methods first")
+        return self._store
+
+    async def open(self) -> SessionStore:
+        """The store, opened if it is not yet."""
+        return self.store
+
+    async def close(self) -> None:
+        if self._store is not None:
+            await self._store.close()
 
     async def create_session(
         self, *, app_name: str, user_id: str, state: dict[str, Any] | None = None, session_id: str | None = None
     ) -> Session:
-        s = await self.store.create_session(app_name, user_id, session_id, state=state)
+        s = await (await self.open()).create_session(app_name, user_id, session_id, state=state)
         return Session(id=s.id, app_name=s.app_name, user_id=s.user_id, state=dict(s.state), last_update_time=s.updated_at)
 
     async def get_session(self, *, app_name: str, user_id: str, session_id: str, config: Any = None) -> Session | None:
+        store = await self.open()
         try:
-            s = await self.store.get_session(session_id)
+            s = await store.get_session(session_id)
         except SessionNotFoundError:
             return None
         if s.app_name != app_name or s.user_id != user_id:
             return None
-        events = [from_engine_event(se.event) for se in await self.store.events(session_id)]
+        events = [from_engine_event(se.event) for se in await store.events(session_id)]
         return Session(
             id=s.id, app_name=s.app_name, user_id=s.user_id, state=dict(s.state), events=events, last_update_time=s.updated_at
         )
@@ -81,7 +97,7 @@ class StoreSessionService:
         out: list[Session] = []
         cursor: str | None = None
         while True:
-            page = await self.store.list_sessions(app_name=app_name, user_id=user_id, limit=200, cursor=cursor)
+            page = await (await self.open()).list_sessions(app_name=app_name, user_id=user_id, limit=200, cursor=cursor)
             out += [Session(id=r.id, app_name=r.app_name, user_id=r.user_id) for r in page.items]
             if page.next_cursor is None:
                 return ListSessionsResponse(sessions=out)
@@ -93,6 +109,55 @@ class InMemorySessionService(StoreSessionService):
 
     def __init__(self, store: SessionStore | None = None) -> None:
         super().__init__(store if store is not None else MemoryStore())
+
+
+class _OpenedOnFirstUse(StoreSessionService):
+    """A service on a store named by a path or URL, opened by its first awaited call."""
+
+    def __init__(self, target: str) -> None:
+        super().__init__(None)  # type: ignore[arg-type]
+        self._target = target
+        self._opening: asyncio.Lock | None = None
+
+    async def open(self) -> SessionStore:
+        if self._store is None:
+            self._opening = self._opening or asyncio.Lock()
+            async with self._opening:
+                if self._store is None:
+                    self._store = await open_store(self._target)
+        return self._store
+
+
+class SqliteSessionService(_OpenedOnFirstUse):
+    """``SqliteSessionService(db_path=...)``: this project's SQLite store at ``db_path``
+    (its own schema, not ADK's: ``hitl --db db_path`` opens it)."""
+
+    def __init__(self, db_path: str) -> None:
+        super().__init__(str(db_path))
+
+
+class DatabaseSessionService(_OpenedOnFirstUse):
+    """``DatabaseSessionService(db_url=...)`` with a SQLAlchemy-style URL:
+    ``sqlite:///relative.db``, ``sqlite:////abs/path.db`` (``+aiosqlite`` allowed) or
+    ``postgresql[+asyncpg]://...``, opened as this project's store (its own schema, not ADK's)."""
+
+    def __init__(self, db_url: str, **_engine_kwargs: Any) -> None:
+        super().__init__(_store_target(db_url))
+        self.db_url = db_url
+
+
+def _store_target(db_url: str) -> str:
+    scheme, sep, rest = db_url.partition("://")
+    if not sep:
+        raise ValueError(f"not a database URL: {db_url!r} (e.g. sqlite:///sessions.db, postgresql://user@host/db)")
+    base = scheme.split("+", 1)[0].lower()
+    if base == "sqlite":
+        if not rest.startswith("/") or rest == "/":
+            raise ValueError(f"{db_url!r}: a SQLite URL names a file, as sqlite:///relative.db or sqlite:////abs.db")
+        return rest[1:]  # SQLAlchemy: three slashes, a relative path; four, an absolute one
+    if base in ("postgresql", "postgres"):
+        return f"postgresql://{rest}"
+    raise ValueError(f"{db_url!r}: only sqlite and postgresql URLs are supported here")
 
 
 class ResumabilityConfig(BaseModel):
@@ -154,7 +219,8 @@ class Runner:
         self.agent = root
         self.session_service = session_service
         self.auto_create_session = auto_create_session
-        self.engine = EngineRunner(app_name, to_engine(root), session_service.store)
+        self._root = to_engine(root)
+        self._engine: EngineRunner | None = None
 
     async def run_async(
         self,
@@ -171,7 +237,9 @@ class Runner:
         """Run one turn: a text message starts an invocation, function responses
         resume the one that asked. Yields the nodes' events (and first the
         stored user message, with ``yield_user_message=True``)."""
-        store = self.session_service.store
+        store = await self.session_service.open()
+        if self._engine is None:
+            self._engine = EngineRunner(self.app_name, self._root, store)
         try:
             session = await store.get_session(session_id)
         except SessionNotFoundError:
@@ -184,7 +252,7 @@ class Runner:
         message = to_engine_content(new_message)
         with_output: set[str] = set()
         try:
-            async for e in self.engine.run(user_id, session_id, message, invocation_id, state_delta=state_delta):
+            async for e in self._engine.run(user_id, session_id, message, invocation_id, state_delta=state_delta):
                 out = _visible(e, with_output, yield_user_message)
                 if out is not None:
                     yield out

@@ -610,3 +610,29 @@ async def test_real_google_genai_types_are_accepted() -> None:
     done = await _run(runner, sid, genai_types.Content(role="user", parts=[part]), invocation_id=events[-1].invocation_id)
     assert [p.text for e in done if e.content for p in e.content.parts] == ["yes"]
     assert done[-1].output == "got yes"
+
+
+async def test_database_and_sqlite_session_services_write_a_store_hitl_opens(tmp_path, monkeypatch) -> None:
+    from engine.adk.sessions import DatabaseSessionService, SqliteSessionService
+    from engine.store import SQLiteStore
+
+    def ask():
+        yield RequestInput(interrupt_id="go", message="go?", response_schema=bool)
+
+    monkeypatch.chdir(tmp_path)
+    for service, path in (
+        (DatabaseSessionService(db_url="sqlite+aiosqlite:///rel.db"), tmp_path / "rel.db"),
+        (DatabaseSessionService(db_url=f"sqlite:///{tmp_path}/abs.db"), tmp_path / "abs.db"),
+        (SqliteSessionService(db_path=str(tmp_path / "lite.db")), tmp_path / "lite.db"),
+    ):
+        session = await service.create_session(app_name="app", user_id="u1")
+        runner = Runner(app_name="app", node=Workflow(name="w", edges=[("START", ask)]), session_service=service)
+        events = await _run(runner, session.id, _text("x"))
+        assert [e.long_running_tool_ids for e in events if e.long_running_tool_ids] == [{"go"}]
+        await service.close()
+        async with SQLiteStore.open(str(path), read_only=True) as store:  # what `hitl --db FILE` reads
+            assert [r.interrupt_id for r in (await store.open_interrupts(session_id=session.id)).items] == ["go"]
+    with pytest.raises(ValueError, match="only sqlite and postgresql"):
+        DatabaseSessionService(db_url="mysql://x/y")
+    with pytest.raises(ValueError, match="names a file"):
+        DatabaseSessionService(db_url="sqlite://")

@@ -1,5 +1,19 @@
 """``google.adk.sessions`` look-alike: a session service on an engine store."""
 
-from .._runner import InMemorySessionService, ListSessionsResponse, Session, StoreSessionService
+from .._runner import (
+    DatabaseSessionService,
+    InMemorySessionService,
+    ListSessionsResponse,
+    Session,
+    SqliteSessionService,
+    StoreSessionService,
+)
 
-__all__ = ["InMemorySessionService", "ListSessionsResponse", "Session", "StoreSessionService"]
+__all__ = [
+    "DatabaseSessionService",
+    "InMemorySessionService",
+    "ListSessionsResponse",
+    "Session",
+    "SqliteSessionService",
+    "StoreSessionService",
+]
