@@ -632,6 +632,16 @@ async def test_database_and_sqlite_session_services_write_a_store_hitl_opens(tmp
         await service.close()
         async with SQLiteStore.open(str(path), read_only=True) as store:  # what `hitl --db FILE` reads
             assert [r.interrupt_id for r in (await store.open_interrupts(session_id=session.id)).items] == ["go"]
+    import sqlite3
+
+    from engine.errors import StoreError
+
+    adk_db = sqlite3.connect(tmp_path / "adk_sessions.db")  # an ADK session database: another schema
+    adk_db.execute("create table sessions (app_name text, user_id text, id text, state text)")
+    adk_db.commit()
+    adk_db.close()
+    with pytest.raises(StoreError, match="adk_sessions.db is a SQLite database of another application"):
+        await DatabaseSessionService(db_url="sqlite:///adk_sessions.db").create_session(app_name="app", user_id="u1")
     with pytest.raises(ValueError, match="only sqlite and postgresql"):
         DatabaseSessionService(db_url="mysql://x/y")
     with pytest.raises(ValueError, match="names a file"):
