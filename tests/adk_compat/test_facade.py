@@ -642,6 +642,9 @@ async def test_database_and_sqlite_session_services_write_a_store_hitl_opens(tmp
     adk_db.close()
     with pytest.raises(StoreError, match="adk_sessions.db is a SQLite database of another application"):
         await DatabaseSessionService(db_url="sqlite:///adk_sessions.db").create_session(app_name="app", user_id="u1")
+    from engine.adk._runner import _store_target
+
+    assert _store_target("postgresql+asyncpg://ann@db/hitl") == "postgresql://ann@db/hitl"
     with pytest.raises(ValueError, match="only sqlite and postgresql"):
         DatabaseSessionService(db_url="mysql://x/y")
     with pytest.raises(ValueError, match="names a file"):
