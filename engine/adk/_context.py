@@ -149,7 +149,9 @@ class Context:
 
     @route.setter
     def route(self, value: Any) -> None:
-        self._ctx.route = value
+        from ._events import engine_route
+
+        self._ctx.route = engine_route(value)
 
     async def run_node(self, node: Any, node_input: Any = None, *, run_id: str | None = None, **_: Any) -> Any:
         """Run ``node`` (an ADK node or a function) as a dynamic child and return its

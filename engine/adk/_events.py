@@ -164,6 +164,30 @@ def _plain(value: Any) -> Any:
     return value
 
 
+class Routes(list):
+    """Several routes at once (``Event(route=["a", "b"])``): the engine follows an
+    edge whose route equals the emitted one, and this list equals each of its
+    members, so every edge named in it is followed. Stored as a plain JSON list."""
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, list):
+            return list.__eq__(self, other)
+        return any(other == r for r in self)
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash(tuple(self))
+
+
+def engine_route(route: Any) -> Any:
+    """A route as the engine follows it: a list, tuple or set of routes as :class:`Routes`."""
+    if isinstance(route, (list, tuple, set, frozenset)) and not isinstance(route, Routes):
+        return Routes(route)
+    return route
+
+
 def to_engine_request(req: RequestInput) -> EngineRequestInput:
     return EngineRequestInput(
         req.message or "",
@@ -190,7 +214,7 @@ def to_engine_event(event: Event) -> tuple[em.Event, dict[str, Any]]:
     out = em.Event(
         content=content,
         output=_plain(event.output),
-        route=event.route,
+        route=engine_route(event.route),
         long_running_tool_ids=ids,
         error_code=event.error_code,
         error_message=event.error_message,

@@ -446,8 +446,9 @@ class AdaptedNode(en.BaseNode):
                 yield out
         if self.default_route is not None:
             default, routes = self.default_route
+            emitted = ctx.route if isinstance(ctx.route, list) else [ctx.route]
             try:
-                matched = ctx.route in routes
+                matched = any(r in routes for r in emitted)
             except TypeError:  # an unhashable route matches no edge
                 matched = False
             if not matched:

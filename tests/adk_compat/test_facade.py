@@ -649,3 +649,32 @@ async def test_database_and_sqlite_session_services_write_a_store_hitl_opens(tmp
         DatabaseSessionService(db_url="mysql://x/y")
     with pytest.raises(ValueError, match="names a file"):
         DatabaseSessionService(db_url="sqlite://")
+
+
+async def test_a_list_route_follows_every_edge_it_names() -> None:
+    # docs/graphs/index.md's router: Event(route=[...]) for a message in several categories.
+    def router(node_input: str):
+        routes = node_input.split(",")
+        routes = [route.strip() for route in routes]
+        return Event(route=routes)
+
+    def response_1_bug():
+        return Event(message="Handling bug...")
+
+    def response_2_support():
+        return Event(message="Handling customer support...")
+
+    def response_3_logistics():
+        return Event(message="Handling logistics...")
+
+    wf = Workflow(
+        name="routing_workflow",
+        edges=[
+            ("START", router),
+            (router, {"BUG": response_1_bug, "CUSTOMER_SUPPORT": response_2_support, "LOGISTICS": response_3_logistics}),
+        ],
+    )
+    runner, sid = await _runner(wf)
+    events = await _run(runner, sid, _text("BUG, LOGISTICS"))
+    said = sorted(p.text for e in events if e.content is not None for p in e.content.parts if p.text)
+    assert said == ["Handling bug...", "Handling logistics..."]
