@@ -117,6 +117,7 @@ class AppRegistry:
 
     # ------------------------------------------------------------ register
     def register(self, app_name: str, workflow: BaseNode) -> None:
+        workflow = _adk_node(workflow)
         if not isinstance(workflow, BaseNode):
             raise TypeError(f"app {app_name!r}: {workflow!r} is not a node")
         self._entries[app_name] = _Entry(node=workflow)
@@ -203,6 +204,7 @@ def _import(entry: _Entry) -> BaseNode:
             obj = getattr(obj, part)
         except AttributeError:
             raise AttributeError(f"module {module_name!r} has no attribute {attr!r}") from None
+    obj = _adk_node(obj)
     if not isinstance(obj, BaseNode):
         from .runner import Runner
 
@@ -213,6 +215,18 @@ def _import(entry: _Entry) -> BaseNode:
             )
         raise TypeError(f"{entry.spec} is a {type(obj).__name__}, not a workflow node (the attribute must be the Workflow)")
     return obj
+
+
+def _adk_node(obj: Any) -> Any:
+    """An ``engine.adk`` node (an ADK 2.x workflow run on this engine) or ``App`` as
+    the engine node it runs as; anything else unchanged."""
+    if not any(k.__module__.startswith("engine.adk.") for k in type(obj).__mro__):
+        return obj
+    root = getattr(obj, "root", None)  # an App
+    if root is not None:
+        obj = root
+    build = getattr(obj, "_engine_node", None)
+    return build() if callable(build) else obj
 
 
 def default_operator(config: str | os.PathLike[str] | None = None) -> str:

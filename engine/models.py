@@ -25,6 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 REQUEST_INPUT_FUNCTION = "request_input"
 """Function-call name used for interrupts built by ``RequestInput``."""
+REQUEST_INPUT_FUNCTIONS = (REQUEST_INPUT_FUNCTION, "adk_request_input")
+"""Names of request-input calls: ours, and ADK's (``engine.adk.RequestInput``)."""
 
 
 def new_id() -> str:

@@ -31,7 +31,7 @@ from textual.widgets import Input
 from engine import bulk
 from engine.errors import HitlError
 from engine.liveness import interrupted_invocations, turn_requests_by_invocation
-from engine.models import REQUEST_INPUT_FUNCTION
+from engine.models import REQUEST_INPUT_FUNCTIONS
 from engine.store.base import InterruptRecord, Page
 
 from ..actions import bindings
@@ -63,7 +63,7 @@ COLUMNS = (
 
 def asks(rec: InterruptRecord) -> str:
     """The RequestInput message, or the function name of another long-running call."""
-    if rec.name == REQUEST_INPUT_FUNCTION and rec.message:
+    if rec.name in REQUEST_INPUT_FUNCTIONS and rec.message:
         return rec.message
     return rec.name + (f": {rec.message}" if rec.message else "")
 

@@ -1,0 +1,5 @@
+"""``google.adk.apps.app`` look-alike."""
+
+from .._runner import App, ResumabilityConfig
+
+__all__ = ["App", "ResumabilityConfig"]
