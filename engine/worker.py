@@ -134,15 +134,27 @@ def graph_version(node: BaseNode) -> str:
 
 
 # ------------------------------------------------------------------ waking
+def pool_key(apps: list[str]) -> int:
+    """The advisory-lock key of the pool of workers serving exactly ``apps``
+    (a signed 64-bit integer, as ``pg_advisory_lock`` takes)."""
+    digest = hashlib.blake2b("\0".join(sorted(apps)).encode(), digest_size=8, person=b"hitl-pool").digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
 class Waker:
     """Wait until the store may have changed: LISTEN where the store notifies,
     else a cheap poll of its change counter (SQLite's ``data_version``), else a
     short poll. ``wait(timeout)`` returns early when something changed."""
 
-    def __init__(self, store: SessionStore, *, poll: float = 0.01, queue_only: bool = False) -> None:
+    def __init__(
+        self, store: SessionStore, *, poll: float = 0.01, queue_only: bool = False, pool: list[str] | None = None
+    ) -> None:
         self.store = store
         self.poll = poll
         self.queue_only = queue_only
+        self.pool = pool
+        """A worker's apps: on PostgreSQL only one idle worker serving exactly these
+        apps listens at a time (:meth:`~engine.store.postgres.listen.Listener.lead`)."""
         """Wake only when a turn request became runnable (a worker), not at every
         append (a follower): PostgreSQL notifies ``q`` 0 for that, the seq for an
         append, -1 for a request gone. SQLite's change counter cannot tell them apart."""
@@ -152,7 +164,8 @@ class Waker:
 
     async def start(self) -> None:
         if has_capability(self.store, "notify") and self.queue_only and hasattr(self.store, "turn_notifications"):
-            self._listener = await self.store.turn_notifications(self._notified)  # type: ignore[attr-defined]
+            lead = pool_key(self.pool) if self.pool is not None else None
+            self._listener = await self.store.turn_notifications(self._notified, lead=lead)  # type: ignore[attr-defined]
         elif has_capability(self.store, "notify"):
             self._listener = await self.store.notifications(self._notified)  # type: ignore[attr-defined]
         elif hasattr(self.store, "change_counter"):
@@ -165,6 +178,12 @@ class Waker:
     def poke(self) -> None:
         """Wake the waiter now (a turn of this process ended: there may be room)."""
         self._event.set()
+
+    def set_room(self, room: bool) -> None:
+        """Whether the worker could start a turn now: a leading listener without
+        room hands the pool's lead to the next idle worker."""
+        if self._listener is not None and hasattr(self._listener, "set_room"):
+            self._listener.set_room(room)
 
     async def wait(self, timeout: float) -> None:
         loop = asyncio.get_running_loop()
@@ -262,7 +281,7 @@ class Worker:
         self._stopping = asyncio.Event()
         if self.state == "draining":
             self._stopping.set()
-        self._waker = Waker(self.store, queue_only=True)
+        self._waker = Waker(self.store, queue_only=True, pool=sorted(self.apps))
         await self._waker.start()
         await self._beat()
         await self._sweep()
@@ -272,7 +291,9 @@ class Worker:
                 next_check = await self._fill()
                 if self._stopping.is_set():
                     break
+                self._waker.set_room(len(self._running) < self.concurrency)
                 await self._waker.wait(next_check)
+            self._waker.set_room(False)  # draining: hand the lead on
             await self._drain()
         finally:
             beat.cancel()
@@ -398,7 +419,7 @@ class Worker:
         if done and self.on_result is not None:
             self.on_result(running.task.result())
         if self._waker is not None:
-            self._waker.poke()
+            self._waker.poke()  # a slot is free: claim (the loop then says whether there is room)
 
     # ------------------------------------------------------------ serving
     async def _serve(self, req: TurnRequest, running: _Running) -> TurnResult:

@@ -347,10 +347,16 @@ class _WorkerSteps(_Core):
 
         return await self._run(fn)
 
-    async def turn_notifications(self, callback: Callable[[str | None, int | None], None]) -> Listener:
+    async def turn_notifications(
+        self, callback: Callable[[str | None, int | None], None], *, lead: int | None = None
+    ) -> Listener:
         """As ``notifications``, on :data:`TURNS_CHANNEL`: only requests that became
-        runnable (``q`` 0), and ``(None, None)`` after the connection was re-made."""
+        runnable (``q`` 0), and ``(None, None)`` after the connection was re-made.
+        ``lead``: a worker pool's lock key -- listen only while leading the pool
+        (:meth:`Listener.lead`: one idle worker of the pool hears each request)."""
         listener = Listener(self._connect_args, callback, self.url, channel=TURNS_CHANNEL)
+        if lead is not None:
+            listener.lead(lead)
         await listener.start()
         return listener
 
