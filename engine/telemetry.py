@@ -20,7 +20,9 @@ are never recorded):
   ``hitl.node.attempt``; a failure recorded as the span's error), current while
   the node's own code runs, so spans the user's code opens nest under it;
 * ``hitl.action ACTION`` -- an operator's write on any surface (``hitl.operator``,
-  ``hitl.surface``, ``hitl.ids`` answered, ``hitl.batch``).
+  ``hitl.surface``, ``hitl.ids`` answered, ``hitl.batch``);
+* ``hitl.store CALL`` -- with ``HITL_TRACE_STORE=1`` only (the debug level): one
+  store call, i.e. one transaction (``hitl.store.statements``, ``hitl.store.commits``).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import contextlib
 import contextvars
 import functools
 import inspect
+import os
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, TypeVar
@@ -49,6 +52,47 @@ def set_surface(name: str) -> contextvars.Token[str]:
 
 def surface() -> str:
     return _surface.get()
+
+
+STORE_SPANS = os.environ.get("HITL_TRACE_STORE", "") == "1"
+"""``HITL_TRACE_STORE=1``: also a ``hitl.store CALL`` span per store call (one
+transaction each), with the statements it sent (and, on SQLite, its commits) --
+the debug level of tracing, read once at import."""
+
+
+def store_tracer() -> Any:
+    """The tracer when store calls are traced too (:data:`STORE_SPANS`), else None."""
+    return tracer() if STORE_SPANS else None
+
+
+def call_name(fn: Any) -> str:
+    """What a store's unit of work is called in its span: the method a nested
+    ``fn`` belongs to, else the function's own name."""
+    fn = getattr(fn, "func", fn)  # functools.partial
+    parts = getattr(fn, "__qualname__", "call").split(".")
+    if "<locals>" in parts:
+        return parts[parts.index("<locals>") - 1]
+    return parts[-1].strip("_") or "call"
+
+
+@contextlib.contextmanager
+def store_span(tr: Any, call: str, backend: str) -> Iterator[dict[str, int]]:
+    """A ``hitl.store CALL`` span; the block fills the yielded counts
+    (``statements``, ``commits``), set on the span when it ends."""
+    from opentelemetry import trace
+
+    counts = {"statements": 0, "commits": 0}
+    ctx = None
+    if not trace.get_current_span().get_span_context().is_valid:  # in a turn, outside its node runs
+        parent = _node_span.get() or _turn_span.get()
+        ctx = trace.set_span_in_context(parent) if parent is not None else None
+    with tr.start_as_current_span(f"hitl.store {call}", context=ctx) as span:
+        span.set_attribute("hitl.store.backend", backend)
+        try:
+            yield counts
+        finally:
+            span.set_attribute("hitl.store.statements", counts["statements"])
+            span.set_attribute("hitl.store.commits", counts["commits"])
 
 
 def tracer() -> Any:

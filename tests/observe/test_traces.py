@@ -198,3 +198,30 @@ def test_tracing_is_on_only_once_a_real_provider_is_set() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
     assert out.stdout.strip() == "ok", out.stderr
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+async def test_store_calls_are_spans_with_their_statements_at_the_debug_level(
+    kind: str, tmp_path: Path, spans: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = str(tmp_path / "t.sqlite") if kind == "sqlite" else pg_fresh_url()
+    store = await open_store(url)
+    try:
+        runner = Runner("shop", Workflow("flow", [(START, prep, ask)]), store)
+        async for _ in runner.run("u", "s1", Content.from_text("o-1")):
+            pass
+        assert not [s for s in spans.get_finished_spans() if s.name.startswith("hitl.store")]  # off by default
+        monkeypatch.setattr(telemetry, "STORE_SPANS", True)
+        spans.clear()
+        async for _ in runner.run("u", "s1", Content.from_responses({"ok": True})):
+            pass
+        got = [s for s in spans.get_finished_spans() if s.name.startswith("hitl.store ")]
+        assert got, [s.name for s in spans.get_finished_spans()]
+        [turn] = [s for s in spans.get_finished_spans() if s.name == "hitl.turn"]
+        assert {s.context.trace_id for s in got} == {turn.context.trace_id}
+        assert all(s.attributes["hitl.store.backend"] == kind for s in got)
+        assert all(s.attributes["hitl.store.statements"] >= 1 for s in got), [(s.name, dict(s.attributes)) for s in got]
+        writes = [s for s in got if s.attributes["hitl.store.commits"] >= 1]
+        assert writes, [(s.name, dict(s.attributes)) for s in got]
+    finally:
+        await store.close()

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import asyncpg
 from pydantic import ValidationError
 
+from ... import telemetry
 from ...errors import HitlError, ReadOnlyError, SchemaUpgradeNeeded, SessionNotFoundError, StoreError
 
 # Row converters, cursors and the event preparation are the SQLite store's: one
@@ -289,7 +290,11 @@ class _Core:
                 raise StoreError(f"the store {self.url} is closed")
             try:
                 async with self._pool.acquire() as conn:
-                    return await fn(conn)
+                    tr = telemetry.store_tracer()
+                    if tr is None:
+                        return await fn(conn)
+                    with telemetry.store_span(tr, telemetry.call_name(fn), "postgres") as counts:
+                        return await _counting(conn, counts, fn)
             except ConnectionLostError:
                 raise
             except HitlError:
@@ -364,3 +369,19 @@ class _Core:
     async def checkpoint(self) -> None:
         """Nothing to do on a server (the file stores fold their journal here)."""
         self._check_writable()
+
+
+async def _counting(conn: asyncpg.Connection, counts: dict[str, int], fn: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
+    """``fn(conn)`` counting the statements it sends (a ``hitl.store`` span's)."""
+
+    def seen(_query: object) -> None:
+        counts["statements"] += 1
+
+    conn.add_query_logger(seen)
+    try:
+        result = await fn(conn)
+        await asyncio.sleep(0)  # asyncpg calls query loggers with call_soon: let them run
+    finally:
+        conn.remove_query_logger(seen)
+    counts["commits"] = 1  # one unit of work, committed as one transaction
+    return result

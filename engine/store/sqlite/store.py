@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 from pydantic_core import to_json
 
+from ... import telemetry
 from ...errors import (
     ReadOnlyError,
     StoreError,
@@ -269,7 +270,11 @@ class SQLiteStore(_WorkerTables, _WorkerSteps):
         """Run ``fn(conn, *args)`` on the connection's thread: one round-trip."""
         if self._driver is None:
             raise StoreError(f"the store {self.path} is closed")
+        tr = telemetry.store_tracer()
         try:
+            if tr is not None:
+                with telemetry.store_span(tr, telemetry.call_name(args[0] if fn is _in_write_tx else fn), "sqlite") as counts:
+                    return await self._driver.run(_counting, counts, fn, *args)
             return await self._driver.run(fn, *args)
         except sqlite3.Error as e:
             raise _translate(e, self.path, self.busy_timeout) from e
@@ -649,3 +654,17 @@ class SQLiteStore(_WorkerTables, _WorkerSteps):
         """SQLite's quick_check: an empty list when the file is sound, else its complaints."""
         rows = await self._call(lambda conn: [r[0] for r in conn.execute("PRAGMA quick_check")])
         return [] if rows == ["ok"] else rows
+
+
+def _counting(conn: sqlite3.Connection, counts: dict[str, int], fn: Callable[..., T], *args: Any) -> T:
+    """``fn(conn, *args)`` counting the statements it runs (a ``hitl.store`` span's)."""
+
+    def seen(sql: str) -> None:
+        counts["statements"] += 1
+        counts["commits"] += sql.lstrip()[:6].upper() == "COMMIT"
+
+    conn.set_trace_callback(seen)
+    try:
+        return fn(conn, *args)
+    finally:
+        conn.set_trace_callback(None)
