@@ -157,14 +157,23 @@ class InDoubtError(HitlError):
     """A re-drive would re-execute nodes that may already have done their side
     effects; the operator must acknowledge that explicitly."""
 
-    def __init__(self, session_id: str, invocation_id: str, paths: Iterable[str]) -> None:
+    def __init__(
+        self, session_id: str, invocation_id: str, paths: Iterable[str], *, acknowledged: Iterable[str] = ()
+    ) -> None:
         self.session_id = session_id
         self.invocation_id = invocation_id
         self.paths = sorted(paths)
+        acked = sorted(acknowledged)
+        since = (
+            f" (not covered by the acknowledgement given, of {', '.join(acked)}: an acknowledgement covers the "
+            "runs it names as they were when it was given, once)"
+            if acked
+            else ""
+        )
         super().__init__(
             f"invocation {invocation_id} has nodes in doubt: {', '.join(self.paths)} started but never recorded "
-            "an end, so they may have done their side effects before their turn stopped, and re-driving runs them "
-            "again. Check their effects, then re-drive with --ack-in-doubt (acknowledge_in_doubt=True); "
+            f"an end{since}, so they may have done their side effects before their turn stopped, and re-driving "
+            "runs them again. Check their effects, then re-drive with --ack-in-doubt (acknowledge_in_doubt=True); "
             "nothing was written"
         )
 

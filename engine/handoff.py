@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from . import telemetry
@@ -147,14 +147,21 @@ async def request_redrive(
     session_id: str,
     invocation_id: str,
     *,
-    acknowledge_in_doubt: bool = False,
+    acknowledge_in_doubt: bool | Iterable[str] = False,
     operator: str | None = None,
     reason: str | None = None,
 ) -> TurnRequest:
     """Leave an operator's re-drive to a worker. Refused up front as the real
     re-drive would be (not re-drivable, cancelled, nodes in doubt without the
-    acknowledgement); a request held for nodes in doubt is replaced by this one."""
-    from .liveness import in_doubt_paths, stopped_mid_run
+    acknowledgement); a request held for nodes in doubt is replaced by this one.
+
+    ``acknowledge_in_doubt``: ``True`` acknowledges the runs in doubt as read
+    here, a list of paths the ones the operator saw (refused when another is in
+    doubt). The request records them with the start each is in doubt since
+    (:func:`engine.liveness.in_doubt_runs`): the worker that runs it -- or the
+    one that continues it after that one died -- re-runs those runs once, never
+    a run that went in doubt later."""
+    from .liveness import in_doubt_runs, stopped_mid_run
     from .operator_actions import check_redrivable
     from .resume import load_invocation
 
@@ -162,12 +169,18 @@ async def request_redrive(
     proj = await load_invocation(store, session_id, invocation_id)
     check_redrivable(proj, invocation_id)
     stopped, _ = await stopped_mid_run(store, session_id, invocation_id, proj)
-    doubt = in_doubt_paths(proj, invocation_id) if stopped else []
-    if doubt and not acknowledge_in_doubt:
-        raise InDoubtError(session_id, invocation_id, doubt)
+    doubt = in_doubt_runs(proj, invocation_id) if stopped else {}
+    if acknowledge_in_doubt is True:
+        ack = doubt
+    else:
+        named = set(acknowledge_in_doubt or ())
+        ack = {path: pos for path, pos in doubt.items() if path in named}
+    missing = sorted(set(doubt) - set(ack))
+    if missing:
+        raise InDoubtError(session_id, invocation_id, missing, acknowledged=ack)
     request = TurnRequest(
         app_name=session.app_name, session_id=session_id, invocation_id=invocation_id, kind="redrive",
-        payload={"ack": acknowledge_in_doubt, "operator": operator, "reason": reason, **telemetry.trace_fields()},
+        payload={"ack": ack, "operator": operator, "reason": reason, **telemetry.trace_fields()},
         requested_at=time.time(),
     )
     await store.request_turn(request)  # type: ignore[attr-defined]

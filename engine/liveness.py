@@ -23,7 +23,10 @@ This module is the policy on top of those rows:
   process holds its lease. Its *in doubt* nodes are the leaf runs with a start
   record but no end record: they may have done their side effects before the
   process died, so continuing (re-driving) them needs an explicit
-  acknowledgement.
+  acknowledgement -- which covers exactly the runs it names, once
+  (:func:`unacknowledged`): a worker that continues an acknowledged re-drive
+  after its predecessor died does not stretch it over a node that went in
+  doubt later, nor over a named one that ran again and went in doubt again.
 * *queued for a worker* (issue 18) -- mid-run by the projection, no live
   lease, but a turn request waits for a worker of the app (an answer sent
   without the app's code, a re-drive through a worker): nothing is wrong, a
@@ -45,7 +48,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -318,6 +321,25 @@ def in_doubt_paths(proj: Projection, invocation_id: str) -> list[str]:
     """Leaf runs with a start record and no end record (``NodeRun.unfinished``).
     Meaningful only when no process is running the invocation."""
     return sorted(r.path for r in proj.runs(invocation_id) if r.unfinished)
+
+
+def in_doubt_runs(proj: Projection, invocation_id: str) -> dict[str, int]:
+    """The runs in doubt (:func:`in_doubt_paths`) -> the position of the start
+    record each is in doubt since: what an operator's acknowledgement names."""
+    return {r.path: r.last_start_pos for r in proj.runs(invocation_id) if r.unfinished}
+
+
+Acknowledgement = Mapping[str, int]
+"""An operator's acknowledgement of nodes in doubt: run path -> the position of
+the start record the operator saw it in doubt since (:func:`in_doubt_runs`)."""
+
+
+def unacknowledged(proj: Projection, invocation_id: str, ack: Acknowledgement) -> list[str]:
+    """The runs in doubt that ``ack`` does not cover. An acknowledgement covers
+    exactly the runs it names, once: a named run that started again since (its
+    acknowledged re-drive re-ran it) and went in doubt again is not covered, nor
+    is a run that went in doubt after it -- each holds the turn again."""
+    return sorted(p for p, pos in in_doubt_runs(proj, invocation_id).items() if ack.get(p) != pos)
 
 
 def is_mid_run(proj: Projection, invocation_id: str) -> bool:

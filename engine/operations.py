@@ -34,7 +34,7 @@ loads it to ask for confirmation).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -222,7 +222,7 @@ async def redrive(
     registry: AppRegistry | Callable[[], AppRegistry] | None = None,
     operator: str | None = None,
     reason: str | None = None,
-    acknowledge_in_doubt: bool = False,
+    acknowledge_in_doubt: bool | Mapping[str, int] = False,
     session: Session | None = None,
     preload: bool = False,
     session_state: bool = False,
@@ -378,7 +378,7 @@ async def _turn(
     on_step: Callable[[Step], None] | None,
     *,
     content: Any = None,
-    acknowledge_in_doubt: bool = False,
+    acknowledge_in_doubt: bool | Mapping[str, int] = False,
     batch: str | None = None,
 ) -> Outcome:
     """An answer or a re-drive: one Runner turn, folded event by event."""

@@ -109,6 +109,14 @@ _ASSIGN = re.compile(
     r"(?i)\b(password|passwd|pwd|passphrase|secret|token|api[_-]?key|private[_-]?key)(\s*=\s*|:)([^\s,;&'\"]+)"
 )
 """``password=hunter2`` / ``api_key:abc`` in free text."""
+_SPOKEN = re.compile(
+    r"(?i)\b(password|passwd|passphrase|secret|token|api[_ -]?key|private[_ -]?key)"
+    r"((?:\s+(?:is|was|to|now|of))?\s+)"
+    r"(?=[^\s,;'\"]*[0-9!@#$%^&*_+=/~-])([^\s,;'\"]{4,})"
+)
+"""``rotating password Hunter-22`` / ``the token is abc123`` in what an operator
+types: a word after a secret's name (or its ``is``/``to``/...) that looks like
+a secret -- it has a digit or a symbol -- so that ``password reset`` stays."""
 def _may_need_patterns(text: str) -> bool:
     """False when none of _DSN, _BEARER, _ASSIGN can match ``text``: ASCII text
     (where their case-insensitive matching is plain ASCII case) without any
@@ -143,8 +151,11 @@ class Redactor:
       the ``default``/``examples``/``const``/``enum`` of secret-named properties
       in JSON Schemas; every string is also passed through :meth:`text`.
     * :meth:`text` masks free text: passwords in DSNs, bearer tokens,
-      ``password=...`` assignments, and every secret value this redactor has
-      seen under a secret key (also a truncated one: ``hunter2h…``).
+      ``password=...`` assignments, a secret-looking word after a secret's
+      name (``rotating password Hunter-22``), and every secret value this
+      redactor has seen under a secret key (also a truncated one: ``hunter2h…``)
+      -- :func:`learn_written` teaches it those of the events an audit
+      listing names, :meth:`learn_answers` those of an invocation's answers.
     * :meth:`event` masks an event's payloads and free text (messages,
       error messages, reasons); structural fields are never touched.
 
@@ -231,6 +242,15 @@ class Redactor:
                 with contextlib.suppress(ValueError):
                     push(json.loads(v))
 
+    def learn_answers(self, interrupts: Iterable[Any], state: Any = None) -> None:
+        """Learn the secrets of interrupts' questions and answers (what operators
+        type), and of a session state: a renderer showing one run (its error
+        message may echo an answer) learns them first."""
+        for itr in interrupts:
+            self.learn_from([itr.args, itr.response])
+        if state is not None:
+            self.learn_from(state)
+
     def learn_events(self, events: Iterable[Event]) -> None:
         """Learn the secrets in events' payloads (never from structural fields
         such as ``author``, ids or paths)."""
@@ -258,6 +278,7 @@ class Redactor:
             out = _DSN.sub(lambda m: m.group(1) + MASK + m.group(3), out)
             out = _BEARER.sub(lambda m: m.group(1) + m.group(2) + MASK, out)
             out = _ASSIGN.sub(lambda m: m.group(1) + m.group(2) + MASK, out)
+            out = _SPOKEN.sub(lambda m: m.group(1) + m.group(2) + MASK, out)
         known = self._known_pattern()
         if known is not None:
             out = known.sub(MASK, out)
@@ -437,6 +458,20 @@ class Redactor:
         if "default" in schema:
             out["default"] = self._value(schema["default"])
         return out
+
+
+async def learn_written(red: Redactor, store: Any, records: Iterable[Any]) -> None:
+    """Teach ``red`` the secrets of the events audit ``records`` name (an answer's
+    values), so that an operator's reason shown beside them is masked of what
+    they answered. One read per record with an event; a record whose event
+    cannot be read is skipped (its reason still gets the free-text rules)."""
+    if red.show:
+        return
+    for rec in records:
+        if rec.seq is None:
+            continue
+        with contextlib.suppress(Exception):
+            red.learn_events(s.event for s in await store.events(rec.session_id, after_seq=rec.seq - 1, limit=1))
 
 
 def _mask_schema_values(sub: dict[str, Any]) -> dict[str, Any]:

@@ -33,12 +33,15 @@ from .errors import (
 from .liveness import (
     DEFAULT_LEASE_TTL,
     DEFAULT_LEASE_WAIT,
+    Acknowledgement,
     LeaseKeeper,
     acquire_invocation_lease,
     in_doubt_paths,
+    in_doubt_runs,
     is_mid_run,
     new_owner,
     stopped_mid_run,
+    unacknowledged,
 )
 from .models import Content, Event, NodeStatus, Session, StoredEvent, build_models, new_id
 from .nodes import BaseNode
@@ -90,7 +93,9 @@ class _Turn:
     state_delta: dict[str, Any] | None
     operator: str | None
     reason: str | None
-    ack: bool
+    ack: Acknowledgement
+    """The runs in doubt the operator acknowledged (run path -> the start they
+    saw it in doubt since); empty: none."""
     on_loaded: Callable[[str, Projection], None] | None = None
     create: bool = False
     """The session does not exist yet: the first write creates it (``create_in_first_write``)."""
@@ -200,7 +205,11 @@ class Runner:
         answer; InvocationBusyError while another process runs the invocation;
         InvocationInterruptedError for an answer to an invocation that stopped
         mid-run (continue it first: re-drive it); InDoubtError for a re-drive
-        that would re-execute nodes in doubt unless ``acknowledge_in_doubt``.
+        that would re-execute nodes in doubt unless ``acknowledge_in_doubt``:
+        ``True`` acknowledges the runs in doubt as this call reads them, a
+        mapping (run path -> start position, :func:`engine.liveness.in_doubt_runs`)
+        exactly the runs it names -- a worker passes the one its request
+        recorded, so that a run in doubt since a later start is not covered.
 
         For workers (:mod:`engine.worker`): ``new_invocation_id`` is the id a
         start gives its new invocation (a start request names it, so that it
@@ -233,7 +242,7 @@ class Runner:
         state_delta: dict[str, Any] | None = None,
         operator: str | None = None,
         reason: str | None = None,
-        acknowledge_in_doubt: bool = False,
+        acknowledge_in_doubt: bool | Acknowledgement = False,
         on_loaded: Callable[[str, Projection], None] | None = None,
         on_stored: Callable[[StoredEvent], None] | None = None,
         new_invocation_id: str | None = None,
@@ -276,8 +285,9 @@ class Runner:
             inv_id, kind, user_id, last_seq = new_invocation_id or new_id(), "start", session.user_id, session.last_seq
         early: Projection | None = None
         stopped = False
+        ack: dict[str, int] = {}
         if kind != "start":
-            early, stopped = await self._refuse_early(
+            early, stopped, ack = await self._refuse_early(
                 session_id, inv_id, redrive=kind == "redrive", ack=acknowledge_in_doubt,
                 loaded=target.loaded if target is not None else None,
             )
@@ -291,7 +301,7 @@ class Runner:
             state_delta,
             operator,
             reason,
-            acknowledge_in_doubt,
+            ack,
             on_loaded,
             create,
             only_mid_run,
@@ -345,14 +355,21 @@ class Runner:
             await checkpoints.after_turn(self.store, session_id, turn_from, inv_ctx.last_seq)
 
     async def _refuse_early(
-        self, session_id: str, invocation_id: str, *, redrive: bool, ack: bool, loaded: LoadedInvocation | None = None
-    ) -> tuple[Projection, bool]:
+        self,
+        session_id: str,
+        invocation_id: str,
+        *,
+        redrive: bool,
+        ack: bool | Acknowledgement,
+        loaded: LoadedInvocation | None = None,
+    ) -> tuple[Projection, bool, dict[str, int]]:
         """Refuse an answer to an interrupted invocation, or an unacknowledged
         re-drive over nodes in doubt, before touching the lease: a refused
         action leaves the store exactly as it was (the checks are repeated
         under the lease, where they are authoritative). Returns the projection
         read, which the turn brings up to date under the lease (:func:`~engine.operator_actions.catch_up`),
-        and whether it showed the invocation stopped mid-run (no live lease).
+        whether it showed the invocation stopped mid-run (no live lease), and
+        the acknowledgement as runs (``True``: the runs in doubt in that read).
         ``loaded``: the invocation as read with the answer's interrupts."""
         proj = await load_invocation(self.store, session_id, invocation_id, loaded)
         if redrive:
@@ -360,14 +377,17 @@ class Runner:
         else:
             check_not_cancelled(proj, invocation_id, "answer refused")
         stopped, _ = await stopped_mid_run(self.store, session_id, invocation_id, proj)
+        if ack is True:  # what this read shows in doubt (nothing is, while a process runs it)
+            ack = in_doubt_runs(proj, invocation_id) if stopped else {}
+        acked = dict(ack) if ack else {}
         if not stopped:
-            return proj, False  # not mid-run, or running right now: the lease decides (wait, then busy)
-        doubt = in_doubt_paths(proj, invocation_id)
+            return proj, False, acked  # not mid-run, or running right now: the lease decides (wait, then busy)
         if not redrive:
-            raise InvocationInterruptedError(session_id, invocation_id, doubt)
-        if doubt and not ack:
-            raise InDoubtError(session_id, invocation_id, doubt)
-        return proj, True
+            raise InvocationInterruptedError(session_id, invocation_id, in_doubt_paths(proj, invocation_id))
+        uncovered = unacknowledged(proj, invocation_id, acked)
+        if uncovered:
+            raise InDoubtError(session_id, invocation_id, uncovered, acknowledged=acked)
+        return proj, True, acked
 
     # ------------------------------------------------------------ first write
     def _first_events(self, turn: _Turn, proj: Projection) -> list[Event]:
@@ -390,11 +410,12 @@ class Runner:
                     "a worker continues only an invocation left mid-run; nothing was written"
                 )
             doubt = in_doubt_paths(proj, inv) if is_mid_run(proj, inv) else []
-            if doubt and not turn.ack:
-                raise InDoubtError(turn.session_id, inv, doubt)
+            uncovered = unacknowledged(proj, inv, turn.ack) if doubt else []
+            if uncovered:  # in doubt since after the acknowledgement (or never acknowledged)
+                raise InDoubtError(turn.session_id, inv, uncovered, acknowledged=turn.ack)
             meta = operator_metadata("redrive", turn.operator, turn.reason)
             if doubt:
-                meta["in_doubt"] = doubt  # what the operator acknowledged may run twice
+                meta["in_doubt"] = doubt  # what the operator acknowledged (every one covered) may run twice
             return [Event(invocation_id=inv, author="user", state_delta=turn.state_delta, custom_metadata=meta)]
         return [Event(invocation_id=inv, author="user", content=turn.message, state_delta=turn.state_delta)]
 

@@ -467,7 +467,9 @@ class Worker:
                     "", sid, None, inv,
                     operator=pay.get("operator") or self.name,
                     reason=pay.get("reason") or f"continued by {self.name}",
-                    acknowledge_in_doubt=bool(pay.get("ack")),
+                    # the runs the operator acknowledged, each at the start they saw
+                    # (an older request's bare True covers nothing: held, asked again)
+                    acknowledge_in_doubt=ack if isinstance(ack := pay.get("ack"), dict) else False,
                     only_mid_run=req.kind != "redrive",
                     on_stored=stored,
                     trace_parent=pay.get("traceparent"),

@@ -36,6 +36,7 @@ def pytest_configure(config: pytest.Config) -> None:
 _KILL_MODULES = {
     "test_crash.py",
     "test_workers.py",
+    "test_ack_once.py",
     "test_worker_side.py",
     "test_concurrency.py",
     "test_postgres_reliability.py",

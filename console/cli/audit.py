@@ -8,6 +8,7 @@ import click
 
 from console.text import audit_what
 from console.times import zone_name
+from engine.redact import learn_written
 
 if TYPE_CHECKING:
     pass
@@ -54,6 +55,7 @@ def audit(
                     cursor=cursor,
                 )
             )
+            await learn_written(red, store, page.items)  # a reason may repeat what was answered
         if _opts().json:
             out_json(red, {"audit": [r.model_dump() for r in page.items], "next_cursor": page.next_cursor})
             return
@@ -68,7 +70,7 @@ def audit(
                     r.session_id,
                     (r.invocation_id or "-")[:12],
                     short(what, 60),
-                    short(r.reason, 40) or "-",
+                    short(red.text(r.reason or ""), 40) or "-",
                 ]
             )
         out(red, 

@@ -121,10 +121,15 @@ def line_text(red: Redactor, text: str) -> str:
     return clean(red.text(text))
 
 
-def json_text(red: Redactor, obj: Any) -> str:
-    """What :func:`out_json` prints for ``obj`` (without the newline): non-ASCII
-    text as is when stdout is UTF-8, else as JSON escapes (``\\u6771``), which
-    every ASCII-based encoding carries and every JSON reader decodes back."""
+def json_text(red: Redactor, obj: Any, *, masked: bool = False) -> str:
+    """What :func:`out_json` prints for ``obj`` (without the newline): masked by
+    ``red`` -- values of secret keys, secret-named schema defaults, known secret
+    values and secret-looking free text, wherever they are in ``obj`` (``masked``:
+    the caller masked its values already, e.g. an event through ``red.event``) --
+    non-ASCII text as is when stdout is UTF-8, else as JSON escapes (``\\u6771``),
+    which every ASCII-based encoding carries and every JSON reader decodes back."""
+    if not masked:
+        obj = red.value(obj)
     return red.text(json.dumps(obj, default=str, ensure_ascii=not utf8_stdout()))
 
 

@@ -320,7 +320,7 @@ class EventLines:
     def add(self, seq: int, e: Event) -> None:
         red = self.red
         if self.as_json:
-            line = json_text(red, {"seq": seq, **e.model_dump(mode="json", exclude_none=True)})
+            line = json_text(red, {"seq": seq, **e.model_dump(mode="json", exclude_none=True)}, masked=True)
         else:
             text = f"{seq:>6}  {clock(e.timestamp)}  {e.kind:<9} {(e.path or '-'):<40} {event_summary(e)}"
             line = line_text(red, text.rstrip())

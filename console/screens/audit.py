@@ -16,6 +16,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 
+from engine.redact import learn_written
 from engine.store.base import AuditAction, AuditRecord
 
 from ..actions import bindings
@@ -179,6 +180,7 @@ class AuditScreen(SortableRows, PagedTableScreen):
                 limit=PAGE,
                 cursor=cursor,
             )
+            await learn_written(self.hitl.redactor, self.hitl.store, page.items)  # a reason may repeat an answer
         except Exception as e:  # noqa: BLE001 -- shown as a one-line notification
             self.post_message(StoreFailed(one_line(e)))
             return

@@ -386,7 +386,7 @@ class ReplayScreen(HitlScreen):
         if path is not None and frame.projection.get(inv, path) is not None:
             details.show(node_details(frame.projection, inv, path, st, red=self.hitl.redactor), f"Node {path}")
         else:
-            details.show(invocation_details(frame.projection, inv, st), "Invocation")
+            details.show(invocation_details(frame.projection, inv, st, red=self.hitl.redactor), "Invocation")
 
     @on(Tree.NodeHighlighted, "#tree")
     def _node_highlighted(self) -> None:

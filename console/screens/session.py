@@ -493,7 +493,7 @@ class SessionScreen(GraphKeys, HitlScreen):
         elif node is not None and node.data and node.data.startswith(FOLD):
             details.show("Earlier runs of a loop. Expand the node (enter) to list them.", "Earlier runs")
         else:
-            details.show(invocation_details(self.proj, inv, st), "Invocation")
+            details.show(invocation_details(self.proj, inv, st, red=self.hitl.redactor), "Invocation")
 
     @work(exclusive=True, group="session-event", exit_on_error=False)
     async def _fetch_event(self, seq: int) -> None:

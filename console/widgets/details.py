@@ -125,6 +125,7 @@ def node_details(
     run = proj.get(invocation_id, path)
     if run is None:
         return Text(f"{path}: not in this invocation", style=_s(st, "details--dim"))
+    red.learn_answers((i for i in proj.interrupts.values() if i.invocation_id == invocation_id), proj.state)
     title = literal(path, _s(st, "details--title"))
     rows_kind = node_kind(run)
     rows: list[tuple[str, RenderableType | str]] = [
@@ -152,7 +153,8 @@ def node_details(
         rows.append(("route", _json(run.route, red)))
     if run.error_code:
         failed = f" ({run.errors} failed attempts)" if run.errors > 1 else ""
-        rows.append(("error", literal(f"{run.error_code}: {run.error_message}{failed}", _s(st, "status--failed"))))
+        error = red.text(f"{run.error_code}: {run.error_message}")  # it may echo an answer or a password=...
+        rows.append(("error", literal(f"{error}{failed}", _s(st, "status--failed"))))
     if run.children:
         counts: dict[str, int] = {}
         for c in proj.children(invocation_id, path):
@@ -178,7 +180,7 @@ def node_details(
     return Group(*parts)
 
 
-def invocation_details(proj: Projection, invocation_id: str, st: Styles) -> RenderableType:
+def invocation_details(proj: Projection, invocation_id: str, st: Styles, *, red: Redactor) -> RenderableType:
     inv = proj.invocations.get(invocation_id)
     if inv is None:
         return Text("no events for this invocation yet", style=_s(st, "details--dim"))
@@ -188,7 +190,7 @@ def invocation_details(proj: Projection, invocation_id: str, st: Styles) -> Rend
         counts[r.status.value] = counts.get(r.status.value, 0) + 1
     rows: list[tuple[str, RenderableType | str]] = [
         ("invocation", invocation_id),
-        ("message", inv.message or "-"),
+        ("message", red.text(inv.message) or "-"),
         ("started", f"{date_time(inv.timestamp)} (event {inv.started_pos})"),
         ("last event", f"{date_time(inv.last_timestamp)} (event {inv.last_pos})"),
         ("runs", ", ".join(f"{n} {s.lower()}" for s, n in sorted(counts.items())) or "-"),

@@ -17,7 +17,8 @@ A file is one header line, then one line per event, in log order::
 
 :func:`parse_export` validates a whole file (UTF-8, JSON, header, every event
 against the :class:`~engine.models.Event` model, contiguous seqs, and that every
-FunctionResponse answers an interrupt that is open at that point of the log)
+FunctionResponse answers an interrupt that is open at that point of the log,
+and the lifecycle as the runner writes it: :mod:`engine.store.import_rules`)
 before a store writes anything; a bad file raises :class:`ImportFormatError`
 naming the line. This module does no I/O: stores feed it lines and write the
 result through their normal append path, so derived rows are rebuilt.
@@ -34,10 +35,9 @@ from pydantic import ValidationError
 
 from ..errors import HitlError
 from ..jsonin import JSONInputError, loads, where_invalid
-from ..models import Event, NodeStatus, Session, StoredEvent, parent_path
-from ..projection import Projection
-from ..responses import coerce_response, same_json, unwrap_response
+from ..models import Event, Session, StoredEvent
 from .base import SessionStore
+from .import_rules import Replay
 
 if TYPE_CHECKING:
     from ..checkpoints import Builder
@@ -233,23 +233,12 @@ class ExportReader:
 
 class _Replay:
     """An import is as strict as live writes: the log must be one the lifecycle
-    can produce. Checked here, event by event, before a store writes anything, so a store never
-    half-imports; each refusal names the line.
-
-    * ids: every event id is unique, every invocation id non-blank;
-    * answers go through the same validation as ``resume``: each id answers an
-      interrupt open at that point *in that invocation*, no id twice in one
-      message, and the value passes the interrupt's stored ``response_schema``
-      and the size limit (:func:`engine.responses.validate_response`);
-    * the node records are folded through the one projection, and a record it
-      cannot follow is refused: a start of a run that is already running or
-      whose parent is not running, an end (or output, interrupt, error) of a
-      run that is not running (an auto-completion's record is the exception),
-      anything after the invocation was cancelled but nothing more.
-    """
+    can produce (:mod:`engine.store.import_rules`), and every event id unique,
+    every invocation id non-blank. Checked here, event by event, before a store
+    writes anything, so a store never half-imports; each refusal names the line."""
 
     def __init__(self) -> None:
-        self.proj = Projection()
+        self.rules = Replay()
         self.seen_ids: dict[str, int] = {}
 
     def check(self, event: Event, seq: int, line: int) -> None:
@@ -259,77 +248,6 @@ class _Replay:
         seen_ids[event.id] = line
         if not event.invocation_id.strip():
             raise ImportFormatError(line, f"event {seq} has an empty invocation id")
-        problem = _impossible(self.proj, event)
+        problem = self.rules.check(event, seq)
         if problem:
             raise ImportFormatError(line, f"event {seq} cannot follow the events before it: {problem}")
-        self.proj.apply(event, seq)
-
-
-def _impossible(proj: Projection, event: Event) -> str | None:
-    """Why ``event`` cannot come next after the events folded into ``proj``
-    (None when it can). Pure: reads the projection, changes nothing."""
-    iid = event.invocation_id
-    inv = proj.invocations.get(iid)
-    cancel = inv.cancel if inv is not None else None
-    info = event.node_info
-    if info is None:
-        if event.author != "user":
-            return None
-        frs = event.function_responses
-        if cancel is not None and (frs or event.action in ("redrive", "cancel")):
-            return f"invocation {iid} was cancelled at event {cancel['pos']} (a cancel is final)"
-        if frs:
-            ids = [fr.id for fr in frs]
-            dupes = sorted({i for i in ids if ids.count(i) > 1})
-            if dupes:
-                return f"interrupt {', '.join(dupes)} is answered twice in one message"
-            for fr in frs:
-                if not fr.id.strip():
-                    return "an answer has an empty interrupt id"
-                itr = proj.interrupts.get((iid, fr.id))
-                if itr is None or not itr.open:
-                    return f"it answers interrupt {fr.id}, which is not open at that point in invocation {iid}"
-                value = unwrap_response(fr.response)
-                coerced, errors = coerce_response(itr.response_schema, value)
-                if errors:
-                    return f"the answer to {fr.id} fails its interrupt's schema: {'; '.join(errors)[:200]}"
-                if not same_json(coerced, value):
-                    # A live answer is persisted coerced; one stored as the raw text
-                    # (``"no"`` for a boolean) is not what the engine writes, and the
-                    # workflow would receive it as it is (a truthy string).
-                    return f"the answer to {fr.id} is not in its schema's form (a live answer would be stored as {_short(coerced)})"
-        return None
-    if cancel is not None:
-        return f"a record of {info.path} after invocation {iid} was cancelled at event {cancel['pos']}"
-    if not info.path.strip() or not info.run_id.strip():
-        return "a node record with an empty path or run id"
-    run = proj.get(iid, info.path)
-    running = run is not None and run.status is NodeStatus.RUNNING
-    if info.lifecycle == "start":
-        if running:
-            return f"{info.path} starts again before its run ended"
-        if not _parent_running(proj, iid, info.path):
-            return f"{info.path} starts while its parent {parent_path(info.path)} is not running"
-        return None
-    if running:
-        return None
-    if run is None or run.starts == 0:
-        if info.lifecycle is None and _parent_running(proj, iid, info.path):
-            return None  # an event of a leaf whose start record is not kept (older writers)
-        return f"a record of {info.path}, which never started"
-    if info.lifecycle == "end" and run.auto_completed and run.status is NodeStatus.COMPLETED:
-        return None  # the completion record of an auto-completion (DESIGN 3.2)
-    return f"a record of {info.path}, whose run is not running ({run.status.value})"
-
-
-def _parent_running(proj: Projection, invocation_id: str, path: str) -> bool:
-    parent = parent_path(path)
-    if parent is None:
-        return True
-    up = proj.get(invocation_id, parent)
-    return up is not None and up.status is NodeStatus.RUNNING
-
-
-def _short(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= 80 else text[:77] + "..."

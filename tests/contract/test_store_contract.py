@@ -663,8 +663,9 @@ def _bad_files(lines: list[str]) -> dict[str, tuple[list[Any], int]]:
     header, events = lines[0], lines[1:]
     bad_event = json.loads(events[2])
     bad_event["event"]["node_info"] = {"path": 5}
-    # Drop the event that raised "a" and "b" (seq 3) and renumber: the answer to "a"
-    # (seq 5, now seq 4 on line 5) answers an interrupt that was never raised.
+    # Drop the event that raised "a" and "b" (seq 3) and renumber: the root's WAITING
+    # end (now seq 3 on line 4) has nothing to wait on (and the answer to "a" after it
+    # answers an interrupt that was never raised).
     kept = [json.loads(line)["event"] for n, line in enumerate(events) if n != 2]
     orphan_header = json.loads(header)
     orphan_header["session"]["last_seq"] = len(kept)
@@ -680,7 +681,7 @@ def _bad_files(lines: list[str]) -> dict[str, tuple[list[Any], int]]:
         "out of order": ([header, events[1], events[0], *events[2:]], 2),
         "invalid event": ([header, events[0], events[1], json.dumps(bad_event) + "\n", *events[3:]], 4),
         "truncated": (lines[:-2], len(lines) - 2),
-        "answers unknown id": (orphan, 5),
+        "answers unknown id": (orphan, 4),
         "empty": ([], 1),
     }
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -32,6 +33,29 @@ T = TypeVar("T")
 
 
 _RETRIES = 5
+
+log = logging.getLogger(__name__)
+
+
+class _QuietFloor(logging.Filter):
+    """asyncpg's pool logs a warning with a traceback each time it fails to
+    reconnect its idle connections (its *floor*) while the server is down -- a
+    restart printed a screenful on the CLI and in a worker's log though nothing
+    was lost. Those records are dropped here and counted; the store says it in
+    one line once a unit of work runs on the server again (:meth:`_Core._run`)."""
+
+    failures = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if str(record.msg).startswith("Failed to restore the pool connection floor"):
+            _QuietFloor.failures += 1
+            return False
+        return True
+
+
+_QUIET_FLOOR = _QuietFloor()
+if _QUIET_FLOOR not in logging.getLogger("asyncpg.pool").filters:
+    logging.getLogger("asyncpg.pool").addFilter(_QUIET_FLOOR)
 
 
 class _Opener:
@@ -71,6 +95,7 @@ class _Core:
         """The schema version found when a writer opened the store (before migrating)."""
         self.retries = 0
         """Units of work redone after a serialisation failure or deadlock (for tests and benchmarks)."""
+        self._floor_seen = _QuietFloor.failures
         self._connect_args: dict[str, Any] = {}
 
     @property
@@ -292,20 +317,26 @@ class _Core:
                 async with self._pool.acquire() as conn:
                     tr = telemetry.store_tracer()
                     if tr is None:
-                        return await fn(conn)
-                    with telemetry.store_span(tr, telemetry.call_name(fn), "postgres") as counts:
-                        return await _counting(conn, counts, fn)
+                        result = await fn(conn)
+                    else:
+                        with telemetry.store_span(tr, telemetry.call_name(fn), "postgres") as counts:
+                            result = await _counting(conn, counts, fn)
+                if self._lost or _QuietFloor.failures != self._floor_seen:
+                    self._restored()
+                return result
             except ConnectionLostError:
                 raise
             except HitlError:
                 raise
             except _CONNECTION_ERRORS as e:
+                self._lost = True
                 if not reconnect or attempt == _RETRIES - 1:
                     raise _translate(e, self.url, self.busy_timeout) from None
                 self.retries += 1
                 await asyncio.sleep(0.05 * (2**attempt))
             except asyncpg.PostgresError as e:
                 if e.sqlstate and (e.sqlstate.startswith("08") or e.sqlstate in ("57P01", "57P02", "57P03")):
+                    self._lost = True
                     if not reconnect or attempt == _RETRIES - 1:
                         raise _translate(e, self.url, self.busy_timeout) from None
                     self.retries += 1
@@ -325,6 +356,19 @@ class _Core:
                     "export the readable sessions and repair the row"
                 ) from e
         raise AssertionError("unreachable")
+
+    _lost = False
+    """A unit of work lost its connection since the last one that ran."""
+    _floor_seen = 0
+    """:attr:`_QuietFloor.failures` when this store last said the connection was fine."""
+
+    def _restored(self) -> None:
+        """The one line an operator reads about a server restart (or a dropped
+        connection): it came back, and the store carried on."""
+        if self._lost or _QuietFloor.failures > self._floor_seen:
+            log.warning("the connection to %s was lost and is restored; nothing was lost", self.url)
+        self._lost = False
+        self._floor_seen = _QuietFloor.failures
 
     def _check_writable(self) -> None:
         if self.read_only:

@@ -27,6 +27,8 @@ from .listing import (  # noqa: F401 (re-exported: the listing probes a file the
     _immutable_ok,
     _lower,
     _probe,
+    check_side_files,
+    side_files,
     sqlite3_uri_path,
 )
 from .schema import APPLICATION_ID, SCHEMA_VERSION, _migrate, _newer_schema_error, _user_version
@@ -214,6 +216,56 @@ def no_room(path: Path) -> str | None:
     return None
 
 
+def damage_report(path: Path, msg: str) -> str:
+    """What an operator reads when SQLite says ``msg`` (malformed, not a
+    database) about ``path``: which file is at fault -- the store itself, or
+    side files that do not belong to it (the store alone checks out) -- and
+    what to do about it."""
+    try:
+        with open(path, "rb") as fh:
+            header = fh.read(16)
+    except OSError:
+        header = b""
+    if header != b"SQLite format 3\0":
+        return (
+            f"{path} is not a usable SQLite database ({msg}: it does not even begin with SQLite's header); "
+            "point --db / $HITL_DB at a hitl-console store, or restore this file from a backup"
+        )
+    wal = Path(f"{path}-wal")
+    sides = side_files(path) if wal.exists() and wal.stat().st_size > 0 else []  # an empty -wal holds nothing
+    names = " and ".join(p.name for p in sides)
+    alone = _quick_check(path)
+    if sides and alone == "ok":
+        return (
+            f"{path} cannot be read with {names} beside it ({msg}), though the file alone is a sound store: those "
+            "side files belong to another store (a file restored or copied next to old -wal/-shm files); move "
+            f"{names} away and open it again (keep them if a writer of this very file crashed: they hold its last commits)"
+        )
+    where = f"SQLite's check says: {alone}" if alone not in ("ok", "") else msg
+    return (
+        f"{path} is damaged ({where}): part of the file was overwritten or lost. Restore it from a backup; "
+        "sessions in the undamaged part can be saved first, one by one, with hitl export SESSION "
+        "(hitl sessions lists them)"
+        + (f"; if {names} beside it come from another store, move them away first and try again" if sides else "")
+    )
+
+
+def _quick_check(path: Path) -> str:
+    """``PRAGMA quick_check`` of the file alone (immutable: its -wal ignored,
+    nothing written): "ok", the first problem found, or "" when it cannot run."""
+    try:
+        conn = sqlite3.connect(f"{path.as_uri()}?mode=ro&immutable=1", uri=True, timeout=1.0)
+    except sqlite3.Error:
+        return ""
+    try:
+        row = conn.execute("PRAGMA quick_check(1)").fetchone()
+        return str(row[0]) if row else ""
+    except sqlite3.Error as exc:
+        return str(exc)
+    finally:
+        conn.close()
+
+
 def _translate(exc: sqlite3.Error, path: Path, busy_timeout: float) -> HitlError:
     msg = str(exc)
     code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
@@ -233,9 +285,7 @@ def _translate(exc: sqlite3.Error, path: Path, busy_timeout: float) -> HitlError
             "directory, or open it read-only"
         )
     if code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB) or "malformed" in msg or "not a database" in msg:
-        return StoreError(
-            f"{path} is not a usable SQLite database ({msg}); restore it from a backup or use another file"
-        )
+        return StoreError(damage_report(path, msg))
     if code == sqlite3.SQLITE_CANTOPEN or "unable to open" in msg:
         return StoreError(f"cannot open the database {path} ({msg}); check that the path and its directory exist")
     if code in (sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN) or "disk I/O error" in msg:

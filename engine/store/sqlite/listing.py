@@ -36,6 +36,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Literal
 
+from ...errors import StoreError
 from ...owners import owner_live
 
 APPLICATION_ID = 0x48495443
@@ -85,6 +86,30 @@ class _FileInfo:
     tables: list[str]
 
 
+def side_files(path: Path) -> list[Path]:
+    """The ``-wal`` and ``-shm`` files beside ``path`` that exist."""
+    return [p for p in (Path(f"{path}-wal"), Path(f"{path}-shm")) if p.exists()]
+
+
+def check_side_files(path: Path) -> None:
+    """Refuse, before SQLite touches anything, an empty file with a non-empty
+    ``-wal`` beside it: a store never has one (its header is written before its
+    first -wal frame), so the side files are another store's, or the file was
+    lost; SQLite would silently drop that -wal and read an empty store."""
+    wal = Path(f"{path}-wal")
+    try:
+        if path.stat().st_size != 0 or not wal.exists() or wal.stat().st_size == 0:
+            return
+    except OSError:
+        return
+    names = " and ".join(p.name for p in side_files(path))
+    raise StoreError(
+        f"{path} is an empty file (0 bytes) with {names} beside it ({wal.stat().st_size} bytes of journal): "
+        "a store never looks like that, so those side files belong to another store or the file itself was "
+        f"lost; nothing was read. Restore {path.name} from a backup, or move {names} away to start a new store there"
+    )
+
+
 def _probe(uri: str, timeout: float) -> _FileInfo:
     """Read identity and schema version through a separate read-only connection,
     so that a file we refuse is never touched (not even switched to WAL).
@@ -93,6 +118,7 @@ def _probe(uri: str, timeout: float) -> _FileInfo:
     not in WAL mode; an empty -wal holds nothing either), so the probe opens it ``immutable``: no locks, and no
     -wal/-shm companions are created beside a file we may refuse."""
     path = Path(sqlite3_uri_path(uri))
+    check_side_files(path)  # before SQLite opens it: it would drop a -wal beside an empty file
     if _immutable_ok(path):  # no -wal, or an empty one (left by a reader on a full disk): nothing waits in it
         uri += "&immutable=1"
     conn = sqlite3.connect(uri, uri=True, timeout=timeout)
@@ -281,7 +307,7 @@ def list_session_rows(path: str | Path, **filters: Any) -> SessionRows | None:
         if info.application_id not in (0, APPLICATION_ID) or info.version != LISTING_SCHEMA_VERSION:
             return None
         conn = sqlite3.connect(uri, uri=True, isolation_level=None)
-    except (sqlite3.Error, ValueError, OSError):
+    except (sqlite3.Error, ValueError, OSError, StoreError):
         return None
     try:
         conn.execute("PRAGMA query_only = ON")

@@ -1,0 +1,291 @@
+"""What an imported log must satisfy: the lifecycle as the runner writes it.
+
+:class:`Replay` checks an export event by event before a store writes
+anything (:class:`engine.store.jsonl.ExportReader` calls it), folding each
+event through the one projection and refusing, naming the event, a log the
+engine cannot write:
+
+* an invocation begins with the user message that started it;
+* answers go through the same validation as ``resume``: each id answers an
+  interrupt open at that point *in that invocation*, no id twice in one
+  message, and the value passes the interrupt's stored ``response_schema``
+  and the size limit (:func:`engine.responses.validate_response`);
+* the completion record of a run an answer auto-completed comes right after
+  that answer (written in its transaction, DESIGN 3.2; logs of older writers
+  have none) and carries the output the rule gives -- the answer itself (3.4),
+  never another value;
+* the node records are folded through the one projection, and a record it
+  cannot follow is refused: a start of a run that is already running or whose
+  parent is not running, an end (or output, interrupt, error) of a run that is
+  not running (an auto-completion's record is the exception), anything after
+  the invocation was cancelled;
+* a node starts only after what triggered it ended (3.12's order): a start
+  record's ``after`` names siblings that completed, and its input is their
+  output (a join's: each one's, by name);
+* an answer comes between turns, never while one runs;
+* a run ends only after its children did (none still running or pending),
+  WAITING only with something open to wait on, and ends COMPLETED only with
+  nothing open below it: no interrupt of its own open,
+  no child waiting, and for an invocation's root no interrupt of the invocation
+  open; a Workflow's output is one of its children's (its terminal node's, 3.9).
+
+Cheap per event (what the checks need is kept as the events are folded), so a
+large import pays for the checks once, not per event seen so far.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..models import Event, NodeStatus, parent_path
+from ..projection import NodeRun, Projection
+from ..responses import coerce_response, same_json, unwrap_response
+
+ACTIVE = (NodeStatus.RUNNING, NodeStatus.PENDING)
+UNFINISHED = (NodeStatus.RUNNING, NodeStatus.PENDING, NodeStatus.WAITING)
+
+
+class Replay:
+    """The events of one export so far, and what the next one may be.
+    :meth:`check` returns why ``event`` cannot come next (None: it can, and it
+    is folded in)."""
+
+    def __init__(self) -> None:
+        self.proj = Projection()
+        self._owed: dict[tuple[str, str], int] = {}
+        """(invocation, path) -> the position of the answer that auto-completed
+        the run, whose completion record must come next."""
+        self._open: dict[str, set[str]] = {}
+        """invocation -> its open interrupt ids."""
+        self._names: dict[tuple[str, str], set[str]] = {}
+        """(invocation, container path) -> the names of its children."""
+
+    def check(self, event: Event, seq: int) -> str | None:
+        problem = _impossible(self.proj, event) or self._order(event)
+        if problem:
+            return problem
+        change = self.proj.apply(event, seq)
+        self._track(event, change)
+        return None
+
+    # ------------------------------------------------------------ before
+    def _order(self, event: Event) -> str | None:
+        """The runner's order, beyond what the projection can fold."""
+        iid = event.invocation_id
+        info = event.node_info
+        if self._owed and (info is None or info.lifecycle != "end" or (iid, info.path) not in self._owed):
+            self._owed.clear()  # no completion records after the answer: an older writer's log
+        if iid not in self.proj.invocations:
+            if info is not None or event.author != "user" or event.content is None or event.function_responses:
+                return f"invocation {iid} does not begin with the user message that started it"
+            return None
+        if info is None:
+            root = self.proj.root(iid)
+            if event.function_responses and root is not None and root.status is NodeStatus.RUNNING:
+                return f"it answers while a turn of invocation {iid} runs (its root {root.path} has not ended)"
+            return None
+        run = self.proj.get(iid, info.path)
+        if info.lifecycle == "start":
+            if run is not None and run.starts == 0:
+                return f"{info.path} starts after records of its run"
+            if run is not None and (info.input is not None or info.after is not None):
+                return f"{info.path} starts again with an input: only a run's first start record carries one"
+            if run is None and info.after:
+                return self._triggered(iid, info.path, info.after, info.input)
+            return None
+        if info.lifecycle != "end" or run is None:
+            return None
+        if run.auto_completed and run.status is NodeStatus.COMPLETED:
+            if (iid, info.path) not in self._owed:
+                return (
+                    f"a completion record of {info.path} away from the answer that auto-completed it at event "
+                    f"{run.completed_pos} (it is written with the answer)"
+                )
+            if not _same(event.output, run.output):
+                return (
+                    f"the completion record of {info.path} says output {_short(event.output)}, but an "
+                    f"auto-completion's output is its answer ({_short(run.output)})"
+                )
+            return None
+        return self._ends(iid, run, info.status, event.output)
+
+    def _triggered(self, iid: str, path: str, after: list[str], node_input: Any) -> str | None:
+        """A start dispatched by an edge: each sibling named in ``after`` completed,
+        and the input is its output (a join's input: each one's by name)."""
+        parent = parent_path(path)
+        for name in after:
+            want = node_input if len(after) == 1 else (node_input or {}).get(name, _MISSING) if isinstance(
+                node_input, dict
+            ) else _MISSING
+            done = self._completed(iid, parent, name)
+            if not done:
+                return f"{path} starts after {name}, which has not completed at that point"
+            if not any(_same(r.output, want) for r in done):
+                return f"{path} starts with an input that is not the output of {name}, which triggered it"
+        return None
+
+    def _completed(self, iid: str, parent: str | None, name: str) -> list[NodeRun]:
+        """The completed runs of ``name`` under ``parent``: the latest first, the
+        others only when it is not (a loop's earlier runs)."""
+        latest = self.proj.latest_run(iid, parent, name)
+        if latest is not None and latest.status is NodeStatus.COMPLETED:
+            return [latest]
+        up = self.proj.get(iid, parent) if parent is not None else None
+        if up is None:
+            return []
+        runs = (self.proj.get(iid, c) for c in up.children)
+        return [r for r in runs if r is not None and r.name == name and r.status is NodeStatus.COMPLETED]
+
+    def _ends(self, iid: str, run: NodeRun, status: NodeStatus | None, output: Any) -> str | None:
+        """A run's end: after its children's, and COMPLETED only with nothing open below it."""
+        kids = [
+            r for name in self._names.get((iid, run.path), ()) if (r := self.proj.latest_run(iid, run.path, name))
+        ]
+        opened = self._open.get(iid, set())
+        busy = sorted(r.path for r in kids if r.status in ACTIVE and r.starts)
+        if busy:
+            return f"{run.path} ends while {', '.join(busy)} still runs"
+        # (a leaf of an older writer has no start nor end record: it waits while its ids are open)
+        waiting = sorted(
+            r.path for r in kids
+            if r.status is NodeStatus.WAITING or (not r.starts and any(i in opened for i in r.own_pending))
+        )
+        if status is NodeStatus.WAITING and not waiting and not any(i in opened for i in run.own_pending):
+            return f"{run.path} ends WAITING with nothing open to wait on"
+        if status is not NodeStatus.COMPLETED:
+            return None
+        if waiting:
+            return f"{run.path} ends COMPLETED while {', '.join(waiting)} waits"
+        own = [i for i in run.own_pending if i in opened]
+        if run.parent is None:
+            own = sorted(opened)
+        if own:
+            return f"{run.path} ends COMPLETED while interrupt {', '.join(own)} is still open"
+        return _workflow_output(run, kids, output)
+
+    # ------------------------------------------------------------ after
+    def _track(self, event: Event, change: Any) -> None:
+        iid = event.invocation_id
+        info = event.node_info
+        if info is not None:
+            self._owed.pop((iid, info.path), None)
+            parent = parent_path(info.path)
+            if parent is not None:
+                run = self.proj.get(iid, info.path)
+                if run is not None:
+                    self._names.setdefault((iid, parent), set()).add(run.name)
+        elif event.function_responses:
+            for path in change.auto_completed:
+                self._owed[(iid, path)] = change.pos
+        if change.interrupts:
+            opened = self._open.setdefault(iid, set())
+            for interrupt_id in change.interrupts:
+                itr = self.proj.interrupts.get((iid, interrupt_id))
+                if itr is not None and itr.open:
+                    opened.add(interrupt_id)
+                else:
+                    opened.discard(interrupt_id)
+
+_MISSING = object()
+
+
+def _workflow_output(run: NodeRun, kids: list[NodeRun], output: Any) -> str | None:
+    """A Workflow (its children dispatched by edges: ``after``) ends COMPLETED with
+    the output of its terminal node (3.9): a child no sibling came after. Which
+    children are terminal the log shows only in part (a successor not reached
+    looks terminal), so: the output is a terminal-looking child's, and None only
+    when the child that completed last is not a terminal-looking one with output."""
+    graph = [r for r in kids if r.after is not None]
+    if not graph:
+        return None  # an orchestration node or a leaf: its output is its own
+    named = {name for r in graph for name in r.after or ()}
+    ends = [r for r in graph if r.status is NodeStatus.COMPLETED and r.name not in named]
+    if output is None:
+        last = max((r for r in graph if r.completed_pos is not None), key=lambda r: r.completed_pos or 0, default=None)
+        if last is None or last.output is None or last.name in named:
+            return None
+    elif any(_same(output, r.output) for r in ends):
+        return None
+    return f"workflow {run.path} ends with output {_short(output)}, which is not its terminal node's"
+
+
+def _same(a: Any, b: Any) -> bool:
+    """The same JSON value (``1`` is not ``True``, nor ``1.0`` when it matters)."""
+    return a is b or (type(a) is type(b) and a == b and same_json(a, b))
+
+
+def _impossible(proj: Projection, event: Event) -> str | None:
+    """Why ``event`` cannot come next after the events folded into ``proj``
+    (None when it can). Pure: reads the projection, changes nothing."""
+    iid = event.invocation_id
+    inv = proj.invocations.get(iid)
+    cancel = inv.cancel if inv is not None else None
+    info = event.node_info
+    if info is None:
+        if event.author != "user":
+            return None
+        frs = event.function_responses
+        if cancel is not None and (frs or event.action in ("redrive", "cancel")):
+            return f"invocation {iid} was cancelled at event {cancel['pos']} (a cancel is final)"
+        if frs:
+            return _bad_answer(proj, iid, event)
+        return None
+    if cancel is not None:
+        return f"a record of {info.path} after invocation {iid} was cancelled at event {cancel['pos']}"
+    if not info.path.strip() or not info.run_id.strip():
+        return "a node record with an empty path or run id"
+    run = proj.get(iid, info.path)
+    running = run is not None and run.status is NodeStatus.RUNNING
+    if info.lifecycle == "start":
+        if running:
+            return f"{info.path} starts again before its run ended"
+        if not _parent_running(proj, iid, info.path):
+            return f"{info.path} starts while its parent {parent_path(info.path)} is not running"
+        return None
+    if running:
+        return None
+    if run is None or run.starts == 0:
+        if info.lifecycle is None and _parent_running(proj, iid, info.path):
+            return None  # an event of a leaf whose start record is not kept (older writers)
+        return f"a record of {info.path}, which never started"
+    if info.lifecycle == "end" and run.auto_completed and run.status is NodeStatus.COMPLETED:
+        return None  # the completion record of an auto-completion (DESIGN 3.2)
+    return f"a record of {info.path}, whose run is not running ({run.status.value})"
+
+
+def _bad_answer(proj: Projection, iid: str, event: Event) -> str | None:
+    ids = [fr.id for fr in event.function_responses]
+    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    if dupes:
+        return f"interrupt {', '.join(dupes)} is answered twice in one message"
+    for fr in event.function_responses:
+        if not fr.id.strip():
+            return "an answer has an empty interrupt id"
+        itr = proj.interrupts.get((iid, fr.id))
+        if itr is None or not itr.open:
+            return f"it answers interrupt {fr.id}, which is not open at that point in invocation {iid}"
+        value = unwrap_response(fr.response)
+        coerced, errors = coerce_response(itr.response_schema, value)
+        if errors:
+            return f"the answer to {fr.id} fails its interrupt's schema: {'; '.join(errors)[:200]}"
+        if not same_json(coerced, value):
+            # A live answer is persisted coerced; one stored as the raw text
+            # (``"no"`` for a boolean) is not what the engine writes, and the
+            # workflow would receive it as it is (a truthy string).
+            return f"the answer to {fr.id} is not in its schema's form (a live answer would be stored as {_short(coerced)})"
+    return None
+
+
+def _parent_running(proj: Projection, invocation_id: str, path: str) -> bool:
+    parent = parent_path(path)
+    if parent is None:
+        return True
+    up = proj.get(invocation_id, parent)
+    return up is not None and up.status is NodeStatus.RUNNING
+
+
+def _short(value: Any) -> str:
+    import json
+
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 80 else text[:77] + "..."
