@@ -18,7 +18,7 @@ from pathlib import Path
 def build_argv(
     python: str,
     *,
-    db: Path,
+    db: str | Path,
     read_only: bool,
     config: str | None,
     apps: Sequence[str],
@@ -59,11 +59,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
 
     from engine.apps import AppRegistry
+    from engine.store.factory import is_url
 
     from ..app import HitlApp
+    from ..cli.options import Options
 
     HitlApp(
-        db_path=Path(args.db),
+        db_path=args.db if is_url(args.db) else Path(args.db),
+        store_options=Options(config=args.config).store_options(),
         read_only=args.read_only,
         registry=AppRegistry.from_options(args.app, args.config),
         show_secrets=args.show_secrets,

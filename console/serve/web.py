@@ -62,7 +62,8 @@ PUBLIC = {"/login"}
 class ServeOptions:
     """What the command line gave ``hitl serve`` (the store and the console's options)."""
 
-    db: Path
+    db: str
+    """A SQLite file's absolute path or a PostgreSQL URL (``hitl.toml`` ``[store] password`` stays out of it)."""
     read_only: bool = False
     config: str | None = None
     apps: list[str] = field(default_factory=list)
@@ -106,6 +107,10 @@ class ConsoleServer(Server):
         self.limiter = FailureLimiter(config.max_failed_signins, config.signin_window_seconds)
         self.verifier = Verifier(config) if config.has_operators else None
         self.services: set[AppService] = set()
+        from engine.store.factory import store_label
+
+        self.store_label = store_label(options.db)
+        """How the pages and the log name the store (a URL's password masked)."""
 
     # ------------------------------------------------------------ app
     @property
@@ -219,7 +224,7 @@ class ConsoleServer(Server):
         response = aiohttp_jinja2.render_template(
             "login.html",
             request,
-            {"title": self.config.title, "store": str(self.options.db), "favicon": FAVICON, "error": error,
+            {"title": self.config.title, "store": self.store_label, "favicon": FAVICON, "error": error,
              "name": name},
             status=status,
         )
@@ -284,7 +289,7 @@ class ConsoleServer(Server):
             request,
             {
                 "title": self.config.title,
-                "store": str(self.options.db),
+                "store": self.store_label,
                 "favicon": FAVICON,
                 "font_size": to_int(request.query.get("fontsize", "16"), 16),
                 "websocket_url": self._ws_url(request),
