@@ -27,22 +27,23 @@ def build_argv(
     operator: str | None,
     read_only_reason: str | None,
 ) -> list[str]:
-    """The command line of one connection's console (an argv list: no shell, names are data)."""
-    argv = [python, "-m", "console.serve.child", "--db", str(db)]
+    """The command line of one connection's console (an argv list: no shell, names are data;
+    every value is given as ``--option=VALUE``, so a name starting with ``-`` stays a value)."""
+    argv = [python, "-m", "console.serve.child", f"--db={db}"]
     if read_only:
         argv.append("--read-only")
     if config:
-        argv += ["--config", config]
+        argv.append(f"--config={config}")
     for spec in apps:
-        argv += ["--app", spec]
+        argv.append(f"--app={spec}")
     if show_secrets:
         argv.append("--show-secrets")
     for pattern in secret_patterns:
-        argv += ["--secret-pattern", pattern]
+        argv.append(f"--secret-pattern={pattern}")
     if operator:
-        argv += ["--operator", operator]
+        argv.append(f"--operator={operator}")
     if read_only_reason:
-        argv += ["--read-only-reason", read_only_reason]
+        argv.append(f"--read-only-reason={read_only_reason}")
     return argv
 
 

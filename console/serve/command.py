@@ -46,6 +46,8 @@ def serve(host: str, port: int, proxy_header: str | None, public_url: str | None
     opts = _opts()
     try:
         config = load_serve_config(opts.config_path())
+        for warning in config.warnings:
+            click.echo(warning, err=True)
         check_bind(host, config, proxy_header)
         patterns = opts.patterns()
     except ServeConfigError as exc:

@@ -70,6 +70,13 @@ class Served:
                 raise AssertionError(f"{needle!r} never appeared in the server log:\n{self.log()}")
             time.sleep(0.05)
 
+    def wait_count(self, needle: str, count: int, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while self.log().count(needle) < count:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{needle!r} not {count} times in the server log:\n{self.log()}")
+            time.sleep(0.05)
+
 
 @contextmanager
 def serve(db: Path | str | None, *args: str, cwd: Path, env: dict[str, str] | None = None) -> Iterator[Served]:

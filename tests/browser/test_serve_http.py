@@ -44,7 +44,8 @@ def test_without_credentials_every_route_is_refused(store: Path, tmp_path: Path)
         status, _, _ = request(served.url + "/logout", data=b"")
         assert status == 401
         status, _, body = request(served.url + "/login")
-        assert status == 200 and 'name="secret"' in body and str(store) in body
+        assert status == 200 and 'name="secret"' in body
+        assert store.name not in body and str(store.parent) not in body  # nothing about the server before sign-in
     assert "console opened" not in served.log()  # no console process was ever started
 
 
@@ -97,10 +98,8 @@ def test_wrong_password_is_refused_then_rate_limited(store: Path, tmp_path: Path
         status, headers, body = sign_in(served.url, "alice")  # the right password, too late
         assert status == 429 and "Too many failed sign-ins" in body and int(headers["Retry-After"]) > 0
         assert "Set-Cookie" not in headers
-        status, _, _ = sign_in(served.url, "val")  # same address, another name: still limited
-        assert status == 429
-        status, _, _ = sign_in(served.url, "nobody", "x")
-        assert status == 429
+        status, _, _ = sign_in(served.url, "val")  # same address, another name: not locked out
+        assert status == 303
     log = served.log()
     assert "sign-in failed: 'alice' from 127.0.0.1 (3 of 3 in 600s)" in log
     assert "sign-in refused (rate-limited" in log

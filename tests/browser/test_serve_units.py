@@ -27,18 +27,37 @@ class Clock:
 
 def test_limiter_refuses_past_the_limit_until_the_window_moves_on() -> None:
     clock = Clock()
-    limiter = FailureLimiter(3, 60, clock)
+    limiter = FailureLimiter(3, 60, clock, address_limit=5)
     for n in range(1, 4):
-        assert limiter.retry_after("addr:a", "name:x") == 0
-        assert limiter.failed("addr:a", "name:x") == n
+        wait, stamp = limiter.reserve("x", "a")  # reserved before the secret is checked
+        assert wait == 0 and stamp == clock.now and limiter.count("x", "a") == n
         clock.now += 1
-    assert limiter.retry_after("addr:a", "name:y") == pytest.approx(57)  # the address is limited
-    assert limiter.retry_after("addr:b", "name:x") == pytest.approx(57)  # and so is the name
-    assert limiter.retry_after("addr:b", "name:y") == 0
-    clock.now += 57
-    assert limiter.retry_after("addr:a", "name:x") == 0  # the first failure left the window
-    limiter.succeeded("name:x")
-    assert limiter.retry_after("addr:c", "name:x") == 0
+    assert limiter.reserve("x", "a") == (pytest.approx(57), 0.0)  # the pair is limited ...
+    assert limiter.count("x", "a") == 3  # ... and a refusal stores nothing
+    assert limiter.retry_after("x", "b") == 0  # the name from elsewhere is not locked out
+    assert limiter.retry_after("y", "a") == 0  # another name from the address: not yet
+    limiter.reserve("y", "a")
+    limiter.reserve("z", "a")
+    assert limiter.retry_after("w", "a") == pytest.approx(57)  # the address backs off: 5 in its window
+    wait, stamp = limiter.reserve("x", "b")
+    limiter.succeeded("x", "b", stamp)  # a success takes its reservation back
+    assert limiter.count("x", "b") == 0 and len(limiter) == 4  # three pairs and one address
+    clock.now += 60
+    assert limiter.retry_after("x", "a") == 0 and limiter.retry_after("w", "a") == 0
+    assert len(limiter) == 2  # expired keys are forgotten as they are looked at (y and z: not yet)
+
+
+def test_limiter_tables_are_capped() -> None:
+    clock = Clock()
+    limiter = FailureLimiter(3, 60, clock, max_keys=100)
+    for n in range(1000):
+        limiter.reserve(f"name-{n}", f"10.0.{n // 250}.{n % 250}")
+        clock.now += 0.01
+    assert len(limiter) <= 100
+    clock.now += 61
+    limiter.reserve("late", "10.9.9.9")
+    limiter._cap()
+    assert len(limiter) <= 100
 
 
 def test_sessions_expire_and_sign_out_closes_their_consoles() -> None:
@@ -79,24 +98,60 @@ def test_bind_rule() -> None:
         check_bind(host, open_config, "X-Remote-User")  # an authenticating proxy in front
 
 
+def option(argv: list[str], name: str) -> str:
+    """The value of ``--name=VALUE`` in ``argv`` (each value is one item, joined to its option)."""
+    found = [item.split("=", 1)[1] for item in argv if item.startswith(name + "=")]
+    assert len(found) == 1, argv
+    return found[0]
+
+
 def test_viewer_console_is_read_only_and_pinned(tmp_path: Path) -> None:
     config = load_serve_config(write_config(tmp_path))
-    options = ServeOptions(db=tmp_path / "s.sqlite", config=str(tmp_path / "hitl.toml"), apps=["x=mod:wf"],
+    options = ServeOptions(db=str(tmp_path / "s.sqlite"), config=str(tmp_path / "hitl.toml"), apps=["x=mod:wf"],
                            secret_patterns=("password", "iban"))
     server = ConsoleServer(options, config, host="127.0.0.1", port=0)
     viewer = server.argv_for(Identity("val; rm -rf /", "viewer", "password"))
     assert viewer[:3] == [sys.executable, "-m", "console.serve.child"]
     assert "--read-only" in viewer
-    assert viewer[viewer.index("--operator") + 1] == "val; rm -rf /"  # one argv item, never a shell word
-    assert "viewer" in viewer[viewer.index("--read-only-reason") + 1]
-    assert viewer[viewer.index("--app") + 1] == "x=mod:wf"
+    assert option(viewer, "--operator") == "val; rm -rf /"  # one argv item, never a shell word
+    assert "viewer" in option(viewer, "--read-only-reason")
+    assert option(viewer, "--app") == "x=mod:wf"
     operator = server.argv_for(Identity("alice", "operator", "password"))
-    assert "--read-only" not in operator and operator[operator.index("--operator") + 1] == "alice"
+    assert "--read-only" not in operator and option(operator, "--operator") == "alice"
     server.options.read_only = True
     assert "--read-only" in server.argv_for(Identity("alice", "operator", "password"))
     assert build_argv("py", db=Path("d"), read_only=False, config=None, apps=[], show_secrets=False,
                       secret_patterns=[], operator=None, read_only_reason=None) == ["py", "-m", "console.serve.child",
-                                                                                    "--db", "d"]
+                                                                                    "--db=d"]
+
+
+def test_a_name_starting_with_a_dash_is_a_value_not_an_option(tmp_path: Path) -> None:
+    """Issue 34: a name starting with '-' made the console's own command line fail
+    ("Application failed to start", a blank page)."""
+    from console.serve import child
+
+    config = load_serve_config(write_config(tmp_path))
+    server = ConsoleServer(ServeOptions(db=str(tmp_path / "s.sqlite")), config, host="127.0.0.1", port=0)
+    argv = server.argv_for(Identity("-rf", "viewer", "proxy"))
+    seen: dict[str, Any] = {}
+
+    class FakeApp:
+        def __init__(self, **kw: Any) -> None:
+            seen.update(kw)
+
+        def run(self) -> None:
+            seen["ran"] = True
+
+    import console.app
+
+    original = console.app.HitlApp
+    console.app.HitlApp = FakeApp  # type: ignore[misc]
+    try:
+        child.main(argv[3:])
+    finally:
+        console.app.HitlApp = original  # type: ignore[misc]
+    assert seen["ran"] and seen["operator"] == "-rf" and seen["read_only"]
+    assert seen["read_only_reason"].startswith("-rf is signed in as a viewer")
 
 
 # ------------------------------------------------------------------ console hooks
