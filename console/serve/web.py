@@ -113,9 +113,11 @@ class ConsoleService(AppService):
     """textual-serve's per-connection process, started from an argv list (no shell),
     stopped within a deadline (asked to quit, then terminated, then killed)."""
 
-    def __init__(self, argv: list[str], **kw: Any) -> None:
+    def __init__(self, argv: list[str], name: str = "?", **kw: Any) -> None:
         super().__init__(argv[0], **kw)
         self.argv = argv
+        self.name = name
+        """Whose console (for the log)."""
 
     async def _open_app_process(self, width: int = 80, height: int = 24) -> Any:
         self._process = process = await asyncio.create_subprocess_exec(
@@ -150,6 +152,7 @@ class ConsoleService(AppService):
                 break
         if not done:
             task.cancel()
+        log.warning("console of %r did not quit within %ss: killed", self.name, timeout)
         return False
 
 
@@ -322,6 +325,7 @@ class ConsoleServer(Guard, SignIn, Server):
             self.sockets.add(websocket)
             service = ConsoleService(
                 self.argv_for(who),
+                who.name,
                 write_bytes=websocket.send_bytes,
                 write_str=websocket.send_str,
                 close=websocket.close,
@@ -354,9 +358,7 @@ class ConsoleServer(Guard, SignIn, Server):
                 session.closers.discard(closer)
             if service is not None:
                 self.services.discard(service)
-                if not await service.stop(self.config.shutdown_seconds):
-                    log.warning("console of %r did not quit within %ss: killed", who.name,
-                                self.config.shutdown_seconds)
+                await service.stop(self.config.shutdown_seconds)
             log.info("console closed for %r", who.name)
         return websocket
 

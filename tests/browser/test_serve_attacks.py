@@ -404,3 +404,42 @@ def test_the_server_wide_cap(store: Path, tmp_path: Path, total: int) -> None:
         alice = cookie_of(sign_in(served.url, "alice")[1])
         val = cookie_of(sign_in(served.url, "val")[1])
         asyncio.run(scenario(served.url, alice, val))
+
+
+def test_shutdown_ends_a_console_that_does_not_quit(store: Path, tmp_path: Path) -> None:
+    """Issue 34: a wedged console kept hitl serve from honouring SIGTERM (and SIGKILL orphaned it).
+    Here the console is stopped (SIGSTOP): it cannot quit when asked, so it is killed once
+    [serve] shutdown_seconds have passed, and the server exits."""
+    import os
+    import signal
+
+    config = write_config(tmp_path, extra="shutdown_seconds = 1")
+
+    async def hold(url: str, cookie: str, stopped: threading.Event) -> None:
+        http, ws = await open_console(url, cookie)
+        try:
+            stopped.set()
+            for _ in range(10_000):
+                msg = await ws.receive(timeout=120)
+                if msg.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED, aiohttp.WSMsgType.CLOSING):
+                    return
+        finally:
+            await ws.close()
+            await http.close()
+
+    with serve(store, "--config", str(config), cwd=tmp_path) as served:
+        cookie = cookie_of(sign_in(served.url, "alice")[1])
+        opened = threading.Event()
+        client = threading.Thread(target=lambda: asyncio.run(hold(served.url, cookie, opened)), daemon=True)
+        client.start()
+        assert opened.wait(120)
+        children = Path(f"/proc/{served.process.pid}/task/{served.process.pid}/children").read_text().split()
+        assert len(children) == 1, children
+        console = int(children[0])
+        os.kill(console, signal.SIGSTOP)
+        served.process.send_signal(signal.SIGTERM)
+        assert served.process.wait(timeout=60) == 0  # bounded: the server does not wait for the console
+        client.join(60)
+    assert not Path(f"/proc/{console}").exists() or "zombie" in Path(f"/proc/{console}/status").read_text()
+    assert "console of 'alice' did not quit within 1.0s: killed" in served.log()
+    assert "Traceback" not in served.log()
