@@ -14,6 +14,9 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
+SCREENSHOTS_PER_CONSOLE = 10
+"""Screenshots one browser connection may save on the server's disk (the palette's screenshot)."""
+
 
 def build_argv(
     python: str,
@@ -68,6 +71,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     HitlApp(
         db_path=args.db if is_url(args.db) else Path(args.db),
         store_options=Options(config=args.config).store_options(),
+        screenshot_limit=SCREENSHOTS_PER_CONSOLE,
         read_only=args.read_only,
         registry=AppRegistry.from_options(args.app, args.config),
         show_secrets=args.show_secrets,

@@ -129,5 +129,20 @@ def test_viewer_signs_in_and_cannot_write(browser_page: Any, any_store: Path | s
         screen = wait_text(page, "is disabled", "viewer")
         shot(page, shots, "02-viewer-write-refused")
         assert "Answer ▸" not in screen and "Cancel invocation" not in screen
+        assert "invocation.cancel" not in screen and "interrupts.toggle" not in screen  # no internal ids
+        assert screen.count("is disabled") == 1  # one toast, the last refused key's
         served.wait_log("console opened for 'val' (viewer)")
     assert store_state(store) == before
+
+
+def test_the_terminal_has_the_keyboard_once_the_page_loads(browser_page: Any, store: Path, tmp_path: Path) -> None:
+    """Issue 34: after load the terminal had no focus -- keys were ignored and the footer
+    hints blank until a click. No click here, no focus call: the page gives it the keys."""
+    page = browser_page
+    with serve(store, cwd=tmp_path) as served:  # loopback, no sign-in
+        open_console(page)
+        page.goto(served.url + "/")
+        wait_text(page, "hitl ▸ Sessions", "refund-waiting-1", "palette")  # the footer's hints are drawn
+        assert page.evaluate("document.activeElement.className").find("xterm-helper-textarea") >= 0
+        page.keyboard.press("/")
+        wait_text(page, "search ids")

@@ -151,6 +151,7 @@ def test_a_name_starting_with_a_dash_is_a_value_not_an_option(tmp_path: Path) ->
     finally:
         console.app.HitlApp = original  # type: ignore[misc]
     assert seen["ran"] and seen["operator"] == "-rf" and seen["read_only"]
+    assert seen["screenshot_limit"] == child.SCREENSHOTS_PER_CONSOLE  # a browser user cannot fill the disk
     assert seen["read_only_reason"].startswith("-rf is signed in as a viewer")
 
 
@@ -192,8 +193,50 @@ async def test_read_only_write_keys_say_why(monkeypatch: pytest.MonkeyPatch, tmp
         await pilot.press("X", "n")  # X: cancel writes; e opens a read-only dry run instead
         await settle(pilot)
         notes = [n.message for n in app._notifications]
-        assert notes == ["Read-only mode: invocation.cancel (Cancel) is disabled -- val is signed in as a viewer."]
+        assert notes == ["Read-only: Cancel is disabled -- val is signed in as a viewer."]  # no internal action id
         assert app.screen is session
+        for _ in range(5):  # a viewer pressing write keys again and again: one toast, not a stack
+            await pilot.press("X")
+        await settle(pilot)
+        assert [n.message for n in app._notifications] == notes
+
+
+async def test_read_only_editor_does_not_show_submit(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Issue 34: a viewer's dry-run editor showed a normal-looking ``^s Submit``."""
+    from textual.widgets._footer import FooterKey
+
+    from console.screens.answer import AnswerScreen
+    from tests.console.test_answer import open_session, settle, wait_until
+
+    monkeypatch.chdir(tmp_path)
+    app = await _session_app(read_only=True, read_only_reason="val is signed in as a viewer")
+    async with app.run_test(size=(140, 40)) as pilot:
+        await open_session(pilot, "refund-waiting-1")
+        await pilot.press("e")
+        await wait_until(pilot, lambda: isinstance(app.screen, AnswerScreen))
+        await settle(pilot)
+        labels = [k.description for k in app.screen.query(FooterKey)]
+        assert labels and "Submit" not in labels, labels
+        await pilot.press("ctrl+s")  # pressed anyway: it says why
+        await settle(pilot)
+        assert any("Submit is disabled" in n.message for n in app._notifications)
+
+
+async def test_screenshots_are_limited_per_console(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Issue 34: a viewer could write unlimited screenshot files to the server's disk."""
+    from tests.console.test_answer import settle
+
+    monkeypatch.chdir(tmp_path)
+    app = await _session_app(read_only=True)
+    app.screenshot_dir = tmp_path / "shots"
+    app.screenshot_limit = 3
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        saved = [app.deliver_screenshot() for _ in range(6)]
+        await settle(pilot)
+        assert [s is not None for s in saved] == [True] * 3 + [False] * 3
+        assert len(list((tmp_path / "shots").iterdir())) == 3
+        assert any("the server's limit per console" in n.message for n in app._notifications)
 
 
 async def test_typing_a_write_key_into_an_input_is_not_refused(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
