@@ -14,6 +14,7 @@
     max_consoles_per_user = 4              # ... and per signed-in name
     allowed_hosts = ["hitl.example.com"]   # Host names served besides localhost, IPs and --public-url's
     shutdown_seconds = 10                  # on SIGTERM: consoles get this long to end, then are killed
+    fork_consoles = true                   # fork consoles from a pre-imported parent (false: start each afresh)
     proxy_role = "viewer"                  # --trust-proxy-header: role of names not listed below
     trusted_proxies = ["127.0.0.1", "::1"] # --trust-proxy-header: peers whose header is believed
 
@@ -75,6 +76,7 @@ class ServeConfig:
     max_consoles_per_user: int = 4
     allowed_hosts: tuple[str, ...] = ()
     shutdown_seconds: float = 10.0
+    fork_consoles: bool = True
     proxy_role: str = "viewer"
     trusted_proxies: tuple[str, ...] = ("127.0.0.1", "::1")
 
@@ -115,7 +117,7 @@ def load_serve_config(path: str | Path | None) -> ServeConfig:
 
 def _parse(section: dict[str, Any], where: str) -> ServeConfig:
     known = {"title", "session_hours", "signin_window_seconds", "proxy_role", "trusted_proxies", "operators",
-             "allowed_hosts", "shutdown_seconds", *_WHOLE}
+             "allowed_hosts", "shutdown_seconds", "fork_consoles", *_WHOLE}
     unknown = sorted(set(section) - known)
     if unknown:
         raise ServeConfigError(f"{where}: unknown key serve.{unknown[0]} (known: {', '.join(sorted(known))})")
@@ -126,6 +128,9 @@ def _parse(section: dict[str, Any], where: str) -> ServeConfig:
     window = _number(section, "signin_window_seconds", 300, where)
     whole = {key: _whole(section, key, default, where) for key, default in _WHOLE.items()}
     drain = _number(section, "shutdown_seconds", 10, where)
+    fork = section.get("fork_consoles", True)
+    if not isinstance(fork, bool):
+        raise ServeConfigError(f"{where}: serve.fork_consoles must be true or false, not {fork!r}")
     hosts = section.get("allowed_hosts", [])
     if not isinstance(hosts, list) or not all(isinstance(h, str) and h and "/" not in h for h in hosts):
         raise ServeConfigError(f"{where}: serve.allowed_hosts must be a list of host names (no scheme, no path)")
@@ -153,6 +158,7 @@ def _parse(section: dict[str, Any], where: str) -> ServeConfig:
         signin_window_seconds=window,
         allowed_hosts=tuple(h.lower() for h in hosts),
         shutdown_seconds=drain,
+        fork_consoles=fork,
         **whole,
         proxy_role=proxy_role,
         trusted_proxies=tuple(proxies),

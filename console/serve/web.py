@@ -34,6 +34,8 @@ import base64
 import contextlib
 import json
 import logging
+import os
+import socket
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -50,6 +52,7 @@ from textual_serve.server import Server, to_int
 from .auth import Identity, Session, SessionBook, Verifier
 from .child import build_argv
 from .config import ServeConfig
+from .forkserver import ForkServer
 from .guard import IDENTITY, Guard
 from .signin import SignIn, make_gate, make_limiter
 
@@ -113,13 +116,26 @@ class ConsoleService(AppService):
     """textual-serve's per-connection process, started from an argv list (no shell),
     stopped within a deadline (asked to quit, then terminated, then killed)."""
 
-    def __init__(self, argv: list[str], name: str = "?", **kw: Any) -> None:
+    def __init__(self, argv: list[str], name: str = "?", forks: ForkServer | None = None, **kw: Any) -> None:
         super().__init__(argv[0], **kw)
         self.argv = argv
         self.name = name
         """Whose console (for the log)."""
+        self.forks = forks
+        """The pre-imported parent to fork this console from (None: start a fresh interpreter)."""
 
     async def _open_app_process(self, width: int = 80, height: int = 24) -> Any:
+        if self.forks is not None:
+            try:
+                self._process = process = await self.forks.start(
+                    self.argv[3:], {"COLUMNS": str(width), "ROWS": str(height)}
+                )
+            except OSError as exc:
+                log.warning("console fork server failed (%s): starting consoles afresh", exc)
+                self.forks = None
+            else:
+                self._stdin = process.stdin
+                return process
         self._process = process = await asyncio.create_subprocess_exec(
             *self.argv,
             stdin=asyncio.subprocess.PIPE,
@@ -178,6 +194,20 @@ class ConsoleServer(Guard, SignIn, Server):
         """Open consoles per signed-in name (``[serve] max_consoles_per_user``)."""
         self.store_label = store_label(options.db)
         """How the pages and the log name the store (a URL's password masked)."""
+        self.forks: ForkServer | None = None
+        """Where consoles are forked from (:mod:`console.serve.forkserver`), once started."""
+
+    def start_fork_server(self) -> None:
+        """Start the pre-imported console parent ([serve] fork_consoles; Linux). Failing, consoles start afresh."""
+        if not self.config.fork_consoles or not hasattr(os, "fork") or not hasattr(socket, "send_fds"):
+            return
+        from types import SimpleNamespace
+
+        env = AppService._build_environment(SimpleNamespace(debug=self.debug))  # type: ignore[arg-type]
+        try:
+            self.forks = ForkServer(env, self.options.python)
+        except OSError as exc:
+            log.warning("console fork server did not start (%s): consoles start afresh", exc)
 
     # ------------------------------------------------------------ app
     async def _make_app(self) -> web.Application:
@@ -207,6 +237,8 @@ class ConsoleServer(Guard, SignIn, Server):
                              return_exceptions=True)
         if self.gate is not None:
             self.gate.close()
+        if self.forks is not None:
+            self.forks.close()
 
     async def handle_script(self, request: web.Request) -> web.StreamResponse:
         return web.FileResponse(TEMPLATES / "hitl.js", headers={"Content-Type": "text/javascript"})
@@ -326,6 +358,7 @@ class ConsoleServer(Guard, SignIn, Server):
             service = ConsoleService(
                 self.argv_for(who),
                 who.name,
+                self.forks,
                 write_bytes=websocket.send_bytes,
                 write_str=websocket.send_str,
                 close=websocket.close,
@@ -371,6 +404,7 @@ async def start(server: ConsoleServer, host: str, port: int) -> tuple[web.AppRun
     # (which no response hook sees): this process answers as "hitl", nothing more.
     aiohttp.web_response.SERVER_SOFTWARE = "hitl"  # type: ignore[attr-defined]
     app = await server._make_app()
+    await asyncio.to_thread(server.start_fork_server)
     # The handlers are ended by on_shutdown (consoles stopped, sockets closed); what is left gets 2 s.
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=2.0)
     await runner.setup()
