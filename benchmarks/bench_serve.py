@@ -5,12 +5,21 @@ writes), timed from a client on loopback.
     python benchmarks/bench_serve.py            # 30 sign-ins per row
     python benchmarks/bench_serve.py --quick    # 8
 
+    python benchmarks/bench_serve.py --consoles 1,10,25,50            # the cost per operator
+    python benchmarks/bench_serve.py --consoles 1,10,25,50 --no-fork  # ... each console started afresh
+
 Rows: a sign-in (POST /login → 303 + cookie); the round trip an operator makes
 (sign in, then load the console page with the cookie); a refused sign-in (the
 same argon2 work: an unknown name costs the same); a guarded request with a
 cookie (the per-request check); a console connection (websocket upgrade to the
 console process's first screen bytes). Prints one table; exits non-zero only on
 an error.
+
+``--consoles N,...``: for each N, N signed-in websocket connections opened at once,
+each timed to its first paint (the sessions list drawn: "N shown" on screen); the
+unique memory (PSS, from /proc/PID/smaps_rollup, summed over the server and every
+process under it, fork server included) added per console; and, while they start,
+a fresh sign-in every 0.25 s (its slowest round trip: is the server responsive).
 """
 
 from __future__ import annotations
@@ -24,6 +33,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -32,16 +42,20 @@ def hitl() -> str:
     return str(Path(sys.executable).parent / "hitl")
 
 
-def start_server(tmp: Path) -> tuple[subprocess.Popen[str], str]:
+def start_server(tmp: Path, fork: bool = True) -> tuple[subprocess.Popen[str], str]:
     from argon2 import PasswordHasher
 
     db = tmp / "bench.sqlite"
-    subprocess.run([hitl(), "demo", "--db", str(db)], check=True, capture_output=True)
+    if not db.exists():
+        subprocess.run([hitl(), "demo", "--db", str(db)], check=True, capture_output=True)
     (tmp / "hitl.toml").write_text(
-        "[serve]\nmax_failed_signins = 1000000\n\n[serve.operators.alice]\nrole = \"operator\"\n"
+        "[serve]\nmax_failed_signins = 1000000\nmax_failed_signins_per_address = 1000000\n"
+        f"max_consoles = 200\nmax_consoles_per_user = 200\nfork_consoles = {'true' if fork else 'false'}\n\n"
+        "[serve.operators.alice]\nrole = \"operator\"\n"
         f'password_hash = "{PasswordHasher().hash("bench password")}"\n',
         encoding="utf-8",
     )
+    (tmp / "hitl.toml").chmod(0o600)
     proc = subprocess.Popen([hitl(), "serve", "--db", str(db), "--port", "0", "--config", str(tmp / "hitl.toml")],
                             cwd=tmp, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
     assert proc.stderr is not None
@@ -96,10 +110,119 @@ async def measure(url: str, n: int) -> list[tuple[str, list[float]]]:
     return list(rows.items())
 
 
+def tree_pss_kib(root: int) -> int:
+    """PSS of ``root`` and every process under it (KiB)."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            parents[int(entry)] = int(stat.rsplit(")", 1)[1].split()[1])
+    tree, frontier = {root}, [root]
+    while frontier:
+        pid = frontier.pop()
+        for child, parent in parents.items():
+            if parent == pid and child not in tree:
+                tree.add(child)
+                frontier.append(child)
+    total = 0
+    for pid in tree:
+        try:
+            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    total += int(line.split()[1])
+        except OSError:
+            pass
+    return total
+
+
+async def consoles(url: str, proc: subprocess.Popen[str], n: int) -> dict[str, float]:
+    """N consoles at once: first paint (s) median and slowest, PSS per console (MiB), slowest sign-in meanwhile."""
+    import aiohttp
+
+    good = {"name": "alice", "secret": "bench password"}
+    async with aiohttp.ClientSession(cookie_jar=aiohttp.DummyCookieJar()) as http:
+        async with http.post(url + "/login", data=good, allow_redirects=False) as r:
+            cookie = r.headers["Set-Cookie"].split(";", 1)[0]
+        await asyncio.sleep(1.0)
+        before = tree_pss_kib(proc.pid)
+        sockets: list[Any] = []
+        painted: list[float] = []
+
+        async def one() -> None:
+            t0 = time.perf_counter()
+            ws = await http.ws_connect(url.replace("http", "ws") + "/ws?width=120&height=36",
+                                       headers={"Cookie": cookie}, max_msg_size=0)
+            sockets.append(ws)
+            seen = b""
+            while b" shown" not in seen:
+                msg = await ws.receive(timeout=600)
+                if msg.type != aiohttp.WSMsgType.BINARY:
+                    raise SystemExit(f"a console ended before its first paint: {msg}")
+                seen = seen[-200:] + msg.data
+            painted.append(time.perf_counter() - t0)
+            while True:  # keep reading, as a browser does
+                msg = await ws.receive()
+                if msg.type != aiohttp.WSMsgType.BINARY:
+                    return
+
+        signins: list[float] = []
+        done = asyncio.Event()
+
+        async def probe() -> None:
+            while not done.is_set():
+                t0 = time.perf_counter()
+                async with http.post(url + "/login", data=good, allow_redirects=False) as r:
+                    assert r.status == 303, r.status
+                signins.append(time.perf_counter() - t0)
+                await asyncio.sleep(0.25)
+
+        readers = [asyncio.create_task(one()) for _ in range(n)]
+        prober = asyncio.create_task(probe())
+        while len(painted) < n:
+            await asyncio.sleep(0.1)
+            for t in readers:
+                if t.done() and t.exception():
+                    raise t.exception()  # type: ignore[misc]
+        done.set()
+        await prober
+        await asyncio.sleep(2.0)  # settled: what the consoles hold while they sit on their first screen
+        after = tree_pss_kib(proc.pid)
+        for ws in sockets:
+            await ws.close()
+        for t in readers:
+            t.cancel()
+        await asyncio.gather(*readers, return_exceptions=True)
+    painted.sort()
+    return {"median": statistics.median(painted), "last": painted[-1],
+            "pss": (after - before) / 1024 / n, "signin": max(signins) if signins else 0.0}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
-    n = 8 if parser.parse_args().quick else 30
+    parser.add_argument("--consoles", help="N,N,...: concurrent consoles per run (the cost per operator)")
+    parser.add_argument("--no-fork", action="store_true", help="start every console afresh ([serve] fork_consoles = false)")
+    args = parser.parse_args()
+    if args.consoles:
+        counts = [int(c) for c in args.consoles.split(",")]
+        fork = not args.no_fork
+        print(f"hitl serve on loopback, {os.cpu_count()} cores, consoles {'forked' if fork else 'started afresh'}")
+        print(f"{'N':>4} {'median paint s':>15} {'slowest paint s':>16} {'PSS/console MiB':>16} {'slowest sign-in s':>18}")
+        with tempfile.TemporaryDirectory() as d:
+            for count in counts:
+                proc, url = start_server(Path(d), fork)
+                try:
+                    r = asyncio.run(consoles(url, proc, count))
+                finally:
+                    proc.terminate()
+                    proc.wait(timeout=120)
+                print(f"{count:>4} {r['median']:>15.2f} {r['last']:>16.2f} {r['pss']:>16.1f} {r['signin']:>18.2f}",
+                      flush=True)
+        return
+    n = 8 if args.quick else 30
     with tempfile.TemporaryDirectory() as d:
         proc, url = start_server(Path(d))
         try:

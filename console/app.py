@@ -96,6 +96,7 @@ class HitlApp(App[None]):
         read_only_reason: str | None = None,
         store_options: dict[str, Any] | None = None,
         screenshot_dir: str | os.PathLike[str] | None = None,
+        screenshot_limit: int | None = None,
         config: ConsoleConfig | None = None,
         utc: bool | None = None,
     ) -> None:
@@ -107,6 +108,8 @@ class HitlApp(App[None]):
         """Writes started from this console that have not settled (answer, re-drive, cancel)."""
         self._quit_guard: QuitGuard | None = None
         self._quit_waiting = False
+        self._read_only_note: Any = None
+        """The toast of the last write key refused read-only (the next one replaces it)."""
         """The operator chose "wait for it": quit when the last running write settles."""
         self.config = config if config is not None else ConsoleConfig(operator=default_operator())
         """hitl.toml and the command line, read once by ``hitl`` (None: ./hitl.toml's operator or $USER)."""
@@ -122,6 +125,10 @@ class HitlApp(App[None]):
             screenshot_dir or os.environ.get("HITL_SCREENSHOT_DIR") or Path.home() / "hitl-screenshots"
         )
         """Where the palette's screenshot goes (created when needed; the toast says the file)."""
+        self.screenshot_limit = screenshot_limit
+        """At most this many screenshots from this console (``hitl serve``: a browser user
+        must not fill the server's disk); None: no limit."""
+        self._screenshots = 0
         patterns = self.config.secret_patterns if secret_patterns is None else tuple(secret_patterns)
         self.redactor = Redactor(patterns, show=show_secrets)
         """The one masking policy of this console (the config's patterns + --show-secrets):
@@ -277,6 +284,12 @@ class HitlApp(App[None]):
 
     def _start(self) -> None:
         self.push_screen(SessionsScreen())
+        if self.is_web:
+            # In a browser the page gives the terminal the keyboard as it loads (hitl serve's
+            # hitl.js), before this screen exists: say so now, so its footer shows its keys.
+            from textual import events
+
+            self.call_after_refresh(self.post_message, events.AppFocus())
         if self.replay_source is not None:
             self.push_screen(ReplayScreen(self.replay_source))
         if hasattr(self._store, "list_workers"):  # a store that keeps workers: the title bar counts them
@@ -346,6 +359,11 @@ class HitlApp(App[None]):
     ) -> str | None:
         """Save an SVG of the screen in :attr:`screenshot_dir` and say where (or why not)."""
         where = Path(path) if path else self.screenshot_dir
+        if self.screenshot_limit is not None and self._screenshots >= self.screenshot_limit:
+            self.notify(f"Screenshot not saved: this console has saved its {self.screenshot_limit} "
+                        "(the server's limit per console).", severity="warning", timeout=10)
+            return None
+        self._screenshots += 1
         try:
             where.mkdir(parents=True, exist_ok=True)
             saved = self.save_screenshot(filename, str(where), time_format)
@@ -354,6 +372,21 @@ class HitlApp(App[None]):
             return None
         self.notify(f"Screenshot saved to {saved}", title="Screenshot", timeout=10)
         return saved
+
+    def _refuse_read_only(self, message: str) -> None:
+        """One toast for refused write keys, replaced by the next one (not a stack over the screen)."""
+        from textual.notifications import Notification, Notify
+
+        if self._read_only_note is not None:
+            self._unnotify(self._read_only_note)
+        self._read_only_note = note = Notification(clean(message), "", "warning", self.NOTIFICATION_TIMEOUT)
+        self.post_message(Notify(note))
+
+    def _on_notify(self, event: Any) -> None:
+        note = event.notification
+        if note.message.startswith("Read-only: ") and self._read_only_note is not None and note is not self._read_only_note:
+            return  # a refused-key toast already replaced before it was shown
+        super()._on_notify(event)
 
     async def run_action(self, action: Any, default_namespace: Any = None, namespaces: Any = None) -> bool:
         """A key bound to a write in read-only mode says why it does nothing
@@ -367,9 +400,7 @@ class HitlApp(App[None]):
                     why = self.read_only_reason or (
                         "it writes to the store. Start hitl without --read-only to do this"
                     )
-                    self.notify(
-                        f"Read-only mode: {entry.id} ({entry.label}) is disabled -- {why}.", severity="warning"
-                    )
+                    self._refuse_read_only(f"Read-only: {entry.label} is disabled -- {why}.")
                     return True
         return await super().run_action(action, default_namespace, namespaces)
 

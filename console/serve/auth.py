@@ -2,19 +2,23 @@
 
 - :class:`Verifier` checks a name and a secret against the configured argon2
   hashes (argon2-cffi; an unknown name costs the same as a wrong secret).
-- :class:`FailureLimiter` counts failed sign-ins per client address and per
-  name in a sliding window; past the limit a sign-in is refused *before* its
-  secret is checked (no guessing, no hashing load) until the window moves on.
+- :class:`FailureLimiter` counts failed sign-ins per (name, address) and per
+  address in a sliding window, reserving each attempt before its secret is
+  checked; past a limit a sign-in is refused *before* hashing until the window
+  moves on. :class:`WorkGate` bounds the argon2 checks in flight (503 beyond).
 - :class:`SessionBook` holds signed-in sessions by an unguessable token (the
   cookie's value), each expiring a fixed time after sign-in; sign-out drops it.
 
 Blind spots: sessions and failure counts live in the server's memory, so a
 restart signs everyone out and forgets the counts; the limiter keys on the
-peer address, which behind a proxy is the proxy's (name limits still apply).
+client address (behind a trusted proxy, the rightmost untrusted X-Forwarded-For
+entry), so an attacker with many addresses gets ``limit`` guesses per name from
+each of them within a window.
 """
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import time
 from collections import deque
@@ -63,43 +67,118 @@ class Verifier:
 
 
 class FailureLimiter:
-    """At most ``limit`` failed sign-ins per key within ``window`` seconds."""
+    """Failed sign-ins in a sliding window, per (name, address) and per address.
 
-    def __init__(self, limit: int, window: float, clock: Callable[[], float] = time.monotonic) -> None:
+    An attempt is *reserved* (counted as a failure) before its secret is checked,
+    in one synchronous step on the event loop, so requests sent together cannot all
+    slip under the limit; a success takes its reservation back and clears that
+    pair. A pair past ``limit`` is refused until its window moves on: a name is
+    never locked out everywhere by a stranger, only from the stranger's address,
+    and an address past ``address_limit`` (any names) backs off entirely.
+    Refused attempts store nothing; empty keys are forgotten, and at most
+    ``max_keys`` keys are kept (the oldest are dropped first).
+    """
+
+    def __init__(self, limit: int, window: float, clock: Callable[[], float] = time.monotonic, *,
+                 address_limit: int | None = None, max_keys: int = 10_000) -> None:
         self.limit = limit
+        self.address_limit = address_limit if address_limit is not None else 4 * limit
         self.window = window
+        self.max_keys = max_keys
         self._clock = clock
-        self._failures: dict[str, deque[float]] = {}
+        self._failures: dict[tuple[str, ...], deque[float]] = {}
 
-    def _recent(self, key: str) -> deque[float]:
-        now = self._clock()
-        q = self._failures.setdefault(key, deque())
-        while q and q[0] <= now - self.window:
+    def __len__(self) -> int:
+        return len(self._failures)
+
+    def _recent(self, key: tuple[str, ...]) -> deque[float] | None:
+        q = self._failures.get(key)
+        if q is None:
+            return None
+        cutoff = self._clock() - self.window
+        while q and q[0] <= cutoff:
             q.popleft()
+        if not q:
+            del self._failures[key]
+            return None
         return q
 
-    def retry_after(self, *keys: str) -> float:
-        """Seconds until a sign-in under any of ``keys`` is accepted again (0: now)."""
-        wait = 0.0
-        for key in keys:
-            q = self._recent(key)
-            if len(q) >= self.limit:
-                wait = max(wait, q[0] + self.window - self._clock())
-        return wait
+    def _wait(self, key: tuple[str, ...], limit: int) -> float:
+        q = self._recent(key)
+        if q is None or len(q) < limit:
+            return 0.0
+        return max(0.0, q[-limit] + self.window - self._clock())
 
-    def failed(self, *keys: str) -> int:
-        """Record a failure; the highest count among ``keys`` in the window."""
+    def retry_after(self, name: str, address: str) -> float:
+        """Seconds until ``name`` may try again from ``address`` (0: now)."""
+        return max(self._wait(("pair", name, address), self.limit), self._wait(("addr", address), self.address_limit))
+
+    def reserve(self, name: str, address: str) -> tuple[float, float]:
+        """Count an attempt before its secret is checked: (0, stamp) when reserved,
+        (seconds to wait, 0) when refused (nothing is stored then)."""
+        wait = self.retry_after(name, address)
+        if wait > 0:
+            return wait, 0.0
         now = self._clock()
-        counts = []
-        for key in keys:
-            q = self._recent(key)
-            q.append(now)
-            counts.append(len(q))
-        return max(counts)
+        for key in (("pair", name, address), ("addr", address)):
+            self._failures.setdefault(key, deque()).append(now)
+        self._cap()
+        return 0.0, now
 
-    def succeeded(self, name_key: str) -> None:
-        """A correct sign-in clears that name's failures (not the address's)."""
-        self._failures.pop(name_key, None)
+    def count(self, name: str, address: str) -> int:
+        q = self._recent(("pair", name, address))
+        return len(q) if q else 0
+
+    def succeeded(self, name: str, address: str, stamp: float) -> None:
+        """A correct secret: its reservation is taken back and the pair's failures cleared."""
+        self._failures.pop(("pair", name, address), None)
+        q = self._failures.get(("addr", address))
+        if q is not None:
+            with contextlib.suppress(ValueError):
+                q.remove(stamp)
+            if not q:
+                del self._failures[("addr", address)]
+
+    def _cap(self) -> None:
+        if len(self._failures) <= self.max_keys:
+            return
+        for key in list(self._failures):  # expired keys first, then the oldest
+            self._recent(key)
+        while len(self._failures) > self.max_keys:
+            del self._failures[next(iter(self._failures))]
+
+
+class WorkGate:
+    """At most ``running`` argon2 checks at once and ``queued`` more waiting; beyond that
+    a sign-in is turned away at once (503) instead of piling up threads and memory."""
+
+    def __init__(self, running: int, queued: int) -> None:
+        import asyncio
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.running = running
+        self.queued = queued
+        self._inside = 0
+        self._semaphore = asyncio.Semaphore(running)
+        self._pool = ThreadPoolExecutor(max_workers=running, thread_name_prefix="hitl-signin")
+
+    @property
+    def full(self) -> bool:
+        return self._inside >= self.running + self.queued
+
+    async def run(self, fn: Callable[..., object], *args: object) -> object:
+        """Run ``fn(*args)`` on the gate's threads; the caller checked :attr:`full` first."""
+        import asyncio
+
+        self._inside += 1
+        try:
+            async with self._semaphore:
+                return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
+        finally:
+            self._inside -= 1
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
 
 @dataclass
@@ -120,6 +199,9 @@ class SessionBook:
         self._sessions: dict[str, Session] = {}
 
     def create(self, identity: Identity) -> tuple[str, Session]:
+        now = self._clock()
+        for old in [t for t, s in self._sessions.items() if s.expires <= now]:
+            self.drop(old)  # expired sessions are forgotten as new ones come
         token = secrets.token_urlsafe(32)
         session = Session(identity, self._clock() + self.lifetime)
         self._sessions[token] = session

@@ -14,11 +14,14 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
+SCREENSHOTS_PER_CONSOLE = 10
+"""Screenshots one browser connection may save on the server's disk (the palette's screenshot)."""
+
 
 def build_argv(
     python: str,
     *,
-    db: Path,
+    db: str | Path,
     read_only: bool,
     config: str | None,
     apps: Sequence[str],
@@ -27,22 +30,23 @@ def build_argv(
     operator: str | None,
     read_only_reason: str | None,
 ) -> list[str]:
-    """The command line of one connection's console (an argv list: no shell, names are data)."""
-    argv = [python, "-m", "console.serve.child", "--db", str(db)]
+    """The command line of one connection's console (an argv list: no shell, names are data;
+    every value is given as ``--option=VALUE``, so a name starting with ``-`` stays a value)."""
+    argv = [python, "-m", "console.serve.child", f"--db={db}"]
     if read_only:
         argv.append("--read-only")
     if config:
-        argv += ["--config", config]
+        argv.append(f"--config={config}")
     for spec in apps:
-        argv += ["--app", spec]
+        argv.append(f"--app={spec}")
     if show_secrets:
         argv.append("--show-secrets")
     for pattern in secret_patterns:
-        argv += ["--secret-pattern", pattern]
+        argv.append(f"--secret-pattern={pattern}")
     if operator:
-        argv += ["--operator", operator]
+        argv.append(f"--operator={operator}")
     if read_only_reason:
-        argv += ["--read-only-reason", read_only_reason]
+        argv.append(f"--read-only-reason={read_only_reason}")
     return argv
 
 
@@ -59,11 +63,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
 
     from engine.apps import AppRegistry
+    from engine.store.factory import is_url
 
     from ..app import HitlApp
+    from ..cli.options import Options
 
     HitlApp(
-        db_path=Path(args.db),
+        db_path=args.db if is_url(args.db) else Path(args.db),
+        store_options=Options(config=args.config).store_options(),
+        screenshot_limit=SCREENSHOTS_PER_CONSOLE,
         read_only=args.read_only,
         registry=AppRegistry.from_options(args.app, args.config),
         show_secrets=args.show_secrets,

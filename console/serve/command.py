@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from ..cli.options import _opts, app_spec_option, common
+from ..cli.options import Options, _opts, app_spec_option, common
 from ..cli.output import fail
 
 
@@ -46,17 +46,17 @@ def serve(host: str, port: int, proxy_header: str | None, public_url: str | None
     opts = _opts()
     try:
         config = load_serve_config(opts.config_path())
+        for warning in config.warnings:
+            click.echo(warning, err=True)
         check_bind(host, config, proxy_header)
         patterns = opts.patterns()
     except ServeConfigError as exc:
         fail(str(exc))
-    path = opts.db_path()
-    if not path.is_file():
-        fail(f"no session store at {path}: give --db PATH (hitl demo --db PATH builds a demo store)")
+    db = _served_store(opts)
     if public_url is not None and not public_url.startswith(("http://", "https://")):
         fail(f"--public-url must start with http:// or https://, not {public_url!r}")
     options = ServeOptions(
-        db=path.resolve(),
+        db=db,
         read_only=opts.read_only,
         config=opts.config_path(),
         apps=list(opts.apps),
@@ -69,6 +69,39 @@ def serve(host: str, port: int, proxy_header: str | None, public_url: str | None
     how = {"password": "sign-in required", "proxy": f"identity from the {proxy_header} header",
            "local": "no sign-in (loopback only)"}[server.mode]
     try:
-        run(server, host, port, lambda url: click.echo(f"serving {path} on {url} ({how}); Ctrl-C stops", err=True))
+        run(server, host, port, lambda url: click.echo(f"serving {server.store_label} on {url} ({how}); Ctrl-C stops", err=True))
     except OSError as exc:
         fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
+
+
+def _served_store(opts: Options) -> str:
+    """The store every console opens, checked once before serving: an existing SQLite file
+    (its absolute path) or a PostgreSQL URL that opens. ``memory:`` is refused (nothing to share)."""
+    import asyncio
+
+    from engine.errors import HitlError
+    from engine.operations import one_line
+    from engine.store.factory import open_store, sqlite_path, store_kind, store_label
+
+    target = opts.db_path()
+    try:
+        kind = store_kind(target)
+    except HitlError as exc:
+        fail(str(exc))
+    if kind == "memory":
+        fail("hitl serve needs a store the consoles share: give --db PATH or --db postgresql://...")
+    if kind == "sqlite":
+        path = sqlite_path(target)
+        if not path.is_file():
+            fail(f"no session store at {path}: give --db PATH (hitl demo --db PATH builds a demo store)")
+        return str(path.resolve())
+
+    async def probe() -> None:
+        store = await open_store(target, read_only=True, **opts.store_options())
+        await store.close()
+
+    try:
+        asyncio.run(probe())
+    except Exception as exc:  # noqa: BLE001 -- one line, never a traceback
+        fail(f"cannot open the session store {store_label(target)}: {one_line(exc)}")
+    return str(target)

@@ -5,8 +5,16 @@
     [serve]
     title = "hitl console (production)"   # page title; default "hitl console"
     session_hours = 8                      # a sign-in lasts this long (cookie and server side)
-    max_failed_signins = 5                 # per client address and per name ...
+    max_failed_signins = 5                 # per (name, client address) ...
+    max_failed_signins_per_address = 20    # ... and per client address, any names ...
     signin_window_seconds = 300            # ... within this window, then refused until it passes
+    signin_concurrency = 2                 # password checks (argon2) at once ...
+    signin_queue = 8                       # ... and waiting; beyond that a sign-in gets 503
+    max_consoles = 50                      # consoles open at once on this server ...
+    max_consoles_per_user = 4              # ... and per signed-in name
+    allowed_hosts = ["hitl.example.com"]   # Host names served besides localhost, IPs and --public-url's
+    shutdown_seconds = 10                  # on SIGTERM: consoles get this long to end, then are killed
+    fork_consoles = true                   # fork consoles from a pre-imported parent (false: start each afresh)
     proxy_role = "viewer"                  # --trust-proxy-header: role of names not listed below
     trusted_proxies = ["127.0.0.1", "::1"] # --trust-proxy-header: peers whose header is believed
 
@@ -26,8 +34,9 @@ line naming the key.
 from __future__ import annotations
 
 import ipaddress
+import stat
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -59,9 +68,20 @@ class ServeConfig:
     title: str = DEFAULT_TITLE
     session_seconds: float = 8 * 3600
     max_failed_signins: int = 5
+    max_failed_signins_per_address: int = 20
     signin_window_seconds: float = 300.0
+    signin_concurrency: int = 2
+    signin_queue: int = 8
+    max_consoles: int = 50
+    max_consoles_per_user: int = 4
+    allowed_hosts: tuple[str, ...] = ()
+    shutdown_seconds: float = 10.0
+    fork_consoles: bool = True
     proxy_role: str = "viewer"
     trusted_proxies: tuple[str, ...] = ("127.0.0.1", "::1")
+
+    warnings: tuple[str, ...] = ()
+    """Said once at start (a world-readable config holding the store's password)."""
 
     @property
     def has_operators(self) -> bool:
@@ -73,6 +93,7 @@ def load_serve_config(path: str | Path | None) -> ServeConfig:
     if path is None:
         return ServeConfig()
     try:
+        mode = Path(path).stat().st_mode
         data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ServeConfigError(f"config file {path} not found") from None
@@ -81,12 +102,22 @@ def load_serve_config(path: str | Path | None) -> ServeConfig:
     section = data.get("serve", {})
     if not isinstance(section, dict):
         raise ServeConfigError(f"{path}: [serve] must be a table")
-    return _parse(section, str(path))
+    if mode & stat.S_IWOTH:
+        raise ServeConfigError(
+            f"refusing {path}: it is world-writable, so anyone on this machine could add an operator (chmod o-w {path})"
+        )
+    config = _parse(section, str(path))
+    store = data.get("store")
+    if mode & stat.S_IROTH and isinstance(store, dict) and "password" in store:
+        config = replace(config, warnings=(
+            f"warning: {path} holds the store's password and is world-readable (chmod o-r {path})",
+        ))
+    return config
 
 
 def _parse(section: dict[str, Any], where: str) -> ServeConfig:
-    known = {"title", "session_hours", "max_failed_signins", "signin_window_seconds", "proxy_role",
-             "trusted_proxies", "operators"}
+    known = {"title", "session_hours", "signin_window_seconds", "proxy_role", "trusted_proxies", "operators",
+             "allowed_hosts", "shutdown_seconds", "fork_consoles", *_WHOLE}
     unknown = sorted(set(section) - known)
     if unknown:
         raise ServeConfigError(f"{where}: unknown key serve.{unknown[0]} (known: {', '.join(sorted(known))})")
@@ -94,10 +125,15 @@ def _parse(section: dict[str, Any], where: str) -> ServeConfig:
     if not isinstance(title, str) or not title.strip():
         raise ServeConfigError(f"{where}: serve.title must be a non-empty string")
     hours = _number(section, "session_hours", 8, where)
-    failures = _number(section, "max_failed_signins", 5, where)
     window = _number(section, "signin_window_seconds", 300, where)
-    if int(failures) != failures:
-        raise ServeConfigError(f"{where}: serve.max_failed_signins must be a whole number")
+    whole = {key: _whole(section, key, default, where) for key, default in _WHOLE.items()}
+    drain = _number(section, "shutdown_seconds", 10, where)
+    fork = section.get("fork_consoles", True)
+    if not isinstance(fork, bool):
+        raise ServeConfigError(f"{where}: serve.fork_consoles must be true or false, not {fork!r}")
+    hosts = section.get("allowed_hosts", [])
+    if not isinstance(hosts, list) or not all(isinstance(h, str) and h and "/" not in h for h in hosts):
+        raise ServeConfigError(f"{where}: serve.allowed_hosts must be a list of host names (no scheme, no path)")
     proxy_role = section.get("proxy_role", "viewer")
     if proxy_role not in ROLES:
         raise ServeConfigError(f"{where}: serve.proxy_role must be one of {', '.join(ROLES)}, not {proxy_role!r}")
@@ -119,11 +155,26 @@ def _parse(section: dict[str, Any], where: str) -> ServeConfig:
         operators=operators,
         title=title.strip(),
         session_seconds=hours * 3600,
-        max_failed_signins=int(failures),
         signin_window_seconds=window,
+        allowed_hosts=tuple(h.lower() for h in hosts),
+        shutdown_seconds=drain,
+        fork_consoles=fork,
+        **whole,
         proxy_role=proxy_role,
         trusted_proxies=tuple(proxies),
     )
+
+
+_WHOLE = {"max_failed_signins": 5, "max_failed_signins_per_address": 20, "signin_concurrency": 2,
+          "signin_queue": 8, "max_consoles": 50, "max_consoles_per_user": 4}
+"""The whole-number keys of [serve] and their defaults."""
+
+
+def _whole(section: dict[str, Any], key: str, default: int, where: str) -> int:
+    value = _number(section, key, default, where)
+    if int(value) != value:
+        raise ServeConfigError(f"{where}: serve.{key} must be a whole number")
+    return int(value)
 
 
 def _number(section: dict[str, Any], key: str, default: float, where: str) -> float:

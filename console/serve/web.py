@@ -1,48 +1,60 @@
 """The web side of ``hitl serve``: textual-serve's aiohttp app, guarded.
 
-Routes (all but ``/login`` need a signed-in session, checked by one
-middleware before any handler runs; a page request without one is sent to
-``/login``, anything else gets 401):
+Routes (all but ``/login`` need a signed-in session, checked by
+:class:`~console.serve.guard.Guard`'s middleware before any handler runs, after
+the Host and Origin checks; a page request without one is sent to ``/login``,
+anything else gets 401):
 
 - ``GET /`` the console page: title, favicon, "connected to <store>", who is
-  signed in and a sign-out button, and the terminal;
+  signed in and a sign-out button, and the terminal (focused once drawn);
 - ``GET /ws`` the websocket textual-serve's page opens: one console process per
-  connection (:mod:`console.serve.child`) for the signed-in operator and role;
-- ``GET /static/...`` textual-serve's scripts and fonts; ``GET /download/{key}``
-  its file deliveries;
+  connection (:mod:`console.serve.child`) for the signed-in operator and role,
+  within ``[serve] max_consoles`` and ``max_consoles_per_user`` (past either, the
+  page says which; the websocket gets 429/503);
+- ``GET /static/...`` textual-serve's scripts and fonts, ``GET /hitl.js`` ours;
+  ``GET /download/{key}`` its file deliveries;
 - ``GET|POST /login`` the sign-in form; ``POST /logout`` sign-out (closes that
-  session's consoles).
+  session's consoles) -- :mod:`console.serve.signin`.
 
 Cookies are HttpOnly, SameSite=Strict, Secure when the page is served over
 TLS (directly, by ``--public-url https://...``, or per ``X-Forwarded-Proto``
-from a trusted proxy), and expire with the session. Form posts and websocket
-upgrades from another origin are refused. Sign-ins, failures, sign-outs and
-console starts are logged to the ``hitl.serve`` logger, never with a secret.
+from a trusted proxy), and expire with the session. Request bodies are at most
+64 KiB and websocket frames at most 64 KiB; a frame that is not one of the
+page's messages (``stdin`` text, ``resize`` within bounds, ``ping``, ``focus``,
+``blur``) closes that socket with one log line. On SIGTERM every console gets
+``[serve] shutdown_seconds`` to quit, then is killed. Sign-ins, failures,
+sign-outs and console starts are logged to the ``hitl.serve`` logger, one line
+each, never with a secret.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
-import ipaddress
+import contextlib
+import json
 import logging
+import os
+import socket
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import aiohttp_jinja2
 import jinja2
 import textual_serve
-from aiohttp import web
+from aiohttp import WSMsgType, web
 from textual_serve.app_service import AppService
 from textual_serve.server import Server, to_int
 
-from .auth import COOKIE, FailureLimiter, Identity, Session, SessionBook, Verifier
+from .auth import Identity, Session, SessionBook, Verifier
 from .child import build_argv
-from .config import ServeConfig, valid_name
+from .config import ServeConfig
+from .forkserver import ForkServer
+from .guard import IDENTITY, Guard
+from .signin import SignIn, make_gate, make_limiter
 
 log = logging.getLogger("hitl.serve")
 
@@ -54,15 +66,20 @@ FAVICON_SVG = (
     '<path d="M9 7v18M23 7v18M9 16h14" stroke="#f0a030" stroke-width="4" stroke-linecap="round"/></svg>'
 )
 FAVICON = "data:image/svg+xml;base64," + base64.b64encode(FAVICON_SVG.encode()).decode()
-PUBLIC = {"/login"}
-"""The only routes served without a session."""
+MAX_BODY = 64 * 1024
+"""Bytes of a request body (a sign-in form is a few hundred)."""
+MAX_FRAME = 64 * 1024
+"""Bytes of one websocket message from the page (a paste is one ``stdin`` frame)."""
+MAX_CELLS = (1000, 500)
+"""The largest terminal (columns, rows) a page may ask for."""
 
 
 @dataclass
 class ServeOptions:
     """What the command line gave ``hitl serve`` (the store and the console's options)."""
 
-    db: Path
+    db: str
+    """A SQLite file's absolute path or a PostgreSQL URL (``hitl.toml`` ``[store] password`` stays out of it)."""
     read_only: bool = False
     config: str | None = None
     apps: list[str] = field(default_factory=list)
@@ -73,14 +90,52 @@ class ServeOptions:
     python: str = sys.executable
 
 
-class ConsoleService(AppService):
-    """textual-serve's per-connection process, started from an argv list (no shell)."""
+def frame_problem(envelope: Any) -> str | None:
+    """Why a decoded websocket message is not one the console page sends (None: it is)."""
+    if not isinstance(envelope, list) or not envelope or not isinstance(envelope[0], str):
+        return "not a [type, data] list"
+    kind, data = envelope[0], envelope[1] if len(envelope) > 1 else None
+    if kind == "stdin":
+        return None if isinstance(data, str) else "stdin data is not text"
+    if kind == "resize":
+        if not isinstance(data, dict):
+            return "resize data is not an object"
+        width, height = data.get("width"), data.get("height")
+        for value, most in ((width, MAX_CELLS[0]), (height, MAX_CELLS[1])):
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
+                return f"resize to {str(width)[:10]}x{str(height)[:10]} is out of bounds"
+        return None
+    if kind == "ping":
+        return None if isinstance(data, str) and len(data) <= 100 else "ping data is not a short text"
+    if kind in ("focus", "blur"):
+        return None
+    return f"unknown type {kind[:20]!r}"
 
-    def __init__(self, argv: list[str], **kw: Any) -> None:
+
+class ConsoleService(AppService):
+    """textual-serve's per-connection process, started from an argv list (no shell),
+    stopped within a deadline (asked to quit, then terminated, then killed)."""
+
+    def __init__(self, argv: list[str], name: str = "?", forks: ForkServer | None = None, **kw: Any) -> None:
         super().__init__(argv[0], **kw)
         self.argv = argv
+        self.name = name
+        """Whose console (for the log)."""
+        self.forks = forks
+        """The pre-imported parent to fork this console from (None: start a fresh interpreter)."""
 
     async def _open_app_process(self, width: int = 80, height: int = 24) -> Any:
+        if self.forks is not None:
+            try:
+                self._process = process = await self.forks.start(
+                    self.argv[3:], {"COLUMNS": str(width), "ROWS": str(height)}
+                )
+            except OSError as exc:
+                log.warning("console fork server failed (%s): starting consoles afresh", exc)
+                self.forks = None
+            else:
+                self._stdin = process.stdin
+                return process
         self._process = process = await asyncio.create_subprocess_exec(
             *self.argv,
             stdin=asyncio.subprocess.PIPE,
@@ -92,31 +147,71 @@ class ConsoleService(AppService):
         self._stdin = process.stdin
         return process
 
+    async def stop(self, timeout: float = 10.0) -> bool:
+        """End the console: True when it quit when asked, False when it had to be killed."""
+        task, self._task = self._task, None
+        if task is None:
+            return True
+        with contextlib.suppress(Exception):
+            await self._download_manager.cancel_app_downloads(app_service_id=self.app_service_id)
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self.send_meta({"type": "quit"}), timeout)
+        done, _ = await asyncio.wait({task}, timeout=timeout)
+        if done:
+            return True
+        process = self._process
+        for signal_it in ("terminate", "kill"):
+            with contextlib.suppress(ProcessLookupError):
+                getattr(process, signal_it)()
+            done, _ = await asyncio.wait({task}, timeout=2.0)
+            if done:
+                break
+        if not done:
+            task.cancel()
+        log.warning("console of %r did not quit within %ss: killed", self.name, timeout)
+        return False
 
-class ConsoleServer(Server):
+
+class ConsoleServer(Guard, SignIn, Server):
     """textual-serve's server with sign-in, roles and one console per signed-in connection."""
 
     def __init__(self, options: ServeOptions, config: ServeConfig, *, host: str, port: int) -> None:
         super().__init__("hitl", host=host, port=port, title=config.title, public_url=options.public_url)
+        from engine.store.factory import store_label
+
         self.options = options
         self.config = config
         self.statics_path = STATIC
         self.templates_path = TEMPLATES
+        self.favicon = FAVICON
         self.sessions = SessionBook(config.session_seconds)
-        self.limiter = FailureLimiter(config.max_failed_signins, config.signin_window_seconds)
+        self.limiter = make_limiter(config)
+        self.gate = make_gate(config)
         self.verifier = Verifier(config) if config.has_operators else None
         self.services: set[AppService] = set()
+        self.sockets: set[web.WebSocketResponse] = set()
+        self.consoles: dict[str, int] = {}
+        """Open consoles per signed-in name (``[serve] max_consoles_per_user``)."""
+        self.store_label = store_label(options.db)
+        """How the pages and the log name the store (a URL's password masked)."""
+        self.forks: ForkServer | None = None
+        """Where consoles are forked from (:mod:`console.serve.forkserver`), once started."""
+
+    def start_fork_server(self) -> None:
+        """Start the pre-imported console parent ([serve] fork_consoles; Linux). Failing, consoles start afresh."""
+        if not self.config.fork_consoles or not hasattr(os, "fork") or not hasattr(socket, "send_fds"):
+            return
+        from types import SimpleNamespace
+
+        env = AppService._build_environment(SimpleNamespace(debug=self.debug))  # type: ignore[arg-type]
+        try:
+            self.forks = ForkServer(env, self.options.python)
+        except OSError as exc:
+            log.warning("console fork server did not start (%s): consoles start afresh", exc)
 
     # ------------------------------------------------------------ app
-    @property
-    def mode(self) -> str:
-        """``proxy`` (trusted header), ``password`` (operators configured) or ``local`` (no sign-in)."""
-        if self.options.proxy_header:
-            return "proxy"
-        return "password" if self.verifier is not None else "local"
-
     async def _make_app(self) -> web.Application:
-        app = web.Application(middlewares=[self.guard])
+        app = web.Application(middlewares=[self.guard], client_max_size=MAX_BODY)
         aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(self.templates_path), autoescape=True)
         app.add_routes(
             [
@@ -124,151 +219,42 @@ class ConsoleServer(Server):
                 web.get("/ws", self.handle_websocket, name="websocket"),
                 web.get("/download/{key}", self.handle_download, name="download"),
                 web.static("/static", self.statics_path, show_index=False, name="static"),
+                web.get("/hitl.js", self.handle_script, name="script"),
                 web.get("/login", self.handle_login_page, name="login"),
                 web.post("/login", self.handle_login, name="login_post"),
                 web.post("/logout", self.handle_logout, name="logout"),
             ]
         )
+        app.on_response_prepare.append(self.on_response_prepare)
         app.on_shutdown.append(self.on_shutdown)
         return app
 
     async def on_shutdown(self, app: web.Application) -> None:
-        await asyncio.gather(*(s.stop() for s in list(self.services)), return_exceptions=True)
+        """Every console gets ``shutdown_seconds`` to quit (then is killed); every socket is closed."""
+        drain = self.config.shutdown_seconds
+        await asyncio.gather(*(s.stop(drain) for s in list(self.services)), return_exceptions=True)
+        await asyncio.gather(*(ws.close(code=1001, message=b"server shutting down") for ws in list(self.sockets)),
+                             return_exceptions=True)
+        if self.gate is not None:
+            self.gate.close()
+        if self.forks is not None:
+            self.forks.close()
 
-    # ------------------------------------------------------------ who is this
-    def _peer(self, request: web.Request) -> str:
-        return request.remote or "?"
+    async def handle_script(self, request: web.Request) -> web.StreamResponse:
+        return web.FileResponse(TEMPLATES / "hitl.js", headers={"Content-Type": "text/javascript"})
 
-    def _trusted_peer(self, request: web.Request) -> bool:
-        try:
-            peer = ipaddress.ip_address(self._peer(request))
-        except ValueError:
-            return False
-        return any(peer == ipaddress.ip_address(p) for p in self.config.trusted_proxies)
-
-    def _proxy_identity(self, request: web.Request) -> Identity | None:
-        header = self.options.proxy_header
-        assert header is not None
-        name = request.headers.get(header)
-        if name is None:
-            return None
-        if not self._trusted_peer(request):
-            log.warning("refused %s header from untrusted peer %s", header, self._peer(request))
-            return None
-        if not valid_name(name):
-            log.warning("refused %s header with an invalid name %r from %s", header, name[:80], self._peer(request))
-            return None
-        entry = self.config.operators.get(name)
-        return Identity(name, entry.role if entry else self.config.proxy_role, "proxy")
-
-    def identity(self, request: web.Request) -> tuple[Identity | None, str | None]:
-        """(who, their cookie token) for ``request``; (None, None) when nobody is signed in."""
-        if self.mode == "proxy":
-            return self._proxy_identity(request), None
-        if self.mode == "local":
-            from engine.apps import default_operator
-
-            role = "viewer" if self.options.read_only else "operator"
-            return Identity(default_operator(self.options.config) or "operator", role, "local"), None
-        token = request.cookies.get(COOKIE)
-        session = self.sessions.get(token)
-        return (session.identity, token) if session else (None, None)
-
-    def _secure(self, request: web.Request) -> bool:
-        if request.secure or (self.options.public_url or "").startswith("https:"):
-            return True
-        return request.headers.get("X-Forwarded-Proto") == "https" and self._trusted_peer(request)
-
-    def _same_origin(self, request: web.Request) -> bool:
-        origin = request.headers.get("Origin")
-        if origin is None:
-            return True  # not a browser's cross-site request (browsers always send Origin there)
-        expected = {request.host}
-        if self.options.public_url:
-            expected.add(urlsplit(self.options.public_url).netloc)
-        return urlsplit(origin).netloc in expected
-
-    @web.middleware
-    async def guard(self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]):
-        """Every route but /login needs a signed-in identity; cross-origin posts and upgrades are refused."""
-        if (request.method == "POST" or request.path == "/ws") and not self._same_origin(request):
-            log.warning("refused a %s %s from origin %r", request.method, request.path, request.headers.get("Origin"))
-            raise web.HTTPForbidden(text="cross-origin request refused\n")
-        if request.path in PUBLIC:
-            return await handler(request)
-        who, _token = self.identity(request)
-        if who is None:
-            if self.mode == "proxy":
-                raise web.HTTPUnauthorized(text=f"no operator: the proxy did not send {self.options.proxy_header}\n")
-            if request.method == "GET" and request.path == "/":
-                raise web.HTTPSeeOther("/login")
-            raise web.HTTPUnauthorized(text="sign in first: /login\n")
-        request["identity"] = who
-        return await handler(request)
-
-    # ------------------------------------------------------------ sign-in
-    async def handle_login_page(self, request: web.Request) -> web.StreamResponse:
-        if self.mode != "password":
-            raise web.HTTPSeeOther("/")
-        who, _ = self.identity(request)
-        if who is not None:
-            raise web.HTTPSeeOther("/")
-        return self._login_page(request, "", 200)
-
-    def _login_page(self, request: web.Request, error: str, status: int, name: str = "") -> web.StreamResponse:
-        response = aiohttp_jinja2.render_template(
-            "login.html",
-            request,
-            {"title": self.config.title, "store": str(self.options.db), "favicon": FAVICON, "error": error,
-             "name": name},
-            status=status,
-        )
-        response.headers["Cache-Control"] = "no-store"
-        return response
-
-    async def handle_login(self, request: web.Request) -> web.StreamResponse:
-        if self.mode != "password" or self.verifier is None:
-            raise web.HTTPSeeOther("/")
-        form = await request.post()
-        name = str(form.get("name", "")).strip()
-        secret = str(form.get("secret", ""))
-        peer = self._peer(request)
-        keys = (f"addr:{peer}", f"name:{name}")
-        wait = self.limiter.retry_after(*keys)
-        if wait > 0:
-            log.warning("sign-in refused (rate-limited, %ds left): %r from %s", wait, name[:64], peer)
-            response = self._login_page(
-                request, f"Too many failed sign-ins: try again in {int(wait) + 1} s.", 429, name[:64]
-            )
-            response.headers["Retry-After"] = str(int(wait) + 1)
-            return response
-        entry = await asyncio.to_thread(self.verifier.verify, name, secret) if name and secret else None
-        if entry is None:
-            count = self.limiter.failed(*keys)
-            log.warning(
-                "sign-in failed: %r from %s (%d of %d in %ds)", name[:64], peer, count,
-                self.limiter.limit, self.limiter.window,
-            )
-            return self._login_page(request, "Wrong name or password.", 401, name[:64])
-        self.limiter.succeeded(f"name:{name}")
-        token, session = self.sessions.create(Identity(entry.name, entry.role, "password"))
-        log.info("signed in: %r (%s) from %s", entry.name, entry.role, peer)
-        response = web.Response(status=303, headers={"Location": "/"})
-        response.set_cookie(
-            COOKIE, token, max_age=int(self.config.session_seconds), path="/", httponly=True,
-            samesite="Strict", secure=self._secure(request),
-        )
-        return response
-
-    async def handle_logout(self, request: web.Request) -> web.StreamResponse:
-        who: Identity = request["identity"]
-        _, token = self.identity(request)
-        if token is not None:
-            self.sessions.drop(token)
-            log.info("signed out: %r from %s", who.name, self._peer(request))
-        response = web.Response(status=303, headers={"Location": "/login" if self.mode == "password" else "/"})
-        response.del_cookie(COOKIE, path="/")
-        return response
+    # ------------------------------------------------------------ limits
+    def console_refusal(self, who: Identity) -> tuple[int, str] | None:
+        """(status, why) when ``who`` may not open another console now; None when they may."""
+        mine, total = self.consoles.get(who.name, 0), sum(self.consoles.values())
+        if mine >= self.config.max_consoles_per_user:
+            return 429, (f"{who.name} already has {mine} consoles open, the most one name may have on this server "
+                         f"([serve] max_consoles_per_user = {self.config.max_consoles_per_user}). "
+                         "Close one (its tab or window), then open this page again.")
+        if total >= self.config.max_consoles:
+            return 503, (f"This server already runs {total} consoles, the most it allows "
+                         f"([serve] max_consoles = {self.config.max_consoles}). Try again when someone closes one.")
+        return None
 
     # ------------------------------------------------------------ console
     def _ws_url(self, request: web.Request) -> str:
@@ -278,22 +264,20 @@ class ConsoleServer(Server):
         return f"{'wss' if request.secure else 'ws'}://{request.host}/ws"
 
     async def handle_index(self, request: web.Request) -> web.StreamResponse:
-        who: Identity = request["identity"]
-        response = aiohttp_jinja2.render_template(
-            "console.html",
-            request,
-            {
-                "title": self.config.title,
-                "store": str(self.options.db),
-                "favicon": FAVICON,
-                "font_size": to_int(request.query.get("fontsize", "16"), 16),
-                "websocket_url": self._ws_url(request),
-                "static_url": "/static/",
-                "who": who,
-                "read_only": who.read_only or self.options.read_only,
-                "can_sign_out": who.via == "password",
-            },
-        )
+        who: Identity = request[IDENTITY]
+        context = {"title": self.config.title, "store": self.store_label, "favicon": FAVICON, "who": who,
+                   "read_only": who.read_only or self.options.read_only, "can_sign_out": who.via == "password"}
+        refused = self.console_refusal(who)
+        if refused is not None:
+            status, why = refused
+            log.warning("console refused for %r from %s: %s", who.name, self.client_address(request), why)
+            response = aiohttp_jinja2.render_template("limit.html", request, {**context, "why": why}, status=status)
+        else:
+            response = aiohttp_jinja2.render_template(
+                "console.html", request,
+                {**context, "font_size": to_int(request.query.get("fontsize", "16"), 16),
+                 "websocket_url": self._ws_url(request), "static_url": "/static/"},
+            )
         response.headers["Cache-Control"] = "no-store"
         return response
 
@@ -316,20 +300,65 @@ class ConsoleServer(Server):
             read_only_reason=reason,
         )
 
+    async def _process_messages(self, websocket: web.WebSocketResponse, app_service: AppService,
+                                who: Identity | None = None, client: str = "?") -> None:
+        """The page's messages to its console; anything else closes the socket with one log line."""
+        name = who.name if who else "?"
+        async for message in websocket:
+            if message.type == WSMsgType.ERROR:
+                log.warning("closed the console of %r from %s: %s", name, client, str(message.data)[:120])
+                return
+            if message.type != WSMsgType.TEXT:
+                problem: str | None = "a binary frame"
+            else:
+                try:
+                    envelope = json.loads(message.data)
+                except ValueError:
+                    envelope = None
+                problem = frame_problem(envelope)
+            if problem is not None:
+                log.warning("closed the console of %r from %s: bad websocket frame (%s)", name, client, problem)
+                await websocket.close(code=1003, message=b"bad frame")
+                return
+            kind, data = envelope[0], envelope[1] if len(envelope) > 1 else None
+            if kind == "stdin":
+                await app_service.send_bytes(data.encode("utf-8"))
+            elif kind == "resize":
+                await app_service.set_terminal_size(data["width"], data["height"])
+            elif kind == "ping":
+                await websocket.send_json(["pong", data])
+            elif kind == "blur":
+                await app_service.blur()
+            elif kind == "focus":
+                await app_service.focus()
+
     async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
-        who: Identity = request["identity"]
+        who: Identity = request[IDENTITY]
+        client = self.client_address(request)
         _, token = self.identity(request)
         session: Session | None = self.sessions.get(token) if token else None
-        websocket = web.WebSocketResponse(heartbeat=15)
-        width = to_int(request.query.get("width", "80"), 80)
-        height = to_int(request.query.get("height", "24"), 24)
+        websocket = web.WebSocketResponse(heartbeat=15, max_msg_size=MAX_FRAME)
+        if not websocket.can_prepare(request).ok:
+            log.warning("refused a bad websocket handshake from %s", client)
+            raise web.HTTPBadRequest(text="not a websocket handshake this server accepts\n")
+        refused = self.console_refusal(who)
+        if refused is not None:
+            log.warning("console refused for %r from %s: %s", who.name, client, refused[1])
+            error = web.HTTPTooManyRequests if refused[0] == 429 else web.HTTPServiceUnavailable
+            raise error(text=refused[1] + "\n")
+        width = min(max(to_int(request.query.get("width", "80"), 80), 1), MAX_CELLS[0])
+        height = min(max(to_int(request.query.get("height", "24"), 24), 1), MAX_CELLS[1])
         service: ConsoleService | None = None
         closer: Callable[[], object] | None = None
         expiry: asyncio.TimerHandle | None = None
+        self.consoles[who.name] = self.consoles.get(who.name, 0) + 1
         try:
             await websocket.prepare(request)
+            self.sockets.add(websocket)
             service = ConsoleService(
                 self.argv_for(who),
+                who.name,
+                self.forks,
                 write_bytes=websocket.send_bytes,
                 write_str=websocket.send_str,
                 close=websocket.close,
@@ -343,32 +372,41 @@ class ConsoleServer(Server):
 
                 session.closers.add(closer)
                 expiry = asyncio.get_running_loop().call_later(self.sessions.remaining(session), closer)
-            log.info("console opened for %r (%s) from %s, %dx%d", who.name, who.role, self._peer(request), width, height)
+            log.info("console opened for %r (%s) from %s, %dx%d", who.name, who.role, client, width, height)
             await service.start(width, height)
-            try:
-                await self._process_messages(websocket, service)
-            finally:
-                await service.stop()
+            await self._process_messages(websocket, service, who, client)
         except asyncio.CancelledError:
             await websocket.close()
-        except Exception as error:  # noqa: BLE001 -- logged; the browser sees the session end
-            log.exception(error)
+        except Exception as error:  # noqa: BLE001 -- one line; the browser sees the session end
+            log.warning("console of %r from %s ended: %s", who.name, client, str(error).splitlines()[0][:160]
+                        if str(error) else type(error).__name__)
         finally:
+            self.consoles[who.name] -= 1
+            if not self.consoles[who.name]:
+                del self.consoles[who.name]
+            self.sockets.discard(websocket)
             if expiry is not None:
                 expiry.cancel()
             if session is not None and closer is not None:
                 session.closers.discard(closer)
             if service is not None:
                 self.services.discard(service)
-                await service.stop()
+                await service.stop(self.config.shutdown_seconds)
             log.info("console closed for %r", who.name)
         return websocket
 
 
 async def start(server: ConsoleServer, host: str, port: int) -> tuple[web.AppRunner, int]:
     """Start serving; returns the runner and the bound port (``port=0`` picks a free one)."""
+    import aiohttp.web_response
+
+    # aiohttp names itself and Python's version on every answer, its own error pages included
+    # (which no response hook sees): this process answers as "hitl", nothing more.
+    aiohttp.web_response.SERVER_SOFTWARE = "hitl"  # type: ignore[attr-defined]
     app = await server._make_app()
-    runner = web.AppRunner(app, access_log=None)
+    await asyncio.to_thread(server.start_fork_server)
+    # The handlers are ended by on_shutdown (consoles stopped, sockets closed); what is left gets 2 s.
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=2.0)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
     await site.start()
@@ -377,14 +415,37 @@ async def start(server: ConsoleServer, host: str, port: int) -> tuple[web.AppRun
     return runner, bound
 
 
-def run(server: ConsoleServer, host: str, port: int, announce: Callable[[str], None]) -> None:
-    """Serve until Ctrl-C / SIGTERM; ``announce`` gets the URL once listening."""
+class OneLine(logging.Filter):
+    """aiohttp's own complaints (a request it could not parse, a handshake it refused) as one
+    line each: the exception's first line, never its traceback."""
 
-    if not log.handlers:  # sign-ins, failures, consoles: one line each on stderr, never a secret
-        handler = logging.StreamHandler()
-        handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and record.exc_info[1] is not None:
+            exc = record.exc_info[1]
+            text = str(exc).splitlines()[0][:160] if str(exc) else ""
+            record.msg, record.args = f"{record.getMessage()}: {type(exc).__name__} {text}".rstrip(), None
+            record.exc_info = record.exc_text = None
+        return True
+
+
+def setup_logging() -> None:
+    """One line per event on stderr, for hitl's log and aiohttp's; never a secret, never a traceback."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    handler.addFilter(OneLine())
+    if not log.handlers:
         log.addHandler(handler)
         log.setLevel(logging.INFO)
+    for name in ("aiohttp.server", "aiohttp.web", "aiohttp.websocket", "aiohttp.access", "textual_serve"):
+        other = logging.getLogger(name)
+        if not other.handlers:
+            other.addHandler(handler)
+            other.propagate = False
+
+
+def run(server: ConsoleServer, host: str, port: int, announce: Callable[[str], None]) -> None:
+    """Serve until Ctrl-C / SIGTERM; ``announce`` gets the URL once listening."""
+    setup_logging()
 
     async def main() -> None:
         runner, bound = await start(server, host, port)

@@ -100,10 +100,31 @@ class QuietFooter(Footer):
         if what != self._drawn:
             await self.recompose()
 
+    def _read_only_writes(self) -> set[str]:
+        """The actions of the write keys a read-only console does not show at all (the
+        response editor's ``^s Submit``: a viewer's dry-run editor must not look submittable;
+        pressed anyway, the key still says why it does nothing)."""
+        from ..app import READ_ONLY_DRY_RUN
+
+        if not getattr(self.app, "read_only", False):
+            return set()
+        hidden = set()
+        for _node, binding, _enabled, _tooltip in self.screen.active_bindings.values():
+            action = BY_ID.get(binding.id or "")
+            if action is not None and action.read_only_disabled and action.id not in READ_ONLY_DRY_RUN:
+                hidden.add(binding.action)
+        return hidden
+
     def compose(self) -> ComposeResult:
         if self._bindings_ready:
             self._drawn = self._what()
-        yield from super().compose()
+        hidden = self._read_only_writes() if self._bindings_ready else set()
+        for widget in super().compose():
+            if isinstance(widget, FooterKey) and widget.action in hidden:
+                continue
+            yield widget
+        if hidden:
+            self.styles.grid_size_columns = max(1, (self.styles.grid_size_columns or 1) - len(hidden))
 
 
 class FittedFooter(QuietFooter):

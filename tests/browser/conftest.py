@@ -42,6 +42,22 @@ def store(demo_db: Path, tmp_path: Path) -> Path:
     return path
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def any_store(request: pytest.FixtureRequest, demo_db: Path, tmp_path: Path) -> Path | str:
+    """The demo store on SQLite (a copy) and on PostgreSQL (a fresh schema on
+    $HITL_TEST_PG_URL, built by the same ``hitl demo``). Only a representative few
+    tests take this (a sign-in over HTTP, an operator's write, a viewer's refusal):
+    every other browser test runs on SQLite alone, so CI pays for a few PG runs only."""
+    if request.param == "sqlite":
+        return request.getfixturevalue("store")
+    from tests.contract.builders import pg_fresh_url
+
+    url = pg_fresh_url()
+    subprocess.run([hitl_bin(), "demo", "--db", url, "--clock", "1790000000"], check=True,
+                   capture_output=True, timeout=300)
+    return url
+
+
 def chromium_path() -> str | None:
     """$HITL_TEST_CHROMIUM (scripts/services/browser.sh sets it) when set, else the system Chromium."""
     given = os.environ.get("HITL_TEST_CHROMIUM")

@@ -56,7 +56,7 @@ class Served:
     """A running ``hitl serve``: its URL, its store, its log lines."""
 
     url: str
-    db: Path
+    db: Path | str | None
     process: subprocess.Popen[str]
     lines: list[str] = field(default_factory=list)
 
@@ -70,12 +70,20 @@ class Served:
                 raise AssertionError(f"{needle!r} never appeared in the server log:\n{self.log()}")
             time.sleep(0.05)
 
+    def wait_count(self, needle: str, count: int, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while self.log().count(needle) < count:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{needle!r} not {count} times in the server log:\n{self.log()}")
+            time.sleep(0.05)
+
 
 @contextmanager
-def serve(db: Path, *args: str, cwd: Path, env: dict[str, str] | None = None) -> Iterator[Served]:
-    """``hitl serve --db DB --port 0 ARGS`` until the block ends; waits for its "serving ... on URL" line."""
+def serve(db: Path | str | None, *args: str, cwd: Path, env: dict[str, str] | None = None) -> Iterator[Served]:
+    """``hitl serve --db DB --port 0 ARGS`` until the block ends; waits for its "serving ... on URL" line.
+    ``db`` None: no --db (the store from $HITL_DB or hitl.toml)."""
     proc = subprocess.Popen(
-        [hitl_bin(), "serve", "--db", str(db), "--port", "0", *args],
+        [hitl_bin(), "serve", *(["--db", str(db)] if db is not None else []), "--port", "0", *args],
         cwd=cwd,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
@@ -112,6 +120,13 @@ def serve(db: Path, *args: str, cwd: Path, env: dict[str, str] | None = None) ->
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+def label(db: Path | str) -> str:
+    """How the served pages name the store (a path as is, a URL with its password masked)."""
+    from engine.store.factory import store_label
+
+    return store_label(db)
 
 
 class NoRedirect(urllib.request.HTTPRedirectHandler):

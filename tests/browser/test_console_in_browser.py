@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from .served import PASSWORDS, hitl_bin, serve, write_config
+from .served import PASSWORDS, hitl_bin, label, serve, write_config
 from .term import focus_terminal, open_console, shot, wait_text
 
 
@@ -24,20 +24,20 @@ def sign_in(page: Any, url: str, name: str, shots: Path | None = None) -> None:
     page.wait_for_url(url + "/")
 
 
-def hitl_out(db: Path, *args: str) -> str:
+def hitl_out(db: Path | str, *args: str) -> str:
     out = subprocess.run([hitl_bin(), "--db", str(db), "--read-only", *args, "--json"], check=True,
                          capture_output=True, text=True, timeout=60)
     return out.stdout
 
 
-def all_shown(db: Path) -> str:
+def all_shown(db: Path | str) -> str:
     """The home's count line: it opens in triage order, the sessions that need an
     operator (an open interrupt, or stopped mid-run)."""
     rows = json.loads(hitl_out(db, "sessions"))["sessions"]
     return f"{sum(1 for r in rows if r['open_interrupts'] or r['interrupted'])} shown"
 
 
-def open_refund_waiting(page: Any, db: Path) -> str:
+def open_refund_waiting(page: Any, db: Path | str) -> str:
     wait_text(page, "hitl ▸ Sessions", "refund-waiting-1", all_shown(db))
     focus_terminal(page)
     page.keyboard.press("/")
@@ -50,15 +50,15 @@ def open_refund_waiting(page: Any, db: Path) -> str:
 
 
 def test_operator_signs_in_and_answers_one_id_with_the_keyboard(
-    browser_page: Any, store: Path, tmp_path: Path, shots: Path
+    browser_page: Any, any_store: Path | str, tmp_path: Path, shots: Path
 ) -> None:
-    page = browser_page
+    page, store = browser_page, any_store
     config = write_config(tmp_path)
     with serve(store, "--config", str(config), cwd=tmp_path) as served:
         sign_in(page, served.url, "alice", shots)
-        assert page.title() == f"hitl console (test) · {store}"
+        assert page.title() == f"hitl console (test) · {label(store)}"
         assert page.locator("link[rel=icon]").get_attribute("href").startswith("data:image/svg+xml")
-        assert page.inner_text("#hitl-connected") == f"connected to {store}"
+        assert page.inner_text("#hitl-connected") == f"connected to {label(store)}"
         assert "signed in as alice" in page.inner_text("#hitl-bar")
 
         wait_text(page, "refund-waiting-1", all_shown(store))
@@ -108,9 +108,15 @@ def test_operator_signs_in_and_answers_one_id_with_the_keyboard(
     assert PASSWORDS["alice"] not in served.log()
 
 
-def test_viewer_signs_in_and_cannot_write(browser_page: Any, store: Path, tmp_path: Path, shots: Path) -> None:
-    page = browser_page
-    before = store.read_bytes()
+def store_state(db: Path | str) -> tuple[str, str]:
+    """What a write would change, on any store kind: every session's counts and times, and the audit."""
+    return hitl_out(db, "sessions", "--limit", "10000"), hitl_out(db, "audit")
+
+
+def test_viewer_signs_in_and_cannot_write(browser_page: Any, any_store: Path | str, tmp_path: Path,
+                                          shots: Path) -> None:
+    page, store = browser_page, any_store
+    before = store_state(store)
     config = write_config(tmp_path)
     with serve(store, "--config", str(config), cwd=tmp_path) as served:
         sign_in(page, served.url, "val")
@@ -123,5 +129,20 @@ def test_viewer_signs_in_and_cannot_write(browser_page: Any, store: Path, tmp_pa
         screen = wait_text(page, "is disabled", "viewer")
         shot(page, shots, "02-viewer-write-refused")
         assert "Answer ▸" not in screen and "Cancel invocation" not in screen
+        assert "invocation.cancel" not in screen and "interrupts.toggle" not in screen  # no internal ids
+        assert screen.count("is disabled") == 1  # one toast, the last refused key's
         served.wait_log("console opened for 'val' (viewer)")
-    assert store.read_bytes() == before
+    assert store_state(store) == before
+
+
+def test_the_terminal_has_the_keyboard_once_the_page_loads(browser_page: Any, store: Path, tmp_path: Path) -> None:
+    """Issue 34: after load the terminal had no focus -- keys were ignored and the footer
+    hints blank until a click. No click here, no focus call: the page gives it the keys."""
+    page = browser_page
+    with serve(store, cwd=tmp_path) as served:  # loopback, no sign-in
+        open_console(page)
+        page.goto(served.url + "/")
+        wait_text(page, "hitl ▸ Sessions", "refund-waiting-1", "palette")  # the footer's hints are drawn
+        assert page.evaluate("document.activeElement.className").find("xterm-helper-textarea") >= 0
+        page.keyboard.press("/")
+        wait_text(page, "search ids")

@@ -134,6 +134,7 @@ async def test_a_run_whose_process_died_shows_interrupted_in_the_list_filter_and
 
 
 async def test_read_only_keys_say_why_and_the_editor_opens_for_a_dry_run(store: MemoryStore) -> None:
+    from console.actions import BY_ID
     from console.screens.answer import AnswerScreen
 
     app = make_app(store, read_only=True)
@@ -149,7 +150,9 @@ async def test_read_only_keys_say_why_and_the_editor_opens_for_a_dry_run(store: 
             await pilot.press(key)
             await settle(pilot)
             said = [n.message for n in app._notifications]
-            assert any("Read-only mode" in m and action_id in m for m in said), (key, said)
+            label = BY_ID[action_id].label  # the key's name, never the internal action id (issue 34)
+            assert said == [f"Read-only: {label} is disabled -- it writes to the store. Start hitl without "
+                            "--read-only to do this."], (key, said)
         await pilot.press("e")
         await wait_for(pilot, lambda: isinstance(app.screen, AnswerScreen), "the response editor")
         await settle(pilot)
@@ -157,4 +160,6 @@ async def test_read_only_keys_say_why_and_the_editor_opens_for_a_dry_run(store: 
         await pilot.press("ctrl+s")
         await settle(pilot)
         assert isinstance(app.screen, AnswerScreen)  # no confirmation, nothing written
-        assert any("answer.submit" in n.message and "Read-only" in n.message for n in app._notifications)
+        assert [n.message for n in app._notifications] == [
+            "Read-only: Submit is disabled -- it writes to the store. Start hitl without --read-only to do this."
+        ]
