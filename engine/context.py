@@ -35,6 +35,7 @@ output, route and a state view that records deltas.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from typing import Any
@@ -133,29 +134,35 @@ class InvocationContext:
         self._due: asyncio.TimerHandle | None = None
         """Writes held body events when :data:`BODY_EVENT_DELAY` is up."""
         self._due_writes: set[asyncio.Task[None]] = set()
+        self._order = itertools.count(1)
+        """Tickets in the order events take their place in the log (see :meth:`persist`)."""
         self.buffered = False
         """Hold end records (the Runner sets it: it writes what is held when the
         turn ends). Off, every record is written when it is made, so a
         ``NodeRunner`` used on its own has persisted its run when it returns."""
 
-    async def persist(self, event: Event, *, hold: bool = False, body: bool = False) -> None:
+    async def persist(self, event: Event, *, hold: bool = False, body: bool = False) -> int:
         """Write ``event`` with whatever is held, in one transaction; or, with
         ``hold`` and while no user code runs, hold it for the next write; or,
         with ``body`` (an event a node body yielded), hold it for the next write
-        or :data:`BODY_EVENT_DELAY`, whichever comes first."""
+        or :data:`BODY_EVENT_DELAY`, whichever comes first. Returns the event's
+        ticket: tickets increase in the order events get their seqs (what is held
+        is written before what comes after it), before the seq is known."""
         if self.buffered and ((hold and self.user_bodies == 0) or body):
             self._held.append(event)
             if body and self._due is None:
                 self._due = asyncio.get_running_loop().call_later(BODY_EVENT_DELAY, self._write_due)
-            return
+            return next(self._order)
         async with self._writing:
             self._disarm()
+            ticket = next(self._order)
             events, self._held = [*self._held, event], []
             try:
                 await self._write(events)
             except BaseException:
                 self._held[:0] = events[:-1]  # not written: still held (the event itself fails its node)
                 raise
+        return ticket
 
     async def flush(self, events: list[Event] | None = None) -> None:
         """Write what is held (or ``events``, taken with :meth:`take_held`), if anything."""
@@ -309,6 +316,9 @@ class Context:
         self.route: Any = None
         self.state = State(invocation.state)
         self.attempt_count = 0
+        self.end_order = 0
+        """The ticket of the run's end record (:meth:`InvocationContext.persist`):
+        sibling runs that ended together are handled in the order their ends are logged."""
         self._call_counts: dict[str, int] = {}
         self._child_tasks: list[asyncio.Task[Any]] = []
 
@@ -457,14 +467,14 @@ class NodeRunner:
     def _info(self, **kw: Any) -> NodeInfo:
         return NodeInfo(path=self.path, run_id=self.run_id, **kw)
 
-    async def _persist(self, ctx: Context, event: Event, *, hold: bool = False, body: bool = False) -> None:
+    async def _persist(self, ctx: Context, event: Event, *, hold: bool = False, body: bool = False) -> int:
         event.invocation_id = ctx.invocation_id
         event.author = self.node.name
         event.node_info = event.node_info or self._info()
         delta = ctx.state.take_delta()
         if delta:
             event.state_delta = {**(event.state_delta or {}), **delta}
-        await ctx.invocation.persist(event, hold=hold, body=body)
+        return await ctx.invocation.persist(event, hold=hold, body=body)
 
     def _body_started(self, inv: InvocationContext) -> None:
         self._user_body = not isinstance(self.node, _engine_bodies())
@@ -629,7 +639,7 @@ class NodeRunner:
         self, ctx: Context, status: NodeStatus, error_code: str | None = None, error_message: str | None = None
     ) -> None:
         self._body_ended(ctx.invocation)
-        await self._persist(
+        ctx.end_order = await self._persist(
             ctx,
             Event(
                 invocation_id=ctx.invocation_id,

@@ -11,16 +11,25 @@ WAITING with the union of its children's open interrupt ids (set directly on
 its context -- no event of its own), or COMPLETED with the output of the last
 terminal node (a node without successors) that completed.
 
+A node has at most one active run (RUNNING, PENDING or WAITING) per run of
+its workflow (DESIGN.md 3.12): an activation that arrives while one is active
+queues, in order, and is dispatched -- a fresh run, with the next run id --
+when the active run ends. A queue left when the turn ends WAITING is not
+written anywhere: the completions that made it are (see below).
+
 On re-execution after a resume (same run id) the scheduler is rebuilt from the
 projection, not from replaying history: PENDING children are resumed with their
-run id, prior output and answers; completed children whose successors have not
-started since they completed (an auto-completion, or a crash in between)
-trigger those successors; WAITING children keep waiting.
+run id, prior output and answers; a completed child triggers each successor
+that no run has started for since that completion (a run's start record names
+the siblings whose completion dispatched it, ``after``) -- an auto-completion,
+a crash in between, or an activation that was queued; WAITING children keep
+waiting (and keep later activations queued).
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
@@ -151,6 +160,10 @@ class MultipleOutputsError(Exception):
         self.names = names
 
 
+def _end_order(task: asyncio.Task[Context]) -> int:
+    return 0 if task.cancelled() or task.exception() is not None else task.result().end_order
+
+
 class _Scheduler:
     """One turn of a Workflow's graph (in memory; rebuilt from the projection)."""
 
@@ -160,6 +173,10 @@ class _Scheduler:
         self.tasks: dict[asyncio.Task[Context], str] = {}
         self.join_inputs: dict[str, dict[str, Any]] = {}
         self.waiting: dict[str, list[str]] = {}
+        self.active: set[str] = set()
+        """Children with an active run (running, resumed or waiting): DESIGN.md 3.12."""
+        self.queued: dict[str, deque[tuple[Any, list[str]]]] = {}
+        """Activations (input, after) of an active child, dispatched in order as its runs end."""
         self.has_terminal = False
         self.terminal_output: Any = None
         self.terminal_outputs: dict[str, Any] = {}
@@ -186,9 +203,11 @@ class _Scheduler:
                     task.cancel()
                 await asyncio.gather(*self.tasks, return_exceptions=True)
                 raise
-            for task in done:
+            for task in sorted(done, key=_end_order):  # as their ends are logged: the order activations queue in
                 name = self.tasks.pop(task)
                 exc = task.exception()
+                if exc is not None or not task.result().unresolved_ids:
+                    self.active.discard(name)
                 if exc is not None:
                     if failure is None:
                         failure = exc if isinstance(exc, NodeFailed) else NodeFailed(name, type(exc).__name__, str(exc))
@@ -199,6 +218,7 @@ class _Scheduler:
                     self.waiting[name] = ids
                 else:
                     self.waiting.pop(name, None)
+                    self._next_queued(name)
                     self._complete(name, child.output, child.route)
             if failure is not None:
                 for task in self.tasks:
@@ -221,6 +241,7 @@ class _Scheduler:
                 self._dispatch(name, None, resume=run)
             elif run.status is NodeStatus.WAITING:
                 self.waiting[name] = proj.pending_ids(inv, run.path)
+                self.active.add(name)
             elif run.status is NodeStatus.COMPLETED and run.completed_pos is not None:
                 sources.append((name, run.completed_pos, run.output, run.route))
                 if self.wf.is_terminal(name):
@@ -231,10 +252,23 @@ class _Scheduler:
             for target, r in self.wf.succ[src]:
                 if r is not ANY_ROUTE and r != route:
                     continue
-                t_run = latest[target]
-                if t_run is not None and t_run.started_pos > pos:
-                    continue  # already triggered after this completion
+                if self._consumed(latest, target, src, pos, me.started_pos):
+                    continue  # a run was dispatched by this completion already
                 self._trigger(target, src, output)
+
+    @staticmethod
+    def _consumed(latest: dict[str, NodeRun | None], target: str, src: str, pos: int, start_pos: int) -> bool:
+        """Whether ``src``'s completion at ``pos`` has dispatched a run of ``target``
+        already: the target's latest run started after it, and was dispatched by it
+        or by a completion logged no earlier (activations queue in log order, 3.12;
+        only the latest runs are known, earlier ones may be compacted away)."""
+        run = latest[target]
+        if run is None or run.started_pos <= pos:
+            return False
+        if run.after is None or src in run.after:
+            return True
+        by = [latest[s].completed_pos or 0 for s in run.after if latest.get(s) is not None]
+        return max(by, default=start_pos) >= pos
 
     def _complete(self, name: str, output: Any, route: Any) -> None:
         if name != START.name and self.wf.is_terminal(name):
@@ -262,9 +296,21 @@ class _Scheduler:
             after = [] if source == START.name else [source]
         self._dispatch(target, value, after=after)
 
+    def _next_queued(self, name: str) -> None:
+        """``name``'s active run ended: dispatch its next queued activation."""
+        queue = self.queued.get(name)
+        if queue:
+            node_input, after = queue.popleft()
+            self._dispatch(name, node_input, after=after)
+
     def _dispatch(
         self, name: str, node_input: Any, resume: NodeRun | None = None, *, after: list[str] | None = None
     ) -> None:
+        if name in self.active:  # one active run per node: this activation waits its turn
+            assert resume is None
+            self.queued.setdefault(name, deque()).append((node_input, after or []))
+            return
+        self.active.add(name)
         node = self.wf.nodes[name]
         if resume is not None:
             runner = NodeRunner(
