@@ -40,7 +40,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from typing import Any
 
-from .errors import HitlError
+from .errors import HitlError, OutputAlreadySetError
 from .models import Event, NodeInfo, NodeStatus, StoredEvent, join_path
 from .nodes import BaseNode, RequestInput
 from .projection import Projection
@@ -311,8 +311,9 @@ class Context:
         """Answers to this run's interrupt ids received so far (unwrapped)."""
         self.interrupt_ids: list[str] = list(interrupt_ids or [])
         """Ids this run waits on: its own, or (containers) its children's."""
-        self.output = output
-        """The run's output; pre-populated with the prior output on resume."""
+        self._output = output
+        self._output_set = False
+        """This execution produced its output (a second one is an error, DESIGN.md 3.5)."""
         self.route: Any = None
         self.state = State(invocation.state)
         self.attempt_count = 0
@@ -321,6 +322,25 @@ class Context:
         sibling runs that ended together are handled in the order their ends are logged."""
         self._call_counts: dict[str, int] = {}
         self._child_tasks: list[asyncio.Task[Any]] = []
+
+    @property
+    def output(self) -> Any:
+        """The run's output; pre-populated with the prior output on resume. Set
+        once per execution (yielding a value sets it): a second time fails the node."""
+        return self._output
+
+    @output.setter
+    def output(self, value: Any) -> None:
+        self._set_output(value, "set ctx.output after it had an output")
+
+    def _set_output(self, value: Any, how: str) -> None:
+        if self._output_set:
+            raise OutputAlreadySetError(self.path or "the root", how)
+        self._output, self._output_set = value, True
+
+    def _reset_output(self, prior: Any) -> None:
+        """A new execution (attempt) starts from the prior output, not yet replaced."""
+        self._output, self._output_set = prior, False
 
     @classmethod
     def root(cls, invocation: InvocationContext) -> Context:
@@ -534,7 +554,7 @@ class NodeRunner:
         try:
             for attempt in range(1, attempts + 1):
                 ctx.attempt_count = attempt
-                ctx.output = self.prior_output
+                ctx._reset_output(self.prior_output)
                 ctx.interrupt_ids = list(self.prior_interrupt_ids)
                 try:
                     await self._attempt(ctx, node_input)
@@ -596,7 +616,7 @@ class NodeRunner:
         if isinstance(item, RequestInput):
             item = item.to_event(ctx.invocation_id, self.node.name)
         if not isinstance(item, Event):
-            ctx.output = item
+            ctx._set_output(item, "yielded a second output")
             return
         if item.long_running_tool_ids:
             item = self._new_interrupts_only(ctx, item)
@@ -605,7 +625,7 @@ class NodeRunner:
         if item.route is not None:
             ctx.route = item.route
         if item.output is not None:
-            ctx.output = item.output
+            ctx._set_output(item.output, "yielded a second output")
         await self._persist(ctx, item, body=True)
 
     def _new_interrupts_only(self, ctx: Context, event: Event) -> Event | None:

@@ -208,6 +208,17 @@ class WorkflowFailed(HitlError):
         """The node body's original exception (None when only the log knows it)."""
 
 
+class OutputAlreadySetError(HitlError):
+    """A node run produced a second output (DESIGN.md 3.5): it fails, naming the node."""
+
+    def __init__(self, path: str, how: str) -> None:
+        super().__init__(
+            f"node {path}: output already set; a node run has one output, and this one {how} "
+            "(yield it once, or set ctx.output once)"
+        )
+        self.path = path
+
+
 class StoreError(HitlError):
     """The store cannot be used (missing, read-only, locked, newer schema...)."""
 

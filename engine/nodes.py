@@ -5,7 +5,8 @@ A node body is an async generator ``run(ctx, node_input)``. What it yields:
 * an :class:`~engine.models.Event` -- persisted at the node's path and run id
   (with ``long_running_tool_ids`` it raises interrupts);
 * a :class:`RequestInput` -- becomes one long-running function call (an interrupt);
-* any other value -- the node's output (the last one wins);
+* any other value -- the node's output (one per run: a second one, or one
+  besides setting ``ctx.output``, fails the node, DESIGN.md 3.5);
 * ``None`` -- ignored.
 
 Defaults for ``rerun_on_resume`` (DESIGN.md 3.4): ``False`` for leaf nodes,
