@@ -448,6 +448,15 @@ def _engine_bodies() -> tuple[type[BaseNode], ...]:
     return _ENGINE_BODIES
 
 
+def _error_message(exc: BaseException) -> str:
+    """``str(exc)`` (the class name when empty); an exception that cannot be
+    printed is recorded as such rather than failing its own recording."""
+    try:
+        return str(exc) or type(exc).__name__
+    except Exception as err:
+        return f"{type(exc).__name__} (its message could not be read: {type(err).__name__})"
+
+
 def _error_code(exc: BaseException) -> str:
     status = getattr(exc, "status", None)
     return status if isinstance(status, str) else type(exc).__name__
@@ -568,21 +577,28 @@ class NodeRunner:
                     await self._end(ctx, NodeStatus.FAILED, exc.error_code, exc.error_message)
                     raise
                 except Exception as exc:
-                    await ctx._settle_children()
-                    code, msg = _error_code(exc), str(exc) or type(exc).__name__
-                    await self._persist(
-                        ctx,
-                        Event(
-                            invocation_id=inv.invocation_id,
-                            author=self.node.name,
-                            node_info=self._info(attempt=attempt),
-                            error_code=code,
-                            error_message=msg,
-                        ),
-                    )
-                    if attempt < attempts and retry and isinstance(exc, retry.retry_on):
-                        await asyncio.sleep(retry.delay(attempt))
-                        continue
+                    code, msg = _error_code(exc), _error_message(exc)
+                    try:
+                        await ctx._settle_children()
+                        await self._persist(
+                            ctx,
+                            Event(
+                                invocation_id=inv.invocation_id,
+                                author=self.node.name,
+                                node_info=self._info(attempt=attempt),
+                                error_code=code,
+                                error_message=msg,
+                            ),
+                        )
+                        if attempt < attempts and retry and isinstance(exc, retry.retry_on):
+                            await asyncio.sleep(retry.delay(attempt))
+                            continue
+                    except Exception as handling:
+                        # The engine's own handling of the failure raised (a retry, recording
+                        # the error): the run still ends, FAILED with that error (DESIGN.md 3.5).
+                        code, msg = _error_code(handling), _error_message(handling)
+                        await self._end(ctx, NodeStatus.FAILED, code, msg)
+                        raise NodeFailed(self.path, code, msg, handling) from handling
                     await self._end(ctx, NodeStatus.FAILED, code, msg)
                     raise NodeFailed(self.path, code, msg, exc) from exc
         except asyncio.CancelledError:

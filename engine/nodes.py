@@ -38,6 +38,24 @@ class RetryConfig:
     backoff: float = 2.0
     max_delay: float = 30.0
     retry_on: tuple[type[BaseException], ...] = (Exception,)
+    """Exception classes worth another attempt (one class, or a tuple or list of them)."""
+
+    def __post_init__(self) -> None:
+        # Checked here, not at the first failure (DESIGN.md 3.5).
+        on = self.retry_on
+        classes = (on,) if isinstance(on, type) else tuple(on) if isinstance(on, (tuple, list, set, frozenset)) else None
+        if classes is None:
+            raise TypeError(f"RetryConfig.retry_on takes exception classes, not {on!r} ({type(on).__name__})")
+        for c in classes:
+            if not (isinstance(c, type) and issubclass(c, BaseException)):
+                raise TypeError(f"RetryConfig.retry_on takes exception classes, not {c!r} ({type(c).__name__})")
+        self.retry_on = classes
+        if isinstance(self.max_attempts, bool) or not isinstance(self.max_attempts, int) or self.max_attempts < 1:
+            raise ValueError(f"RetryConfig.max_attempts must be a whole number of at least 1, not {self.max_attempts!r}")
+        for field_name in ("initial_delay", "backoff", "max_delay"):
+            value = getattr(self, field_name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+                raise ValueError(f"RetryConfig.{field_name} must be a number of at least 0, not {value!r}")
 
     def delay(self, attempt: int) -> float:
         """Seconds to wait after failed attempt number ``attempt`` (1-based)."""

@@ -210,7 +210,7 @@ class _Scheduler:
                     self.active.discard(name)
                 if exc is not None:
                     if failure is None:
-                        failure = exc if isinstance(exc, NodeFailed) else NodeFailed(name, type(exc).__name__, str(exc))
+                        failure = exc if isinstance(exc, NodeFailed) else NodeFailed(name, type(exc).__name__, str(exc), exc)
                     continue
                 child = task.result()
                 ids = child.unresolved_ids
