@@ -42,7 +42,7 @@ from typing import Any
 
 from .errors import HitlError, OutputAlreadySetError
 from .models import Event, NodeInfo, NodeStatus, StoredEvent, join_path
-from .nodes import BaseNode, RequestInput
+from .nodes import BaseNode, RequestInput, as_node
 from .projection import Projection
 from .store.base import SessionStore
 
@@ -367,8 +367,11 @@ class Context:
                 out.append(i)
         return out
 
-    async def run_node(self, node: BaseNode, node_input: Any = None, *, key: str | None = None) -> Any:
-        """Run a dynamic child under this node and return its output.
+    async def run_node(
+        self, node: BaseNode | Callable[..., Any], node_input: Any = None, *, key: str | None = None
+    ) -> Any:
+        """Run a dynamic child under this node and return its output. ``node`` is a
+        node or a plain function (sync, async, generator), wrapped as ``@node`` would.
 
         A child is identified by its name and call order (or ``key``). When this
         node re-executes on resume: a completed child returns its recorded output
@@ -382,6 +385,7 @@ class Context:
                 f"{name} calls ctx.run_node but has rerun_on_resume=False; "
                 "orchestration nodes must be declared with rerun_on_resume=True"
             )
+        node = as_node(node, f"{self.path or 'the root'}: ctx.run_node")
         n = self._call_counts.get(node.name, 0) + 1
         self._call_counts[node.name] = n
         call_key = key if key is not None else f"{node.name}#{n}"

@@ -17,6 +17,7 @@ Defaults for ``rerun_on_resume`` (DESIGN.md 3.4): ``False`` for leaf nodes,
 from __future__ import annotations
 
 import inspect
+import weakref
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -178,6 +179,22 @@ class FunctionNode(BaseNode):
             yield await fn(**kw)
         else:
             yield fn(**kw)
+
+
+_AS_NODE: weakref.WeakKeyDictionary[Any, FunctionNode] = weakref.WeakKeyDictionary()
+
+
+def as_node(item: Any, where: str) -> BaseNode:
+    """A node as is; a plain function (sync, async, generator) wrapped as ``@node``
+    would, the same node every time for the same function (as in ADK)."""
+    if isinstance(item, BaseNode):
+        return item
+    if callable(item) and hasattr(item, "__name__"):
+        try:
+            return _AS_NODE.setdefault(item, FunctionNode(item))
+        except TypeError:  # not weak-referenceable (a builtin): wrapped each time
+            return FunctionNode(item)
+    raise TypeError(f"{where}: {item!r} is not a node or a function")
 
 
 def node(

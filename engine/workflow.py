@@ -35,7 +35,7 @@ from typing import Any
 
 from .context import Context, NodeFailed, NodeRunner
 from .models import NodeStatus
-from .nodes import START, BaseNode, FunctionNode, JoinNode
+from .nodes import START, BaseNode, JoinNode, as_node
 from .projection import NodeRun
 
 
@@ -59,7 +59,6 @@ class Workflow(BaseNode):
         self.nodes: dict[str, BaseNode] = {}
         self.succ: dict[str, list[tuple[str, Any]]] = {START.name: []}
         self.preds: dict[str, list[str]] = {}
-        self._wrapped: dict[Any, FunctionNode] = {}
         for chain in edges:
             self._add_chain(chain)
         if not self.succ[START.name]:
@@ -93,12 +92,9 @@ class Workflow(BaseNode):
             return [START.name]
         if isinstance(item, (tuple, list)):
             return [n for sub in item for n in self._register(sub)]
-        if not isinstance(item, BaseNode) and callable(item) and hasattr(item, "__name__"):
-            # As in ADK: a bare function (sync, async, generator) is wrapped as @node;
-            # the same function in two chains is the same node.
-            item = self._wrapped.setdefault(item, FunctionNode(item))
-        if not isinstance(item, BaseNode):
-            raise TypeError(f"workflow {self.name!r}: {item!r} is not a node or a function")
+        # As in ADK: a bare function (sync, async, generator) is wrapped as @node;
+        # the same function in two chains is the same node.
+        item = as_node(item, f"workflow {self.name!r}")
         known = self.nodes.get(item.name)
         if known is not None and known is not item:
             raise ValueError(f"workflow {self.name!r} has two different nodes named {item.name!r}")
