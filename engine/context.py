@@ -317,6 +317,9 @@ class Context:
         self.route: Any = None
         self.state = State(invocation.state)
         self.attempt_count = 0
+        self.after: list[str] | None = None
+        """The sibling names whose completion dispatched this run (``[]``: START; None:
+        not a graph child), from its first start record when it is resumed."""
         self.end_order = 0
         """The ticket of the run's end record (:meth:`InvocationContext.persist`):
         sibling runs that ended together are handled in the order their ends are logged."""
@@ -556,6 +559,7 @@ class NodeRunner:
             interrupt_ids=self.prior_interrupt_ids,
             output=self.prior_output,
         )
+        ctx.after = self.after if self.after is not None else existing.after if existing is not None else None
         if not start_written:
             # A body of engine code (a nested Workflow, a parallel worker) needs its start
             # durable only before its first child runs user code: that child's start carries it.

@@ -15,6 +15,7 @@ fails the worker, like a failed child in a Workflow.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 
@@ -47,11 +48,8 @@ class ParallelWorker(BaseNode):
         self.max_concurrency = max_concurrency
 
     async def run(self, ctx: Context, node_input: Any) -> AsyncIterator[Any]:
-        if isinstance(node_input, (str, bytes, dict)) or not isinstance(node_input, Iterable):
-            raise TypeError(
-                f"parallel worker {self.name} maps over a list of items; its input is a {type(node_input).__name__}"
-            )
-        items = list(node_input)
+        from_start = ctx.after == [] or (ctx.parent is not None and ctx.parent.node is None)
+        items = worker_items(node_input, from_start=from_start)
         limit = asyncio.Semaphore(self.max_concurrency or max(len(items), 1))
 
         async def one(index: int, item: Any) -> Any:
@@ -76,6 +74,23 @@ class ParallelWorker(BaseNode):
             # The items' ids are on ctx.interrupt_ids already: the worker ends WAITING.
             raise NodeInterrupted([i for t in waiting for i in t.exception().ids])  # type: ignore[union-attr]
         yield [t.result() for t in tasks]
+
+
+def worker_items(node_input: Any, *, from_start: bool = False) -> list[Any]:
+    """The items a parallel worker maps over (DESIGN.md 3.10): a list, or any other
+    iterable but a string, bytes or a dict, is the items; anything else is one item
+    (a dict is one item, not its keys). ``from_start``: the input is the start
+    message's text, whose JSON array is the items (other text is one item)."""
+    if isinstance(node_input, str) and from_start:
+        try:
+            parsed = json.loads(node_input)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, list):
+            return parsed
+    if isinstance(node_input, (str, bytes, bytearray, dict)) or not isinstance(node_input, Iterable):
+        return [node_input]
+    return list(node_input)
 
 
 def _failure(task: asyncio.Task[Any]) -> bool:
