@@ -52,6 +52,11 @@ BODY_EVENT_DELAY = 0.01
 """Seconds an event a user body yielded may wait for the run's next record
 before it is written on its own (see the module docstring)."""
 
+CANCEL_GRACE = 5.0
+"""Seconds a cancelled child may take to stop (as ADK). One that ignores its
+cancellation is then abandoned: its runs are recorded CANCELLED and whatever it
+does later is not written (:meth:`Context.cancel_children`), so the turn ends."""
+
 
 class NodeInterrupted(Exception):
     """Raised by ``ctx.run_node`` when the child ends WAITING: the caller cannot
@@ -75,6 +80,8 @@ class NodeFailed(Exception):
         self.error_message = error_message
         self.original = original
         """The node body's own exception (what ``WorkflowFailed.exception`` exposes)."""
+        self.failures: list[NodeFailed] = []
+        """A parallel worker's failed items in item order, this one first (else empty)."""
 
 
 class NodeTimeoutError(TimeoutError):
@@ -134,6 +141,10 @@ class InvocationContext:
         self._due: asyncio.TimerHandle | None = None
         """Writes held body events when :data:`BODY_EVENT_DELAY` is up."""
         self._due_writes: set[asyncio.Task[None]] = set()
+        self.running: dict[str, tuple[NodeRunner, Context]] = {}
+        """Runs started and not ended in this turn, by path."""
+        self.abandoned: set[asyncio.Future[Any]] = set()
+        """Tasks of children that ignored their cancellation: nobody waits for them."""
         self._order = itertools.count(1)
         """Tickets in the order events take their place in the log (see :meth:`persist`)."""
         self.buffered = False
@@ -434,9 +445,39 @@ class Context:
 
     async def _settle_children(self) -> None:
         """Wait for dynamic children still running (e.g. after a gather raised)."""
-        pending = [t for t in self._child_tasks if not t.done()]
+        pending = [t for t in self._child_tasks if not t.done() and t not in self.invocation.abandoned]
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
+
+    async def cancel_children(self, tasks: list[asyncio.Future[Any]]) -> None:
+        """Cancel ``tasks`` (running this run's children) and wait until they end --
+        at most :data:`CANCEL_GRACE` seconds: the runs under this one that are still
+        going then are abandoned, recorded CANCELLED (DESIGN.md 3.10), so that a
+        child that ignores its cancellation cannot hold the turn forever."""
+        for task in tasks:
+            task.cancel()
+        if not tasks:
+            return
+        done, pending = await asyncio.wait(tasks, timeout=CANCEL_GRACE)
+        for task in done:
+            if not task.cancelled():
+                task.exception()  # retrieved: the caller reads what it needs from the task
+        if not pending:
+            return
+        inv = self.invocation
+        for task in pending:
+            task.add_done_callback(_retrieve)  # if it ever ends, nobody is waiting to read how
+        inv.abandoned.update(pending)
+        inv.abandoned.update(t for t in self._child_tasks if not t.done())
+        prefix = f"{self.path}/" if self.path else ""
+        for path in sorted((p for p in inv.running if p.startswith(prefix)), key=lambda p: -p.count("/")):
+            runner, ctx = inv.running[path]
+            await runner.abandon(ctx)
+
+
+def _retrieve(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()
 
 
 _ENGINE_BODIES: tuple[type[BaseNode], ...] = ()
@@ -503,7 +544,20 @@ class NodeRunner:
     def _info(self, **kw: Any) -> NodeInfo:
         return NodeInfo(path=self.path, run_id=self.run_id, **kw)
 
+    _abandoned = False
+    """The run ignored its cancellation and was recorded CANCELLED: nothing more of it is written."""
+
+    async def abandon(self, ctx: Context) -> None:
+        """Record this run CANCELLED now, while its body may still be going (it ignored
+        its cancellation); what it does afterwards is not written."""
+        if self._abandoned:
+            return
+        await self._end(ctx, NodeStatus.CANCELLED)
+        self._abandoned = True
+
     async def _persist(self, ctx: Context, event: Event, *, hold: bool = False, body: bool = False) -> int:
+        if self._abandoned:
+            return 0
         event.invocation_id = ctx.invocation_id
         event.author = self.node.name
         event.node_info = event.node_info or self._info()
@@ -560,6 +614,7 @@ class NodeRunner:
             output=self.prior_output,
         )
         ctx.after = self.after if self.after is not None else existing.after if existing is not None else None
+        inv.running[self.path] = (self, ctx)
         if not start_written:
             # A body of engine code (a nested Workflow, a parallel worker) needs its start
             # durable only before its first child runs user code: that child's start carries it.
@@ -683,6 +738,7 @@ class NodeRunner:
         self, ctx: Context, status: NodeStatus, error_code: str | None = None, error_message: str | None = None
     ) -> None:
         self._body_ended(ctx.invocation)
+        ctx.invocation.running.pop(self.path, None)
         ctx.end_order = await self._persist(
             ctx,
             Event(

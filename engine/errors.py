@@ -197,7 +197,12 @@ class WorkflowFailed(HitlError):
     """Raised by ``Runner.run`` after a node failed; all events are persisted."""
 
     def __init__(
-        self, path: str, error_code: str, error_message: str, exception: BaseException | None = None
+        self,
+        path: str,
+        error_code: str,
+        error_message: str,
+        exception: BaseException | None = None,
+        failures: list[WorkflowFailed] | None = None,
     ) -> None:
         super().__init__(f"node {path} failed: {error_code}: {error_message}")
         self.path = path
@@ -206,6 +211,9 @@ class WorkflowFailed(HitlError):
         self.error_message = error_message
         self.exception = exception
         """The node body's original exception (None when only the log knows it)."""
+        self.failures: list[WorkflowFailed] = failures or [self]
+        """Every failure of the turn that this one stands for, in order: a parallel
+        worker's failed items in item order (the first is this one); else just this one."""
 
 
 class OutputAlreadySetError(HitlError):

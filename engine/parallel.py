@@ -9,7 +9,10 @@ interrupt wait independently while the others complete; the worker is WAITING
 on the union of its items' ids until every item is done, then completes with
 the items' outputs in input order. ``max_concurrency`` bounds how many items
 run at once (None: all). A failed item cancels the items still running and
-fails the worker, like a failed child in a Workflow.
+fails the worker, like a failed child in a Workflow: the failure raised is the
+lowest failed item's, with every item's failure in item order on its
+``failures`` (``WorkflowFailed.failures``); an item that ignores its
+cancellation is abandoned after a grace period, recorded CANCELLED.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import json
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 
-from .context import Context, NodeInterrupted
+from .context import Context, NodeFailed, NodeInterrupted
 from .nodes import BaseNode, FunctionNode
 
 
@@ -59,16 +62,19 @@ class ParallelWorker(BaseNode):
         tasks = [asyncio.ensure_future(one(i, item)) for i, item in enumerate(items)]
         try:
             pending = set(tasks)
-            while pending:
-                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-                failed = [t for t in done if not t.cancelled() and _failure(t)]
-                if failed:
-                    raise failed[0].exception()  # type: ignore[misc]
+            while pending and not any(_failure(t) for t in tasks if t.done()):
+                _, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            # Cancelled from outside, or an item failed: the others stop and record it.
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            # Cancelled from outside, or an item failed: the others stop and record it
+            # (one that ignores its cancellation is abandoned after a grace period).
+            await ctx.cancel_children([t for t in tasks if not t.done()])
+        failed = [t.exception() for t in tasks if t.done() and _failure(t)]
+        if failed:
+            # Every item that failed in this turn, in item order; the lowest index's is raised.
+            first = failed[0]
+            if isinstance(first, NodeFailed):
+                first.failures = [f for f in failed if isinstance(f, NodeFailed)]
+            raise first  # type: ignore[misc]
         waiting = [t for t in tasks if isinstance(t.exception(), NodeInterrupted)]
         if waiting:
             # The items' ids are on ctx.interrupt_ids already: the worker ends WAITING.
@@ -94,5 +100,7 @@ def worker_items(node_input: Any, *, from_start: bool = False) -> list[Any]:
 
 
 def _failure(task: asyncio.Task[Any]) -> bool:
+    if task.cancelled():
+        return False
     exc = task.exception()
     return exc is not None and not isinstance(exc, NodeInterrupted)

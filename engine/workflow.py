@@ -195,9 +195,7 @@ class _Scheduler:
             except asyncio.CancelledError:
                 # Cancelled from outside: the children go too (asyncio.wait does not
                 # pass the cancellation on), and end before this run does.
-                for task in self.tasks:
-                    task.cancel()
-                await asyncio.gather(*self.tasks, return_exceptions=True)
+                await self.ctx.cancel_children(list(self.tasks))
                 raise
             for task in sorted(done, key=_end_order):  # as their ends are logged: the order activations queue in
                 name = self.tasks.pop(task)
@@ -217,9 +215,7 @@ class _Scheduler:
                     self._next_queued(name)
                     self._complete(name, child.output, child.route)
             if failure is not None:
-                for task in self.tasks:
-                    task.cancel()
-                await asyncio.gather(*self.tasks, return_exceptions=True)
+                await self.ctx.cancel_children(list(self.tasks))
                 raise failure
 
     def _reconstruct(self, me: NodeRun, node_input: Any) -> None:
