@@ -8,7 +8,8 @@ its own ``rerun_on_resume``, an item still waiting does not run. Items that
 interrupt wait independently while the others complete; the worker is WAITING
 on the union of its items' ids until every item is done, then completes with
 the items' outputs in input order. ``max_concurrency`` bounds how many items
-run at once (None: all). A failed item cancels the items still running and
+are started and not finished (None: all) -- waiting ones included: an item that
+interrupted keeps its slot until it completes, as in ADK. A failed item cancels the items still running and
 fails the worker, like a failed child in a Workflow: the failure raised is the
 lowest failed item's, with every item's failure in item order on its
 ``failures`` (``WorkflowFailed.failures``); an item that ignores its
@@ -53,33 +54,46 @@ class ParallelWorker(BaseNode):
     async def run(self, ctx: Context, node_input: Any) -> AsyncIterator[Any]:
         from_start = ctx.after == [] or (ctx.parent is not None and ctx.parent.node is None)
         items = worker_items(node_input, from_start=from_start)
-        limit = asyncio.Semaphore(self.max_concurrency or max(len(items), 1))
+        limit = self.max_concurrency or max(len(items), 1)
+        started: list[asyncio.Task[Any]] = []
+        """One task per item started, in item order (items start in that order)."""
+        in_flight: set[asyncio.Task[Any]] = set()
+        held = 0
+        """Items waiting on a human: each keeps its slot (DESIGN.md 3.10)."""
 
-        async def one(index: int, item: Any) -> Any:
-            async with limit:
-                return await ctx.run_node(self.child, item, key=str(index))
+        def fill() -> None:
+            while len(started) < len(items) and len(in_flight) + held < limit:
+                i = len(started)
+                task = asyncio.ensure_future(ctx.run_node(self.child, items[i], key=str(i)))
+                started.append(task)
+                in_flight.add(task)
 
-        tasks = [asyncio.ensure_future(one(i, item)) for i, item in enumerate(items)]
         try:
-            pending = set(tasks)
-            while pending and not any(_failure(t) for t in tasks if t.done()):
-                _, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            fill()
+            while in_flight:
+                done, _ = await asyncio.wait(in_flight, return_when=asyncio.FIRST_COMPLETED)
+                in_flight.difference_update(done)
+                if any(_failure(t) for t in done):
+                    break
+                held += sum(1 for t in done if isinstance(t.exception(), NodeInterrupted))
+                fill()
         finally:
             # Cancelled from outside, or an item failed: the others stop and record it
             # (one that ignores its cancellation is abandoned after a grace period).
-            await ctx.cancel_children([t for t in tasks if not t.done()])
-        failed = [t.exception() for t in tasks if t.done() and _failure(t)]
+            await ctx.cancel_children([t for t in started if not t.done()])
+        failed = [t.exception() for t in started if t.done() and _failure(t)]
         if failed:
             # Every item that failed in this turn, in item order; the lowest index's is raised.
             first = failed[0]
             if isinstance(first, NodeFailed):
                 first.failures = [f for f in failed if isinstance(f, NodeFailed)]
             raise first  # type: ignore[misc]
-        waiting = [t for t in tasks if isinstance(t.exception(), NodeInterrupted)]
+        waiting = [t.exception() for t in started if isinstance(t.exception(), NodeInterrupted)]
         if waiting:
-            # The items' ids are on ctx.interrupt_ids already: the worker ends WAITING.
-            raise NodeInterrupted([i for t in waiting for i in t.exception().ids])  # type: ignore[union-attr]
-        yield [t.result() for t in tasks]
+            # The items' ids are on ctx.interrupt_ids already: the worker ends WAITING
+            # (items not started yet wait for a slot a waiting item holds).
+            raise NodeInterrupted([i for exc in waiting for i in exc.ids])  # type: ignore[union-attr]
+        yield [t.result() for t in started]
 
 
 def worker_items(node_input: Any, *, from_start: bool = False) -> list[Any]:
