@@ -322,6 +322,8 @@ class Context:
         """Answers to this run's interrupt ids received so far (unwrapped)."""
         self.interrupt_ids: list[str] = list(interrupt_ids or [])
         """Ids this run waits on: its own, or (containers) its children's."""
+        self._raised: set[str] = set()
+        """Ids this execution raised itself (a second raise of one in the same execution is dropped)."""
         self._output = output
         self._output_set = False
         """This execution produced its output (a second one is an error, DESIGN.md 3.5)."""
@@ -628,6 +630,7 @@ class NodeRunner:
                 ctx.attempt_count = attempt
                 ctx._reset_output(self.prior_output)
                 ctx.interrupt_ids = list(self.prior_interrupt_ids)
+                ctx._raised = set()
                 try:
                     await self._attempt(ctx, node_input)
                     break
@@ -708,23 +711,26 @@ class NodeRunner:
         await self._persist(ctx, item, body=True)
 
     def _new_interrupts_only(self, ctx: Context, event: Event) -> Event | None:
-        """On re-execution a node may raise the same ids again: an id that is
-        still open here is not raised twice. An id it already holds an answer for
-        is asked again (DESIGN.md 3.4): it opens again and its old answer leaves
-        ``resume_inputs``."""
+        """On re-execution a node may raise the same ids again. An id still open
+        here is announced again (DESIGN.md 3.13): its call is emitted once more,
+        the same id, not a second interrupt, so the turn's events show what is
+        pending. An id it already holds an answer for is asked again (3.4): it
+        opens again and its old answer leaves ``resume_inputs``. An id this
+        execution raised already is not raised twice."""
         proj = ctx.projection
         fresh = []
         for iid in event.long_running_tool_ids or []:
+            if iid in ctx._raised:
+                continue
             if iid in ctx.resume_inputs:
                 del ctx.resume_inputs[iid]
-            elif iid in ctx.interrupt_ids:
-                continue
             other = proj.interrupts.get((ctx.invocation_id, iid))
             where = other.path if other is not None and other.open else ctx.invocation.held_raise(iid)
             if where is not None and where != self.path:
                 raise HitlError(f"interrupt id {iid} is already open at {where}; interrupt ids must be unique")
             fresh.append(iid)
-        ctx.interrupt_ids.extend(fresh)
+            ctx._raised.add(iid)
+        ctx.interrupt_ids.extend(i for i in fresh if i not in ctx.interrupt_ids)
         if not fresh:
             return None
         if len(fresh) == len(event.long_running_tool_ids or []):
