@@ -259,8 +259,14 @@ class _Scheduler:
             return False
         if run.after is None or src in run.after:
             return True
-        by = [latest[s].completed_pos or 0 for s in run.after if latest.get(s) is not None]
-        return max(by, default=start_pos) >= pos
+        by = start_pos  # after == []: START dispatched it
+        for name in run.after:
+            pred = latest.get(name)
+            done_at = pred.completed_pos if pred is not None else None
+            if done_at is None or done_at > run.started_pos:
+                return True  # that completion's run was followed by another: unknown, as before queues
+            by = max(by, done_at)
+        return by >= pos
 
     def _complete(self, name: str, output: Any, route: Any) -> None:
         if name != START.name and self.wf.is_terminal(name):

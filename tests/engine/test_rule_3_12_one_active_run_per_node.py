@@ -181,3 +181,34 @@ async def test_property_at_most_one_active_run_per_node_at_every_event_prefix(pr
     runs = sorted(r.run_id for r in p.runs(inv) if r.name == "target")
     assert runs == [str(i) for i in range(1, len(preds) + 1)]
     assert p.root(inv).status is NodeStatus.COMPLETED
+
+
+async def test_a_queued_activation_survives_the_turn_when_both_ends_are_logged_before_the_first_start():
+    # Both predecessors end before the approval's first run starts: the log alone
+    # (positions) would say that run consumed both; its start record's ``after`` says which.
+    @node
+    def a(node_input):
+        return "A"
+
+    @node
+    def b(node_input):
+        return "B"
+
+    @node
+    async def approve(node_input):
+        yield RequestInput("ok?", interrupt_id="approval")
+
+    h = Harness(Workflow("wf", [(START, (a, b), approve)]))
+    await h.start()
+    stored = await h.store.events(h.session_id)
+    order = [(s.event.kind, s.event.path) for s in stored if s.event.kind in ("start", "end")]
+    assert order.index(("end", "wf@1/b@1")) < order.index(("start", "wf@1/approve@1"))
+    await h.answer({"approval": "yes"})
+    assert (await h.run("wf@1/approve@2")).input == "B"
+    await h.answer({"approval": "no"})
+    p = await h.projection()
+    assert approve_runs(p) == [
+        ("wf@1/approve@1", "A", "COMPLETED", "yes"),
+        ("wf@1/approve@2", "B", "COMPLETED", "no"),
+    ]
+    assert (await h.run("wf@1")).output == "no"
