@@ -1,4 +1,4 @@
-"""Events a node body yields ride on the run's next record (engine/context.py).
+"""Events a node body yields ride on the run's next record (engine/invocation.py).
 
 A body that yields an interrupt and ends (the common ``yield RequestInput``)
 costs one commit for both; a body that yields and goes on working has its
@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from engine import START, Content, RequestInput, Runner, Workflow, context, node
+from engine import START, Content, RequestInput, Runner, Workflow, invocation, node
 from engine.errors import WorkflowFailed
 from engine.models import Event, StoredEvent
 from engine.store import MemoryStore
@@ -125,7 +125,7 @@ async def test_events_are_written_in_the_order_they_were_made() -> None:
 
 
 async def test_an_id_raised_by_a_held_event_cannot_be_raised_again_elsewhere(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(context, "BODY_EVENT_DELAY", 60.0)  # held until the next record, whatever the machine's pace
+    monkeypatch.setattr(invocation, "BODY_EVENT_DELAY", 60.0)  # held until the next record, whatever the machine's pace
     running, raised = asyncio.Event(), asyncio.Event()
 
     @node
