@@ -152,7 +152,7 @@ class Context:
     def _set_output(self, value: Any, how: str) -> None:
         if self._output_set:
             raise OutputAlreadySetError(self.path or "the root", how)
-        self._output, self._output_set = value, True
+        self._output, self._output_set = value, value is not None  # as ADK: None is no output yet
 
     def _reset_output(self, prior: Any) -> None:
         """A new execution (attempt) starts from the prior output, not yet replaced."""
