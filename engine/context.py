@@ -12,7 +12,9 @@ import asyncio
 from collections.abc import Callable, Iterator, MutableMapping
 from typing import Any
 
-from .errors import HitlError, OutputAlreadySetError
+import pydantic_core
+
+from .errors import HitlError, OutputAlreadySetError, OutputNotJSONError
 from .invocation import InvocationContext as InvocationContext  # re-exported: the Runner builds one
 from .models import Event, NodeInfo, NodeStatus, join_path
 from .nodes import BaseNode, RequestInput, as_node
@@ -152,6 +154,11 @@ class Context:
     def _set_output(self, value: Any, how: str) -> None:
         if self._output_set:
             raise OutputAlreadySetError(self.path or "the root", how)
+        if value is not None:
+            try:  # checked here, where it fails the node, not when its end record is written
+                pydantic_core.to_json(value)
+            except (pydantic_core.PydanticSerializationError, ValueError, TypeError) as exc:
+                raise OutputNotJSONError(self.path or "the root", str(exc).splitlines()[0]) from None
         self._output, self._output_set = value, value is not None  # as ADK: None is no output yet
 
     def _reset_output(self, prior: Any) -> None:

@@ -227,6 +227,17 @@ class OutputAlreadySetError(HitlError):
         self.path = path
 
 
+class OutputNotJSONError(HitlError):
+    """A node's output cannot be stored: outputs are JSON (DESIGN.md 3.2)."""
+
+    def __init__(self, path: str, detail: str) -> None:
+        super().__init__(
+            f"node {path}: its output cannot be stored as JSON ({detail}); return dicts, lists, "
+            "strings, numbers, booleans, None or a pydantic model"
+        )
+        self.path = path
+
+
 class StoreError(HitlError):
     """The store cannot be used (missing, read-only, locked, newer schema...)."""
 

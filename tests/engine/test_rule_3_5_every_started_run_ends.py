@@ -96,3 +96,22 @@ async def test_an_exception_that_cannot_be_printed_is_recorded_not_left_running(
     failed = await assert_node_failed_with_end(Harness(Workflow("wf", [(START, odd)])), "wf@1/odd@1", "Unprintable")
     assert isinstance(failed.exception, Unprintable)
     assert "could not be read" in failed.error_message
+
+
+class NotJSON:
+    pass
+
+
+@pytest.mark.parametrize("how", ["return", "set"])
+async def test_an_output_that_cannot_be_stored_fails_the_node_instead_of_leaving_it_running(how):
+    @node
+    async def odd(ctx, node_input):
+        if how == "set":
+            ctx.output = NotJSON()
+            return
+        yield NotJSON()
+
+    failed = await assert_node_failed_with_end(
+        Harness(Workflow("wf", [(START, odd)])), "wf@1/odd@1", "OutputNotJSONError"
+    )
+    assert "cannot be stored as JSON" in failed.error_message and "\n" not in failed.error_message
