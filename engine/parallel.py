@@ -52,8 +52,7 @@ class ParallelWorker(BaseNode):
         self.max_concurrency = max_concurrency
 
     async def run(self, ctx: Context, node_input: Any) -> AsyncIterator[Any]:
-        from_start = ctx.after == [] or (ctx.parent is not None and ctx.parent.node is None)
-        items = worker_items(node_input, from_start=from_start)
+        items = worker_items(node_input, from_start=_gets_the_message(ctx))
         limit = self.max_concurrency or max(len(items), 1)
         started: list[asyncio.Task[Any]] = []
         """One task per item started, in item order (items start in that order)."""
@@ -94,6 +93,15 @@ class ParallelWorker(BaseNode):
             # (items not started yet wait for a slot a waiting item holds).
             raise NodeInterrupted([i for exc in waiting for i in exc.ids])  # type: ignore[union-attr]
         yield [t.result() for t in started]
+
+
+def _gets_the_message(ctx: Context) -> bool:
+    """The worker's input is the start message's text: it is the root, or directly
+    after START in the root workflow (a nested workflow's START carries its input)."""
+    parent = ctx.parent
+    if parent is None or parent.node is None:
+        return True
+    return ctx.after == [] and parent.parent is not None and parent.parent.node is None
 
 
 def worker_items(node_input: Any, *, from_start: bool = False) -> list[Any]:

@@ -87,3 +87,23 @@ def test_worker_items_rule():
     assert worker_items(iter([1, 2])) == [1, 2]
     assert worker_items('["a"]') == ['["a"]']
     assert worker_items('["a"]', from_start=True) == ["a"]
+
+
+async def test_in_a_nested_workflow_a_string_input_after_start_is_one_item():
+    @node
+    def text(node_input):
+        return '["x", "y"]'
+
+    inner = Workflow("inner", [(START, ParallelWorker(echo, name="map"))])
+    h = Harness(Workflow("wf", [(START, text, inner)]))
+    await h.start()
+    assert (await h.run("wf@1")).output == [["item", '["x", "y"]']]
+
+
+async def test_a_worker_as_the_root_gets_the_message_items():
+    from engine import Runner
+
+    h = Harness(Workflow("unused", [(START, echo)]))
+    h.runner = Runner("test", ParallelWorker(echo, name="map"), h.store)
+    await h.start('[1, 2]')
+    assert (await h.run("map@1")).output == [["item", 1], ["item", 2]]
