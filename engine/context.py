@@ -1,33 +1,7 @@
 """Run-time context of a node run, and ``NodeRunner`` which executes one run.
 
-``InvocationContext`` is shared by every node of one turn of one invocation: it
-persists events (store append, then the projection, then the runner's event
-stream, in that order) and holds the projection the turn was reconstructed
-from.
-
-Persistence is buffered to save commits (each one a disk sync under
-``synchronous=FULL``): an end record is *held* and written in one transaction
-with the next record -- typically the next node's start -- when no node body
-that runs user code is running (so no user code runs between the end and that
-write, and the window in which a crash loses a held end is engine code only).
-The start record of a run whose body is user code is never held: it is
-durable before its body runs, so a run killed mid-body is still *in doubt*
-(a nested Workflow's start is held: its body is engine code, and its first
-child's start carries it). An event a user body yields (output, an
-interrupt) is held too, for at most :data:`BODY_EVENT_DELAY` seconds: a body
-that yields and ends at once (the common ``yield RequestInput(...)``) has its
-events written with its end record, in one commit; one that goes on working
-has them written when the delay is up, so a console in another process sees
-them that soon. A crash in that window loses only events of a run that is in
-doubt anyway (its start is durable, its end is not). The turn's first write
-(the lease, the message or answer, the root's start) is deferred the same way
-(:attr:`InvocationContext.opener`, set by the Runner): it is made with the
-first record written, typically the start of the first node that runs user
-code. What is held when the turn ends is written by the runner with the
-lease's release (:meth:`InvocationContext.take_held`), or by
-:meth:`InvocationContext.flush`. Only a context with ``buffered`` set (the
-Runner's) holds anything.
-
+``InvocationContext`` (:mod:`engine.invocation`, re-exported here) is shared by
+every node of one turn: it persists events, buffered to save commits.
 ``Context`` is per node run: path, run id, resume inputs, interrupt ids,
 output, route and a state view that records deltas.
 """
@@ -35,22 +9,22 @@ output, route and a state view that records deltas.
 from __future__ import annotations
 
 import asyncio
-import logging
-from collections.abc import Awaitable, Callable, Iterator, MutableMapping
+from collections.abc import Callable, Iterator, MutableMapping
 from typing import Any
 
+import pydantic_core
+
 from . import telemetry
-from .errors import HitlError
-from .models import Event, NodeInfo, NodeStatus, StoredEvent, join_path
-from .nodes import BaseNode, RequestInput
+from .errors import HitlError, OutputAlreadySetError, OutputNotJSONError
+from .invocation import InvocationContext as InvocationContext  # re-exported: the Runner builds one
+from .models import Event, NodeInfo, NodeStatus, join_path
+from .nodes import BaseNode, RequestInput, as_node
 from .projection import Projection
-from .store.base import SessionStore
 
-log = logging.getLogger(__name__)
-
-BODY_EVENT_DELAY = 0.01
-"""Seconds an event a user body yielded may wait for the run's next record
-before it is written on its own (see the module docstring)."""
+CANCEL_GRACE = 5.0
+"""Seconds a cancelled child may take to stop (as ADK). One that ignores its
+cancellation is then abandoned: its runs are recorded CANCELLED and whatever it
+does later is not written (:meth:`Context.cancel_children`), so the turn ends."""
 
 
 class NodeInterrupted(Exception):
@@ -75,6 +49,8 @@ class NodeFailed(Exception):
         self.error_message = error_message
         self.original = original
         """The node body's own exception (what ``WorkflowFailed.exception`` exposes)."""
+        self.failures: list[NodeFailed] = []
+        """A parallel worker's failed items in item order, this one first (else empty)."""
 
 
 class NodeTimeoutError(TimeoutError):
@@ -87,162 +63,6 @@ class NodeTimeoutError(TimeoutError):
         super().__init__(f"node {path} did not finish within its timeout of {limit:g}s")
         self.path = path
         self.limit = limit
-
-
-class InvocationContext:
-    """Everything the nodes of one turn share."""
-
-    def __init__(
-        self,
-        *,
-        store: SessionStore,
-        app_name: str,
-        user_id: str,
-        session_id: str,
-        invocation_id: str,
-        projection: Projection,
-        state: dict[str, Any],
-    ) -> None:
-        self.store = store
-        self.app_name = app_name
-        self.user_id = user_id
-        self.session_id = session_id
-        self.invocation_id = invocation_id
-        self.projection = projection
-        self.state = state
-        """Session state as this turn sees it (``temp:`` keys live only here)."""
-        self.queue: asyncio.Queue[StoredEvent] = asyncio.Queue()
-        self._reserved: dict[tuple[str | None, str], int] = {}
-        self._held: list[Event] = []
-        """End records not written yet (see the module docstring)."""
-        self._writing = asyncio.Lock()
-        """Writes of this turn go to the store one after the other, in the order
-        they were made. A write that carries held end records must commit before
-        any later one: parallel branches started by the same completion would
-        otherwise race on a store with a connection pool (PostgreSQL), and a
-        start could get a seq before the end that triggered it."""
-        self.user_bodies = 0
-        """Node bodies running user code now (a Workflow's or parallel worker's body is engine code)."""
-        self.last_seq: int | None = None
-        """The seq of the last event this turn wrote."""
-        self.opener: Callable[[list[Event]], Awaitable[list[StoredEvent]]] | None = None
-        """The turn's first write, not made yet (the Runner defers it): the next
-        write makes it, in one transaction with the events written then, and
-        returns those events stored. Until then only engine code runs."""
-        self.failed_open: BaseException | None = None
-        """What the deferred first write raised: every later write raises it too."""
-        self._due: asyncio.TimerHandle | None = None
-        """Writes held body events when :data:`BODY_EVENT_DELAY` is up."""
-        self._due_writes: set[asyncio.Task[None]] = set()
-        self.buffered = False
-        """Hold end records (the Runner sets it: it writes what is held when the
-        turn ends). Off, every record is written when it is made, so a
-        ``NodeRunner`` used on its own has persisted its run when it returns."""
-
-    async def persist(self, event: Event, *, hold: bool = False, body: bool = False) -> None:
-        """Write ``event`` with whatever is held, in one transaction; or, with
-        ``hold`` and while no user code runs, hold it for the next write; or,
-        with ``body`` (an event a node body yielded), hold it for the next write
-        or :data:`BODY_EVENT_DELAY`, whichever comes first."""
-        if self.buffered and ((hold and self.user_bodies == 0) or body):
-            self._held.append(event)
-            if body and self._due is None:
-                self._due = asyncio.get_running_loop().call_later(BODY_EVENT_DELAY, self._write_due)
-            return
-        async with self._writing:
-            self._disarm()
-            events, self._held = [*self._held, event], []
-            try:
-                await self._write(events)
-            except BaseException:
-                self._held[:0] = events[:-1]  # not written: still held (the event itself fails its node)
-                raise
-
-    async def flush(self, events: list[Event] | None = None) -> None:
-        """Write what is held (or ``events``, taken with :meth:`take_held`), if anything."""
-        async with self._writing:
-            if events is None:
-                self._disarm()
-                events, self._held = self._held, []
-            if events or self.opener is not None:
-                try:
-                    await self._write(events)
-                except BaseException:
-                    self._held[:0] = events
-                    raise
-
-    async def take_held(self) -> list[Event]:
-        """Hand what is held to the caller, which writes it (and :meth:`applied` it),
-        once a write of held body events already under way has committed."""
-        async with self._writing:
-            self._disarm()
-            events, self._held = self._held, []
-        return events
-
-    def held_raise(self, interrupt_id: str) -> str | None:
-        """The path of the run whose held (not yet written) event raises ``interrupt_id``.
-        The projection sees such an id only once it is written; until then this
-        says it is open (raised, or raised again after an answer)."""
-        for event in self._held:
-            if event.long_running_tool_ids and interrupt_id in event.long_running_tool_ids:
-                return event.node_info.path if event.node_info else None
-        return None
-
-    def stop(self) -> None:
-        """The turn is over: no held body event is written by the delay any more."""
-        self._disarm()
-
-    def _disarm(self) -> None:
-        if self._due is not None:
-            self._due.cancel()
-            self._due = None
-
-    def _write_due(self) -> None:
-        self._due = None
-        if self._held:
-            task = asyncio.ensure_future(self._flush_due())
-            self._due_writes.add(task)
-            task.add_done_callback(self._due_writes.discard)
-
-    async def _flush_due(self) -> None:
-        try:
-            await self.flush()
-        except Exception as exc:  # still held: the run's next write carries them
-            log.warning("writing the events of invocation %s failed, retried with its next record: %s", self.invocation_id, exc)
-
-    async def _write(self, events: list[Event]) -> None:
-        if self.failed_open is not None:
-            raise self.failed_open
-        if self.opener is not None:
-            opener, self.opener = self.opener, None
-            try:
-                written = await opener(events)
-            except BaseException as exc:
-                self.failed_open = exc
-                raise
-            self.applied(written)
-            return
-        if len(events) == 1:
-            written = [await self.store.append_event(self.session_id, events[0])]
-        else:
-            written = await self.store.append_events(self.session_id, events)
-        self.applied(written)
-
-    def applied(self, written: list[StoredEvent]) -> None:
-        """Events of this turn that are now stored: into the projection, then the stream."""
-        for stored in written:
-            self.projection.apply(stored.event, stored.seq)
-            self.queue.put_nowait(stored)
-        if written:
-            self.last_seq = written[-1].seq
-
-    def reserve_run_id(self, parent: str | None, name: str) -> str:
-        """Next run id for (parent, name), from persisted runs plus those dispatched
-        in this turn whose start record is not written yet."""
-        key = (parent, name)
-        n = max(int(self.projection.next_run_id(self.invocation_id, parent, name)), self._reserved.get(key, 0) + 1)
-        self._reserved[key] = n
-        return str(n)
 
 
 class State(MutableMapping[str, Any]):
@@ -305,13 +125,46 @@ class Context:
         """Answers to this run's interrupt ids received so far (unwrapped)."""
         self.interrupt_ids: list[str] = list(interrupt_ids or [])
         """Ids this run waits on: its own, or (containers) its children's."""
-        self.output = output
-        """The run's output; pre-populated with the prior output on resume."""
+        self._raised: set[str] = set()
+        """Ids this execution raised itself (a second raise of one in the same execution is dropped)."""
+        self._output = output
+        self._output_set = False
+        """This execution produced its output (a second one is an error, DESIGN.md 3.5)."""
         self.route: Any = None
         self.state = State(invocation.state)
         self.attempt_count = 0
+        self.after: list[str] | None = None
+        """The sibling names whose completion dispatched this run (``[]``: START; None:
+        not a graph child), from its first start record when it is resumed."""
+        self.end_order = 0
+        """The ticket of the run's end record (:meth:`InvocationContext.persist`):
+        sibling runs that ended together are handled in the order their ends are logged."""
         self._call_counts: dict[str, int] = {}
         self._child_tasks: list[asyncio.Task[Any]] = []
+
+    @property
+    def output(self) -> Any:
+        """The run's output; pre-populated with the prior output on resume. Set
+        once per execution (yielding a value sets it): a second time fails the node."""
+        return self._output
+
+    @output.setter
+    def output(self, value: Any) -> None:
+        self._set_output(value, "set ctx.output after it had an output")
+
+    def _set_output(self, value: Any, how: str) -> None:
+        if self._output_set:
+            raise OutputAlreadySetError(self.path or "the root", how)
+        if value is not None:
+            try:  # checked here, where it fails the node, not when its end record is written
+                pydantic_core.to_json(value)
+            except (pydantic_core.PydanticSerializationError, ValueError, TypeError) as exc:
+                raise OutputNotJSONError(self.path or "the root", str(exc).splitlines()[0]) from None
+        self._output, self._output_set = value, value is not None  # as ADK: None is no output yet
+
+    def _reset_output(self, prior: Any) -> None:
+        """A new execution (attempt) starts from the prior output, not yet replaced."""
+        self._output, self._output_set = prior, False
 
     @classmethod
     def root(cls, invocation: InvocationContext) -> Context:
@@ -338,8 +191,11 @@ class Context:
                 out.append(i)
         return out
 
-    async def run_node(self, node: BaseNode, node_input: Any = None, *, key: str | None = None) -> Any:
-        """Run a dynamic child under this node and return its output.
+    async def run_node(
+        self, node: BaseNode | Callable[..., Any], node_input: Any = None, *, key: str | None = None
+    ) -> Any:
+        """Run a dynamic child under this node and return its output. ``node`` is a
+        node or a plain function (sync, async, generator), wrapped as ``@node`` would.
 
         A child is identified by its name and call order (or ``key``). When this
         node re-executes on resume: a completed child returns its recorded output
@@ -353,6 +209,7 @@ class Context:
                 f"{name} calls ctx.run_node but has rerun_on_resume=False; "
                 "orchestration nodes must be declared with rerun_on_resume=True"
             )
+        node = as_node(node, f"{self.path or 'the root'}: ctx.run_node")
         n = self._call_counts.get(node.name, 0) + 1
         self._call_counts[node.name] = n
         call_key = key if key is not None else f"{node.name}#{n}"
@@ -398,9 +255,39 @@ class Context:
 
     async def _settle_children(self) -> None:
         """Wait for dynamic children still running (e.g. after a gather raised)."""
-        pending = [t for t in self._child_tasks if not t.done()]
+        pending = [t for t in self._child_tasks if not t.done() and t not in self.invocation.abandoned]
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
+
+    async def cancel_children(self, tasks: list[asyncio.Future[Any]]) -> None:
+        """Cancel ``tasks`` (running this run's children) and wait until they end --
+        at most :data:`CANCEL_GRACE` seconds: the runs under this one that are still
+        going then are abandoned, recorded CANCELLED (DESIGN.md 3.10), so that a
+        child that ignores its cancellation cannot hold the turn forever."""
+        for task in tasks:
+            task.cancel()
+        if not tasks:
+            return
+        done, pending = await asyncio.wait(tasks, timeout=CANCEL_GRACE)
+        for task in done:
+            if not task.cancelled():
+                task.exception()  # retrieved: the caller reads what it needs from the task
+        if not pending:
+            return
+        inv = self.invocation
+        for task in pending:
+            task.add_done_callback(_retrieve)  # if it ever ends, nobody is waiting to read how
+        inv.abandoned.update(pending)
+        inv.abandoned.update(t for t in self._child_tasks if not t.done())
+        prefix = f"{self.path}/" if self.path else ""
+        for path in sorted((p for p in inv.running if p.startswith(prefix)), key=lambda p: -p.count("/")):
+            runner, ctx = inv.running[path]
+            await runner.abandon(ctx)
+
+
+def _retrieve(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()
 
 
 _ENGINE_BODIES: tuple[type[BaseNode], ...] = ()
@@ -417,6 +304,15 @@ def _engine_bodies() -> tuple[type[BaseNode], ...]:
 
         _ENGINE_BODIES = (Workflow, ParallelWorker)
     return _ENGINE_BODIES
+
+
+def _error_message(exc: BaseException) -> str:
+    """``str(exc)`` (the class name when empty); an exception that cannot be
+    printed is recorded as such rather than failing its own recording."""
+    try:
+        return str(exc) or type(exc).__name__
+    except Exception as err:
+        return f"{type(exc).__name__} (its message could not be read: {type(err).__name__})"
 
 
 def _error_code(exc: BaseException) -> str:
@@ -458,14 +354,27 @@ class NodeRunner:
     def _info(self, **kw: Any) -> NodeInfo:
         return NodeInfo(path=self.path, run_id=self.run_id, **kw)
 
-    async def _persist(self, ctx: Context, event: Event, *, hold: bool = False, body: bool = False) -> None:
+    _abandoned = False
+    """The run ignored its cancellation and was recorded CANCELLED: nothing more of it is written."""
+
+    async def abandon(self, ctx: Context) -> None:
+        """Record this run CANCELLED now, while its body may still be going (it ignored
+        its cancellation); what it does afterwards is not written."""
+        if self._abandoned:
+            return
+        await self._end(ctx, NodeStatus.CANCELLED)
+        self._abandoned = True
+
+    async def _persist(self, ctx: Context, event: Event, *, hold: bool = False, body: bool = False) -> int:
+        if self._abandoned:
+            return 0
         event.invocation_id = ctx.invocation_id
         event.author = self.node.name
         event.node_info = event.node_info or self._info()
         delta = ctx.state.take_delta()
         if delta:
             event.state_delta = {**(event.state_delta or {}), **delta}
-        await ctx.invocation.persist(event, hold=hold, body=body)
+        return await ctx.invocation.persist(event, hold=hold, body=body)
 
     def _body_started(self, inv: InvocationContext) -> None:
         self._user_body = not isinstance(self.node, _engine_bodies())
@@ -531,6 +440,8 @@ class NodeRunner:
             interrupt_ids=self.prior_interrupt_ids,
             output=self.prior_output,
         )
+        ctx.after = self.after if self.after is not None else existing.after if existing is not None else None
+        inv.running[self.path] = (self, ctx)
         if not start_written:
             # A body of engine code (a nested Workflow, a parallel worker) needs its start
             # durable only before its first child runs user code: that child's start carries it.
@@ -542,8 +453,9 @@ class NodeRunner:
         try:
             for attempt in range(1, attempts + 1):
                 ctx.attempt_count = attempt
-                ctx.output = self.prior_output
+                ctx._reset_output(self.prior_output)
                 ctx.interrupt_ids = list(self.prior_interrupt_ids)
+                ctx._raised = set()
                 try:
                     await self._attempt(ctx, node_input)
                     break
@@ -556,21 +468,28 @@ class NodeRunner:
                     await self._end(ctx, NodeStatus.FAILED, exc.error_code, exc.error_message)
                     raise
                 except Exception as exc:
-                    await ctx._settle_children()
-                    code, msg = _error_code(exc), str(exc) or type(exc).__name__
-                    await self._persist(
-                        ctx,
-                        Event(
-                            invocation_id=inv.invocation_id,
-                            author=self.node.name,
-                            node_info=self._info(attempt=attempt),
-                            error_code=code,
-                            error_message=msg,
-                        ),
-                    )
-                    if attempt < attempts and retry and isinstance(exc, retry.retry_on):
-                        await asyncio.sleep(retry.delay(attempt))
-                        continue
+                    code, msg = _error_code(exc), _error_message(exc)
+                    try:
+                        await ctx._settle_children()
+                        await self._persist(
+                            ctx,
+                            Event(
+                                invocation_id=inv.invocation_id,
+                                author=self.node.name,
+                                node_info=self._info(attempt=attempt),
+                                error_code=code,
+                                error_message=msg,
+                            ),
+                        )
+                        if attempt < attempts and retry and isinstance(exc, retry.retry_on):
+                            await asyncio.sleep(retry.delay(attempt))
+                            continue
+                    except Exception as handling:
+                        # The engine's own handling of the failure raised (a retry, recording
+                        # the error): the run still ends, FAILED with that error (DESIGN.md 3.5).
+                        code, msg = _error_code(handling), _error_message(handling)
+                        await self._end(ctx, NodeStatus.FAILED, code, msg)
+                        raise NodeFailed(self.path, code, msg, handling) from handling
                     await self._end(ctx, NodeStatus.FAILED, code, msg)
                     raise NodeFailed(self.path, code, msg, exc) from exc
         except asyncio.CancelledError:
@@ -604,7 +523,7 @@ class NodeRunner:
         if isinstance(item, RequestInput):
             item = item.to_event(ctx.invocation_id, self.node.name)
         if not isinstance(item, Event):
-            ctx.output = item
+            ctx._set_output(item, "yielded a second output")
             return
         if item.long_running_tool_ids:
             item = self._new_interrupts_only(ctx, item)
@@ -613,27 +532,30 @@ class NodeRunner:
         if item.route is not None:
             ctx.route = item.route
         if item.output is not None:
-            ctx.output = item.output
+            ctx._set_output(item.output, "yielded a second output")
         await self._persist(ctx, item, body=True)
 
     def _new_interrupts_only(self, ctx: Context, event: Event) -> Event | None:
-        """On re-execution a node may raise the same ids again: an id that is
-        still open here is not raised twice. An id it already holds an answer for
-        is asked again (DESIGN.md 3.4): it opens again and its old answer leaves
-        ``resume_inputs``."""
+        """On re-execution a node may raise the same ids again. An id still open
+        here is announced again (DESIGN.md 3.13): its call is emitted once more,
+        the same id, not a second interrupt, so the turn's events show what is
+        pending. An id it already holds an answer for is asked again (3.4): it
+        opens again and its old answer leaves ``resume_inputs``. An id this
+        execution raised already is not raised twice."""
         proj = ctx.projection
         fresh = []
         for iid in event.long_running_tool_ids or []:
+            if iid in ctx._raised:
+                continue
             if iid in ctx.resume_inputs:
                 del ctx.resume_inputs[iid]
-            elif iid in ctx.interrupt_ids:
-                continue
             other = proj.interrupts.get((ctx.invocation_id, iid))
             where = other.path if other is not None and other.open else ctx.invocation.held_raise(iid)
             if where is not None and where != self.path:
                 raise HitlError(f"interrupt id {iid} is already open at {where}; interrupt ids must be unique")
             fresh.append(iid)
-        ctx.interrupt_ids.extend(fresh)
+            ctx._raised.add(iid)
+        ctx.interrupt_ids.extend(i for i in fresh if i not in ctx.interrupt_ids)
         if not fresh:
             return None
         if len(fresh) == len(event.long_running_tool_ids or []):
@@ -647,7 +569,8 @@ class NodeRunner:
         self, ctx: Context, status: NodeStatus, error_code: str | None = None, error_message: str | None = None
     ) -> None:
         self._body_ended(ctx.invocation)
-        await self._persist(
+        ctx.invocation.running.pop(self.path, None)
+        ctx.end_order = await self._persist(
             ctx,
             Event(
                 invocation_id=ctx.invocation_id,

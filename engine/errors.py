@@ -206,7 +206,12 @@ class WorkflowFailed(HitlError):
     """Raised by ``Runner.run`` after a node failed; all events are persisted."""
 
     def __init__(
-        self, path: str, error_code: str, error_message: str, exception: BaseException | None = None
+        self,
+        path: str,
+        error_code: str,
+        error_message: str,
+        exception: BaseException | None = None,
+        failures: list[WorkflowFailed] | None = None,
     ) -> None:
         super().__init__(f"node {path} failed: {error_code}: {error_message}")
         self.path = path
@@ -215,6 +220,31 @@ class WorkflowFailed(HitlError):
         self.error_message = error_message
         self.exception = exception
         """The node body's original exception (None when only the log knows it)."""
+        self.failures: list[WorkflowFailed] = failures or [self]
+        """Every failure of the turn that this one stands for, in order: a parallel
+        worker's failed items in item order (the first is this one); else just this one."""
+
+
+class OutputAlreadySetError(HitlError):
+    """A node run produced a second output (DESIGN.md 3.5): it fails, naming the node."""
+
+    def __init__(self, path: str, how: str) -> None:
+        super().__init__(
+            f"node {path}: output already set; a node run has one output, and this one {how} "
+            "(yield it once, or set ctx.output once)"
+        )
+        self.path = path
+
+
+class OutputNotJSONError(HitlError):
+    """A node's output cannot be stored: outputs are JSON (DESIGN.md 3.2)."""
+
+    def __init__(self, path: str, detail: str) -> None:
+        super().__init__(
+            f"node {path}: its output cannot be stored as JSON ({detail}); return dicts, lists, "
+            "strings, numbers, booleans, None or a pydantic model"
+        )
+        self.path = path
 
 
 class StoreError(HitlError):

@@ -5,7 +5,8 @@ A node body is an async generator ``run(ctx, node_input)``. What it yields:
 * an :class:`~engine.models.Event` -- persisted at the node's path and run id
   (with ``long_running_tool_ids`` it raises interrupts);
 * a :class:`RequestInput` -- becomes one long-running function call (an interrupt);
-* any other value -- the node's output (the last one wins);
+* any other value -- the node's output (one per run: a second one, or one
+  besides setting ``ctx.output``, fails the node, DESIGN.md 3.5);
 * ``None`` -- ignored.
 
 Defaults for ``rerun_on_resume`` (DESIGN.md 3.4): ``False`` for leaf nodes,
@@ -16,6 +17,7 @@ Defaults for ``rerun_on_resume`` (DESIGN.md 3.4): ``False`` for leaf nodes,
 from __future__ import annotations
 
 import inspect
+import weakref
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -37,6 +39,24 @@ class RetryConfig:
     backoff: float = 2.0
     max_delay: float = 30.0
     retry_on: tuple[type[BaseException], ...] = (Exception,)
+    """Exception classes worth another attempt (one class, or a tuple or list of them)."""
+
+    def __post_init__(self) -> None:
+        # Checked here, not at the first failure (DESIGN.md 3.5).
+        on = self.retry_on
+        classes = (on,) if isinstance(on, type) else tuple(on) if isinstance(on, (tuple, list, set, frozenset)) else None
+        if classes is None:
+            raise TypeError(f"RetryConfig.retry_on takes exception classes, not {on!r} ({type(on).__name__})")
+        for c in classes:
+            if not (isinstance(c, type) and issubclass(c, BaseException)):
+                raise TypeError(f"RetryConfig.retry_on takes exception classes, not {c!r} ({type(c).__name__})")
+        self.retry_on = classes
+        if isinstance(self.max_attempts, bool) or not isinstance(self.max_attempts, int) or self.max_attempts < 1:
+            raise ValueError(f"RetryConfig.max_attempts must be a whole number of at least 1, not {self.max_attempts!r}")
+        for field_name in ("initial_delay", "backoff", "max_delay"):
+            value = getattr(self, field_name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+                raise ValueError(f"RetryConfig.{field_name} must be a number of at least 0, not {value!r}")
 
     def delay(self, attempt: int) -> float:
         """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
@@ -159,6 +179,22 @@ class FunctionNode(BaseNode):
             yield await fn(**kw)
         else:
             yield fn(**kw)
+
+
+_AS_NODE: weakref.WeakKeyDictionary[Any, FunctionNode] = weakref.WeakKeyDictionary()
+
+
+def as_node(item: Any, where: str) -> BaseNode:
+    """A node as is; a plain function (sync, async, generator) wrapped as ``@node``
+    would, the same node every time for the same function (as in ADK)."""
+    if isinstance(item, BaseNode):
+        return item
+    if callable(item) and hasattr(item, "__name__"):
+        try:
+            return _AS_NODE.setdefault(item, FunctionNode(item))
+        except TypeError:  # not weak-referenceable (a builtin): wrapped each time
+            return FunctionNode(item)
+    raise TypeError(f"{where}: {item!r} is not a node or a function")
 
 
 def node(

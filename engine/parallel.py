@@ -8,17 +8,22 @@ its own ``rerun_on_resume``, an item still waiting does not run. Items that
 interrupt wait independently while the others complete; the worker is WAITING
 on the union of its items' ids until every item is done, then completes with
 the items' outputs in input order. ``max_concurrency`` bounds how many items
-run at once (None: all). A failed item cancels the items still running and
-fails the worker, like a failed child in a Workflow.
+are started and not finished (None: all) -- waiting ones included: an item that
+interrupted keeps its slot until it completes, as in ADK. A failed item cancels the items still running and
+fails the worker, like a failed child in a Workflow: the failure raised is the
+lowest failed item's, with every item's failure in item order on its
+``failures`` (``WorkflowFailed.failures``); an item that ignores its
+cancellation is abandoned after a grace period, recorded CANCELLED.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 
-from .context import Context, NodeInterrupted
+from .context import Context, NodeFailed, NodeInterrupted
 from .nodes import BaseNode, FunctionNode
 
 
@@ -47,37 +52,77 @@ class ParallelWorker(BaseNode):
         self.max_concurrency = max_concurrency
 
     async def run(self, ctx: Context, node_input: Any) -> AsyncIterator[Any]:
-        if isinstance(node_input, (str, bytes, dict)) or not isinstance(node_input, Iterable):
-            raise TypeError(
-                f"parallel worker {self.name} maps over a list of items; its input is a {type(node_input).__name__}"
-            )
-        items = list(node_input)
-        limit = asyncio.Semaphore(self.max_concurrency or max(len(items), 1))
+        items = worker_items(node_input, from_start=_gets_the_message(ctx))
+        limit = self.max_concurrency or max(len(items), 1)
+        started: list[asyncio.Task[Any]] = []
+        """One task per item started, in item order (items start in that order)."""
+        in_flight: set[asyncio.Task[Any]] = set()
+        held = 0
+        """Items waiting on a human: each keeps its slot (DESIGN.md 3.10)."""
 
-        async def one(index: int, item: Any) -> Any:
-            async with limit:
-                return await ctx.run_node(self.child, item, key=str(index))
+        def fill() -> None:
+            while len(started) < len(items) and len(in_flight) + held < limit:
+                i = len(started)
+                task = asyncio.ensure_future(ctx.run_node(self.child, items[i], key=str(i)))
+                started.append(task)
+                in_flight.add(task)
 
-        tasks = [asyncio.ensure_future(one(i, item)) for i, item in enumerate(items)]
         try:
-            pending = set(tasks)
-            while pending:
-                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-                failed = [t for t in done if not t.cancelled() and _failure(t)]
-                if failed:
-                    raise failed[0].exception()  # type: ignore[misc]
+            fill()
+            while in_flight:
+                done, _ = await asyncio.wait(in_flight, return_when=asyncio.FIRST_COMPLETED)
+                in_flight.difference_update(done)
+                if any(_failure(t) for t in done):
+                    break
+                held += sum(1 for t in done if isinstance(t.exception(), NodeInterrupted))
+                fill()
         finally:
-            # Cancelled from outside, or an item failed: the others stop and record it.
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-        waiting = [t for t in tasks if isinstance(t.exception(), NodeInterrupted)]
+            # Cancelled from outside, or an item failed: the others stop and record it
+            # (one that ignores its cancellation is abandoned after a grace period).
+            await ctx.cancel_children([t for t in started if not t.done()])
+        failed = [t.exception() for t in started if t.done() and _failure(t)]
+        if failed:
+            # Every item that failed in this turn, in item order; the lowest index's is raised.
+            first = failed[0]
+            if isinstance(first, NodeFailed):
+                first.failures = [f for f in failed if isinstance(f, NodeFailed)]
+            raise first  # type: ignore[misc]
+        waiting = [t.exception() for t in started if isinstance(t.exception(), NodeInterrupted)]
         if waiting:
-            # The items' ids are on ctx.interrupt_ids already: the worker ends WAITING.
-            raise NodeInterrupted([i for t in waiting for i in t.exception().ids])  # type: ignore[union-attr]
-        yield [t.result() for t in tasks]
+            # The items' ids are on ctx.interrupt_ids already: the worker ends WAITING
+            # (items not started yet wait for a slot a waiting item holds).
+            raise NodeInterrupted([i for exc in waiting for i in exc.ids])  # type: ignore[union-attr]
+        yield [t.result() for t in started]
+
+
+def _gets_the_message(ctx: Context) -> bool:
+    """The worker's input is the start message's text: it is the root, or directly
+    after START in the root workflow (a nested workflow's START carries its input)."""
+    parent = ctx.parent
+    if parent is None or parent.node is None:
+        return True
+    return ctx.after == [] and parent.parent is not None and parent.parent.node is None
+
+
+def worker_items(node_input: Any, *, from_start: bool = False) -> list[Any]:
+    """The items a parallel worker maps over (DESIGN.md 3.10): a list, or any other
+    iterable but a string, bytes or a dict, is the items; anything else is one item
+    (a dict is one item, not its keys). ``from_start``: the input is the start
+    message's text, whose JSON array is the items (other text is one item)."""
+    if isinstance(node_input, str) and from_start:
+        try:
+            parsed = json.loads(node_input)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, list):
+            return parsed
+    if isinstance(node_input, (str, bytes, bytearray, dict)) or not isinstance(node_input, Iterable):
+        return [node_input]
+    return list(node_input)
 
 
 def _failure(task: asyncio.Task[Any]) -> bool:
+    if task.cancelled():
+        return False
     exc = task.exception()
     return exc is not None and not isinstance(exc, NodeInterrupted)

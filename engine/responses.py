@@ -11,8 +11,10 @@ Coercion follows pydantic's lax mode, driven only by the JSON Schema (so a
 pydantic model, a Python type and the equivalent JSON Schema dict coerce alike):
 numeric strings to numbers, integral floats to integers, ``"true"``/``"false"``
 (and pydantic's other boolean words, 0 and 1) to booleans, the schema's
-defaults filled in, ``null`` for optional fields left out whose schema allows
-it. In a union a branch the value already matches wins (pydantic's smart
+defaults filled in, ``null`` for optional fields left out that have no default,
+whether or not their schema lists ``null`` (ADK's model built from the schema
+gives ``None``; DESIGN.md 3.7) -- so ``null`` for a property that is not
+required is valid, as it is in that model. In a union a branch the value already matches wins (pydantic's smart
 mode); else the first branch it can be coerced to. ``NaN`` and infinities are
 rejected: JSON has no such values.
 """
@@ -107,7 +109,8 @@ def coerce_response(schema: dict[str, Any] | None, value: Any) -> tuple[Any, lis
 
     coerced = _coerce(schema, schema, value)
     validator = jsonschema.validators.validator_for(schema)(schema)
-    errors = sorted(validator.iter_errors(coerced), key=lambda e: list(e.absolute_path))
+    view = _view(schema, schema, coerced)
+    errors = sorted(validator.iter_errors(view), key=lambda e: list(e.absolute_path))
     if errors:
         return value, [_format_error(e) for e in errors]
     return coerced, []
@@ -150,8 +153,8 @@ def _resolve(node: Any, root: dict[str, Any]) -> Any:
     return node
 
 
-def _matches(node: Any, root: dict[str, Any], value: Any) -> bool:
-    """True when ``value`` is valid against ``node`` without any coercion."""
+def _is_valid(node: Any, root: dict[str, Any], value: Any) -> bool:
+    """JSON Schema validity of ``value`` against ``node`` (a part of ``root``), as is."""
     if not isinstance(node, dict):
         return True
     import jsonschema
@@ -159,6 +162,53 @@ def _matches(node: Any, root: dict[str, Any], value: Any) -> bool:
     defs = {k: root[k] for k in ("$defs", "definitions") if k in root and k not in node}
     validator = jsonschema.validators.validator_for(root)({**node, **defs})
     return validator.is_valid(value)
+
+
+def _matches(node: Any, root: dict[str, Any], value: Any) -> bool:
+    """True when ``value`` is valid against ``node`` without any coercion
+    (``null`` for a property that is not required counts as left out)."""
+    return _is_valid(node, root, _view(node, root, value))
+
+
+def _view(node: Any, root: dict[str, Any], value: Any) -> Any:
+    """``value`` as JSON Schema validation sees it: ``null`` for a property that is
+    not required (filled in, or sent) is left out -- the model ADK builds from the
+    schema makes every such field optional -- everywhere the schema reaches."""
+    node = _resolve(node, root)
+    if not isinstance(node, dict):
+        return value
+    for key in ("anyOf", "oneOf"):
+        branches = node.get(key)
+        if branches:
+            for b in branches:
+                seen = _view(b, root, value)
+                if _is_valid(b, root, seen):
+                    return seen
+            return value
+    if isinstance(node.get("allOf"), list) and len(node["allOf"]) == 1:
+        return _view({**{k: v for k, v in node.items() if k != "allOf"}, **node["allOf"][0]}, root, value)
+    if isinstance(value, dict) and "properties" in node:
+        props = node["properties"] or {}
+        required = set(node.get("required") or [])
+        extra = node.get("additionalProperties")
+        out = {}
+        for k, v in value.items():
+            if k in props:
+                if v is None and k not in required and not _allows_null(props[k], root):
+                    continue
+                out[k] = _view(props[k], root, v)
+            else:
+                out[k] = _view(extra, root, v) if isinstance(extra, dict) else v
+        return out
+    if isinstance(value, list):
+        prefix = node.get("prefixItems")
+        items = node.get("items")
+        out_list = []
+        for i, v in enumerate(value):
+            sub = prefix[i] if isinstance(prefix, list) and i < len(prefix) else items
+            out_list.append(_view(sub, root, v) if isinstance(sub, dict) else v)
+        return out_list
+    return value
 
 
 def _allows_null(node: Any, root: dict[str, Any]) -> bool:
@@ -272,8 +322,8 @@ def _coerce_object(node: dict[str, Any], root: dict[str, Any], value: dict[str, 
             out[k] = copy.deepcopy(resolved["default"])
         elif isinstance(sub, dict) and "default" in sub:
             out[k] = copy.deepcopy(sub["default"])
-        elif k not in required and _allows_null(sub, root):
-            out[k] = None
+        elif k not in required:
+            out[k] = None  # as ADK's model built from the schema: an optional field is None
     return out
 
 

@@ -595,6 +595,11 @@ class Runner:
         if exc is not None:
             proj = inv_ctx.projection
             if isinstance(exc, NodeFailed) and not is_mid_run(proj, inv):
+                own = proj.get(inv, exc.path)
+                if own is not None and own.status is NodeStatus.FAILED and exc.original is not None:
+                    # The failure that reached the root names its node (for a parallel
+                    # worker: the lowest failed item, DESIGN.md 3.10), not the last to fail.
+                    raise _workflow_failed(exc) from exc
                 leaf = _failed_leaf(proj, inv) or (exc.path, exc.error_code, exc.error_message)
                 raise WorkflowFailed(*leaf, exception=exc.original if exc.path == leaf[0] else None) from exc
             if isinstance(exc, NodeFailed):
@@ -602,7 +607,7 @@ class Runner:
                 cause = _store_error_in(exc)
                 if cause is not None:
                     raise cause from exc
-                raise WorkflowFailed(exc.path, exc.error_code, exc.error_message, exc.original) from exc
+                raise _workflow_failed(exc) from exc
             raise exc
 
     async def _finish(self, inv_ctx: InvocationContext, box: _Lease) -> None:
@@ -640,6 +645,17 @@ class Runner:
         await inv_ctx.flush(held)
         # Written by keeper.close, in the transaction that releases the lease.
         keeper.snapshot = (inv_ctx.projection.position, inv_ctx.projection.compact(inv).to_dict())
+
+
+def _workflow_failed(exc: NodeFailed) -> WorkflowFailed:
+    """What ``Runner.run`` raises for a node failure, with every sibling failure it stands for."""
+    failed = WorkflowFailed(exc.path, exc.error_code, exc.error_message, exc.original)
+    if exc.failures:
+        failed.failures = [
+            failed if f is exc else WorkflowFailed(f.path, f.error_code, f.error_message, f.original)
+            for f in exc.failures
+        ]
+    return failed
 
 
 def _stored_so_far(inv_ctx: InvocationContext, seen: Callable[[StoredEvent], None]) -> Iterator[Event]:

@@ -11,22 +11,31 @@ WAITING with the union of its children's open interrupt ids (set directly on
 its context -- no event of its own), or COMPLETED with the output of the last
 terminal node (a node without successors) that completed.
 
+A node has at most one active run (RUNNING, PENDING or WAITING) per run of
+its workflow (DESIGN.md 3.12): an activation that arrives while one is active
+queues, in order, and is dispatched -- a fresh run, with the next run id --
+when the active run ends. A queue left when the turn ends WAITING is not
+written anywhere: the completions that made it are (see below).
+
 On re-execution after a resume (same run id) the scheduler is rebuilt from the
 projection, not from replaying history: PENDING children are resumed with their
-run id, prior output and answers; completed children whose successors have not
-started since they completed (an auto-completion, or a crash in between)
-trigger those successors; WAITING children keep waiting.
+run id, prior output and answers; a completed child triggers each successor
+that no run has started for since that completion (a run's start record names
+the siblings whose completion dispatched it, ``after``) -- an auto-completion,
+a crash in between, or an activation that was queued; WAITING children keep
+waiting (and keep later activations queued).
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 from .context import Context, NodeFailed, NodeRunner
 from .models import NodeStatus
-from .nodes import START, BaseNode, FunctionNode, JoinNode
+from .nodes import START, BaseNode, JoinNode, as_node
 from .projection import NodeRun
 
 
@@ -50,7 +59,6 @@ class Workflow(BaseNode):
         self.nodes: dict[str, BaseNode] = {}
         self.succ: dict[str, list[tuple[str, Any]]] = {START.name: []}
         self.preds: dict[str, list[str]] = {}
-        self._wrapped: dict[Any, FunctionNode] = {}
         for chain in edges:
             self._add_chain(chain)
         if not self.succ[START.name]:
@@ -84,12 +92,9 @@ class Workflow(BaseNode):
             return [START.name]
         if isinstance(item, (tuple, list)):
             return [n for sub in item for n in self._register(sub)]
-        if not isinstance(item, BaseNode) and callable(item) and hasattr(item, "__name__"):
-            # As in ADK: a bare function (sync, async, generator) is wrapped as @node;
-            # the same function in two chains is the same node.
-            item = self._wrapped.setdefault(item, FunctionNode(item))
-        if not isinstance(item, BaseNode):
-            raise TypeError(f"workflow {self.name!r}: {item!r} is not a node or a function")
+        # As in ADK: a bare function (sync, async, generator) is wrapped as @node;
+        # the same function in two chains is the same node.
+        item = as_node(item, f"workflow {self.name!r}")
         known = self.nodes.get(item.name)
         if known is not None and known is not item:
             raise ValueError(f"workflow {self.name!r} has two different nodes named {item.name!r}")
@@ -151,6 +156,10 @@ class MultipleOutputsError(Exception):
         self.names = names
 
 
+def _end_order(task: asyncio.Task[Context]) -> int:
+    return 0 if task.cancelled() or task.exception() is not None else task.result().end_order
+
+
 class _Scheduler:
     """One turn of a Workflow's graph (in memory; rebuilt from the projection)."""
 
@@ -160,6 +169,10 @@ class _Scheduler:
         self.tasks: dict[asyncio.Task[Context], str] = {}
         self.join_inputs: dict[str, dict[str, Any]] = {}
         self.waiting: dict[str, list[str]] = {}
+        self.active: set[str] = set()
+        """Children with an active run (running, resumed or waiting): DESIGN.md 3.12."""
+        self.queued: dict[str, deque[tuple[Any, list[str]]]] = {}
+        """Activations (input, after) of an active child, dispatched in order as its runs end."""
         self.has_terminal = False
         self.terminal_output: Any = None
         self.terminal_outputs: dict[str, Any] = {}
@@ -182,16 +195,16 @@ class _Scheduler:
             except asyncio.CancelledError:
                 # Cancelled from outside: the children go too (asyncio.wait does not
                 # pass the cancellation on), and end before this run does.
-                for task in self.tasks:
-                    task.cancel()
-                await asyncio.gather(*self.tasks, return_exceptions=True)
+                await self.ctx.cancel_children(list(self.tasks))
                 raise
-            for task in done:
+            for task in sorted(done, key=_end_order):  # as their ends are logged: the order activations queue in
                 name = self.tasks.pop(task)
                 exc = task.exception()
+                if exc is not None or not task.result().unresolved_ids:
+                    self.active.discard(name)
                 if exc is not None:
                     if failure is None:
-                        failure = exc if isinstance(exc, NodeFailed) else NodeFailed(name, type(exc).__name__, str(exc))
+                        failure = exc if isinstance(exc, NodeFailed) else NodeFailed(name, type(exc).__name__, str(exc), exc)
                     continue
                 child = task.result()
                 ids = child.unresolved_ids
@@ -199,11 +212,10 @@ class _Scheduler:
                     self.waiting[name] = ids
                 else:
                     self.waiting.pop(name, None)
+                    self._next_queued(name)
                     self._complete(name, child.output, child.route)
             if failure is not None:
-                for task in self.tasks:
-                    task.cancel()
-                await asyncio.gather(*self.tasks, return_exceptions=True)
+                await self.ctx.cancel_children(list(self.tasks))
                 raise failure
 
     def _reconstruct(self, me: NodeRun, node_input: Any) -> None:
@@ -221,6 +233,7 @@ class _Scheduler:
                 self._dispatch(name, None, resume=run)
             elif run.status is NodeStatus.WAITING:
                 self.waiting[name] = proj.pending_ids(inv, run.path)
+                self.active.add(name)
             elif run.status is NodeStatus.COMPLETED and run.completed_pos is not None:
                 sources.append((name, run.completed_pos, run.output, run.route))
                 if self.wf.is_terminal(name):
@@ -231,10 +244,29 @@ class _Scheduler:
             for target, r in self.wf.succ[src]:
                 if r is not ANY_ROUTE and r != route:
                     continue
-                t_run = latest[target]
-                if t_run is not None and t_run.started_pos > pos:
-                    continue  # already triggered after this completion
+                if self._consumed(latest, target, src, pos, me.started_pos):
+                    continue  # a run was dispatched by this completion already
                 self._trigger(target, src, output)
+
+    @staticmethod
+    def _consumed(latest: dict[str, NodeRun | None], target: str, src: str, pos: int, start_pos: int) -> bool:
+        """Whether ``src``'s completion at ``pos`` has dispatched a run of ``target``
+        already: the target's latest run started after it, and was dispatched by it
+        or by a completion logged no earlier (activations queue in log order, 3.12;
+        only the latest runs are known, earlier ones may be compacted away)."""
+        run = latest[target]
+        if run is None or run.started_pos <= pos:
+            return False
+        if run.after is None or src in run.after:
+            return True
+        by = start_pos  # after == []: START dispatched it
+        for name in run.after:
+            pred = latest.get(name)
+            done_at = pred.completed_pos if pred is not None else None
+            if done_at is None or done_at > run.started_pos:
+                return True  # that completion's run was followed by another: unknown, as before queues
+            by = max(by, done_at)
+        return by >= pos
 
     def _complete(self, name: str, output: Any, route: Any) -> None:
         if name != START.name and self.wf.is_terminal(name):
@@ -262,9 +294,21 @@ class _Scheduler:
             after = [] if source == START.name else [source]
         self._dispatch(target, value, after=after)
 
+    def _next_queued(self, name: str) -> None:
+        """``name``'s active run ended: dispatch its next queued activation."""
+        queue = self.queued.get(name)
+        if queue:
+            node_input, after = queue.popleft()
+            self._dispatch(name, node_input, after=after)
+
     def _dispatch(
         self, name: str, node_input: Any, resume: NodeRun | None = None, *, after: list[str] | None = None
     ) -> None:
+        if name in self.active:  # one active run per node: this activation waits its turn
+            assert resume is None
+            self.queued.setdefault(name, deque()).append((node_input, after or []))
+            return
+        self.active.add(name)
         node = self.wf.nodes[name]
         if resume is not None:
             runner = NodeRunner(

@@ -1,4 +1,4 @@
-"""Events a node body yields ride on the run's next record (engine/context.py).
+"""Events a node body yields ride on the run's next record (engine/invocation.py).
 
 A body that yields an interrupt and ends (the common ``yield RequestInput``)
 costs one commit for both; a body that yields and goes on working has its
@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from engine import START, Content, RequestInput, Runner, Workflow, context, node
+from engine import START, Content, RequestInput, Runner, Workflow, invocation, node
 from engine.errors import WorkflowFailed
 from engine.models import Event, StoredEvent
 from engine.store import MemoryStore
@@ -80,9 +80,9 @@ async def test_a_body_that_goes_on_working_has_its_event_written_while_it_runs()
 
     @node
     async def slow(node_input: Any):
-        yield Event(author="slow", output="halfway")
+        yield Event(author="slow", custom_metadata={"step": "halfway"})  # one output per run: these are progress events
         await gate.wait()
-        yield Event(author="slow", output="done")
+        yield Event(author="slow", custom_metadata={"step": "done"})
 
     store = Appends()
     runner = Runner("app", Workflow("w", [(START, slow)]), store)
@@ -95,7 +95,7 @@ async def test_a_body_that_goes_on_working_has_its_event_written_while_it_runs()
     assert not any("end w@1/slow@1" in b for b in store.batches)
     gate.set()
     events = await turn
-    assert [e.output for e in events if e.node_info and not e.node_info.lifecycle] == ["halfway", "done"]
+    assert [e.custom_metadata["step"] for e in events if e.node_info and not e.node_info.lifecycle] == ["halfway", "done"]
     # the second event rides on the end records (with the release, or just before it)
     assert any(b[:2] == ["event w@1/slow@1", "end w@1/slow@1"] for b in store.batches), store.batches
 
@@ -104,7 +104,7 @@ async def test_events_are_written_in_the_order_they_were_made() -> None:
     @node
     async def chatty(node_input: Any):
         for i in range(5):
-            yield Event(author="chatty", output=i)
+            yield Event(author="chatty", custom_metadata={"i": i})
             await asyncio.sleep(0)
 
     @node
@@ -115,7 +115,7 @@ async def test_events_are_written_in_the_order_they_were_made() -> None:
     runner = Runner("app", Workflow("w", [(START, chatty, after)]), store)
     await drain(runner.run("u", "s", Content.from_text("go")))
     stored = await store.events("s")
-    chatty_outputs = [s.event.output for s in stored if s.event.node_info and not s.event.node_info.lifecycle]
+    chatty_outputs = [s.event.custom_metadata["i"] for s in stored if s.event.node_info and not s.event.node_info.lifecycle]
     assert chatty_outputs == [0, 1, 2, 3, 4]
     kinds = [(s.event.node_info.lifecycle or "event", s.event.node_info.path) for s in stored if s.event.node_info]
     assert kinds.index(("end", "w@1/chatty@1")) > max(i for i, k in enumerate(kinds) if k == ("event", "w@1/chatty@1"))
@@ -125,7 +125,7 @@ async def test_events_are_written_in_the_order_they_were_made() -> None:
 
 
 async def test_an_id_raised_by_a_held_event_cannot_be_raised_again_elsewhere(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(context, "BODY_EVENT_DELAY", 60.0)  # held until the next record, whatever the machine's pace
+    monkeypatch.setattr(invocation, "BODY_EVENT_DELAY", 60.0)  # held until the next record, whatever the machine's pace
     running, raised = asyncio.Event(), asyncio.Event()
 
     @node

@@ -156,13 +156,3 @@ def test_parallel_worker_rejects_rerun_on_resume_false_and_bad_limits():
         ParallelWorker(f, rerun_on_resume=False)
     with pytest.raises(ValueError, match="max_concurrency"):
         ParallelWorker(f, max_concurrency=0)
-
-
-async def test_parallel_worker_input_must_be_a_list():
-    @node
-    def f(node_input):
-        return node_input
-
-    h = Harness(Workflow("wf", [(START, ParallelWorker(f, name="map"))]))
-    with pytest.raises(WorkflowFailed, match="maps over a list of items; its input is a str"):
-        await h.start("not a list")

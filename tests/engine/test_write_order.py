@@ -1,4 +1,4 @@
-"""A turn's writes reach the store in the order they were made (engine/context.py).
+"""A turn's writes reach the store in the order they were made (engine/invocation.py).
 
 An end record is held and written with the next start. When one completion
 starts two parallel branches, the second branch's start must not commit before
