@@ -40,6 +40,7 @@ from aiohttp import web
 from textual_serve.app_service import AppService
 from textual_serve.server import Server, to_int
 
+from .api import PREFIX as API_PREFIX
 from .auth import COOKIE, FailureLimiter, Identity, Session, SessionBook, Verifier
 from .child import build_argv
 from .config import ServeConfig, valid_name
@@ -130,6 +131,9 @@ class ConsoleServer(Server):
             ]
         )
         app.on_shutdown.append(self.on_shutdown)
+        from .api import mount_api
+
+        mount_api(self, app)  # /api/v1: the HTTP API (tokens or this server's identity; JSON errors)
         return app
 
     async def on_shutdown(self, app: web.Application) -> None:
@@ -194,8 +198,8 @@ class ConsoleServer(Server):
         if (request.method == "POST" or request.path == "/ws") and not self._same_origin(request):
             log.warning("refused a %s %s from origin %r", request.method, request.path, request.headers.get("Origin"))
             raise web.HTTPForbidden(text="cross-origin request refused\n")
-        if request.path in PUBLIC:
-            return await handler(request)
+        if request.path in PUBLIC or request.path.startswith(API_PREFIX):
+            return await handler(request)  # the API signs its callers in itself (console.serve.api)
         who, _token = self.identity(request)
         if who is None:
             if self.mode == "proxy":
