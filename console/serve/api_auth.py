@@ -7,8 +7,9 @@ operator's password works the same way); the caller sends
 The name is what the audit trail records, the entry's role what it may do.
 A browser's sign-in cookie works too (:meth:`ConsoleServer.identity`).
 
-- :class:`TokenBook` -- checks a presented token: malformed, oversized and
-  unknown names cost what a wrong token costs (one argon2 verify, in a thread);
+- :class:`TokenBook` -- checks a presented token: an unknown name costs what
+  a wrong token costs (one argon2 verify, in a thread); a malformed or
+  oversized header is refused unread;
   failures count in the server's sign-in limiter (per client address and per
   name: past the limit the token is refused before it is checked, 429). A
   token that verified is remembered for a few minutes by its SHA-256 (never
