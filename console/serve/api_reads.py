@@ -138,13 +138,20 @@ async def show_session(ctx: ApiContext, request: web.Request) -> web.Response:
     return respond(detail, red)
 
 
+def event_json(red: Redactor, stored: Any) -> dict[str, Any]:
+    """An event as ``hitl events --json`` prints it (masked), with its ``kind``
+    (message, response, interrupt, start, end, ...)."""
+    return {"seq": stored.seq, "kind": stored.event.kind,
+            **red.event(stored.event).model_dump(mode="json", exclude_none=True)}
+
+
 async def session_events(ctx: ApiContext, request: web.Request) -> web.Response:
     sid = request.match_info["session_id"]
     q: m.EventsQuery = parse_query(request, m.EventsQuery)
     red = ctx.redactor(request)
     await ctx.db.get_session(sid)
     page = await ctx.db.events(sid, after_seq=q.after, limit=q.limit)
-    events = [{"seq": s.seq, **red.event(s.event).model_dump(mode="json", exclude_none=True)} for s in page]
+    events = [event_json(red, s) for s in page]
     after = page[-1].seq if len(page) == q.limit else None
     return respond(m.EventsPage(events=events, next_after=after), red)
 

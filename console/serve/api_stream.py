@@ -71,6 +71,8 @@ def _last_event_id(request: web.Request, after: int) -> int:
 
 
 async def session_stream(ctx: ApiContext, request: web.Request) -> web.StreamResponse:
+    from .api_reads import event_json
+
     sid = request.match_info["session_id"]
     q: m.StreamQuery = parse_query(request, m.StreamQuery)
     red = ctx.redactor(request)
@@ -81,7 +83,7 @@ async def session_stream(ctx: ApiContext, request: web.Request) -> web.StreamRes
             page = await ctx.db.events(sid, after_seq=last, limit=PAGE)
             for stored in page:
                 last = stored.seq
-                data = {"seq": stored.seq, **red.event(stored.event).model_dump(mode="json", exclude_none=True)}
+                data = event_json(red, stored)
                 await response.write(frame("event", data, red, stored.seq))
             if len(page) == PAGE:
                 continue

@@ -42,8 +42,8 @@ def config(max_failed: int = 5) -> ServeConfig:
 class Api:
     """A client of the API: requests as a named token holder, responses checked against the document."""
 
-    def __init__(self, client: TestClient, invocations: dict[str, str], kind: str) -> None:
-        self.client, self.invocations, self.kind = client, invocations, kind
+    def __init__(self, client: TestClient, invocations: dict[str, str], kind: str, target: Any = None) -> None:
+        self.client, self.invocations, self.kind, self.target = client, invocations, kind, target
         self.doc = api_models.openapi("test")
 
     def headers(self, who: str | None, extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -112,6 +112,6 @@ async def api(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[A
         await store.close()
     client = await serve_app(target, config())
     try:
-        yield Api(client, invocations, request.param)
+        yield Api(client, invocations, request.param, target)
     finally:
         await client.close()
