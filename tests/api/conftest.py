@@ -16,6 +16,7 @@ from console.serve import api_models
 from console.serve.config import OperatorEntry, ServeConfig
 from engine import Content
 from engine.store.base import SessionStore
+from tests.browser.conftest import demo_db  # noqa: F401 (the demo store, built once: a fixture here too)
 from tests.browser.served import HASHER
 from tests.bulk_store import registry
 from tests.contract.builders import location, open_store
