@@ -23,10 +23,11 @@ class Received:
 
 @dataclass
 class HttpReceiver:
-    """``fail`` first requests answer 500; ``hold`` seconds before each answer."""
+    """``fail`` first requests answer 500; while ``held``, requests wait for :meth:`release`."""
 
     fail: int = 0
-    hold: float = 0.0
+    held: bool = False
+    gate: asyncio.Event = field(default_factory=asyncio.Event)
     got: list[Received] = field(default_factory=list)
     url: str = ""
     _runner: Any = None
@@ -36,8 +37,8 @@ class HttpReceiver:
         async def handle(request: web.Request) -> web.Response:
             self.got.append(Received(dict(request.headers), await request.read()))
             self.arrived.set()
-            if self.hold:
-                await asyncio.sleep(self.hold)
+            if self.held:
+                await self.gate.wait()
             if self.fail > 0:
                 self.fail -= 1
                 return web.Response(status=500, text="down")
@@ -53,7 +54,13 @@ class HttpReceiver:
         self.url = f"http://127.0.0.1:{port}/hook"
         return self
 
+    def release(self) -> None:
+        """Answer the held requests, and hold no more."""
+        self.held = False
+        self.gate.set()
+
     async def stop(self) -> None:
+        self.release()
         await self._runner.cleanup()
 
 
