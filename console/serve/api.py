@@ -387,3 +387,13 @@ def mount_api(server: Any, app: web.Application) -> None:
         tokens=TokenBook(config, server.limiter) if config.has_operators else None,
     )
     app.add_subapp(PREFIX + "/", build_api(ctx))
+    from engine.notify.config import NotifyConfigError, load_notify_config
+
+    from .answer_page import AnswerPages
+
+    try:
+        secret = load_notify_config(options.config).link_secret
+    except NotifyConfigError as exc:
+        log.warning("answer links are off: %s", exc)
+        secret = None
+    app.add_routes(AnswerPages(ctx, secret).routes())  # /answer/{token}: signed links, no sign-in

@@ -40,6 +40,7 @@ from aiohttp import web
 from textual_serve.app_service import AppService
 from textual_serve.server import Server, to_int
 
+from .answer_page import PREFIX as ANSWER_PREFIX
 from .api import PREFIX as API_PREFIX
 from .auth import COOKIE, FailureLimiter, Identity, Session, SessionBook, Verifier
 from .child import build_argv
@@ -198,7 +199,7 @@ class ConsoleServer(Server):
         if (request.method == "POST" or request.path == "/ws") and not self._same_origin(request):
             log.warning("refused a %s %s from origin %r", request.method, request.path, request.headers.get("Origin"))
             raise web.HTTPForbidden(text="cross-origin request refused\n")
-        if request.path in PUBLIC or request.path.startswith(API_PREFIX):
+        if request.path in PUBLIC or request.path.startswith((API_PREFIX, ANSWER_PREFIX)):
             return await handler(request)  # the API signs its callers in itself (console.serve.api)
         who, _token = self.identity(request)
         if who is None:
