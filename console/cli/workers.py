@@ -94,7 +94,13 @@ def worker(concurrency: int, drain_timeout: float, lease_ttl: float | None, hear
                 loop.add_signal_handler(sig, w.stop)
             versions = ", ".join(f"{a} (graph {v})" for a, v in sorted(w.versions.items()))
             out(red, f"{w.name} serving {versions}; concurrency {concurrency}")
-            await w.run()
+            sending = _notifications(store, red)  # [notify] rules: this worker sends them too (hitl notify)
+            try:
+                await w.run()
+            finally:
+                if sending is not None:
+                    sending[0].set()
+                    await sending[1]
             out(red, f"{w.name} drained and stopped")
         finally:
             await store.close()
@@ -103,6 +109,23 @@ def worker(concurrency: int, drain_timeout: float, lease_ttl: float | None, hear
         asyncio.run(body())
     except HitlError as exc:
         fail(red.text(" ".join(str(exc).split())))
+
+
+def _notifications(store: Any, red: Any) -> tuple[Any, Any] | None:
+    """When hitl.toml has [[notify.rules]]: a sender running beside the worker, and
+    the event that stops it (engine.notify.sender; hitl notify runs one alone)."""
+    import asyncio
+
+    from engine.notify.config import load_notify_config
+    from engine.notify.sender import Sender
+
+    config = load_notify_config(_opts().config_path())
+    if not config.active:
+        return None
+    stop = asyncio.Event()
+    task = asyncio.ensure_future(Sender(store, config, redactor=red).run(stop))
+    out(red, f"sending notifications for {len(config.rules)} rule(s) (hitl notifications lists them)")
+    return stop, task
 
 
 # ------------------------------------------------------------------ hitl workers
