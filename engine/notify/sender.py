@@ -112,7 +112,7 @@ class Sender:
         """Passes until ``stop`` is set."""
         from ..worker import Waker
 
-        waker = Waker(self.store, poll=min(poll, 0.25))
+        waker = Waker(self.store, poll=min(poll, 0.05))
         await waker.start()
         try:
             while not stop.is_set():
