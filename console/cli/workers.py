@@ -130,9 +130,13 @@ def worker(
                 shown = metrics_host if ":" not in metrics_host else f"[{metrics_host}]"
                 say("worker.metrics", f"metrics at http://{shown}:{bound}/metrics", port=bound)
             say("worker.started", f"{w.name} serving {versions}; concurrency {concurrency}", worker=w.name)
+            sending = _notifications(store, red)  # [notify] rules: this worker sends them too (hitl notify)
             try:
                 await w.run()
             finally:
+                if sending is not None:
+                    sending[0].set()
+                    await sending[1]
                 if server is not None:
                     server.close()
             say("worker.stopped", f"{w.name} drained and stopped", worker=w.name)
@@ -143,6 +147,23 @@ def worker(
         asyncio.run(body())
     except HitlError as exc:
         fail(red.text(" ".join(str(exc).split())))
+
+
+def _notifications(store: Any, red: Any) -> tuple[Any, Any] | None:
+    """When hitl.toml has [[notify.rules]]: a sender running beside the worker, and
+    the event that stops it (engine.notify.sender; hitl notify runs one alone)."""
+    import asyncio
+
+    from engine.notify.config import load_notify_config
+    from engine.notify.sender import Sender
+
+    config = load_notify_config(_opts().config_path())
+    if not config.active:
+        return None
+    stop = asyncio.Event()
+    task = asyncio.ensure_future(Sender(store, config, redactor=red).run(stop))
+    out(red, f"sending notifications for {len(config.rules)} rule(s) (hitl notifications lists them)")
+    return stop, task
 
 
 # ------------------------------------------------------------------ hitl workers

@@ -66,29 +66,31 @@ def parse_answers(pairs: Iterable[str], red: Redactor) -> dict[str, Any]:
     return answers
 
 
-def print_step(red: Redactor, step: Step, as_json: bool) -> None:
+def step_dict(step: Step) -> dict[str, Any]:
     """One persisted event with the status its node has after it and what it
     did (:func:`engine.replay.markers_for`: answers, auto-completions,
-    re-executions, failures)."""
+    re-executions, failures): ``--json``'s line, and the API's ``events`` item."""
     from engine.replay import markers_for
 
     event, proj = step.event, step.projection
     run_ = proj.get(event.invocation_id, event.path) if event.path else None
-    status = run_.status.value if run_ else ""
-    notes = [m.text for m in markers_for(event, step.change, proj)]
+    return {
+        "kind": event.kind,
+        "path": event.path,
+        "status": run_.status.value if run_ else None,
+        "invocation_id": event.invocation_id,
+        "event_id": event.id,
+        "markers": [m.text for m in markers_for(event, step.change, proj)],
+    }
+
+
+def print_step(red: Redactor, step: Step, as_json: bool) -> None:
+    """One persisted event (:func:`step_dict`), as a line or as JSON."""
+    d = step_dict(step)
     if as_json:
-        out_json(red, 
-            {
-                "kind": event.kind,
-                "path": event.path,
-                "status": status or None,
-                "invocation_id": event.invocation_id,
-                "event_id": event.id,
-                "markers": notes,
-            }
-        )
+        out_json(red, d)
     else:
-        out(red, f"{event.kind:<9} {(event.path or '-'):<44} {status:<9}  {'; '.join(notes)}".rstrip())
+        out(red, f"{d['kind']:<9} {(d['path'] or '-'):<44} {d['status'] or '':<9}  {'; '.join(d['markers'])}".rstrip())
 
 
 async def finish(red: Redactor, store: SessionStore, done: Outcome, as_json: bool) -> None:
@@ -111,10 +113,16 @@ def _summary(red: Redactor, proj: Projection, inv: str, count: int, as_json: boo
             {"kind": "summary", "invocation_id": inv, "status": status.value if status else None, "open": open_ids}
         )
         return
+    out(red, summary_line(proj, inv, count))
+
+
+def summary_line(proj: Projection, inv: str, count: int) -> str:
+    """What an answer or a re-drive says at its end, after writing ``count`` events."""
+    status = proj.invocation_status(inv)
+    open_ids = [i.id for i in proj.open_interrupts(inv)]
     if count <= 1:
-        out(red, f"answered; nothing ran: invocation {inv} keeps waiting for {id_list(open_ids, 8)}")
-        return
-    out(red, f"invocation {inv}: {status.value if status else '?'}" + (f"; open: {id_list(open_ids, 8)}" if open_ids else ""))
+        return f"answered; nothing ran: invocation {inv} keeps waiting for {id_list(open_ids, 8)}"
+    return f"invocation {inv}: {status.value if status else '?'}" + (f"; open: {id_list(open_ids, 8)}" if open_ids else "")
 
 
 @cli.command()

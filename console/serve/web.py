@@ -227,6 +227,9 @@ class ConsoleServer(Guard, SignIn, Server):
         )
         app.on_response_prepare.append(self.on_response_prepare)
         app.on_shutdown.append(self.on_shutdown)
+        from .api import mount_api
+
+        mount_api(self, app)  # /api/v1: the HTTP API (tokens or this server's identity; JSON errors)
         return app
 
     async def on_shutdown(self, app: web.Application) -> None:

@@ -1,0 +1,211 @@
+"""The answer page of a signed link: ``/answer/{token}`` on ``hitl serve``.
+
+No console and no sign-in: the link is the credential (:mod:`engine.notify.links`:
+signed, expiring, bound to one interrupt as raised and to one recipient). The
+page shows the interrupt's message and payload (secrets masked), a form built
+from its schema (:func:`engine.schema_view.form_spec`: Approve/Reject for a
+boolean, or for an object with one required boolean; fields for the rest; a
+JSON box when the schema has no form), a reason, and a dry run. The answer
+goes through :func:`engine.operations.answer` (or, without the app's code
+here, :func:`engine.handoff.queue_answer`) with the recipient as the
+operator, so ``hitl audit`` names them.
+
+Single use by construction: the form is offered only while that raising of
+the interrupt is open. Once it is answered (here or anywhere), cancelled or
+asked again, or the link expired, the page says so, and who answered when.
+A forged, altered or oversized token is "not valid" (403); an expired one
+410. Posts from another origin are refused by the server's guard.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import TYPE_CHECKING, Any
+
+import aiohttp_jinja2
+from aiohttp import web
+
+from engine.errors import HitlError
+
+if TYPE_CHECKING:
+    from .api import ApiContext
+
+PREFIX = "/answer/"
+
+
+def _when(t: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(t))
+
+
+class AnswerPages:
+    def __init__(self, ctx: ApiContext, secret: str | None) -> None:
+        self.ctx, self.secret = ctx, secret
+
+    def routes(self) -> list[web.RouteDef]:
+        return [web.get(PREFIX + "{token}", self.page), web.post(PREFIX + "{token}", self.post)]
+
+    def _render(self, request: web.Request, status: int = 200, **context: Any) -> web.Response:
+        base = {"heading": "Answer", "meta": "", "message": "", "payload": "", "status_line": "", "status_class": "",
+                "plan": "", "form": False, "fields": [], "json_field": False, "schema_text": "", "boolean": False}
+        response = aiohttp_jinja2.render_template("answer.html", request, {**base, **context}, status=status)
+        response.headers["Cache-Control"] = "no-store"
+        response.headers["Referrer-Policy"] = "no-referrer"
+        return response
+
+    async def _link(self, request: web.Request) -> Any:
+        from engine.notify.links import LinkError, read_token
+
+        if not self.secret:
+            raise web.HTTPNotFound(text="answer links are not configured on this server ([notify] link_secret_env)\n")
+        try:
+            return read_token(self.secret, request.match_info["token"])
+        except LinkError as exc:
+            raise _Refused(410 if exc.reason == "expired" else 403, str(exc)) from None
+
+    async def _state(self, link: Any) -> tuple[Any | None, str | None]:
+        """(the open interrupt record, None) or (None, what happened to it)."""
+        store = self.ctx.db
+        rows = await store.lookup_interrupts(link.session_id, [link.interrupt_id])
+        row = max(rows, key=lambda r: r.raised_seq, default=None)
+        if row is None:
+            return None, "this interrupt does not exist (any more)"
+        if row.raised_seq != link.raised_seq:
+            return None, "this question was asked again since the link was made; this link was for the earlier one"
+        if row.status == "open":
+            return row, None
+        who, when = "someone", None
+        if row.resolved_seq is not None:
+            event = (await store.event_at(link.session_id, row.resolved_seq)).event
+            who = (event.custom_metadata or {}).get("operator") or "someone"
+            when = event.timestamp
+        verb = "answered" if row.status == "resolved" else "cancelled"
+        return None, f"already {verb} by {who}" + (f" at {_when(when)}" if when else "")
+
+    async def page(self, request: web.Request) -> web.StreamResponse:
+        try:
+            link = await self._link(request)
+        except _Refused as r:
+            return self._render(request, r.status, heading="This link does not work", status_line=r.message,
+                                status_class="error")
+        row, gone = await self._state(link)
+        if row is None:
+            return self._render(request, 200, heading="Nothing to answer", status_line=gone, status_class="done")
+        return self._render(request, **self._form(link, row))
+
+    def _form(self, link: Any, row: Any, **extra: Any) -> dict[str, Any]:
+        from engine.schema_view import NotAForm, form_spec, schema_text
+
+        red = self.ctx.redactor()
+        red.learn_from(row.args)
+        schema = row.args.get("response_schema")
+        ctx: dict[str, Any] = {
+            "heading": f"{row.app_name}: {row.interrupt_id}",
+            "meta": f"for {link.to} · session {row.session_id} · link expires {_when(link.expires)}",
+            "message": red.text(str(row.args.get("message", ""))),
+            "payload": json.dumps(red.value(row.args.get("payload")), indent=2, ensure_ascii=False)
+            if row.args.get("payload") is not None else "",
+            "form": True,
+        }
+        try:
+            spec = form_spec(schema)
+        except NotAForm:
+            spec = None
+        if spec is not None and spec.kind == "boolean":
+            ctx["boolean"] = True
+        elif spec is not None and spec.kind == "object" and all(f.kind in ("boolean", "enum", "string", "integer",
+                                                                               "number") for f in spec.fields):
+            flags = [f for f in spec.fields if f.kind == "boolean" and f.required]
+            ctx["boolean"] = len(flags) == 1
+            ctx["fields"] = [{"name": f.name, "label": f.name, "required": f.required, "help": f.help_text(),
+                              "choices": [json.dumps(c) if not isinstance(c, str) else c for c in f.enum]
+                              if f.kind == "enum" else (["true", "false"] if f.kind == "boolean" else []),
+                              "value": "" if not f.has_default else str(f.default)}
+                             for f in spec.fields if not (ctx["boolean"] and f is flags[0])]
+        else:
+            ctx["json_field"] = True
+            ctx["schema_text"] = schema_text(schema)
+        return {**ctx, **extra}
+
+    def _value(self, form: Any, row: Any, action: str) -> Any:
+        from engine.jsonin import loads
+        from engine.schema_view import NotAForm, form_spec
+
+        try:
+            spec = form_spec(row.args.get("response_schema"))
+        except NotAForm:
+            spec = None
+        decision = action.removeprefix("dry-")
+        if spec is not None and spec.kind == "boolean":
+            return decision == "approve"
+        if spec is not None and spec.kind == "object" and "json" not in form:
+            value: dict[str, Any] = {}
+            flags = [f for f in spec.fields if f.kind == "boolean" and f.required]
+            for f in spec.fields:
+                if len(flags) == 1 and f is flags[0]:
+                    value[f.name] = decision == "approve"
+                    continue
+                raw = str(form.get(f"f.{f.name}", ""))
+                if raw != "":
+                    value[f.name] = raw  # the engine's validation coerces ("42" -> 42, "true" -> true)
+            return value
+        return loads(str(form.get("json", "")), "the answer")
+
+    async def post(self, request: web.Request) -> web.StreamResponse:
+        from engine import operations
+        from engine.bulk import routed_to_worker
+
+        try:
+            link = await self._link(request)
+        except _Refused as r:
+            return self._render(request, r.status, heading="This link does not work", status_line=r.message,
+                                status_class="error")
+        row, gone = await self._state(link)
+        if row is None:
+            return self._render(request, 409, heading="Nothing to answer", status_line=gone, status_class="done")
+        form = await request.post()
+        action = str(form.get("action", "submit"))
+        reason = str(form.get("reason", "")).strip()[:2000] or None
+        red = self.ctx.redactor()
+        store = self.ctx.db
+        try:
+            answers = {row.interrupt_id: self._value(form, row, action)}
+            red.learn_from(answers)
+            if action.startswith("dry-"):
+                from console.cli.render import render_plan
+
+                dry = await operations.dry_run(store, row.session_id, answers, row.invocation_id,
+                                               app_name=row.app_name, registry=self.ctx.registry)
+                plan = "\n".join(red.text(line) for line in render_plan(red, dry.plan, row.session_id, dry.next_runs))
+                return self._render(request, **self._form(link, row, plan=plan))
+            if routed_to_worker("auto", row.app_name, self.ctx.registry(), store):
+                from engine.handoff import queue_answer
+
+                done = await queue_answer(store, row.session_id, answers, row.invocation_id, operator=link.to,
+                                          reason=reason)
+            else:
+                done = await operations.answer(store, row.session_id, answers, row.invocation_id,
+                                               registry=self.ctx.registry, operator=link.to, reason=reason)
+        except HitlError as exc:
+            return await self._refusal(request, link, exc, red)
+        for waker in list(self.ctx.wakers):
+            waker.poke()
+        if done.error is not None and not done.written:
+            return await self._refusal(request, link, done.error, red)
+        return self._render(request, heading="Answered", status_class="done",
+                            status_line=f"answered by {link.to} at {_when(time.time())}; thank you")
+
+    async def _refusal(self, request: web.Request, link: Any, exc: BaseException, red: Any) -> web.Response:
+        from .api import one_line
+
+        row, gone = await self._state(link)
+        if row is None:
+            return self._render(request, 409, heading="Nothing to answer", status_line=gone, status_class="done")
+        return self._render(request, 422, **self._form(link, row, status_line=one_line(red, str(exc)),
+                                                       status_class="error"))
+
+
+class _Refused(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status, self.message = status, message

@@ -1,0 +1,399 @@
+"""The HTTP API of ``hitl serve``: ``/api/v1/...``, in the server's process.
+
+The same sign-in, roles and operations as the console and the CLI: reads go
+through the engine's views and the CLI's JSON shapes, every write through
+:mod:`engine.operations` (and :mod:`engine.handoff` when a worker runs the
+turn), with the caller's name as the operator. The routes are
+:data:`console.serve.api_models.ROUTES`; the handlers live in
+:mod:`console.serve.api_reads`, :mod:`console.serve.api_writes` and
+:mod:`console.serve.api_stream`; the OpenAPI document is
+:func:`console.serve.api_models.openapi`.
+
+One middleware runs before every handler: who is calling (a service token in
+``Authorization``, else the browser's cookie, the proxy header or loopback's
+no-sign-in, as the console is told), whether they may write (viewers and a
+``--read-only`` server may not), and every error as JSON --
+``{"error": {"code", "message"}}`` with a stable code (the engine error's
+class, snake-cased: ``already_resolved``, ``session_not_found``) and the one
+line the CLI prints for it, masked by the server's secret patterns. Nothing
+else reaches a client: an unexpected exception is a logged 500 ``internal``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+from pydantic import BaseModel, ValidationError
+
+from engine.errors import (
+    BlankIdError,
+    HitlError,
+    InvocationNotFoundError,
+    ReadOnlyError,
+    SessionNotFoundError,
+)
+from engine.jsonin import JSONInputError
+
+from . import api_models
+from .api_auth import IdempotencyBook, KeyReused, TokenBook, TokenRefused, fingerprint
+from .auth import Identity
+
+if TYPE_CHECKING:
+    from engine.apps import AppRegistry
+    from engine.redact import Redactor
+    from engine.store.base import SessionStore
+
+log = logging.getLogger("hitl.serve.api")
+
+PREFIX = "/api/v1"
+VERSION = "1.0.0"
+MAX_BODY = 4 * 1024 * 1024
+"""Largest request body read (an answer is at most ~1 MB of JSON; a bulk item list more)."""
+CONTEXT: web.AppKey[ApiContext] = web.AppKey("hitl_api", object)  # type: ignore[arg-type]
+ROUTE_TABLE: web.AppKey[dict[tuple[str, str], api_models.Route]] = web.AppKey("hitl_api_routes", dict)
+IDENTITY: web.RequestKey[Identity] = web.RequestKey("hitl_identity", object)  # type: ignore[arg-type]
+REDACTOR: web.RequestKey[Any] = web.RequestKey("hitl_redactor", object)
+
+
+class ApiError(Exception):
+    """An error a handler answers with: HTTP status, stable code, one line."""
+
+    def __init__(self, status: int, code: str, message: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message, self.headers = status, code, message, headers or {}
+
+
+@dataclass
+class ApiContext:
+    """What every handler reads: the store, the app code, the masking, who may write."""
+
+    target: Path | str
+    """The store (a SQLite path or a URL), opened when the server starts."""
+    apps: list[str] = field(default_factory=list)
+    config: str | None = None
+    read_only: bool = False
+    show_secrets: bool = False
+    secret_patterns: tuple[str, ...] = ()
+    identify: Callable[[web.Request], Identity | None] | None = None
+    """The console server's identity for a request without a token (cookie, proxy, loopback)."""
+    tokens: TokenBook | None = None
+    idempotency: IdempotencyBook = field(default_factory=IdempotencyBook)
+    store: SessionStore | None = None
+    store_options: dict[str, Any] = field(default_factory=dict)
+    wakers: set[Any] = field(default_factory=set)
+    """The live streams' wakers: poked after each write here (SQLite's change counter misses our own)."""
+    _registry: AppRegistry | None = None
+
+    def registry(self) -> AppRegistry:
+        if self._registry is None:
+            from engine.apps import AppRegistry
+
+            self._registry = AppRegistry.from_options(self.apps, self.config)
+        return self._registry
+
+    def redactor(self, request: web.Request | None = None) -> Redactor:
+        """The request's one Redactor (it learns the secrets the request reads or
+        sends, so that an error line repeating one is masked too)."""
+        from engine.redact import Redactor
+
+        if request is not None and REDACTOR in request:
+            return request[REDACTOR]
+        red = Redactor(self.secret_patterns, show=self.show_secrets)
+        if request is not None:
+            request[REDACTOR] = red
+        return red
+
+    @property
+    def db(self) -> SessionStore:
+        assert self.store is not None, "the API's store opens with the server"
+        return self.store
+
+
+# ------------------------------------------------------------------ errors
+_CODES = [
+    (SessionNotFoundError, 404),
+    (InvocationNotFoundError, 404),
+    (ReadOnlyError, 403),
+    (JSONInputError, 400),
+    (BlankIdError, 400),
+]
+
+
+def error_code(exc: BaseException) -> str:
+    """``AlreadyResolvedError`` -> ``already_resolved`` (stable: the class names are the engine's API)."""
+    name = type(exc).__name__.removesuffix("Error")
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower() or "error"
+
+
+def status_of(exc: BaseException) -> int:
+    from engine.operations import CONFLICTS, SessionBusyError
+
+    for cls, status in _CODES:
+        if isinstance(exc, cls):
+            return status
+    if isinstance(exc, (*CONFLICTS, SessionBusyError)):
+        return 409
+    return 422
+
+
+def one_line(red: Redactor | None, text: str) -> str:
+    from engine.redact import DEFAULT_SECRET_PATTERNS, Redactor
+
+    line = " ".join(str(text).split())
+    masked = red.text(line) if red is not None else line
+    return Redactor(DEFAULT_SECRET_PATTERNS).text(masked)  # as the CLI's error lines: the defaults always
+
+
+def hitl_error(exc: HitlError, red: Redactor | None = None) -> ApiError:
+    return ApiError(status_of(exc), error_code(exc), one_line(red, str(exc)))
+
+
+def error_body(code: str, message: str) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message}}
+
+
+def _json(status: int, obj: Any, headers: dict[str, str] | None = None) -> web.Response:
+    body = json.dumps(obj, default=str, ensure_ascii=False, allow_nan=False)
+    return web.Response(status=status, text=body, content_type="application/json", headers=headers)
+
+
+def respond(model: BaseModel, red: Redactor | None = None) -> web.Response:
+    """A response model as JSON; its free text passes ``red`` (values were masked when built)."""
+    text = model.model_dump_json()
+    if red is not None:
+        text = red.text(text)
+    return web.Response(text=text, content_type="application/json")
+
+
+def validation_line(exc: ValidationError, what: str) -> str:
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first.get("loc", ())) or "(root)"
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return f"{what}: {where}: {first.get('msg', 'invalid')}{more}"
+
+
+def parse_query(request: web.Request, model: type[BaseModel]) -> Any:
+    raw: dict[str, Any] = {}
+    for key in request.query:
+        values = request.query.getall(key)
+        if len(values) > 1:
+            raise ApiError(400, "bad_request", f"query parameter {key!r} is given {len(values)} times")
+        raw[key] = values[0]
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        raise ApiError(400, "bad_request", validation_line(exc, "the query")) from None
+
+
+async def parse_body(request: web.Request, model: type[BaseModel]) -> Any:
+    from engine.jsonin import loads
+
+    if request.content_type != "application/json":
+        raise ApiError(415, "unsupported_media_type", "send the body as application/json")
+    data = await request.read()
+    try:
+        value = loads(data.decode("utf-8"), "the request body")
+    except UnicodeDecodeError:
+        raise ApiError(400, "bad_request", "the request body is not UTF-8") from None
+    except json.JSONDecodeError as exc:
+        from engine.jsonin import where_invalid
+
+        raise ApiError(400, "bad_request", f"the request body is not valid JSON: {where_invalid(exc)}") from None
+    if not isinstance(value, dict):
+        raise ApiError(400, "bad_request", "the request body must be a JSON object")
+    try:
+        return model.model_validate(value)
+    except ValidationError as exc:
+        raise ApiError(400, "bad_request", validation_line(exc, "the request body")) from None
+
+
+# ------------------------------------------------------------------ the app
+Handler = Callable[[ApiContext, web.Request], Awaitable[web.StreamResponse]]
+
+
+def _handlers() -> dict[str, Handler]:
+    from . import api_reads, api_stream, api_writes
+
+    found: dict[str, Handler] = {}
+    for route in api_models.ROUTES:
+        for module in (api_reads, api_writes, api_stream):
+            fn = getattr(module, route.handler, None)
+            if fn is not None:
+                found[route.handler] = fn
+                break
+        else:
+            raise AssertionError(f"no handler {route.handler} for {route.method} {route.path}")
+    return found
+
+
+def build_api(ctx: ApiContext) -> web.Application:
+    """The ``/api/v1`` sub-application (mount with ``app.add_subapp(PREFIX, ...)``)."""
+    app = web.Application(middlewares=[_middleware], client_max_size=MAX_BODY)
+    app[CONTEXT] = ctx
+    handlers = _handlers()
+    for route in api_models.ROUTES:
+        handler = handlers[route.handler]
+
+        async def serve(request: web.Request, handler: Handler = handler) -> web.StreamResponse:
+            return await handler(request.app[CONTEXT], request)
+
+        app.router.add_route(route.method, route.path, serve, name=route.handler)
+    app[ROUTE_TABLE] = {(r.method, r.path): r for r in api_models.ROUTES}
+    app.cleanup_ctx.append(_store_ctx)
+    return app
+
+
+async def _store_ctx(app: web.Application) -> AsyncIterator[None]:
+    ctx = app[CONTEXT]
+    if ctx.store is not None:  # given by the caller (tests): theirs to close
+        yield
+        return
+    from engine.store.factory import open_store
+
+    ctx.store = await open_store(ctx.target, read_only=ctx.read_only, busy_timeout=5.0, **ctx.store_options)
+    try:
+        yield
+    finally:
+        await ctx.store.close()
+        ctx.store = None
+
+
+def _route_of(request: web.Request) -> api_models.Route | None:
+    info = request.match_info
+    resource = info.route.resource if info.route is not None else None
+    canonical = resource.canonical if resource is not None else None
+    if canonical is None:
+        return None
+    return request.app[ROUTE_TABLE].get((request.method, canonical.removeprefix(PREFIX)))
+
+
+async def _who(ctx: ApiContext, request: web.Request) -> Identity:
+    header = request.headers.get("Authorization")
+    if header is not None:
+        if ctx.tokens is None or not ctx.tokens.configured:
+            raise ApiError(401, "unauthorized", "this server has no service tokens: add [serve.operators.NAME] "
+                                                "with a token_hash to hitl.toml")
+        try:
+            return await ctx.tokens.identify(header, request.remote or "?")
+        except TokenRefused as exc:
+            headers = {"Retry-After": str(int(exc.retry_after) + 1)} if exc.status == 429 else {}
+            if exc.status == 401:
+                headers["WWW-Authenticate"] = 'Bearer realm="hitl"'
+            code = "rate_limited" if exc.status == 429 else "unauthorized"
+            log.warning("API token refused (%s) from %s", code, request.remote)
+            raise ApiError(exc.status, code, str(exc), headers) from None
+    who = ctx.identify(request) if ctx.identify is not None else None
+    if who is None:
+        raise ApiError(401, "unauthorized", "sign in first: send Authorization: Bearer NAME:TOKEN, or the "
+                                            "console's sign-in cookie", {"WWW-Authenticate": 'Bearer realm="hitl"'})
+    return who
+
+
+@web.middleware
+async def _middleware(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]):
+    ctx = request.app[CONTEXT]
+    try:
+        route = _route_of(request)
+        if route is None:  # no such path or method: the router's own 404/405, as JSON
+            await handler(request)
+            raise ApiError(404, "not_found", f"no such endpoint: {request.method} {request.path}")
+        if not route.public:
+            who = await _who(ctx, request)
+            request[IDENTITY] = who
+            if route.write:
+                _may_write(ctx, who)
+                try:
+                    key = request.headers.get("Idempotency-Key")
+                    if key is not None:
+                        return await _idempotent(ctx, request, handler, who, key)
+                    return await handler(request)
+                finally:
+                    for waker in list(ctx.wakers):
+                        waker.poke()
+        return await handler(request)
+    except ApiError as exc:
+        return _json(exc.status, error_body(exc.code, exc.message), exc.headers)
+    except HitlError as exc:
+        err = hitl_error(exc, request.get(REDACTOR))
+        return _json(err.status, error_body(err.code, err.message))
+    except web.HTTPRequestEntityTooLarge:
+        return _json(413, error_body("too_large", f"the request body is larger than {MAX_BODY} bytes"))
+    except web.HTTPMethodNotAllowed as exc:
+        return _json(405, error_body("method_not_allowed", f"{request.method} is not allowed here: "
+                                                          f"use {', '.join(sorted(exc.allowed_methods))}"),
+                     {"Allow": ", ".join(sorted(exc.allowed_methods))})
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        return _json(exc.status, error_body("not_found" if exc.status == 404 else "bad_request", exc.reason))
+    except Exception:  # noqa: BLE001 -- logged here; the client gets one line, never a traceback
+        log.exception("API %s %s failed", request.method, request.path)
+        return _json(500, error_body("internal", "the server failed on this request; its log says why"))
+
+
+def _may_write(ctx: ApiContext, who: Identity) -> None:
+    if who.read_only:
+        raise ApiError(403, "forbidden", f"{who.name} is signed in as a viewer (viewers cannot write); "
+                                         "nothing was written")
+    if ctx.read_only:
+        raise ApiError(403, "read_only", "the server runs --read-only; nothing was written")
+
+
+async def _idempotent(
+    ctx: ApiContext, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]],
+    who: Identity, key: str,
+) -> web.StreamResponse:
+    if not key or len(key) > 200 or not key.isprintable():
+        raise ApiError(400, "bad_request", "Idempotency-Key must be 1-200 printable characters")
+    body = await request.read()
+
+    async def write() -> tuple[int, bytes]:
+        try:
+            response = await handler(request)
+        except ApiError as exc:
+            response = _json(exc.status, error_body(exc.code, exc.message), exc.headers)
+        except HitlError as exc:
+            err = hitl_error(exc, request.get(REDACTOR))
+            response = _json(err.status, error_body(err.code, err.message))
+        assert isinstance(response, web.Response)
+        return response.status, response.body or b""  # type: ignore[return-value]
+
+    try:
+        status, data, replayed = await ctx.idempotency.run(
+            who.name, key, fingerprint(request.method, request.path, body), write
+        )
+    except KeyReused:
+        raise ApiError(422, "idempotency_key_reused", f"Idempotency-Key {key!r} was used for another request; "
+                                                      "use a new key for a new request") from None
+    headers = {"Idempotent-Replayed": "true"} if replayed else {}
+    return web.Response(status=status, body=data, content_type="application/json", headers=headers)
+
+
+def mount_api(server: Any, app: web.Application) -> None:
+    """Hook the API into the console server's app: its store and options, its
+    identities for callers without a token, its sign-in limiter for tokens."""
+    options, config = server.options, server.config
+    ctx = ApiContext(
+        target=options.db, apps=list(options.apps), config=options.config, read_only=options.read_only,
+        show_secrets=options.show_secrets, secret_patterns=tuple(options.secret_patterns),
+        identify=lambda request: server.identity(request)[0],
+        tokens=TokenBook(config, server.limiter) if config.has_operators else None,
+    )
+    app.add_subapp(PREFIX + "/", build_api(ctx))
+    from engine.notify.config import NotifyConfigError, load_notify_config
+
+    from .answer_page import AnswerPages
+
+    try:
+        secret = load_notify_config(options.config).link_secret
+    except NotifyConfigError as exc:
+        log.warning("answer links are off: %s", exc)
+        secret = None
+    app.add_routes(AnswerPages(ctx, secret).routes())  # /answer/{token}: signed links, no sign-in

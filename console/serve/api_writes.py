@@ -1,0 +1,282 @@
+"""The API's writes: answer (and its dry run), bulk answer, re-drive, cancel, start.
+
+Each is the matching ``hitl`` command, through the same calls: the engine's
+operations layer (:mod:`engine.operations`, :mod:`engine.bulk`) runs the turn
+in the server's process when it has the app's code, :mod:`engine.handoff`
+leaves it to a worker otherwise (``via``, as ``hitl resume --via``). Nothing
+here decides what an answer means: a refusal is the engine's, reported with
+its stable code and the CLI's line, and nothing was written.
+
+The operator recorded is the caller's name (a service token's, the signed-in
+operator's); a body's ``operator`` (a bot answering for a person) is recorded
+as ``PERSON via CALLER``, so the audit log says both. On a loopback server
+without sign-in it is recorded as given, as ``hitl --operator`` is.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from engine.errors import require_id
+
+from . import api_models as m
+from .api import IDENTITY, ApiContext, ApiError, hitl_error, one_line, parse_body, respond
+from .config import valid_name
+
+if TYPE_CHECKING:
+    from engine.operations import Outcome, Step
+    from engine.redact import Redactor
+
+    from .auth import Identity
+
+
+def operator_name(who: Identity, given: str | None) -> str:
+    """What the audit log records for a write by ``who`` on behalf of ``given``."""
+    if given is None or given == who.name:
+        return who.name
+    if not valid_name(given):
+        raise ApiError(400, "bad_request", "operator must be 1-64 printable characters without spaces at the ends")
+    return given if who.via == "local" else f"{given} via {who.name}"
+
+
+class Steps:
+    """The events a write persisted, as the API's ``events`` (read at each step:
+    the projection moves on)."""
+
+    def __init__(self) -> None:
+        self.items: list[m.WrittenEvent] = []
+
+    def __call__(self, step: Step) -> None:
+        from console.cli.writes import step_dict
+
+        d = step_dict(step)
+        self.items.append(m.WrittenEvent(seq=step.seq, event_id=d["event_id"], kind=d["kind"], path=d["path"],
+                                         status=d["status"], markers=d["markers"]))
+
+
+def _result(done: Outcome, steps: Steps, red: Redactor, **extra: Any) -> m.WriteResult:
+    """A write's response, or its refusal raised (nothing was written)."""
+    from console.cli.writes import summary_line
+
+    if done.error is not None and not done.written:
+        raise hitl_error(done.error, red)  # type: ignore[arg-type]
+    proj = done.after or done.before
+    inv = done.invocation_id
+    error = None
+    if done.error is None:
+        outcome = "applied"
+        message = summary_line(proj, inv, len(done.written)) if proj is not None and inv else "done"
+    else:
+        outcome = "failed" if done.error_kind == "failed" else "interrupted"
+        from .api import error_code
+
+        message = one_line(red, str(done.error))
+        error = m.ErrorBody(code=error_code(done.error), message=message)
+    status = proj.invocation_status(inv) if proj is not None and inv else None
+    return m.WriteResult(
+        kind=done.kind, outcome=outcome, session_id=done.session_id, invocation_id=inv, operator=done.operator,  # type: ignore[arg-type]
+        status=status.value if status is not None else None, open=done.still_open, ran=done.ran,
+        events=steps.items, message=message, error=error, **extra,
+    )
+
+
+async def _invocation(ctx: ApiContext, session_id: str, text: str | None) -> str | None:
+    from console.cli.loads import resolve_invocation
+
+    return None if text is None else await resolve_invocation(ctx.db, session_id, text)
+
+
+async def _notice(ctx: ApiContext, app: str) -> str | None:
+    from engine.handoff import worker_notice
+
+    return await worker_notice(ctx.db, app)
+
+
+# ------------------------------------------------------------------ answer
+async def answer(ctx: ApiContext, request: web.Request) -> web.Response:
+    from engine import operations
+    from engine.bulk import routed_to_worker
+
+    sid = request.match_info["session_id"]
+    b: m.AnswerRequest = await parse_body(request, m.AnswerRequest)
+    who: Identity = request[IDENTITY]
+    red = ctx.redactor(request)
+    red.learn_from(b.answers)  # validation errors may echo them
+    for iid in b.answers:
+        require_id(iid, "an interrupt id")
+    store = ctx.db
+    session = await store.get_session(sid)
+    inv = await _invocation(ctx, sid, b.invocation_id)
+    to_worker = routed_to_worker(b.via, session.app_name, ctx.registry(), store)
+    if b.dry_run:
+        return await _dry_run(ctx, red, session, b.answers, inv, to_worker)
+    operator = operator_name(who, b.operator)
+    if to_worker:
+        return await _queue_answer(ctx, red, session, b, inv, operator)
+    steps = Steps()
+    done = await operations.answer(store, sid, b.answers, inv, registry=ctx.registry, operator=operator,
+                                   reason=b.reason, session=session, on_step=steps)
+    return respond(_result(done, steps, red), red)
+
+
+async def _dry_run(ctx: ApiContext, red: Redactor, session: Any, answers: dict[str, Any], inv: str | None,
+                   to_worker: bool) -> web.Response:
+    from console.cli.render import render_plan
+    from engine import operations
+
+    dry = await operations.dry_run(ctx.db, session.id, answers, inv, app_name=session.app_name, registry=ctx.registry)
+    plan = dry.plan.to_dict()
+    lines = render_plan(red, dry.plan, session.id, dry.next_runs)
+    if dry.refusal is not None and to_worker:
+        lines.append(f"the real command would store the answer and leave the turn to a worker of {session.app_name}")
+    elif dry.refusal is not None:
+        lines.append(f"the real command would refuse (nothing would be written): {dry.refusal}")
+    result = m.DryRunResult(**{**plan, "changes": red.value(plan["changes"])}, next=dry.next_runs,
+                            would_run=dry.would_run, refusal=dry.refusal, worker=to_worker and dry.refusal is not None,
+                            lines=[red.text(line) for line in lines])
+    return respond(result, red)
+
+
+async def _queue_answer(ctx: ApiContext, red: Redactor, session: Any, b: m.AnswerRequest, inv: str | None,
+                        operator: str) -> web.Response:
+    from engine import handoff
+    from engine.liveness import is_mid_run
+
+    steps = Steps()
+    done = await handoff.queue_answer(ctx.db, session.id, b.answers, inv, operator=operator, reason=b.reason,
+                                      on_step=steps)
+    result = _result(done, steps, red)
+    if done.after is not None and done.invocation_id is not None and is_mid_run(done.after, done.invocation_id):
+        notice = await _notice(ctx, session.app_name)
+        result.outcome, result.queued_for, result.notice = "queued", session.app_name, notice
+        result.message = notice or f"answered, queued for a worker of {session.app_name}"
+    return respond(result, red)
+
+
+# ------------------------------------------------------------------ bulk
+async def bulk_answer(ctx: ApiContext, request: web.Request) -> web.Response:
+    from console.cli.bulk import _plan_json, _result_json
+    from engine import bulk
+
+    b: m.BulkAnswerRequest = await parse_body(request, m.BulkAnswerRequest)
+    who: Identity = request[IDENTITY]
+    red = ctx.redactor(request)
+    red.learn_from(b.answer)
+    store = ctx.db
+    where = bulk.parse_where(b.filter or "", bulk.Where())
+    refs = [bulk.ItemRef(i.session_id, i.invocation_id, i.interrupt_id) for i in b.items]
+    if where.empty and not refs:
+        raise ApiError(400, "bad_request", "give a filter (e.g. node=finance_approval amount<50 age>2h) or items: "
+                                           "an empty filter would answer every open interrupt")
+    groups = [] if where.empty else bulk.group(await bulk.select(store, where))
+    if refs:
+        groups = bulk.merge(groups, await bulk.items(store, [await _full_ref(ctx, r) for r in refs]))
+    if not groups:
+        raise ApiError(422, "nothing_matches", f"no open interrupt matches {str(where) or 'the items'}: "
+                                               "nothing was written")
+    if b.dry_run:
+        plan = await bulk.dry_run(store, groups, b.answer, registry=ctx.registry, via=b.via)
+        return respond(m.BulkDryRun(
+            summary=plan.summary(), filter=str(where), counts={v: plan.count(v) for v in bulk.VERDICTS},
+            answer=red.value(plan.value), items=[m.BulkPlanItem(**_plan_json(i)) for i in plan.items],
+        ), red)
+    done = await bulk.submit(store, groups, b.answer, registry=ctx.registry, operator=operator_name(who, b.operator),
+                             reason=b.reason, via=b.via)
+    return respond(m.BulkResult(
+        batch=done.batch, summary=done.summary(), counts={s: done.count(s) for s in bulk.RESULT_STATUSES}, ok=done.ok,
+        items=[m.BulkResultItem(**_result_json(r)) for r in done.results],
+    ), red)
+
+
+async def _full_ref(ctx: ApiContext, ref: Any) -> Any:
+    """The ref with its invocation id completed from a unique prefix; one that does
+    not resolve stays as given (its answer is refused saying why), as the CLI."""
+    from engine import bulk
+    from engine.errors import HitlError
+
+    try:
+        return bulk.ItemRef(ref.session_id, await _invocation(ctx, ref.session_id, ref.invocation_id), ref.interrupt_id)
+    except HitlError:
+        return ref
+
+
+# ------------------------------------------------------------------ redrive, cancel
+async def redrive(ctx: ApiContext, request: web.Request) -> web.Response:
+    from engine import handoff, operations
+    from engine.bulk import routed_to_worker
+
+    sid = request.match_info["session_id"]
+    b: m.RedriveRequest = await parse_body(request, m.RedriveRequest)
+    who: Identity = request[IDENTITY]
+    red = ctx.redactor(request)
+    store = ctx.db
+    session = await store.get_session(sid)
+    inv = await _invocation(ctx, sid, request.match_info["invocation_id"])
+    assert inv is not None
+    operator = operator_name(who, b.operator)
+    if routed_to_worker(b.via, session.app_name, ctx.registry(), store):
+        await handoff.request_redrive(store, sid, inv, acknowledge_in_doubt=b.ack_in_doubt, operator=operator,
+                                      reason=b.reason)
+        notice = await _notice(ctx, session.app_name)
+        return respond(m.WriteResult(
+            kind="redrive", outcome="queued", session_id=sid, invocation_id=inv, operator=operator,
+            message=notice or f"re-drive queued for a worker of {session.app_name}", queued_for=session.app_name,
+            notice=notice,
+        ), red)
+    steps = Steps()
+    done = await operations.redrive(store, sid, inv, registry=ctx.registry, operator=operator, reason=b.reason,
+                                    acknowledge_in_doubt=b.ack_in_doubt, session=session, on_step=steps)
+    return respond(_result(done, steps, red), red)
+
+
+async def cancel(ctx: ApiContext, request: web.Request) -> web.Response:
+    from engine import operations
+    from engine.resume import load_invocation
+
+    sid = request.match_info["session_id"]
+    b: m.CancelRequest = await parse_body(request, m.CancelRequest)
+    who: Identity = request[IDENTITY]
+    red = ctx.redactor(request)
+    if not b.reason.strip():
+        raise ApiError(400, "bad_request", "a cancel needs a reason (it is recorded with the cancel); "
+                                           "nothing was written")
+    await ctx.db.get_session(sid)
+    inv = await _invocation(ctx, sid, request.match_info["invocation_id"])
+    assert inv is not None
+    before = await load_invocation(ctx.db, sid, inv)
+    closed = [i.id for i in before.open_interrupts(inv)]
+    steps = Steps()
+    done = await operations.cancel(ctx.db, sid, inv, operator=operator_name(who, b.operator), reason=b.reason,
+                                   before=before, on_step=steps)
+    result = _result(done, steps, red)
+    result.message = f"cancelled invocation {inv}" + (f"; closed {', '.join(closed)}" if closed else "")
+    return respond(result, red)
+
+
+# ------------------------------------------------------------------ start
+async def start(ctx: ApiContext, request: web.Request) -> web.Response:
+    from engine import handoff, operations
+    from engine.models import new_id
+
+    b: m.StartRequest = await parse_body(request, m.StartRequest)
+    who: Identity = request[IDENTITY]
+    red = ctx.redactor(request)
+    store = ctx.db
+    sid = b.session_id or f"{b.app_name}-{new_id()[:8]}"
+    user = b.user_id or "api"
+    here = b.app_name in ctx.registry()
+    if b.via == "worker" or (b.via == "auto" and not here and await handoff.live_workers(store, b.app_name)):
+        if not hasattr(store, "request_turn"):
+            raise ApiError(422, "no_workers", "this store keeps no turn requests: no worker can start it (via=local)")
+        inv = await handoff.request_start(store, b.app_name, sid, b.text, user_id=user, operator=who.name)
+        notice = await _notice(ctx, b.app_name)
+        return respond(m.WriteResult(
+            kind="start", outcome="queued", session_id=sid, invocation_id=inv, operator=who.name,
+            message=notice or f"start of session {sid} queued for a worker of {b.app_name} (invocation {inv})",
+            queued_for=b.app_name, notice=notice,
+        ), red)
+    steps = Steps()
+    done = await operations.start(store, b.app_name, sid, b.text, user_id=user, registry=ctx.registry, on_step=steps)
+    return respond(_result(done, steps, red), red)
