@@ -233,6 +233,9 @@ ACTIONS: tuple[Action, ...] = (
            key_display="-"),
     Action("session.invocations", "p", "Invocations", "Pick another invocation of this session", "session",
            "pick_invocation", cli="hitl show {session_id} --invocation {invocation_id}", footer_rank=60),
+    Action("session.show_all", "w", "Whole", "Show the selected node's (or event's) values in full; the details "
+           "pane shows a preview of large ones", "session", "show_all",
+           cli="hitl show {session_id} --invocation {invocation_id} --json", show=False),
     Action("session.refresh", "r", "Reload", "Reload the session from the store", "session", "reload", show=False,
            cli="hitl show {session_id}"),
     Action("invocation.redrive", "R", "Re-drive", "Re-drive the failed or interrupted invocation (asks first)",

@@ -174,6 +174,14 @@ class Redactor:
         self._learned: set[str] = set()
         """Ids of events already learned from."""
 
+    def fork(self) -> Redactor:
+        """An independent copy (same policy, the secrets learned so far) for a
+        worker thread: what it learns stays in the copy, so the two never race."""
+        other = Redactor(self.patterns, show=self.show)
+        other._known = set(self._known)
+        other._keys = dict(self._keys)
+        return other
+
     # ---------------------------------------------------------------- learning
     def is_secret(self, key: object) -> bool:
         if not isinstance(key, str):

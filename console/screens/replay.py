@@ -27,20 +27,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from rich.console import Group
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.timer import Timer
 from textual.widgets import Input, Tree
 
 from engine.errors import SessionNotFoundError
 from engine.models import Session, StoredEvent
-from engine.redact import Redactor
-from engine.replay import DiffRow, Replay, diff
+from engine.replay import Replay
 from engine.store.base import SessionStore
 from engine.views import Frame, change_paths, goto
 
@@ -52,10 +49,11 @@ from ..widgets.event_log import EventLog, corrupt_line, log_line
 from ..widgets.footer import QuietFooter
 from ..widgets.format import short
 from ..widgets.node_tree import NodeTree
-from ..widgets.plain import Label, Static
-from ..widgets.replay_panels import ReplayLog, ReplayPanel, TimelineBar, change_table, event_panel, state_table
+from ..widgets.plain import Static
+from ..widgets.replay_panels import ReplayLog, ReplayPanel, TimelineBar, event_panel, state_table
 from .base import HitlScreen
 from .loaders import CHUNK, one_line, read_events
+from .replay_diff import DiffScreen
 
 SPEEDS: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128)
 """Play speeds, events per second (``+``/``-`` move along it)."""
@@ -121,48 +119,6 @@ def read_file(path: Path) -> tuple[Session, list[StoredEvent]]:
         parsed = parse_export(fh)
     sid = parsed.session.id
     return parsed.session, [StoredEvent(seq=n, session_id=sid, event=e) for n, e in enumerate(parsed.events, 1)]
-
-
-class DiffScreen(ModalScreen[None]):
-    """What changed between two positions: node statuses, outputs, new runs (run
-    ids), interrupts and session state keys."""
-
-    BINDINGS: ClassVar[list[Binding]] = [Binding("escape,q,d", "close", "Close", show=False)]
-
-    def __init__(self, first: int, second: int, rows: list[DiffRow], redactor: Redactor) -> None:
-        super().__init__(classes="modal")
-        self.first, self.second, self.rows = first, second, rows
-        self.redactor = redactor
-        """Masks the values shown (the app's Redactor)."""
-
-    def compose(self) -> ComposeResult:
-        n = len(self.rows)
-        with Vertical(classes="modal-box", id="diff-box"):
-            yield Label(
-                f"Diff · after event {self.first} → after event {self.second} · {n} change{'s' if n != 1 else ''}"
-                "   (esc: close)",
-                classes="modal-title",
-            )
-            yield ReplayPanel(id="diff-body")
-
-    def on_mount(self) -> None:
-        body = self.query_one(ReplayPanel)
-        st = body.style_map
-        if not self.rows:
-            body.show(Text("nothing changed between these two positions"))
-            return
-        counts = [
-            f"{n} {title}{'s' if n > 1 else ''}"
-            for area, title in (("node", "node run"), ("interrupt", "interrupt"), ("state", "state key"))
-            if (n := sum(r.area == area for r in self.rows))
-        ]
-        order = {"node": 0, "interrupt": 1, "state": 2}
-        rows = sorted(self.rows, key=lambda r: order.get(r.area, 3))  # stable: keeps each area's order
-        body.show(Group(Text(" · ".join(counts), style="bold"), change_table(rows, st, red=self.redactor, width=60)))
-        body.focus()
-
-    def action_close(self) -> None:
-        self.dismiss(None)
 
 
 class ReplayScreen(HitlScreen):
@@ -550,11 +506,8 @@ class ReplayScreen(HitlScreen):
             self.notify("Mark a position first (m), then move and press d.", severity="warning")
             return
         first, second = sorted((self.mark, self.position))
-        rows = diff(self.replay.projection_at(first), self.replay.projection_at(second))
-        # projection_at may have stepped the projection on screen past the cursor
-        # (when the mark is ahead): draw the cursor's state again from the replay.
-        self.seek(self.position)
-        self.app.push_screen(DiffScreen(first, second, rows, self.hitl.redactor))
+        # computed in the diff screen's worker, on its own cursor: the keys stay live, esc cancels
+        self.app.push_screen(DiffScreen(first, second, self.replay.seqs, self.replay.events, self.hitl.redactor))
 
     def on_unmount(self) -> None:
         self._pause()

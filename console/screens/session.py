@@ -67,7 +67,7 @@ from ..messages import (
 )
 from ..text import literal
 from ..times import zone_label
-from ..widgets.details import Details, event_details, invocation_details, node_details
+from ..widgets.details import Details, event_details, invocation_details, node_details, node_values
 from ..widgets.event_log import EventLog, corrupt_line, log_line
 from ..widgets.footer import FittedFooter
 from ..widgets.format import short, short_id
@@ -114,6 +114,7 @@ class SessionScreen(GraphKeys, HitlScreen):
         self.corrupt: set[int] = set()
         self.detail_mode = "node"
         """``node``: the details pane follows the tree cursor; ``event``: the log cursor."""
+        self._event_shown: StoredEvent | None = None
         self._token = 0
         self._polling = False
         self._poll_again = False
@@ -508,6 +509,7 @@ class SessionScreen(GraphKeys, HitlScreen):
         if self.detail_mode != "event" or self.log_widget.cursor_seq != message.seq:
             return
         details = self.query_one(Details)
+        self._event_shown = message.event
         if message.event is None:
             details.show(f"⚠ {message.error}", f"Event {message.seq}")
         else:
@@ -678,6 +680,21 @@ class SessionScreen(GraphKeys, HitlScreen):
 
     def action_reload(self) -> None:
         self.reload_view(self.invocation_id)
+
+    def action_show_all(self) -> None:
+        """The details pane's values in full, in a viewer built in a worker."""
+        from ..widgets.preview import ValueScreen
+
+        inv, path = self.invocation_id, self.tree.cursor_path
+        if self.detail_mode == "event" and self._event_shown is not None:
+            se = self._event_shown
+            title, value = f"event {se.seq}", se.event.model_dump(mode="json", exclude_none=True)
+        elif inv is not None and path is not None and (value := node_values(self.proj, inv, path)) is not None:
+            title = f"node {path}"
+        else:
+            self.notify("Nothing to show in full here: select a node or an event.")
+            return
+        self.app.push_screen(ValueScreen(title, value, self.hitl.redactor))
 
     def action_open_replay(self) -> None:
         """Replay this session's history, from the event the log selects (else its end)."""

@@ -40,9 +40,10 @@ from engine.redact import Redactor
 from engine.responses import unwrap_response, validate_response
 from engine.schema_view import json_skeleton, schema_lines
 
-from .format import short, to_json
+from .format import short
 from .keys import OrderedTextArea
 from .plain import Label, Static
+from .preview import preview_json
 from .schema_form import UNSET, SchemaForm
 
 # ------------------------------------------------------------------ checking
@@ -250,7 +251,13 @@ class AnswerEditor(Vertical):
         payload = args.get("payload")
         t = Text()
         red = self.redactor
-        t.append(to_json(red.value(payload), indent=2) if payload is not None else "(no payload)")
+        if payload is None:
+            t.append("(no payload)")
+        else:
+            text, cut = preview_json(payload, red)  # bounded: a megabyte payload opens the editor at once
+            t.append(text)
+            if cut:
+                t.append("\n(a preview: the session screen's w shows all)", "dim italic")
         schema = itr.response_schema
         if schema is not None:
             t.append("\n\nschema\n", "bold")

@@ -21,16 +21,22 @@ from engine.schema_view import schema_text
 from engine.views import display_status
 
 from ..text import clean, literal
-from .format import STATUS_CLASSES, STATUS_ICON, date_time, shown, status_class, to_json
+from .format import STATUS_CLASSES, STATUS_ICON, date_time, status_class
 from .plain import Static
+from .preview import cut_note, preview_json
 
 
 def _json(value: Any, red: Redactor) -> RenderableType:
-    text = to_json(shown(value, red), indent=2)
+    """A bounded preview (:mod:`console.widgets.preview`): a pane never lays out a
+    megabyte; what was left out is said in place, and how to see it all."""
+    text, cut = preview_json(value, red)
     try:
-        return JSON(text, indent=2)
+        body: RenderableType = JSON(text, indent=2)
     except Exception:  # noqa: BLE001 -- a repr() fallback is not JSON
-        return Text(text)
+        body = Text(text)
+    if not cut:
+        return body
+    return Group(body, Text(cut_note(), style="dim italic"))
 
 
 Styles = dict[str, Style]
@@ -178,6 +184,26 @@ def node_details(
         parts.append(Text(f"\nresolved interrupts ({len(done)})", style=_s(st, "status--completed")))
         parts.extend(_interrupt_block(i, st, red) for i in done)
     return Group(*parts)
+
+
+def node_values(proj: Projection, invocation_id: str, path: str) -> dict[str, Any] | None:
+    """Every value of one node run, whole (what the "show all" viewer serialises
+    in a worker; the pane shows previews of them)."""
+    run = proj.get(invocation_id, path)
+    if run is None:
+        return None
+    out: dict[str, Any] = {}
+    for key, value in (("input", run.input), ("output", run.output), ("route", run.route)):
+        if value is not None:
+            out[key] = value
+    asks = {}
+    for iid in run.interrupt_ids:
+        itr = proj.interrupts.get((invocation_id, iid))
+        if itr is not None:
+            asks[iid] = {"args": itr.args, **({"answer": itr.response} if itr.resolved else {})}
+    if asks:
+        out["interrupts"] = asks
+    return out
 
 
 def invocation_details(proj: Projection, invocation_id: str, st: Styles, *, red: Redactor) -> RenderableType:
