@@ -9,7 +9,7 @@ No client library: a handful of counters and histograms, rendered by
 * ``hitl_worker_claims_total{app}``, ``hitl_worker_lease_losses_total{app}``;
 * ``hitl_answers_total{surface,via}`` -- answers written (``via``: here / worker);
 * ``hitl_notifications_total{channel,result}``;
-* ``hitl_serve_signins_total{result}`` -- sign-ins on ``hitl serve`` (ok, refused, limited).
+* ``hitl_serve_signins_total{result}`` -- sign-ins on ``hitl serve`` (ok, refused, limited, busy).
 
 Read from the store at each scrape (:meth:`~engine.store.base.SessionStore.metric_reads`:
 aggregates over the open-interrupt and turn-request indexes, whose size is

@@ -387,6 +387,7 @@ def mount_api(server: Any, app: web.Application) -> None:
         tokens=TokenBook(config, server.limiter) if config.has_operators else None,
     )
     app.add_subapp(PREFIX + "/", build_api(ctx))
+    server.api_context = ctx  # /metrics reads the same store
     from engine.notify.config import NotifyConfigError, load_notify_config
 
     from .answer_page import AnswerPages

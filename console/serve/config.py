@@ -79,6 +79,9 @@ class ServeConfig:
     fork_consoles: bool = True
     proxy_role: str = "viewer"
     trusted_proxies: tuple[str, ...] = ("127.0.0.1", "::1")
+    metrics_from: tuple[str, ...] = ("127.0.0.1/32", "::1/128")
+    """Networks whose direct connections may read ``/metrics`` (no sign-in; never
+    through a proxy): loopback unless ``[serve] metrics_from`` lists more."""
 
     warnings: tuple[str, ...] = ()
     """Said once at start (a world-readable config holding the store's password)."""
@@ -117,7 +120,7 @@ def load_serve_config(path: str | Path | None) -> ServeConfig:
 
 def _parse(section: dict[str, Any], where: str) -> ServeConfig:
     known = {"title", "session_hours", "signin_window_seconds", "proxy_role", "trusted_proxies", "operators",
-             "allowed_hosts", "shutdown_seconds", "fork_consoles", *_WHOLE}
+             "allowed_hosts", "shutdown_seconds", "fork_consoles", "metrics_from", *_WHOLE}
     unknown = sorted(set(section) - known)
     if unknown:
         raise ServeConfigError(f"{where}: unknown key serve.{unknown[0]} (known: {', '.join(sorted(known))})")
@@ -145,6 +148,14 @@ def _parse(section: dict[str, Any], where: str) -> ServeConfig:
             ipaddress.ip_address(p)
         except ValueError:
             raise ServeConfigError(f"{where}: serve.trusted_proxies: {p!r} is not an IP address") from None
+    metrics_from = section.get("metrics_from", ["127.0.0.1/32", "::1/128"])
+    if not isinstance(metrics_from, list) or not all(isinstance(n, str) for n in metrics_from):
+        raise ServeConfigError(f"{where}: serve.metrics_from must be a list of networks (e.g. \"10.0.0.0/8\")")
+    for n in metrics_from:
+        try:
+            ipaddress.ip_network(n, strict=False)
+        except ValueError:
+            raise ServeConfigError(f"{where}: serve.metrics_from: {n!r} is not a network") from None
     operators: dict[str, OperatorEntry] = {}
     raw = section.get("operators", {})
     if not isinstance(raw, dict):
@@ -162,6 +173,7 @@ def _parse(section: dict[str, Any], where: str) -> ServeConfig:
         **whole,
         proxy_role=proxy_role,
         trusted_proxies=tuple(proxies),
+        metrics_from=tuple(metrics_from),
     )
 
 

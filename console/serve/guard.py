@@ -194,7 +194,7 @@ class Guard:
             log.warning("refused a %s %s from origin %r", request.method, request.path,
                         request.headers.get("Origin", "")[:80])
             raise web.HTTPForbidden(text="cross-origin request refused\n")
-        if request.path in PUBLIC or request.path.startswith((API_PREFIX, ANSWER_PREFIX)):
+        if request.path in PUBLIC or request.path == "/metrics" or request.path.startswith((API_PREFIX, ANSWER_PREFIX)):
             # the API and the signed answer links sign their callers in themselves (console.serve.api)
             return await self._bounded(handler, request)
         who, _token = self.identity(request)

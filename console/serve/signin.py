@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING
 import aiohttp_jinja2
 from aiohttp import web
 
+from engine import metrics
+
 from .auth import COOKIE, FailureLimiter, Identity, WorkGate
 from .config import valid_name
 from .guard import IDENTITY
@@ -90,12 +92,14 @@ class SignIn:
         if self.gate.full:
             log.warning("sign-in turned away (%d password checks running or queued): %s from %s",
                         self.gate.running + self.gate.queued, self._said(name), address)
+            metrics.SIGNINS.inc(result="busy")
             response = self._login_page(request, "The server is busy: try again in a moment.", 503, shown)
             response.headers["Retry-After"] = "2"
             return response
         wait, stamp = self.limiter.reserve(key, address)
         if wait > 0:
             log.warning("sign-in refused (rate-limited, %ds left): %s from %s", wait, self._said(name), address)
+            metrics.SIGNINS.inc(result="limited")
             response = self._login_page(
                 request, f"Too many failed sign-ins: try again in {int(wait) + 1} s.", 429, shown
             )
@@ -107,10 +111,12 @@ class SignIn:
                 "sign-in failed: %s from %s (%d of %d in %ds)", self._said(name), address,
                 self.limiter.count(key, address), self.limiter.limit, self.limiter.window,
             )
+            metrics.SIGNINS.inc(result="refused")
             return self._login_page(request, "Wrong name or password.", 401, shown)
         self.limiter.succeeded(key, address, stamp)
         token, _session = self.sessions.create(Identity(entry.name, entry.role, "password"))
         log.info("signed in: %r (%s) from %s", entry.name, entry.role, address)
+        metrics.SIGNINS.inc(result="ok")
         response = web.Response(status=303, headers={"Location": "/"})
         response.set_cookie(
             COOKIE, token, max_age=int(self.config.session_seconds), path="/", httponly=True,

@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import ipaddress
 import json
 import logging
 import os
@@ -229,6 +230,7 @@ class ConsoleServer(Guard, SignIn, Server):
         app.on_shutdown.append(self.on_shutdown)
         from .api import mount_api
 
+        app.router.add_get("/metrics", self.handle_metrics, name="metrics")
         mount_api(self, app)  # /api/v1: the HTTP API (tokens or this server's identity; JSON errors)
         return app
 
@@ -242,6 +244,26 @@ class ConsoleServer(Guard, SignIn, Server):
             self.gate.close()
         if self.forks is not None:
             self.forks.close()
+
+    async def handle_metrics(self, request: web.Request) -> web.StreamResponse:
+        """``GET /metrics`` (:mod:`engine.metrics`): this server's counters and the
+        store's gauges, for direct connections from ``[serve] metrics_from``
+        (loopback by default) only -- never through a proxy, which would hand
+        them to whoever it serves. No sign-in: a scraper has none."""
+        from engine import metrics
+
+        peer = self._peer(request)
+        try:
+            allowed = any(ipaddress.ip_address(peer) in ipaddress.ip_network(n, strict=False)
+                          for n in self.config.metrics_from)
+        except ValueError:
+            allowed = False
+        if not allowed or "X-Forwarded-For" in request.headers or "Forwarded" in request.headers:
+            log.warning("refused /metrics to %s (not in [serve] metrics_from, or proxied)", peer)
+            raise web.HTTPNotFound(text="not found\n")
+        ctx = getattr(self, "api_context", None)
+        body = await metrics.render(ctx.store if ctx is not None else None)
+        return web.Response(body=body.encode(), headers={"Content-Type": metrics.CONTENT_TYPE})
 
     async def handle_script(self, request: web.Request) -> web.StreamResponse:
         return web.FileResponse(TEMPLATES / "hitl.js", headers={"Content-Type": "text/javascript"})
