@@ -15,7 +15,7 @@ from typing import Any
 import pydantic_core
 
 from . import telemetry
-from .errors import HitlError, OutputAlreadySetError, OutputNotJSONError
+from .errors import HitlError, OutputAlreadySetError, OutputNotJSONError, StoreError
 from .invocation import InvocationContext as InvocationContext  # re-exported: the Runner builds one
 from .models import Event, NodeInfo, NodeStatus, join_path
 from .nodes import BaseNode, RequestInput, as_node
@@ -484,6 +484,8 @@ class NodeRunner:
                         if attempt < attempts and retry and isinstance(exc, retry.retry_on):
                             await asyncio.sleep(retry.delay(attempt))
                             continue
+                    except StoreError:
+                        raise  # the store failed, not the node: the turn is left mid-run, for a re-drive
                     except Exception as handling:
                         # The engine's own handling of the failure raised (a retry, recording
                         # the error): the run still ends, FAILED with that error (DESIGN.md 3.5).

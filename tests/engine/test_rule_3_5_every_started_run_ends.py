@@ -115,3 +115,31 @@ async def test_an_output_that_cannot_be_stored_fails_the_node_instead_of_leaving
         Harness(Workflow("wf", [(START, odd)])), "wf@1/odd@1", "OutputNotJSONError"
     )
     assert "cannot be stored as JSON" in failed.error_message and "\n" not in failed.error_message
+
+
+async def test_a_store_failure_while_recording_is_the_store_s_not_the_node_s():
+    from engine.errors import StoreError
+    from engine.store import MemoryStore
+
+    class FailsOnErrors(MemoryStore):
+        async def append_event(self, session_id, event, **kw):
+            if event.error_code:
+                raise StoreError("database error: disk I/O error (simulated)")
+            return await super().append_event(session_id, event, **kw)
+
+        async def append_events(self, session_id, events, **kw):
+            if any(e.error_code for e in events):
+                raise StoreError("database error: disk I/O error (simulated)")
+            return await super().append_events(session_id, events, **kw)
+
+    @node
+    async def boom(node_input):
+        raise ValueError("boom")
+
+    h = Harness(Workflow("wf", [(START, boom)]))
+    h.store = FailsOnErrors()
+    from engine import Runner
+
+    h.runner = Runner("test", h.runner.workflow, h.store)
+    with pytest.raises(StoreError, match="simulated"):
+        await h.start()  # not a WorkflowFailed blaming the node: the turn is left mid-run, to re-drive
