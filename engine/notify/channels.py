@@ -27,6 +27,7 @@ refused connection or a timeout is a failed try (retried with backoff).
 from __future__ import annotations
 
 import asyncio
+import email.policy
 import hashlib
 import hmac
 import json
@@ -105,8 +106,12 @@ def message_id(key: str) -> str:
     return f"<{hashlib.sha256(key.encode()).hexdigest()[:32]}@hitl-console>"
 
 
+_POLICY = email.policy.SMTP.clone(max_line_length=998)
+"""Lines up to SMTP's limit: a key or a link stays one readable line (no encoded-word folding)."""
+
+
 def email_of(channel: Channel, n: Notification, to: str, link: str | None) -> EmailMessage:
-    msg = EmailMessage()
+    msg = EmailMessage(policy=_POLICY)
     msg["From"] = channel.sender or ""
     msg["To"] = to
     msg["Subject"] = ("[hitl] " + n.subject)[:200]
@@ -119,7 +124,12 @@ def email_of(channel: Channel, n: Notification, to: str, link: str | None) -> Em
         lines.append(f"interrupt: {n.interrupt_id}")
     if link:
         lines += ["", f"Answer it here (this link is for {to} only, and works once): {link}"]
-    msg.set_content("\n".join(lines) + "\n")
+    text = "\n".join(lines) + "\n"
+    # Plain ASCII goes as is (7bit), so the link is one line in any mail reader or sink.
+    if text.isascii():
+        msg.set_content(text, cte="7bit")
+    else:
+        msg.set_content(text)
     return msg
 
 
