@@ -87,6 +87,8 @@ class ApiContext:
     idempotency: IdempotencyBook = field(default_factory=IdempotencyBook)
     store: SessionStore | None = None
     store_options: dict[str, Any] = field(default_factory=dict)
+    closing: bool = False
+    """The server is shutting down: the live streams end (they would hold the shutdown up)."""
     wakers: set[Any] = field(default_factory=set)
     """The live streams' wakers: poked after each write here (SQLite's change counter misses our own)."""
     _registry: AppRegistry | None = None
@@ -247,7 +249,15 @@ def build_api(ctx: ApiContext) -> web.Application:
         app.router.add_route(route.method, route.path, serve, name=route.handler)
     app[ROUTE_TABLE] = {(r.method, r.path): r for r in api_models.ROUTES}
     app.cleanup_ctx.append(_store_ctx)
+    app.on_shutdown.append(_end_streams)
     return app
+
+
+async def _end_streams(app: web.Application) -> None:
+    ctx = app[CONTEXT]
+    ctx.closing = True
+    for waker in list(ctx.wakers):
+        waker.poke()
 
 
 async def _store_ctx(app: web.Application) -> AsyncIterator[None]:
