@@ -402,8 +402,8 @@ def mount_api(server: Any, app: web.Application) -> None:
     from .answer_page import AnswerPages
 
     try:
-        secret = load_notify_config(options.config).link_secret
+        notify = load_notify_config(options.config)
     except NotifyConfigError as exc:
         log.warning("answer links are off: %s", exc)
-        secret = None
-    app.add_routes(AnswerPages(ctx, secret).routes())  # /answer/{token}: signed links, no sign-in
+        notify = None
+    app.add_routes(AnswerPages(ctx, notify).routes())  # /answer/{token}: signed links, no sign-in
