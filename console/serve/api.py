@@ -42,7 +42,7 @@ from engine.errors import (
 from engine.jsonin import JSONInputError
 
 from . import api_models
-from .api_auth import IdempotencyBook, KeyReused, TokenBook, TokenRefused, fingerprint
+from .api_auth import IdempotencyBook, KeyInUse, KeyReused, TokenBook, TokenRefused, fingerprint
 from .auth import Identity
 
 if TYPE_CHECKING:
@@ -375,10 +375,16 @@ async def _idempotent(
         assert isinstance(response, web.Response)
         return response.status, response.body or b""  # type: ignore[return-value]
 
+    from engine.store.idempotency import keys_of
+
     try:
         status, data, replayed = await ctx.idempotency.run(
-            who.name, key, fingerprint(request.method, request.path, body), write
+            who.name, key, fingerprint(request.method, request.path, body), write, keys_of(ctx.db)
         )
+    except KeyInUse:
+        raise ApiError(409, "idempotency_key_in_use", f"Idempotency-Key {key!r}: its first request is still "
+                                                      "running (or its server stopped mid-write); check the "
+                                                      "session before using a new key") from None
     except KeyReused:
         raise ApiError(422, "idempotency_key_reused", f"Idempotency-Key {key!r} was used for another request; "
                                                       "use a new key for a new request") from None
