@@ -297,6 +297,8 @@ class HitlApp(App[None]):
             if self.refresh_interval:
                 self.set_interval(self.refresh_interval, self._read_workers)
 
+    failing_channels: list[str] = []
+    """Notification channels that failed for good (engine.store.notify.failing_channels): named in the title bar."""
     worker_view: tuple[list[Any], list[Any], float] | None = None
     """The workers' heartbeats, the queued turns and when they were read (None: not yet,
     or a store without workers): the title bars' worker count."""
@@ -311,6 +313,12 @@ class HitlApp(App[None]):
         except Exception:  # noqa: BLE001 -- a failed read keeps the last count; the next refresh retries
             return
         self.worker_view = (rows, queued, self.clock())
+        try:
+            from engine.store.notify import failing_channels
+
+            self.failing_channels = await failing_channels(store)
+        except Exception:  # noqa: BLE001 -- as above: the last verdict stands until a read succeeds
+            pass
         for screen in self.screen_stack:
             if isinstance(screen, HitlScreen):
                 screen.show_worker_badge()

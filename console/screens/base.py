@@ -125,7 +125,14 @@ class HitlScreen(Screen[None]):
         from .workers import worker_badge
 
         view = self.hitl.worker_view
-        return worker_badge(*view, app_name=self.worker_app()) if view is not None else Text()
+        badge = worker_badge(*view, app_name=self.worker_app()) if view is not None else Text()
+        failing = getattr(self.hitl, "failing_channels", [])
+        if failing:  # a notification channel that gave up: nobody is told that a human is needed
+            from ..text import clean_text
+
+            note = clean_text(Text(f"notify failing: {', '.join(failing)}", "bold red"))
+            badge = Text().join([badge, Text("  "), note]) if badge else note
+        return badge
 
     def show_worker_badge(self) -> None:
         """Redraw the title bar's worker count (the app read the workers again)."""

@@ -32,6 +32,9 @@ if TYPE_CHECKING:
     from .api import ApiContext
 
 PREFIX = "/answer/"
+SLACK_ACTIONS = PREFIX + "slack/actions"
+"""The Request URL of the Slack app whose Approve/Reject buttons call back."""
+MAX_SLACK_BODY = 64 * 1024
 
 
 def _when(t: float) -> str:
@@ -39,11 +42,15 @@ def _when(t: float) -> str:
 
 
 class AnswerPages:
-    def __init__(self, ctx: ApiContext, secret: str | None) -> None:
-        self.ctx, self.secret = ctx, secret
+    def __init__(self, ctx: ApiContext, config: Any) -> None:
+        self.ctx = ctx
+        self.secret: str | None = config.link_secret if config is not None else None
+        self.slack_secrets = [c.signing_secret for c in (config.channels.values() if config is not None else ())
+                              if c.type == "slack" and c.signing_secret]
 
     def routes(self) -> list[web.RouteDef]:
-        return [web.get(PREFIX + "{token}", self.page), web.post(PREFIX + "{token}", self.post)]
+        return [web.post(SLACK_ACTIONS, self.slack), web.get(PREFIX + "{token}", self.page),
+                web.post(PREFIX + "{token}", self.post)]
 
     def _render(self, request: web.Request, status: int = 200, **context: Any) -> web.Response:
         base = {"heading": "Answer", "meta": "", "message": "", "payload": "", "status_line": "", "status_class": "",
@@ -153,7 +160,6 @@ class AnswerPages:
 
     async def post(self, request: web.Request) -> web.StreamResponse:
         from engine import operations
-        from engine.bulk import routed_to_worker
 
         try:
             link = await self._link(request)
@@ -178,22 +184,77 @@ class AnswerPages:
                                                app_name=row.app_name, registry=self.ctx.registry)
                 plan = "\n".join(red.text(line) for line in render_plan(red, dry.plan, row.session_id, dry.next_runs))
                 return self._render(request, **self._form(link, row, plan=plan))
-            if routed_to_worker("auto", row.app_name, self.ctx.registry(), store):
-                from engine.handoff import queue_answer
-
-                done = await queue_answer(store, row.session_id, answers, row.invocation_id, operator=link.to,
-                                          reason=reason)
-            else:
-                done = await operations.answer(store, row.session_id, answers, row.invocation_id,
-                                               registry=self.ctx.registry, operator=link.to, reason=reason)
+            done = await self._answer(row, answers, link.to, reason)
         except HitlError as exc:
             return await self._refusal(request, link, exc, red)
-        for waker in list(self.ctx.wakers):
-            waker.poke()
         if done.error is not None and not done.written:
             return await self._refusal(request, link, done.error, red)
         return self._render(request, heading="Answered", status_class="done",
                             status_line=f"answered by {link.to} at {_when(time.time())}; thank you")
+
+    async def _answer(self, row: Any, answers: dict[str, Any], operator: str, reason: str | None) -> Any:
+        """The answer, as the operator: here, or left to a worker when this server has no code for the app."""
+        from engine import operations
+        from engine.bulk import routed_to_worker
+
+        store = self.ctx.db
+        if routed_to_worker("auto", row.app_name, self.ctx.registry(), store):
+            from engine.handoff import queue_answer
+
+            done = await queue_answer(store, row.session_id, answers, row.invocation_id, operator=operator,
+                                      reason=reason)
+        else:
+            done = await operations.answer(store, row.session_id, answers, row.invocation_id,
+                                           registry=self.ctx.registry, operator=operator, reason=reason)
+        for waker in list(self.ctx.wakers):
+            waker.poke()
+        return done
+
+    async def slack(self, request: web.Request) -> web.StreamResponse:
+        """A Slack button's callback: answered only when Slack's signature over the
+        body checks out (a channel's ``signing_secret``) and its link is good."""
+        from urllib.parse import parse_qs
+
+        from engine.notify.channels import verify_slack
+        from engine.notify.links import LinkError, read_token
+
+        from .config import valid_name
+
+        if not self.slack_secrets or not self.secret:
+            raise web.HTTPNotFound(text="no Slack channel with a signing_secret on this server\n")
+        body = await request.content.read(MAX_SLACK_BODY + 1)
+        ts, sig = request.headers.get("X-Slack-Request-Timestamp"), request.headers.get("X-Slack-Signature")
+        if len(body) > MAX_SLACK_BODY or not any(verify_slack(s, ts, sig, body) for s in self.slack_secrets):
+            return web.json_response({"text": "refused: not a signed Slack request"}, status=401)
+        try:
+            payload = json.loads(parse_qs(body.decode("utf-8"))["payload"][0])
+            decision, _, token = str(payload["actions"][0]["value"]).partition(":")
+            user = payload.get("user") or {}
+            clicker = str(user.get("username") or user.get("name") or user.get("id") or "")
+        except (KeyError, IndexError, TypeError, ValueError, UnicodeDecodeError):
+            return web.json_response({"text": "refused: not a button of a hitl message"}, status=400)
+        if decision not in ("approve", "reject"):
+            return web.json_response({"text": "refused: not a button of a hitl message"}, status=400)
+
+        def say(text: str) -> web.Response:
+            return web.json_response({"response_type": "ephemeral", "replace_original": False, "text": text})
+
+        try:
+            link = read_token(self.secret, token)
+        except LinkError as exc:
+            return say(str(exc))
+        row, gone = await self._state(link)
+        if row is None:
+            return say(gone or "nothing to answer")
+        operator = f"{clicker} via {link.to}" if clicker and valid_name(f"{clicker} via {link.to}") else link.to
+        try:
+            done = await self._answer(row, {row.interrupt_id: self._value({}, row, decision)}, operator, None)
+        except HitlError as exc:
+            return say(" ".join(str(exc).split()))
+        if done.error is not None and not done.written:
+            _, gone = await self._state(link)
+            return say(gone or " ".join(str(done.error).split()))
+        return say(f"{decision}d by {operator}")
 
     async def _refusal(self, request: web.Request, link: Any, exc: BaseException, red: Any) -> web.Response:
         from .api import one_line

@@ -42,7 +42,7 @@ from engine.errors import (
 from engine.jsonin import JSONInputError
 
 from . import api_models
-from .api_auth import IdempotencyBook, KeyReused, TokenBook, TokenRefused, fingerprint
+from .api_auth import IdempotencyBook, KeyInUse, KeyReused, TokenBook, TokenRefused, fingerprint
 from .auth import Identity
 
 if TYPE_CHECKING:
@@ -87,6 +87,8 @@ class ApiContext:
     idempotency: IdempotencyBook = field(default_factory=IdempotencyBook)
     store: SessionStore | None = None
     store_options: dict[str, Any] = field(default_factory=dict)
+    closing: bool = False
+    """The server is shutting down: the live streams end (they would hold the shutdown up)."""
     wakers: set[Any] = field(default_factory=set)
     """The live streams' wakers: poked after each write here (SQLite's change counter misses our own)."""
     _registry: AppRegistry | None = None
@@ -247,7 +249,15 @@ def build_api(ctx: ApiContext) -> web.Application:
         app.router.add_route(route.method, route.path, serve, name=route.handler)
     app[ROUTE_TABLE] = {(r.method, r.path): r for r in api_models.ROUTES}
     app.cleanup_ctx.append(_store_ctx)
+    app.on_shutdown.append(_end_streams)
     return app
+
+
+async def _end_streams(app: web.Application) -> None:
+    ctx = app[CONTEXT]
+    ctx.closing = True
+    for waker in list(ctx.wakers):
+        waker.poke()
 
 
 async def _store_ctx(app: web.Application) -> AsyncIterator[None]:
@@ -365,10 +375,16 @@ async def _idempotent(
         assert isinstance(response, web.Response)
         return response.status, response.body or b""  # type: ignore[return-value]
 
+    from engine.store.idempotency import keys_of
+
     try:
         status, data, replayed = await ctx.idempotency.run(
-            who.name, key, fingerprint(request.method, request.path, body), write
+            who.name, key, fingerprint(request.method, request.path, body), write, keys_of(ctx.db)
         )
+    except KeyInUse:
+        raise ApiError(409, "idempotency_key_in_use", f"Idempotency-Key {key!r}: its first request is still "
+                                                      "running (or its server stopped mid-write); check the "
+                                                      "session before using a new key") from None
     except KeyReused:
         raise ApiError(422, "idempotency_key_reused", f"Idempotency-Key {key!r} was used for another request; "
                                                       "use a new key for a new request") from None
@@ -393,8 +409,8 @@ def mount_api(server: Any, app: web.Application) -> None:
     from .answer_page import AnswerPages
 
     try:
-        secret = load_notify_config(options.config).link_secret
+        notify = load_notify_config(options.config)
     except NotifyConfigError as exc:
         log.warning("answer links are off: %s", exc)
-        secret = None
-    app.add_routes(AnswerPages(ctx, secret).routes())  # /answer/{token}: signed links, no sign-in
+        notify = None
+    app.add_routes(AnswerPages(ctx, notify).routes())  # /answer/{token}: signed links, no sign-in

@@ -19,9 +19,11 @@ A browser's sign-in cookie works too (:meth:`ConsoleServer.identity`).
   response again (marked ``Idempotent-Replayed: true``); the same key with
   another body is refused (``idempotency_key_reused``).
 
-Blind spots: both books live in the server's memory. A restart forgets them:
-a retried answer is then refused by the engine as already resolved (never
-answered twice), but a retried start would start a second invocation.
+Idempotency keys are also kept in the store (:mod:`engine.store.idempotency`),
+so a retry that reaches another server, or this one after a restart, gets the
+first response too; a key whose first request is still running elsewhere (or
+whose server died mid-write) is refused, ``idempotency_key_in_use`` (409).
+Blind spot: the token cache and the in-memory store's keys live in the server's memory.
 """
 
 from __future__ import annotations
@@ -29,12 +31,14 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import contextlib
 import hashlib
 import hmac
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
 from .auth import FailureLimiter, Identity
 from .config import ServeConfig, valid_name
@@ -161,9 +165,12 @@ class IdempotencyBook:
             del self._entries[key]
 
     async def run(
-        self, who: str, key: str, fingerprint: bytes, write: Callable[[], Awaitable[tuple[int, bytes]]]
+        self, who: str, key: str, fingerprint: bytes, write: Callable[[], Awaitable[tuple[int, bytes]]],
+        durable: Any = None,
     ) -> tuple[int, bytes, bool]:
-        """(status, body, replayed): ``write``'s response, or the first one's for this key."""
+        """(status, body, replayed): ``write``'s response, or the first one's for this key.
+        ``durable``: the store's keys (:func:`engine.store.idempotency.keys_of`), so that a
+        retry reaching another server, or this one after a restart, is answered the same."""
         self._expire()
         entry = self._entries.get((who, key))
         if entry is not None:
@@ -173,16 +180,36 @@ class IdempotencyBook:
             return status, body, True
         done: asyncio.Future[tuple[int, bytes]] = asyncio.get_running_loop().create_future()
         self._entries[(who, key)] = _Entry(fingerprint, done, self._clock())
+        began = False
         try:
+            if durable is not None:
+                state, saved = await durable.begin(who, key, fingerprint, time.time())
+                if state == "mismatch":
+                    raise KeyReused()
+                if state == "running":
+                    raise KeyInUse()
+                if state == "done":
+                    done.set_result(saved)
+                    return saved[0], saved[1], True
+                began = True
             result = await write()
+            if durable is not None:
+                await durable.finish(who, key, result[0], result[1])
         except BaseException as exc:
             # Nothing to replay: the next try runs again (a write the engine refused is a response, not this).
             del self._entries[(who, key)]
+            if began:
+                with contextlib.suppress(Exception):
+                    await durable.finish(who, key, None, None)
             done.set_exception(exc)
             done.exception()  # retrieved: no "never retrieved" warning when nobody waits
             raise
         done.set_result(result)
         return result[0], result[1], False
+
+
+class KeyInUse(Exception):
+    """An idempotency key whose first request is still running elsewhere (or died mid-write)."""
 
 
 class KeyReused(Exception):
@@ -193,4 +220,4 @@ def fingerprint(method: str, path: str, body: bytes) -> bytes:
     return hashlib.sha256(b"\0".join([method.encode(), path.encode("utf-8", "surrogatepass"), body])).digest()
 
 
-__all__ = ["IdempotencyBook", "KeyReused", "TokenBook", "TokenRefused", "fingerprint", "parse_authorization"]
+__all__ = ["IdempotencyBook", "KeyInUse", "KeyReused", "TokenBook", "TokenRefused", "fingerprint", "parse_authorization"]

@@ -79,13 +79,13 @@ async def session_stream(ctx: ApiContext, request: web.Request) -> web.StreamRes
     await ctx.db.get_session(sid)  # a 404 before the stream starts
     last = _last_event_id(request, q.after)
     async with _stream(ctx, request) as (response, waker):
-        while True:
+        while not ctx.closing:
             page = await ctx.db.events(sid, after_seq=last, limit=PAGE)
             for stored in page:
                 last = stored.seq
                 data = event_json(red, stored)
                 await response.write(frame("event", data, red, stored.seq))
-            if len(page) == PAGE:
+            if len(page) == PAGE and not ctx.closing:
                 continue
             if await _quiet(waker):
                 await response.write(b": idle\n\n")
@@ -110,7 +110,7 @@ async def inbox_stream(ctx: ApiContext, request: web.Request) -> web.StreamRespo
     where = bulk.parse_where(q.filter or "", bulk.Where(app=q.app, session=q.session))  # a 400 before the stream
     seen: dict[tuple[str, str, str], Any] = {}
     async with _stream(ctx, request) as (response, waker):
-        while True:
+        while not ctx.closing:
             rows = await _open_rows(ctx, where)
             now = {(r.session_id, r.invocation_id, r.interrupt_id): r for r in rows}
             for key, r in now.items():

@@ -13,8 +13,10 @@ constant time, and refuses a timestamp more than 5 minutes off its clock
 (a replayed request): :func:`verify_signature` does exactly that.
 
 Slack (``type = "slack"``): Slack's incoming-webhook body (``text`` and
-``blocks``), with an "Answer" link button per answer link (links open the
-answer page; no callback into the API is needed for them).
+``blocks``), with an "Answer" link button per answer link (it opens the
+answer page). Approve/Reject buttons only when the channel has the Slack
+app's ``signing_secret``: Slack then calls back ``/answer/slack/actions`` on
+``hitl serve``, which answers only if :func:`verify_slack` accepts the call.
 
 SMTP (``type = "smtp"``): one message per recipient (each with its own
 answer link), ``Message-ID`` derived from the key (a resend is the same
@@ -27,6 +29,7 @@ refused connection or a timeout is a failed try (retried with backoff).
 from __future__ import annotations
 
 import asyncio
+import email.policy
 import hashlib
 import hmac
 import json
@@ -88,25 +91,59 @@ async def send_webhook(channel: Channel, n: Notification, links: dict[str, str])
     await _post(channel, body, headers)
 
 
-def slack_body(n: Notification, links: dict[str, str]) -> dict[str, Any]:
+def slack_body(n: Notification, links: dict[str, str], interactive: bool = False) -> dict[str, Any]:
+    """Slack's incoming-webhook body: the subject, and per answer link either an
+    "Answer" link button, or -- ``interactive`` (the channel has the Slack app's
+    signing secret, so its callbacks can be checked) -- Approve/Reject buttons
+    whose value is the link's token (``approve:TOKEN``)."""
     blocks: list[dict[str, Any]] = [{"type": "section", "text": {"type": "plain_text", "text": n.subject[:2900]}}]
-    if links:
-        blocks.append({"type": "actions", "elements": [
-            {"type": "button", "text": {"type": "plain_text", "text": f"Answer ({who})"[:75]}, "url": url,
-             "action_id": f"answer-{i}"} for i, (who, url) in enumerate(sorted(links.items()))][:5]})
+    elements: list[dict[str, Any]] = []
+    for who, url in sorted(links.items()):
+        if interactive:
+            token = url.rsplit("/", 1)[1]
+            elements += [
+                {"type": "button", "style": "primary", "text": {"type": "plain_text", "text": "Approve"},
+                 "action_id": "hitl-approve", "value": f"approve:{token}"},
+                {"type": "button", "style": "danger", "text": {"type": "plain_text", "text": "Reject"},
+                 "action_id": "hitl-reject", "value": f"reject:{token}"},
+            ]
+        elements.append({"type": "button", "text": {"type": "plain_text", "text": f"Answer ({who})"[:75]}, "url": url,
+                         "action_id": f"hitl-open-{len(elements)}"})
+    if elements:
+        blocks.append({"type": "actions", "elements": elements[:25]})
     return {"text": n.subject[:3000], "blocks": blocks}
 
 
+def slack_signature(secret: str, timestamp: str, body: bytes) -> str:
+    """Slack's request signature (``X-Slack-Signature``): ``v0=`` HMAC-SHA256 of ``v0:TIMESTAMP:BODY``."""
+    return "v0=" + hmac.new(secret.encode(), b"v0:" + timestamp.encode() + b":" + body, hashlib.sha256).hexdigest()
+
+
+def verify_slack(secret: str, timestamp: str | None, signature: str | None, body: bytes,
+                 now: float | None = None, tolerance: float = TOLERANCE) -> bool:
+    """A Slack callback is Slack's: its signature matches and its timestamp is fresh."""
+    if not timestamp or not signature or not timestamp.isdigit() or len(timestamp) > 12:
+        return False
+    if abs((time.time() if now is None else now) - int(timestamp)) > tolerance:
+        return False
+    return hmac.compare_digest(slack_signature(secret, timestamp, body), signature)
+
+
 async def send_slack(channel: Channel, n: Notification, links: dict[str, str]) -> None:
-    await _post(channel, json.dumps(slack_body(n, links)).encode(), {"X-Hitl-Delivery": n.key})
+    body = slack_body(n, links, interactive=channel.signing_secret is not None)
+    await _post(channel, json.dumps(body).encode(), {"X-Hitl-Delivery": n.key})
 
 
 def message_id(key: str) -> str:
     return f"<{hashlib.sha256(key.encode()).hexdigest()[:32]}@hitl-console>"
 
 
+_POLICY = email.policy.SMTP.clone(max_line_length=998)
+"""Lines up to SMTP's limit: a key or a link stays one readable line (no encoded-word folding)."""
+
+
 def email_of(channel: Channel, n: Notification, to: str, link: str | None) -> EmailMessage:
-    msg = EmailMessage()
+    msg = EmailMessage(policy=_POLICY)
     msg["From"] = channel.sender or ""
     msg["To"] = to
     msg["Subject"] = ("[hitl] " + n.subject)[:200]
@@ -119,7 +156,12 @@ def email_of(channel: Channel, n: Notification, to: str, link: str | None) -> Em
         lines.append(f"interrupt: {n.interrupt_id}")
     if link:
         lines += ["", f"Answer it here (this link is for {to} only, and works once): {link}"]
-    msg.set_content("\n".join(lines) + "\n")
+    text = "\n".join(lines) + "\n"
+    # Plain ASCII goes as is (7bit), so the link is one line in any mail reader or sink.
+    if text.isascii():
+        msg.set_content(text, cte="7bit")
+    else:
+        msg.set_content(text)
     return msg
 
 

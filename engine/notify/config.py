@@ -16,6 +16,9 @@
     [notify.channels.slack]
     type = "slack"                             # Slack incoming-webhook format
     url = "https://hooks.slack.com/services/..."
+    recipient = "slack"                        # links and buttons record "USER via slack"
+    signing_secret_env = "SLACK_SIGNING_SECRET"  # with it: Approve/Reject buttons that call back
+                                               # (the Slack app's Request URL: {public_url}/answer/slack/actions)
 
     [notify.channels.mail]
     type = "smtp"
@@ -74,6 +77,8 @@ class Channel:
     to: tuple[str, ...] = ()
     timeout: float = 10.0
     ca_file: str | None = None
+    signing_secret: str | None = field(default=None, repr=False)
+    """Slack: the app's signing secret; with it the message has Approve/Reject buttons that call back."""
 
 
 @dataclass(frozen=True)
@@ -155,7 +160,7 @@ def _channel(name: str, t: Any, where: str, env: Any) -> Channel:
     if kind not in CHANNEL_TYPES:
         raise NotifyConfigError(f"{key}.type must be one of {', '.join(CHANNEL_TYPES)}, not {kind!r}")
     known = {"type", "url", "secret", "secret_env", "recipient", "timeout", "host", "port", "starttls", "username",
-             "password", "password_env", "from", "to", "ca_file"}
+             "password", "password_env", "from", "to", "ca_file", "signing_secret", "signing_secret_env"}
     unknown = sorted(set(t) - known)
     if unknown:
         raise NotifyConfigError(f"{key}: unknown key {unknown[0]}")
@@ -164,8 +169,11 @@ def _channel(name: str, t: Any, where: str, env: Any) -> Channel:
         url = t.get("url")
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise NotifyConfigError(f"{key}.url must be an http:// or https:// URL")
+        signing = _secret(t, "signing_secret", key, env)
+        if signing is not None and kind != "slack":
+            raise NotifyConfigError(f"{key}.signing_secret is for slack channels (their buttons' callbacks)")
         return Channel(name, kind, url=url, secret=_secret(t, "secret", key, env), recipient=t.get("recipient"),
-                       timeout=timeout)
+                       timeout=timeout, signing_secret=signing)
     host, sender, to = t.get("host"), t.get("from"), t.get("to")
     if not isinstance(host, str) or not host:
         raise NotifyConfigError(f"{key}.host is required for an smtp channel")

@@ -139,3 +139,13 @@ def ledger(store: Any) -> Ledger:
 
         return PostgresLedger(store)
     return MemoryLedger(store)
+
+
+async def failing_channels(store: Any, scan: int = 500) -> list[str]:
+    """Channels whose latest finished delivery (of the ``scan`` newest rows) failed for
+    good: what the console's title bar names (a later success clears it)."""
+    latest: dict[str, str] = {}
+    for d in await ledger(store).deliveries(limit=scan):
+        if d.status != "pending":
+            latest.setdefault(d.channel, d.status)
+    return sorted(c for c, status in latest.items() if status == "failed")

@@ -5,6 +5,7 @@ and concurrent uses answer nothing, and the page then says who answered when."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import subprocess
 import time
@@ -19,6 +20,7 @@ from tests.contract.builders import location, open_store
 from .conftest import TOKENS, config, fill, serve_app
 
 SECRET = "link-secret-for-tests"
+SLACK = "slack-signing-secret-3c"
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -31,7 +33,9 @@ async def served(request: pytest.FixtureRequest, tmp_path: Path):
     finally:
         await store.close()
     toml = tmp_path / "hitl.toml"
-    toml.write_text(f'[notify]\npublic_url = "http://127.0.0.1:8000"\nlink_secret = "{SECRET}"\n', encoding="utf-8")
+    toml.write_text(f'[notify]\npublic_url = "http://127.0.0.1:8000"\nlink_secret = "{SECRET}"\n'
+                    f'[notify.channels.slack]\ntype = "slack"\nurl = "http://127.0.0.1:9/"\nrecipient = "slack"\n'
+                    f'signing_secret = "{SLACK}"\n', encoding="utf-8")
     client = await serve_app(target, config(), config=str(toml))
     client.seqs = seqs  # type: ignore[attr-defined]
     client.toml = toml  # type: ignore[attr-defined]
@@ -131,3 +135,44 @@ def test_hitl_link_prints_a_link_for_an_open_interrupt(served) -> None:
     bad = subprocess.run([hitl_bin(), "--db", str(served.target), "--config", str(served.toml), "link", "r-2",
                           "nope", "--to", "erin"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 1 and "is not open" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def slack_request(value: str, user: str = "frank", secret: str = SLACK, ts: int | None = None) -> tuple[bytes, dict]:
+    from urllib.parse import urlencode
+
+    from engine.notify.channels import slack_signature
+
+    body = urlencode({"payload": json.dumps({"type": "block_actions", "user": {"username": user},
+                                             "actions": [{"action_id": "hitl-approve", "value": value}]})}).encode()
+    stamp = str(ts if ts is not None else int(time.time()))
+    return body, {"X-Slack-Request-Timestamp": stamp, "X-Slack-Signature": slack_signature(secret, stamp, body),
+                  "Content-Type": "application/x-www-form-urlencoded"}
+
+
+async def test_a_slack_button_answers_only_with_slacks_signature_and_once(served) -> None:
+    from engine.notify.channels import slack_body
+    from engine.notify.facts import Notification
+
+    t = token(served, "finance-order-2", "r-2", to="slack")
+    buttons = slack_body(Notification("k", "interrupt_opened", "r", ("slack",), 1, "s"), {"slack": f"http://x/answer/{t}"},
+                         interactive=True)["blocks"][1]["elements"]
+    assert [b.get("value") for b in buttons[:2]] == [f"approve:{t}", f"reject:{t}"]
+    for body, headers in [
+        slack_request(f"approve:{t}", secret="not-slacks"),              # forged signature
+        slack_request(f"approve:{t}", ts=int(time.time()) - 3600),       # a replay of an old request
+        (slack_request(f"approve:{t}")[0], {"Content-Type": "application/x-www-form-urlencoded"}),  # unsigned
+    ]:
+        r = await served.post("/answer/slack/actions", data=body, headers=headers)
+        assert r.status == 401
+    assert await audit(served, "r-2") == []
+    body, headers = slack_request(f"approve:{t}")
+    r = await served.post("/answer/slack/actions", data=body, headers=headers)
+    assert r.status == 200 and (await r.json())["text"] == "approved by frank via slack"
+    (row,) = await audit(served, "r-2")
+    assert row["operator"] == "frank via slack"
+    r = await served.post("/answer/slack/actions", data=body, headers=headers)  # the same request again
+    assert "already answered by frank via slack" in (await r.json())["text"]
+    assert len(await audit(served, "r-2")) == 1
+    bad, headers = slack_request("approve:" + t[:-3] + "xyz")
+    r = await served.post("/answer/slack/actions", data=bad, headers=headers)
+    assert "not valid" in (await r.json())["text"]

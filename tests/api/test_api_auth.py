@@ -166,3 +166,7 @@ def test_the_document_lists_every_route_with_its_models() -> None:
             assert r.body.__name__ in doc["components"]["schemas"]
         assert "default" in op["responses"]
     assert doc["components"]["schemas"]["AnswerRequest"]["additionalProperties"] is False
+    from engine.status import SESSION_FILTERS
+
+    status = next(p for p in doc["paths"]["/api/v1/sessions"]["get"]["parameters"] if p["name"] == "status")
+    assert set(status["schema"]["anyOf"][0]["enum"]) == set(SESSION_FILTERS)  # the CLI's --status values, no other

@@ -97,3 +97,17 @@ async def test_the_inbox_stream_sends_opened_then_closed(api: Api) -> None:
     assert status == 422 and err["error"]["code"]
     status, err, _ = await api.get("/sessions/nope/stream")
     assert (status, err["error"]["code"]) == (404, "session_not_found")
+
+
+async def test_streams_end_when_the_server_shuts_down(api: Api) -> None:
+    r = await api.client.get("/api/v1/sessions/r-3/stream", headers=api.headers("bot"))
+    q = await api.client.get("/api/v1/inbox/stream", headers=api.headers("bot"))
+    stream = frames(r)
+    await until(stream, lambda f: f["data"]["kind"] == "interrupt" and "risk" in json.dumps(f["data"]))
+    await api.client.app.shutdown()  # what hitl serve's Ctrl-C runs first
+
+    async def drained(resp: Any) -> None:
+        async for _ in resp.content:
+            pass
+
+    await asyncio.wait_for(asyncio.gather(drained(r), drained(q)), BOUND)  # both ended: EOF

@@ -4,6 +4,8 @@ refusals with stable codes and the CLI's line, idempotency keys; SQLite and Post
 from __future__ import annotations
 
 import asyncio
+import json
+from pathlib import Path
 
 from .conftest import Api
 
@@ -167,3 +169,39 @@ async def test_an_answer_via_a_worker_is_stored_and_queued(api: Api) -> None:
     assert body["message"].startswith("stored; no worker for refund_approval is alive")
     status, show, _ = await api.get("/sessions/r-1")
     assert show["invocations"][0]["health"]["queued_for"] == "refund_approval"
+
+
+async def test_an_idempotency_key_holds_across_servers_and_restarts(api: Api) -> None:
+    from console.serve.api_auth import fingerprint
+    from engine.store.idempotency import keys_of
+    from tests.contract.builders import open_store
+
+    from .conftest import config, serve_app
+
+    start = {"app_name": "refund_approval", "text": "order-77", "session_id": "s-77"}
+    key = {"Idempotency-Key": "start-77"}
+    first = await api.post("/sessions", start, headers=key)
+    assert first[0] == 200 and first[1]["outcome"] == "applied"
+    other = await serve_app(api.target, config())  # another hitl serve on the same store (or this one, restarted)
+    try:
+        again = Api(other, api.invocations, api.kind, api.target)
+        status, body, headers = await again.post("/sessions", start, headers=key)
+        assert (status, body, headers["Idempotent-Replayed"]) == (200, first[1], "true")
+        status, err, _ = await again.post("/sessions", {**start, "text": "order-78"}, headers=key)
+        assert (status, err["error"]["code"]) == (422, "idempotency_key_reused")
+        status, show, _ = await again.get("/sessions/s-77")
+        assert len(show["invocations"]) == 1  # started once
+        store = await open_store(api.kind, Path("."), path=api.target)
+        raw = json.dumps({"answers": {"finance-order-1": YES}}).encode()
+        fp = fingerprint("POST", "/api/v1/sessions/r-1/answer", raw)
+        try:  # the same request, still running elsewhere (or its server died mid-write)
+            assert (await keys_of(store).begin("bot", "busy-1", fp, 0.0))[0] == "new"
+        finally:
+            await store.close()
+        r = await other.post("/api/v1/sessions/r-1/answer", data=raw, headers={
+            **api.headers("bot"), "Content-Type": "application/json", "Idempotency-Key": "busy-1"})
+        assert (r.status, (await r.json())["error"]["code"]) == (409, "idempotency_key_in_use")
+        status, audit, _ = await again.get("/audit?session=r-1")
+        assert audit["audit"] == []
+    finally:
+        await other.close()
