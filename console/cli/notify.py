@@ -35,7 +35,15 @@ def _config() -> NotifyConfig:
               help="Seconds between passes when nothing wakes the sender.")
 @click.option("--claim-ttl", type=click.FloatRange(0.1), default=60.0, show_default=True,
               help="Seconds a claimed delivery stays this sender's: a sender killed mid-send is replaced after it.")
-def notify(once: bool, poll: float, claim_ttl: float) -> None:
+@click.option("--metrics-port", type=click.IntRange(0, 65535), default=None,
+              help="Serve Prometheus metrics at http://HOST:PORT/metrics (0: any free port, printed).")
+@click.option("--metrics-host", default="127.0.0.1", show_default=True,
+              help="Address the metrics port listens on (loopback unless you say otherwise).")
+@click.option("--log-format", type=click.Choice(("text", "json")), default="text", show_default=True,
+              help="json: one JSON object a line (time, level, event, ids, trace id), secrets masked.")
+def notify(
+    once: bool, poll: float, claim_ttl: float, metrics_port: int | None, metrics_host: str, log_format: str
+) -> None:
     """Send the notifications the [notify] rules of hitl.toml ask for (webhook, Slack, e-mail),
     each once per channel, retried with backoff; hitl notifications lists them."""
     import asyncio
@@ -48,9 +56,19 @@ def notify(once: bool, poll: float, claim_ttl: float) -> None:
         fail("nothing to send: hitl.toml has no [[notify.rules]] (see README, Tell people when a human is needed)")
     opts = _opts()
     red = opts.redactor()
+    from console import logs
+
+    logs.install(red, log_format)
+
+    def say(event: str, line: str, **ids: Any) -> None:
+        if log_format == "json":
+            click.echo(logs.json_line(red, event, line, **ids))
+        else:
+            out(red, line)
 
     def said(what: str, row: Any, error: str | None) -> None:
-        out(red, f"{what:<8} {row.channel:<12} {row.key}" + (f": {error}" if error else ""))
+        say(f"notification.{what.replace(' ', '_')}", f"{what:<8} {row.channel:<12} {row.key}" + (f": {error}" if error else ""),
+            channel=row.channel, key=row.key)
 
     async def body() -> None:
         async with open_store(write=True) as store:
@@ -64,8 +82,21 @@ def notify(once: bool, poll: float, claim_ttl: float) -> None:
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, stop.set)
-            out(red, f"sending notifications for {len(config.rules)} rule(s) to {len(config.channels)} channel(s)")
-            await sender.run(stop, poll=poll)
+            server = None
+            if metrics_port is not None:
+                from console import metrics_http
+
+                try:
+                    server, bound = await metrics_http.start(store, metrics_host, metrics_port)
+                except OSError as exc:
+                    fail(f"cannot listen on {metrics_host}:{metrics_port} for metrics: {exc.strerror or exc}")
+                say("notify.metrics", f"metrics at http://{metrics_host}:{bound}/metrics", port=bound)
+            say("notify.started", f"sending notifications for {len(config.rules)} rule(s) to {len(config.channels)} channel(s)")
+            try:
+                await sender.run(stop, poll=poll)
+            finally:
+                if server is not None:
+                    server.close()
 
     run(red, body())
 

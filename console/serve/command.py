@@ -23,7 +23,11 @@ from ..cli.output import fail
               help="The URL operators open, when a proxy serves it elsewhere (https: makes cookies Secure).")
 @click.option("--hash-password", is_flag=True,
               help="Read a password or token (prompt, or stdin) and print its argon2 hash for hitl.toml; serve nothing.")
-def serve(host: str, port: int, proxy_header: str | None, public_url: str | None, hash_password: bool) -> None:
+@click.option("--log-format", type=click.Choice(("text", "json")), default="text", show_default=True,
+              help="json: one JSON object a line (time, level, event, ids, trace id), secrets masked.")
+def serve(
+    host: str, port: int, proxy_header: str | None, public_url: str | None, hash_password: bool, log_format: str
+) -> None:
     """Serve the console in a browser: one console per connection, with sign-in and roles.
 
     Operators and their roles come from [serve.operators.NAME] in hitl.toml
@@ -65,11 +69,22 @@ def serve(host: str, port: int, proxy_header: str | None, public_url: str | None
         proxy_header=proxy_header,
         public_url=public_url.rstrip("/") if public_url else None,
     )
+    from console import logs
+    from engine.telemetry import set_surface
+
+    set_surface("api")  # this process's own writes are the API's (consoles are processes of their own)
+    logs.install(opts.redactor(), log_format)
     server = ConsoleServer(options, config, host=host, port=port)
     how = {"password": "sign-in required", "proxy": f"identity from the {proxy_header} header",
            "local": "no sign-in (loopback only)"}[server.mode]
     try:
-        run(server, host, port, lambda url: click.echo(f"serving {server.store_label} on {url} ({how}); Ctrl-C stops", err=True))
+        red = opts.redactor()
+
+        def announce(url: str) -> None:
+            line = f"serving {server.store_label} on {url} ({how}); Ctrl-C stops"
+            click.echo(logs.json_line(red, "serve.started", line, url=url) if log_format == "json" else line, err=True)
+
+        run(server, host, port, announce)
     except OSError as exc:
         fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
 

@@ -458,7 +458,7 @@ def setup_logging() -> None:
     handler = logging.StreamHandler()
     handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
     handler.addFilter(OneLine())
-    if not log.handlers:
+    if not log.handlers and not logging.getLogger("hitl").handlers:  # --log-format json installed its own
         log.addHandler(handler)
         log.setLevel(logging.INFO)
     for name in ("aiohttp.server", "aiohttp.web", "aiohttp.websocket", "aiohttp.access", "textual_serve"):

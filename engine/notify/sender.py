@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .. import metrics
 from ..store.notify import Delivery, ledger
 from .channels import SENDERS, DeliveryError, recipients
 from .config import NotifyConfig
@@ -105,8 +106,10 @@ class Sender:
             done.failed.append((n.key, name, error))
             if give_up:
                 done.gave_up.append((n.key, name))
+        result = "sent" if error is None else "gave up" if give_up else "retry"
+        metrics.NOTIFICATIONS.inc(channel=row.channel, result=result)
         if self.on_result is not None:
-            self.on_result("sent" if error is None else "gave up" if give_up else "retry", row, error)
+            self.on_result(result, row, error)
 
     async def run(self, stop: asyncio.Event, *, poll: float = 1.0) -> None:
         """Passes until ``stop`` is set."""
