@@ -51,10 +51,12 @@ def notify(
 
     from engine.notify.sender import Sender
 
+    opts = _opts()
+    if opts.read_only:
+        fail("hitl notify records each delivery it sends: the store is open read-only (--read-only); nothing was sent")
     config = _config()
     if not config.active:
         fail("nothing to send: hitl.toml has no [[notify.rules]] (see README, Tell people when a human is needed)")
-    opts = _opts()
     red = opts.redactor()
     from console import logs
 

@@ -116,22 +116,23 @@ class TokenBook:
         """The identity ``header`` proves, or :class:`TokenRefused`."""
         parsed = parse_authorization(header)
         name, token = parsed if parsed is not None else ("", "")
-        keys = (f"addr:{peer}", f"name:{name}") if name else (f"addr:{peer}",)
+        key = f"token:{name}"  # counted per (name, address) and per address, as sign-ins are
         digest = hashlib.sha256(f"{name}\0{token}".encode("utf-8", "surrogatepass")).digest()
         now = self._clock()
         hit = self._cache.get(digest)
         if hit is not None and hit.until > now:
             self._cache.move_to_end(digest)
             return hit.identity
-        wait = self._limiter.retry_after(*keys)
+        # Reserved before the hash is checked, so concurrent guesses are counted
+        # before any of them is verified; a correct token takes its reservation back.
+        wait, stamp = self._limiter.reserve(key, peer)
         if wait > 0:
             raise TokenRefused(f"too many failed sign-ins: try again in {int(wait) + 1} s", 429, wait)
         ok = parsed is not None and await asyncio.to_thread(self._verify, name, token)
         if not ok:
-            self._limiter.failed(*keys)
             raise TokenRefused("wrong or unknown token: send Authorization: Bearer NAME:TOKEN "
                                "of a [serve.operators.NAME] entry with a token_hash")
-        self._limiter.succeeded(f"name:{name}")
+        self._limiter.succeeded(key, peer, stamp)
         identity = Identity(name, self._entries[name].role, "token")
         self._cache[digest] = _Cached(identity, now + CACHE_SECONDS)
         while len(self._cache) > CACHE_SIZE:

@@ -19,6 +19,7 @@ import contextlib
 import inspect
 import json
 import random
+import typing
 import weakref
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
@@ -244,11 +245,23 @@ def _hints(fn: Callable[..., Any]) -> dict[str, Any]:
     for name, hint in raw.items():
         if isinstance(hint, str):
             try:
-                hint = eval(hint, scope)  # noqa: S307 -- the function's own annotation, in its own scope
-            except Exception:
+                hint = _evaluated(hint, scope)
+            except Exception:  # noqa: BLE001 -- a name the function cannot see: no coercion for it
                 continue
         out[name] = hint
     return out
+
+
+class _Probe:
+    """One annotation to resolve (``typing.get_type_hints`` reads ``__annotations__``)."""
+
+
+def _evaluated(hint: str, scope: dict[str, Any]) -> Any:
+    """A string annotation of the user's own function resolved in its scope, as
+    ``typing.get_type_hints`` resolves any (never stored data: code the app wrote)."""
+    probe = _Probe()
+    probe.__annotations__ = {"x": hint}
+    return typing.get_type_hints(probe, globalns=scope, localns=scope)["x"]
 
 
 def _lookup(source: Any, key: str) -> tuple[bool, Any]:

@@ -32,6 +32,7 @@ from .conftest import REPO, Hitl, logical_dump
 
 READS = {
     "get_session",
+    "metric_reads",
     "list_sessions",
     "events",
     "event_at",
@@ -142,6 +143,7 @@ WRITING_COMMANDS = {
     "start": ["start", "refund_approval", "--session", "read-only-1", "order-9"],
     "worker": ["worker", "--app", "refund_approval=sample_sessions.refund_approval:workflow"],
     "bulk-answer": ["bulk-answer", "node=finance_approval", "--answer", '{"approved": true}'],
+    "notify": ["notify", "--once"],
 }
 READING_COMMANDS = {
     "sessions": ["sessions"],
@@ -152,7 +154,11 @@ READING_COMMANDS = {
     "export": ["export", "refund-partial-1"],
     "audit": ["audit"],
     "workers": ["workers"],
+    "notifications": ["notifications"],
 }
+CONFIGURED_READS = {"link"}
+"""Reads only, and needs [notify] public_url and a link secret in hitl.toml
+(tests/notify/test_answer_links.py runs it)."""
 SERVING_COMMANDS = {"serve"}
 """Runs until stopped; writes only through the consoles it starts, which --read-only makes
 read-only (tests/browser/test_serve_units.py::test_viewer_console_is_read_only_and_pinned)."""
@@ -165,7 +171,7 @@ def _invocation(hitl: Hitl, session: str) -> str:
 def test_every_writing_cli_command_fails_with_read_only_and_writes_nothing(
     hitl: Hitl, db: Path, tmp_path: Path
 ) -> None:
-    assert set(cli.commands) == set(WRITING_COMMANDS) | set(READING_COMMANDS) | SERVING_COMMANDS, (
+    assert set(cli.commands) == set(WRITING_COMMANDS) | set(READING_COMMANDS) | CONFIGURED_READS | SERVING_COMMANDS, (
         "classify the new command"
     )
     export = tmp_path / "export.jsonl"
@@ -374,8 +380,9 @@ def test_mask_event_touches_payloads_only(secret_session: str, db: Path) -> None
 
 FORBIDDEN_CALLS = {"eval", "exec", "compile", "__import__", "execfile"}
 FORBIDDEN_MODULES = {"pickle", "cPickle", "_pickle", "marshal", "shelve", "dill", "cloudpickle", "jsonpickle", "yaml"}
-IMPORTERS = {Path("engine/apps.py")}
-"""The only module allowed to import code by name (registered app specs)."""
+IMPORTERS = {Path("engine/apps.py"), Path("console/serve/forkserver.py")}
+"""The only modules allowed to import code by name: the registered app specs, and
+hitl serve's fork server preloading its fixed list of the project's own modules."""
 
 
 def _sources() -> list[Path]:
