@@ -35,6 +35,7 @@ READS = {
     "list_sessions",
     "events",
     "event_at",
+    "event_rows",
     "invocation_events",
     "corrupt_events",
     "list_invocations",
