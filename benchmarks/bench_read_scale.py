@@ -12,8 +12,9 @@ wall time and the process's peak RSS (``wait4``). Targets from issue 12:
 ``replay --at N`` folding at most ~1000 events from the nearest seek checkpoint
 (engine/checkpoints.py) whatever N; the header line says how many checkpoints
 the session has and what writing one costs a turn end. The last row imports the session's export (~36 MB at
-100k events) into a copy of the store, under a new id. Exits non-zero only on
-error.
+100k events) into a copy of the store, under a new id. Commands that run past a
+second say how far they got on stderr (issue 42); the table measures them with
+``HITL_PROGRESS_AFTER`` as the caller set it. Exits non-zero only on error.
 """
 
 from __future__ import annotations
@@ -146,6 +147,7 @@ def main() -> int:
             (f"--json replay --at {mid}", ["--json", "replay", SESSION, "--at", str(mid)]),
             (f"replay --at {events - 1}", ["replay", SESSION, "--at", str(events - 1)]),
             (f"replay --at {events}", ["replay", SESSION, "--at", str(events)]),
+            (f"replay --at {events} --diff-from 100", ["replay", SESSION, "--at", str(events), "--diff-from", "100"]),
             ("export", ["export", SESSION]),
         ]
         rows = []

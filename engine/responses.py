@@ -105,15 +105,29 @@ def coerce_response(schema: dict[str, Any] | None, value: Any) -> tuple[Any, lis
         return value, [f"(root): answer is {size} bytes; the limit is {MAX_RESPONSE_BYTES}"]
     if not schema:
         return value, []
-    import jsonschema
-
     coerced = _coerce(schema, schema, value)
-    validator = jsonschema.validators.validator_for(schema)(schema)
     view = _view(schema, schema, coerced)
-    errors = sorted(validator.iter_errors(view), key=lambda e: list(e.absolute_path))
+    errors = sorted(_validator(schema).iter_errors(view), key=lambda e: list(e.absolute_path))
     if errors:
         return value, [_format_error(e) for e in errors]
     return coerced, []
+
+
+_VALIDATORS: dict[str, Any] = {}
+"""JSON Schema text -> its validator: one per schema, not one per answer (an
+import validates every answer of a session against a handful of schemas)."""
+
+
+def _validator(schema: dict[str, Any]) -> Any:
+    import jsonschema
+
+    key = json.dumps(schema, sort_keys=True, default=str)
+    found = _VALIDATORS.get(key)
+    if found is None:
+        if len(_VALIDATORS) >= 256:  # bounded: schemas come from stored data
+            _VALIDATORS.clear()
+        found = _VALIDATORS[key] = jsonschema.validators.validator_for(schema)(schema)
+    return found
 
 
 def _non_finite(value: Any, where: str) -> str | None:

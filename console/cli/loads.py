@@ -33,17 +33,26 @@ async def resolve_invocation(store: SessionStore, session_id: str, text: str) ->
     )
 
 
-async def session_projection(store: SessionStore, session_id: str, red: Redactor) -> Projection:
+async def session_projection(
+    store: SessionStore, session_id: str, red: Redactor, total: int | None = None
+) -> Projection:
     """The session's whole projection (every loop iteration), folded page by page
-    (memory: the projection, not the event list). Values are NOT masked: the
+    (memory: the projection, not the event list), with progress on stderr past a
+    second (``total``: the session's event count). Values are NOT masked: the
     ``red`` learns the secrets it holds; render through ``red.value``."""
     from engine.projection import Projection
 
+    from .progress import Progress
+
+    progress = Progress(f"reading {session_id}", total)
     proj, seq = Projection(), 0
     while page := await store.events(session_id, after_seq=seq, limit=EVENTS_PAGE):
+        apply = proj.apply
         for s in page:
-            proj.apply(s.event, s.seq)
+            apply(s.event, s.seq)
         seq = page[-1].seq
+        progress.tick(len(page))
+    progress.done()
     learn_projection(red, proj)
     return proj
 

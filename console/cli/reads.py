@@ -23,6 +23,7 @@ from .group import cli
 from .loads import _event_pages, latest_projection, resolve_invocation, session_projection
 from .options import _duration, _opts, _seq, common, open_store, page_of
 from .output import clock, id_list, json_text, line_text, more, out, out_json, run, short, table
+from .progress import Progress
 from .render import event_summary, health_line, render_tree, schema_blocks, tree_rows
 
 if TYPE_CHECKING:
@@ -157,7 +158,7 @@ def show(session_id: str, invocation: str | None, all_runs: bool, graph: bool, s
                 inv_id = await resolve_invocation(store, session_id, invocation)
                 invocations = [i for i in invocations if i.invocation_id == inv_id]
             if all_runs or graph:  # every loop iteration (the graph's loop edges too): the whole log
-                proj = await session_projection(store, session_id, red)
+                proj = await session_projection(store, session_id, red, session.last_seq)
             else:  # the latest runs: each invocation from its snapshot + the events after it
                 proj = await latest_projection(store, session_id, [i.invocation_id for i in invocations], red)
             health = await session_health(store, session_id, proj)
@@ -284,8 +285,10 @@ def events(session_id: str, after: int, limit: int | None, tail: bool, interval:
 
     async def body() -> None:
         async with open_store(write=False) as store:
-            await store.get_session(session_id)
+            header = await store.get_session(session_id)
             printed = 0
+            due = max(header.last_seq - after, 0) if limit is None else min(limit, max(header.last_seq - after, 0))
+            progress = None if tail else Progress(f"events {session_id}", due)
             if tail:  # woken by notifications where the store has them (PostgreSQL), else polling
                 from engine.store.tail import follow
 
@@ -300,10 +303,14 @@ def events(session_id: str, after: int, limit: int | None, tail: bool, interval:
                     e = red.event(stored.event)  # it learns the event's secrets first
                     batch.add(stored.seq, e)
                     printed += 1
+                    if progress is not None:
+                        progress.tick()
                     if limit is not None and printed >= limit:
                         return
             finally:
                 batch.flush()
+                if progress is not None:
+                    progress.done()
 
     with suppress(KeyboardInterrupt):
         run(red, body())

@@ -23,9 +23,10 @@ if TYPE_CHECKING:
     from engine.views import Frame
 
 from .group import cli
-from .loads import learn_projection
+from .loads import _event_pages, learn_projection
 from .options import _opts, _seq, common, open_store
 from .output import clock, out, out_json, run, short
+from .progress import Progress
 from .render import render_tree, tree_rows
 
 
@@ -90,7 +91,13 @@ def replay(
                     return
                 # --at N (and --diff-from M) need the events up to there, not the rest.
                 upto = max(at or 0, diff_from or 0) if at is not None else None
-                stored = await store.events(session_id, limit=upto) if upto != 0 else []
+                stored = []
+                if upto != 0:  # page by page, saying how far it got past a second
+                    progress = Progress(f"replay {session_id}", upto or header.last_seq)
+                    async for item in _event_pages(store, session_id, 0, upto):
+                        stored.append(item)
+                        progress.tick()
+                    progress.done()
                 red.learn_events(s.event for s in stored)
                 events = [(s.seq, red.event(s.event)) for s in stored]
         cursor = Replay(events)

@@ -23,6 +23,7 @@ from engine.store.factory import store_kind, store_label
 from .group import cli
 from .options import _operator, _opts, common, open_store, operator_option, reason_option
 from .output import fail, out, out_json, run
+from .progress import Progress, counted
 
 
 class _Migrates(Protocol):
@@ -45,12 +46,19 @@ def export_cmd(session_id: str) -> None:
             # non-ASCII text as is): bytes to stdout's buffer, past its text layer.
             binary = getattr(sys.stdout, "buffer", None)
             sys.stdout.flush()
+            progress = Progress(f"export {session_id}", (await store.get_session(session_id)).last_seq)
+            header = True
             async for line in store.export_session(session_id):
                 if binary is None:
                     sys.stdout.write(line)
                 else:
                     binary.write(line.encode("utf-8"))
+                if header:
+                    header = False
+                else:
+                    progress.tick()
             (binary or sys.stdout).flush()
+            progress.done()
 
     run(red, body())
 
@@ -70,7 +78,7 @@ def import_cmd(file: str, as_id: str | None, operator: str | None, reason: str |
     async def body() -> None:
         if as_id is not None:
             require_id(as_id, "--as (the new session id)")
-        lines = bounded_lines(file, MAX_IMPORT_BYTES, "import")  # read as the store validates: one line at a time
+        lines = counted(bounded_lines(file, MAX_IMPORT_BYTES, "import"), Progress(f"import {file}", unit="lines"))
         source = "stdin" if file == "-" else str(Path(file).resolve())
         async with open_store(write=True) as store:
             # The store derives the seek checkpoints from the validated events, never from the file.

@@ -210,8 +210,9 @@ def _workflow_output(run: NodeRun, kids: list[NodeRun], output: Any) -> str | No
 
 
 def _same(a: Any, b: Any) -> bool:
-    """The same JSON value (``1`` is not ``True``, nor ``1.0`` when it matters)."""
-    return a is b or (type(a) is type(b) and a == b and same_json(a, b))
+    """The same JSON value (``1`` is not ``True`` at the top; deeper, Python's ``==``,
+    which is cheap: an import compares every triggered input with its source)."""
+    return a is b or (type(a) is type(b) and a == b)
 
 
 def _impossible(proj: Projection, event: Event) -> str | None:

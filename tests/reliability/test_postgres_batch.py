@@ -14,11 +14,11 @@ import pytest
 
 from engine import Runner
 from engine.errors import AlreadyResolvedError, ConflictError, SessionNotFoundError
-from engine.models import Content, Event, Session, StoredEvent, new_id
+from engine.models import Content, Event, NodeStatus, Session, StoredEvent, new_id
 from engine.store.jsonl import ImportFormatError, event_line, header_line
 from engine.store.postgres import PostgresStore
 from engine.store.sqlite import SQLiteStore
-from tests.contract.builders import answer, dump, interrupt, pg_fresh_url, start
+from tests.contract.builders import answer, dump, end, interrupt, pg_fresh_url, start, user_msg
 from tests.engine.test_turn_cost import SIMPLE
 
 from .pg import pg_dump
@@ -91,7 +91,7 @@ async def test_an_answer_to_an_interrupt_that_is_not_open_is_refused_and_nothing
     url = pg_fresh_url()
     async with PostgresStore.open(url) as store:
         await store.create_session("app", "u", "src")
-        for ev in (start("i1"), _ask("i1", "q1"), _answer("i1", "q1")):
+        for ev in (user_msg("i1"), start("i1"), _ask("i1", "q1"), end("i1", NodeStatus.WAITING), _answer("i1", "q1")):
             await store.append_event("src", ev)
         lines = [line async for line in store.export_session("src")]
         before = await pg_dump(url)
@@ -103,15 +103,15 @@ async def test_an_answer_to_an_interrupt_that_is_not_open_is_refused_and_nothing
             with pytest.raises(AlreadyResolvedError):
                 await store.bulk_load([(Session(id="fresh", app_name="app", user_id="u"), events)])
             assert await pg_dump(url) == before
-        twice = [header_line((await store.get_session("src")).model_copy(update={"last_seq": 4})), *lines[1:]]
-        twice.append(event_line(StoredEvent(seq=4, session_id="src", event=_answer("i1", "q1"))))
+        twice = [header_line((await store.get_session("src")).model_copy(update={"last_seq": 6})), *lines[1:]]
+        twice.append(event_line(StoredEvent(seq=6, session_id="src", event=_answer("i1", "q1"))))
         with pytest.raises(ImportFormatError):
             await store.import_session(twice, session_id="copy")
         assert await pg_dump(url) == before
         copied = await store.import_session(lines, session_id="copy")
-        assert copied.last_seq == 3
+        assert copied.last_seq == 5
         [rec] = await store.lookup_interrupts("copy", ["q1"])
-        assert (rec.status, rec.resolved_seq) == ("resolved", 3)
+        assert (rec.status, rec.resolved_seq) == ("resolved", 5)
         with pytest.raises(ConflictError, match="already exists"):
             await store.import_session(lines, session_id="copy")
 

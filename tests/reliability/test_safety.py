@@ -36,6 +36,7 @@ READS = {
     "list_sessions",
     "events",
     "event_at",
+    "event_rows",
     "invocation_events",
     "corrupt_events",
     "list_invocations",

@@ -110,6 +110,23 @@ class _Reads(_Core):
         CorruptEventError; with ``skip_corrupt=True`` it is left out instead."""
         return await self._read_events(session_id, None, after_seq, limit, skip_corrupt)
 
+    async def event_rows(self, session_id: str, *, after_seq: int = 0, limit: int = 1000) -> list[tuple[int, str]]:
+        """``(seq, JSON)`` of the events after ``after_seq`` as stored, unparsed
+        (what an export copies); SessionNotFoundError for no such session."""
+        sql = (
+            "(SELECT seq, json FROM events WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3) UNION ALL"
+            " SELECT NULL, NULL FROM sessions WHERE id = $1"
+            " AND NOT EXISTS (SELECT 1 FROM events WHERE session_id = $1 AND seq > $2)"
+        )
+
+        async def fn(conn: asyncpg.Connection) -> list[tuple[int, str]]:
+            rows = await conn.fetch(sql, session_id, after_seq, max(limit, 0))
+            if not rows:
+                raise SessionNotFoundError(session_id)
+            return [(int(seq), str(text)) for seq, text in rows if seq is not None]
+
+        return await self._run(fn)
+
     async def event_at(self, session_id: str, seq: int) -> StoredEvent:
         async def fn(conn: asyncpg.Connection) -> StoredEvent:
             text = await conn.fetchval("SELECT json FROM events WHERE session_id = $1 AND seq = $2", session_id, seq)

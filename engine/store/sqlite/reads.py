@@ -59,6 +59,18 @@ def _list_sessions(conn: sqlite3.Connection, sql: str, params: list[Any]) -> lis
     return [_summary_from_row(r) for r in conn.execute(sql, params)]
 
 
+def _read_event_rows(conn: sqlite3.Connection, session_id: str, after_seq: int, limit: int) -> list[tuple[int, str]]:
+    """``(seq, stored JSON)`` of the events after ``after_seq``, at most ``limit``,
+    unparsed (an export copies them as they are)."""
+    rows = conn.execute(
+        "SELECT seq, json FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+        (session_id, after_seq, max(limit, 0)),
+    ).fetchall()
+    if not rows:
+        _require_session(conn, session_id)
+    return [(int(seq), text if isinstance(text, str) else bytes(text).decode("utf-8")) for seq, text in rows]
+
+
 def _read_events(
     conn: sqlite3.Connection,
     session_id: str,

@@ -69,6 +69,7 @@ from .reads import (
     _lookup_interrupts,
     _open_interrupts,
     _put_snapshot,
+    _read_event_rows,
     _read_events,
     _snapshot_and_events,
 )
@@ -366,6 +367,12 @@ class SQLiteStore(_WorkerTables, _WorkerSteps):
         CorruptEventError; with ``skip_corrupt=True`` it is left out instead
         (``limit`` then counts readable events) -- see :meth:`corrupt_events`."""
         return await self._call(_read_events, session_id, None, after_seq, limit, skip_corrupt)
+
+    async def event_rows(self, session_id: str, *, after_seq: int = 0, limit: int = 1000) -> list[tuple[int, str]]:
+        """``(seq, JSON)`` of the events after ``after_seq`` as stored, unparsed:
+        what :func:`engine.store.jsonl.export_lines` copies (parsing and
+        re-serialising every event was most of an export's time)."""
+        return await self._call(_read_event_rows, session_id, after_seq, limit)
 
     async def event_at(self, session_id: str, seq: int) -> StoredEvent:
         return await self._call(_event_at, session_id, seq)

@@ -1,0 +1,72 @@
+"""Progress on stderr for a command that reads or copies many events (issue 42.6).
+
+Silent for the first second (:data:`AFTER`; ``$HITL_PROGRESS_AFTER`` sets it,
+``0`` from the start), then one line at most every second -- rewritten in
+place on a terminal, appended otherwise -- and a last line when it ends.
+stdout is never touched, so ``--json`` and pipes read the same bytes::
+
+    events deploy-long-1: 52,000 of 109,000 events (2 s)
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from typing import TypeVar
+
+T = TypeVar("T")
+
+AFTER = 1.0
+"""Seconds a command runs before it says how far it got."""
+EVERY = 1.0
+"""Seconds between two progress lines."""
+
+
+class Progress:
+    """``tick(n)`` after each page of ``n`` items; ``done()`` at the end."""
+
+    def __init__(self, what: str, total: int | None = None, unit: str = "events") -> None:
+        self.what, self.total, self.unit = what, total, unit
+        self.count = 0
+        self.shown = False
+        self._start = time.monotonic()
+        try:
+            after = float(os.environ.get("HITL_PROGRESS_AFTER", AFTER))
+        except ValueError:
+            after = AFTER
+        self._next = self._start + after
+        self._tty = sys.stderr.isatty()
+
+    def tick(self, n: int = 1) -> None:
+        self.count += n
+        now = time.monotonic()
+        if now >= self._next:
+            self._next = now + EVERY
+            self._say(f"{self.what}: {self._counted()} ({now - self._start:.0f} s)", final=False)
+
+    def done(self) -> None:
+        """The last line, when a progress line was shown (a quick command says nothing)."""
+        if self.shown:
+            self._say(f"{self.what}: {self._counted()}, done in {time.monotonic() - self._start:.1f} s", final=True)
+
+    def _counted(self) -> str:
+        of = f" of {self.total:,}" if self.total else ""
+        return f"{self.count:,}{of} {self.unit}"
+
+    def _say(self, line: str, *, final: bool) -> None:
+        self.shown = True
+        if self._tty:
+            sys.stderr.write("\r" + line + "\x1b[K" + ("\n" if final else ""))
+        else:
+            sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+
+def counted(items: Iterable[T], progress: Progress) -> Iterator[T]:
+    """``items``, ticking ``progress`` for each (its last line once they are all read)."""
+    for item in items:
+        yield item
+        progress.tick()
+    progress.done()
