@@ -21,37 +21,11 @@ import asyncio
 import json
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
-
-def graphs() -> tuple[Any, Any]:
-    from typing import TypedDict
-
-    from langgraph.graph import END, START, StateGraph
-    from langgraph.types import interrupt
-
-    class State(TypedDict, total=False):
-        x: str
-        ans: Any
-        out: Any
-
-    def ask(state: State) -> State:
-        return {"ans": interrupt({"question": "approve?"})}
-
-    def after(state: State) -> State:
-        return {"out": state.get("ans")}
-
-    two = StateGraph(State)
-    two.add_node("ask", ask)
-    two.add_node("after", after)
-    two.add_edge(START, "ask")
-    two.add_edge("ask", "after")
-    two.add_edge("after", END)
-    one = StateGraph(State)
-    one.add_node("ask", ask)
-    one.add_edge(START, "ask")
-    one.add_edge("ask", END)
-    return two, one
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_langgraph import graphs  # noqa: E402 -- the same two graphs as the SQLite peer's
 
 
 def _conninfo(base: str, schema: str) -> str:

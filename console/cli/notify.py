@@ -11,7 +11,7 @@ import click
 from console.times import age
 
 from .group import cli
-from .options import _opts, common, open_store
+from .options import _opts, common, open_store, watch_options
 from .output import fail, out, out_json, run, short, table
 
 if TYPE_CHECKING:
@@ -35,12 +35,7 @@ def _config() -> NotifyConfig:
               help="Seconds between passes when nothing wakes the sender.")
 @click.option("--claim-ttl", type=click.FloatRange(0.1), default=60.0, show_default=True,
               help="Seconds a claimed delivery stays this sender's: a sender killed mid-send is replaced after it.")
-@click.option("--metrics-port", type=click.IntRange(0, 65535), default=None,
-              help="Serve Prometheus metrics at http://HOST:PORT/metrics (0: any free port, printed).")
-@click.option("--metrics-host", default="127.0.0.1", show_default=True,
-              help="Address the metrics port listens on (loopback unless you say otherwise).")
-@click.option("--log-format", type=click.Choice(("text", "json")), default="text", show_default=True,
-              help="json: one JSON object a line (time, level, event, ids, trace id), secrets masked.")
+@watch_options
 def notify(
     once: bool, poll: float, claim_ttl: float, metrics_port: int | None, metrics_host: str, log_format: str
 ) -> None:

@@ -197,6 +197,21 @@ def common(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
+def watch_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``--metrics-port``, ``--metrics-host`` and ``--log-format`` of the long-running
+    commands (``hitl worker``, ``hitl notify``; :mod:`console.metrics_http`, :mod:`console.logs`)."""
+    for opt in (
+        click.option("--log-format", type=click.Choice(("text", "json")), default="text", show_default=True,
+                     help="json: one JSON object a line (time, level, event, ids, trace id), secrets masked."),
+        click.option("--metrics-host", default="127.0.0.1", show_default=True,
+                     help="Address the metrics port listens on (loopback unless you say otherwise)."),
+        click.option("--metrics-port", type=click.IntRange(0, 65535), default=None,
+                     help="Serve Prometheus metrics at http://HOST:PORT/metrics (0: any free port, printed)."),
+    ):
+        fn = opt(fn)
+    return fn
+
+
 def _operator(given: str | None) -> str | None:
     """--operator, else ``[console] operator`` of the config (as the console), else $USER."""
     from engine.apps import default_operator

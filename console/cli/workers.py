@@ -13,7 +13,7 @@ from console.times import age
 from engine.errors import HitlError
 
 from .group import cli
-from .options import _opts, app_spec_option, common, open_store
+from .options import _opts, app_spec_option, common, open_store, watch_options
 from .output import fail, id_list, out, out_json, run
 
 if TYPE_CHECKING:
@@ -35,12 +35,7 @@ if TYPE_CHECKING:
               help="Seconds an invocation lease lasts without renewal (default 30).")
 @click.option("--heartbeat", type=click.FloatRange(0.05), default=2.0, show_default=True,
               help="Seconds between heartbeats in the store.")
-@click.option("--metrics-port", type=click.IntRange(0, 65535), default=None,
-              help="Serve Prometheus metrics at http://HOST:PORT/metrics (0: any free port, printed).")
-@click.option("--metrics-host", default="127.0.0.1", show_default=True,
-              help="Address the metrics port listens on (loopback unless you say otherwise).")
-@click.option("--log-format", type=click.Choice(("text", "json")), default="text", show_default=True,
-              help="json: one JSON object a line (time, level, event, ids, trace id), secrets masked.")
+@watch_options
 def worker(
     concurrency: int,
     drain_timeout: float,
