@@ -148,6 +148,15 @@ class ConsoleService(AppService):
         self._stdin = process.stdin
         return process
 
+    async def run(self) -> None:
+        """Relay the console's output; when it ends (it quit, crashed or was killed), close its socket
+        so the page says the console ended instead of waiting on a dead one."""
+        try:
+            await super().run()
+        finally:
+            with contextlib.suppress(Exception):
+                await self.remote_close()
+
     async def stop(self, timeout: float = 10.0) -> bool:
         """End the console: True when it quit when asked, False when it had to be killed."""
         task, self._task = self._task, None

@@ -406,14 +406,29 @@ def test_the_server_wide_cap(store: Path, tmp_path: Path, total: int) -> None:
         asyncio.run(scenario(served.url, alice, val))
 
 
-def test_shutdown_ends_a_console_that_does_not_quit(store: Path, tmp_path: Path) -> None:
+def consoles_of(server: int) -> list[int]:
+    """The console processes under ``server``: its children, or (forked) its fork server's."""
+    parents = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except OSError:
+                continue
+    children = [p for p, parent in parents.items() if parent == server]
+    grandchildren = [p for p, parent in parents.items() if parent in children]
+    return grandchildren or children
+
+
+@pytest.mark.parametrize("fork", ["true", "false"])
+def test_shutdown_ends_a_console_that_does_not_quit(store: Path, tmp_path: Path, fork: str) -> None:
     """Issue 34: a wedged console kept hitl serve from honouring SIGTERM (and SIGKILL orphaned it).
     Here the console is stopped (SIGSTOP): it cannot quit when asked, so it is killed once
-    [serve] shutdown_seconds have passed, and the server exits."""
+    [serve] shutdown_seconds have passed, and the server exits; forked or started afresh."""
     import os
     import signal
 
-    config = write_config(tmp_path, extra="shutdown_seconds = 1")
+    config = write_config(tmp_path, extra=f"shutdown_seconds = 1\nfork_consoles = {fork}")
 
     async def hold(url: str, cookie: str, stopped: threading.Event) -> None:
         http, ws = await open_console(url, cookie)
@@ -433,13 +448,55 @@ def test_shutdown_ends_a_console_that_does_not_quit(store: Path, tmp_path: Path)
         client = threading.Thread(target=lambda: asyncio.run(hold(served.url, cookie, opened)), daemon=True)
         client.start()
         assert opened.wait(120)
-        children = Path(f"/proc/{served.process.pid}/task/{served.process.pid}/children").read_text().split()
+        children = consoles_of(served.process.pid)
         assert len(children) == 1, children
-        console = int(children[0])
+        console = children[0]
         os.kill(console, signal.SIGSTOP)
         served.process.send_signal(signal.SIGTERM)
         assert served.process.wait(timeout=60) == 0  # bounded: the server does not wait for the console
         client.join(60)
     assert not Path(f"/proc/{console}").exists() or "zombie" in Path(f"/proc/{console}/status").read_text()
     assert "console of 'alice' did not quit within 1.0s: killed" in served.log()
+    assert "Traceback" not in served.log()
+
+
+# ------------------------------------------------------------------ the cost per operator
+def test_each_connection_is_a_console_process_of_its_own_forked_from_one_parent(store: Path, tmp_path: Path) -> None:
+    """[serve] fork_consoles (the default): consoles are forked from one pre-imported parent,
+    still one process per connection; a console's crash or kill is that console's alone."""
+    import os
+    import signal
+
+    config = write_config(tmp_path)
+
+    async def scenario(url: str, alice: str, val: str) -> None:
+        first = await open_console(url, alice)
+        alices = consoles_of(served.process.pid)
+        second = await open_console(url, val)
+        try:
+            pids = [p for p in consoles_of(served.process.pid) if p not in alices] + alices
+            assert len(set(pids)) == 2 and len(alices) == 1, pids
+            parents = {int(Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[1]) for p in pids}
+            assert len(parents) == 1 and parents != {served.process.pid}  # both forked by the fork server
+            os.kill(alices[0], signal.SIGKILL)  # alice's console dies: val's still answers
+            for _ in range(1000):
+                msg = await first[1].receive(timeout=60)
+                if msg.type != aiohttp.WSMsgType.BINARY:
+                    break
+            await second[1].send_str('["ping", "1"]')
+            for _ in range(1000):
+                msg = await second[1].receive(timeout=60)
+                if msg.type == aiohttp.WSMsgType.TEXT:
+                    assert msg.data == '["pong", "1"]'
+                    break
+        finally:
+            for http, ws in (first, second):
+                await ws.close()
+                await http.close()
+
+    with serve(store, "--config", str(config), cwd=tmp_path) as served:
+        alice = cookie_of(sign_in(served.url, "alice")[1])
+        val = cookie_of(sign_in(served.url, "val")[1])
+        asyncio.run(scenario(served.url, alice, val))
+        served.wait_count("console closed for", 2)
     assert "Traceback" not in served.log()
