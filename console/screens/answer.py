@@ -473,7 +473,9 @@ class AnswerScreen(HitlScreen):
     def _show_banner(self) -> None:
         banner = self.query_one("#answer-banner", Static)
         lines: list[str] = []
-        if self.unavailable:
+        if self.hitl.read_only:
+            lines.append("⚠ Read-only: the console opened the store read-only. The dry run works; submitting does not.")
+        elif self.unavailable:
             lines.append(f"⚠ Read-only session: {self.unavailable}. The dry run works; submitting does not.")
         if self.via_worker:
             lines.append(f"No code for {self.draft.app_name} here: the answer is stored and a worker runs the turn.")

@@ -144,17 +144,24 @@ async def test_read_only_keys_say_why_and_the_editor_opens_for_a_dry_run(store: 
         await settle(pilot)
         await pilot.press("n")
         await settle(pilot)
-        for key, action_id in (("R", "invocation.redrive"), ("X", "invocation.cancel"), ("space", "interrupts.toggle")):
+        for key, words in (("R", "re-drive the failed or interrupted invocation"),
+                           ("X", "cancel the invocation with a reason"),
+                           ("space", "select / unselect the open ids of this node")):
             app._notifications.clear()
             await pilot.press(key)
             await settle(pilot)
             said = [n.message for n in app._notifications]
-            assert any("Read-only mode" in m and action_id in m for m in said), (key, said)
+            assert any("Read-only mode" in m and words in m and "." not in m.split(":")[1].split("--")[0]
+                       for m in said), (key, said)  # in words: no dotted action id
         await pilot.press("e")
         await wait_for(pilot, lambda: isinstance(app.screen, AnswerScreen), "the response editor")
         await settle(pilot)
+        banner = str(app.screen.query_one("#answer-banner").render())
+        assert "Read-only" in banner and "submitting does not" in banner  # said when the editor opens
         app._notifications.clear()
         await pilot.press("ctrl+s")
         await settle(pilot)
         assert isinstance(app.screen, AnswerScreen)  # no confirmation, nothing written
-        assert any("answer.submit" in n.message and "Read-only" in n.message for n in app._notifications)
+        said = [n.message for n in app._notifications]
+        assert any("submit the answers as one message" in m and "Read-only" in m for m in said), said
+        assert not any("answer.submit" in m for m in said)

@@ -280,7 +280,7 @@ async def test_replay_is_read_only_by_construction(store):
         assert not [a.id for a, _ in app.applicable_actions(app.screen) if a.read_only_disabled]
         app.run_command("interrupts.answer")
         await settle(pilot)
-        assert any("interrupts.answer applies on the inbox, session screen, not here" in n for n in notes(app))
+        assert any("'answer the selected ids' applies on the inbox, session screen, not here" in n for n in notes(app))
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
         listed = [a.id for _, actions in app.screen.sections for a in actions]
