@@ -37,7 +37,7 @@ from .options import (
     reason_option,
     via_options,
 )
-from .output import fail, id_list, interactive, out, out_json, run, stopped_hint
+from .output import fail, id_list, interactive, out, out_json, run, short, stopped_hint
 from .render import render_plan
 
 
@@ -87,6 +87,9 @@ def print_step(red: Redactor, step: Step, as_json: bool) -> None:
                 "markers": notes,
             }
         )
+    elif event.kind == "message":  # the operator's message, not the '-' of a row without a node
+        text = event.content.text if event.content is not None else ""
+        out(red, f"{event.kind:<9} {json.dumps(short(text or '', 70), ensure_ascii=False)}")
     else:
         out(red, f"{event.kind:<9} {(event.path or '-'):<44} {status:<9}  {'; '.join(notes)}".rstrip())
 
