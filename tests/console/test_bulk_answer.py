@@ -265,3 +265,30 @@ def _build(store: MemoryStore) -> bulk_store.Built:
     import asyncio
 
     return asyncio.run(bulk_store.build(store, FIXTURE_EPOCH))
+
+
+def test_distinguishing_fields_are_what_differs_between_items() -> None:
+    from engine.views import distinguishing_fields
+
+    rows = [{"order_id": "o1", "customer": "Grace", "amount": 26.5, "currency": "EUR", "lines": [1]},
+            {"order_id": "o2", "customer": "Ada", "amount": 38.0, "currency": "EUR", "lines": [2]}]
+    assert distinguishing_fields(rows) == ["order_id", "customer", "amount"]
+    assert distinguishing_fields(rows, limit=2) == ["order_id", "customer"]
+    assert distinguishing_fields(rows[:1]) == []
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+async def test_bulk_rows_show_what_tells_the_items_apart_and_five_fit(size: tuple[int, int]) -> None:
+    store, built = await refunds()
+    app = app_on(store, built)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        keys = Keys(pilot)
+        await filter_inbox(keys, bulk_store.FILTER)
+        await keys("b", "y")
+        dialog = app.screen
+        assert isinstance(dialog, BulkAnswerScreen) and dialog.plan is not None
+        table = dialog.query_one("#bulk-items", DataTable)
+        item = str(table.get_row_at(0)[2])
+        assert "customer=" in item and "amount=" in item
+        assert table.size.height - 1 >= 5, table.size  # the header, then at least 5 rows in view
