@@ -56,3 +56,19 @@ def test_start_prints_the_message(hitl: Hitl) -> None:
     out = ok(hitl("--app", f"one={__name__}:ONE", "start", "one", "please refund order 7"))
     assert 'message   "please refund order 7"' in out
     assert "message   -" not in out
+
+
+def test_the_readme_says_what_is_true() -> None:
+    """The status keys it names exist, every document it cites is in the repository,
+    and it says the home list leaves failed sessions out."""
+    import re
+
+    from engine.status import STATUS_CYCLE
+
+    root = Path(__file__).resolve().parents[2]
+    readme = (root / "README.md").read_text()
+    assert f"`0`-`{len(STATUS_CYCLE) - 1}`" in readme
+    for doc in set(re.findall(r"`([A-Z][A-Z_]+\.md)`", readme)):
+        assert (root / doc).exists(), f"README cites {doc}, which is not in the repository"
+    assert "failed, completed and cancelled sessions" in readme
+    assert "opens the console on\nsession `s1`" not in readme
