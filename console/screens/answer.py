@@ -75,6 +75,7 @@ from ..widgets.answer_editor import AnswerEditor
 from ..widgets.answer_views import Preview, preview_renderable, resume_command, selection_summary
 from ..widgets.footer import QuietFooter
 from ..widgets.format import short, short_id
+from ..widgets.marks import MarkedSelectionList
 from ..widgets.plain import Static
 from .answer_dialogs import ConfirmWrite, WriteChoice
 from .answer_jobs import WriteJob
@@ -149,7 +150,7 @@ class AnswerScreen(HitlScreen):
         yield Static("", id="answer-banner", classes="banner -hidden")
         with Horizontal(id="answer-main"):
             with Vertical(id="answer-side"):
-                ids = SelectionList[str](id="answer-ids")
+                ids = MarkedSelectionList[str](id="answer-ids")
                 ids.border_title = "Open ids (space: select)"
                 yield ids
                 pane = VerticalScroll(Static(preview_renderable(None, redactor=self.hitl.redactor), id="answer-preview-body"), id="answer-preview")

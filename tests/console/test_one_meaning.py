@@ -52,3 +52,23 @@ async def test_an_empty_inbox_filter_keeps_keys_out_of_the_box(store):
         await pilot.press("h")  # the sessions screen, not an 'h' typed into the box
         await settle(pilot)
         assert isinstance(app.screen, SessionsScreen)
+
+
+async def test_selected_and_unselected_ids_read_without_colour() -> None:
+    from console.screens.answer import AnswerScreen
+
+    from .answer_store import demo_store
+
+    app = make_app(await demo_store())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        app.open_session("refund-waiting-1", path=None)
+        await settle(pilot)
+        await pilot.press("n", "e")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, AnswerScreen)
+        ids = screen.query_one("#answer-ids")
+        lines = [ids.render_line(y).text for y in range(ids.option_count)]
+        assert sorted(line[:4] for line in lines) == ["[ ] ", "[x] "], lines  # the node n lands on: selected
+        assert "▐" not in "".join(lines)
