@@ -462,3 +462,13 @@ def distinguishing_fields(payloads: list[Any], limit: int = 3) -> list[str]:
             if len(out) == limit:
                 break
     return out
+
+
+def latest_run(proj: Projection, invocation_id: str, paths: Iterable[str]) -> str | None:
+    """The run that changed last, preferring leaves (where the work happens) to
+    the containers whose end records close a turn."""
+    runs = [r for p in paths if (r := proj.get(invocation_id, p)) is not None]
+    leaves = [r for r in runs if not r.is_container] or runs
+    if not leaves:
+        return None
+    return max(leaves, key=lambda r: (r.updated_pos, r.path.count("/"))).path
