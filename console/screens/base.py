@@ -225,9 +225,6 @@ class PagedTableScreen(HitlScreen):
     """A screen around one keyset-paged DataTable: the next page loads when the
     cursor or the scroll nears the end, and ``enter`` opens the selected row."""
 
-    AUTO_FOCUS = "DataTable"
-    """Back on this screen: the list, never the filter box (a hidden list: nothing)."""
-
     def _load_more(self) -> None:
         raise NotImplementedError
 

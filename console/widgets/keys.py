@@ -39,9 +39,11 @@ class InOrderKeys(_Base):
 
     async def _on_key(self, event: events.Key) -> None:
         focused = self.screen.focused if self.is_attached else None
-        if focused is not None and focused is not self:
-            # Typed in the same burst as the tab that moved the focus on: the app handed
-            # it here before the focus moved; it belongs to the field that has it now.
+        if focused is not None and focused is not self and (
+                isinstance(focused, InOrderKeys) or focused.has_class("form-field")):
+            # Typed in the same burst as the tab that moved the focus on to another field:
+            # the app handed it here before the focus moved; it belongs to that field. (A
+            # field just opened, its focus still on the way, keeps what is typed into it.)
             event.stop()
             event.prevent_default()
             focused.post_message(events.Key(event.key, event.character))
