@@ -57,7 +57,10 @@ async def one_run() -> dict[str, Any]:
         await pilot.press("A")
         await quiet(pilot)
         await pilot.press("e")
-        while not (isinstance(app.screen, AnswerScreen) and app.screen.editors()):
+        while not (isinstance(app.screen, AnswerScreen) and app.screen.editors() and app.screen.focused is not None):
+            await pilot.pause()
+        usable = time.perf_counter() - t  # the first answer has the focus: keys count from here
+        while app.screen.filling:
             await pilot.pause()
         await quiet(pilot)
         await quiet(pilot)
@@ -71,7 +74,7 @@ async def one_run() -> dict[str, Any]:
             await quiet(pilot)
             keys.append(time.perf_counter() - t)
         ready = screen.values() is not None  # every id answered: the submit is possible
-    return {"ids": n, "open": opened, "keys": keys, "ready": ready}
+    return {"ids": n, "usable": usable, "open": opened, "keys": keys, "ready": ready}
 
 
 def main() -> int:
@@ -87,7 +90,8 @@ def main() -> int:
         return 1
     per_key = [statistics.median(r["keys"]) for r in runs]
     rows = [
-        (f"select all + open the editor ({runs[0]['ids']} ids)", statistics.median(r["open"] for r in runs)),
+        ("select all + open the editor: first answer focused", statistics.median(r["usable"] for r in runs)),
+        (f"  ... every editor built ({runs[0]['ids']} ids)", statistics.median(r["open"] for r in runs)),
         ("one choice, key to quiet screen (median)", statistics.median(per_key)),
         ("one choice, slowest key of any run", max(max(r["keys"]) for r in runs)),
         (f"all {runs[0]['ids']} choices", statistics.median(sum(r["keys"]) for r in runs)),

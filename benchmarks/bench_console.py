@@ -1,5 +1,6 @@
 """Console benchmarks: first paint with 100,000 sessions, opening a 100,000-event
-session, and the memory that takes.
+session, the memory that takes, and the worst key latency per screen while a
+1 MB payload, that session and a diff of thousands of changes are open.
 
     python benchmarks/bench_console.py           # full sizes
     python benchmarks/bench_console.py --quick   # 10x smaller, a few seconds
@@ -374,6 +375,107 @@ async def measure_live(rounds: int = 5) -> dict[str, Any]:
     return {"live_median_s": took[len(took) // 2], "live_max_s": took[-1], "live_rounds": rounds}
 
 
+KEYS: dict[str, list[str]] = {
+    "sessions": ["down", "down", "up", "s", "0", "question_mark", "escape", "G", "g"],
+    "inbox": ["down", "up", "question_mark", "escape", "G", "g"],
+    "session, 1 MB payload": ["n", "down", "up", "n", "question_mark", "escape", "tab", "down", "shift+tab"],
+    "session, long loop": ["G", "g", "n", "down", "question_mark", "escape", "tab", "G", "shift+tab"],
+    "answer editor, 1 MB payload": ["ctrl+t", "ctrl+t", "y", "question_mark", "escape"],
+    "replay, diff open": ["right", "left", "right", "escape", "right_square_bracket", "left_square_bracket"],
+}
+"""Keys pressed on each screen (each timed from the press until the console is quiet)."""
+
+
+async def measure_keys(db: str, big_db: str, loop_events: int) -> dict[str, Any]:
+    """The worst key latency per screen while a 1 MB payload, a long session and a
+    diff of thousands of changes are open: each key from the press until the
+    console's workers are done and the screen is painted."""
+    from console.app import HitlApp
+    from console.screens.answer import AnswerScreen
+    from console.screens.inbox import InboxScreen
+    from console.screens.replay import DiffScreen, ReplayScreen, ReplaySource
+    from console.screens.session import SessionScreen
+    from console.screens.sessions import SessionsScreen
+    from engine.store import open_store
+
+    worst: dict[str, tuple[float, str]] = {}
+    extra: dict[str, Any] = {}
+
+    async def quiet(pilot: Any) -> None:
+        for _ in range(2):
+            await pilot.app.workers.wait_for_complete()
+            await pilot.pause()
+
+    async def keys(pilot: Any, screen: str) -> None:
+        for key in KEYS[screen]:
+            t = time.perf_counter()
+            await pilot.press(key)
+            await quiet(pilot)
+            took = time.perf_counter() - t
+            if took > worst.get(screen, (0.0, ""))[0]:
+                worst[screen] = (took, key)
+
+    big = await open_store(big_db)
+    app = HitlApp(big, poll_interval=None, refresh_interval=None, cursor_blink=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(lambda: isinstance(app.screen, SessionsScreen))
+        await quiet(pilot)
+        await keys(pilot, "sessions")
+        await pilot.press("i")
+        await until(lambda: isinstance(app.screen, InboxScreen))
+        await quiet(pilot)
+        await keys(pilot, "inbox")
+        t = time.perf_counter()
+        app.open_session("big")
+        await until(lambda: isinstance(app.screen, SessionScreen) and app.screen.view is not None)
+        await quiet(pilot)
+        extra["big_open_s"] = time.perf_counter() - t
+        await keys(pilot, "session, 1 MB payload")
+        await pilot.press("n")
+        await quiet(pilot)
+        t = time.perf_counter()
+        await pilot.press("e")
+        await until(lambda: isinstance(app.screen, AnswerScreen) and app.screen.focused is not None)
+        extra["big_editor_s"] = time.perf_counter() - t
+        await quiet(pilot)
+        await keys(pilot, "answer editor, 1 MB payload")
+    await big.close()
+    long = await open_store(db, read_only=True)
+    app = HitlApp(long, read_only=True, poll_interval=None, refresh_interval=None, cursor_blink=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(lambda: isinstance(app.screen, SessionsScreen))
+        app.open_session("long-loop")
+        await until(lambda: isinstance(app.screen, SessionScreen) and app.screen.view is not None)
+        await quiet(pilot)
+        await until(lambda: not app.screen.history_loading, 0.01)
+        await keys(pilot, "session, long loop")
+        app.push_screen(ReplayScreen(ReplaySource(session_id="long-loop", at=max(0, loop_events - 8000))))
+        await until(lambda: isinstance(app.screen, ReplayScreen) and app.screen.frame is not None, 0.01)
+        await quiet(pilot)
+        t = time.perf_counter()
+        await pilot.press("m", "G", "d")
+        await until(lambda: isinstance(app.screen, DiffScreen) and app.screen.rows is not None, 0.01)
+        extra["diff_s"] = time.perf_counter() - t
+        extra["diff_changes"] = len(app.screen.rows)
+        await quiet(pilot)
+        await keys(pilot, "replay, diff open")
+    await long.close()
+    return {"worst": worst, **extra}
+
+
+async def make_big(path: str) -> None:
+    """A store with session ``big``: one interrupt whose payload is about 1 MB."""
+    sys.path.insert(0, str(ROOT))
+    from engine.store import open_store
+    from tests.console.big_store import big_store
+
+    store = await open_store(path)
+    try:
+        await big_store(store)
+    finally:
+        await store.close()
+
+
 def child(args: list[str]) -> dict[str, Any]:
     out = subprocess.run(
         [sys.executable, __file__, "--child", *args], capture_output=True, text=True, cwd=ROOT, check=False, timeout=300
@@ -393,6 +495,8 @@ def main() -> int:
         kind, *rest = ns.child
         if kind == "live":
             result = asyncio.run(measure_live())
+        elif kind == "keys":
+            result = asyncio.run(measure_keys(rest[0], rest[1], int(rest[2])))
         else:
             result = asyncio.run(measure_sessions(*rest) if kind == "sessions" else measure_open(*rest))
         print(json.dumps(result))
@@ -407,6 +511,8 @@ def main() -> int:
         loop = child(["open", str(workdir / "long.sqlite"), "long-loop"])
         chat = child(["open", str(workdir / "long.sqlite"), "long-chat"])
         live = child(["live"])
+        asyncio.run(make_big(str(workdir / "big.sqlite")))
+        keys = child(["keys", str(workdir / "long.sqlite"), str(workdir / "big.sqlite"), str(info["loop_events"])])
     finally:
         if tmp is not None:
             tmp.cleanup()
@@ -435,6 +541,12 @@ def main() -> int:
          f"{live['live_median_s'] * 1000:.0f} ms", "< 1 s",
          f"median; max {live['live_max_s'] * 1000:.0f} ms (polls every 0.5 s)"),
     ]
+    rows.append(("key latency (worst key)", "1 MB payload, long loop, diff open", "", "< 100 ms",
+                 f"1 MB session opens in {keys['big_open_s'] * 1000:.0f} ms; its editor in "
+                 f"{keys['big_editor_s'] * 1000:.0f} ms; diff of {keys['diff_changes']:,} changes in "
+                 f"{keys['diff_s'] * 1000:.0f} ms (a worker)"))
+    for screen, (took, key) in keys["worst"].items():
+        rows.append((f"  {screen}", "", f"{took * 1000:.0f} ms", "< 100 ms", f"worst key: {key}"))
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     head = ("measurement", "size", "result", "target", "note")
     widths = [max(w, len(h)) for w, h in zip(widths, head, strict=True)]

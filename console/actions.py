@@ -91,6 +91,13 @@ class Action:
         return self.writes or self.write_flow
 
     @property
+    def words(self) -> str:
+        """What it does, in words, for a refusal (``submit the answers as one message``):
+        the description without its parenthesis, never the dotted id alone."""
+        text = self.description.split(" (", 1)[0].rstrip(".")
+        return text[:1].lower() + text[1:]
+
+    @property
     def screens(self) -> tuple[str, ...]:
         return (self.screen,) if isinstance(self.screen, str) else self.screen
 

@@ -599,12 +599,12 @@ class HitlApp(App[None]):
             owner = self.owner_of(action, self.screen)
             if owner is None:
                 where = ", ".join(action.screens)
-                self.notify(f"{action.id} applies on the {where} screen, not here", severity="error")
+                self.notify(f"'{action.words}' applies on the {where} screen, not here", severity="error")
                 return
             state = self.action_state(action, owner)
             if state is not True:
                 reason = "read-only mode (it writes to the store)" if action.read_only_disabled and self.read_only else "it does not apply now"
-                self.notify(f"{action.id} is disabled: {reason}", severity="warning")
+                self.notify(f"Cannot {action.words}: {reason}", severity="warning")
                 return
             takes_args = getattr(owner, f"command_{action.action_name}", None)
             if takes_args is not None and (args or opts):

@@ -179,3 +179,8 @@ def audit_what(action: str, details: dict[str, Any], ids: Callable[..., str] = i
     if action == "redrive" and d.get("in_doubt"):
         return f"re-drove, acknowledged in doubt: {ids(d['in_doubt'], 3)}"
     return {"redrive": "re-drove", "cancel": "cancelled"}.get(action, action)
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``1 edge``, ``2 edges``, ``1 open id``: a count with its noun agreeing."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"

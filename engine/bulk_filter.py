@@ -240,7 +240,14 @@ def parse_where(terms: Iterable[str] | str, base: Where | None = None) -> Where:
             path = name[len("payload."):] if name.startswith("payload.") else name
             if not path:
                 raise HitlError(f"filter term {term!r} names no payload field")
-            fields.append(FieldTest(path, op, _value(raw)))
+            value = _value(raw)
+            if op in ("<", "<=", ">", ">=") and isinstance(value, str) and not raw.startswith('"') \
+                    and not raw[:1].isdigit():
+                # amount<abc matched nothing, silently: an ordering needs a number, a date
+                # (2026-02-01) or text the operator quoted on purpose
+                raise HitlError(f"filter term {term!r}: {op} compares numbers or dates, and {raw!r} is neither "
+                                f"(quote it to compare text: {name}{op}\"{raw}\")")
+            fields.append(FieldTest(path, op, value))
     if words:
         got["text"] = " ".join(([got["text"]] if got["text"] else []) + words)
     return Where(fields=tuple(fields), **got)

@@ -441,3 +441,34 @@ def allowed_actions(proj: Projection, invocation_id: str) -> Allowed:
         status=status,
         cancelled=cancelled,
     )
+
+
+def distinguishing_fields(payloads: list[Any], limit: int = 3) -> list[str]:
+    """The top-level payload fields whose values differ between items (a bulk
+    answer's rows: ``amount`` and ``customer``, not the ``currency`` they share),
+    in the order the first payload has them; at most ``limit``. Only scalar
+    values are compared: a nested value is not a row's one-word label."""
+    dicts = [p for p in payloads if isinstance(p, dict)]
+    if len(dicts) < 2:
+        return []
+    keys = [k for k in dicts[0] if all(k in d for d in dicts)]
+    out: list[str] = []
+    for k in keys:
+        values = [d[k] for d in dicts]
+        if any(isinstance(v, (dict, list)) for v in values):
+            continue
+        if len({repr(v) for v in values}) > 1:
+            out.append(k)
+            if len(out) == limit:
+                break
+    return out
+
+
+def latest_run(proj: Projection, invocation_id: str, paths: Iterable[str]) -> str | None:
+    """The run that changed last, preferring leaves (where the work happens) to
+    the containers whose end records close a turn."""
+    runs = [r for p in paths if (r := proj.get(invocation_id, p)) is not None]
+    leaves = [r for r in runs if not r.is_container] or runs
+    if not leaves:
+        return None
+    return max(leaves, key=lambda r: (r.updated_pos, r.path.count("/"))).path

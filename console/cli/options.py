@@ -54,6 +54,7 @@ class Options:
 
         target = self.db or os.environ.get("HITL_DB") or self._store_config().get("url")
         if target:
+            require_asyncpg(target)
             return target if is_url(target) else Path(target).expanduser()
         return default_db_path()
 
@@ -78,6 +79,9 @@ class Options:
 
             found = find_config()
             return str(found) if found is not None else None
+        if not Path(self.config).expanduser().is_file():
+            fail(f"--config {self.config}: no such file (leave --config out to use ./hitl.toml or "
+                 "~/.config/hitl/hitl.toml when they exist)", "ConfigError")
         return self.config
 
     def registry(self) -> AppRegistry:
@@ -107,6 +111,17 @@ class Options:
                 patterns = DEFAULT_SECRET_PATTERNS  # a bad config is reported by the command itself
             self._redactor = Redactor(patterns, show=self.show_secrets)
         return self._redactor
+
+
+def require_asyncpg(target: str | os.PathLike[str]) -> None:
+    """A ``postgresql://`` store needs the ``postgres`` extra: one line that says
+    what to install, not the traceback of a failed import."""
+    import importlib.util
+
+    scheme = os.fspath(target).split("://", 1)[0].lower() if "://" in os.fspath(target) else ""
+    if scheme in ("postgresql", "postgres") and importlib.util.find_spec("asyncpg") is None:
+        fail("a postgresql:// store needs asyncpg, which is not installed: "
+             "pip install 'hitl-console[postgres]' (or pip install asyncpg)", "MissingDependency")
 
 
 def _opts() -> Options:

@@ -32,18 +32,30 @@ command's context has closed): the default patterns, masked even with
 
 # ------------------------------------------------------------------- errors
 class OperatorError(click.ClickException):
-    """A HitlError surfaced as exit code 1 with a one-line reason."""
+    """A HitlError surfaced as exit code 1 with a one-line reason. Under ``--json``
+    the line is JSON on stdout, ``{"error": "...", "code": "..."}`` (``code``: the
+    error's class, e.g. ``SessionNotFoundError``; ``error`` for the CLI's own)."""
 
     exit_code = 1
+
+    def __init__(self, message: str, code: str = "error") -> None:
+        super().__init__(message)
+        self.code = code
+        ctx = click.get_current_context(silent=True)  # show() runs after the context closed
+        self.as_json = bool(ctx is not None and getattr(ctx.find_root().obj, "json", False))
 
     def show(self, file: Any = None) -> None:
         # Errors echo values (validation messages, exception texts): masked too, and
         # shown, never obeyed (no terminal control).
-        click.echo(clean(f"error: {_ERROR_REDACTOR.text(self.format_message())}"), err=True)
+        message = _ERROR_REDACTOR.text(self.format_message())
+        if self.as_json:
+            click.echo(json_text(_ERROR_REDACTOR, {"error": message, "code": self.code}))
+            return
+        click.echo(clean(f"error: {message}"), err=True)
 
 
-def fail(message: str) -> NoReturn:
-    raise OperatorError(message)
+def fail(message: str, code: str = "error") -> NoReturn:
+    raise OperatorError(message, code)
 
 
 def run(red: Redactor, coro: Coroutine[Any, Any, T], *, on_interrupt: str | None = None) -> T:
@@ -56,7 +68,7 @@ def run(red: Redactor, coro: Coroutine[Any, Any, T], *, on_interrupt: str | None
     try:
         return asyncio.run(_interruptible(coro))
     except HitlError as exc:
-        raise OperatorError(red.text(" ".join(str(exc).split()))) from None
+        raise OperatorError(red.text(" ".join(str(exc).split())), type(exc).__name__) from None
     except (KeyboardInterrupt, asyncio.CancelledError):
         if on_interrupt is None:
             raise KeyboardInterrupt from None  # click: "Aborted!"

@@ -21,7 +21,7 @@ from engine.store.factory import open_store as open_target
 from engine.store.factory import store_kind, store_label
 
 from .group import cli
-from .options import _operator, _opts, common, open_store, operator_option, reason_option
+from .options import _operator, _opts, common, open_store, operator_option, reason_option, require_asyncpg
 from .output import fail, out, out_json, run
 from .progress import Progress, counted
 
@@ -162,6 +162,8 @@ def copy(source: str, dest: str, operator: str | None) -> None:
     opts = _opts()
     if opts.read_only:
         fail("hitl copy writes the --to store; drop --read-only")
+    for url in (source, dest):
+        require_asyncpg(url)
     src_label, dst_label = store_label(source), store_label(dest)
     if source == dest:
         fail(f"--from and --to are the same store ({src_label})")

@@ -37,7 +37,7 @@ from .options import (
     reason_option,
     via_options,
 )
-from .output import fail, id_list, interactive, out, out_json, run, stopped_hint
+from .output import fail, id_list, interactive, out, out_json, run, short, stopped_hint
 from .render import render_plan
 
 
@@ -89,6 +89,9 @@ def print_step(red: Redactor, step: Step, as_json: bool) -> None:
     d = step_dict(step)
     if as_json:
         out_json(red, d)
+    elif step.event.kind == "message":  # the operator's message, not the '-' of a row without a node
+        content = step.event.content
+        out(red, f"{d['kind']:<9} {json.dumps(short((content.text if content is not None else '') or '', 70), ensure_ascii=False)}")
     else:
         out(red, f"{d['kind']:<9} {(d['path'] or '-'):<44} {d['status'] or '':<9}  {'; '.join(d['markers'])}".rstrip())
 

@@ -75,11 +75,17 @@ from ..widgets.answer_editor import AnswerEditor
 from ..widgets.answer_views import Preview, preview_renderable, resume_command, selection_summary
 from ..widgets.footer import QuietFooter
 from ..widgets.format import short, short_id
+from ..widgets.marks import MarkedSelectionList
 from ..widgets.plain import Static
 from .answer_dialogs import ConfirmWrite, WriteChoice
 from .answer_jobs import WriteJob
 from .base import HitlScreen
 from .loaders import one_line
+
+FIRST_EDITORS = 2
+"""Editors composed with the screen: it opens at once, whatever the selection."""
+FILL_BATCH = 2
+"""Editors added per refresh after that (keys typed meanwhile are handled between batches)."""
 
 
 def _schema_key(schema: Any) -> str:
@@ -131,6 +137,8 @@ class AnswerScreen(HitlScreen):
         """Characters typed while loading with no editor yet (see :meth:`on_key`)."""
         self._last_edited: AnswerEditor | None = None
         """The editor the operator changed last: what ``ctrl+g`` applies (a choice moves the focus on)."""
+        self._to_fill: list[Interrupt] = []
+        """Editors not mounted yet (the screen opens with the first :data:`FIRST_EDITORS`)."""
         self.editors_box: VerticalScroll | None = None
         """The answers pane (set by compose): its children are the editors, one per selected id."""
 
@@ -142,7 +150,7 @@ class AnswerScreen(HitlScreen):
         yield Static("", id="answer-banner", classes="banner -hidden")
         with Horizontal(id="answer-main"):
             with Vertical(id="answer-side"):
-                ids = SelectionList[str](id="answer-ids")
+                ids = MarkedSelectionList[str](id="answer-ids")
                 ids.border_title = "Open ids (space: select)"
                 yield ids
                 pane = VerticalScroll(Static(preview_renderable(None, redactor=self.hitl.redactor), id="answer-preview-body"), id="answer-preview")
@@ -154,8 +162,43 @@ class AnswerScreen(HitlScreen):
                 # Editors from the opener's projection, composed with the screen, so
                 # keys typed right after `e` land in the editor (the store load that
                 # follows confirms the ids, keeping these editors and their text).
-                yield from (AnswerEditor(itr, d.texts.get(itr.id), redactor=self.hitl.redactor) for itr in self._known_open())
+                # Only the first few: the screen opens at once, the rest fill in a
+                # few per refresh (:meth:`_fill_step`) while the operator answers.
+                known = self._known_open()
+                self._to_fill = [i for i in known[FIRST_EDITORS:]]
+                yield from (AnswerEditor(itr, d.texts.get(itr.id), redactor=self.hitl.redactor)
+                            for itr in known[:FIRST_EDITORS])
         yield QuietFooter(compact=True)
+
+    @property
+    def filling(self) -> bool:
+        """Editors of selected ids are still being added (the screen opened with the first ones)."""
+        return bool(self._to_fill)
+
+    async def _fill_step(self) -> None:
+        """Mount the next few editors, in raise order, then again after the next refresh."""
+        box = self.editors_box
+        if box is None or not self.is_attached:
+            return
+        batch, self._to_fill = self._to_fill[:FILL_BATCH], self._to_fill[FILL_BATCH:]
+        for itr in batch:
+            await self._mount_editor(itr)
+        if batch:
+            self._changed()
+        if self._to_fill:
+            self.call_after_refresh(self._fill_step)
+
+    async def _mount_editor(self, itr: Interrupt) -> None:
+        """An editor for ``itr`` at its place in raise order (none when it is there or no longer selected)."""
+        box = self.editors_box
+        assert box is not None
+        have = {e.interrupt.id: e for e in self.editors()}
+        if itr.id in have or itr.id not in self.draft.selected:
+            return
+        key = (itr.raised_pos, itr.id)
+        later = next((e for e in have.values() if (e.interrupt.raised_pos, e.interrupt.id) > key), None)
+        editor = AnswerEditor(itr, self.draft.texts.get(itr.id), redactor=self.hitl.redactor)
+        await box.mount(editor, before=later) if later is not None else await box.mount(editor)
 
     def _known_open(self) -> list[Interrupt]:
         """The selected ids that the opener's projection already shows open, in raise order."""
@@ -169,6 +212,10 @@ class AnswerScreen(HitlScreen):
     def on_mount(self) -> None:
         self._show_banner()
         self._load()
+        self.opened_with = len(self.editors())
+        """Editors the screen showed when it opened (the rest filled in)."""
+        if self._to_fill:
+            self.call_after_refresh(self._fill_step)
 
     def watch_focused(self, focused: Widget | None) -> None:
         """The answers pane's border is lit while the focus is inside it. A class set
@@ -310,13 +357,11 @@ class AnswerScreen(HitlScreen):
                 self.draft.texts[iid] = editor.text
                 await editor.remove()
         by_id = {i.id: i for i in self.open}
-        for n, iid in enumerate(wanted):
-            if iid in have:
-                continue
-            editor = AnswerEditor(by_id[iid], self.draft.texts.get(iid), redactor=self.hitl.redactor)
-            later = next((have[w] for w in wanted[n + 1 :] if w in have), None)
-            await box.mount(editor, before=later) if later is not None else await box.mount(editor)
-            have[iid] = editor
+        filling = {i.id for i in self._to_fill}
+        self._to_fill = [by_id[i.id] for i in self._to_fill if i.id in by_id]  # the store's, once loaded
+        for iid in wanted:
+            if iid not in have and iid not in filling:  # those come with the fill-in
+                await self._mount_editor(by_id[iid])
         self._changed()
 
     def action_toggle_highlighted(self) -> None:
@@ -358,8 +403,8 @@ class AnswerScreen(HitlScreen):
     def values(self) -> dict[str, Any] | None:
         """``{id: answer}`` when every selected answer is valid, else None."""
         editors = self.editors()
-        if not editors or not all(e.check.ok for e in editors):
-            return None
+        if not editors or self._to_fill or not all(e.check.ok for e in editors):
+            return None  # (an editor still to come is an answer not given yet)
         return {e.interrupt.id: e.check.value for e in editors}
 
     def _changed(self) -> None:
@@ -429,7 +474,9 @@ class AnswerScreen(HitlScreen):
     def _show_banner(self) -> None:
         banner = self.query_one("#answer-banner", Static)
         lines: list[str] = []
-        if self.unavailable:
+        if self.hitl.read_only:
+            lines.append("⚠ Read-only: the console opened the store read-only. The dry run works; submitting does not.")
+        elif self.unavailable:
             lines.append(f"⚠ Read-only session: {self.unavailable}. The dry run works; submitting does not.")
         if self.via_worker:
             lines.append(f"No code for {self.draft.app_name} here: the answer is stored and a worker runs the turn.")

@@ -11,6 +11,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.screen import Screen
+from textual.widget import Widget
 
 from engine.status import DisplayStatus
 
@@ -94,6 +95,23 @@ class TitleBar(Horizontal):
         title, right = fit_title(self._text, badge, self._store, self.size.width or 80)
         self.query_one("#title", Label).update(title)
         self.query_one("#badges", Label).update(right)
+
+
+def keep_out_of_text(screen: Screen[None], table: Widget) -> None:
+    """The list ``table`` is about to hide (an empty result): take the focus off it
+    first, or Textual hands it to the next focusable widget -- the filter box --
+    and the keys the empty screen names (``0``, ``o``, ``i``) would be typed there.
+    Focus sits in a text field only when the operator opened it (``/``)."""
+    if table.has_focus:
+        screen.set_focus(None)
+
+
+def focus_list(screen: Screen[None], table: Widget) -> None:
+    """Out of the filter box, back to the list; the list hidden (nothing matches):
+    to no widget, so the screen's keys (``0``, ``h``, ``/``) reach the screen."""
+    # set_focus, not table.focus(): that waits for a refresh, and a list hidden
+    # meanwhile would hand the focus on to the filter box
+    screen.set_focus(None if table.has_class("-hidden") else table)
 
 
 class HitlScreen(Screen[None]):

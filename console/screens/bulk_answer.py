@@ -30,6 +30,7 @@ from textual.widgets import DataTable, ProgressBar
 
 from engine import bulk
 from engine.bulk import BulkPlan, BulkResult, Group, ItemPlan, ItemResult
+from engine.views import distinguishing_fields
 
 from ..answering.writes import app_registry
 from ..messages import BulkFinished, BulkItemDone, BulkPlanFailed, BulkPlanned
@@ -54,7 +55,8 @@ class ItemTable(DataTable[Any]):
         self.move_cursor(row=self.cursor_row, animate=False, scroll=True)
 
 
-COLUMNS = (("what", "DRY RUN"), ("session", "SESSION"), ("inv", "INVOCATION"), ("ids", "IDS"), ("why", "NODE / WHY"))
+COLUMNS = (("what", "DRY RUN"), ("session", "SESSION"), ("item", "ITEM"), ("ids", "IDS"), ("why", "NODE / WHY"))
+"""ITEM: the payload fields that tell the items apart (``amount=34.14 customer=Grace``), else the invocation."""
 
 
 def bulk_command(where: str, groups: list[Group], value: Any, operator: str | None, reason: str | None) -> str:
@@ -95,6 +97,8 @@ class BulkAnswerScreen(ModalScreen[BulkResult | None]):
         """The submitted batch, once over."""
         self.running = False
         self.done = 0
+        self.fields = distinguishing_fields([_payload(g) for g in groups])
+        """Payload fields whose values differ between the items: each row shows them."""
 
     @property
     def hitl(self) -> HitlApp:
@@ -160,10 +164,17 @@ class BulkAnswerScreen(ModalScreen[BulkResult | None]):
         return [
             what if isinstance(what, Text) else Text(what),
             literal(short(g.session_id, 24, red)),
-            literal(short_id(g.invocation_id, 12)),
+            literal(self._item(g)),
             literal(short(", ".join(g.interrupt_ids), 30, red)),
             literal(short(why, 200, red)),
         ]
+
+    def _item(self, g: Group) -> str:
+        payload = _payload(g)
+        if not self.fields or not isinstance(payload, dict):
+            return short_id(g.invocation_id, 12)
+        red = self.hitl.redactor
+        return " ".join(f"{k}={short(payload.get(k), 18, red)}" for k in self.fields)
 
     def _set_row(self, g: Group, what: str, why: str, style: str = "") -> None:
         table = self.query_one("#bulk-items", DataTable)
@@ -310,6 +321,12 @@ class BulkAnswerScreen(ModalScreen[BulkResult | None]):
             self.notify(f"The batch goes on ({self.done} of {len(self.groups)} done); its summary will show here "
                         "when it ends.", severity="warning")
         self.dismiss(self.result)
+
+
+def _payload(g: Group) -> Any:
+    """The payload of the item's first interrupt (what its row is told apart by)."""
+    args = g.records[0].args if g.records else {}
+    return args.get("payload") if isinstance(args, dict) else None
 
 
 def start_bulk(app: HitlApp, to: BulkAnswerScreen, groups: list[Group], value: Any,

@@ -22,6 +22,7 @@ from engine.views import invocation_display
 
 from ..actions import bindings
 from ..graph_render import EDGE_STYLE, LEGEND, LOOP_STYLE, MARK_STYLE, notes, rich_text
+from ..text import counted
 from ..widgets.footer import FittedFooter
 from ..widgets.format import STATUS_CLASSES, STATUS_ICON, short, short_id
 from ..widgets.plain import Static
@@ -98,9 +99,9 @@ class GraphScreen(HitlScreen):
         info = Text(f"invocation {short_id(inv)}  ")
         if word is not None:
             info.append(f"{STATUS_ICON[word]} {word.value}")
-        info.append(f"  {len(self.graph.nodes)} nodes  {len(self.graph.edges)} edges")
+        info.append(f"  {counted(len(self.graph.nodes), 'node')}  {counted(len(self.graph.edges), 'edge')}")
         if waiting:
-            info.append(f"  {len(waiting)} waiting, {open_ids} open ids")
+            info.append(f"  {len(waiting)} waiting, {counted(open_ids, 'open id')}")
         for note in notes(self.graph):
             info.append(f"  ({note})")
         if not s.complete:

@@ -42,7 +42,7 @@ from ..widgets.footer import FittedFooter
 from ..widgets.format import age, fit_widths, short, short_id, short_tail
 from ..widgets.keys import TextInput
 from ..widgets.plain import Static
-from .base import PagedTableScreen, SortableRows, StatusTable
+from .base import PagedTableScreen, SortableRows, StatusTable, focus_list, keep_out_of_text
 from .bulk_answer import BulkAnswerScreen
 from .loaders import one_line
 from .session import SessionScreen
@@ -281,6 +281,8 @@ class InboxScreen(SortableRows, PagedTableScreen):
         self.query_one("#inbox-info", Static).update(info)
         empty = not self.rows
         self.query_one("#inbox-empty", Static).set_class(not empty, "-hidden")
+        if empty:
+            keep_out_of_text(self, table)
         table.set_class(empty, "-hidden")
         if empty and not self.where.empty:
             self.query_one("#inbox-empty", Static).update(
@@ -337,7 +339,7 @@ class InboxScreen(SortableRows, PagedTableScreen):
         self.apply_filter(where)
         box = self.query_one("#inbox-filter", Input)
         box.set_class(where.empty, "-hidden")
-        self.query_one("#inbox-table", StatusTable).focus()
+        focus_list(self, self.query_one("#inbox-table", StatusTable))
 
     def apply_filter(self, where: bulk.Where) -> None:
         """Show only the rows ``where`` matches (empty: the paged inbox); marks stay."""
@@ -350,7 +352,7 @@ class InboxScreen(SortableRows, PagedTableScreen):
         if box.has_focus:
             box.set_class(self.where.empty, "-hidden")
             box.value = str(self.where) if not self.where.empty else ""
-            self.query_one("#inbox-table", StatusTable).focus()
+            focus_list(self, self.query_one("#inbox-table", StatusTable))
             return True
         if not self.where.empty:
             box.value = ""

@@ -57,8 +57,8 @@ from .replay_diff import DiffScreen
 
 SPEEDS: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128)
 """Play speeds, events per second (``+``/``-`` move along it)."""
-DEFAULT_SPEED = 2
-"""Index into SPEEDS: 4 events per second."""
+DEFAULT_SPEED = 4
+"""Index into SPEEDS: 16 events per second (4 made a 500-event history a two-minute wait)."""
 MAX_TICKS = 16.0
 """Redraws per second while playing; faster speeds advance several events a tick."""
 

@@ -31,7 +31,7 @@ knows. A poll reads from the smaller of the two.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import ClassVar
 
 from rich.text import Text
@@ -46,7 +46,7 @@ from engine.liveness import invocation_health, is_mid_run
 from engine.models import Session, StoredEvent
 from engine.projection import Projection
 from engine.store.base import InvocationSummary, has_capability
-from engine.views import change_paths, focus_path
+from engine.views import change_paths, focus_path, latest_run
 
 from ..actions import bindings
 from ..answering.selection import AnswerDraft, InterruptSelection
@@ -67,12 +67,13 @@ from ..messages import (
 )
 from ..text import literal
 from ..times import zone_label
-from ..widgets.details import Details, event_details, invocation_details, node_details, node_values
+from ..widgets.details import Details, event_details, invocation_details, node_details
 from ..widgets.event_log import EventLog, corrupt_line, log_line
 from ..widgets.footer import FittedFooter
 from ..widgets.format import short, short_id
 from ..widgets.node_tree import FOLD, NodeTree, liveness_word
 from ..widgets.plain import Static
+from ..widgets.preview import show_all
 from .answer_jobs import WriteJob
 from .base import HitlScreen
 from .graph import GraphKeys
@@ -114,7 +115,7 @@ class SessionScreen(GraphKeys, HitlScreen):
         self.corrupt: set[int] = set()
         self.detail_mode = "node"
         """``node``: the details pane follows the tree cursor; ``event``: the log cursor."""
-        self._event_shown: StoredEvent | None = None
+        self.event_shown: StoredEvent | None = None
         self._token = 0
         self._polling = False
         self._poll_again = False
@@ -385,7 +386,7 @@ class SessionScreen(GraphKeys, HitlScreen):
         self._add_corrupt(message.corrupt)
         self._extend_log(message)
         if self.follow and touched and inv is not None:
-            latest = _latest_run(proj, inv, touched)
+            latest = latest_run(proj, inv, touched)
             if latest is not None:
                 self.tree.select_path(latest)
         if self.detail_mode == "node" and (self.tree.cursor_path in touched or self.tree.cursor_path is None):
@@ -509,7 +510,7 @@ class SessionScreen(GraphKeys, HitlScreen):
         if self.detail_mode != "event" or self.log_widget.cursor_seq != message.seq:
             return
         details = self.query_one(Details)
-        self._event_shown = message.event
+        self.event_shown = message.event
         if message.event is None:
             details.show(f"⚠ {message.error}", f"Event {message.seq}")
         else:
@@ -651,7 +652,7 @@ class SessionScreen(GraphKeys, HitlScreen):
             self.log_widget.action_last()
             inv = self.invocation_id
             if inv is not None:
-                latest = _latest_run(self.proj, inv, [r.path for r in self.proj.runs(inv)])
+                latest = latest_run(self.proj, inv, [r.path for r in self.proj.runs(inv)])
                 if latest is not None:
                     self.tree.select_path(latest)
         self.render_info()
@@ -682,19 +683,7 @@ class SessionScreen(GraphKeys, HitlScreen):
         self.reload_view(self.invocation_id)
 
     def action_show_all(self) -> None:
-        """The details pane's values in full, in a viewer built in a worker."""
-        from ..widgets.preview import ValueScreen
-
-        inv, path = self.invocation_id, self.tree.cursor_path
-        if self.detail_mode == "event" and self._event_shown is not None:
-            se = self._event_shown
-            title, value = f"event {se.seq}", se.event.model_dump(mode="json", exclude_none=True)
-        elif inv is not None and path is not None and (value := node_values(self.proj, inv, path)) is not None:
-            title = f"node {path}"
-        else:
-            self.notify("Nothing to show in full here: select a node or an event.")
-            return
-        self.app.push_screen(ValueScreen(title, value, self.hitl.redactor))
+        show_all(self)  # the details pane's values in full (console.widgets.preview)
 
     def action_open_replay(self) -> None:
         """Replay this session's history, from the event the log selects (else its end)."""
@@ -702,13 +691,3 @@ class SessionScreen(GraphKeys, HitlScreen):
 
         seq = self.log_widget.cursor_seq if self.detail_mode == "event" else None
         self.app.push_screen(ReplayScreen(ReplaySource(session_id=self.session_id, at_seq=seq)))
-
-
-def _latest_run(proj: Projection, invocation_id: str, paths: Iterable[str]) -> str | None:
-    """The run that changed last, preferring leaves (where the work happens) to
-    the containers whose end records close a turn."""
-    runs = [r for p in paths if (r := proj.get(invocation_id, p)) is not None]
-    leaves = [r for r in runs if not r.is_container] or runs
-    if not leaves:
-        return None
-    return max(leaves, key=lambda r: (r.updated_pos, r.path.count("/"))).path

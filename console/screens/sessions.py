@@ -45,7 +45,7 @@ from ..widgets.format import age, fit_widths, short
 from ..widgets.keys import TextInput
 from ..widgets.plain import Static
 from ..widgets.summary import summary_text
-from .base import PagedTableScreen, SortableRows, StatusTable
+from .base import PagedTableScreen, SortableRows, StatusTable, focus_list, keep_out_of_text
 from .loaders import one_line
 
 PAGE = 100
@@ -434,9 +434,11 @@ class SessionsScreen(SortableRows, PagedTableScreen):
         show_empty = self.loaded_once and not self.rows and not self._busy
         empty.set_class(not show_empty, "-hidden")
         table = self.query_one(SessionTable)
+        if show_empty:
+            keep_out_of_text(self, table)
         table.set_class(show_empty, "-hidden")
         if not show_empty and self.is_current and not self.query_one("#filter", Input).has_focus and not table.has_focus:
-            table.focus()  # it lost focus while hidden (an empty result): j/k and 1-5 must reach it again
+            self.set_focus(table)  # it lost focus while hidden (an empty result): j/k and 1-5 must reach it again
         if show_empty:
             if q.status or q.text or q.app_name or q.user_id:
                 empty.update(f"No session matches {q.describe()}.\nPress 0 to clear every filter, / to change the text filter.")
@@ -532,14 +534,14 @@ class SessionsScreen(SortableRows, PagedTableScreen):
         self._set_text(event.value.strip())
         box = self.query_one("#filter", Input)
         box.set_class(not box.value, "-hidden")
-        self.query_one(SessionTable).focus()
+        focus_list(self, self.query_one(SessionTable))
 
     def on_back(self) -> bool:
         box = self.query_one("#filter", Input)
         if box.has_focus:
             if not box.value:
                 box.add_class("-hidden")
-            self.query_one(SessionTable).focus()
+            focus_list(self, self.query_one(SessionTable))
             return True
         if self.query_state.text:
             box.value = ""

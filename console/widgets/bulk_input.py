@@ -3,9 +3,10 @@
 The bulk dialog (:mod:`console.screens.bulk_answer`) asks only this widget for
 the value: :attr:`BulkAnswerInput.check` (the parsed value and what is wrong
 with it), :attr:`BulkAnswerInput.text` (what the dry run is keyed on) and the
-:class:`BulkAnswerInput.Checked` message after each edit. It
-is a JSON editor today; a schema-generated form can take its place as long as
-it offers the same two things.
+:class:`BulkAnswerInput.Checked` message after each edit. When the selection
+has one schema a form can show, it is the single answer's
+:class:`~console.widgets.schema_form.SchemaForm` (``y``/``n`` for a boolean,
+digits for an enum); else a JSON editor.
 
 Nothing is prefilled: the answer is invalid until the operator writes one (a
 bulk answer applies it to every selected interrupt). The schemas of the
@@ -26,9 +27,10 @@ from textual.widgets import TextArea
 
 from engine.redact import Redactor
 
-from .answer_editor import Check, JsonArea, check_answer
+from .answer_editor import Check, JsonArea, check_answer, value_text
 from .format import to_json
 from .plain import Static
+from .schema_form import UNSET, SchemaForm
 
 
 class BulkAnswerInput(Vertical):
@@ -48,9 +50,19 @@ class BulkAnswerInput(Vertical):
         self.redactor = redactor
         self.schemas = schemas
         """The distinct response schemas of the selected interrupts (None: no schema)."""
+        self.form: SchemaForm | None = None
+        """One schema a form can show: the same form as a single answer (y/n, digits); else JSON."""
+        if len(schemas) == 1 and schemas[0] is not None and SchemaForm.unsupported(schemas[0]) is None:
+            self.form = SchemaForm(schemas[0], mask=redactor.text, classes="answer-form")
         self.check: Check = self._check("")
 
     def compose(self) -> ComposeResult:
+        if self.form is not None:
+            box = Vertical(self.form, classes="answer-form-box bulk-form-box")
+            box.border_title = "one answer for every selected id"
+            box.border_subtitle = "y/n · digits · tab"
+            yield box
+            return  # the schema is what a form shows: no JSON text to read besides
         area = JsonArea("", soft_wrap=True, tab_behavior="focus", show_line_numbers=False, classes="bulk-text")
         area.border_title = "one answer for every selected id (JSON)"
         yield area
@@ -58,16 +70,32 @@ class BulkAnswerInput(Vertical):
         yield Static("", classes="answer-status")
 
     def on_mount(self) -> None:
-        self.query_one(JsonArea).cursor_blink = getattr(self.app, "cursor_blink", True)
-        self._show()
+        if self.form is None:
+            self.query_one(JsonArea).cursor_blink = getattr(self.app, "cursor_blink", True)
+            self._show()
 
     @property
     def text(self) -> str:
-        """The answer as written (what :attr:`check` is the verdict on)."""
+        """The answer as written (what :attr:`check` is the verdict on): the form's
+        value as JSON, "" while nothing is chosen."""
+        if self.form is not None:
+            value = self.form.value
+            return "" if value is UNSET or value == {} and self.form.spec.kind == "object" else value_text(value)
         return self.query_one(JsonArea).text
 
     def focus_input(self) -> None:
-        self.query_one(JsonArea).focus()
+        if self.form is not None and self.form.focus_first():
+            return
+        if self.form is None:
+            self.query_one(JsonArea).focus()
+
+    def on_schema_form_changed(self, event: SchemaForm.Changed) -> None:
+        """The form's verdict, then the Runner's validation (:func:`check_answer`) on its value."""
+        event.stop()
+        text = self.text
+        self.check = Check(None, list(event.errors) or ["choose an answer"]) if event.errors or not text \
+            else self._check(text)
+        self.post_message(self.Checked(self.check))
 
     def _schemas_text(self) -> Text:
         t = Text()

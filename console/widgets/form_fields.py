@@ -206,12 +206,8 @@ class ChoiceField(FieldBase, Widget, can_focus=True):
         """To the next field of the answers (never out to the id list)."""
         if self.screen.focused is not self:  # (has_focus follows a moment later, with the Focus event)
             return
-        chain = self.screen.focus_chain
-        if self not in chain:
-            return
-        i = chain.index(self)
-        nxt = chain[i + 1] if i + 1 < len(chain) else None
-        if nxt is not None and nxt.has_class("form-field"):
+        nxt = next_field(self)
+        if nxt is not None:
             self.screen.set_focus(nxt)  # at once (Widget.focus waits a refresh: keys typed meanwhile came here)
 
     def on_key(self, event: events.Key) -> None:
@@ -384,6 +380,23 @@ class InputField(FieldBase, Vertical):
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
         self.screen.focus_next()
+
+
+def next_field(field: Widget) -> Widget | None:
+    """The form field after ``field`` in document order, among the answers it is
+    part of (``#answer-editors``, else its screen): never out to an id list. Not
+    the screen's focus chain: that is sorted by laid-out position, and an editor
+    mounted a moment ago has none yet (it sorted first)."""
+    root: Widget = next((a for a in field.ancestors if isinstance(a, Widget) and a.id == "answer-editors"),
+                        field.screen)
+    seen = False
+    for w in root.query(".form-field"):
+        if w is field:
+            seen = True
+        elif seen and w.focusable and all(a.display for a in w.ancestors_with_self if a is not root and
+                                          isinstance(a, Widget)):
+            return w
+    return None
 
 
 # ------------------------------------------------------------------ sections

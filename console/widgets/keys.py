@@ -14,7 +14,9 @@ operator's answer or reason must be exactly what they typed.
 ``_on_key``, through the same ``run_action`` the app would use. Priority
 bindings (ctrl+s submit, quit) are checked by the app before the key reaches
 the widget, and keys the widget does not bind bubble as before, so what a key
-does is unchanged; only when it happens is fixed.
+does is unchanged; only when it happens is fixed. ``tab`` / ``shift+tab`` move
+the focus at once too, and a key that reaches a field after the focus left it
+(typed in the same burst as the tab) is handed to the field that has it.
 """
 
 from __future__ import annotations
@@ -36,6 +38,27 @@ class InOrderKeys(_Base):
     """Mixin for text widgets: bound keys take effect before the next key is handled."""
 
     async def _on_key(self, event: events.Key) -> None:
+        focused = self.screen.focused if self.is_attached else None
+        if focused is not None and focused is not self and (
+                isinstance(focused, InOrderKeys) or focused.has_class("form-field")):
+            # Typed in the same burst as the tab that moved the focus on to another field:
+            # the app handed it here before the focus moved; it belongs to that field. (A
+            # field just opened, its focus still on the way, keeps what is typed into it.)
+            event.stop()
+            event.prevent_default()
+            focused.post_message(events.Key(event.key, event.character))
+            return
+        if event.key in ("tab", "shift+tab") and getattr(self, "tab_behavior", "focus") == "focus" \
+                and event.key not in self._bindings.key_to_bindings:
+            # Now, not when the key has bubbled to the screen's binding: keys typed
+            # after it are then handed to the next field (``Q``, tab, ``Berlin`` was ``QBerlin``).
+            event.stop()
+            event.prevent_default()
+            if event.key == "tab":
+                self.screen.focus_next()
+            else:
+                self.screen.focus_previous()
+            return
         for binding in self._bindings.key_to_bindings.get(event.key, ()):
             if not binding.priority and await self.app.run_action(binding.action, self):
                 event.stop()

@@ -145,3 +145,20 @@ class ValueScreen(ModalScreen[None]):
     def action_dismiss_screen(self) -> None:
         self.workers.cancel_group(self, "value-screen")
         self.dismiss(None)
+
+
+def show_all(screen: Any) -> None:
+    """The session screen's ``w``: the selected event's (log focused) or node's values
+    in a :class:`ValueScreen`."""
+    from .details import node_values
+
+    inv, path = screen.invocation_id, screen.tree.cursor_path
+    if screen.detail_mode == "event" and screen.event_shown is not None:
+        se = screen.event_shown
+        title, value = f"event {se.seq}", se.event.model_dump(mode="json", exclude_none=True)
+    elif inv is not None and path is not None and (value := node_values(screen.proj, inv, path)) is not None:
+        title = f"node {path}"
+    else:
+        screen.notify("Nothing to show in full here: select a node or an event.")
+        return
+    screen.app.push_screen(ValueScreen(title, value, screen.hitl.redactor))

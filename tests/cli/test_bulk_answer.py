@@ -146,7 +146,7 @@ def test_dry_run_exit_1_when_an_item_would_be_refused_and_still_writes_nothing(d
     ("args", "says"),
     [
         (["--answer", "{nope"], "the answer is not valid JSON"),
-        (["amount<<", "--answer", "true"], "no open interrupt matches"),
+        (["amount<<", "--answer", "true"], "filter term 'amount<<'"),  # refused, named (was: matches nothing)
         (["age<2h", "--answer", "true"], "only age>DURATION"),
         (["node=nobody", "--answer", "true"], "no open interrupt matches node=nobody"),
     ],

@@ -3,8 +3,8 @@
 tests/bulk_store.py: 40 small old refunds across 30 sessions, 5 big, 3 young,
 and 1 small old refund of an app whose code is not registered here
 (``legacy_refunds``: its answer is refused). "Approve the 40 refunds under 50
-EUR older than 2 h" is: ``i``, ``/``, the filter, enter, ``a``, ``b``, the
-answer, ``ctrl+s``, ``ctrl+s``."""
+EUR older than 2 h" is: ``i``, ``/``, the filter, enter, ``a``, ``b``, ``y``
+(the same schema form as a single answer), ``ctrl+s``, ``ctrl+s``."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from textual.widgets import DataTable
 from console.screens.answer_dialogs import ConfirmWrite
 from console.screens.bulk_answer import BulkAnswerScreen
 from console.screens.inbox import InboxScreen
+from console.widgets.bulk_input import BulkAnswerInput
 from engine import bulk
 from engine.store import MemoryStore
 from sample_sessions.demo import FIXTURE_EPOCH
@@ -25,7 +26,6 @@ from tests import bulk_store
 
 from .conftest import make_app, settle
 
-ANSWER = '{"approved": true}'
 NO_APP = " ".join(t for t in bulk_store.FILTER.split() if not t.startswith("app="))
 
 
@@ -92,7 +92,8 @@ async def test_approve_the_40_refunds_under_50_eur_older_than_2h(monkeypatch: py
         dialog = app.screen
         assert isinstance(dialog, BulkAnswerScreen) and len(dialog.groups) == 40
         assert dialog.where == bulk_store.FILTER  # the marks are exactly the filter's rows
-        await keys.type(ANSWER)
+        assert dialog.query_one(BulkAnswerInput).form is not None  # one schema: its form, not raw JSON
+        await keys("y")  # approved: yes
         assert dialog.plan is not None
         assert dialog.plan.summary() == "40 interrupts in 40 invocations: 40 auto-complete, 0 re-execute, 0 refused"
         await keys("ctrl+s")
@@ -105,7 +106,7 @@ async def test_approve_the_40_refunds_under_50_eur_older_than_2h(monkeypatch: py
         assert dialog.result.summary().endswith(": 40 applied, 0 refused of 40 invocations")
         table = dialog.query_one("#bulk-items", DataTable)
         assert [str(table.get_row_at(i)[0]) for i in range(table.row_count)] == ["applied"] * 40
-        assert keys.count == 7 + len(bulk_store.FILTER) + len(ANSWER)  # i / FILTER enter a b ANSWER ctrl+s ctrl+s
+        assert keys.count - 3 - len(bulk_store.FILTER) == 5  # after the filter: a b y ctrl+s ctrl+s
         await keys("escape")
         assert app.screen is inbox and inbox.marks == {}
     still = await open_ids(store)
@@ -129,7 +130,7 @@ async def test_space_marks_rows_across_sessions_and_only_those_are_answered() ->
         dialog = app.screen
         assert isinstance(dialog, BulkAnswerScreen) and dialog.where == ""
         assert [g.interrupt_ids for g in dialog.groups] == [[r.interrupt_id] for r in marked]
-        await keys.type(ANSWER)
+        await keys("y")
         await keys("ctrl+s", "ctrl+s")
         assert dialog.result is not None and dialog.result.ok
     still = await open_ids(store)
@@ -143,7 +144,7 @@ async def test_a_refused_item_is_listed_with_its_reason_stays_marked_and_the_oth
         await keys("a", "b")
         dialog = app.screen
         assert isinstance(dialog, BulkAnswerScreen) and len(dialog.groups) == 41
-        await keys.type(ANSWER)
+        await keys("y")
         assert dialog.plan is not None and dialog.plan.count("refused") == 1
         summary = str(dialog.query_one("#bulk-summary").render())
         assert "40 auto-complete, 0 re-execute, 1 refused" in summary and bulk_store.LEGACY_APP in summary
@@ -173,8 +174,8 @@ async def test_an_invalid_answer_cannot_be_submitted_and_nothing_is_written() ->
         assert isinstance(dialog, BulkAnswerScreen) and len(dialog.groups) == 40
         await keys("ctrl+s")  # nothing written yet: nothing prefilled
         assert app.screen is dialog
-        await keys.type('{"approved": "soon"}')
-        assert "✗" in str(dialog.query_one(".answer-status").render()) and dialog.plan is None
+        await keys("tab", "tab")  # past the fields without choosing
+        assert dialog.plan is None and not dialog.query_one(BulkAnswerInput).check.ok
         await keys("ctrl+s")
         assert app.screen is dialog and dialog.result is None
     assert {s.id: s.event_count for s in (await store.list_sessions(limit=100)).items} == before
@@ -186,7 +187,7 @@ async def test_read_only_shows_the_dry_run_and_refuses_to_submit() -> None:
         await keys("b")
         dialog = app.screen
         assert isinstance(dialog, BulkAnswerScreen)
-        await keys.type(ANSWER)
+        await keys("y")
         assert dialog.plan is not None and dialog.plan.count("auto-complete") == 40
         await keys("ctrl+s")
         assert app.screen is dialog and dialog.result is None
@@ -225,8 +226,7 @@ def _scene(submit: bool) -> Any:
         await settle(pilot)
         keys = Keys(pilot)
         await filter_inbox(keys, NO_APP)
-        await keys("a", "b")
-        await keys.type(ANSWER)
+        await keys("a", "b", "y")
         if submit:
             await keys("ctrl+s", "ctrl+s")
             screen = pilot.app.screen
@@ -265,3 +265,30 @@ def _build(store: MemoryStore) -> bulk_store.Built:
     import asyncio
 
     return asyncio.run(bulk_store.build(store, FIXTURE_EPOCH))
+
+
+def test_distinguishing_fields_are_what_differs_between_items() -> None:
+    from engine.views import distinguishing_fields
+
+    rows = [{"order_id": "o1", "customer": "Grace", "amount": 26.5, "currency": "EUR", "lines": [1]},
+            {"order_id": "o2", "customer": "Ada", "amount": 38.0, "currency": "EUR", "lines": [2]}]
+    assert distinguishing_fields(rows) == ["order_id", "customer", "amount"]
+    assert distinguishing_fields(rows, limit=2) == ["order_id", "customer"]
+    assert distinguishing_fields(rows[:1]) == []
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+async def test_bulk_rows_show_what_tells_the_items_apart_and_five_fit(size: tuple[int, int]) -> None:
+    store, built = await refunds()
+    app = app_on(store, built)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        keys = Keys(pilot)
+        await filter_inbox(keys, bulk_store.FILTER)
+        await keys("b", "y")
+        dialog = app.screen
+        assert isinstance(dialog, BulkAnswerScreen) and dialog.plan is not None
+        table = dialog.query_one("#bulk-items", DataTable)
+        item = str(table.get_row_at(0)[2])
+        assert "customer=" in item and "amount=" in item
+        assert table.size.height - 1 >= 5, table.size  # the header, then at least 5 rows in view

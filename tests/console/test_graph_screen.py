@@ -112,3 +112,10 @@ async def test_the_loop_graph_is_redrawn_once_earlier_runs_are_in(store) -> None
         g = app.screen.graph
         by = g.by_key
         assert {(by[e.src].name, by[e.dst].name) for e in g.edges if e.loop} == {("verify", "build")}
+
+
+def test_counts_agree_with_their_nouns() -> None:
+    from console.text import counted
+
+    assert [counted(1, "edge"), counted(2, "edge"), counted(1, "open id"), counted(0, "node")] == \
+        ["1 edge", "2 edges", "1 open id", "0 nodes"]

@@ -156,6 +156,8 @@ async def test_read_only_keys_say_why_and_the_editor_opens_for_a_dry_run(store: 
         await pilot.press("e")
         await wait_for(pilot, lambda: isinstance(app.screen, AnswerScreen), "the response editor")
         await settle(pilot)
+        banner = str(app.screen.query_one("#answer-banner").render())
+        assert "Read-only" in banner and "submitting does not" in banner  # said when the editor opens
         app._notifications.clear()
         await pilot.press("ctrl+s")
         await settle(pilot)

@@ -171,3 +171,29 @@ async def test_a_diff_of_thousands_of_changes_is_paged() -> None:
         await settle(pilot)
         assert "page 2 of 3" in str(modal.query_one("#diff-title").render())
         assert f"k{PAGE:04d} " in shown()
+
+
+async def test_the_editor_for_24_ids_opens_with_the_first_and_fills_in() -> None:
+    """The screen is usable (the first answer focused) before every editor is
+    built; keys typed then count, in order."""
+    from console.screens import answer as answer_mod
+    from console.screens.answer import AnswerScreen
+
+    from .answer_store import demo_store
+
+    store = await demo_store()
+    app = make_app(store)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        app.open_session("labels-partial-1")
+        await settle(pilot)
+        await pilot.press("A")
+        await settle(pilot)
+        await pilot.press("e", "1", "2", "3")  # one burst: typed while the editors fill in
+        screen = app.screen
+        assert isinstance(screen, AnswerScreen)
+        assert screen.opened_with == answer_mod.FIRST_EDITORS  # opened at once
+
+        await settle(pilot)
+        assert not screen.filling and len(screen.editors()) == 24
+        assert [e.check.value for e in screen.editors()[:4]] == ["cat", "dog", "bird", None]

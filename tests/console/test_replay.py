@@ -258,8 +258,9 @@ async def test_play_runs_to_the_end_then_pauses(store):
         await settle(pilot)
         screen = app.screen
         assert isinstance(screen, ReplayScreen)
+        assert SPEEDS[screen.speed] == 16  # the default: a history plays in seconds, not minutes
         await pilot.press("plus")
-        assert SPEEDS[screen.speed] == 8 and "8/s" in str(screen.query_one("#replay-info", Static).render())
+        assert SPEEDS[screen.speed] == 32 and "32/s" in str(screen.query_one("#replay-info", Static).render())
         screen.speed = len(SPEEDS) - 1  # the fastest: 8 events a tick
         await pilot.press("p")
         await wait_for(pilot, lambda: not screen.playing, "play stops by itself at the end")
@@ -280,7 +281,7 @@ async def test_replay_is_read_only_by_construction(store):
         assert not [a.id for a, _ in app.applicable_actions(app.screen) if a.read_only_disabled]
         app.run_command("interrupts.answer")
         await settle(pilot)
-        assert any("interrupts.answer applies on the inbox, session screen, not here" in n for n in notes(app))
+        assert any("'answer the selected ids' applies on the inbox, session screen, not here" in n for n in notes(app))
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
         listed = [a.id for _, actions in app.screen.sections for a in actions]

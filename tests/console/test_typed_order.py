@@ -99,3 +99,22 @@ async def test_choices_typed_in_a_burst_land_one_per_field() -> None:
         await burst(pilot, "1", "2", "3")
         await settle(pilot)
         assert [first.check.value, second.check.value, third.check.value] == ["cat", "dog", "bird"]
+
+
+class TwoLines(App[None]):
+    def compose(self) -> ComposeResult:
+        yield TextInput(id="street")
+        yield TextInput(id="city")
+
+
+async def test_keys_typed_in_the_same_burst_as_tab_land_in_the_next_field() -> None:
+    """``Q``, tab, ``Berlin`` in one burst: street is ``Q``, city is ``Berlin``
+    (the keys after the tab landed in street: ``QBerlin``)."""
+    app = TwoLines()
+    async with app.run_test() as pilot:
+        app.query_one("#street", TextInput).focus()
+        await pilot.pause()
+        await burst(pilot, "Q", "tab", *"Berlin", "shift+tab")
+        assert app.query_one("#street", TextInput).value == "Q"
+        assert app.query_one("#city", TextInput).value == "Berlin"
+        assert app.focused is app.query_one("#street", TextInput)  # shift+tab in the burst: back, in order
