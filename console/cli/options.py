@@ -116,12 +116,20 @@ class Options:
 def require_asyncpg(target: str | os.PathLike[str]) -> None:
     """A ``postgresql://`` store needs the ``postgres`` extra: one line that says
     what to install, not the traceback of a failed import."""
-    import importlib.util
-
     scheme = os.fspath(target).split("://", 1)[0].lower() if "://" in os.fspath(target) else ""
-    if scheme in ("postgresql", "postgres") and importlib.util.find_spec("asyncpg") is None:
+    if scheme not in ("postgresql", "postgres"):
+        return
+    try:
+        import asyncpg  # noqa: F401 -- the store imports it next anyway
+    except ModuleNotFoundError:
         fail("a postgresql:// store needs asyncpg, which is not installed: "
              "pip install 'hitl-console[postgres]' (or pip install asyncpg)", "MissingDependency")
+
+
+def json_requested() -> bool:
+    """Whether the running command was given ``--json`` (False outside a command)."""
+    ctx = click.get_current_context(silent=True)
+    return bool(ctx is not None and getattr(ctx.find_root().obj, "json", False))
 
 
 def _opts() -> Options:

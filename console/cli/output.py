@@ -41,8 +41,9 @@ class OperatorError(click.ClickException):
     def __init__(self, message: str, code: str = "error") -> None:
         super().__init__(message)
         self.code = code
-        ctx = click.get_current_context(silent=True)  # show() runs after the context closed
-        self.as_json = bool(ctx is not None and getattr(ctx.find_root().obj, "json", False))
+        from .options import json_requested  # (options imports this module)
+
+        self.as_json = json_requested()  # now: show() runs after the context closed
 
     def show(self, file: Any = None) -> None:
         # Errors echo values (validation messages, exception texts): masked too, and

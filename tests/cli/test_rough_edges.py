@@ -3,8 +3,8 @@ under --json the error is JSON; ``hitl start`` prints the message it sent."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,8 +16,7 @@ from .conftest import Hitl, ok, operator_error
 
 @pytest.mark.parametrize("args", [["sessions"], ["inbox"], ["worker"], ["copy", "--from", "{db}", "--to", "URL"]])
 def test_postgres_without_asyncpg_is_one_line(hitl: Hitl, db: Path, monkeypatch: pytest.MonkeyPatch, args) -> None:
-    real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "asyncpg" else real(name, *a))
+    monkeypatch.setitem(sys.modules, "asyncpg", None)  # as if not installed: importing it fails
     url = "postgresql://ops@db.example/hitl"
     args = [a.replace("{db}", str(db)).replace("URL", url) for a in args]
     result = hitl(*args) if args[0] == "copy" else hitl("--db", url, *args)

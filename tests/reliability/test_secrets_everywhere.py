@@ -45,9 +45,9 @@ def seed(hitl: Hitl, db: Path) -> tuple[str, dict[str, str]]:
     outputs: dict[str, str] = {}
     too_long = json.dumps({"rotate": True, "password": [S["echoed"]]})
     outputs["validation error"] = operator_error(hitl("resume", "leak-1", f"rotate={too_long}", *APP), "rotate")
-    outputs["validation error json"] = operator_error(
-        hitl("--json", "resume", "leak-1", f"rotate={too_long}", *APP), "rotate"
-    )
+    refused = hitl("--json", "resume", "leak-1", f"rotate={too_long}", *APP)  # --json: the error is JSON on stdout
+    assert refused.exit_code == 1 and "rotate" in json.loads(refused.stdout.strip())["error"], refused.output
+    outputs["validation error json"] = refused.output
     wrapped = json.dumps({"result": json.dumps({"rotate": True, "password": S["answer_password"]})})
     outputs["dry run"] = ok(hitl("resume", "leak-1", f"rotate={wrapped}", "--dry-run", *APP))
     outputs["dry run json"] = ok(hitl("--json", "resume", "leak-1", f"rotate={wrapped}", "--dry-run", *APP))
