@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .served import PASSWORDS, hitl_bin, label, serve, write_config
-from .term import focus_terminal, open_console, shot, wait_text
+from .term import SCREEN_TEXT, focus_terminal, open_console, shot, wait_text
 
 
 def sign_in(page: Any, url: str, name: str, shots: Path | None = None) -> None:
@@ -126,7 +126,13 @@ def test_viewer_signs_in_and_cannot_write(browser_page: Any, any_store: Path | s
         open_refund_waiting(page, store)
         for key in (" ", "X"):  # (e opens the editor for a read-only dry run)
             page.keyboard.press(key)
-        screen = wait_text(page, "is disabled", "viewer")
+        # The second refusal replaces the first toast: wait for the screen that shows it alone, and read
+        # that very screen (a fresh read could land between the old toast's removal and the new one).
+        screen = page.wait_for_function(
+            f"() => {{ const t = ({SCREEN_TEXT})(); return t.split('is disabled').length === 2"
+            " && t.includes('Cancel is disabled') && t.includes('viewer') ? t : false; }",
+            timeout=45_000, polling=100,
+        ).json_value()
         shot(page, shots, "02-viewer-write-refused")
         assert "Answer ▸" not in screen and "Cancel invocation" not in screen
         assert "invocation.cancel" not in screen and "interrupts.toggle" not in screen  # no internal ids
