@@ -12,7 +12,7 @@ from console.times import age
 
 from .group import cli
 from .options import _opts, common, open_store, watch_options
-from .output import fail, out, out_json, run, short, table
+from .output import fail, log_lines, out, out_json, run, serve_metrics, short, table
 
 if TYPE_CHECKING:
     from engine.notify.config import NotifyConfig
@@ -57,11 +57,7 @@ def notify(
 
     logs.install(red, log_format)
 
-    def say(event: str, line: str, **ids: Any) -> None:
-        if log_format == "json":
-            click.echo(logs.json_line(red, event, line, **ids))
-        else:
-            out(red, line)
+    say = log_lines(red, log_format)
 
     def said(what: str, row: Any, error: str | None) -> None:
         say(f"notification.{what.replace(' ', '_')}", f"{what:<8} {row.channel:<12} {row.key}" + (f": {error}" if error else ""),
@@ -79,15 +75,7 @@ def notify(
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, stop.set)
-            server = None
-            if metrics_port is not None:
-                from console import metrics_http
-
-                try:
-                    server, bound = await metrics_http.start(store, metrics_host, metrics_port)
-                except OSError as exc:
-                    fail(f"cannot listen on {metrics_host}:{metrics_port} for metrics: {exc.strerror or exc}")
-                say("notify.metrics", f"metrics at http://{metrics_host}:{bound}/metrics", port=bound)
+            server = await serve_metrics(store, metrics_host, metrics_port, say, "notify.metrics")
             say("notify.started", f"sending notifications for {len(config.rules)} rule(s) to {len(config.channels)} channel(s)")
             try:
                 await sender.run(stop, poll=poll)

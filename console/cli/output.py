@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import signal
 import sys
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from functools import partial
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
@@ -184,3 +184,33 @@ def table(rows: list[list[str]], headers: list[str]) -> str:
     lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
     lines += ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     return "\n".join(lines)
+
+
+# ------------------------------------------------------- long-running commands
+def log_lines(red: Redactor, log_format: str) -> Callable[..., None]:
+    """``say(event, line, **ids)`` for ``hitl worker`` / ``hitl notify``: the line as
+    it is (``text``), or one JSON object (``json``: :func:`console.logs.json_line`)."""
+    from console import logs
+
+    def say(event: str, line: str, **ids: Any) -> None:
+        if log_format == "json":
+            click.echo(logs.json_line(red, event, line, **ids))
+        else:
+            out(red, line)
+
+    return say
+
+
+async def serve_metrics(store: Any, host: str, port: int | None, say: Callable[..., None], event: str) -> Any:
+    """``--metrics-port``: start :mod:`console.metrics_http` and say where (None: no port asked)."""
+    if port is None:
+        return None
+    from console import metrics_http
+
+    try:
+        server, bound = await metrics_http.start(store, host, port)
+    except OSError as exc:
+        fail(f"cannot listen on {host}:{port} for metrics: {exc.strerror or exc}")
+    shown = host if ":" not in host else f"[{host}]"
+    say(event, f"metrics at http://{shown}:{bound}/metrics", port=bound)
+    return server

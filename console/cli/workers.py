@@ -14,7 +14,7 @@ from engine.errors import HitlError
 
 from .group import cli
 from .options import _opts, app_spec_option, common, open_store, watch_options
-from .output import fail, id_list, out, out_json, run
+from .output import fail, id_list, log_lines, out, out_json, run, serve_metrics
 
 if TYPE_CHECKING:
     from engine.models import Session
@@ -86,11 +86,7 @@ def worker(
     telemetry.set_surface("worker")
     logs.install(red, log_format)
 
-    def say(event: str, line: str, **ids: Any) -> None:
-        if log_format == "json":
-            click.echo(logs.json_line(red, event, line, **ids))
-        else:
-            out(red, line)
+    say = log_lines(red, log_format)
 
     def said(result: TurnResult) -> None:
         req = result.request
@@ -114,16 +110,7 @@ def worker(
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, w.stop)
             versions = ", ".join(f"{a} (graph {v})" for a, v in sorted(w.versions.items()))
-            server = None
-            if metrics_port is not None:
-                from console import metrics_http
-
-                try:
-                    server, bound = await metrics_http.start(store, metrics_host, metrics_port)
-                except OSError as exc:
-                    fail(f"cannot listen on {metrics_host}:{metrics_port} for metrics: {exc.strerror or exc}")
-                shown = metrics_host if ":" not in metrics_host else f"[{metrics_host}]"
-                say("worker.metrics", f"metrics at http://{shown}:{bound}/metrics", port=bound)
+            server = await serve_metrics(store, metrics_host, metrics_port, say, "worker.metrics")
             say("worker.started", f"{w.name} serving {versions}; concurrency {concurrency}", worker=w.name)
             sending = _notifications(store, red)  # [notify] rules: this worker sends them too (hitl notify)
             try:
