@@ -31,13 +31,12 @@ from .base import (
     Page,
     SessionOrder,
     SessionSummary,
-    StoreMetrics,
     StoreOverview,
     import_record,
     index_effects,
     session_status,
-    store_metrics,
 )
+from .metric_rows import StoreMetrics, store_metrics
 
 
 def _audit_cursor(cursor: str) -> tuple[float, int]:

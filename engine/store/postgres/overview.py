@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import asyncpg
 
-from ..base import OPEN_BY_NODE_SQL, QUEUED_BY_APP_SQL, StoreMetrics, StoreOverview, store_metrics
+from ..base import StoreOverview
+from ..metric_rows import OPEN_BY_NODE_SQL, QUEUED_BY_APP_SQL, StoreMetrics, store_metrics
 from ..sqlite.overview import OLDEST_SQL, OPEN_BY_APP_SQL, STATUS_SQL
 from .core import _Core
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import sqlite3
 
-from ..base import OPEN_BY_NODE_SQL, QUEUED_BY_APP_SQL, StoreMetrics, StoreOverview, store_metrics
+from ..base import StoreOverview
+from ..metric_rows import OPEN_BY_NODE_SQL, QUEUED_BY_APP_SQL, StoreMetrics, store_metrics
 
 STATUS_SQL = "SELECT status, count(*) FROM sessions GROUP BY status"
 OPEN_BY_APP_SQL = "SELECT app_name, count(*) FROM interrupts WHERE status = 'open' GROUP BY app_name"

@@ -28,10 +28,10 @@ from ..base import (
     Page,
     SessionOrder,
     SessionSummary,
-    StoreMetrics,
     StoreOverview,
     import_record,
 )
+from ..metric_rows import StoreMetrics
 from .append import _append_many_tx, _append_tx, _bulk_tx, _create_tx, _import_tx
 from .connection import (
     _AiosqliteDriver,
