@@ -3,7 +3,7 @@ checkpointer, in one run on one server (issue 38).
 
     source scripts/services/postgres.sh      # or HITL_BENCH_PG_URL=postgresql://...
     python benchmarks/bench_pg_cold.py [--reps 9] [--sizes 100,10000] \\
-        [--langgraph-python /tmp/lgpg/bin/python]
+        [--langgraph-python /tmp/lgpg/bin/python] [--before /tmp/before]
 
 Every ``hitl resume`` or ``hitl start`` against PostgreSQL is the first turn of a
 new process on a new connection, whose statements are not prepared yet: that is
@@ -16,6 +16,10 @@ resume (answer -> settled turn: one node runs) or a fresh run on a new session
 to its first interrupt -- and counts the messages it sent the server (asyncpg
 writes the socket once per round trip). Repetitions are interleaved (ours, then
 LangGraph's, shape by shape), so load from elsewhere spreads over both columns.
+
+``--before`` names another checkout (``git worktree add --detach /tmp/before
+main``): its store is measured too, in the same interleaved repetitions, as a
+column of its own -- before and after side by side in one run.
 
 LangGraph runs in its own venv (``bench_langgraph_pg.py`` beside this file,
 which imports nothing of ours); without ``--langgraph-python`` its column is
@@ -39,7 +43,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(os.environ.get("HITL_BENCH_ROOT") or Path(__file__).resolve().parents[1])
+"""The tree whose ``engine`` is measured (``--before`` runs children on another)."""
 HERE = Path(__file__).resolve().parent
 
 
@@ -61,6 +66,7 @@ async def build_ours(url: str, n_events: int, tmp: Path) -> None:
     """Session ``big``: ``n_events`` events of finished invocations, then SIMPLE waiting."""
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(HERE))
+    import engine.store  # noqa: F401 -- ROOT's, before bench_engine puts this file's tree first on the path
     import bench_engine as be
 
     from engine import Content, Runner
@@ -83,6 +89,7 @@ async def child_ours(kind: str, url: str) -> dict[str, Any]:
 
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(HERE))
+    import engine.store  # noqa: F401 -- ROOT's, before bench_engine puts this file's tree first on the path
     import bench_engine as be
 
     from engine import START, Content, Runner, Workflow
@@ -106,6 +113,7 @@ async def child_ours(kind: str, url: str) -> dict[str, Any]:
     before = sent[0]
     t = time.perf_counter()
     store = await open_store(url, inline=True)
+    opened = sent[0] - before
     runner = Runner("bench", workflow, store)
     if kind == "resume":
         async for _ in runner.run("u", "big", Content.from_responses({iid: True})):
@@ -116,10 +124,15 @@ async def child_ours(kind: str, url: str) -> dict[str, Any]:
     ms = (time.perf_counter() - t) * 1e3
     trips = sent[0] - before
     await store.close()
-    return {"ms": ms, "trips": trips}
+    return {"ms": ms, "trips": trips, "open": opened}
 
 
 # ------------------------------------------------------------------ driver
+
+
+def _open_trips(results: list[dict[str, Any]]) -> str:
+    """The round trips of opening the store (the same every time)."""
+    return f"{statistics.median(r['open'] for r in results):.0f}"
 
 
 def _child(argv: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
@@ -134,11 +147,14 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=9)
     ap.add_argument("--sizes", default="100,10000", help="events (ours) / rows (LangGraph) of history")
     ap.add_argument("--langgraph-python", help="a venv's python with langgraph-checkpoint-postgres")
+    ap.add_argument("--before", help="another checkout of this project, measured as a column of its own")
     ns = ap.parse_args()
     base = pg_base()
     sizes = [int(x) for x in ns.sizes.split(",")]
     lg = ns.langgraph_python
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    trees = {"ours": str(ROOT)}
+    if ns.before:
+        trees["before"] = str(Path(ns.before).resolve())
     shapes: list[tuple[str, str, int]] = [(f"resume, {n:,} events of history", "resume", n) for n in sizes]
     shapes.append(("fresh run to first interrupt", "fresh", 0))
     results: dict[tuple[str, str], list[dict[str, Any]]] = {}
@@ -148,12 +164,13 @@ def main() -> int:
         for rep in range(ns.reps):
             print(f"repetition {rep + 1}/{ns.reps}", file=sys.stderr, flush=True)
             for label, kind, n in shapes:
-                schema = f"b_{kind}_{uuid.uuid4().hex[:10]}"
-                url = with_schema(base, schema)
-                asyncio.run(build_ours(url, n, tmp))
-                results.setdefault((label, "ours"), []).append(
-                    _child([sys.executable, __file__, "--child", kind, url], env)
-                )
+                for name, tree in trees.items():
+                    env = {**os.environ, "PYTHONPATH": tree, "HITL_BENCH_ROOT": tree}
+                    url = with_schema(base, f"b_{kind}_{uuid.uuid4().hex[:10]}")
+                    _child([sys.executable, __file__, "--build", str(n), url, str(tmp)], env)
+                    results.setdefault((label, name), []).append(
+                        _child([sys.executable, __file__, "--child", kind, url], env)
+                    )
                 if lg:
                     lg_schema = f"lg_{kind}_{uuid.uuid4().hex[:10]}"
                     if kind == "resume":
@@ -165,20 +182,26 @@ def main() -> int:
                     )
     print(f"load average (1 min) {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end; "
           f"{ns.reps} interleaved repetitions, a fresh process and schema each")
-    head = ("cold process: open + operation", "ours (PostgresStore)", "round trips", "LangGraph (AsyncPostgresSaver)", "LG / ours")
+    head: tuple[str, ...] = ("cold process: open + operation", "ours (PostgresStore)", "round trips: open + turn")
+    if ns.before:
+        head += ("before (--before)", "round trips: open + turn")
+    head += ("LangGraph (AsyncPostgresSaver)", "LG / ours")
     rows = []
     for label, _, _ in shapes:
-        ours = results[(label, "ours")]
-        o = [r["ms"] for r in ours]
-        cell = f"{statistics.median(o):.1f} ms [{min(o):.1f}-{max(o):.1f}]"
-        trips = f"{statistics.median(r['trips'] for r in ours):.0f}"
+        cells: list[str] = []
+        for name in trees:
+            ours = results[(label, name)]
+            o = [r["ms"] for r in ours]
+            cells.append(f"{statistics.median(o):.1f} ms [{min(o):.1f}-{max(o):.1f}]")
+            cells.append(f"{_open_trips(ours)} + {statistics.median(r['trips'] - r['open'] for r in ours):.0f}")
+        o = [r["ms"] for r in results[(label, "ours")]]
         if lg:
             g = [r["ms"] for r in results[(label, "lg")]]
             lcell = f"{statistics.median(g):.1f} ms [{min(g):.1f}-{max(g):.1f}]"
             ratio = f"{statistics.median(g) / statistics.median(o):.2f}x"
         else:
             lcell, ratio = "-", "-"
-        rows.append((label, cell, trips, lcell, ratio))
+        rows.append((label, *cells, lcell, ratio))
     widths = [max(len(r[i]) for r in [*rows, head]) for i in range(len(head))]
     print("  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)))
     for r in rows:
@@ -187,6 +210,10 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--build"]:
+        asyncio.run(build_ours(sys.argv[3], int(sys.argv[2]), Path(sys.argv[4])))
+        print("{}")
+        sys.exit(0)
     if sys.argv[1:2] == ["--child"]:
         print(json.dumps(asyncio.run(child_ours(sys.argv[2], sys.argv[3]))))
         sys.exit(0)

@@ -24,11 +24,17 @@ from ..sqlite import (
     _session_from_row,
     _summary_from_row,
 )
+from . import onetrip
 from .core import _Core
 from .statements import _ANSWER_READS_SQL, _LOAD_INVOCATION_SQL, _SESSION_COLS_PG, _cols, _Query, _snapshot_from
 
 _INTERRUPT_NULLS = ", NULL" * len(_INTERRUPT_COLS.split(","))
 """The interrupt columns of :data:`_ANSWER_READS_SQL`'s other rows."""
+
+_ANSWER_READS_TYPES = "iit" + "t" * 9 + "iftti"
+"""Its columns' types (:func:`.onetrip.fetch`): kind, seq, data, then the interrupt's."""
+
+_GET_SESSION_SQL = f"SELECT {_SESSION_COLS_PG} FROM sessions WHERE id = $1"
 
 
 class _Reads(_Core):
@@ -36,7 +42,8 @@ class _Reads(_Core):
 
     async def get_session(self, session_id: str) -> Session:
         async def fn(conn: asyncpg.Connection) -> Session:
-            row = await conn.fetchrow(f"SELECT {_SESSION_COLS_PG} FROM sessions WHERE id = $1", session_id)
+            # One round trip on a new connection too: a fresh run's first read.
+            row = await onetrip.fetchrow(conn, _GET_SESSION_SQL, (session_id,), "ttttffi")
             if row is None:
                 raise SessionNotFoundError(session_id)
             return _session_from_row(row)
@@ -292,7 +299,8 @@ class _Reads(_Core):
         sql = _ANSWER_READS_SQL.format(cols=_INTERRUPT_COLS, nulls=_INTERRUPT_NULLS)
 
         async def fn(conn: asyncpg.Connection) -> tuple[list[InterruptRecord], LoadedInvocation | None]:
-            rows = await conn.fetch(sql, session_id, list(interrupt_ids), invocation_id)
+            # One round trip on a new connection too: a resume's first read.
+            rows = await onetrip.fetch(conn, sql, (session_id, list(interrupt_ids), invocation_id), _ANSWER_READS_TYPES)
             marker = [r for r in rows if r[0] == 2]
             if not marker:
                 raise SessionNotFoundError(session_id)

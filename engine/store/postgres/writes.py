@@ -1,4 +1,7 @@
-"""Writes: sessions, appends (one ``hitl_append_many`` statement each), a turn's first and last writes, snapshots."""
+"""Writes: sessions, appends (one ``hitl_append_many`` statement each), a turn's first and last writes, snapshots.
+
+The appends and the turn's writes go through :mod:`.onetrip`: one round trip
+each, on a new connection too."""
 
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ from ..base import Lease
 # Row converters, cursors and the event preparation are the SQLite store's: one
 # definition of each, whatever the backend.
 from ..sqlite import _prepare, _session_from_row
+from . import onetrip
 from .core import _Core
 from .errors import _raise_append_error
 from .statements import (
@@ -80,7 +84,8 @@ class _Writes(_Core):
         async def fn(conn: asyncpg.Connection) -> int:
             # One statement: the whole batch commits or none of it, in one round trip.
             try:
-                return int(await conn.fetchval(_APPEND_MANY_SQL, *args))
+                [(last,)] = await onetrip.fetch(conn, _APPEND_MANY_SQL, args, "i")
+                return int(last)
             except asyncpg.PostgresError as e:
                 _raise_append_error(e, session_id, prepared[0].invocation_id, lease_owner, expected_seq)
                 raise
@@ -170,7 +175,8 @@ class _Writes(_Core):
 
         async def fn(conn: asyncpg.Connection) -> int | None:
             try:
-                return await conn.fetchval(_APPEND_RELEASE_SQL, invocation_id, snap_seq, snap_text, *args)
+                [(last,)] = await onetrip.fetch(conn, _APPEND_RELEASE_SQL, (invocation_id, snap_seq, snap_text, *args), "i")
+                return last
             except asyncpg.PostgresError as e:
                 _raise_append_error(e, session_id, invocation_id, owner, expected_seq)
                 raise
@@ -202,8 +208,8 @@ async def _acquire_append(
     call = (invocation_id, owner, expires, invocation_after, *args[:2], *args[3:])
     try:
         if create is not None:
-            return await conn.fetchrow(_CREATE_ACQUIRE_APPEND_SQL, *create, *call)
-        return await conn.fetchrow(_ACQUIRE_APPEND_SQL, *call)
+            return await onetrip.fetchrow(conn, _CREATE_ACQUIRE_APPEND_SQL, (*create, *call), "fit")
+        return await onetrip.fetchrow(conn, _ACQUIRE_APPEND_SQL, call, "fit")
     except asyncpg.PostgresError as e:
         _raise_append_error(e, session_id, invocation_id, owner, expected_seq, invocation_after)
         raise

@@ -1,0 +1,103 @@
+"""One round trip for a statement a connection has not prepared: the turn's statements.
+
+asyncpg runs every parameterised statement in two round trips the first time a
+connection sees it (Parse/Describe, wait for the parameter types, then
+Bind/Execute), and every ``hitl resume`` or ``hitl start`` is the first turn of
+a new connection: its three or four statements cost twice as many round trips.
+Here the parameters are written into the statement as literals and the
+statement is sent as one simple-protocol ``COPY (...) TO STDOUT`` message -- one
+write, one answer, no statement to prepare, and the rows come back in COPY's
+text format (a simple query's rows are dropped by asyncpg), converted per
+column. The statement runs in one implicit transaction, as an extended-protocol
+one does, and a server error arrives as the same ``asyncpg.PostgresError``.
+
+Literals are ``E'...'`` strings with ``\\`` and ``'`` doubled, so they mean the
+same whatever ``standard_conforming_strings`` says; a NUL character, which no
+PostgreSQL text can hold, is refused before anything is sent.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import asyncpg
+
+from ...errors import StoreError
+
+_PARAM = re.compile(r"\$(\d+)")
+_ESCAPE = re.compile(r"\\(.)")
+_COPY_ESCAPES = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
+
+
+def _text(value: str) -> str:
+    if "\x00" in value:
+        raise StoreError("a text value holds a NUL character, which PostgreSQL cannot store; nothing was written")
+    return "E'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def literal(value: Any) -> str:
+    """``value`` as an SQL literal: None, bool, int, float, str, or a list of
+    str/None (a ``text[]``). Strings and arrays are left for the server to type
+    from their context, as a parameter would be."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return f"{_text(repr(value))}::float8"  # repr: the shortest text that reads back as the same double
+    if isinstance(value, str):
+        return _text(value)
+    if isinstance(value, (list, tuple)):
+        return "ARRAY[" + ", ".join("NULL" if v is None else _text(str(v)) for v in value) + "]::text[]"
+    raise TypeError(f"no SQL literal for {type(value).__name__}")
+
+
+def inline(sql: str, args: Sequence[Any]) -> str:
+    """``sql`` with each ``$n`` replaced by the literal of ``args[n - 1]``."""
+    lits = [literal(a) for a in args]
+    return _PARAM.sub(lambda m: lits[int(m[1]) - 1], sql)
+
+
+def _field(raw: str) -> str | None:
+    if raw == "\\N":
+        return None
+    if "\\" not in raw:
+        return raw
+    return _ESCAPE.sub(lambda m: _COPY_ESCAPES.get(m[1], m[1]), raw)
+
+
+_CONVERT: dict[str, Callable[[str], Any]] = {"t": str, "i": int, "f": float, "b": lambda s: s == "t"}
+
+
+async def fetch(conn: asyncpg.Connection, sql: str, args: Sequence[Any], types: str) -> list[tuple[Any, ...]]:
+    """The rows of ``sql`` (``$n`` parameters: ``args``) in one round trip, each a
+    tuple converted by ``types``, one letter a column: ``t`` text, ``i`` integer,
+    ``f`` double precision, ``b`` boolean."""
+    query = inline(sql, args)
+    chunks: list[bytes] = []
+
+    async def out(data: bytes) -> None:
+        chunks.append(data)
+
+    # asyncpg reports a COPY to no query logger: say it, so a store span counts its statement.
+    with conn._time_and_log(query, (), None):
+        await conn.copy_from_query(query, output=out)
+    lines = b"".join(chunks).decode().split("\n")
+    lines.pop()  # every row ends with a newline: what follows the last is no row
+    rows = []
+    for line in lines:
+        fields = [_field(f) for f in line.split("\t")]
+        if len(fields) != len(types):
+            raise StoreError(f"expected {len(types)} columns from the server, got {len(fields)}")
+        rows.append(tuple(None if f is None else _CONVERT[t](f) for t, f in zip(types, fields, strict=True)))
+    return rows
+
+
+async def fetchrow(conn: asyncpg.Connection, sql: str, args: Sequence[Any], types: str) -> tuple[Any, ...] | None:
+    """The first row of :func:`fetch`, or None."""
+    rows = await fetch(conn, sql, args, types)
+    return rows[0] if rows else None
