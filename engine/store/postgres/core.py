@@ -19,6 +19,7 @@ from ...errors import HitlError, ReadOnlyError, SchemaUpgradeNeeded, SessionNotF
 # Row converters, cursors and the event preparation are the SQLite store's: one
 # definition of each, whatever the backend.
 from ..sqlite import _Prepared
+from . import onetrip
 from .errors import _CONNECTION_ERRORS, ConnectionLostError, _connect_error, _newer_schema_error, _translate
 from .listen import Listener
 from .schema import _LOCK_KEY, _MIGRATIONS, SCHEMA_VERSION
@@ -194,23 +195,17 @@ class _Core:
         return store
 
     async def _schema_is_current(self) -> bool:
-        """Whether the store's schema is this version's, in one round trip (a simple
-        query: no statement to prepare) -- what every open of an existing store
-        asks; anything else (no tables yet, older, newer) takes the slow path."""
+        """Whether the store's schema is this version's, in one round trip (no
+        statement to prepare, and no PL/pgSQL block to compile on the new
+        backend) -- what every open of an existing store asks; anything else (no
+        tables yet, older, newer) takes the slow path."""
 
         async def fn(conn: asyncpg.Connection) -> bool:
             try:
-                await conn.execute(
-                    "DO $$BEGIN IF (SELECT max(version) FROM hitl_schema) IS DISTINCT FROM "
-                    f"{int(SCHEMA_VERSION)} THEN RAISE EXCEPTION USING ERRCODE = 'HT426'; END IF; END$$"
-                )
+                [(version,)] = await onetrip.fetch(conn, "SELECT max(version) FROM hitl_schema", (), "i")
             except (asyncpg.UndefinedTableError, asyncpg.InvalidSchemaNameError):
                 return False
-            except asyncpg.PostgresError as e:
-                if e.sqlstate == "HT426":
-                    return False
-                raise
-            return True
+            return version == SCHEMA_VERSION
 
         return await self._run(fn)
 

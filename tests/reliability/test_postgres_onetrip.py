@@ -1,0 +1,102 @@
+"""The turn's statements on PostgreSQL carry their values as SQL literals (one
+round trip on a new connection, no prepare): every value must reach the server
+exactly as given, whatever it holds, and none may change the statement."""
+
+from __future__ import annotations
+
+import asyncio.selector_events
+from typing import Any
+
+import asyncpg
+import pytest
+
+from engine import Runner
+from engine.errors import StoreError
+from engine.models import Content, Event
+from engine.store.postgres import PostgresStore, onetrip
+from tests.contract.builders import pg_fresh_url, pg_url
+from tests.engine.test_turn_cost import SIMPLE
+
+NASTY = [
+    "",
+    "plain",
+    "it's",
+    "''",
+    "\\",
+    "\\'",
+    "back\\slash at the end\\",
+    "'); DROP TABLE sessions; --",
+    "\\'); DROP TABLE sessions; --",
+    "$1 $2 $$ $fn$",
+    "\\N",
+    "tab\there, newline\nthere, return\r, \b\f\v",
+    "E'x'",
+    "unicode: é ✓ 🙂 \u2028",
+    "{\"json\": [1, \"two\"]}",
+    "a,b",
+    "{a,b}",
+    "NULL",
+]
+
+
+@pytest.fixture
+async def conn() -> Any:
+    c = await asyncpg.connect(pg_url())
+    try:
+        yield c
+    finally:
+        await c.close()
+
+
+@pytest.mark.parametrize("conforming", ["on", "off"])
+async def test_every_value_reaches_the_server_exactly_whatever_it_holds(conn: Any, conforming: str) -> None:
+    # A server (or a role) with standard_conforming_strings off reads backslashes
+    # in '' strings as escapes: the E'' literals must mean the same there.
+    await conn.execute(f"SET standard_conforming_strings = {conforming}")
+    for s in NASTY:
+        row = await onetrip.fetchrow(
+            conn,
+            "SELECT $1::text, cardinality($2::text[]), ($2::text[])[1], ($2::text[])[2] IS NULL, $3::text IS NULL",
+            (s, [s, None], None),
+            "titbb",
+        )
+        assert row == (s, 2, s, True, True), s
+    for x in (0.1, 1e300, -2.5e-300, 1796524993.3717165, 3.0, float("inf"), float("-inf")):
+        assert await onetrip.fetchrow(conn, "SELECT $1::float8, $2::bigint", (x, 2**62), "fi") == (x, 2**62)
+    assert await onetrip.fetch(conn, "SELECT 1 WHERE false", (), "i") == []
+    assert await onetrip.fetch(conn, "SELECT ''::text UNION ALL SELECT NULL", (), "t") == [("",), (None,)]
+
+
+async def test_a_nul_character_is_refused_before_anything_is_sent(conn: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    sent = [0]
+    transport = asyncio.selector_events._SelectorSocketTransport  # type: ignore[attr-defined]
+    write = transport.write
+
+    def counting(self: Any, data: Any) -> None:
+        sent[0] += 1
+        write(self, data)
+
+    monkeypatch.setattr(transport, "write", counting)
+    with pytest.raises(StoreError, match="NUL"):
+        await onetrip.fetch(conn, "SELECT $1::text", ("a\x00'); DROP TABLE x; --",), "t")
+    assert sent[0] == 0
+
+
+async def test_a_turn_stores_and_reads_back_any_text_exactly() -> None:
+    async with PostgresStore.open(pg_fresh_url()) as store:
+        runner = Runner("app", SIMPLE, store)
+        for i, text in enumerate(NASTY):
+            sid = f"s{i}-{text}"
+            async for _ in runner.run("u", sid, Content.from_text(text + "!")):  # a message is never empty
+                pass
+            session = await store.get_session(sid)
+            assert session.id == sid
+            events = await store.events(sid)
+            assert events[0].event.content is not None and events[0].event.content.text == text + "!"
+            iid = (await store.open_interrupts(session_id=sid, limit=1)).items[0].interrupt_id
+            async for _ in runner.run("u", sid, Content.from_responses({iid: text})):
+                pass
+            assert [i.status for i in await store.list_invocations(sid)] == ["completed"]
+        with pytest.raises(StoreError, match="NUL"):
+            await store.append_event("s0-", Event(invocation_id="x", author="u", content=Content.from_text("a")), lease_owner="a\x00b")
+        assert await store.list_leases("s0-") == []
