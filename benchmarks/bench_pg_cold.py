@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import json
 import os
 import statistics
@@ -66,7 +67,7 @@ async def build_ours(url: str, n_events: int, tmp: Path) -> None:
     """Session ``big``: ``n_events`` events of finished invocations, then SIMPLE waiting."""
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(HERE))
-    import engine.store  # noqa: F401 -- ROOT's, before bench_engine puts this file's tree first on the path
+    importlib.import_module("engine.store")  # ROOT's, before bench_engine puts this file's tree first on the path
     import bench_engine as be
 
     from engine import Content, Runner
@@ -89,7 +90,7 @@ async def child_ours(kind: str, url: str) -> dict[str, Any]:
 
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(HERE))
-    import engine.store  # noqa: F401 -- ROOT's, before bench_engine puts this file's tree first on the path
+    importlib.import_module("engine.store")  # ROOT's, before bench_engine puts this file's tree first on the path
     import bench_engine as be
 
     from engine import START, Content, Runner, Workflow
@@ -111,7 +112,7 @@ async def child_ours(kind: str, url: str) -> dict[str, Any]:
     iid = (await peek.open_interrupts(session_id="big", limit=1)).items[0].interrupt_id
     await peek.close()
     before = sent[0]
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), time.process_time()
     store = await open_store(url, inline=True)
     opened = sent[0] - before
     runner = Runner("bench", workflow, store)
@@ -122,9 +123,10 @@ async def child_ours(kind: str, url: str) -> dict[str, Any]:
         async for _ in runner.run("u", f"new-{uuid.uuid4().hex[:8]}", Content.from_text("go")):
             pass
     ms = (time.perf_counter() - t) * 1e3
+    cpu_ms = (time.process_time() - cpu) * 1e3
     trips = sent[0] - before
     await store.close()
-    return {"ms": ms, "trips": trips, "open": opened}
+    return {"ms": ms, "cpu": cpu_ms, "trips": trips, "open": opened}
 
 
 # ------------------------------------------------------------------ driver
@@ -202,11 +204,23 @@ def main() -> int:
         else:
             lcell, ratio = "-", "-"
         rows.append((label, *cells, lcell, ratio))
+    _table(head, rows)
+    # The client's CPU: what load from elsewhere disturbs least (the server's is not in it).
+    names = [*trees, *(["lg"] if lg else [])]
+    cpu_rows = [
+        (label, *(f"{statistics.median(r['cpu'] for r in results[(label, name)]):.1f} ms" for name in names))
+        for label, _, _ in shapes
+    ]
+    print()
+    _table(("client process CPU (median)", *({"ours": "ours", "before": "before", "lg": "LangGraph"}[n] for n in names)), cpu_rows)
+    return 0
+
+
+def _table(head: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
     widths = [max(len(r[i]) for r in [*rows, head]) for i in range(len(head))]
     print("  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)))
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
-    return 0
 
 
 if __name__ == "__main__":

@@ -53,18 +53,31 @@ async def test_every_value_reaches_the_server_exactly_whatever_it_holds(conn: An
     # A server (or a role) with standard_conforming_strings off reads backslashes
     # in '' strings as escapes: the E'' literals must mean the same there.
     await conn.execute(f"SET standard_conforming_strings = {conforming}")
-    for s in NASTY:
+    # Each value in a statement of its own: a connection's first use of a statement
+    # carries literals (its second would bind parameters).
+    for i, s in enumerate(NASTY):
         row = await onetrip.fetchrow(
             conn,
-            "SELECT $1::text, cardinality($2::text[]), ($2::text[])[1], ($2::text[])[2] IS NULL, $3::text IS NULL",
+            "SELECT $1::text, cardinality($2::text[]), ($2::text[])[1], ($2::text[])[2] IS NULL, $3::text IS NULL"
+            f" /* {i} */",
             (s, [s, None], None),
             "titbb",
         )
         assert row == (s, 2, s, True, True), s
     for x in (0.1, 1e300, -2.5e-300, 1796524993.3717165, 3.0, float("inf"), float("-inf")):
-        assert await onetrip.fetchrow(conn, "SELECT $1::float8, $2::bigint", (x, 2**62), "fi") == (x, 2**62)
+        sql = f"SELECT $1::float8, $2::bigint /* {x} */"
+        assert await onetrip.fetchrow(conn, sql, (x, 2**62), "fi") == (x, 2**62)
     assert await onetrip.fetch(conn, "SELECT 1 WHERE false", (), "i") == []
     assert await onetrip.fetch(conn, "SELECT ''::text UNION ALL SELECT NULL", (), "t") == [("",), (None,)]
+
+
+async def test_a_statements_second_use_on_a_connection_binds_its_values_and_returns_the_same(conn: Any) -> None:
+    sql = "SELECT $1::text, $2::float8, $3::bigint, cardinality($4::text[]), $5::text IS NULL"
+    args = ("it's \\ 'x'", 1796524993.3717165, 7, ["a", None], None)
+    first = await onetrip.fetch(conn, sql, args, "tfiib")
+    assert await onetrip.fetch(conn, sql, args, "tfiib") == first == [(args[0], args[1], 7, 2, True)]
+    # prepared on the server now, the first use was not
+    assert await conn.fetchval("SELECT count(*) FROM pg_prepared_statements WHERE statement = $1", sql) == 1
 
 
 async def test_a_nul_character_is_refused_before_anything_is_sent(conn: Any, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -83,20 +96,29 @@ async def test_a_nul_character_is_refused_before_anything_is_sent(conn: Any, mon
 
 
 async def test_a_turn_stores_and_reads_back_any_text_exactly() -> None:
-    async with PostgresStore.open(pg_fresh_url()) as store:
-        runner = Runner("app", SIMPLE, store)
-        for i, text in enumerate(NASTY):
+    url = pg_fresh_url()
+    for i, text in enumerate(NASTY):
+        # a new store each time: the turn's statements are a new connection's first (literals)
+        async with PostgresStore.open(url) as store:
+            runner = Runner("app", SIMPLE, store)
             sid = f"s{i}-{text}"
             async for _ in runner.run("u", sid, Content.from_text(text + "!")):  # a message is never empty
+                pass
+            iid = (await store.open_interrupts(session_id=sid, limit=1)).items[0].interrupt_id
+        async with PostgresStore.open(url) as store:
+            runner = Runner("app", SIMPLE, store)
+            async for _ in runner.run("u", sid, Content.from_responses({iid: text})):
                 pass
             session = await store.get_session(sid)
             assert session.id == sid
             events = await store.events(sid)
             assert events[0].event.content is not None and events[0].event.content.text == text + "!"
-            iid = (await store.open_interrupts(session_id=sid, limit=1)).items[0].interrupt_id
-            async for _ in runner.run("u", sid, Content.from_responses({iid: text})):
-                pass
+            answers = [e.event.content for e in events if e.event.author == "user"]
+            assert answers[-1] is not None and answers[-1].parts[0].function_response is not None
+            assert answers[-1].parts[0].function_response.response == text
             assert [i.status for i in await store.list_invocations(sid)] == ["completed"]
-        with pytest.raises(StoreError, match="NUL"):
-            await store.append_event("s0-", Event(invocation_id="x", author="u", content=Content.from_text("a")), lease_owner="a\x00b")
+    async with PostgresStore.open(url) as store:
+        with pytest.raises(StoreError):  # refused before sending (literals) or by the server (bound): nothing written
+            ev = Event(invocation_id="x", author="u", content=Content.from_text("a"))
+            await store.append_event("s0-", ev, lease_owner="a\x00b")
         assert await store.list_leases("s0-") == []

@@ -11,6 +11,11 @@ text format (a simple query's rows are dropped by asyncpg), converted per
 column. The statement runs in one implicit transaction, as an extended-protocol
 one does, and a server error arrives as the same ``asyncpg.PostgresError``.
 
+That is for a statement's first use on a connection: from its second, the
+connection prepares it as usual (one more round trip, once) and runs it with
+bound parameters -- a worker's or a console's long-lived connection sends short
+messages, and the server plans the statement once, not every time.
+
 Literals are ``E'...'`` strings with ``\\`` and ``'`` doubled, so they mean the
 same whatever ``standard_conforming_strings`` says; a NUL character, which no
 PostgreSQL text can hold, is refused before anything is sent.
@@ -19,6 +24,7 @@ PostgreSQL text can hold, is refused before anything is sent.
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -70,13 +76,22 @@ def _field(raw: str) -> str | None:
     return _ESCAPE.sub(lambda m: _COPY_ESCAPES.get(m[1], m[1]), raw)
 
 
+_USED: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
+"""The statements each connection has run once (the next use prepares them)."""
+
 _CONVERT: dict[str, Callable[[str], Any]] = {"t": str, "i": int, "f": float, "b": lambda s: s == "t"}
 
 
 async def fetch(conn: asyncpg.Connection, sql: str, args: Sequence[Any], types: str) -> list[tuple[Any, ...]]:
-    """The rows of ``sql`` (``$n`` parameters: ``args``) in one round trip, each a
-    tuple converted by ``types``, one letter a column: ``t`` text, ``i`` integer,
-    ``f`` double precision, ``b`` boolean."""
+    """The rows of ``sql`` (``$n`` parameters: ``args``), each a tuple: the first
+    time ``conn`` runs it, in one round trip, converted by ``types``, one letter
+    a column (``t`` text, ``i`` integer, ``f`` double precision, ``b`` boolean);
+    after that, prepared (asyncpg's codecs, the same Python types)."""
+    raw = getattr(conn, "_con", None) or conn  # a pool's proxy: the connection it lends
+    seen = _USED.setdefault(raw, set())
+    if sql in seen:
+        return [tuple(r) for r in await conn.fetch(sql, *args)]
+    seen.add(sql)
     query = inline(sql, args)
     chunks: list[bytes] = []
 
