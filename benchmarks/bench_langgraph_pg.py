@@ -12,7 +12,8 @@ LangGraph is not a dependency of this project, so this file imports nothing from
 waiting at its ``interrupt()``. ``child`` is one cold process: after the imports
 and the graph's compile, it times the connection's open and one operation --
 ``resume`` (``Command(resume=True)`` on ``big``: ``after`` runs) or ``fresh`` (a
-new thread to its first interrupt) -- and prints JSON: its ms (wall) and cpu (this process's CPU ms).
+new thread to its first interrupt) -- and prints JSON: its ms (wall), cpu (this process's CPU ms) and server (its
+server backend's CPU ms, when the server runs on this machine).
 """
 
 from __future__ import annotations
@@ -77,7 +78,18 @@ async def child(kind: str, base: str, schema: str) -> dict[str, Any]:
             await graph.ainvoke({"x": "go"}, {"configurable": {"thread_id": "new"}})
         ms = (time.perf_counter() - t) * 1e3
         cpu_ms = (time.process_time() - cpu) * 1e3
-    return {"ms": ms, "cpu": cpu_ms}
+        server = backend_cpu_ms(saver.conn.info.backend_pid)
+    return {"ms": ms, "cpu": cpu_ms, "server": server}
+
+
+def backend_cpu_ms(pid: int) -> float | None:
+    """bench_pg_cold.py's (this file imports nothing of ours): a local server
+    process's CPU since it started, else None."""
+    try:
+        with open(f"/proc/{pid}/schedstat") as f:
+            return int(f.read().split()[0]) / 1e6
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 if __name__ == "__main__":

@@ -97,7 +97,7 @@ async def test_a_connection_dropped_mid_transaction_rolls_back_and_the_append_la
 
         async def victim() -> int | None:
             return await monitor.fetchval(
-                "SELECT pid FROM pg_stat_activity WHERE query LIKE 'SELECT hitl_append%' AND wait_event_type = 'Lock'"
+                "SELECT pid FROM pg_stat_activity WHERE query LIKE '%SELECT hitl_append%' AND wait_event_type = 'Lock'"
             )
 
         pid = await _wait_for(victim, "the append to wait on the lock")
@@ -123,11 +123,11 @@ async def test_a_turns_first_and_last_writes_dropped_mid_transaction_land_once(
     async with PostgresStore.open(url, busy_timeout=30) as store:
         for query, call in (
             (
-                "SELECT * FROM hitl_acquire_append%",
+                "%SELECT * FROM hitl_acquire_append%",
                 lambda: store.acquire_and_append("s1", "i1", [user_msg("i1", "first write")], owner="me", ttl=60),
             ),
             (
-                "SELECT hitl_append_release%",
+                "%SELECT hitl_append_release%",
                 lambda: store.append_and_release(
                     "s1", "i1", [user_msg("i1", "last write")], owner="me", snapshot=(3, {"k": 3})
                 ),
@@ -244,7 +244,7 @@ async def test_serialization_failures_are_retried(url: str, monitor: asyncpg.Con
 
         async def waiting() -> bool:
             n = await monitor.fetchval(
-                "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'SELECT hitl_append%'"
+                "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%SELECT hitl_append%'"
                 " AND wait_event_type = 'Lock'"
             )
             return n == 4
