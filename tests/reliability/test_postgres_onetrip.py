@@ -122,3 +122,20 @@ async def test_a_turn_stores_and_reads_back_any_text_exactly() -> None:
             ev = Event(invocation_id="x", author="u", content=Content.from_text("a"))
             await store.append_event("s0-", ev, lease_owner="a\x00b")
         assert await store.list_leases("s0-") == []
+
+
+async def test_a_double_reads_back_exactly_when_the_database_default_rounds_it(conn: Any) -> None:
+    # extra_float_digits = 0 (a server's, a database's or a role's default) prints
+    # a double with 15 digits; the store's connections ask for all of them.
+    url = pg_fresh_url()
+    db = await conn.fetchval("SELECT current_database()")
+    await conn.execute(f'ALTER DATABASE "{db}" SET extra_float_digits = 0')
+    try:
+        async with PostgresStore.open(url) as store:
+            created = await store.create_session("app", "u", "s", state={"x": 1})
+        async with PostgresStore.open(url) as store:  # a new connection: get_session's first use, as text
+            again = await store.get_session("s")
+        assert (again.created_at, again.updated_at) == (created.created_at, created.updated_at)
+        assert repr(created.created_at) != f"{created.created_at:.15g}"  # it has more digits than 15
+    finally:
+        await conn.execute(f'ALTER DATABASE "{db}" RESET extra_float_digits')

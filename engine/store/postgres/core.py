@@ -150,6 +150,9 @@ class _Core:
         dsn, schema = _split_schema(url)
         where = mask_url(url)
         settings = {"lock_timeout": str(int(busy_timeout * 1000)), "application_name": "hitl-console"}
+        # Every double read back as text (onetrip.py) is the same double, whatever a
+        # server's or a role's default says.
+        settings["extra_float_digits"] = "3"
         if statement_timeout is not None:
             settings["statement_timeout"] = str(int(statement_timeout * 1000))
         if read_only:

@@ -18,7 +18,9 @@ messages, and the server plans the statement once, not every time.
 
 Literals are ``E'...'`` strings with ``\\`` and ``'`` doubled, so they mean the
 same whatever ``standard_conforming_strings`` says; a NUL character, which no
-PostgreSQL text can hold, is refused before anything is sent.
+PostgreSQL text can hold, is refused before anything is sent. A ``double
+precision`` column reads back as the same double when ``extra_float_digits`` is
+above 0 (the server's default; the store's connections set 3).
 """
 
 from __future__ import annotations
@@ -98,8 +100,9 @@ async def fetch(conn: asyncpg.Connection, sql: str, args: Sequence[Any], types: 
     async def out(data: bytes) -> None:
         chunks.append(data)
 
-    # asyncpg reports a COPY to no query logger: say it, so a store span counts its statement.
-    with conn._time_and_log(query, (), None):
+    # asyncpg reports a COPY to no query logger: say it, so a store span counts its
+    # statement (the text with its $n, not the values).
+    with conn._time_and_log(sql, (), None):
         await conn.copy_from_query(query, output=out)
     lines = b"".join(chunks).decode().split("\n")
     lines.pop()  # every row ends with a newline: what follows the last is no row
