@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 SCREENSHOTS_PER_CONSOLE = 10
 """Screenshots one browser connection may save on the server's disk (the palette's screenshot)."""
@@ -50,7 +51,9 @@ def build_argv(
     return argv
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def build_app(argv: Sequence[str] | None = None) -> Any:
+    """The console ``argv`` describes (not yet running): what :func:`main` runs, and what the
+    fork server draws once, headless, to warm every console's first screen."""
     parser = argparse.ArgumentParser(prog="console.serve.child")
     parser.add_argument("--db", required=True)
     parser.add_argument("--read-only", action="store_true")
@@ -68,7 +71,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     from ..app import HitlApp
     from ..cli.options import Options
 
-    HitlApp(
+    return HitlApp(
         db_path=args.db if is_url(args.db) else Path(args.db),
         store_options=Options(config=args.config).store_options(),
         screenshot_limit=SCREENSHOTS_PER_CONSOLE,
@@ -78,7 +81,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         secret_patterns=tuple(args.secret_pattern),
         operator=args.operator,
         read_only_reason=args.read_only_reason,
-    ).run()
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    build_app(argv).run()
 
 
 if __name__ == "__main__":

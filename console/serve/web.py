@@ -214,8 +214,11 @@ class ConsoleServer(Guard, SignIn, Server):
         from types import SimpleNamespace
 
         env = AppService._build_environment(SimpleNamespace(debug=self.debug))  # type: ignore[arg-type]
+        warm = build_argv(self.options.python, db=self.options.db, read_only=True, config=self.options.config,
+                          apps=self.options.apps, show_secrets=False, secret_patterns=self.options.secret_patterns,
+                          operator=None, read_only_reason=None)[3:]
         try:
-            self.forks = ForkServer(env, self.options.python)
+            self.forks = ForkServer(env, self.options.python, warm)
         except OSError as exc:
             log.warning("console fork server did not start (%s): consoles start afresh", exc)
 
