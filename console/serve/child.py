@@ -11,9 +11,15 @@ write key, which then says ``--read-only-reason``.
 from __future__ import annotations
 
 import argparse
+import functools
+import inspect
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+READY = "hitl_ready"
+"""The meta message a served console sends once its first screen is drawn (the server's start
+queue then lets the next console start: :mod:`console.serve.starts`)."""
 
 SCREENSHOTS_PER_CONSOLE = 10
 """Screenshots one browser connection may save on the server's disk (the palette's screenshot)."""
@@ -71,7 +77,7 @@ def build_app(argv: Sequence[str] | None = None) -> Any:
     from ..app import HitlApp
     from ..cli.options import Options
 
-    return HitlApp(
+    return served_console(HitlApp)(
         db_path=args.db if is_url(args.db) else Path(args.db),
         store_options=Options(config=args.config).store_options(),
         screenshot_limit=SCREENSHOTS_PER_CONSOLE,
@@ -82,6 +88,38 @@ def build_app(argv: Sequence[str] | None = None) -> Any:
         operator=args.operator,
         read_only_reason=args.read_only_reason,
     )
+
+
+@functools.cache
+def served_console(base: type[Any]) -> type[Any]:
+    """The console class a browser connection runs: ``base`` that tells textual-serve (a meta
+    message) when its first screen is drawn -- the sessions list's first page, or its error.
+    One class per process (the fork server's warm-up and its consoles share it)."""
+
+    css = getattr(base, "CSS_PATH", None)
+
+    class ServedConsole(base):  # type: ignore[misc,valid-type]
+        if isinstance(css, str):  # Textual resolves a relative path beside the class that names it
+            CSS_PATH = str(Path(inspect.getfile(base)).parent / css)
+        _announced = False
+
+        def _announce(self) -> None:
+            if not self._announced:
+                self._announced = True
+                self.call_after_refresh(self._say_drawn)
+
+        def _say_drawn(self) -> None:
+            write_meta = getattr(self._driver, "write_meta", None)
+            if write_meta is not None:  # the web driver (headless, as in the warm-up, has none)
+                write_meta({"type": READY})
+
+        def on_sessions_loaded(self) -> None:  # bubbled up from the sessions screen
+            self._announce()
+
+        def on_store_failed(self) -> None:
+            self._announce()
+
+    return ServedConsole
 
 
 def main(argv: Sequence[str] | None = None) -> None:
