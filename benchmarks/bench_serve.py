@@ -41,7 +41,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def start_server(tmp: Path, fork: bool = True) -> tuple[subprocess.Popen[str], str]:
+def start_server(tmp: Path, fork: bool = True, starts: int | None = None) -> tuple[subprocess.Popen[str], str]:
     from argon2 import PasswordHasher
 
     db = tmp / "bench.sqlite"
@@ -49,7 +49,8 @@ def start_server(tmp: Path, fork: bool = True) -> tuple[subprocess.Popen[str], s
         subprocess.run([sys.executable, "-m", "console.cli", "demo", "--db", str(db)], check=True, capture_output=True)
     (tmp / "hitl.toml").write_text(
         "[serve]\nmax_failed_signins = 1000000\nmax_failed_signins_per_address = 1000000\n"
-        f"max_consoles = 200\nmax_consoles_per_user = 200\nfork_consoles = {'true' if fork else 'false'}\n\n"
+        f"max_consoles = 200\nmax_consoles_per_user = 200\nfork_consoles = {'true' if fork else 'false'}\n"
+        + (f"console_starts = {starts}\n" if starts else "") + "\n"
         "[serve.operators.alice]\nrole = \"operator\"\n"
         f'password_hash = "{PasswordHasher().hash("bench password")}"\n',
         encoding="utf-8",
@@ -224,6 +225,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--consoles", help="N,N,...: concurrent consoles per run (the cost per operator)")
     parser.add_argument("--no-fork", action="store_true", help="start every console afresh ([serve] fork_consoles = false)")
+    parser.add_argument("--starts", type=int, help="[serve] console_starts (default: the server's)")
     args = parser.parse_args()
     if args.consoles:
         counts = [int(c) for c in args.consoles.split(",")]
@@ -233,7 +235,7 @@ def main() -> None:
               f" {'CPU s/console':>14} {'server CPU s':>13} {'load before/after':>18}")
         with tempfile.TemporaryDirectory() as d:
             for count in counts:
-                proc, url = start_server(Path(d), fork)
+                proc, url = start_server(Path(d), fork, args.starts)
                 load = os.getloadavg()[0]
                 try:
                     r = asyncio.run(consoles(url, proc, count))

@@ -11,11 +11,18 @@ write key, which then says ``--read-only-reason``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import inspect
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+DRAWN_NICE = 5
+"""Once its first screen is drawn, a console runs at a lower CPU priority than the web server and
+the consoles still starting (the server's start queue bounds those), so a sign-in or a new
+console is served first while fifty consoles sit open."""
 
 READY = "hitl_ready"
 """The meta message a served console sends once its first screen is drawn (the server's start
@@ -112,6 +119,8 @@ def served_console(base: type[Any]) -> type[Any]:
             write_meta = getattr(self._driver, "write_meta", None)
             if write_meta is not None:  # the web driver (headless, as in the warm-up, has none)
                 write_meta({"type": READY})
+                with contextlib.suppress(OSError):
+                    os.nice(DRAWN_NICE)
 
         def on_sessions_loaded(self) -> None:  # bubbled up from the sessions screen
             self._announce()

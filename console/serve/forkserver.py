@@ -45,11 +45,6 @@ PRELOAD = (
 """Imported once by the fork server (a missing optional one is skipped)."""
 
 
-CONSOLE_NICE = 5
-"""Consoles run at a lower CPU priority than the web server, so a sign-in (or a page) is
-answered while fifty consoles draw their first screens."""
-
-
 # ------------------------------------------------------------------ the fork server process
 def serve_forever(control: socket.socket) -> None:
     """Fork a console for each request on ``control`` until it closes (runs in the fork server)."""
@@ -76,8 +71,6 @@ def _become_console(request: dict[str, Any], fds: list[int]) -> None:
     try:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         os.setsid()
-        with contextlib.suppress(OSError):
-            os.nice(CONSOLE_NICE)
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
             os.close(fd)
