@@ -113,7 +113,8 @@ def served_console(base: type[Any]) -> type[Any]:
         def _announce(self) -> None:
             if not self._announced:
                 self._announced = True
-                self.call_after_refresh(self._say_drawn)
+                # two refreshes on: a callback may run on an update tick that drew nothing new
+                self.call_after_refresh(self.call_after_refresh, self._say_drawn)
 
         def _say_drawn(self) -> None:
             write_meta = getattr(self._driver, "write_meta", None)
