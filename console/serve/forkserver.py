@@ -4,9 +4,12 @@ Starting ``python -m console.serve.child`` for every browser connection pays the
 interpreter start and every import (Textual, the console, the engine, the store
 drivers) each time: about 1 s of CPU and 58 MiB per console. Instead, ``hitl
 serve`` starts one *fork server* at start-up (``python -m console.serve.forkserver``,
-with the environment every console gets): it imports all of that once, freezes
-its objects out of the garbage collector (so the pages stay shared
-copy-on-write), and then waits on a Unix socket. For each connection the web
+with the environment every console gets): it imports all of that once, draws one
+read-only console of the store headless (:func:`warm`: what every console would
+otherwise redo -- parsing the CSS, which :func:`share_parsed_css` makes one table
+for all apps, the late imports, Textual's and Rich's caches), freezes its objects
+out of the garbage collector (so the pages stay shared copy-on-write), and then
+waits on a Unix socket. For each connection the web
 server sends it the console's argv, its terminal size and three pipe ends
 (``SCM_RIGHTS``); it forks, and the child -- a process of its own, as before,
 with only that operator's argv -- runs :func:`console.serve.child.main`.

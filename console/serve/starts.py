@@ -1,10 +1,13 @@
 """Consoles start a few at a time, in arrival order: the queue of ``hitl serve``'s console starts.
 
 A console's start is CPU work (its DOM, styles, first store read and first screen: about
-0.13 s of one core when forked warm). Fifty started at once share the cores evenly and so
-all finish late, at about the time the last one would have; started ``[serve]
-console_starts`` at a time, the first operators see their console after a fraction of that
-and the last no later than before. The web server itself never waits: a waiting
+0.12 s of one core when forked warm). Fifty started at once share the cores evenly and so
+all finish late, at about the time the last one would have, while the web server (and a
+sign-in) gets one share in fifty-one; started ``[serve] console_starts`` at a time, the
+first operators see their console after a fraction of that and the server keeps its
+share. Too few slots cost time when the machine also runs other work (a start's share of
+it shrinks with the slots): 8 was the best of 2/4/8/50 for fifty consoles on a busy 2-core
+machine (benchmarks/bench_serve_results.md). The web server itself never waits: a waiting
 connection is a future in a list, and its page shows how many consoles start before it
 (text written into its terminal, replaced by the console when it draws).
 
