@@ -464,13 +464,21 @@ class ConsoleServer(Guard, SignIn, Server):
                 expiry = asyncio.get_running_loop().call_later(self.sessions.remaining(session), closer)
             log.info("console opened for %r (%s) from %s, %dx%d", who.name, who.role, client, width, height)
             starter = asyncio.create_task(self._start_in_turn(service, websocket, width, height))
+
+            def failed(task: asyncio.Task[None]) -> None:  # the page must not wait on a console that never came
+                error = None if task.cancelled() else task.exception()
+                if error is not None:
+                    log.warning("console of %r from %s did not start: %s", who.name, client,
+                                str(error).splitlines()[0][:160] if str(error) else type(error).__name__)
+                    asyncio.ensure_future(websocket.close())
+
+            starter.add_done_callback(failed)
             try:
                 await self._process_messages(websocket, service, who, client)
             finally:
                 if not starter.done():
                     starter.cancel()
-                with contextlib.suppress(BaseException):
-                    await starter
+                await asyncio.wait({starter})  # a fork in flight completes first, so stop() below ends it
         except asyncio.CancelledError:
             await websocket.close()
         except Exception as error:  # noqa: BLE001 -- one line; the browser sees the session end

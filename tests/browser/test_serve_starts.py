@@ -115,6 +115,21 @@ async def test_a_waiting_page_says_how_many_consoles_start_before_it() -> None:
     assert server.starts.running == 0
 
 
+async def test_a_console_that_fails_to_start_frees_its_slot() -> None:
+    class Broken(FakeService):
+        async def start(self, width: int, height: int) -> None:
+            raise OSError("no fork")
+
+    server = SimpleNamespace(starts=StartQueue(1))
+    with pytest.raises(OSError):
+        await ConsoleServer._start_in_turn(server, Broken(), FakeSocket(), 80, 24)  # type: ignore[arg-type]
+    assert server.starts.running == 0  # the next console is not kept waiting behind it
+    ok = FakeService()
+    ok.drawn.set()
+    await ConsoleServer._start_in_turn(server, ok, FakeSocket(), 80, 24)  # type: ignore[arg-type]
+    assert ok.started_at == (80, 24)
+
+
 def test_parsed_css_is_shared_between_apps(monkeypatch: pytest.MonkeyPatch) -> None:
     from textual.css.stylesheet import Stylesheet
 
