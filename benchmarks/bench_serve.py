@@ -7,6 +7,7 @@ writes), timed from a client on loopback.
 
     python benchmarks/bench_serve.py --consoles 1,10,25,50            # the cost per operator
     python benchmarks/bench_serve.py --consoles 1,10,25,50 --no-fork  # ... each console started afresh
+    python benchmarks/bench_serve.py --consoles 50 --starts 2         # ... with [serve] console_starts = 2
 
 Rows: a sign-in (POST /login → 303 + cookie); the round trip an operator makes
 (sign in, then load the console page with the cookie); a refused sign-in (the
