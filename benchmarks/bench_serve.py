@@ -7,6 +7,7 @@ writes), timed from a client on loopback.
 
     python benchmarks/bench_serve.py --consoles 1,10,25,50            # the cost per operator
     python benchmarks/bench_serve.py --consoles 1,10,25,50 --no-fork  # ... each console started afresh
+    python benchmarks/bench_serve.py --consoles 50 --starts 2         # ... with [serve] console_starts = 2
 
 Rows: a sign-in (POST /login → 303 + cookie); the round trip an operator makes
 (sign in, then load the console page with the cookie); a refused sign-in (the
@@ -19,7 +20,10 @@ an error.
 each timed to its first paint (the sessions list drawn: "N shown" on screen); the
 unique memory (PSS, from /proc/PID/smaps_rollup, summed over the server and every
 process under it, fork server included) added per console; and, while they start,
-a fresh sign-in every 0.25 s (its slowest round trip: is the server responsive).
+a fresh sign-in every 0.25 s (its slowest round trip: is the server responsive); the
+CPU seconds each console used to its first paint (the consoles' own, summed over them,
+divided by N) and the web server's over the same time (relaying every first screen,
+the sign-ins); the 1-minute load average before and after (the machine is shared).
 """
 
 from __future__ import annotations
@@ -38,25 +42,22 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def hitl() -> str:
-    return str(Path(sys.executable).parent / "hitl")
-
-
-def start_server(tmp: Path, fork: bool = True) -> tuple[subprocess.Popen[str], str]:
+def start_server(tmp: Path, fork: bool = True, starts: int | None = None) -> tuple[subprocess.Popen[str], str]:
     from argon2 import PasswordHasher
 
     db = tmp / "bench.sqlite"
     if not db.exists():
-        subprocess.run([hitl(), "demo", "--db", str(db)], check=True, capture_output=True)
+        subprocess.run([sys.executable, "-m", "console.cli", "demo", "--db", str(db)], check=True, capture_output=True)
     (tmp / "hitl.toml").write_text(
         "[serve]\nmax_failed_signins = 1000000\nmax_failed_signins_per_address = 1000000\n"
-        f"max_consoles = 200\nmax_consoles_per_user = 200\nfork_consoles = {'true' if fork else 'false'}\n\n"
+        f"max_consoles = 200\nmax_consoles_per_user = 200\nfork_consoles = {'true' if fork else 'false'}\n"
+        + (f"console_starts = {starts}\n" if starts else "") + "\n"
         "[serve.operators.alice]\nrole = \"operator\"\n"
         f'password_hash = "{PasswordHasher().hash("bench password")}"\n',
         encoding="utf-8",
     )
     (tmp / "hitl.toml").chmod(0o600)
-    proc = subprocess.Popen([hitl(), "serve", "--db", str(db), "--port", "0", "--config", str(tmp / "hitl.toml")],
+    proc = subprocess.Popen([sys.executable, "-m", "console.cli", "serve", "--db", str(db), "--port", "0", "--config", str(tmp / "hitl.toml")],
                             cwd=tmp, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
     assert proc.stderr is not None
     for line in proc.stderr:
@@ -110,8 +111,8 @@ async def measure(url: str, n: int) -> list[tuple[str, list[float]]]:
     return list(rows.items())
 
 
-def tree_pss_kib(root: int) -> int:
-    """PSS of ``root`` and every process under it (KiB)."""
+def tree(root: int) -> set[int]:
+    """``root`` and every process under it."""
     parents: dict[int, int] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -120,15 +121,29 @@ def tree_pss_kib(root: int) -> int:
             except OSError:
                 continue
             parents[int(entry)] = int(stat.rsplit(")", 1)[1].split()[1])
-    tree, frontier = {root}, [root]
+    found, frontier = {root}, [root]
     while frontier:
         pid = frontier.pop()
         for child, parent in parents.items():
-            if parent == pid and child not in tree:
-                tree.add(child)
+            if parent == pid and child not in found:
+                found.add(child)
                 frontier.append(child)
+    return found
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of one live process (0 when it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def tree_pss_kib(root: int) -> int:
+    """PSS of ``root`` and every process under it (KiB)."""
     total = 0
-    for pid in tree:
+    for pid in tree(root):
         try:
             for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
                 if line.startswith("Pss:"):
@@ -148,6 +163,8 @@ async def consoles(url: str, proc: subprocess.Popen[str], n: int) -> dict[str, f
             cookie = r.headers["Set-Cookie"].split(";", 1)[0]
         await asyncio.sleep(1.0)
         before = tree_pss_kib(proc.pid)
+        idle = tree(proc.pid)
+        cpu_before = {pid: cpu_seconds(pid) for pid in idle}
         sockets: list[Any] = []
         painted: list[float] = []
 
@@ -187,6 +204,9 @@ async def consoles(url: str, proc: subprocess.Popen[str], n: int) -> dict[str, f
                 if t.done() and t.exception():
                     raise t.exception()  # type: ignore[misc]
         done.set()
+        now = tree(proc.pid)
+        consoles_cpu = sum(cpu_seconds(pid) for pid in now - idle)
+        server_cpu = cpu_seconds(proc.pid) - cpu_before.get(proc.pid, 0.0)
         await prober
         await asyncio.sleep(2.0)  # settled: what the consoles hold while they sit on their first screen
         after = tree_pss_kib(proc.pid)
@@ -197,7 +217,8 @@ async def consoles(url: str, proc: subprocess.Popen[str], n: int) -> dict[str, f
         await asyncio.gather(*readers, return_exceptions=True)
     painted.sort()
     return {"median": statistics.median(painted), "last": painted[-1],
-            "pss": (after - before) / 1024 / n, "signin": max(signins) if signins else 0.0}
+            "pss": (after - before) / 1024 / n, "signin": max(signins) if signins else 0.0,
+            "cpu": consoles_cpu / n, "server": server_cpu}
 
 
 def main() -> None:
@@ -205,22 +226,25 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--consoles", help="N,N,...: concurrent consoles per run (the cost per operator)")
     parser.add_argument("--no-fork", action="store_true", help="start every console afresh ([serve] fork_consoles = false)")
+    parser.add_argument("--starts", type=int, help="[serve] console_starts (default: the server's)")
     args = parser.parse_args()
     if args.consoles:
         counts = [int(c) for c in args.consoles.split(",")]
         fork = not args.no_fork
         print(f"hitl serve on loopback, {os.cpu_count()} cores, consoles {'forked' if fork else 'started afresh'}")
-        print(f"{'N':>4} {'median paint s':>15} {'slowest paint s':>16} {'PSS/console MiB':>16} {'slowest sign-in s':>18}")
+        print(f"{'N':>4} {'median paint s':>15} {'slowest paint s':>16} {'PSS/console MiB':>16} {'slowest sign-in s':>18}"
+              f" {'CPU s/console':>14} {'server CPU s':>13} {'load before/after':>18}")
         with tempfile.TemporaryDirectory() as d:
             for count in counts:
-                proc, url = start_server(Path(d), fork)
+                proc, url = start_server(Path(d), fork, args.starts)
+                load = os.getloadavg()[0]
                 try:
                     r = asyncio.run(consoles(url, proc, count))
                 finally:
                     proc.terminate()
                     proc.wait(timeout=120)
-                print(f"{count:>4} {r['median']:>15.2f} {r['last']:>16.2f} {r['pss']:>16.1f} {r['signin']:>18.2f}",
-                      flush=True)
+                print(f"{count:>4} {r['median']:>15.2f} {r['last']:>16.2f} {r['pss']:>16.1f} {r['signin']:>18.2f}"
+                      f" {r['cpu']:>14.3f} {r['server']:>13.2f} {load:>8.1f}/{os.getloadavg()[0]:<9.1f}", flush=True)
         return
     n = 8 if args.quick else 30
     with tempfile.TemporaryDirectory() as d:

@@ -11,8 +11,22 @@ write key, which then says ``--read-only-reason``.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
+import inspect
+import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
+
+DRAWN_NICE = 5
+"""Once its first screen is drawn, a console runs at a lower CPU priority than the web server and
+the consoles still starting (the server's start queue bounds those), so a sign-in or a new
+console is served first while fifty consoles sit open."""
+
+READY = "hitl_ready"
+"""The meta message a served console sends once its first screen is drawn (the server's start
+queue then lets the next console start: :mod:`console.serve.starts`)."""
 
 SCREENSHOTS_PER_CONSOLE = 10
 """Screenshots one browser connection may save on the server's disk (the palette's screenshot)."""
@@ -50,7 +64,9 @@ def build_argv(
     return argv
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def build_app(argv: Sequence[str] | None = None) -> Any:
+    """The console ``argv`` describes (not yet running): what :func:`main` runs, and what the
+    fork server draws once, headless, to warm every console's first screen."""
     parser = argparse.ArgumentParser(prog="console.serve.child")
     parser.add_argument("--db", required=True)
     parser.add_argument("--read-only", action="store_true")
@@ -68,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     from ..app import HitlApp
     from ..cli.options import Options
 
-    HitlApp(
+    return served_console(HitlApp)(
         db_path=args.db if is_url(args.db) else Path(args.db),
         store_options=Options(config=args.config).store_options(),
         screenshot_limit=SCREENSHOTS_PER_CONSOLE,
@@ -78,7 +94,46 @@ def main(argv: Sequence[str] | None = None) -> None:
         secret_patterns=tuple(args.secret_pattern),
         operator=args.operator,
         read_only_reason=args.read_only_reason,
-    ).run()
+    )
+
+
+@functools.cache
+def served_console(base: type[Any]) -> type[Any]:
+    """The console class a browser connection runs: ``base`` that tells textual-serve (a meta
+    message) when its first screen is drawn -- the sessions list's first page, or its error.
+    One class per process (the fork server's warm-up and its consoles share it)."""
+
+    css = getattr(base, "CSS_PATH", None)
+
+    class ServedConsole(base):  # type: ignore[misc,valid-type]
+        if isinstance(css, str):  # Textual resolves a relative path beside the class that names it
+            CSS_PATH = str(Path(inspect.getfile(base)).parent / css)
+        _announced = False
+
+        def _announce(self) -> None:
+            if not self._announced:
+                self._announced = True
+                # two refreshes on: a callback may run on an update tick that drew nothing new
+                self.call_after_refresh(self.call_after_refresh, self._say_drawn)
+
+        def _say_drawn(self) -> None:
+            write_meta = getattr(self._driver, "write_meta", None)
+            if write_meta is not None:  # the web driver (headless, as in the warm-up, has none)
+                write_meta({"type": READY})
+                with contextlib.suppress(OSError):
+                    os.nice(DRAWN_NICE)
+
+        def on_sessions_loaded(self) -> None:  # bubbled up from the sessions screen
+            self._announce()
+
+        def on_store_failed(self) -> None:
+            self._announce()
+
+    return ServedConsole
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    build_app(argv).run()
 
 
 if __name__ == "__main__":

@@ -12,6 +12,8 @@
     signin_queue = 8                       # ... and waiting; beyond that a sign-in gets 503
     max_consoles = 50                      # consoles open at once on this server ...
     max_consoles_per_user = 4              # ... and per signed-in name
+    console_starts = 8                     # consoles drawing their first screen at once; later ones
+                                           # wait in turn, their page says how many start before them
     allowed_hosts = ["hitl.example.com"]   # Host names served besides localhost, IPs and --public-url's
     shutdown_seconds = 10                  # on SIGTERM: consoles get this long to end, then are killed
     fork_consoles = true                   # fork consoles from a pre-imported parent (false: start each afresh)
@@ -74,6 +76,8 @@ class ServeConfig:
     signin_queue: int = 8
     max_consoles: int = 50
     max_consoles_per_user: int = 4
+    console_starts: int = 8
+    """Consoles starting (forked, drawing their first screen) at once; the others queue in arrival order."""
     allowed_hosts: tuple[str, ...] = ()
     shutdown_seconds: float = 10.0
     fork_consoles: bool = True
@@ -178,7 +182,7 @@ def _parse(section: dict[str, Any], where: str) -> ServeConfig:
 
 
 _WHOLE = {"max_failed_signins": 5, "max_failed_signins_per_address": 20, "signin_concurrency": 2,
-          "signin_queue": 8, "max_consoles": 50, "max_consoles_per_user": 4}
+          "signin_queue": 8, "max_consoles": 50, "max_consoles_per_user": 4, "console_starts": 8}
 """The whole-number keys of [serve] and their defaults."""
 
 

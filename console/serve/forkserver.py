@@ -4,9 +4,12 @@ Starting ``python -m console.serve.child`` for every browser connection pays the
 interpreter start and every import (Textual, the console, the engine, the store
 drivers) each time: about 1 s of CPU and 58 MiB per console. Instead, ``hitl
 serve`` starts one *fork server* at start-up (``python -m console.serve.forkserver``,
-with the environment every console gets): it imports all of that once, freezes
-its objects out of the garbage collector (so the pages stay shared
-copy-on-write), and then waits on a Unix socket. For each connection the web
+with the environment every console gets): it imports all of that once, draws one
+read-only console of the store headless (:func:`warm`: what every console would
+otherwise redo -- parsing the CSS, which :func:`share_parsed_css` makes one table
+for all apps, the late imports, Textual's and Rich's caches), freezes its objects
+out of the garbage collector (so the pages stay shared copy-on-write), and then
+waits on a Unix socket. For each connection the web
 server sends it the console's argv, its terminal size and three pipe ends
 (``SCM_RIGHTS``); it forks, and the child -- a process of its own, as before,
 with only that operator's argv -- runs :func:`console.serve.child.main`.
@@ -37,16 +40,12 @@ import threading
 from typing import Any
 
 PRELOAD = (
-    "textual.app", "textual.drivers.web_driver", "textual.widgets", "textual.screen",
-    "console.app", "console.serve.child", "engine.apps", "engine.store.factory", "engine.store.sqlite",
-    "aiosqlite", "engine.store.postgres", "asyncpg",
+    "textual.app", "textual.drivers.web_driver", "textual.drivers.headless_driver", "textual.widgets",
+    "textual.screen", "textual.pilot", "console.app", "console.serve.child", "console.cli.options", "engine.apps",
+    "engine.store.factory", "engine.store.sqlite", "engine.store.sqlite.store", "aiosqlite", "engine.store.postgres",
+    "asyncpg",
 )
 """Imported once by the fork server (a missing optional one is skipped)."""
-
-
-CONSOLE_NICE = 5
-"""Consoles run at a lower CPU priority than the web server, so a sign-in (or a page) is
-answered while fifty consoles draw their first screens."""
 
 
 # ------------------------------------------------------------------ the fork server process
@@ -75,8 +74,6 @@ def _become_console(request: dict[str, Any], fds: list[int]) -> None:
     try:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         os.setsid()
-        with contextlib.suppress(OSError):
-            os.nice(CONSOLE_NICE)
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
             os.close(fd)
@@ -100,14 +97,74 @@ def _become_console(request: dict[str, Any], fds: list[int]) -> None:
         os._exit(code)
 
 
+def share_parsed_css() -> None:
+    """Make parsed Textual CSS one table for the whole process (and so, after a fork, for every console).
+
+    Textual caches parsed rules per stylesheet, that is per app: every console would tokenize and
+    parse the same widget and app CSS again (about a third of its CPU to first paint). Keyed by the
+    CSS text, where it came from and the variables it was parsed with, the rules are the same for
+    every console of one server; the warm-up console fills the table before the fork.
+    """
+    from textual.css.stylesheet import Stylesheet
+
+    parse = Stylesheet._parse_rules
+    shared: dict[tuple[Any, ...], Any] = {}
+
+    def parse_once(self: Stylesheet, css: str, read_from: Any, is_default_rules: bool = False,
+                   tie_breaker: int = 0, scope: str = "") -> Any:
+        key = (css, read_from, is_default_rules, tie_breaker, scope, frozenset(self._variables.items()))
+        rules = shared.get(key)
+        if rules is None:
+            rules = shared[key] = parse(self, css, read_from, is_default_rules, tie_breaker, scope)
+        return rules
+
+    Stylesheet._parse_rules = parse_once  # type: ignore[method-assign]
+
+
+def warm(argv: list[str], seconds: float = 30.0) -> str | None:
+    """Draw one console's first screen, headless and read-only, in this process: what every console
+    would otherwise do on its own after the fork (import what its screens use, parse the CSS, fill
+    Textual's and Rich's caches) is then done once and shared. ``argv`` is a viewer's console of the
+    server's store (no operator, read-only): nothing of any one operator is in the fork server. Returns
+    why it did not finish (the consoles then start colder, nothing else changes), or None."""
+    import asyncio
+
+    from console.screens.sessions import SessionsScreen
+    from console.serve.child import build_app
+
+    async def draw() -> None:
+        app = build_app(argv)
+        async with app.run_test(size=(120, 36)) as pilot:
+            for _ in range(int(seconds / 0.05)):  # bounded: the first page of sessions, drawn
+                screen = app.screen
+                if isinstance(screen, SessionsScreen) and screen.loaded_once:
+                    break
+                await pilot.pause(0.05)
+            await pilot.pause()
+
+    try:
+        asyncio.run(asyncio.wait_for(draw(), seconds))
+    except BaseException as exc:  # noqa: BLE001 -- warming is an optimisation; the consoles still start
+        return f"{type(exc).__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''}"
+    if threading.active_count() > 1:
+        return f"{threading.active_count() - 1} threads still running after the warm-up console"
+    return None
+
+
 def main() -> None:
-    """``python -m console.serve.forkserver FD``: import once, then fork consoles on request."""
+    """``python -m console.serve.forkserver FD [ARGV-JSON]``: import once, warm up, then fork consoles on request."""
     import importlib
 
     control = socket.socket(fileno=int(sys.argv[1]))
     for name in PRELOAD:
         with contextlib.suppress(Exception):
             importlib.import_module(name)
+    share_parsed_css()
+    if len(sys.argv) > 2:
+        problem = warm(json.loads(sys.argv[2]))
+        if problem:
+            print(f"console fork server: warm-up console did not finish ({problem}); consoles start colder",
+                  file=sys.stderr, flush=True)
     gc.collect()
     gc.freeze()  # what is imported now stays shared with every console (no refcount-only writes by gc)
     gc.disable()
@@ -141,10 +198,13 @@ class ForkedProcess:
 class ForkServer:
     """The web server's handle on the fork server process."""
 
-    def __init__(self, env: dict[str, str], python: str = sys.executable) -> None:
+    def __init__(self, env: dict[str, str], python: str = sys.executable, warm: list[str] | None = None) -> None:
+        """Start the fork server; ``warm``: the argv (without the interpreter) of a read-only console it
+        draws once, headless, before forking any (None: imports only)."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self._process = subprocess.Popen(
-            [python, "-m", "console.serve.forkserver", str(theirs.fileno())],
+            [python, "-m", "console.serve.forkserver", str(theirs.fileno()),
+             *([json.dumps(warm)] if warm is not None else [])],
             pass_fds=(theirs.fileno(),), env=env, stdin=subprocess.DEVNULL,
         )
         theirs.close()

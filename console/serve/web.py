@@ -51,11 +51,12 @@ from textual_serve.app_service import AppService
 from textual_serve.server import Server, to_int
 
 from .auth import Identity, Session, SessionBook, Verifier
-from .child import build_argv
+from .child import READY, build_argv
 from .config import ServeConfig
 from .forkserver import ForkServer
 from .guard import IDENTITY, Guard
 from .signin import SignIn, make_gate, make_limiter
+from .starts import START_SECONDS, StartQueue, waiting_text
 
 log = logging.getLogger("hitl.serve")
 
@@ -124,6 +125,36 @@ class ConsoleService(AppService):
         """Whose console (for the log)."""
         self.forks = forks
         """The pre-imported parent to fork this console from (None: start a fresh interpreter)."""
+        self.drawn = asyncio.Event()
+        """Set when the console says its first screen is drawn, or its process ended (:mod:`.starts`)."""
+        self.size: tuple[int, int] | None = None
+        """The page's last size while the console waits to start (it starts at that size)."""
+
+    async def on_meta(self, data: bytes) -> None:
+        try:
+            kind = json.loads(data).get("type")
+        except (ValueError, AttributeError):
+            kind = None
+        if kind == READY:
+            self.drawn.set()
+            return
+        await super().on_meta(data)
+
+    async def send_bytes(self, data: bytes) -> bool:
+        if self._stdin is None:  # still waiting to start: keys typed meanwhile are not kept
+            return False
+        return await super().send_bytes(data)
+
+    async def send_meta(self, data: dict[str, Any]) -> bool:
+        if self._stdin is None:
+            return False
+        return await super().send_meta(data)
+
+    async def set_terminal_size(self, width: int, height: int) -> None:
+        if self._stdin is None:
+            self.size = (width, height)
+            return
+        await super().set_terminal_size(width, height)
 
     async def _open_app_process(self, width: int = 80, height: int = 24) -> Any:
         if self.forks is not None:
@@ -154,6 +185,7 @@ class ConsoleService(AppService):
         try:
             await super().run()
         finally:
+            self.drawn.set()
             with contextlib.suppress(Exception):
                 await self.remote_close()
 
@@ -206,6 +238,8 @@ class ConsoleServer(Guard, SignIn, Server):
         """How the pages and the log name the store (a URL's password masked)."""
         self.forks: ForkServer | None = None
         """Where consoles are forked from (:mod:`console.serve.forkserver`), once started."""
+        self.starts = StartQueue(config.console_starts)
+        """Consoles starting at once, the others in turn (:mod:`console.serve.starts`)."""
 
     def start_fork_server(self) -> None:
         """Start the pre-imported console parent ([serve] fork_consoles; Linux). Failing, consoles start afresh."""
@@ -214,8 +248,11 @@ class ConsoleServer(Guard, SignIn, Server):
         from types import SimpleNamespace
 
         env = AppService._build_environment(SimpleNamespace(debug=self.debug))  # type: ignore[arg-type]
+        warm = build_argv(self.options.python, db=self.options.db, read_only=True, config=self.options.config,
+                          apps=self.options.apps, show_secrets=False, secret_patterns=self.options.secret_patterns,
+                          operator=None, read_only_reason=None)[3:]
         try:
-            self.forks = ForkServer(env, self.options.python)
+            self.forks = ForkServer(env, self.options.python, warm)
         except OSError as exc:
             log.warning("console fork server did not start (%s): consoles start afresh", exc)
 
@@ -366,6 +403,25 @@ class ConsoleServer(Guard, SignIn, Server):
             elif kind == "focus":
                 await app_service.focus()
 
+    async def _start_in_turn(self, service: ConsoleService, websocket: web.WebSocketResponse,
+                             width: int, height: int) -> None:
+        """Start ``service`` when the start queue lets it (meanwhile the page says how many start
+        before it); the slot is held until its first screen is drawn, it ends, or START_SECONDS pass."""
+        await self.starts.take(lambda ahead: websocket.send_bytes(waiting_text(ahead)))
+        try:
+            width, height = service.size or (width, height)
+            starting = asyncio.ensure_future(service.start(width, height))
+            try:
+                await asyncio.shield(starting)
+            except asyncio.CancelledError:
+                with contextlib.suppress(Exception):
+                    await starting  # a fork in flight completes, so the caller's stop() ends it
+                raise
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(service.drawn.wait(), START_SECONDS)
+        finally:
+            self.starts.release()
+
     async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
         who: Identity = request[IDENTITY]
         client = self.client_address(request)
@@ -407,8 +463,22 @@ class ConsoleServer(Guard, SignIn, Server):
                 session.closers.add(closer)
                 expiry = asyncio.get_running_loop().call_later(self.sessions.remaining(session), closer)
             log.info("console opened for %r (%s) from %s, %dx%d", who.name, who.role, client, width, height)
-            await service.start(width, height)
-            await self._process_messages(websocket, service, who, client)
+            starter = asyncio.create_task(self._start_in_turn(service, websocket, width, height))
+
+            def failed(task: asyncio.Task[None]) -> None:  # the page must not wait on a console that never came
+                error = None if task.cancelled() else task.exception()
+                if error is not None:
+                    log.warning("console of %r from %s did not start: %s", who.name, client,
+                                str(error).splitlines()[0][:160] if str(error) else type(error).__name__)
+                    asyncio.ensure_future(websocket.close())
+
+            starter.add_done_callback(failed)
+            try:
+                await self._process_messages(websocket, service, who, client)
+            finally:
+                if not starter.done():
+                    starter.cancel()
+                await asyncio.wait({starter})  # a fork in flight completes first, so stop() below ends it
         except asyncio.CancelledError:
             await websocket.close()
         except Exception as error:  # noqa: BLE001 -- one line; the browser sees the session end
