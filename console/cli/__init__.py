@@ -48,8 +48,8 @@ from __future__ import annotations
 
 from console.times import age
 
-# The command groups register themselves on `cli` when imported.
-from . import audit, bulk, demo, notify, reads, replay, start, transfer, workers, writes  # noqa: F401
+# The command modules register their commands on `cli` when one of them is first
+# looked up (group.LazyGroup): a command imports only its own module.
 from .group import cli, main
 from .options import (
     CONFIG_NAME,
