@@ -186,3 +186,14 @@ def test_every_command_is_found_by_name_and_listed() -> None:
     assert set(cli.commands) == set(COMMANDS)
     for name in COMMANDS:
         assert cli.get_command(None, name).name == name  # type: ignore[arg-type]
+
+
+def test_resume_with_a_plain_valid_answer_does_not_import_jsonschema(demo_db: Path, tmp_path: Path) -> None:
+    """The answer is checked by engine.quick_schema (jsonschema is most of a cold
+    resume's imports after pydantic); jsonschema only judges what it cannot."""
+    import shutil
+
+    db = tmp_path / "demo.sqlite"
+    shutil.copyfile(demo_db, db)
+    mods = loaded_by_command(db, "resume", "review-waiting-1", 'signoff-q3-security-report={"decision": "approve"}')
+    assert "engine.runner" in mods and "jsonschema" not in mods
