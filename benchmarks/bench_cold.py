@@ -200,19 +200,13 @@ async def chain_bytes(path: Path, n_nodes: int) -> dict[str, float]:
     snapshots' share of it (``length(data)``)."""
     import sqlite3
 
-    from engine import START, Content, Runner, Workflow, node
+    from bench_engine import chain
+
+    from engine import Content, Runner
     from engine.store.sqlite import SQLiteStore
 
-    nodes = []
-    for i in range(n_nodes):
-
-        @node(name=f"n{i}")
-        async def f(node_input: Any) -> Any:
-            return node_input
-
-        nodes.append(f)
     store = await SQLiteStore.open(path, inline=True)
-    await drain(Runner("bench", Workflow("seq", [(START, *nodes)]), store).run("u", "seq", Content.from_text("x")))
+    await drain(Runner("bench", chain(n_nodes), store).run("u", "seq", Content.from_text("x")))
     await store.checkpoint()
     await store.close()
     conn = sqlite3.connect(path)
@@ -370,16 +364,7 @@ def _hitl() -> list[str]:
 
 def time_hitl_sessions(db: Path) -> tuple[float, float]:
     """(ms from process start to the first line of output, CPU ms of the whole process)."""
-    env = {**os.environ, "HITL_DB": str(db)}
-    cpu0, t = _children_cpu(), time.perf_counter()
-    p = subprocess.Popen([*_hitl(), "--db", str(db), "sessions"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    assert p.stdout is not None
-    first = p.stdout.readline()
-    dt = time.perf_counter() - t
-    p.communicate()
-    if p.returncode != 0 or not first:
-        raise RuntimeError(f"hitl sessions failed ({p.returncode})")
-    return dt * 1e3, (_children_cpu() - cpu0) * 1e3
+    return time_first_line(db, "sessions")
 
 
 DEMO_RESUME = ("review-waiting-1", 'signoff-q3-security-report={"decision": "approve"}')
