@@ -62,7 +62,6 @@ from .options import (
     reason_option,
 )
 from .output import OperatorError, fail, interactive, out, out_json, run
-from .render import render_plan, render_tree, tree_rows
 
 __all__ = [
     "CONFIG_NAME",
@@ -86,3 +85,13 @@ __all__ = [
     "run",
     "tree_rows",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # The text renderers load with the commands that print trees (engine.owners
+    # and the socket module with them), not with every command.
+    if name in ("render_plan", "render_tree", "tree_rows"):
+        from . import render
+
+        return getattr(render, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
