@@ -276,7 +276,7 @@ def inbox(
     target = _opts().db_path()
     fast = None
     if isinstance(target, Path) and not terms:
-        from engine.store.sqlite.listing import list_interrupt_rows
+        from engine.store.sqlite.inbox_rows import list_interrupt_rows
 
         fast = list_interrupt_rows(target, app_name=app_name, session_id=session_id, limit=limit, cursor=cursor)
     if fast is not None:

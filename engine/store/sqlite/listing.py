@@ -26,7 +26,7 @@ The keyset page query (:func:`session_page_query`) and the page cursor are
 defined here once: :meth:`SQLiteStore.list_sessions` builds its statement with
 them too, so both paths list the same rows in the same order.
 
-``hitl inbox`` reads its page the same way (:func:`list_interrupt_rows`, one
+``hitl inbox`` reads its page the same way (:mod:`.inbox_rows`, one
 statement built by :func:`interrupt_page_query`, which
 :meth:`SQLiteStore.open_interrupts` uses too): plain rows, no model built.
 """
@@ -359,64 +359,6 @@ def interrupt_page_query(
 def interrupt_cursor(raised_at: float, session_id: str, raised_seq: int, interrupt_id: str) -> str:
     """The next-page cursor of the inbox after a page whose last row is this one."""
     return _encode_cursor(raised_at, session_id, raised_seq, interrupt_id)
-
-
-@dataclass(frozen=True, slots=True)
-class InterruptRow:
-    """One line of the inbox: the fields of :class:`~engine.store.base.InterruptRecord`
-    as plain values (a listing builds no pydantic model)."""
-
-    interrupt_id: str
-    session_id: str
-    app_name: str
-    user_id: str
-    invocation_id: str
-    path: str
-    event_id: str
-    name: str
-    args: dict[str, Any]
-    raised_seq: int
-    raised_at: float
-    status: str
-    resolved_by: str | None
-    resolved_seq: int | None
-
-    @property
-    def message(self) -> str:
-        return str(self.args.get("message", ""))
-
-    @property
-    def response_schema(self) -> dict[str, Any] | None:
-        return self.args.get("response_schema")
-
-    def model_dump(self) -> dict[str, Any]:
-        """The ``InterruptRecord.model_dump()`` of the row (same keys, same order)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
-
-
-@dataclass(slots=True)
-class InterruptRows:
-    items: list[InterruptRow]
-    next_cursor: str | None
-
-
-def read_interrupt_rows(conn: sqlite3.Connection, **filters: Any) -> InterruptRows:
-    """One page of the inbox on ``conn`` (which has ``hitl_lower`` registered)."""
-    sql, params = interrupt_page_query(**filters)
-    limit = params[-1] - 1
-    rows = conn.execute(sql, params).fetchall()
-    items = [InterruptRow(*r[:8], json.loads(r[8]), *r[9:]) for r in rows[:limit]]
-    nxt = None
-    if len(rows) > limit:
-        last = items[-1]
-        nxt = interrupt_cursor(last.raised_at, last.session_id, last.raised_seq, last.interrupt_id)
-    return InterruptRows(items, nxt)
-
-
-def list_interrupt_rows(path: str | Path, **filters: Any) -> InterruptRows | None:
-    """:func:`read_interrupt_rows` of the SQLite file at ``path``, read-only; None
-    when this fast path cannot answer (as :func:`list_session_rows`)."""
-    return _read_file(path, lambda conn: read_interrupt_rows(conn, **filters))
 
 
 def _read_file(path: str | Path, read: Callable[[sqlite3.Connection], T]) -> T | None:
