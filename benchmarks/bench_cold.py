@@ -46,7 +46,12 @@ Rows:
   100,000-session store (process start included);
 * ``hitl resume`` of the demo store's document sign-off, from process start to
   exit: what an operator waits for (the resume itself is a few ms of it);
-* ``bulk_load`` of the sessions' histories (in this process, once each).
+* ``hitl --help`` (process start to exit), ``hitl inbox`` to its first line on a
+  store of 100,000 sessions with one open interrupt each, and ``hitl resume`` of the
+  10,000-event session with its app registered (``--app``), process start to exit;
+* ``bulk_load`` of the sessions' histories (in this process, once each);
+* bytes per node of a 1,000-node chain (the store file, checkpointed; its seek
+  checkpoints' and snapshots' share printed below the table).
 
 The project's modules are byte-compiled first (``compileall``), so that a
 child reads ``.pyc`` files like an installed package does, also when
@@ -158,15 +163,28 @@ async def build_empty(path: Path) -> None:
     await store.close()
 
 
-async def build_many_sessions(path: Path, n_sessions: int) -> None:
-    from engine import Content
+async def build_many_sessions(path: Path, n_sessions: int, waiting: bool = False) -> None:
+    """``n_sessions`` sessions of one user message each; ``waiting``: each has the
+    events of a SIMPLE run to its interrupt instead (one open interrupt each: the inbox)."""
+    from engine import Content, Runner
     from engine.models import Event, Session, new_id
     from engine.store.sqlite import SQLiteStore
+
+    template = []
+    if waiting:
+        mem = await SQLiteStore.open(path.with_suffix(".t.sqlite"), inline=True)
+        await drain(Runner("bench", workflows()["simple"], mem).run("u", "t", Content.from_text("x")))
+        template = [s.event for s in await mem.events("t")]
+        await mem.close()
 
     def gen():
         t0 = time.time() - n_sessions
         for i in range(n_sessions):
             s = Session(id=f"s{i:06d}", app_name=f"app{i % 7}", user_id=f"u{i % 13}", created_at=t0 + i)
+            if template:
+                inv = new_id()
+                yield s, [ev.model_copy(update={"id": new_id(), "invocation_id": inv, "timestamp": t0 + i}) for ev in template]
+                continue
             ev = Event(invocation_id=new_id(), author="user", content=Content.from_text("hi"), timestamp=t0 + i)
             yield s, [ev]
 
@@ -174,6 +192,29 @@ async def build_many_sessions(path: Path, n_sessions: int) -> None:
     await store.bulk_load(gen(), batch_size=2000)
     await store.checkpoint()
     await store.close()
+
+
+async def chain_bytes(path: Path, n_nodes: int) -> dict[str, float]:
+    """Bytes per node of an ``n_nodes``-node sequential chain run to its end (one
+    turn), the file checkpointed: the store file's size, and the seek checkpoints' and
+    snapshots' share of it (``length(data)``)."""
+    import sqlite3
+
+    from bench_engine import chain
+
+    from engine import Content, Runner
+    from engine.store.sqlite import SQLiteStore
+
+    store = await SQLiteStore.open(path, inline=True)
+    await drain(Runner("bench", chain(n_nodes), store).run("u", "seq", Content.from_text("x")))
+    await store.checkpoint()
+    await store.close()
+    conn = sqlite3.connect(path)
+    cps = conn.execute("SELECT count(*), coalesce(sum(length(data)), 0) FROM projection_checkpoints").fetchone()
+    snaps = conn.execute("SELECT coalesce(sum(length(data)), 0) FROM snapshots").fetchone()[0]
+    conn.close()
+    return {"per_node": path.stat().st_size / n_nodes, "checkpoints": cps[0], "checkpoint_bytes": cps[1],
+            "snapshot_bytes": snaps, "file": path.stat().st_size}
 
 
 # --------------------------------------------------------------------------- child side
@@ -323,16 +364,7 @@ def _hitl() -> list[str]:
 
 def time_hitl_sessions(db: Path) -> tuple[float, float]:
     """(ms from process start to the first line of output, CPU ms of the whole process)."""
-    env = {**os.environ, "HITL_DB": str(db)}
-    cpu0, t = _children_cpu(), time.perf_counter()
-    p = subprocess.Popen([*_hitl(), "--db", str(db), "sessions"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    assert p.stdout is not None
-    first = p.stdout.readline()
-    dt = time.perf_counter() - t
-    p.communicate()
-    if p.returncode != 0 or not first:
-        raise RuntimeError(f"hitl sessions failed ({p.returncode})")
-    return dt * 1e3, (_children_cpu() - cpu0) * 1e3
+    return time_first_line(db, "sessions")
 
 
 DEMO_RESUME = ("review-waiting-1", 'signoff-q3-security-report={"decision": "approve"}')
@@ -343,6 +375,44 @@ def time_hitl_resume(db: Path) -> tuple[float, float]:
     """(ms from process start to its exit, CPU ms of the whole process) of ``hitl resume``
     on the demo store, the way an operator answers: what they wait for, imports included."""
     out, wall, cpu = _timed_process([*_hitl(), "--db", str(db), "resume", *DEMO_RESUME], env={**os.environ, "USER": "bench"})
+    if out.returncode != 0 or "COMPLETED" not in out.stdout:
+        raise RuntimeError(f"hitl resume failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
+    return wall, cpu
+
+
+def time_hitl_help() -> tuple[float, float]:
+    """(ms from process start to exit, CPU ms of the whole process) of ``hitl --help``."""
+    out, wall, cpu = _timed_process([*_hitl(), "--help"])
+    if out.returncode != 0 or "Commands:" not in out.stdout:
+        raise RuntimeError(f"hitl --help failed ({out.returncode}):\n{out.stderr}")
+    return wall, cpu
+
+
+def time_first_line(db: Path, *argv: str) -> tuple[float, float]:
+    """(ms from process start to the first line of ``hitl ARGV``'s output, CPU ms of the whole process)."""
+    cpu0, t = _children_cpu(), time.perf_counter()
+    p = subprocess.Popen([*_hitl(), "--db", str(db), *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert p.stdout is not None
+    first = p.stdout.readline()
+    dt = time.perf_counter() - t
+    p.communicate()
+    if p.returncode != 0 or not first:
+        raise RuntimeError(f"hitl {' '.join(argv)} failed ({p.returncode})")
+    return dt * 1e3, (_children_cpu() - cpu0) * 1e3
+
+
+def time_hitl_resume_app(db: Path) -> tuple[float, float]:
+    """(ms from process start to exit, CPU ms of the whole process) of ``hitl resume``
+    answering the open interrupt of session ``big`` (10,000 events of history), its
+    app's code registered with ``--app``: the SIMPLE workflow's two nodes run."""
+    import sqlite3
+
+    conn = sqlite3.connect(db)
+    (iid,) = conn.execute("SELECT interrupt_id FROM interrupts WHERE session_id = 'big' AND status = 'open'").fetchone()
+    conn.close()
+    env = {**os.environ, "USER": "bench", "PYTHONPATH": os.pathsep.join([str(ROOT / "benchmarks"), os.environ.get("PYTHONPATH", "")])}
+    cmd = [*_hitl(), "--db", str(db), "--app", "bench=bench_engine:SIMPLE", "resume", "big", f"{iid}=true"]
+    out, wall, cpu = _timed_process(cmd, env=env)
     if out.returncode != 0 or "COMPLETED" not in out.stdout:
         raise RuntimeError(f"hitl resume failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
     return wall, cpu
@@ -395,6 +465,10 @@ def main(args: argparse.Namespace) -> int:
 
             templates["demo"] = tmp / "demo.sqlite"
             asyncio.run(build_demo_db(templates["demo"]))
+            templates["inbox"] = tmp / "inbox.sqlite"
+            asyncio.run(build_many_sessions(templates["inbox"], n_sessions, waiting=True))
+        if wanted("storage"):
+            storage = asyncio.run(chain_bytes(tmp / "chain.sqlite", 1_000))
         print(f"(built the stores in {time.perf_counter() - t:.1f} s; {reps} interleaved repetitions)", flush=True)
 
         # (label, kind, template key); each at NORMAL and FULL
@@ -420,6 +494,12 @@ def main(args: argparse.Namespace) -> int:
                 startup.setdefault(f"hitl sessions, first line ({n_sessions:,} sessions)", []).append(listing)
                 answered = time_hitl_resume(fresh_copy(templates["demo"], work))
                 startup.setdefault("hitl resume, whole process (demo sign-off)", []).append(answered)
+                startup.setdefault("hitl --help, whole process", []).append(time_hitl_help())
+                inbox = time_first_line(fresh_copy(templates["inbox"], work), "inbox")
+                startup.setdefault(f"hitl inbox, first line ({n_sessions:,} sessions, 1 open each)", []).append(inbox)
+            if wanted("resume") and "hist-10000" in templates:
+                big = time_hitl_resume_app(fresh_copy(templates["hist-10000"], work))
+                startup.setdefault("hitl resume, whole process (10,000 events, app registered)", []).append(big)
 
     # One record per row: what --save writes and --before reads back.
     rows: list[dict[str, Any]] = []
@@ -442,9 +522,16 @@ def main(args: argparse.Namespace) -> int:
         rows.append({"name": "store open (all rows)", "wall": opens})
     for name, values in startup.items():
         rows.append({"name": name, "wall": [w for w, _ in values], "proc_cpu": [c for _, c in values]})
+    if wanted("storage"):
+        rows.append({"name": "bytes per node, 1,000-node chain (target <= 1,400)", "value": storage["per_node"],
+                     "detail": f"{storage['checkpoints']:.0f} checkpoints {storage['checkpoint_bytes'] / 1e3:.0f} KB,"
+                               f" snapshots {storage['snapshot_bytes'] / 1e3:.0f} KB, file {storage['file'] / 1e3:.0f} KB"})
     for n, (seconds, cpu) in bulk.items():  # once each, in this process (SIMPLE invocations, ~8 events each)
         rows.append({"name": f"bulk_load, one {n:,}-event session (once)", "wall": [seconds * 1e3], "cpu": [cpu * 1e3]})
     load_after = os.getloadavg()
+    for row in rows:
+        if "detail" in row:
+            print(f"({row['name']}: {row['detail']})")
     if args.save:
         Path(args.save).write_text(json.dumps({"rows": rows, "load": [load_before, load_after], "reps": reps}, indent=1))
     before = {r["name"]: r for r in json.loads(Path(args.before).read_text())["rows"]} if args.before else {}
@@ -454,6 +541,8 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _cell(row: dict[str, Any] | None, key: str) -> str:
+    if row is not None and "value" in row:  # a size, measured once
+        return f"{row['value']:,.0f} B" if key == "wall" else ""
     if row is None or not row.get(key):
         return ""
     values = row[key]
@@ -515,7 +604,7 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--reps", type=int, default=0, help="repetitions per row (default 7, --quick 3)")
-    ap.add_argument("--only", help="comma-separated groups: resume,text,loop,fresh,startup,bulk")
+    ap.add_argument("--only", help="comma-separated groups: resume,text,loop,fresh,startup,bulk,storage")
     ap.add_argument("--save", help="write the measurements to this JSON file (for a later --before)")
     ap.add_argument("--before", help="a --save file of an earlier run (e.g. the previous commit): printed beside")
     ap.add_argument(

@@ -155,7 +155,8 @@ async def bench_fresh_run(tmp: Path, samples: int, sync: str, inline: bool = Fal
     return statistics.median(times)
 
 
-async def bench_sequential(tmp: Path, n_nodes: int, sync: str, inline: bool = False) -> tuple[float, float]:
+def chain(n_nodes: int) -> Workflow:
+    """A sequential chain of ``n_nodes`` trivial nodes (each passes its input on)."""
     nodes = []
     for i in range(n_nodes):
 
@@ -164,8 +165,12 @@ async def bench_sequential(tmp: Path, n_nodes: int, sync: str, inline: bool = Fa
             return node_input
 
         nodes.append(f)
+    return Workflow("seq", [(START, *nodes)])
+
+
+async def bench_sequential(tmp: Path, n_nodes: int, sync: str, inline: bool = False) -> tuple[float, float]:
     store = await SQLiteStore.open(tmp / f"seq-{sync}-{inline}.sqlite", synchronous=sync, inline=inline)
-    runner = Runner("bench", Workflow("seq", [(START, *nodes)]), store)
+    runner = Runner("bench", chain(n_nodes), store)
     t = time.perf_counter()
     count = 0
     async for _ in runner.run("u", "seq", Content.from_text("x")):

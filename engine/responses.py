@@ -27,6 +27,8 @@ import math
 import re
 from typing import TYPE_CHECKING, Any
 
+from .quick_schema import surely_invalid, surely_valid
+
 if TYPE_CHECKING:  # imported where used: ~80 ms that most commands never need
     import jsonschema
 
@@ -107,6 +109,8 @@ def coerce_response(schema: dict[str, Any] | None, value: Any) -> tuple[Any, lis
         return value, []
     coerced = _coerce(schema, schema, value)
     view = _view(schema, schema, coerced)
+    if surely_valid(schema, schema, view):  # most answers: jsonschema is neither imported nor run
+        return coerced, []
     errors = sorted(_validator(schema).iter_errors(view), key=lambda e: list(e.absolute_path))
     if errors:
         return value, [_format_error(e) for e in errors]
@@ -171,6 +175,10 @@ def _is_valid(node: Any, root: dict[str, Any], value: Any) -> bool:
     """JSON Schema validity of ``value`` against ``node`` (a part of ``root``), as is."""
     if not isinstance(node, dict):
         return True
+    if surely_valid(node, root, value):
+        return True
+    if surely_invalid(_resolve(node, root), root, value):
+        return False
     import jsonschema
 
     defs = {k: root[k] for k in ("$defs", "definitions") if k in root and k not in node}

@@ -48,8 +48,8 @@ from __future__ import annotations
 
 from console.times import age
 
-# The command groups register themselves on `cli` when imported.
-from . import audit, bulk, demo, notify, reads, replay, start, transfer, workers, writes  # noqa: F401
+# The command modules register their commands on `cli` when one of them is first
+# looked up (group.LazyGroup): a command imports only its own module.
 from .group import cli, main
 from .options import (
     CONFIG_NAME,
@@ -62,7 +62,6 @@ from .options import (
     reason_option,
 )
 from .output import OperatorError, fail, interactive, out, out_json, run
-from .render import render_plan, render_tree, tree_rows
 
 __all__ = [
     "CONFIG_NAME",
@@ -86,3 +85,13 @@ __all__ = [
     "run",
     "tree_rows",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # The text renderers load with the commands that print trees (engine.owners
+    # and the socket module with them), not with every command.
+    if name in ("render_plan", "render_tree", "tree_rows"):
+        from . import render
+
+        return getattr(render, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,13 +1,22 @@
-"""The ``hitl`` click group (without a subcommand: the console) and the entry point."""
+"""The ``hitl`` click group (without a subcommand: the console) and the entry point.
+
+The commands live in one module per command group, imported when a command of
+theirs runs (:class:`LazyGroup`): ``hitl inbox`` does not pay for the imports of
+``hitl worker`` or ``hitl serve``. ``hitl --help`` lists them from
+:data:`COMMANDS` without importing any (a test keeps that table equal to the
+commands' own help).
+"""
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
+from click.utils import make_default_short_help
 
 from console.inputs import (
     CheckedGroup,
@@ -21,9 +30,125 @@ if TYPE_CHECKING:
 from .options import _opts, app_spec_option, common
 from .output import fail, run
 
+# ---------------------------------------------------------------------- lazy commands
+COMMANDS: dict[str, tuple[str, str]] = {
+    "audit": ("audit", "Operator writes (answers, re-drives, cancels, imports): who, when, why; newest first."),
+    "bulk-answer": ("bulk", "Answer many open interrupts across sessions with one answer: one audited message per invocation, the same validation, operator and reason as `hitl resume`."),
+    "cancel": ("writes", "Cancel a waiting or failed invocation; its open interrupts close."),
+    "copy": ("transfer", "Copy every session of one store into another (e.g."),
+    "demo": ("demo", "Build the demo store: the sample apps run through the real Runner."),
+    "events": ("reads", "A session's event log, one line per event (--tail follows it)."),
+    "export": ("transfer", "Write a session as JSON Lines to stdout (hitl import reads it back)."),
+    "import": ("transfer", "Create a session from a `hitl export` file (validated before anything is written)."),
+    "inbox": ("reads", "Open interrupts across sessions, oldest first."),
+    "link": ("notify", "Print a signed, single-use answer link for one open interrupt, for NAME (the answer page of hitl serve; [notify] public_url and link_secret_env in hitl.toml)."),
+    "migrate": ("transfer", "Upgrade the store's schema to this hitl's version (a writer also does it when it opens the store)."),
+    "notifications": ("notify", "Notification deliveries, newest first: sent, failing (retried) and failed for good; and how many notifications wait to be sent."),
+    "notify": ("notify", "Send the notifications the [notify] rules of hitl.toml ask for (webhook, Slack, e-mail), each once per channel, retried with backoff; hitl notifications lists them."),
+    "redrive": ("writes", "Continue a failed or interrupted invocation: completed nodes are kept, never run again."),
+    "replay": ("replay", "Step through a session's history: each event, its markers and what it changed."),
+    "resume": ("writes", "Answer interrupt ids (all or some) and run what they unblock."),
+    "serve": ("demo", "Serve the console in a browser: one console per connection, with sign-in and roles."),
+    "sessions": ("reads", "List sessions, most recently updated first."),
+    "show": ("reads", "A session's node tree per invocation: runs, statuses, outputs, open interrupts."),
+    "start": ("start", "Start a run of APP with the text MESSAGE, here, until it waits or ends."),
+    "worker": ("workers", "Run the turns of the apps whose code is registered here (--app NAME=module:attr, or hitl.toml [apps]): answers queued by operators without the code, start and re-drive requests, and turns whose process died mid-run (a killed worker, or an answer run in its own process) when no node is in doubt; with nodes in doubt the turn is held for an acknowledged re-drive (hitl workers says why)."),
+    "workers": ("workers", "List the workers recorded in the store (live or stale) and the turns queued per app."),
+}
+"""Command name -> (module of ``console.cli`` that registers it, its short help as
+``hitl --help`` lists it). Adding a command means adding its row here."""
+
+
+def _import_commands(module: str) -> None:
+    """Import one command module, which registers its commands on :data:`cli`.
+    Plain import statements: code is imported by name only in the app registry."""
+    if module == "audit":
+        from . import audit  # noqa: F401
+    elif module == "bulk":
+        from . import bulk  # noqa: F401
+    elif module == "demo":
+        from . import demo  # noqa: F401
+    elif module == "notify":
+        from . import notify  # noqa: F401
+    elif module == "reads":
+        from . import reads  # noqa: F401
+    elif module == "replay":
+        from . import replay  # noqa: F401
+    elif module == "start":
+        from . import start  # noqa: F401
+    elif module == "transfer":
+        from . import transfer  # noqa: F401
+    elif module == "workers":
+        from . import workers  # noqa: F401
+    elif module == "writes":
+        from . import writes  # noqa: F401
+    else:
+        raise LookupError(f"no command module {module!r}")
+
+
+class LazyCommands(dict):  # type: ignore[type-arg]
+    """The group's ``commands``: looking a command up imports the module that
+    registers it; listing them all imports every one (click's own lookups, and
+    code that iterates ``cli.commands``, see every command either way)."""
+
+    def _load(self, name: str) -> None:
+        entry = COMMANDS.get(name)
+        if entry is not None and not dict.__contains__(self, name):
+            _import_commands(entry[0])
+
+    def _load_all(self) -> None:
+        for name in COMMANDS:
+            self._load(name)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        self._load(name)
+        return super().get(name, default)
+
+    def __getitem__(self, name: str) -> Any:
+        self._load(name)
+        return super().__getitem__(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in COMMANDS or super().__contains__(name)
+
+    def __iter__(self) -> Iterator[str]:
+        self._load_all()
+        return super().__iter__()
+
+    def __len__(self) -> int:
+        self._load_all()
+        return super().__len__()
+
+    def keys(self) -> Any:
+        self._load_all()
+        return super().keys()
+
+    def values(self) -> Any:
+        self._load_all()
+        return super().values()
+
+    def items(self) -> Any:
+        self._load_all()
+        return super().items()
+
+
+class LazyGroup(CheckedGroup):
+    """The ``hitl`` group: commands imported on first use (:class:`LazyCommands`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands = LazyCommands(self.commands)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """click's listing, from :data:`COMMANDS` (importing no command module)."""
+        limit = formatter.width - 6 - max(len(name) for name in COMMANDS)
+        rows = [(name, make_default_short_help(text, limit)) for name, (_mod, text) in sorted(COMMANDS.items())]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
 
 # ---------------------------------------------------------------------- group
-@click.group(cls=CheckedGroup, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LazyGroup, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @common
 @app_spec_option
 @click.version_option(package_name="hitl-console", prog_name="hitl")

@@ -243,6 +243,9 @@ def inbox(
                 page = await page_of(
                     store.open_interrupts(app_name=app_name, session_id=session_id, limit=limit, cursor=cursor)
                 )
+        show(page)
+
+    def show(page: Any) -> None:
         if _opts().json:
             out_json(red, 
                 {
@@ -266,7 +269,20 @@ def inbox(
                 out(red, line)
         more(red, page.next_cursor)
 
-    run(red, body())
+    # The fast path, as `hitl sessions` has: a page of a SQLite file read with plain
+    # sqlite3 into plain rows, no pydantic model, no asyncio. None when it cannot
+    # answer (a URL, no such file, another schema, a bad cursor): the store path then
+    # answers or refuses the usual way. A FILTER needs the bulk selection (the store path).
+    target = _opts().db_path()
+    fast = None
+    if isinstance(target, Path) and not terms:
+        from engine.store.sqlite.inbox_rows import list_interrupt_rows
+
+        fast = list_interrupt_rows(target, app_name=app_name, session_id=session_id, limit=limit, cursor=cursor)
+    if fast is not None:
+        show(fast)
+    else:
+        run(red, body())
 
 
 @cli.command()

@@ -126,3 +126,74 @@ def test_show_builds_no_validator(demo_db: Path, session: str) -> None:
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT)
     assert f"session {session}" in out.stdout
     assert out.stderr.strip().splitlines()[-1] == "BUILT [] False"
+
+
+# A command imports its own command module only; `hitl --help` none (issue 38).
+COMMAND_MODULES = {
+    "console.cli.audit", "console.cli.bulk", "console.cli.demo", "console.cli.notify", "console.cli.reads",
+    "console.cli.replay", "console.cli.start", "console.cli.transfer", "console.cli.workers", "console.cli.writes",
+    "console.serve",
+}
+
+
+def test_help_imports_no_command_module_and_no_model(demo_db: Path) -> None:
+    mods = loaded_by_command(demo_db, "--help")
+    assert not COMMAND_MODULES & mods, sorted(COMMAND_MODULES & mods)
+    assert not {"pydantic", "asyncio", "sqlite3", "jsonschema"} & mods
+
+
+@pytest.mark.parametrize(("argv", "own"), [(("sessions",), "console.cli.reads"), (("inbox",), "console.cli.reads"),
+                                           (("audit",), "console.cli.audit")])
+def test_a_command_imports_only_its_own_command_module(demo_db: Path, argv: tuple[str, ...], own: str) -> None:
+    mods = loaded_by_command(demo_db, *argv)
+    assert COMMAND_MODULES & mods == {own}
+
+
+@pytest.mark.parametrize("argv", [("inbox",), ("--json", "inbox"), ("inbox", "--app", "refund_approval", "--limit", "1")])
+def test_inbox_on_a_sqlite_file_loads_no_model_and_no_asyncio(demo_db: Path, argv: tuple[str, ...]) -> None:
+    """The inbox page of a SQLite file is read with plain sqlite3 into plain rows,
+    as `hitl sessions` is: no pydantic (its import and a model build cost more
+    than the rest of the command), no asyncio."""
+    mods = loaded_by_command(demo_db, *argv)
+    assert not {"pydantic", "engine.models", "engine.store.base", "asyncio", "aiosqlite"} & mods
+
+
+def test_the_command_table_matches_the_commands() -> None:
+    """`hitl --help` lists the commands from group.COMMANDS without importing them:
+    each row names the module that registers the command and its short help as
+    click makes it from the command's own docstring, at every width."""
+    code = (
+        "import importlib, json\n"
+        "from click.utils import make_default_short_help\n"
+        "from console.cli.group import COMMANDS, cli\n"
+        "bad = []\n"
+        "for name, (mod, text) in COMMANDS.items():\n"
+        "    importlib.import_module('console.cli.' + mod)\n"
+        "    if not dict.__contains__(cli.commands, name): bad.append((name, 'not registered by ' + mod)); continue\n"
+        "    cmd = dict.__getitem__(cli.commands, name)\n"
+        "    for limit in range(10, 300):\n"
+        "        if cmd.get_short_help_str(limit) != make_default_short_help(text, limit): bad.append((name, limit)); break\n"
+        "extra = set(dict.keys(cli.commands)) - set(COMMANDS)\n"
+        "print(json.dumps([bad, sorted(extra)]))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert json.loads(out.stdout) == [[], []]
+
+
+def test_every_command_is_found_by_name_and_listed() -> None:
+    from console.cli.group import COMMANDS, cli
+
+    assert set(cli.commands) == set(COMMANDS)
+    for name in COMMANDS:
+        assert cli.get_command(None, name).name == name  # type: ignore[arg-type]
+
+
+def test_resume_with_a_plain_valid_answer_does_not_import_jsonschema(demo_db: Path, tmp_path: Path) -> None:
+    """The answer is checked by engine.quick_schema (jsonschema is most of a cold
+    resume's imports after pydantic); jsonschema only judges what it cannot."""
+    import shutil
+
+    db = tmp_path / "demo.sqlite"
+    shutil.copyfile(demo_db, db)
+    mods = loaded_by_command(db, "resume", "review-waiting-1", 'signoff-q3-security-report={"decision": "approve"}')
+    assert "engine.runner" in mods and "jsonschema" not in mods

@@ -2,8 +2,8 @@
 and write units of work. A file older than the table (opened read-only, so not
 migrated) has none: reads then find nothing.
 
-``data`` is written as a BLOB of UTF-8 JSON (rows written before are TEXT; both
-read alike): SQLite then gives ``length(data)`` from the record header without
+``data`` is written as a BLOB of UTF-8 JSON, deflated when large
+(:mod:`.packing`; rows written before are TEXT or plain JSON; all read alike): SQLite then gives ``length(data)`` from the record header without
 reading the value's pages, which a turn end's "is one due?" check needs -- a
 checkpoint holds every invocation's latest runs, megabytes on a long session.
 
@@ -15,12 +15,12 @@ this module is loaded only when a checkpoint is read or written."""
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from typing import Any
 
 from pydantic_core import to_json
 
+from .packing import pack, unpack
 from .reads import _missing_table, _require_session
 
 
@@ -39,11 +39,8 @@ def _get_checkpoint(conn: sqlite3.Connection, session_id: str, at_most: int) -> 
 
 def _cache_from(seq: int, text: str | bytes) -> tuple[int, dict[str, Any]] | None:
     """A cached projection row, parsed; None when unreadable (a cache: as good as none)."""
-    try:
-        data = json.loads(text)
-    except (ValueError, TypeError):
-        return None
-    return (seq, data) if isinstance(data, dict) else None
+    data = unpack(text)
+    return None if data is None else (seq, data)
 
 
 def encoded(data: dict[str, Any] | bytes) -> bytes:
@@ -55,7 +52,7 @@ def _put_checkpoints(conn: sqlite3.Connection, session_id: str, rows: list[tuple
     try:
         conn.executemany(
             "INSERT OR REPLACE INTO projection_checkpoints (session_id, seq, data) VALUES (?, ?, ?)",
-            [(session_id, seq, data) for seq, data in rows],
+            [(session_id, seq, pack(data)) for seq, data in rows],
         )
     except sqlite3.IntegrityError:  # the foreign key: no such session
         _require_session(conn, session_id)

@@ -25,6 +25,10 @@ is due.
 The keyset page query (:func:`session_page_query`) and the page cursor are
 defined here once: :meth:`SQLiteStore.list_sessions` builds its statement with
 them too, so both paths list the same rows in the same order.
+
+``hitl inbox`` reads its page the same way (:mod:`.inbox_rows`, one
+statement built by :func:`interrupt_page_query`, which
+:meth:`SQLiteStore.open_interrupts` uses too): plain rows, no model built.
 """
 
 from __future__ import annotations
@@ -32,12 +36,15 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from ...errors import StoreError
 from ...owners import owner_live
+
+T = TypeVar("T")
 
 APPLICATION_ID = 0x48495443
 """``PRAGMA application_id`` of a hitl-console SQLite file ("HITC")."""
@@ -51,6 +58,10 @@ takes the store path, which migrates or refuses it). A test keeps this equal to
 _SUMMARY_COLS = (
     "id, app_name, user_id, status, open_interrupts, oldest_open_at, last_event_at, "
     "event_count, invocation_count, created_at, updated_at"
+)
+_INTERRUPT_COLS = (
+    "interrupt_id, session_id, app_name, user_id, invocation_id, path, event_id, name, args, "
+    "raised_seq, raised_at, status, resolved_by, resolved_seq"
 )
 
 
@@ -299,6 +310,61 @@ def list_session_rows(path: str | Path, **filters: Any) -> SessionRows | None:
     file, not a hitl-console file, another schema version, a bad cursor, any
     SQLite error -- so the caller opens the store as usual, which reports the
     problem the usual way (one clear line)."""
+    return _read_file(path, lambda conn: read_session_rows(conn, **filters))
+
+
+def interrupt_page_query(
+    *,
+    app_name: str | None = None,
+    session_id: str | None = None,
+    node: str | None = None,
+    text: str | None = None,
+    raised_before: float | None = None,
+    limit: int = 50,
+    cursor: str | None = None,
+) -> tuple[str, list[Any]]:
+    """The statement of one page of the inbox (open interrupts, oldest first):
+    ``limit + 1`` rows of :data:`_INTERRUPT_COLS`. ValueError: a bad limit or cursor."""
+    if limit < 1:
+        raise ValueError(f"limit must be at least 1, not {limit}")
+    # The literal status = 'open' lets SQLite use the partial inbox indexes.
+    where = ["status = 'open'"]
+    params: list[Any] = []
+    if session_id is not None:
+        where.append("session_id = ?")
+        params.append(session_id)
+    if app_name is not None:
+        where.append("app_name = ?")
+        params.append(app_name)
+    if node:  # a path segment NAME@run: instr is case-sensitive, like the other backends
+        where.append("instr('/' || path, '/' || ? || '@') > 0")
+        params.append(node)
+    if text:
+        where.append("instr(hitl_lower(json_extract(args, '$.message')), ?) > 0")
+        params.append(text.lower())
+    if raised_before is not None:
+        where.append("raised_at < ?")
+        params.append(raised_before)
+    if cursor:
+        where.append("(raised_at, session_id, raised_seq, interrupt_id) > (?, ?, ?, ?)")
+        params += _decode_cursor(cursor, (float, str, int, str))
+    sql = (
+        f"SELECT {_INTERRUPT_COLS} FROM interrupts WHERE {' AND '.join(where)}"
+        " ORDER BY raised_at, session_id, raised_seq, interrupt_id LIMIT ?"
+    )
+    params.append(limit + 1)
+    return sql, params
+
+
+def interrupt_cursor(raised_at: float, session_id: str, raised_seq: int, interrupt_id: str) -> str:
+    """The next-page cursor of the inbox after a page whose last row is this one."""
+    return _encode_cursor(raised_at, session_id, raised_seq, interrupt_id)
+
+
+def _read_file(path: str | Path, read: Callable[[sqlite3.Connection], T]) -> T | None:
+    """``read`` on a read-only connection to the hitl-console SQLite file at ``path``
+    (``hitl_lower`` registered), or None when the file is not one this module
+    reads (see :func:`list_session_rows`) or ``read`` fails on it."""
     try:
         uri = f"{Path(path).resolve().as_uri()}?mode=ro"
         # First the store's probe (immutable when nothing waits in a -wal): a file
@@ -312,7 +378,7 @@ def list_session_rows(path: str | Path, **filters: Any) -> SessionRows | None:
     try:
         conn.execute("PRAGMA query_only = ON")
         conn.create_function("hitl_lower", 1, _lower, deterministic=True)
-        return read_session_rows(conn, **filters)
+        return read(conn)
     except (sqlite3.Error, ValueError):
         return None
     finally:

@@ -16,6 +16,7 @@ from ..base import (
     InvocationSummary,
     SessionSummary,
 )
+from .packing import pack, unpack
 from .rows import (
     _INTERRUPT_COLS,
     _INVOCATION_COLS,
@@ -130,11 +131,8 @@ def _snapshot_and_events(
     damaged = False
     for seq, data, text in conn.execute(_SNAPSHOT_AND_EVENTS_SQL, (session_id, invocation_id)):
         if text is None:
-            try:
-                value = json.loads(data)
-            except (ValueError, TypeError):
-                value = None
-            if isinstance(value, dict):
+            value = unpack(data)
+            if value is not None:
                 snap = (seq, value)
             else:
                 damaged = True  # a cache: an unreadable snapshot is as good as none
@@ -216,11 +214,8 @@ def _get_snapshot(conn: sqlite3.Connection, session_id: str, invocation_id: str)
     if row is None:
         _require_session(conn, session_id)
         return None
-    try:
-        data = json.loads(row[1])
-    except (ValueError, TypeError):
-        return None  # a cache: an unreadable snapshot is as good as none
-    return (row[0], data) if isinstance(data, dict) else None
+    data = unpack(row[1])  # a cache: an unreadable snapshot is as good as none
+    return None if data is None else (row[0], data)
 
 
 def _put_snapshot(conn: sqlite3.Connection, session_id: str, invocation_id: str, seq: int, data: str) -> None:
@@ -236,5 +231,5 @@ def _upsert_snapshot(conn: sqlite3.Connection, session_id: str, invocation_id: s
         "INSERT INTO snapshots (session_id, invocation_id, seq, data) VALUES (?, ?, ?, ?)"
         " ON CONFLICT (session_id, invocation_id) DO UPDATE SET seq = excluded.seq, data = excluded.data"
         " WHERE excluded.seq >= snapshots.seq",  # never replace a newer cache with an older one
-        (session_id, invocation_id, seq, data),
+        (session_id, invocation_id, seq, pack(data)),
     )

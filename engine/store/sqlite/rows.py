@@ -25,7 +25,7 @@ from ..base import (
     SessionSummary,
     index_effects,
 )
-from .listing import _SUMMARY_COLS, _decode_cursor, _encode_cursor  # noqa: F401 (re-exported)
+from .listing import _INTERRUPT_COLS, _SUMMARY_COLS, _decode_cursor, _encode_cursor  # noqa: F401 (re-exported)
 
 T = TypeVar("T")
 
@@ -35,10 +35,6 @@ T = TypeVar("T")
 # validator (a read command pays neither the build nor the validation).
 
 _SESSION_COLS = "id, app_name, user_id, state, created_at, updated_at, last_seq"
-_INTERRUPT_COLS = (
-    "interrupt_id, session_id, app_name, user_id, invocation_id, path, event_id, name, args, "
-    "raised_seq, raised_at, status, resolved_by, resolved_seq"
-)
 _INVOCATION_COLS = "session_id, invocation_id, status, started_seq, started_at, updated_at, message"
 _LEASE_COLS = "session_id, invocation_id, owner, acquired_at, renewed_at, expires_at"
 _AUDIT_COLS = "id, at, action, operator, reason, session_id, invocation_id, seq, event_id, details"

@@ -56,7 +56,7 @@ from .leases import (
     _release_lease_tx,
     _renew_lease_tx,
 )
-from .listing import page_cursor, session_page_query
+from .listing import interrupt_cursor, interrupt_page_query, page_cursor, session_page_query
 from .reads import (
     _corrupt_events,
     _event_at,
@@ -73,7 +73,7 @@ from .reads import (
     _read_events,
     _snapshot_and_events,
 )
-from .rows import _AUDIT_COLS, _INTERRUPT_COLS, _decode_cursor, _encode_cursor, _in_write_tx, _prepare
+from .rows import _AUDIT_COLS, _decode_cursor, _encode_cursor, _in_write_tx, _prepare
 from .schema import _SYNCHRONOUS, default_db_path
 from .workers import _WorkerSteps, _WorkerTables
 
@@ -408,40 +408,16 @@ class SQLiteStore(_WorkerTables, _WorkerSteps):
         text: str | None = None,
         raised_before: float | None = None,
     ) -> Page[InterruptRecord]:
-        if limit < 1:
-            raise ValueError(f"limit must be at least 1, not {limit}")
-        # The literal status = 'open' lets SQLite use the partial inbox indexes.
-        where = ["status = 'open'"]
-        params: list[Any] = []
-        if session_id is not None:
-            where.append("session_id = ?")
-            params.append(session_id)
-        if app_name is not None:
-            where.append("app_name = ?")
-            params.append(app_name)
-        if node:  # a path segment NAME@run: instr is case-sensitive, like the other backends
-            where.append("instr('/' || path, '/' || ? || '@') > 0")
-            params.append(node)
-        if text:
-            where.append("instr(hitl_lower(json_extract(args, '$.message')), ?) > 0")
-            params.append(text.lower())
-        if raised_before is not None:
-            where.append("raised_at < ?")
-            params.append(raised_before)
-        if cursor:
-            where.append("(raised_at, session_id, raised_seq, interrupt_id) > (?, ?, ?, ?)")
-            params += _decode_cursor(cursor, (float, str, int, str))
-        sql = (
-            f"SELECT {_INTERRUPT_COLS} FROM interrupts WHERE {' AND '.join(where)}"
-            " ORDER BY raised_at, session_id, raised_seq, interrupt_id LIMIT ?"
+        sql, params = interrupt_page_query(
+            app_name=app_name, session_id=session_id, node=node, text=text, raised_before=raised_before,
+            limit=limit, cursor=cursor,
         )
-        params.append(limit + 1)
         rows = await self._call(_open_interrupts, sql, params)
         page = rows[:limit]
         nxt = None
         if len(rows) > limit:
             last = page[-1]
-            nxt = _encode_cursor(last.raised_at, last.session_id, last.raised_seq, last.interrupt_id)
+            nxt = interrupt_cursor(last.raised_at, last.session_id, last.raised_seq, last.interrupt_id)
         return Page(items=page, next_cursor=nxt)
 
     async def get_snapshot(self, session_id: str, invocation_id: str) -> tuple[int, dict[str, Any]] | None:
