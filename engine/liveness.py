@@ -57,6 +57,7 @@ from .models import NodeStatus
 from .owners import _OPEN_OWNERS, INTERRUPTED, QUEUED, new_owner, owner_live, owner_state  # noqa: F401 (re-exported: owner ids live in engine.owners, which needs no pydantic)
 from .status import DisplayStatus, InvocationState, SessionStatus
 from .store.base import Lease, SessionStore
+from .store.capabilities import WorkerQueue, capability
 
 if TYPE_CHECKING:
     from .projection import Projection
@@ -299,22 +300,22 @@ Requests = dict[tuple[str, str], "TurnRequest"]
 async def turn_requests_by_invocation(store: SessionStore, session_ids: list[str]) -> Requests:
     """The turn requests of these sessions, one store read ({} for none, or for
     a store that keeps no turn requests)."""
-    if not session_ids or not hasattr(store, "turn_requests_of"):
+    if not session_ids or (q := capability(store, WorkerQueue)) is None:
         return {}
-    return {(r.session_id, r.invocation_id): r for r in await store.turn_requests_of(session_ids)}
+    return {(r.session_id, r.invocation_id): r for r in await q.turn_requests_of(session_ids)}
 
 
 async def queued_turns(store: SessionStore, limit: int = 100_000) -> Requests:
     """Every turn request of the store (at most ``limit``), one read; {} for a store without them."""
-    if not hasattr(store, "turn_requests"):
+    if (q := capability(store, WorkerQueue)) is None:
         return {}
-    return {(r.session_id, r.invocation_id): r for r in await store.turn_requests(limit=limit)}
+    return {(r.session_id, r.invocation_id): r for r in await q.turn_requests(limit=limit)}
 
 
 async def _request_of(store: SessionStore, session_id: str, invocation_id: str) -> TurnRequest | None:
-    if not hasattr(store, "get_turn_request"):
+    if (q := capability(store, WorkerQueue)) is None:
         return None
-    return await store.get_turn_request(session_id, invocation_id)  # type: ignore[no-any-return]
+    return await q.get_turn_request(session_id, invocation_id)
 
 
 def in_doubt_paths(proj: Projection, invocation_id: str) -> list[str]:

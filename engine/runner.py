@@ -49,6 +49,7 @@ from .operator_actions import answer_events, catch_up, check_not_cancelled, chec
 from .projection import Projection
 from .resume import ResumeTarget, load_invocation, validate_responses
 from .store.base import LoadedInvocation, SessionStore, append_and_release, build_records, has_capability
+from .store.capabilities import AcquireAndAppend, require
 
 log = logging.getLogger(__name__)
 
@@ -491,7 +492,7 @@ class Runner:
 
         async def first_write(more: list[Event]) -> list[StoredEvent]:
             try:
-                lease, written, state = await self.store.acquire_and_append(  # type: ignore[attr-defined]
+                lease, written, state = await require(self.store, AcquireAndAppend, "a turn's first write").acquire_and_append(
                     turn.session_id,
                     turn.invocation_id,
                     [*first, *more],

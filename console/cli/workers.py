@@ -11,6 +11,7 @@ import click
 
 from console.times import age
 from engine.errors import HitlError
+from engine.store.capabilities import WorkerQueue, capability
 
 from .group import cli
 from .options import _opts, app_spec_option, common, open_store, watch_options
@@ -159,10 +160,10 @@ def workers(show_all: bool) -> None:
 
     async def body() -> None:
         async with open_store(write=False) as store:
-            if not hasattr(store, "list_workers"):
+            if (q := capability(store, WorkerQueue)) is None:
                 fail("this store keeps no workers")
-            rows = await store.list_workers()  # type: ignore[attr-defined]
-            queued = await store.turn_requests()  # type: ignore[attr-defined]
+            rows = await q.list_workers()
+            queued = await q.turn_requests()
         now = time.time()
         per_app: dict[str, list[int]] = {}
         for r in queued:

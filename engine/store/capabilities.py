@@ -24,9 +24,10 @@ this file, what it can:
     ``migrate`` / ``skip_corrupt``.
 
 The one-statement shortcuts a store declares in ``capabilities``
-(``snapshot_and_events``, ``answer_reads``, ``append_and_release``, ...) are
-described by :data:`engine.store.base.Capability` and reached through the
-portable functions next to it.
+(:class:`SnapshotAndEvents`, :class:`AnswerReads`, :class:`LeasesOf`,
+:class:`AppendAndRelease`, :class:`AcquireAndAppend`) are described by
+:data:`engine.store.base.Capability`; callers use the portable functions next
+to it, which fall back to the plain protocol.
 
 Every protocol is runtime-checkable; callers never probe a store with
 ``hasattr`` (a test scans engine/ and console/ for that): they call
@@ -37,15 +38,16 @@ Every protocol is runtime-checkable; callers never probe a store with
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast, runtime_checkable
 
 from ..errors import StoreError
 
 if TYPE_CHECKING:
     from ..models import Event, StoredEvent
-    from .base import Capability
+    from .base import Capability, InterruptRecord, Lease, LoadedInvocation
     from .workers import TurnRequest, WorkerRecord
 
 C = TypeVar("C")
@@ -217,7 +219,71 @@ class SkipsCorrupt(Protocol):
     ) -> list[StoredEvent]: ...
 
 
+@runtime_checkable
+class SnapshotAndEvents(Protocol):
+    """``get_snapshot`` and ``invocation_events`` after it in one read."""
+
+    async def snapshot_and_events(
+        self, session_id: str, invocation_id: str
+    ) -> tuple[tuple[int, dict[str, Any]] | None, list[StoredEvent]]: ...
+
+
+@runtime_checkable
+class AnswerReads(Protocol):
+    """``lookup_interrupts`` and the invocation an answer resumes, in one read."""
+
+    async def answer_reads(
+        self, session_id: str, interrupt_ids: list[str], invocation_id: str | None = None
+    ) -> tuple[list[InterruptRecord], LoadedInvocation | None]: ...
+
+
+@runtime_checkable
+class LeasesOf(Protocol):
+    """The lease rows of several sessions in one read."""
+
+    async def leases_of(self, session_ids: list[str]) -> list[Lease]: ...
+
+
+@runtime_checkable
+class AppendAndRelease(Protocol):
+    """A turn's last events, its snapshot and its lease's release in one transaction."""
+
+    async def append_and_release(
+        self,
+        session_id: str,
+        invocation_id: str,
+        events: list[Event],
+        *,
+        owner: str,
+        expected_seq: int | None = None,
+        snapshot: tuple[int, dict[str, Any]] | None = None,
+    ) -> list[StoredEvent]: ...
+
+
+@runtime_checkable
+class AcquireAndAppend(Protocol):
+    """A turn's first write in one transaction: lease taken, events appended
+    (``create=(app, user)`` too with ``create_in_first_write``)."""
+
+    async def acquire_and_append(
+        self,
+        session_id: str,
+        invocation_id: str,
+        events: list[Event],
+        *,
+        owner: str,
+        ttl: float,
+        expected_seq: int | None = None,
+        invocation_after: int | None = None,
+    ) -> tuple[Lease, list[StoredEvent], dict[str, Any]]: ...
+
+
 DECLARED: dict[type, Capability] = {
+    SnapshotAndEvents: "snapshot_and_events",
+    AnswerReads: "answer_reads",
+    LeasesOf: "leases_of",
+    AppendAndRelease: "append_and_release",
+    AcquireAndAppend: "acquire_and_append",
     Notifications: "notify",
     ProjectionCheckpoints: "projection_checkpoints",
     Migrates: "migrate",
@@ -227,12 +293,23 @@ DECLARED: dict[type, Capability] = {
 enough: e.g. every store's ``events`` has a signature, only some skip corrupt rows)."""
 
 
+@functools.cache
+def members(kind: type) -> tuple[str, ...]:
+    """The methods a store implements to offer ``kind``."""
+    return tuple(sorted(n for n in vars(kind) if not n.startswith("_")))
+
+
 def capability(store: object, kind: type[C]) -> C | None:
-    """``store`` typed as ``kind`` when it offers that capability, else None."""
+    """``store`` typed as ``kind`` when it offers that capability, else None: it
+    declares it (the kinds in :data:`DECLARED`: one set lookup, so the hot paths
+    pay nothing) or has every method of it (what ``isinstance(store, kind)``
+    checks, without its per-call cost)."""
     declared = DECLARED.get(kind)
-    if declared is not None and declared not in getattr(store, "capabilities", ()):
-        return None
-    return store if isinstance(store, kind) else None
+    if declared is not None:
+        found = declared in getattr(store, "capabilities", ())
+    else:
+        found = all(hasattr(store, name) for name in members(kind))
+    return cast("C", store) if found else None
 
 
 def require(store: object, kind: type[C], why: str) -> C:
