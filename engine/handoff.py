@@ -39,7 +39,8 @@ from . import telemetry
 from .errors import ConflictError, HitlError, InDoubtError, InvocationBusyError, ResumeRejected
 from .liveness import DEFAULT_LEASE_TTL, DEFAULT_LEASE_WAIT, LeaseKeeper, acquire_invocation_lease, is_mid_run
 from .models import Content, new_id
-from .operations import Outcome, Step, _refused
+from .outcome import Outcome, Step
+from .outcome import refused as _refused
 from .owners import new_owner
 from .store.capabilities import WorkerQueue, capability, require
 from .store.workers import TurnRequest, WorkerRecord

@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .errors import InvocationBusyError, LeaseLostError, StoreError
+from .loading import load_invocation
 from .models import NodeStatus
 from .owners import _OPEN_OWNERS, INTERRUPTED, QUEUED, new_owner, owner_live, owner_state  # noqa: F401 (re-exported: owner ids live in engine.owners, which needs no pydantic)
 from .status import DisplayStatus, InvocationState, SessionStatus
@@ -403,8 +404,6 @@ async def invocation_health(
     one must be at least as new as the store was when the call began).
     ``request``: its turn request when the caller read it (else it is read here,
     when the invocation looks stopped)."""
-    from .resume import load_invocation
-
     if proj is None:
         proj = await load_invocation(store, session_id, invocation_id)
     for _ in range(3):

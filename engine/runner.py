@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import checkpoints, telemetry
-from .context import Context, InvocationContext, NodeFailed, NodeRunner, _engine_bodies
+from .context import Context, InvocationContext, NodeFailed, NodeRunner
 from .errors import (
     ConflictError,
     EmptyMessageError,
@@ -55,7 +55,6 @@ log = logging.getLogger(__name__)
 
 build_models()  # a turn validates events: build the deferred validators at import, not in its first write
 build_records()  # and its lease rows
-_engine_bodies()  # every turn's first node asks whether its body is engine code: import Workflow, ParallelWorker now
 
 
 class _FencedStore:

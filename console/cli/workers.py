@@ -210,7 +210,7 @@ async def resume_via_worker(
     leave the turn to a worker, then follow its events until the turn settles."""
     from engine import handoff
 
-    from .writes import finish, print_step
+    from .output import finish, print_step
 
     last: list[Any] = []
 
@@ -308,7 +308,7 @@ async def _follow(
     """Print the worker's events until the invocation settles, then one closing line."""
     from engine import handoff
 
-    from .writes import print_step
+    from .output import print_step
 
     def event(stored: Any) -> None:
         change = proj.apply(stored.event, stored.seq)

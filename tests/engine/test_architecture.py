@@ -60,3 +60,104 @@ def test_no_store_is_probed_with_hasattr() -> None:
         if p != allowed and (probes := capability_probes(ast.parse(p.read_text()), methods))
     }
     assert found == {}, "use engine.store.capabilities.capability(store, Kind) instead"
+
+
+# ------------------------------------------------------------------ import circles
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _type_checking(test: ast.expr) -> bool:
+    return ast.unparse(test).endswith("TYPE_CHECKING")
+
+
+def _imports(tree: ast.Module, here: str, is_package: bool, known: set[str]) -> set[str]:
+    """The project modules ``here`` imports when it runs: at module level and in
+    functions, not under ``if TYPE_CHECKING:``. ``from pkg import name`` counts
+    as importing ``pkg.name`` when that is a module, else ``pkg``."""
+    out: set[str] = set()
+    package = here if is_package else here.rpartition(".")[0]
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and _type_checking(node.test):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join([*anchor, *([base] if base else [])])
+            for a in node.names:
+                full = f"{base}.{a.name}"
+                out.add(full if full in known else base)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return {m for m in out if m in known and m != here}
+
+
+def import_graph() -> dict[str, set[str]]:
+    files = {module_name(p): p for p in sources()}
+    known = set(files)
+    return {m: _imports(ast.parse(p.read_text()), m, p.name == "__init__.py", known) for m, p in files.items()}
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found: list[list[str]] = []
+
+    def strong(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                strong(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    import sys
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+    for v in sorted(graph):
+        if v not in index:
+            strong(v)
+    return found
+
+
+def test_the_graph_sees_a_circle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert circles(graph) == [["a", "b", "c"]]
+    tree = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from . import b\n"
+                     "def f():\n    from .c import x\n")
+    assert _imports(tree, "p.a", False, {"p.a", "p.b", "p.c"}) == {"p.c"}
+
+
+def test_no_import_circle_at_run_time() -> None:
+    """A package's ``__init__`` importing its own modules (and they it) is not a circle
+    of its own; every other one is."""
+    graph = import_graph()
+    for mod, deps in graph.items():  # a module importing its package's __init__ is how Python loads it
+        graph[mod] = {d for d in deps if not mod.startswith(d + ".")}
+    assert circles(graph) == []
