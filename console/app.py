@@ -44,7 +44,7 @@ from engine.status import SESSION_FILTERS
 from engine.store.base import SessionStore
 from engine.store.capabilities import WorkerQueue, capability
 
-from .actions import ACTIONS, BY_COMMAND, BY_ID, Action, bindings, for_screen, lookup
+from .actions import ACTIONS, BY_COMMAND, BY_ID, READ_ONLY_DRY_RUN, Action, bindings, for_screen, lookup
 from .config import ConsoleConfig
 from .messages import SessionQuery
 from .screens.answer_dialogs import QUIT_NOW, QuitGuard
@@ -66,8 +66,6 @@ from .widgets.plain import Static
 SESSION_STATUSES = set(SESSION_FILTERS)
 _S = TypeVar("_S", bound=Screen[Any])
 
-READ_ONLY_DRY_RUN = frozenset({"interrupts.answer", "inbox.bulk_answer"})
-"""Write actions that still open in read-only mode: the editor, for a dry run (submitting stays disabled)."""
 
 
 class HitlApp(App[None]):
