@@ -492,7 +492,7 @@ class HitlApp(App[None]):
         self.push_screen(InboxScreen(app_name))
 
     def action_show_workers(self) -> None:
-        """The workers screen (issue 18), over rows read in a worker first."""
+        """The workers screen, over rows read in a worker first."""
         store = self.store
 
         async def load() -> None:

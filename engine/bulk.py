@@ -22,7 +22,7 @@ so on each audit row (``details["batch"]``).
 * :func:`submit` -- the answers, one invocation after the other, with a
   progress callback; a refusal or a failure is that item's result, never the
   batch's: the other items are still applied, and every result is returned.
-* Workers (issue 18): with ``via="auto"`` an item whose app has no code
+* Workers: with ``via="auto"`` an item whose app has no code
   registered here (or every item, ``via="worker"``) is validated against the
   stored schema, appended through :func:`engine.handoff.queue_answer` (the
   same batch id, operator and reason on it) and its turn left to a worker: its

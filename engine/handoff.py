@@ -1,4 +1,4 @@
-"""Leaving turns to workers: the operator's side of issue 18.
+"""Leaving turns to workers: the operator's side (the workers' is engine.worker).
 
 A process without an app's code (an operator's console, ``hitl resume`` on a
 laptop) still answers, re-drives and starts, through the stored JSON Schemas

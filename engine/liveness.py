@@ -27,7 +27,7 @@ This module is the policy on top of those rows:
   (:func:`unacknowledged`): a worker that continues an acknowledged re-drive
   after its predecessor died does not stretch it over a node that went in
   doubt later, nor over a named one that ran again and went in doubt again.
-* *queued for a worker* (issue 18) -- mid-run by the projection, no live
+* *queued for a worker* -- mid-run by the projection, no live
   lease, but a turn request waits for a worker of the app (an answer sent
   without the app's code, a re-drive through a worker): nothing is wrong, a
   worker will run it. A request a worker *held* (nodes in doubt wait for an

@@ -1,4 +1,4 @@
-"""Workers: processes that run the turns of the apps they have code for (issue 18).
+"""Workers: processes that run the turns of the apps they have code for.
 
 An operator without an app's code answers through the stored JSON Schemas
 (:func:`engine.handoff.queue_answer`): the answer is appended and a *turn

@@ -16,7 +16,7 @@ the others are still applied and every item is listed.
 
 Items of an app whose code is not registered here (or every item, ``--via
 worker``) are validated against the stored schema, appended and left to a
-worker of the app (issue 18): their result is ``queued``; the command then
+worker of the app: their result is ``queued``; the command then
 follows their turns until they settle (``--no-wait``: it returns at once;
 ``--wait-timeout``: a turn not settled by then is stored and queued, never failed).
 """

@@ -1,4 +1,4 @@
-"""Worker commands (issue 18): ``hitl worker`` runs turns for the apps it has
+"""Worker commands: ``hitl worker`` runs turns for the apps it has
 code for; ``hitl workers`` lists them; :func:`resume_via_worker` is ``hitl
 resume`` when the app's code is not here (or ``--via worker``)."""
 
