@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
@@ -14,9 +13,6 @@ from console.inputs import (
 )
 from console.times import use_utc
 from engine.errors import HitlError
-
-if TYPE_CHECKING:
-    pass
 
 from .options import _opts, app_spec_option, common
 from .output import fail, run

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
@@ -13,10 +12,6 @@ from console.inputs import (
     bounded_lines,
 )
 from engine.errors import HitlError, require_id
-
-if TYPE_CHECKING:
-    pass
-
 from engine.store.factory import open_store as open_target
 from engine.store.factory import store_kind, store_label
 
