@@ -41,7 +41,7 @@ from .options import via_options as resume_via_options
 from .output import fail, out, out_json, run, short
 
 if TYPE_CHECKING:
-    from engine.bulk import BulkPlan, BulkResult, Group, ItemPlan, ItemResult
+    from engine.bulk import BulkPlan, Group, ItemPlan, ItemResult
     from engine.redact import Redactor
 
 MAX_ITEMS_FILE_BYTES = 16 * 1024 * 1024
@@ -122,12 +122,6 @@ def print_plan(red: Redactor, plan: BulkPlan, where: str) -> None:
         out(red, f"  refused x{n}: {reason}")
     for i in plan.items:
         out(red, _plan_line(red, i))
-
-
-def print_result(red: Redactor, done: BulkResult) -> None:
-    for r in done.results:
-        out(red, "  " + r.line())
-    out(red, done.summary())
 
 
 def _bar(total: int, label: str) -> Any:
