@@ -158,6 +158,9 @@ class LeaseKeeper:
                 return
             except StoreError as exc:  # locked, full...: the lease may lapse; fencing keeps writes safe
                 log.warning("renewing the lease of invocation %s failed: %s", self.lease.invocation_id, exc)
+            except Exception as exc:  # noqa: BLE001 -- a driver's own error: stopping would let the lease lapse unsaid
+                log.error("renewing the lease of invocation %s failed (%s: %s); trying again",
+                          self.lease.invocation_id, type(exc).__name__, exc)
             await asyncio.sleep(self._interval)
 
     async def _stop_beating(self) -> None:

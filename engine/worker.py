@@ -341,6 +341,8 @@ class Worker:
                     await self._sweep()
             except HitlError as exc:  # a locked or unreachable store: try at the next beat
                 log.warning("worker heartbeat failed: %s", exc)
+            except Exception as exc:  # noqa: BLE001 -- a driver's own error: a stopped heartbeat would read as a dead worker
+                log.error("worker heartbeat failed (%s: %s); beating on", type(exc).__name__, exc)
 
     # ------------------------------------------------------------ claiming
     async def _fill(self) -> float:
