@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING, Any
 from .workers import TurnRequest, WorkerRecord
 
 if TYPE_CHECKING:
-    import asyncio
-
     from ..models import Event, StoredEvent
     from .base import InvocationSummary, Lease
+    from .capabilities import AcquireAndAppend as _Store  # the store this mixes into: its first write
+else:
+    _Store = object
 
 Key = tuple[str, str]
 
@@ -25,28 +26,15 @@ def _fresh(r: TurnRequest) -> TurnRequest:
     return r.model_copy(deep=True, update={"claimed_by": None, "claimed_until": None, "held": None, "note": None})
 
 
-class MemoryWorkerQueue:
+class MemoryWorkerQueue(_Store):
     """Turn requests by (session, invocation), workers by id, graphs by invocation."""
 
     if TYPE_CHECKING:
-        _lock: asyncio.Lock
         _leases: dict[Key, Lease]
 
         def _check_writable(self) -> None: ...
         def _running_invocations(self) -> list[tuple[str, InvocationSummary]]: ...
         def _invocation(self, session_id: str, invocation_id: str) -> InvocationSummary | None: ...
-
-        async def acquire_and_append(
-            self,
-            session_id: str,
-            invocation_id: str,
-            events: list[Event],
-            *,
-            owner: str,
-            ttl: float,
-            expected_seq: int | None = None,
-            invocation_after: int | None = None,
-        ) -> tuple[Lease, list[StoredEvent], dict[str, Any]]: ...
 
     def _init_queue(self) -> None:
         self._requests: dict[Key, TurnRequest] = {}
