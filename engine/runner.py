@@ -481,7 +481,7 @@ class Runner:
         :class:`_FirstWriteFailed` into the turn when the lease is held or the
         invocation moved on: the caller then starts again the long way."""
         work = proj.fork()  # ``proj`` stays as read: a retry the long way catches it up
-        inv_ctx = self._context(turn, work, _FencedStore(self.store, owner))  # type: ignore[arg-type]
+        inv_ctx = self._context(turn, work, _FencedStore(self.store, owner))
         events = self._first_events(turn, work)
         root = await self._plan_root(turn, inv_ctx, events)
         first = [*events, *([root.start] if root else [])]
@@ -530,7 +530,7 @@ class Runner:
         """Under the held lease: check, and write the first events with the root's start record."""
         assert box.keeper is not None
         store = _FencedStore(self.store, box.keeper.owner)
-        inv_ctx = self._context(turn, proj, store)  # type: ignore[arg-type]
+        inv_ctx = self._context(turn, proj, store)
         events = self._first_events(turn, proj)
         root = await self._plan_root(turn, inv_ctx, events)
         written = await store.append_events(turn.session_id, [*events, *([root.start] if root else [])], expected_seq=last_seq)

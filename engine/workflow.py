@@ -53,7 +53,7 @@ class Workflow(BaseNode):
     rerun_on_resume = True
     is_container = True
     engine_body = True
-    sees_children_answers = False  # type: ignore[assignment]
+    sees_children_answers = False
 
     def __init__(self, name: str, edges: Iterable[Any], **kwargs: Any) -> None:
         super().__init__(name, **kwargs)

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from engine.apps import AppRegistry
     from engine.store.base import SessionStore
 
-from .output import fail, json_requested  # noqa: F401 (json_requested: re-exported, its old home)
+from .output import fail
 
 T = TypeVar("T")
 
@@ -124,6 +124,12 @@ def require_asyncpg(target: str | os.PathLike[str]) -> None:
     except ModuleNotFoundError:
         fail("a postgresql:// store needs asyncpg, which is not installed: "
              "pip install 'hitl-console[postgres]' (or pip install asyncpg)", "MissingDependency")
+
+
+def json_requested() -> bool:
+    """Whether the running command was given ``--json`` (False outside a command)."""
+    ctx = click.get_current_context(silent=True)
+    return bool(ctx is not None and getattr(ctx.find_root().obj, "json", False))
 
 
 def _opts() -> Options:

@@ -26,12 +26,6 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-def json_requested() -> bool:
-    """Whether the running command was given ``--json`` (False outside a command)."""
-    ctx = click.get_current_context(silent=True)
-    return bool(ctx is not None and getattr(ctx.find_root().obj, "json", False))
-
-
 _ERROR_REDACTOR = Redactor()
 """What every error line also passes at display (click shows it after the
 command's context has closed): the default patterns, masked even with
@@ -49,6 +43,8 @@ class OperatorError(click.ClickException):
     def __init__(self, message: str, code: str = "error") -> None:
         super().__init__(message)
         self.code = code
+        from .options import json_requested  # (options imports this module)
+
         self.as_json = json_requested()  # now: show() runs after the context closed
 
     def show(self, file: Any = None) -> None:

@@ -352,7 +352,7 @@ def session_status(statuses: list[InvocationState]) -> SessionStatus:
     cancelled > completed; ``new`` when it has none."""
     for s in ("running", "waiting", "failed"):
         if s in statuses:
-            return s  # type: ignore[return-value]
+            return s
     if not statuses:
         return "new"
     return "completed" if "completed" in statuses else "cancelled"

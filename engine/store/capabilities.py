@@ -38,7 +38,6 @@ Every protocol is runtime-checkable; callers never probe a store with
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast, runtime_checkable
@@ -171,11 +170,17 @@ class ChangeCounter(Protocol):
     async def change_counter(self) -> int: ...
 
 
+class Listener(Protocol):
+    """What a subscription returns: close it when done."""
+
+    async def close(self) -> None: ...
+
+
 @runtime_checkable
 class Notifications(Protocol):
     """``callback(session_id, seq)`` for every committed append; close the listener returned."""
 
-    async def notifications(self, callback: OnChange) -> Any: ...
+    async def notifications(self, callback: OnChange) -> Listener: ...
 
 
 @runtime_checkable
@@ -183,7 +188,7 @@ class TurnNotifications(Protocol):
     """``callback(None, 0)``-style wake-ups when a turn request becomes runnable;
     ``lead``: a worker pool's key, only one idle worker of it listens."""
 
-    async def turn_notifications(self, callback: OnChange, *, lead: int | None = None) -> Any: ...
+    async def turn_notifications(self, callback: OnChange, *, lead: int | None = None) -> Listener: ...
 
 
 @runtime_checkable
@@ -293,10 +298,15 @@ DECLARED: dict[type, Capability] = {
 enough: e.g. every store's ``events`` has a signature, only some skip corrupt rows)."""
 
 
-@functools.cache
+_MEMBERS: dict[type, tuple[str, ...]] = {}
+
+
 def members(kind: type) -> tuple[str, ...]:
     """The methods a store implements to offer ``kind``."""
-    return tuple(sorted(n for n in vars(kind) if not n.startswith("_")))
+    found = _MEMBERS.get(kind)
+    if found is None:
+        found = _MEMBERS[kind] = tuple(sorted(n for n in vars(kind) if not n.startswith("_")))
+    return found
 
 
 def capability(store: object, kind: type[C]) -> C | None:

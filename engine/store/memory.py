@@ -25,6 +25,7 @@ from ..models import Event, Session, StoredEvent, new_id
 from . import jsonl
 from .base import (
     AuditRecord,
+    Capability,
     InterruptRecord,
     InvocationSummary,
     Lease,
@@ -67,7 +68,7 @@ class MemoryStore(MemoryWorkerQueue):
     """A dict-backed store; one asyncio lock makes each append atomic. Its worker
     queue is :class:`~engine.store.memory_workers.MemoryWorkerQueue`."""
 
-    capabilities: frozenset[str] = frozenset({"append_and_release", "acquire_and_append", "leases_of"})
+    capabilities: frozenset[Capability] = frozenset({"append_and_release", "acquire_and_append", "leases_of"})
     """No optional features (see :data:`engine.store.base.Capability`)."""
 
     def __init__(self, *, read_only: bool = False) -> None:
