@@ -374,7 +374,8 @@ Capability = Literal[
     "projection_checkpoints",
     "leases_of",
 ]
-"""Optional features beyond the protocol, declared in a store's ``capabilities``:
+"""Optional features beyond the protocol, declared in a store's ``capabilities``
+(their typed protocols, and the worker queue's, are in :mod:`engine.store.capabilities`):
 
 ``skip_corrupt``    ``events`` / ``invocation_events`` accept ``skip_corrupt=True``
 ``corrupt_events``  ``await store.corrupt_events(session_id) -> list[int]``
