@@ -373,6 +373,7 @@ Capability = Literal[
     "create_in_first_write",
     "projection_checkpoints",
     "leases_of",
+    "worker_queue",
 ]
 """Optional features beyond the protocol, declared in a store's ``capabilities``
 (their typed protocols, and the worker queue's, are in :mod:`engine.store.capabilities`):
@@ -414,6 +415,7 @@ Capability = Literal[
 ``leases_of``       ``await store.leases_of(session_ids) -> list[Lease]``: the lease rows of
                     several sessions in one read (unknown ids: none); :func:`leases_of` is the
                     portable call (a page of the sessions list judges liveness with it)
+``worker_queue``    turn requests and worker heartbeats (``capabilities.WorkerQueue``)
 """
 
 

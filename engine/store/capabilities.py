@@ -6,10 +6,12 @@ this file, what it can:
 
 :class:`WorkerQueue`
     Turn requests, worker heartbeats and invocation graph versions
-    (:mod:`engine.store.workers` says what they are). Without it nothing can be
+    (:mod:`engine.store.workers` says what they are); declared with
+    ``worker_queue``. Without it nothing can be
     left to a worker: ``hitl worker`` refuses the store, answers and starts run
     in the process that makes them. :class:`~engine.store.memory.MemoryStore`
-    is the reference implementation (plain Python, no SQL).
+    is the reference implementation (plain Python, no SQL; opened with
+    ``MemoryStore(workers=True)``, as no other process can see its queue).
 :class:`ChangeCounter`
     A cheap number that changes when another connection commits (SQLite's
     ``data_version``): what a waiting worker polls without notifications.
@@ -284,6 +286,7 @@ class AcquireAndAppend(Protocol):
 
 
 DECLARED: dict[type, Capability] = {
+    WorkerQueue: "worker_queue",
     SnapshotAndEvents: "snapshot_and_events",
     AnswerReads: "answer_reads",
     LeasesOf: "leases_of",

@@ -71,8 +71,12 @@ class MemoryStore(MemoryWorkerQueue):
     capabilities: frozenset[Capability] = frozenset({"append_and_release", "acquire_and_append", "leases_of"})
     """No optional features (see :data:`engine.store.base.Capability`)."""
 
-    def __init__(self, *, read_only: bool = False) -> None:
+    def __init__(self, *, read_only: bool = False, workers: bool = False) -> None:
+        """``workers``: declare the worker queue (a worker in this process serves it;
+        without it answers and starts run where they are made, as nothing else could)."""
         self.read_only = read_only
+        if workers:
+            self.capabilities = self.capabilities | {"worker_queue"}
         self._sessions: dict[str, _SessionData] = {}
         self._lock = asyncio.Lock()
         self._leases: dict[tuple[str, str], Lease] = {}

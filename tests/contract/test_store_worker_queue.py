@@ -21,7 +21,7 @@ from .builders import KINDS, answer, dump, end, open_store, start, user_msg, wai
 
 @pytest.fixture(params=KINDS)
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
-    s = await open_store(request.param, tmp_path)
+    s = await open_store(request.param, tmp_path, **({"workers": True} if request.param == "memory" else {}))
     yield s
     await s.close()
 
@@ -43,8 +43,10 @@ async def test_every_backend_is_a_worker_queue(store: Any) -> None:
 
 
 def test_require_names_what_is_missing() -> None:
+    from engine.store.memory import MemoryStore
+
     with pytest.raises(StoreError, match="has no worker queue: hitl worker needs one"):
-        require(object(), WorkerQueue, "hitl worker")
+        require(MemoryStore(), WorkerQueue, "hitl worker")  # methods alone: not declared
     assert capability(object(), WorkerQueue) is None
 
 
@@ -215,7 +217,7 @@ async def test_graph_versions_and_workers(store: Any) -> None:
 async def test_read_only_memory_store_writes_no_request() -> None:
     from engine.store.memory import MemoryStore
 
-    ro = MemoryStore(read_only=True)
+    ro = MemoryStore(read_only=True, workers=True)
     with pytest.raises(ReadOnlyError):
         await queue(ro).request_turn(req("s1"))
     assert await queue(ro).turn_requests() == []

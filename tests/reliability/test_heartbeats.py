@@ -24,7 +24,7 @@ class Flaky(MemoryStore):
     """Fails the ``n``-th call of ``method`` with a RuntimeError (not a HitlError)."""
 
     def __init__(self, method: str, n: int) -> None:
-        super().__init__()
+        super().__init__(workers=True)
         self.calls = 0
         real = getattr(self, method)
 

@@ -28,6 +28,7 @@ class PostgresStore(_Reads, _Writes, _Leases, _Bulk, _Checkpoints, _WorkerTables
 
     capabilities: frozenset[Capability] = frozenset(
         {
+            "worker_queue",
             "skip_corrupt",
             "corrupt_events",
             "bulk_load",

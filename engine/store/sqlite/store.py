@@ -119,6 +119,7 @@ class SQLiteStore(_WorkerTables, _WorkerSteps):
 
     capabilities: frozenset[Capability] = frozenset(
         {
+            "worker_queue",
             "skip_corrupt",
             "corrupt_events",
             "bulk_load",
