@@ -15,7 +15,7 @@ repeat what an operator did.
 marks actions that append to the store; ``write_flow=True`` those that write
 nothing themselves but only serve a write (selecting ids to answer, copying the
 resume command). ``--read-only`` disables both (:attr:`Action.read_only_disabled`;
-``console.app.READ_ONLY_DRY_RUN`` keeps the response editor's dry run open).
+``READ_ONLY_DRY_RUN`` keeps the response editor's dry run open).
 """
 
 from __future__ import annotations
@@ -29,6 +29,9 @@ from textual.binding import Binding
 from engine.status import STATUS_CYCLE
 
 NAV = ("table", "tree", "log")
+
+READ_ONLY_DRY_RUN = frozenset({"interrupts.answer", "inbox.bulk_answer"})
+"""Write actions that still open in read-only mode: the editor, for a dry run (submitting stays disabled)."""
 """The widget areas of the navigation keys: every DataTable, the node tree, the event log."""
 
 AREA_TITLES: dict[str, str] = {

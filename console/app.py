@@ -42,8 +42,9 @@ from engine.apps import default_operator
 from engine.redact import Redactor
 from engine.status import SESSION_FILTERS
 from engine.store.base import SessionStore
+from engine.store.capabilities import WorkerQueue, capability
 
-from .actions import ACTIONS, BY_COMMAND, BY_ID, Action, bindings, for_screen, lookup
+from .actions import ACTIONS, BY_COMMAND, BY_ID, READ_ONLY_DRY_RUN, Action, bindings, for_screen, lookup
 from .config import ConsoleConfig
 from .messages import SessionQuery
 from .screens.answer_dialogs import QUIT_NOW, QuitGuard
@@ -65,8 +66,6 @@ from .widgets.plain import Static
 SESSION_STATUSES = set(SESSION_FILTERS)
 _S = TypeVar("_S", bound=Screen[Any])
 
-READ_ONLY_DRY_RUN = frozenset({"interrupts.answer", "inbox.bulk_answer"})
-"""Write actions that still open in read-only mode: the editor, for a dry run (submitting stays disabled)."""
 
 
 class HitlApp(App[None]):
@@ -292,7 +291,7 @@ class HitlApp(App[None]):
             self.call_after_refresh(self.post_message, events.AppFocus())
         if self.replay_source is not None:
             self.push_screen(ReplayScreen(self.replay_source))
-        if hasattr(self._store, "list_workers"):  # a store that keeps workers: the title bar counts them
+        if capability(self._store, WorkerQueue) is not None:  # a store that keeps workers: the title bar counts them
             self._read_workers()
             if self.refresh_interval:
                 self.set_interval(self.refresh_interval, self._read_workers)
@@ -307,9 +306,11 @@ class HitlApp(App[None]):
     async def _read_workers(self) -> None:
         """Read the workers and the queued turns, then redraw every screen's worker count."""
         store = self.store
+        if (q := capability(store, WorkerQueue)) is None:
+            return
         try:
-            rows = await store.list_workers()
-            queued = await store.turn_requests()
+            rows = await q.list_workers()
+            queued = await q.turn_requests()
         except Exception:  # noqa: BLE001 -- a failed read keeps the last count; the next refresh retries
             return
         self.worker_view = (rows, queued, self.clock())
@@ -491,17 +492,17 @@ class HitlApp(App[None]):
         self.push_screen(InboxScreen(app_name))
 
     def action_show_workers(self) -> None:
-        """The workers screen (issue 18), over rows read in a worker first."""
+        """The workers screen, over rows read in a worker first."""
         store = self.store
 
         async def load() -> None:
             from .screens.workers import WorkersScreen
 
-            if not hasattr(store, "list_workers"):
+            if (q := capability(store, WorkerQueue)) is None:
                 self.notify("this store keeps no workers", severity="warning")
                 return
-            rows = await store.list_workers()
-            queued = await store.turn_requests()
+            rows = await q.list_workers()
+            queued = await q.turn_requests()
             self.push_screen(WorkersScreen(rows, queued, self.clock()))
 
         self.run_worker(load(), group="workers", exclusive=True, exit_on_error=False)

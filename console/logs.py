@@ -19,8 +19,6 @@ from typing import Any
 from engine import telemetry
 from engine.redact import Redactor
 
-LOG_FORMATS = ("text", "json")
-
 
 def json_line(red: Redactor, event: str, message: str, level: str = "info", **ids: Any) -> str:
     """One log object, serialised (masked by ``red``)."""

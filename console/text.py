@@ -34,7 +34,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # imported where used: the CLI's clean() needs no Rich (start-up, issue 15)
+if TYPE_CHECKING:  # imported where used: the CLI's clean() needs no Rich (a shorter start-up)
     from rich.console import Console, ConsoleOptions, RenderResult
     from rich.measure import Measurement
     from rich.style import Style

@@ -33,7 +33,7 @@ from .configfile import read_toml
 from .errors import HitlError
 from .nodes import BaseNode
 
-if TYPE_CHECKING:  # the runner is imported where one is made: listing commands never load it (issue 15)
+if TYPE_CHECKING:  # the runner is imported where one is made: listing commands never load it (their start-up stays short)
     from .runner import Runner
     from .store.base import SessionStore
 

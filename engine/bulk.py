@@ -22,7 +22,7 @@ so on each audit row (``details["batch"]``).
 * :func:`submit` -- the answers, one invocation after the other, with a
   progress callback; a refusal or a failure is that item's result, never the
   batch's: the other items are still applied, and every result is returned.
-* Workers (issue 18): with ``via="auto"`` an item whose app has no code
+* Workers: with ``via="auto"`` an item whose app has no code
   registered here (or every item, ``via="worker"``) is validated against the
   stored schema, appended through :func:`engine.handoff.queue_answer` (the
   same batch id, operator and reason on it) and its turn left to a worker: its
@@ -54,6 +54,7 @@ from .bulk_filter import (  # noqa: F401 (re-exported: engine.bulk is the bulk-a
 )
 from .errors import HitlError
 from .operations import DryRun, Outcome, one_line
+from .store.capabilities import WorkerQueue, capability
 
 if TYPE_CHECKING:
     from .apps import AppRegistry
@@ -85,7 +86,7 @@ def routed_to_worker(via: str, app_name: str | None, registry: Any, store: Any) 
         return True
     return (
         via == "auto" and isinstance(registry, AppRegistry) and app_name not in registry
-        and hasattr(store, "request_turn")
+        and capability(store, WorkerQueue) is not None
     )
 
 
@@ -422,7 +423,7 @@ async def submit(
         from .handoff import worker_notice
 
         for app in sorted({a for sid, a in apps.items() if to_worker[sid] and a}):
-            if hasattr(store, "request_turn") and (notice := await worker_notice(store, app)):
+            if capability(store, WorkerQueue) is not None and (notice := await worker_notice(store, app)):
                 on_notice(notice)
     results: list[ItemResult] = []
     for n, g in enumerate(groups, 1):
@@ -456,7 +457,7 @@ async def _queue_one(
     from .handoff import queue_answer
     from .liveness import is_mid_run
 
-    if not hasattr(store, "request_turn"):
+    if capability(store, WorkerQueue) is None:
         from .operations import nothing_written
 
         why = "this store keeps no turn requests: no worker can run the turn (--via local)"

@@ -48,7 +48,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic_core import to_json
 
 from .projection import Projection
-from .store.base import SessionStore, has_capability
+from .store.base import SessionStore
+from .store.capabilities import ProjectionCheckpoints, capability
 
 if TYPE_CHECKING:
     from .models import Event
@@ -69,7 +70,8 @@ PAGE = 2000
 
 
 def supported(store: object) -> bool:
-    return has_capability(store, "projection_checkpoints")
+    """Whether ``store`` keeps seek checkpoints."""
+    return capability(store, ProjectionCheckpoints) is not None
 
 
 def projection_from(data: dict[str, Any]) -> Projection | None:
@@ -82,9 +84,9 @@ def projection_from(data: dict[str, Any]) -> Projection | None:
 
 async def nearest(store: SessionStore, session_id: str, position: int) -> tuple[Projection, int] | None:
     """The latest checkpoint at or before ``position``: (its projection, its seq)."""
-    if position <= 0 or not supported(store):
+    if position <= 0 or (keeps := capability(store, ProjectionCheckpoints)) is None:
         return None
-    found = await store.get_projection_checkpoint(session_id, position)  # type: ignore[attr-defined]
+    found = await keeps.get_projection_checkpoint(session_id, position)
     if found is None:
         return None
     proj = projection_from(found[1])
@@ -136,11 +138,11 @@ async def catch_up(
     to start from, and every later turn end would fold the same events again
     and write nothing, for ever. Returns how many were written. Folds from the
     last checkpoint (or event 1), reading each event once."""
-    if not supported(store) or getattr(store, "read_only", False):
+    if (keeps := capability(store, ProjectionCheckpoints)) is None or store.read_only:
         return 0
     if last_seq is None:
         last_seq = (await store.get_session(session_id)).last_seq
-    last, size = await store.last_projection_checkpoint(session_id)  # type: ignore[attr-defined]
+    last, size = await keeps.last_projection_checkpoint(session_id)
     if last and last_seq < last + _gap(size):
         return 0  # not due: decided from the row's size, without loading it (it grows with the session)
     builder: Builder | None = None
@@ -168,7 +170,7 @@ async def catch_up(
         if builder.next > last_seq:
             break
     if builder.rows:  # one per page at most (a page ends at the next checkpoint): never more than spans
-        await store.put_projection_checkpoints(session_id, builder.rows)  # type: ignore[attr-defined]
+        await keeps.put_projection_checkpoints(session_id, builder.rows)
     return len(builder.rows)
 
 

@@ -290,22 +290,6 @@ def _retrieve(task: asyncio.Future[Any]) -> None:
         task.exception()
 
 
-_ENGINE_BODIES: tuple[type[BaseNode], ...] = ()
-
-
-def _engine_bodies() -> tuple[type[BaseNode], ...]:
-    """The node classes whose body is engine code, not user code (Workflow,
-    ParallelWorker): imported on first use, as they import this module; the
-    Runner imports them with itself, so that a turn does not."""
-    global _ENGINE_BODIES
-    if not _ENGINE_BODIES:
-        from .parallel import ParallelWorker
-        from .workflow import Workflow
-
-        _ENGINE_BODIES = (Workflow, ParallelWorker)
-    return _ENGINE_BODIES
-
-
 def _error_message(exc: BaseException) -> str:
     """``str(exc)`` (the class name when empty); an exception that cannot be
     printed is recorded as such rather than failing its own recording."""
@@ -377,7 +361,7 @@ class NodeRunner:
         return await ctx.invocation.persist(event, hold=hold, body=body)
 
     def _body_started(self, inv: InvocationContext) -> None:
-        self._user_body = not isinstance(self.node, _engine_bodies())
+        self._user_body = not self.node.engine_body
         inv.user_bodies += self._user_body
 
     def _body_ended(self, inv: InvocationContext) -> None:
@@ -445,7 +429,7 @@ class NodeRunner:
         if not start_written:
             # A body of engine code (a nested Workflow, a parallel worker) needs its start
             # durable only before its first child runs user code: that child's start carries it.
-            engine = isinstance(self.node, _engine_bodies())
+            engine = self.node.engine_body
             await self._persist(ctx, self.start_record(node_input, resumed=resumed), hold=engine)
         self._body_started(inv)
         retry = self.node.retry

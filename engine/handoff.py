@@ -1,4 +1,4 @@
-"""Leaving turns to workers: the operator's side of issue 18.
+"""Leaving turns to workers: the operator's side (the workers' is engine.worker).
 
 A process without an app's code (an operator's console, ``hitl resume`` on a
 laptop) still answers, re-drives and starts, through the stored JSON Schemas
@@ -39,8 +39,10 @@ from . import telemetry
 from .errors import ConflictError, HitlError, InDoubtError, InvocationBusyError, ResumeRejected
 from .liveness import DEFAULT_LEASE_TTL, DEFAULT_LEASE_WAIT, LeaseKeeper, acquire_invocation_lease, is_mid_run
 from .models import Content, new_id
-from .operations import Outcome, Step, _refused
+from .outcome import Outcome, Step
+from .outcome import refused as _refused
 from .owners import new_owner
+from .store.capabilities import WorkerQueue, capability, require
 from .store.workers import TurnRequest, WorkerRecord
 
 if TYPE_CHECKING:
@@ -53,10 +55,10 @@ __all__ = ["follow", "live_workers", "queue_answer", "request_redrive", "request
 
 async def live_workers(store: SessionStore, app_name: str | None = None) -> list[WorkerRecord]:
     """The live workers (serving ``app_name``, when given)."""
-    if not hasattr(store, "list_workers"):
+    if (q := capability(store, WorkerQueue)) is None:
         return []
     now = time.time()
-    return [w for w in await store.list_workers() if w.live(now) and (app_name is None or app_name in w.apps)]
+    return [w for w in await q.list_workers() if w.live(now) and (app_name is None or app_name in w.apps)]
 
 
 async def worker_notice(store: SessionStore, app_name: str) -> str | None:
@@ -113,7 +115,7 @@ async def queue_answer(
                 app_name=session.app_name, session_id=session_id, invocation_id=inv, kind="continue",
                 payload=telemetry.trace_fields(), requested_at=time.time(),
             )
-        return await store.append_and_queue(  # type: ignore[attr-defined, no-any-return]
+        return await require(store, WorkerQueue, "an answer left to a worker").append_and_queue(
             session_id, inv, events, owner=owner, invocation_after=proj.position, request=request
         )
 
@@ -183,7 +185,7 @@ async def request_redrive(
         payload={"ack": ack, "operator": operator, "reason": reason, **telemetry.trace_fields()},
         requested_at=time.time(),
     )
-    await store.request_turn(request)  # type: ignore[attr-defined]
+    await require(store, WorkerQueue, "a re-drive left to a worker").request_turn(request)
     return request
 
 
@@ -217,7 +219,7 @@ async def request_start(
             )
         user_id = session.user_id
     inv = new_id()
-    await store.request_turn(  # type: ignore[attr-defined]
+    await require(store, WorkerQueue, "a start left to a worker").request_turn(
         TurnRequest(
             app_name=app_name, session_id=session_id, invocation_id=inv, kind="start",
             payload={"user_id": user_id, "text": text, "state_delta": state_delta, "operator": operator,
@@ -260,7 +262,9 @@ async def follow(
                 seq = stored.seq
                 if on_event is not None:
                     on_event(stored)
-            pending = await store.get_turn_request(session_id, invocation_id)  # type: ignore[attr-defined]
+            pending = await require(store, WorkerQueue, "following a worker's turn").get_turn_request(
+                session_id, invocation_id
+            )
             if pending is None:
                 try:
                     proj = await load_invocation(store, session_id, invocation_id)

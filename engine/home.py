@@ -16,7 +16,7 @@ Rules:
   (its lease row is missing, expired, or its owner provably dead) and no
   worker will take (no runnable turn request);
   ``queued``: the other sessions with such an invocation -- a turn request
-  waits for a worker of the app (issue 18; one read of their requests);
+  waits for a worker of the app (one read of their requests);
   ``running``: the other running sessions.
 * ``in_doubt``: interrupted sessions with a leaf run started and never ended
   (it may have done its side effect). Judging that loads the invocation, so it

@@ -27,7 +27,7 @@ This module is the policy on top of those rows:
   (:func:`unacknowledged`): a worker that continues an acknowledged re-drive
   after its predecessor died does not stretch it over a node that went in
   doubt later, nor over a named one that ran again and went in doubt again.
-* *queued for a worker* (issue 18) -- mid-run by the projection, no live
+* *queued for a worker* -- mid-run by the projection, no live
   lease, but a turn request waits for a worker of the app (an answer sent
   without the app's code, a re-drive through a worker): nothing is wrong, a
   worker will run it. A request a worker *held* (nodes in doubt wait for an
@@ -53,10 +53,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .errors import InvocationBusyError, LeaseLostError, StoreError
+from .loading import load_invocation
 from .models import NodeStatus
 from .owners import _OPEN_OWNERS, INTERRUPTED, QUEUED, new_owner, owner_live, owner_state  # noqa: F401 (re-exported: owner ids live in engine.owners, which needs no pydantic)
 from .status import DisplayStatus, InvocationState, SessionStatus
 from .store.base import Lease, SessionStore
+from .store.capabilities import WorkerQueue, capability
 
 if TYPE_CHECKING:
     from .projection import Projection
@@ -156,6 +158,9 @@ class LeaseKeeper:
                 return
             except StoreError as exc:  # locked, full...: the lease may lapse; fencing keeps writes safe
                 log.warning("renewing the lease of invocation %s failed: %s", self.lease.invocation_id, exc)
+            except Exception as exc:  # noqa: BLE001 -- a driver's own error: stopping would let the lease lapse unsaid
+                log.error("renewing the lease of invocation %s failed (%s: %s); trying again",
+                          self.lease.invocation_id, type(exc).__name__, exc)
             await asyncio.sleep(self._interval)
 
     async def _stop_beating(self) -> None:
@@ -299,22 +304,22 @@ Requests = dict[tuple[str, str], "TurnRequest"]
 async def turn_requests_by_invocation(store: SessionStore, session_ids: list[str]) -> Requests:
     """The turn requests of these sessions, one store read ({} for none, or for
     a store that keeps no turn requests)."""
-    if not session_ids or not hasattr(store, "turn_requests_of"):
+    if not session_ids or (q := capability(store, WorkerQueue)) is None:
         return {}
-    return {(r.session_id, r.invocation_id): r for r in await store.turn_requests_of(session_ids)}
+    return {(r.session_id, r.invocation_id): r for r in await q.turn_requests_of(session_ids)}
 
 
 async def queued_turns(store: SessionStore, limit: int = 100_000) -> Requests:
     """Every turn request of the store (at most ``limit``), one read; {} for a store without them."""
-    if not hasattr(store, "turn_requests"):
+    if (q := capability(store, WorkerQueue)) is None:
         return {}
-    return {(r.session_id, r.invocation_id): r for r in await store.turn_requests(limit=limit)}
+    return {(r.session_id, r.invocation_id): r for r in await q.turn_requests(limit=limit)}
 
 
 async def _request_of(store: SessionStore, session_id: str, invocation_id: str) -> TurnRequest | None:
-    if not hasattr(store, "get_turn_request"):
+    if (q := capability(store, WorkerQueue)) is None:
         return None
-    return await store.get_turn_request(session_id, invocation_id)  # type: ignore[no-any-return]
+    return await q.get_turn_request(session_id, invocation_id)
 
 
 def in_doubt_paths(proj: Projection, invocation_id: str) -> list[str]:
@@ -402,8 +407,6 @@ async def invocation_health(
     one must be at least as new as the store was when the call began).
     ``request``: its turn request when the caller read it (else it is read here,
     when the invocation looks stopped)."""
-    from .resume import load_invocation
-
     if proj is None:
         proj = await load_invocation(store, session_id, invocation_id)
     for _ in range(3):

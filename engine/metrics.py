@@ -131,12 +131,13 @@ async def store_samples(store: Any, now: float | None = None) -> dict[str, list[
     """The store gauges' samples, read in one store call (plus the worker table
     where the store has one); ``hitl_store_up`` 0 and nothing else when the read fails."""
     from .errors import HitlError
+    from .store.capabilities import WorkerQueue, capability
 
     now = time.time() if now is None else now
     out: dict[str, list[tuple[tuple[str, ...], float]]] = {name: [] for name in STORE_GAUGES}
     try:
         m = await store.metric_reads()
-        workers = await store.list_workers() if hasattr(store, "list_workers") else []
+        workers = await q.list_workers() if (q := capability(store, WorkerQueue)) is not None else []
     except (HitlError, OSError):
         out["hitl_store_up"].append(((), 0.0))
         return out

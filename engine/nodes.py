@@ -109,6 +109,9 @@ class BaseNode:
     always_outputs: bool = False
     """True when every completed run has an output (JoinNode, ParallelWorker):
     the graph then shows two such terminal nodes compete (DESIGN.md 3.9)."""
+    engine_body: bool = False
+    """True when the body is engine code, not user code (Workflow, ParallelWorker):
+    its start record may wait for its first child's (see engine.invocation)."""
 
     def __init__(
         self,

@@ -35,120 +35,30 @@ loads it to ask for confirmation).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from . import telemetry
-from .errors import (
-    AlreadyResolvedError,
-    ConflictError,
-    HitlError,
-    InvocationBusyError,
-    LeaseLostError,
-    WorkflowFailed,
+from .errors import HitlError, WorkflowFailed
+from .outcome import (  # noqa: F401 (re-exported: engine.operations is where callers find them)
+    CONFLICTS,
+    ErrorKind,
+    Kind,
+    Outcome,
+    Step,
+    nothing_written,
+    one_line,
 )
+from .outcome import refused as _refused
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
     from .apps import AppRegistry
-    from .models import Event, NodeStatus, Session, StoredEvent
-    from .projection import Change, Projection
-    from .replay import DiffRow
+    from .models import Event, Session, StoredEvent
+    from .projection import Projection
     from .resume import ResumePlan
     from .store.base import SessionStore
-
-Kind = Literal["answer", "redrive", "cancel", "start"]
-ErrorKind = Literal["rejected", "conflict", "failed", "interrupted"]
-
-CONFLICTS = (AlreadyResolvedError, ConflictError, InvocationBusyError, LeaseLostError)
-"""Refusals caused by another writer (reload and re-apply may succeed)."""
-
-@dataclass
-class Step:
-    """One event a write persisted, as folded into :attr:`Outcome.after`."""
-
-    event: Event
-    change: Change
-    """What the event changed (:meth:`engine.projection.Projection.apply`)."""
-    projection: Projection
-    """The invocation after the event (the same object for every step: read it now)."""
-    seq: int | None = None
-    """The event's position in the session's log (None where the write does not tell it: a cancel)."""
-
-
-@dataclass
-class Outcome:
-    """What one write did, or why it did nothing."""
-
-    kind: Kind
-    session_id: str
-    invocation_id: str | None
-    """The invocation written to (for an answer without one: the Runner's choice;
-    None when refused before it chose)."""
-    operator: str | None = None
-    reason: str | None = None
-    answered: list[str] = field(default_factory=list)
-    """The interrupt ids an answer sent (``[]`` for re-drive and cancel)."""
-    written: list[Event] = field(default_factory=list)
-    """The events this write appended, in order (``[]``: nothing was written)."""
-    before: Projection | None = None
-    """The invocation as the write found it (None: refused before it was loaded)."""
-    after: Projection | None = None
-    """``before`` with :attr:`written` folded in."""
-    state_before: dict[str, Any] | None = None
-    """The session state before the write (only with ``session_state=True``)."""
-    state_after: dict[str, Any] | None = None
-    rows: list[DiffRow] = field(default_factory=list)
-    """Before/after rows (:func:`engine.replay.diff`, the session state included)
-    when something was written and ``session_state=True``."""
-    error: Exception | None = None
-    """The refusal or failure, as raised by the engine."""
-    error_kind: ErrorKind | None = None
-    """``rejected`` / ``conflict`` (nothing written), ``failed`` (a node failed:
-    written, the invocation is FAILED) or ``interrupted`` (stopped mid-run)."""
-
-    @property
-    def wrote(self) -> bool:
-        return bool(self.written)
-
-    @property
-    def ran(self) -> list[str]:
-        """The node paths that started running in this write, in order."""
-        return [e.path for e in self.written if e.kind == "start" and e.path]
-
-    @property
-    def status_before(self) -> NodeStatus | None:
-        if self.before is None or self.invocation_id is None:
-            return None
-        return self.before.invocation_status(self.invocation_id)
-
-    @property
-    def status_after(self) -> NodeStatus | None:
-        if not self.written or self.after is None or self.invocation_id is None:
-            return None
-        return self.after.invocation_status(self.invocation_id)
-
-    @property
-    def still_open(self) -> list[str]:
-        """The invocation's open interrupt ids after the write."""
-        proj = self.after if self.written else self.before
-        if proj is None or self.invocation_id is None:
-            return []
-        return [i.id for i in proj.open_interrupts(self.invocation_id)]
-
-    @property
-    def refusal(self) -> str | None:
-        """Why nothing was written (one line ending "nothing was written"), or None."""
-        if self.error is None or self.written:
-            return None
-        return nothing_written(one_line(self.error))
-
-    def raise_error(self) -> None:
-        """Raise :attr:`error` if there is one (the CLI: exit 1 with its line)."""
-        if self.error is not None:
-            raise self.error
-
 
 @dataclass
 class DryRun:
@@ -163,16 +73,6 @@ class DryRun:
     @property
     def would_run(self) -> bool:
         return self.refusal is None
-
-
-def one_line(exc: BaseException) -> str:
-    """An exception's message on one line (whitespace folded)."""
-    return " ".join(str(exc).split())
-
-
-def nothing_written(text: str) -> str:
-    """A refusal's line, saying that nothing was written (once)."""
-    return text if "nothing was written" in text else f"{text} -- nothing was written"
 
 
 def _registry(registry: AppRegistry | Callable[[], AppRegistry] | None) -> AppRegistry:
@@ -362,12 +262,6 @@ async def dry_run(
 
 
 # ----------------------------------------------------------------- internals
-def _refused(outcome: Outcome, exc: Exception) -> Outcome:
-    outcome.error = exc
-    outcome.error_kind = "conflict" if isinstance(exc, CONFLICTS) else "rejected"
-    return outcome
-
-
 async def _turn(
     outcome: Outcome,
     store: SessionStore,

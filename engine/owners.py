@@ -24,7 +24,7 @@ INTERRUPTED = "interrupted mid-run"
 """The label the CLI and the console show for an interrupted invocation."""
 
 QUEUED = "queued for a worker"
-"""The label of an invocation whose turn waits for a worker (issue 18); ``of APP`` follows where there is room."""
+"""The label of an invocation whose turn waits for a worker; ``of APP`` follows where there is room."""
 
 
 def _read(path: str) -> str | None:

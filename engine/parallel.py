@@ -33,6 +33,7 @@ class ParallelWorker(BaseNode):
     rerun_on_resume = True
     is_container = True
     always_outputs = True
+    engine_body = True
 
     def __init__(
         self,

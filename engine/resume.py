@@ -24,7 +24,6 @@ from .errors import (
     InvocationBusyError,
     InvocationCancelledError,
     InvocationInterruptedError,
-    InvocationNotFoundError,
     MixedInvocationsError,
     ResumeRejected,
     TextWithResponsesError,
@@ -32,10 +31,11 @@ from .errors import (
     WrongInvocationError,
     require_id,
 )
+from .loading import load_invocation  # noqa: F401 (re-exported: callers read invocations through engine.resume)
 from .models import Content, Event, FunctionResponse, NodeStatus, Part, leaf_name, parent_path, split_path
 from .projection import Projection
 from .responses import coerce_response, same_json, unwrap_response
-from .store.base import InterruptRecord, LoadedInvocation, SessionStore, answer_reads, snapshot_and_events
+from .store.base import InterruptRecord, LoadedInvocation, SessionStore, answer_reads
 
 if TYPE_CHECKING:  # the node classes are imported where next_runs needs them: a read (hitl show) never does
     from .nodes import BaseNode
@@ -145,29 +145,6 @@ async def cancel_of(store: SessionStore, session_id: str, invocation_id: str) ->
     """The operator's cancel of an invocation (who, when, why), or None."""
     inv = (await load_invocation(store, session_id, invocation_id)).invocations.get(invocation_id)
     return inv.cancel if inv is not None else None
-
-
-async def load_invocation(
-    store: SessionStore, session_id: str, invocation_id: str, loaded: LoadedInvocation | None = None
-) -> Projection:
-    """The projection of one invocation: cached snapshot + events after it
-    (``loaded``: as already read, when it is that invocation's)."""
-    if loaded is not None and loaded.invocation_id == invocation_id:
-        snap, events = loaded.snapshot, loaded.events
-    else:
-        snap, events = await snapshot_and_events(store, session_id, invocation_id)
-    proj = Projection()
-    if snap is not None:
-        try:
-            proj = Projection.from_dict(snap[1])
-        except (KeyError, TypeError, ValueError, AttributeError):
-            # a damaged cache is no cache: fold the invocation's events instead
-            snap, events = None, await store.invocation_events(session_id, invocation_id)
-    if not events and snap is None:
-        raise InvocationNotFoundError(session_id, invocation_id)
-    for se in events:
-        proj.apply(se.event, se.seq)
-    return proj
 
 
 @dataclass

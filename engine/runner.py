@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import checkpoints, telemetry
-from .context import Context, InvocationContext, NodeFailed, NodeRunner, _engine_bodies
+from .context import Context, InvocationContext, NodeFailed, NodeRunner
 from .errors import (
     ConflictError,
     EmptyMessageError,
@@ -49,12 +49,12 @@ from .operator_actions import answer_events, catch_up, check_not_cancelled, chec
 from .projection import Projection
 from .resume import ResumeTarget, load_invocation, validate_responses
 from .store.base import LoadedInvocation, SessionStore, append_and_release, build_records, has_capability
+from .store.capabilities import AcquireAndAppend, require
 
 log = logging.getLogger(__name__)
 
 build_models()  # a turn validates events: build the deferred validators at import, not in its first write
 build_records()  # and its lease rows
-_engine_bodies()  # every turn's first node asks whether its body is engine code: import Workflow, ParallelWorker now
 
 
 class _FencedStore:
@@ -481,7 +481,7 @@ class Runner:
         :class:`_FirstWriteFailed` into the turn when the lease is held or the
         invocation moved on: the caller then starts again the long way."""
         work = proj.fork()  # ``proj`` stays as read: a retry the long way catches it up
-        inv_ctx = self._context(turn, work, _FencedStore(self.store, owner))  # type: ignore[arg-type]
+        inv_ctx = self._context(turn, work, _FencedStore(self.store, owner))
         events = self._first_events(turn, work)
         root = await self._plan_root(turn, inv_ctx, events)
         first = [*events, *([root.start] if root else [])]
@@ -491,7 +491,7 @@ class Runner:
 
         async def first_write(more: list[Event]) -> list[StoredEvent]:
             try:
-                lease, written, state = await self.store.acquire_and_append(  # type: ignore[attr-defined]
+                lease, written, state = await require(self.store, AcquireAndAppend, "a turn's first write").acquire_and_append(
                     turn.session_id,
                     turn.invocation_id,
                     [*first, *more],
@@ -530,7 +530,7 @@ class Runner:
         """Under the held lease: check, and write the first events with the root's start record."""
         assert box.keeper is not None
         store = _FencedStore(self.store, box.keeper.owner)
-        inv_ctx = self._context(turn, proj, store)  # type: ignore[arg-type]
+        inv_ctx = self._context(turn, proj, store)
         events = self._first_events(turn, proj)
         root = await self._plan_root(turn, inv_ctx, events)
         written = await store.append_events(turn.session_id, [*events, *([root.start] if root else [])], expected_seq=last_seq)

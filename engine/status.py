@@ -11,7 +11,7 @@
   the two states only :mod:`engine.liveness` can tell, ``INTERRUPTED`` (the
   projection says RUNNING or PENDING, no live process holds the lease) and
   ``IN DOUBT`` (a leaf of an interrupted invocation that started and recorded
-  no end: its side effects may have happened), and ``QUEUED`` (issue 18: the
+  no end: its side effects may have happened), and ``QUEUED`` (the
   projection says RUNNING or PENDING, no live process holds it, and a turn
   request waits for a worker of the app);
 * :data:`SESSION_FILTERS` -- the values a session list can be filtered by

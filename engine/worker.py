@@ -1,4 +1,4 @@
-"""Workers: processes that run the turns of the apps they have code for (issue 18).
+"""Workers: processes that run the turns of the apps they have code for.
 
 An operator without an app's code answers through the stored JSON Schemas
 (:func:`engine.handoff.queue_answer`): the answer is appended and a *turn
@@ -94,6 +94,7 @@ from .models import Content
 from .nodes import BaseNode
 from .owners import new_owner, owner_live
 from .store.base import SessionStore, has_capability
+from .store.capabilities import ChangeCounter, Notifications, TurnNotifications, WorkerQueue, capability, require
 from .store.workers import TurnRequest, WorkerRecord
 
 log = logging.getLogger(__name__)
@@ -163,13 +164,14 @@ class Waker:
         self._counter: int | None = None
 
     async def start(self) -> None:
-        if has_capability(self.store, "notify") and self.queue_only and hasattr(self.store, "turn_notifications"):
+        notify = has_capability(self.store, "notify")
+        if notify and self.queue_only and (turns := capability(self.store, TurnNotifications)) is not None:
             lead = pool_key(self.pool) if self.pool is not None else None
-            self._listener = await self.store.turn_notifications(self._notified, lead=lead)  # type: ignore[attr-defined]
-        elif has_capability(self.store, "notify"):
-            self._listener = await self.store.notifications(self._notified)  # type: ignore[attr-defined]
-        elif hasattr(self.store, "change_counter"):
-            self._counter = await self.store.change_counter()  # type: ignore[attr-defined]
+            self._listener = await turns.turn_notifications(self._notified, lead=lead)
+        elif notify and (listens := capability(self.store, Notifications)) is not None:
+            self._listener = await listens.notifications(self._notified)
+        elif (counts := capability(self.store, ChangeCounter)) is not None:
+            self._counter = await counts.change_counter()
 
     def _notified(self, _session_id: str | None, q: int | None) -> None:
         if not self.queue_only or q is None or q == 0:  # None: the LISTEN connection was re-made
@@ -197,7 +199,7 @@ class Waker:
             if self._event.is_set():
                 self._event.clear()
                 return
-            counter = await self.store.change_counter()  # type: ignore[attr-defined]
+            counter = await require(self.store, ChangeCounter, "polling for changes").change_counter()
             if counter != self._counter:
                 self._counter = counter
                 return
@@ -267,6 +269,11 @@ class Worker:
         self.versions = {app: graph_version(node) for app, node in self.apps.items()}
         self.name = self.name or f"worker {socket.gethostname()}:{os.getpid()}"
 
+    @property
+    def queue(self) -> WorkerQueue:
+        """The store's worker queue (StoreError: a store without one cannot serve workers)."""
+        return require(self.store, WorkerQueue, "a worker")
+
     # ------------------------------------------------------------ lifecycle
     def stop(self) -> None:
         """Ask :meth:`run` to drain and return (SIGTERM, Ctrl-C)."""
@@ -301,7 +308,7 @@ class Worker:
                 await beat
             await self._waker.close()
             with contextlib.suppress(Exception):
-                await self.store.drop_worker(self.worker_id)  # type: ignore[attr-defined]
+                await self.queue.drop_worker(self.worker_id)
 
     def record(self) -> WorkerRecord:
         now = time.time()
@@ -319,7 +326,7 @@ class Worker:
         )
 
     async def _beat(self) -> None:
-        await self.store.put_worker(self.record())  # type: ignore[attr-defined]
+        await self.queue.put_worker(self.record())
 
     async def _beat_loop(self) -> None:
         while True:
@@ -327,13 +334,15 @@ class Worker:
             try:
                 await self._beat()
                 for (sid, inv) in list(self._running):  # renew the claims of the turns we run
-                    await self.store.claim_turn_request(  # type: ignore[attr-defined]
+                    await self.queue.claim_turn_request(
                         sid, inv, self.worker_id, self.lease_ttl, expected=self.worker_id
                     )
                 if not (self._stopping and self._stopping.is_set()):
                     await self._sweep()
             except HitlError as exc:  # a locked or unreachable store: try at the next beat
                 log.warning("worker heartbeat failed: %s", exc)
+            except Exception as exc:  # noqa: BLE001 -- a driver's own error: a stopped heartbeat would read as a dead worker
+                log.error("worker heartbeat failed (%s: %s); beating on", type(exc).__name__, exc)
 
     # ------------------------------------------------------------ claiming
     async def _fill(self) -> float:
@@ -344,7 +353,7 @@ class Worker:
         while len(self._running) < self.concurrency and not (self._stopping and self._stopping.is_set()):
             skip = {(sid, inv, at) for (sid, inv), at in self._refused.items()}
             try:
-                req = await self.store.claim_next_turn(  # type: ignore[attr-defined]
+                req = await self.queue.claim_next_turn(
                     list(self.apps), self.worker_id, self.lease_ttl, skip=skip
                 )
             except HitlError as exc:
@@ -384,18 +393,18 @@ class Worker:
           re-drove it in their own process): deleted."""
         apps = list(self.apps)
         now = time.time()
-        for app, sid, inv, lease in await self.store.interrupted_turns(apps):  # type: ignore[attr-defined]
+        for app, sid, inv, lease in await self.queue.interrupted_turns(apps):
             if lease_is_live(lease, now):
                 continue  # a turn runs it right now
             request = TurnRequest(
                 app_name=app, session_id=sid, invocation_id=inv, kind="continue", requested_at=now,
                 payload={"reason": f"continued by {self.name}: its turn was interrupted mid-run"},
             )
-            if await self.store.adopt_turn(request):  # type: ignore[attr-defined]
+            if await self.queue.adopt_turn(request):
                 log.info("adopted %s/%s: interrupted mid-run, no request for it", sid, inv)
                 if self._waker is not None:
                     self._waker.poke()
-        for req in await self.store.turn_requests(apps):  # type: ignore[attr-defined]
+        for req in await self.queue.turn_requests(apps):
             if len(self._running) >= self.concurrency:
                 break
             key = (req.session_id, req.invocation_id)
@@ -403,13 +412,13 @@ class Worker:
                 continue
             if req.claimed_until is None or req.claimed_until <= now or owner_live(req.claimed_by, req.claimed_until, now):
                 continue  # expired claims are claim_next_turn's; live ones are left alone
-            won = await self.store.claim_turn_request(  # type: ignore[attr-defined]
+            won = await self.queue.claim_turn_request(
                 req.session_id, req.invocation_id, self.worker_id, self.lease_ttl, expected=req.claimed_by
             )
             if won:
                 self._start(req.model_copy(update={"claimed_by": self.worker_id}))
-        for req in await self.store.settled_held_requests(apps):  # type: ignore[attr-defined]
-            await self.store.drop_held_request(req)  # type: ignore[attr-defined]
+        for req in await self.queue.settled_held_requests(apps):
+            await self.queue.drop_held_request(req)
 
     def _done(self, key: tuple[str, str]) -> None:
         running = self._running.pop(key, None)
@@ -442,7 +451,7 @@ class Worker:
             if req.kind == "start":  # started already (a worker died after the start)? then continue it
                 with contextlib.suppress(InvocationNotFoundError, SessionNotFoundError):
                     proj = await load_invocation(self.store, sid, inv)
-            recorded = await self.store.invocation_graph(sid, inv, version)  # type: ignore[attr-defined]
+            recorded = await self.queue.invocation_graph(sid, inv, version)
             if recorded != version:
                 note = (
                     f"refused by {self.name}: invocation {inv} was started under graph version {recorded} "
@@ -511,7 +520,7 @@ class Worker:
     async def _drop(self, req: TurnRequest) -> None:
         """Delete the request we hold, or hand it back at once when it was requested
         again meanwhile (an answer that came while the turn ran: its own turn is due)."""
-        await self.store.finish_turn_request(  # type: ignore[attr-defined]
+        await self.queue.finish_turn_request(
             req.session_id, req.invocation_id, self.worker_id, req.requested_at
         )
 
@@ -529,7 +538,7 @@ class Worker:
 
     async def _unclaim(self, req: TurnRequest, *, held: str | None = None, note: str | None = None) -> None:
         with contextlib.suppress(HitlError):
-            await self.store.unclaim_turn_request(  # type: ignore[attr-defined]
+            await self.queue.unclaim_turn_request(
                 req.session_id, req.invocation_id, self.worker_id, held=held, note=note
             )
 

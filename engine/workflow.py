@@ -52,7 +52,8 @@ class Workflow(BaseNode):
 
     rerun_on_resume = True
     is_container = True
-    sees_children_answers = False  # type: ignore[assignment]
+    engine_body = True
+    sees_children_answers = False
 
     def __init__(self, name: str, edges: Iterable[Any], **kwargs: Any) -> None:
         super().__init__(name, **kwargs)

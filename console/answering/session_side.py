@@ -179,7 +179,7 @@ class SessionAnswering:
 
     def open_editor(self, draft: AnswerDraft) -> None:
         registry = app_registry(self.host.hitl)
-        # No code registered for the app here: the answer is stored and left to a worker (issue 18).
+        # No code registered for the app here: the answer is stored and left to a worker.
         via_worker = routed_to_worker("auto", draft.app_name, registry, self.host.hitl.store)
         unavailable = None if via_worker else registry.unavailable_reason(draft.app_name)
         self.host.hitl.push_screen(AnswerScreen(self.host, draft, unavailable=unavailable, via_worker=via_worker))

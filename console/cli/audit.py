@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import click
 
 from console.text import audit_what
 from console.times import zone_name
 from engine.redact import learn_written
-
-if TYPE_CHECKING:
-    pass
 
 from .group import cli
 from .options import _opts, _when, common, open_store, page_of

@@ -16,7 +16,7 @@ the others are still applied and every item is listed.
 
 Items of an app whose code is not registered here (or every item, ``--via
 worker``) are validated against the stored schema, appended and left to a
-worker of the app (issue 18): their result is ``queued``; the command then
+worker of the app: their result is ``queued``; the command then
 follows their turns until they settle (``--no-wait``: it returns at once;
 ``--wait-timeout``: a turn not settled by then is stored and queued, never failed).
 """
@@ -41,7 +41,7 @@ from .options import via_options as resume_via_options
 from .output import fail, out, out_json, run, short
 
 if TYPE_CHECKING:
-    from engine.bulk import BulkPlan, BulkResult, Group, ItemPlan, ItemResult
+    from engine.bulk import BulkPlan, Group, ItemPlan, ItemResult
     from engine.redact import Redactor
 
 MAX_ITEMS_FILE_BYTES = 16 * 1024 * 1024
@@ -122,12 +122,6 @@ def print_plan(red: Redactor, plan: BulkPlan, where: str) -> None:
         out(red, f"  refused x{n}: {reason}")
     for i in plan.items:
         out(red, _plan_line(red, i))
-
-
-def print_result(red: Redactor, done: BulkResult) -> None:
-    for r in done.results:
-        out(red, "  " + r.line())
-    out(red, done.summary())
 
 
 def _bar(total: int, label: str) -> Any:

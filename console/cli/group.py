@@ -24,9 +24,6 @@ from console.inputs import (
 from console.times import use_utc
 from engine.errors import HitlError
 
-if TYPE_CHECKING:
-    pass
-
 from .options import _opts, app_spec_option, common
 from .output import fail, run
 

@@ -1,4 +1,4 @@
-"""Notification commands (issue 36): ``hitl notify`` sends, ``hitl notifications``
+"""Notification commands: ``hitl notify`` sends, ``hitl notifications``
 lists, ``hitl link`` prints a signed answer link for a runbook."""
 
 from __future__ import annotations

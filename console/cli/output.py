@@ -18,7 +18,9 @@ from engine.errors import HitlError
 from engine.redact import Redactor
 
 if TYPE_CHECKING:
-    pass
+    from engine import Projection
+    from engine.operations import Outcome, Step
+    from engine.store.base import SessionStore
 
 
 T = TypeVar("T")
@@ -214,3 +216,66 @@ async def serve_metrics(store: Any, host: str, port: int | None, say: Callable[.
     shown = host if ":" not in host else f"[{host}]"
     say(event, f"metrics at http://{shown}:{bound}/metrics", port=bound)
     return server
+
+
+# ------------------------------------------------------------- a write's lines
+def step_dict(step: Step) -> dict[str, Any]:
+    """One persisted event with the status its node has after it and what it
+    did (:func:`engine.replay.markers_for`: answers, auto-completions,
+    re-executions, failures): ``--json``'s line, and the API's ``events`` item."""
+    from engine.replay import markers_for
+
+    event, proj = step.event, step.projection
+    run_ = proj.get(event.invocation_id, event.path) if event.path else None
+    return {
+        "kind": event.kind,
+        "path": event.path,
+        "status": run_.status.value if run_ else None,
+        "invocation_id": event.invocation_id,
+        "event_id": event.id,
+        "markers": [m.text for m in markers_for(event, step.change, proj)],
+    }
+
+
+def print_step(red: Redactor, step: Step, as_json: bool) -> None:
+    """One persisted event (:func:`step_dict`), as a line or as JSON."""
+    d = step_dict(step)
+    if as_json:
+        out_json(red, d)
+    elif step.event.kind == "message":  # the operator's message, not the '-' of a row without a node
+        content = step.event.content
+        out(red, f"{d['kind']:<9} {json.dumps(short((content.text if content is not None else '') or '', 70), ensure_ascii=False)}")
+    else:
+        out(red, f"{d['kind']:<9} {(d['path'] or '-'):<44} {d['status'] or '':<9}  {'; '.join(d['markers'])}".rstrip())
+
+
+async def finish(red: Redactor, store: SessionStore, done: Outcome, as_json: bool) -> None:
+    """After an answer or a re-drive: its error (exit 1), else the summary line."""
+    done.raise_error()
+    assert done.invocation_id is not None
+    proj = done.after or done.before
+    if proj is None:  # the turn wrote nothing and loaded nothing
+        from engine.resume import load_invocation
+
+        proj = await load_invocation(store, done.session_id, done.invocation_id)
+    _summary(red, proj, done.invocation_id, len(done.written), as_json)
+
+
+def _summary(red: Redactor, proj: Projection, inv: str, count: int, as_json: bool) -> None:
+    status = proj.invocation_status(inv)
+    open_ids = [i.id for i in proj.open_interrupts(inv)]
+    if as_json:
+        out_json(red, 
+            {"kind": "summary", "invocation_id": inv, "status": status.value if status else None, "open": open_ids}
+        )
+        return
+    out(red, summary_line(proj, inv, count))
+
+
+def summary_line(proj: Projection, inv: str, count: int) -> str:
+    """What an answer or a re-drive says at its end, after writing ``count`` events."""
+    status = proj.invocation_status(inv)
+    open_ids = [i.id for i in proj.open_interrupts(inv)]
+    if count <= 1:
+        return f"answered; nothing ran: invocation {inv} keeps waiting for {id_list(open_ids, 8)}"
+    return f"invocation {inv}: {status.value if status else '?'}" + (f"; open: {id_list(open_ids, 8)}" if open_ids else "")

@@ -1,4 +1,4 @@
-"""Progress on stderr for a command that reads or copies many events (issue 42.6).
+"""Progress on stderr for a command that reads or copies many events (long work shows progress).
 
 Silent for the first second (:data:`AFTER`; ``$HITL_PROGRESS_AFTER`` sets it,
 ``0`` from the start), then one line at most every second -- rewritten in

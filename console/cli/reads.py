@@ -86,7 +86,7 @@ def sessions(
                               [h.invocation_id for h in found if h.queued]))
             next_cursor = page.next_cursor
 
-    # The fast path (issue 15): a SQLite file read with plain sqlite3, no pydantic or
+    # The fast path (a short start-up for a read): a SQLite file read with plain sqlite3, no pydantic or
     # asyncio. None when it cannot answer (a URL, no such file, an older or newer
     # schema, a bad cursor): the store path then answers, or refuses the usual way.
     # (``--db sqlite:///PATH`` names the same file and takes the store path.)

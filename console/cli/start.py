@@ -20,8 +20,7 @@ if TYPE_CHECKING:
 
 from .group import cli
 from .options import _opts, app_spec_option, common, open_store, via_options
-from .output import out, out_json, run, stopped_hint
-from .writes import finish, print_step
+from .output import finish, out, out_json, print_step, run, stopped_hint
 
 
 async def _worker_only(store: SessionStore, app_name: str) -> bool:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, cast
 
 import click
 
@@ -13,10 +12,6 @@ from console.inputs import (
     bounded_lines,
 )
 from engine.errors import HitlError, require_id
-
-if TYPE_CHECKING:
-    pass
-
 from engine.store.factory import open_store as open_target
 from engine.store.factory import store_kind, store_label
 
@@ -24,12 +19,6 @@ from .group import cli
 from .options import _operator, _opts, common, open_store, operator_option, reason_option, require_asyncpg
 from .output import fail, out, out_json, run
 from .progress import Progress, counted
-
-
-class _Migrates(Protocol):
-    """A store with the ``migrate`` capability (engine.store.base.Capability)."""
-
-    async def migrate(self) -> tuple[int, int]: ...
 
 
 # -------------------------------------------------------------- export/import
@@ -113,11 +102,11 @@ def migrate() -> None:
         else:
             store = await open_target(target, migrate=False, inline=True, **opts.store_options())
             try:
-                from engine.store.base import has_capability
+                from engine.store.capabilities import Migrates, capability
 
-                if not has_capability(store, "migrate"):
+                if (migrates := capability(store, Migrates)) is None:
                     fail(f"{label} has no schema to migrate")
-                before, after = await cast("_Migrates", store).migrate()  # declared by the capability
+                before, after = await migrates.migrate()
             finally:
                 await store.close()
         if opts.json:

@@ -1,4 +1,4 @@
-"""Worker commands (issue 18): ``hitl worker`` runs turns for the apps it has
+"""Worker commands: ``hitl worker`` runs turns for the apps it has
 code for; ``hitl workers`` lists them; :func:`resume_via_worker` is ``hitl
 resume`` when the app's code is not here (or ``--via worker``)."""
 
@@ -11,6 +11,7 @@ import click
 
 from console.times import age
 from engine.errors import HitlError
+from engine.store.capabilities import WorkerQueue, capability
 
 from .group import cli
 from .options import _opts, app_spec_option, common, open_store, watch_options
@@ -159,10 +160,10 @@ def workers(show_all: bool) -> None:
 
     async def body() -> None:
         async with open_store(write=False) as store:
-            if not hasattr(store, "list_workers"):
+            if (q := capability(store, WorkerQueue)) is None:
                 fail("this store keeps no workers")
-            rows = await store.list_workers()  # type: ignore[attr-defined]
-            queued = await store.turn_requests()  # type: ignore[attr-defined]
+            rows = await q.list_workers()
+            queued = await q.turn_requests()
         now = time.time()
         per_app: dict[str, list[int]] = {}
         for r in queued:
@@ -209,7 +210,7 @@ async def resume_via_worker(
     leave the turn to a worker, then follow its events until the turn settles."""
     from engine import handoff
 
-    from .writes import finish, print_step
+    from .output import finish, print_step
 
     last: list[Any] = []
 
@@ -307,7 +308,7 @@ async def _follow(
     """Print the worker's events until the invocation settles, then one closing line."""
     from engine import handoff
 
-    from .writes import print_step
+    from .output import print_step
 
     def event(stored: Any) -> None:
         change = proj.apply(stored.event, stored.seq)

@@ -20,7 +20,7 @@ from ..text import clean
 from ..widgets.format import STATUS_CLASSES, STATUS_ICON, status_class
 from ..widgets.plain import DataTable, Label
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # console.app imports the screens; they name HitlApp in type hints only (never at run time)
     from ..app import HitlApp
 
 

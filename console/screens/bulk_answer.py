@@ -10,7 +10,7 @@ command) and submits as one batch (:func:`engine.bulk.submit`, in an app
 worker: it goes on if the dialog is closed) with a progress bar; each row then
 shows what happened to its invocation. The result list stays until ``esc``.
 An invocation of an app whose code is not registered here is stored and left to
-a worker (issue 18, :func:`engine.bulk.routed_to_worker`): its row says
+a worker (:func:`engine.bulk.routed_to_worker`): its row says
 ``queued``; a notification says first when no worker of that app is alive.
 """
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from textual import events
@@ -159,7 +158,3 @@ def _help(action: Action) -> str:
     key = f"key {action.key_display or action.key} · " if action.key else ""
     cli = f" · {action.cli}" if action.cli else ""
     return f"{key}{action.id}{cli}"
-
-
-def run_partial(fn: Callable[..., Any], *args: Any) -> Callable[[], Any]:
-    return partial(fn, *args)

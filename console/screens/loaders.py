@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any, Protocol, cast
+from typing import Any
 
 from engine.errors import CorruptEventError, HitlError
 from engine.models import StoredEvent
 from engine.projection import Projection
 from engine.status import InvocationState
-from engine.store.base import InvocationSummary, SessionStore, has_capability
+from engine.store.base import InvocationSummary, SessionStore
+from engine.store.capabilities import Notifications, SkipsCorrupt, capability
 
 from ..messages import InvocationView
 
@@ -28,35 +29,17 @@ CHUNK = 2000
 """Events per read when folding or tailing."""
 
 
-class _SkipsCorrupt(Protocol):
-    """A store with the ``skip_corrupt`` capability (see engine.store.base)."""
-
-    async def events(
-        self, session_id: str, *, after_seq: int = 0, limit: int | None = None, skip_corrupt: bool = False
-    ) -> list[StoredEvent]: ...
-
-    async def invocation_events(
-        self, session_id: str, invocation_id: str, *, after_seq: int = 0, skip_corrupt: bool = False
-    ) -> list[StoredEvent]: ...
-
-
-class _Notifies(Protocol):
-    """A store with the ``notify`` capability: calls back ``(session_id, seq)`` as appends commit."""
-
-    async def notifications(self, callback: Callable[[str | None, int | None], None]) -> object: ...
-
-
-def skipping_corrupt(store: SessionStore) -> _SkipsCorrupt | None:
+def skipping_corrupt(store: SessionStore) -> SkipsCorrupt | None:
     """``store`` as one whose reads skip corrupt rows, when it declares that capability."""
-    return cast("_SkipsCorrupt", store) if has_capability(store, "skip_corrupt") else None
+    return capability(store, SkipsCorrupt)
 
 
 async def listen(store: SessionStore, callback: Callable[[str | None, int | None], None]) -> object | None:
     """Subscribe to the store's append notifications (None: it sends none; poll).
     The listener returned has an async ``close()``."""
-    if not has_capability(store, "notify"):
+    if (listens := capability(store, Notifications)) is None:
         return None
-    return await cast("_Notifies", store).notifications(callback)
+    return await listens.notifications(callback)
 
 
 def one_line(exc: BaseException) -> str:

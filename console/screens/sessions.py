@@ -6,7 +6,7 @@ refreshes itself every few seconds; rows are updated in place (the cursor stays
 on its session).
 
 Liveness (engine.liveness, once per page; the page's turn requests in one
-read) marks ⚠ INTERRUPTED rows and ◷ QUEUED ones (issue 18: an answer stored
+read) marks ⚠ INTERRUPTED rows and ◷ QUEUED ones (an answer stored
 for a worker of the app). Triage puts what stopped mid-run first, then what is
 queued; a session answered in full and queued has nothing for an operator to
 answer, so only the list by activity (``o``) and ``status=queued`` show it

@@ -1,4 +1,4 @@
-"""The workers screen (issue 18): who runs which app's turns, and what waits for them.
+"""The workers screen: who runs which app's turns, and what waits for them.
 
 A typed modal over rows read before it opens (:meth:`HitlApp.action_show_workers`):
 each worker's liveness (live / stale), state, host:pid, apps with their graph

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from engine.errors import require_id
+from engine.store.capabilities import WorkerQueue, capability
 
 from . import api_models as m
 from .api import IDENTITY, ApiContext, ApiError, hitl_error, one_line, parse_body, respond
@@ -268,7 +269,7 @@ async def start(ctx: ApiContext, request: web.Request) -> web.Response:
     user = b.user_id or "api"
     here = b.app_name in ctx.registry()
     if b.via == "worker" or (b.via == "auto" and not here and await handoff.live_workers(store, b.app_name)):
-        if not hasattr(store, "request_turn"):
+        if capability(store, WorkerQueue) is None:
             raise ApiError(422, "no_workers", "this store keeps no turn requests: no worker can start it (via=local)")
         inv = await handoff.request_start(store, b.app_name, sid, b.text, user_id=user, operator=who.name)
         notice = await _notice(ctx, b.app_name)

@@ -506,7 +506,7 @@ async def start(server: ConsoleServer, host: str, port: int) -> tuple[web.AppRun
 
     # aiohttp names itself and Python's version on every answer, its own error pages included
     # (which no response hook sees): this process answers as "hitl", nothing more.
-    aiohttp.web_response.SERVER_SOFTWARE = "hitl"  # type: ignore[attr-defined]
+    aiohttp.web_response.SERVER_SOFTWARE = "hitl"
     app = await server._make_app()
     await asyncio.to_thread(server.start_fork_server)
     # The handlers are ended by on_shutdown (consoles stopped, sockets closed); what is left gets 2 s.

@@ -420,10 +420,6 @@ class EventLog(Navigable, ScrollView, can_focus=True):
         if self.total:
             self.cursor = self.total - 1
 
-    def select_seq(self, seq: int) -> None:
-        if 1 <= seq <= self.total:
-            self.cursor = seq - 1
-
     def on_click(self, event: events.Click) -> None:
         index = self.scroll_offset.y + event.y
         if 0 <= index < self.total:

@@ -104,7 +104,7 @@ class QuietFooter(Footer):
         """The actions of the write keys a read-only console does not show at all (the
         response editor's ``^s Submit``: a viewer's dry-run editor must not look submittable;
         pressed anyway, the key still says why it does nothing)."""
-        from ..app import READ_ONLY_DRY_RUN
+        from ..actions import READ_ONLY_DRY_RUN
 
         if not getattr(self.app, "read_only", False):
             return set()

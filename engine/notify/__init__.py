@@ -1,4 +1,4 @@
-"""Notifications: tell people when a human is needed (issue 36).
+"""Notifications: tell people when a human is needed.
 
 - :mod:`.config` -- ``[notify]`` of ``hitl.toml``: rules (which events, the
   inbox's filter terms, which channels) and channels (webhook, Slack, SMTP),

@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..store.capabilities import WorkerQueue, capability
+
 if TYPE_CHECKING:
     from ..store.base import SessionStore
     from .config import NotifyConfig, Rule
@@ -94,9 +96,9 @@ async def _failed(store: SessionStore, rule: Rule, app: str | None) -> list[Noti
 
 
 async def _requests(store: SessionStore, app: str | None) -> list[Any]:
-    if not hasattr(store, "turn_requests"):
+    if (q := capability(store, WorkerQueue)) is None:
         return []
-    return list(await store.turn_requests([app] if app else None, limit=1000))  # type: ignore[attr-defined]
+    return list(await q.turn_requests([app] if app else None, limit=1000))
 
 
 async def _held(store: SessionStore, rule: Rule, app: str | None) -> list[Notification]:

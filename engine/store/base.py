@@ -43,6 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import SessionNotFoundError
 from ..models import Event, NodeStatus, Session, StoredEvent
+from .capabilities import AnswerReads, AppendAndRelease, LeasesOf, SnapshotAndEvents, capability
 
 T = TypeVar("T")
 
@@ -351,7 +352,7 @@ def session_status(statuses: list[InvocationState]) -> SessionStatus:
     cancelled > completed; ``new`` when it has none."""
     for s in ("running", "waiting", "failed"):
         if s in statuses:
-            return s  # type: ignore[return-value]
+            return s
     if not statuses:
         return "new"
     return "completed" if "completed" in statuses else "cancelled"
@@ -372,8 +373,10 @@ Capability = Literal[
     "create_in_first_write",
     "projection_checkpoints",
     "leases_of",
+    "worker_queue",
 ]
-"""Optional features beyond the protocol, declared in a store's ``capabilities``:
+"""Optional features beyond the protocol, declared in a store's ``capabilities``
+(their typed protocols, and the worker queue's, are in :mod:`engine.store.capabilities`):
 
 ``skip_corrupt``    ``events`` / ``invocation_events`` accept ``skip_corrupt=True``
 ``corrupt_events``  ``await store.corrupt_events(session_id) -> list[int]``
@@ -412,6 +415,7 @@ Capability = Literal[
 ``leases_of``       ``await store.leases_of(session_ids) -> list[Lease]``: the lease rows of
                     several sessions in one read (unknown ids: none); :func:`leases_of` is the
                     portable call (a page of the sessions list judges liveness with it)
+``worker_queue``    turn requests and worker heartbeats (``capabilities.WorkerQueue``)
 """
 
 
@@ -427,8 +431,8 @@ async def snapshot_and_events(
     after it -- all its events without one. One read on a store with the
     ``snapshot_and_events`` capability, else ``get_snapshot`` then
     ``invocation_events``."""
-    if has_capability(store, "snapshot_and_events"):
-        return await store.snapshot_and_events(session_id, invocation_id)  # type: ignore[attr-defined, no-any-return]
+    if (one := capability(store, SnapshotAndEvents)) is not None:
+        return await one.snapshot_and_events(session_id, invocation_id)
     snap = await store.get_snapshot(session_id, invocation_id)
     return snap, await store.invocation_events(session_id, invocation_id, after_seq=snap[0] if snap else 0)
 
@@ -449,8 +453,8 @@ async def answer_reads(
     """The interrupt rows of ``interrupt_ids`` (``lookup_interrupts``) and, on a
     store with the ``answer_reads`` capability, the invocation the answer
     resumes, read with them in one round trip; elsewhere None (read it later)."""
-    if has_capability(store, "answer_reads"):
-        return await store.answer_reads(session_id, interrupt_ids, invocation_id)  # type: ignore[attr-defined, no-any-return]
+    if (one := capability(store, AnswerReads)) is not None:
+        return await one.answer_reads(session_id, interrupt_ids, invocation_id)
     return await store.lookup_interrupts(session_id, interrupt_ids), None
 
 
@@ -458,8 +462,8 @@ async def leases_of(store: SessionStore, session_ids: list[str]) -> list[Lease]:
     """Every lease row (live or lapsed) of the sessions ``session_ids``: one read on a
     store with the ``leases_of`` capability, else ``list_leases`` per session (a
     session deleted meanwhile has none)."""
-    if has_capability(store, "leases_of"):
-        return await store.leases_of(list(session_ids))  # type: ignore[attr-defined, no-any-return]
+    if (one := capability(store, LeasesOf)) is not None:
+        return await one.leases_of(list(session_ids))
     out: list[Lease] = []
     for sid in dict.fromkeys(session_ids):
         with contextlib.suppress(SessionNotFoundError):
@@ -485,8 +489,8 @@ async def append_and_release(
     ``append_events`` raises, and then nothing was written and the lease is
     still held. Once the events are written it does not raise: a lease that
     cannot be released lapses by itself, and the snapshot is a cache."""
-    if has_capability(store, "append_and_release"):
-        return await store.append_and_release(  # type: ignore[attr-defined, no-any-return]
+    if (one := capability(store, AppendAndRelease)) is not None:
+        return await one.append_and_release(
             session_id, invocation_id, events, owner=owner, expected_seq=expected_seq, snapshot=snapshot
         )
     written = await store.append_events(session_id, events, expected_seq=expected_seq, lease_owner=owner)

@@ -25,6 +25,7 @@ from ..models import Event, Session, StoredEvent, new_id
 from . import jsonl
 from .base import (
     AuditRecord,
+    Capability,
     InterruptRecord,
     InvocationSummary,
     Lease,
@@ -36,6 +37,7 @@ from .base import (
     index_effects,
     session_status,
 )
+from .memory_workers import MemoryWorkerQueue
 from .metric_rows import StoreMetrics, store_metrics
 
 
@@ -62,20 +64,26 @@ class _SessionData:
         self.snapshots: dict[str, tuple[int, dict[str, Any]]] = {}
 
 
-class MemoryStore:
-    """A dict-backed store; one asyncio lock makes each append atomic."""
+class MemoryStore(MemoryWorkerQueue):
+    """A dict-backed store; one asyncio lock makes each append atomic. Its worker
+    queue is :class:`~engine.store.memory_workers.MemoryWorkerQueue`."""
 
-    capabilities: frozenset[str] = frozenset({"append_and_release", "acquire_and_append", "leases_of"})
+    capabilities: frozenset[Capability] = frozenset({"append_and_release", "acquire_and_append", "leases_of"})
     """No optional features (see :data:`engine.store.base.Capability`)."""
 
-    def __init__(self, *, read_only: bool = False) -> None:
+    def __init__(self, *, read_only: bool = False, workers: bool = False) -> None:
+        """``workers``: declare the worker queue (a worker in this process serves it;
+        without it answers and starts run where they are made, as nothing else could)."""
         self.read_only = read_only
+        if workers:
+            self.capabilities = self.capabilities | {"worker_queue"}
         self._sessions: dict[str, _SessionData] = {}
         self._lock = asyncio.Lock()
         self._leases: dict[tuple[str, str], Lease] = {}
         self._audit: list[tuple[int, AuditRecord]] = []
         """(insertion number, record): the number orders ties of ``at``, like SQLite's rowid."""
         self._audit_no = 0
+        self._init_queue()
 
     def _data(self, session_id: str) -> _SessionData:
         try:
@@ -470,6 +478,20 @@ class MemoryStore:
         await self.release_lease(session_id, invocation_id, owner, snapshot=snapshot)
         return written
 
+    def _running_invocations(self) -> list[tuple[str, InvocationSummary]]:
+        """(app, invocation) of the running invocations of running sessions."""
+        return [
+            (d.session.app_name, i)
+            for d in self._sessions.values()
+            if self._summary(d).status == "running"
+            for i in sorted(d.invocations.values(), key=lambda i: i.started_seq)
+            if i.status == "running"
+        ]
+
+    def _invocation(self, session_id: str, invocation_id: str) -> InvocationSummary | None:
+        d = self._sessions.get(session_id)
+        return d.invocations.get(invocation_id) if d is not None else None
+
     async def get_lease(self, session_id: str, invocation_id: str) -> Lease | None:
         self._data(session_id)
         held = self._leases.get((session_id, invocation_id))
@@ -517,14 +539,20 @@ class MemoryStore:
                              running=running)
 
     async def metric_reads(self) -> StoreMetrics:
-        """Open interrupts per app and node (this store has no worker queue)."""
+        """Open interrupts per app and node, turn requests per app."""
         rows = [
             (r.app_name, r.path, 1, r.raised_at)
             for d in self._sessions.values()
             for r in d.interrupts.values()
             if r.status == "open"
         ]
-        return store_metrics(rows, [])
+        queued: dict[str, list[Any]] = {}
+        for r in self._requests.values():
+            cell = queued.setdefault(r.app_name, [r.app_name, 0, 0, r.requested_at])
+            cell[1] += 1
+            cell[2] += r.held is not None
+            cell[3] = min(cell[3], r.requested_at)
+        return store_metrics(rows, queued.values())
 
     async def audit_log(
         self,

@@ -90,9 +90,7 @@ class MemoryLedger:
     """The in-memory store's ledger (a dict on the store object)."""
 
     def __init__(self, store: Any) -> None:
-        if not hasattr(store, "_notify_rows"):
-            store._notify_rows = {}
-        self.rows: dict[tuple[str, str], Delivery] = store._notify_rows
+        self.rows: dict[tuple[str, str], Delivery] = vars(store).setdefault("_notify_rows", {})
 
     async def claim(self, d: Delivery, owner: str, ttl: float, now: float) -> Delivery | None:
         row = self.rows.setdefault((d.key, d.channel), d.model_copy(update={"created_at": now, "updated_at": now}))

@@ -16,7 +16,8 @@ import contextlib
 from collections.abc import AsyncIterator
 
 from ..models import StoredEvent
-from .base import SessionStore, has_capability
+from .base import SessionStore
+from .capabilities import Notifications, capability
 
 
 async def follow(
@@ -25,13 +26,13 @@ async def follow(
     """Yield the session's events after ``after_seq`` forever (see the module docstring)."""
     wake = asyncio.Event()
     listener = None
-    if has_capability(store, "notify"):
+    if (listens := capability(store, Notifications)) is not None:
 
         def on_append(sid: str | None, _seq: int | None) -> None:
             if sid is None or sid == session_id:
                 wake.set()
 
-        listener = await store.notifications(on_append)  # type: ignore[attr-defined]
+        listener = await listens.notifications(on_append)
     period = fallback if listener is not None else interval
     last = after_seq
     try:

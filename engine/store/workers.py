@@ -1,4 +1,4 @@
-"""What the store keeps for workers (issue 18): turn requests and worker heartbeats.
+"""What the store keeps for workers: turn requests and worker heartbeats.
 
 Domain rows only (no SQL: each backend has its statements in its own package).
 

@@ -47,16 +47,16 @@ def start_session(db: Path, app_name: str, workflow: BaseNode, session_id: str, 
 
 
 def count_loads(monkeypatch: Any) -> list[str]:
-    """Record every load of an invocation (engine.resume.load_invocation's one
+    """Record every load of an invocation (engine.loading.load_invocation's one
     read, ``snapshot_and_events``) from now on: the invocation ids, in order."""
-    import engine.resume as resume
+    import engine.loading as loading
 
     seen: list[str] = []
-    real = resume.snapshot_and_events
+    real = loading.snapshot_and_events
 
     async def counting(store: Any, session_id: str, invocation_id: str) -> Any:
         seen.append(invocation_id)
         return await real(store, session_id, invocation_id)
 
-    monkeypatch.setattr(resume, "snapshot_and_events", counting)
+    monkeypatch.setattr(loading, "snapshot_and_events", counting)
     return seen

@@ -278,7 +278,7 @@ _WORKERS = [
         PRIMARY KEY (session_id, invocation_id)
     )""",
 ]
-"""The workers' migration (issue 18): its tables, read by ``workers.py``."""
+"""The workers' migration: its tables, read by ``workers.py``."""
 
 
 _CREATE_FIRST_WRITE_FN = """
@@ -423,7 +423,7 @@ _MIGRATIONS: list[list[str]] = [
             PRIMARY KEY (session_id, seq)
         )""",
     ],
-    # workers (issue 18): turn requests, worker heartbeats, invocation graph versions.
+    # workers: turn requests, worker heartbeats, invocation graph versions.
     _WORKERS,
     # a new session's first turn creates it in its first write (one statement less per fresh run).
     [_CREATE_FIRST_WRITE_FN],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..base import Capability
 from .bulk import _Bulk
 from .checkpoints import _Checkpoints
 from .leases import _Leases
@@ -25,8 +26,9 @@ class PostgresStore(_Reads, _Writes, _Leases, _Bulk, _Checkpoints, _WorkerTables
     path = None
     """Not a file (the ``path`` capability of file stores)."""
 
-    capabilities: frozenset[str] = frozenset(
+    capabilities: frozenset[Capability] = frozenset(
         {
+            "worker_queue",
             "skip_corrupt",
             "corrupt_events",
             "bulk_load",

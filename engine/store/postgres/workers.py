@@ -164,7 +164,7 @@ class _WorkerTables(_Core):
 
         await self._run(fn)
 
-    # -- the turn requests of a page of sessions (issue 18, operator side): one read
+    # -- the turn requests of a page of sessions (what an operator's page shows): one read
     async def turn_requests_of(self, session_ids: list[str]) -> list[TurnRequest]:
         """Every turn request of these sessions, in one statement (see the SQLite store)."""
         ids = list(dict.fromkeys(session_ids))
@@ -194,7 +194,7 @@ async def _notify(conn: asyncpg.Connection, session_id: str, *, runnable: bool =
 
 
 # ---------------------------------------------------------------------------
-# The worker side's one-transaction steps (issue 18); SQLite's are in
+# The worker side's one-transaction steps; SQLite's are in
 # ``sqlite/workers.py`` (_WorkerSteps), with the same contracts.
 
 _QUEUE_SQL = (

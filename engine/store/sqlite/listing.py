@@ -15,7 +15,7 @@ that as ``running`` until a root end record lands. So the page's interrupted
 invocations are its ``running`` ones without a live lease -- the verdict
 :func:`engine.liveness.interrupted_invocations` reaches by loading them --
 and of those, the ones with a runnable turn request (not held) are *queued
-for a worker* instead (issue 18: :func:`engine.liveness.health_from`'s rule,
+for a worker* instead (:func:`engine.liveness.health_from`'s rule,
 read from the ``turn_requests`` table in the same statement). An answer left
 to a worker leaves the index ``waiting`` (an FR message does not change it:
 :func:`engine.store.base.index_effects`), so an invocation with a turn request

@@ -48,7 +48,7 @@ def read_overview(
     finally:
         conn.execute("COMMIT")
     return StoreOverview(
-        status_counts=status, open_by_app=by_app, oldest_open_at=oldest, raised=raised, running=running  # type: ignore[arg-type]
+        status_counts=status, open_by_app=by_app, oldest_open_at=oldest, raised=raised, running=running
     )
 
 

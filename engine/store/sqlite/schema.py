@@ -202,7 +202,7 @@ def _migrate_4(conn: sqlite3.Connection) -> None:
 
 
 def _migrate_workers(conn: sqlite3.Connection) -> None:
-    """Turn requests, worker heartbeats and invocation graph versions (issue 18)."""
+    """Turn requests, worker heartbeats and invocation graph versions."""
     from .workers import migrate
 
     migrate(conn)
@@ -211,7 +211,7 @@ def _migrate_workers(conn: sqlite3.Connection) -> None:
 def _migrate_5(conn: sqlite3.Connection) -> None:
     """v4 -> v5: invocations by status within a session, so that the append path
     finds the session's status with a few index probes instead of reading every
-    invocation of the session (issue 15)."""
+    invocation of the session."""
     conn.execute("CREATE INDEX IF NOT EXISTS invocations_by_status ON invocations(session_id, status)")
 
 

@@ -22,6 +22,7 @@ from ...errors import (
 from ...models import Event, Session, StoredEvent, new_id
 from ..base import (
     AuditRecord,
+    Capability,
     InterruptRecord,
     InvocationSummary,
     Lease,
@@ -116,8 +117,9 @@ class SQLiteStore(_WorkerTables, _WorkerSteps):
     not create its -shm index beside it (a directory this user cannot write, a
     full disk). Changes another process makes meanwhile are not seen."""
 
-    capabilities: frozenset[str] = frozenset(
+    capabilities: frozenset[Capability] = frozenset(
         {
+            "worker_queue",
             "skip_corrupt",
             "corrupt_events",
             "bulk_load",

@@ -49,12 +49,12 @@ TABLES = [
         PRIMARY KEY (session_id, invocation_id)
     ) WITHOUT ROWID""",
 ]
-"""The tables of the workers' migration (issue 18)."""
+"""The tables of the workers' migration."""
 
 
 
 def migrate(conn: sqlite3.Connection) -> None:
-    """Turn requests, worker heartbeats and invocation graph versions (issue 18). Idempotent."""
+    """Turn requests, worker heartbeats and invocation graph versions. Idempotent."""
     for sql in TABLES:
         conn.execute(sql)
 
@@ -221,7 +221,7 @@ class _WorkerTables:
         cheap poll a worker or a console waits on instead of a notification."""
         return await self._call(_data_version)  # type: ignore[attr-defined]
 
-    # -- the turn requests of a page of sessions (issue 18, operator side): one read
+    # -- the turn requests of a page of sessions (what an operator's page shows): one read
     async def turn_requests_of(self, session_ids: list[str]) -> list[TurnRequest]:
         """Every turn request of these sessions, in one read (what a sessions page,
         ``hitl show`` or the home summary shows as queued or held)."""
@@ -238,7 +238,7 @@ def _requests_of_tx(conn: sqlite3.Connection, session_ids: list[str]) -> list[Tu
 
 
 # ---------------------------------------------------------------------------
-# The worker side's one-transaction steps (issue 18): an answer queued with its
+# The worker side's one-transaction steps: an answer queued with its
 # request, a claim of the oldest runnable request, interrupted turns found in
 # the index. Each is one transaction (or one read).
 
