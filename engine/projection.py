@@ -173,6 +173,8 @@ class Projection:
                 if run.status in (NodeStatus.FAILED, NodeStatus.CANCELLED, NodeStatus.RUNNING, NodeStatus.PENDING):
                     self._set(iid, run.path, NodeStatus.PENDING, pos, change)
                     self._mark_ancestors_pending(iid, run.parent, pos, change)
+        elif action == "fail":
+            self._apply_fail(event, inv, pos, change)
         elif action == "cancel":
             inv.actions.append(pos)
             meta = event.custom_metadata or {}
@@ -193,6 +195,38 @@ class Projection:
                     itr.cancelled = True
                     itr.resolved_pos = pos
                     change.interrupts.add(itr.id)
+
+    def _apply_fail(self, event: Event, inv: Invocation, pos: int, change: Change) -> None:
+        """A deadline's ``fail`` (engine.deadlines): the waiting run at ``path``
+        fails with the named error, as if its body had raised it; its ancestors
+        fail with it and the invocation's other unfinished runs are CANCELLED (a
+        failed child cancels its siblings); every open interrupt closes. Not
+        final: a re-drive runs the failed node again, which asks again."""
+        iid = event.invocation_id
+        meta = event.custom_metadata or {}
+        path = meta.get("path")
+        inv.actions.append(pos)
+        failed: set[str] = set()
+        at = path if isinstance(path, str) else None
+        while at is not None and (iid, at) in self.nodes:
+            failed.add(at)
+            at = self.nodes[(iid, at)].parent
+        for run in self.runs(iid):
+            if run.status.is_final and run.status is not NodeStatus.FAILED:
+                continue
+            if run.path in failed:
+                self._set(iid, run.path, NodeStatus.FAILED, pos, change)
+                own = self._own(self.nodes, (iid, run.path))  # ancestors carry the error up, as a raise does
+                own.error_code = str(meta.get("error_code") or "DeadlinePassed")
+                own.error_message = str(meta.get("error_message") or meta.get("reason") or "")
+            elif not run.status.is_final:
+                self._set(iid, run.path, NodeStatus.CANCELLED, pos, change)
+        for key, itr in list(self.interrupts.items()):
+            if itr.invocation_id == iid and itr.open:
+                itr = self._own(self.interrupts, key)
+                itr.cancelled = True
+                itr.resolved_pos = pos
+                change.interrupts.add(itr.id)
 
     def _on_answered(self, iid: str, path: str, pos: int, change: Change) -> None:
         run = self._own(self.nodes, (iid, path))

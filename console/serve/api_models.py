@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.store.base import AuditRecord, InterruptRecord, SessionSummary
+from engine.store.base import AuditAction, AuditRecord, InterruptRecord, SessionSummary
 
 Via = Literal["auto", "local", "worker"]
 NAME = Field(min_length=1, max_length=64)
@@ -65,7 +65,7 @@ class EventsQuery(_In):
 class AuditQuery(_In):
     operator: str | None = Field(default=None, max_length=200)
     session: str | None = Field(default=None, max_length=200)
-    action: Literal["answer", "redrive", "cancel", "import"] | None = None
+    action: AuditAction | None = None
     since: float | None = Field(default=None, description="Epoch seconds: at or after.")
     until: float | None = Field(default=None, description="Epoch seconds: before.")
     limit: int = Field(default=50, ge=1, le=1000)

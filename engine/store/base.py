@@ -148,7 +148,7 @@ class Lease(BaseModel):
         return self.owner
 
 
-AuditAction = Literal["answer", "redrive", "cancel", "import"]
+AuditAction = Literal["answer", "redrive", "cancel", "import", "fail", "deadline_remind", "deadline_notify", "deadline_assign"]
 
 
 class AuditRecord(BaseModel):
@@ -159,7 +159,8 @@ class AuditRecord(BaseModel):
     at: float
     """When: the action's event timestamp (an import: when it was written)."""
     action: AuditAction
-    """``answer``, ``redrive``, ``cancel`` (derived from their events) or ``import``."""
+    """``answer``, ``redrive``, ``cancel``, ``fail`` (derived from their events), ``import``, or a deadline step
+    (``deadline_remind``, ``deadline_notify``, ``deadline_assign``: written with the step's timer, engine.deadline_sweep)."""
     operator: str | None = None
     """Who (``--operator`` / the configured operator); None when not given."""
     reason: str | None = None
@@ -311,6 +312,13 @@ def index_effects(event: Event) -> IndexEffects:
                 eff.cancel_invocation = True
                 eff.invocation_status = "cancelled"
                 eff.audit = ("cancel", *who, {})
+            elif event.action == "fail":
+                # A deadline's outcome (engine.deadlines.fail): the waiting node fails with a
+                # named error, so the invocation's interrupts close as a cancel closes them.
+                eff.cancel_invocation = True
+                eff.invocation_status = "failed"
+                eff.audit = ("fail", *who, {"path": meta.get("path"), "error": meta.get("error_code"),
+                                            "ids": [meta["interrupt_id"]] if meta.get("interrupt_id") else []})
             elif event.action == "redrive":
                 doubt = meta.get("in_doubt")
                 eff.audit = ("redrive", *who, {"in_doubt": doubt} if doubt else {})

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from .deadlines import MIGRATION as _DEADLINES
+
 NOTIFY_CHANNEL = "hitl_events"
 """Every append notifies this channel with ``{"s": session_id, "q": seq}``."""
+
 
 
 _LOCK_KEY = 0x48495443
@@ -427,6 +430,8 @@ _MIGRATIONS: list[list[str]] = [
     _WORKERS,
     # a new session's first turn creates it in its first write (one statement less per fresh run).
     [_CREATE_FIRST_WRITE_FN],
+    # deadline timers (engine/deadlines.py): one row per step of an interrupt's rule, written by a trigger.
+    _DEADLINES,
 ]
 """``_MIGRATIONS[i]`` upgrades schema version ``i`` to ``i + 1`` (statements run in
 one transaction). Append only; never edit a released one."""

@@ -230,6 +230,14 @@ def _migrate_projection_checkpoints(conn: sqlite3.Connection) -> None:
     )
 
 
+def _migrate_deadlines(conn: sqlite3.Connection) -> None:
+    """Deadline timers (engine/deadlines.py): one row per step of an interrupt's
+    rule, written with its index row by a trigger. Idempotent."""
+    from .deadlines import MIGRATION
+
+    _exec_all(conn, MIGRATION)
+
+
 _MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _migrate_1,
     _migrate_2,
@@ -238,6 +246,7 @@ _MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _migrate_5,
     _migrate_projection_checkpoints,
     _migrate_workers,
+    _migrate_deadlines,
 ]
 """``_MIGRATIONS[i]`` upgrades schema version ``i`` to ``i + 1``. Append only."""
 
