@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .deadlines import due_at
 from .errors import HitlError
 
 if TYPE_CHECKING:
@@ -23,7 +24,7 @@ _OPS = ("<=", ">=", "!=", "=", "<", ">", "~")
 _TERM = re.compile(r"^(?P<field>[A-Za-z_][\w.\-]*)\s*(?P<op><=|>=|!=|=|<|>|~)\s*(?P<value>.*)$", re.S)
 _AGE = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-KEYWORDS = ("app", "node", "session", "age", "text")
+KEYWORDS = ("app", "node", "session", "age", "text", "due")
 """Filter terms that are not payload fields (a payload field of one of these
 names is ``payload.NAME``)."""
 
@@ -135,6 +136,8 @@ class Where:
     """Only this session."""
     fields: tuple[FieldTest, ...] = ()
     """Payload tests (:class:`FieldTest`)."""
+    due_within: float | None = None
+    """Its deadline (:mod:`engine.deadlines`) passes within this many seconds, or has passed."""
 
     @property
     def empty(self) -> bool:
@@ -149,6 +152,8 @@ class Where:
                 terms.append(f"{key}={_quoted(v)}")
         if self.older_than is not None:
             terms.append(f"age>{format_age(self.older_than)}")
+        if self.due_within is not None:
+            terms.append(f"due<{format_age(self.due_within)}")
         if self.text:
             terms.append(f"text={_quoted(self.text)}")
         terms += [str(f) for f in self.fields]
@@ -167,6 +172,10 @@ class Where:
             return False
         if self.text and self.text.lower() not in rec.message.lower():
             return False
+        if self.due_within is not None:
+            due = due_at(rec.args, rec.raised_at)
+            if due is None or due > now + self.due_within:
+                return False
         payload = rec.args.get("payload")
         return all(f.matches(payload) for f in self.fields)
 
@@ -198,7 +207,7 @@ def split_terms(text: str) -> list[str]:
 
 def parse_where(terms: Iterable[str] | str, base: Where | None = None) -> Where:
     """Read filter terms (a list, or one line split by :func:`split_terms`):
-    ``app=NAME``, ``node=NAME``, ``session=ID``, ``age>2h`` (older than),
+    ``app=NAME``, ``node=NAME``, ``session=ID``, ``age>2h`` (older than), ``due<1h`` (deadline within),
     ``text=WORDS``, ``FIELD OP VALUE`` on the payload (``OP``: ``= != < <= > >= ~``;
     ``payload.FIELD`` for a field named like a keyword); a bare word is message
     text. ``base``: conditions given otherwise (CLI options) that the terms add to.
@@ -207,7 +216,8 @@ def parse_where(terms: Iterable[str] | str, base: Where | None = None) -> Where:
         terms = split_terms(terms)
     base = base or Where()
     got: dict[str, Any] = {
-        "app": base.app, "node": base.node, "session": base.session, "older_than": base.older_than, "text": base.text
+        "app": base.app, "node": base.node, "session": base.session, "older_than": base.older_than, "text": base.text,
+        "due_within": base.due_within,
     }
     fields = list(base.fields)
     words: list[str] = []
@@ -228,6 +238,11 @@ def parse_where(terms: Iterable[str] | str, base: Where | None = None) -> Where:
             if op not in (">", ">="):
                 raise HitlError(f"filter term {term!r}: only age>DURATION (older than) is supported, e.g. age>2h")
             got["older_than"] = parse_age(raw)
+        elif name == "due":
+            if op not in ("<", "<="):
+                raise HitlError(f"filter term {term!r}: only due<DURATION (due within, overdue included) is supported,"
+                                " e.g. due<1h")
+            got["due_within"] = parse_age(raw)
         elif name in ("app", "node", "session", "text"):
             if op != "=":
                 raise HitlError(f"filter term {term!r}: {name} takes =, e.g. {name}=NAME")

@@ -140,8 +140,8 @@ class DeadlineSweep:
         return "void", f"refused: {done.refusal}", None  # e.g. cancelled meanwhile: nothing to do
 
     async def _fail(self, t: Timer, reason: str) -> tuple[Any, str, AuditRecord | None]:
-        from .operator_actions import fail_waiting
         from .operations import CONFLICTS
+        from .operator_actions import fail_waiting
 
         try:
             await fail_waiting(self.store, t.session_id, t.invocation_id, t.interrupt_id, t.raised_seq,

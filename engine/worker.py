@@ -252,6 +252,9 @@ class Worker:
     (rare: an answer is queued with its lease released) before handing the request back."""
     name: str | None = None
     on_result: Callable[[TurnResult], None] | None = None
+    deadlines: Any = True
+    """Fire due deadline timers of every app at start and every heartbeat
+    (:class:`engine.deadline_sweep.DeadlineSweep`; True: one with defaults, False: none)."""
     worker_id: str = field(default_factory=new_owner)
     versions: dict[str, str] = field(init=False)
     _running: dict[tuple[str, str], _Running] = field(default_factory=dict, init=False)
@@ -285,6 +288,7 @@ class Worker:
         await self._waker.start()
         await self._beat()
         await self._sweep()
+        await self._deadline_pass()  # deadlines that passed while no process ran fire now
         beat = asyncio.ensure_future(self._beat_loop())
         try:
             while not self._stopping.is_set():
@@ -332,6 +336,7 @@ class Worker:
                     )
                 if not (self._stopping and self._stopping.is_set()):
                     await self._sweep()
+                    await self._deadline_pass()
             except HitlError as exc:  # a locked or unreachable store: try at the next beat
                 log.warning("worker heartbeat failed: %s", exc)
 
@@ -410,6 +415,22 @@ class Worker:
                 self._start(req.model_copy(update={"claimed_by": self.worker_id}))
         for req in await self.store.settled_held_requests(apps):  # type: ignore[attr-defined]
             await self.store.drop_held_request(req)  # type: ignore[attr-defined]
+
+    async def _deadline_pass(self) -> None:
+        """One pass of the deadline sweep (its failures are logged; the next beat tries again)."""
+        if self.deadlines is False:
+            return
+        if self.deadlines is True:
+            from .deadline_sweep import DeadlineSweep
+
+            self.deadlines = DeadlineSweep(self.store, owner=self.worker_id)
+        try:
+            done = await self.deadlines.run_once()
+        except HitlError as exc:
+            log.warning("deadline sweep failed: %s", exc)
+            return
+        for name, outcome in done.fired:
+            log.info("deadline %s: %s", name, outcome)
 
     def _done(self, key: tuple[str, str]) -> None:
         running = self._running.pop(key, None)
