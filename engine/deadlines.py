@@ -321,6 +321,35 @@ def load_rules(data: dict[str, Any], source: str = "hitl.toml") -> tuple[ConfigR
     return tuple(out)
 
 
+def check_rules(rules: tuple[ConfigRule, ...], apps: dict[str, Any]) -> None:
+    """Each rule for one of ``apps`` (name -> root workflow) names a node its graph
+    has (DeadlineConfigError otherwise: checked when the workers start, not when the
+    first interrupt is raised)."""
+    for r in rules:
+        root = apps.get(r.app)
+        if root is None or r.node is None:
+            continue
+        names = _node_names(root)
+        if r.node not in names:
+            raise DeadlineConfigError(f"hitl.toml deadline rule {r.name!r}: app {r.app} has no node {r.node!r} "
+                                      f"(its nodes: {', '.join(sorted(names))})")
+
+
+def _node_names(node: Any, seen: set[int] | None = None) -> set[str]:
+    seen = set() if seen is None else seen
+    if id(node) in seen:
+        return set()
+    seen.add(id(node))
+    out = {str(getattr(node, "name", ""))}
+    for child in (getattr(node, "nodes", None) or {}).values():
+        out |= _node_names(child, seen)
+    for attr in ("node", "child"):
+        inner = getattr(node, attr, None)
+        if inner is not None and hasattr(inner, "name") and not isinstance(inner, str):
+            out |= _node_names(inner, seen)
+    return out
+
+
 def stamp(args: dict[str, Any], app_name: str, path: str, rules: tuple[ConfigRule, ...]) -> dict[str, Any]:
     """``args`` with the first matching hitl.toml rule stored in it (a rule the
     code set itself wins). Raises DeadlineConfigError when its default answer

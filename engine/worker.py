@@ -252,6 +252,8 @@ class Worker:
     (rare: an answer is queued with its lease released) before handing the request back."""
     name: str | None = None
     on_result: Callable[[TurnResult], None] | None = None
+    deadline_rules: tuple[Any, ...] = ()
+    """hitl.toml ``[[deadlines]]``, stored with the interrupts this worker's turns raise."""
     deadlines: Any = True
     """Fire due deadline timers of every app at start and every heartbeat
     (:class:`engine.deadline_sweep.DeadlineSweep`; True: one with defaults, False: none)."""
@@ -450,7 +452,8 @@ class Worker:
         sid, inv = req.session_id, req.invocation_id
         version = self.versions[req.app_name]
         runner = Runner(
-            req.app_name, self.apps[req.app_name], self.store, lease_ttl=self.lease_ttl, lease_wait=self.lease_wait
+            req.app_name, self.apps[req.app_name], self.store, lease_ttl=self.lease_ttl, lease_wait=self.lease_wait,
+            deadline_rules=self.deadline_rules,
         )
         pay = req.payload
         count = 0

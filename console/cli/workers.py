@@ -82,6 +82,12 @@ def worker(
         fail(problems[0])
     if not apps:
         fail("no app code to serve: register apps with --app NAME=package.module:workflow")
+    from engine.deadlines import check_rules
+
+    try:
+        check_rules(registry.deadline_rules, apps)  # a rule naming no node of its app: one line, at start
+    except HitlError as exc:
+        fail(str(exc))
 
     telemetry.set_surface("worker")
     logs.install(red, log_format)
@@ -104,7 +110,7 @@ def worker(
         try:
             w = Worker(
                 store, apps, concurrency=concurrency, drain_timeout=drain_timeout, heartbeat=heartbeat,
-                lease_ttl=lease_ttl or DEFAULT_LEASE_TTL, on_result=said,
+                lease_ttl=lease_ttl or DEFAULT_LEASE_TTL, on_result=said, deadline_rules=registry.deadline_rules,
             )
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGINT):
