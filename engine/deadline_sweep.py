@@ -67,7 +67,7 @@ class DeadlineSweep:
     """Fires due deadline timers of ``store`` (see the module docstring)."""
 
     def __init__(self, store: SessionStore, *, owner: str | None = None, claim_ttl: float = CLAIM_TTL,
-                 clock: Callable[[], float] = time.time, policy: Any = None, batch: int = 200,
+                 clock: Callable[[], float] = time.time, policy: Any = None, batch: int = 200, registry: Any = None,
                  on_fired: Callable[[Timer, str, str], None] | None = None) -> None:
         from .owners import new_owner
 
@@ -78,6 +78,9 @@ class DeadlineSweep:
         self.policy = policy
         """Groups (:mod:`engine.permissions`) an ``assign`` step checks its group against."""
         self.batch = batch
+        self.registry = registry
+        """App code (:class:`engine.apps.AppRegistry`) to run a default answer's turn here on a
+        store that keeps no turn requests (the in-memory one); elsewhere a worker runs it."""
         self.timers = timers(store)
         self.on_fired = on_fired
 
@@ -127,11 +130,20 @@ class DeadlineSweep:
         return "void", f"unknown deadline step {do!r}", None
 
     async def _answer(self, t: Timer, reason: str) -> tuple[Any, str, AuditRecord | None]:
-        from .handoff import queue_answer
+        answers = {t.interrupt_id: t.timer.get("value")}
+        if hasattr(self.store, "request_turn"):  # the answer stored, its turn left to a worker of the app
+            from .handoff import queue_answer
 
-        done = await queue_answer(self.store, t.session_id, {t.interrupt_id: t.timer.get("value")}, t.invocation_id,
-                                  operator=OPERATOR, reason=reason)
-        if done.error is None:
+            done = await queue_answer(self.store, t.session_id, answers, t.invocation_id, operator=OPERATOR,
+                                      reason=reason)
+        elif self.registry is not None and t.app_name in self.registry:
+            from .operations import answer
+
+            done = await answer(self.store, t.session_id, answers, t.invocation_id, registry=self.registry,
+                                operator=OPERATOR, reason=reason)
+        else:
+            return None, f"no worker queue in this store and no code for {t.app_name} here", None
+        if done.error is None or done.error_kind in ("failed", "interrupted"):
             return "fired", "answered", None  # its audit row is the answer's own
         if isinstance(done.error, AlreadyResolvedError):
             return "void", "answered first", None

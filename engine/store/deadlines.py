@@ -148,10 +148,9 @@ class MemoryTimers:
         for sid, d in self.store._sessions.items():
             for r in d.interrupts.values():
                 current[(sid, r.invocation_id, r.interrupt_id)] = r
-                if r.status == "open":
-                    for t in expand(sid, r.invocation_id, r.interrupt_id, r.raised_seq, r.raised_at, r.app_name,
-                                    r.path, r.args):
-                        self.rows.setdefault(t.key, t)
+                for t in expand(sid, r.invocation_id, r.interrupt_id, r.raised_seq, r.raised_at, r.app_name,
+                                r.path, r.args):  # each raising's rows, as the SQL stores write them when it opens
+                    self.rows.setdefault(t.key, t)
         return current
 
     def _with(self, t: Timer, current: dict[tuple[str, str, str], Any]) -> Timer:
