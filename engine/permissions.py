@@ -92,11 +92,17 @@ class Approval:
         who = set(approvers)
         return len(who) >= self.needed and all(any(policy.is_member(a, f"@{g}") for a in who) for g in self.all_of)
 
-    def progress(self, approvers: Iterable[str]) -> str:
-        """``1 of 2 approvals``."""
-        n = len(set(approvers))
+    def progress(self, approvers: Iterable[str], policy: Policy | None = None) -> str:
+        """``1 of 2 approvals``; with ``policy``, the groups still to approve once
+        the count is reached (``2 of 2 approvals, still needs legal``)."""
+        who = set(approvers)
         total = max(self.needed, len(self.all_of))
-        return f"{n} of {total} approval{'s' if total != 1 else ''}"
+        text = f"{len(who)} of {total} approval{'s' if total != 1 else ''}"
+        if policy is not None and len(who) >= total:
+            missing = [g for g in self.all_of if not any(policy.is_member(a, f"@{g}") for a in who)]
+            if missing:
+                text += f", still needs {' and '.join(missing)}"
+        return text
 
 
 @dataclass(frozen=True)
@@ -201,6 +207,25 @@ def _rule(raw: Any, n: int, groups: Mapping[str, frozenset[str]], where: str) ->
         if g not in groups:
             raise PolicyError(f"{where}: [[answer]] number {n} names group {g!r}, which [groups] does not define")
     return AnswerRule(w, tuple(allow), approvals, tuple(g.lstrip("@") for g in all_of))
+
+
+_CURRENT: list[Policy] = []
+
+
+def use_policy(policy: Policy | None) -> None:
+    """Make ``policy`` the process's (a surface that read its ``--config`` says so
+    once); None: back to the ``hitl.toml`` found in the usual places."""
+    _CURRENT[:] = [policy] if policy is not None else []
+
+
+def current_policy() -> Policy:
+    """The process's policy: the one :func:`use_policy` set, else that of the
+    ``hitl.toml`` :func:`engine.configfile.find_config` finds (read once per change)."""
+    if _CURRENT:
+        return _CURRENT[0]
+    from .configfile import find_config
+
+    return load_policy(find_config())
 
 
 def load_policy(path: str | os.PathLike[str] | None) -> Policy:

@@ -239,7 +239,7 @@ class SessionSummary(BaseModel):
 
 
 from .metric_rows import StoreMetrics  # noqa: E402 -- the protocol's metric_reads returns it
-from .owner_index import OWNER_ACTIONS, OwnerChange, owner_change  # noqa: E402,F401 -- index_effects uses them
+from .owner_index import AUDITED_ACTIONS, OwnerChange, owner_effects  # noqa: E402,F401 -- index_effects uses them
 
 
 class StoreOverview(BaseModel):
@@ -317,9 +317,9 @@ def index_effects(event: Event) -> IndexEffects:
                 eff.cancel_invocation = True
                 eff.invocation_status = "cancelled"
                 eff.audit = ("cancel", *who, {})
-            elif event.action in OWNER_ACTIONS:
-                eff.owners = owner_change(meta)
-                eff.audit = (event.action, *who, eff.owners.details())
+            elif event.action in AUDITED_ACTIONS:  # claim, assign, release, approve
+                eff.owners, details = owner_effects(meta)
+                eff.audit = (event.action, *who, details)
             elif event.action == "redrive":
                 doubt = meta.get("in_doubt")
                 eff.audit = ("redrive", *who, {"in_doubt": doubt} if doubt else {})

@@ -53,6 +53,24 @@ def owner_change(meta: Mapping[str, Any]) -> OwnerChange:
     )
 
 
+AUDITED_ACTIONS = OWNER_ACTIONS | {"approve"}
+"""User-event actions with an audit row of their own beside answer, re-drive and cancel."""
+
+
+def owner_effects(meta: Mapping[str, Any]) -> tuple[OwnerChange | None, dict[str, Any]]:
+    """An audited action's effect on owners (None: an approval, which changes none)
+    and its audit row's details."""
+    if meta.get("action") == "approve":
+        values = meta.get("interrupts")
+        ids = list(values) if isinstance(values, dict) else []
+        details: dict[str, Any] = {"ids": [str(i) for i in ids]}
+        if meta.get("batch"):
+            details["batch"] = str(meta["batch"])
+        return None, details
+    change = owner_change(meta)
+    return change, change.details()
+
+
 class NotOpenError(HitlError):
     """An ownership change names an interrupt that is not open (answered, cancelled, unknown)."""
 
