@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from .deadlines import OPERATOR, describe
 from .errors import AlreadyResolvedError, HitlError
+from .permissions import Policy, current_policy
 from .store.base import AuditRecord
 from .store.deadlines import Timer, timers
 
@@ -48,6 +49,12 @@ if TYPE_CHECKING:
     from .store.base import SessionStore
 
 log = logging.getLogger(__name__)
+
+_RULE_DECIDES = Policy()
+"""The policy a default answer is checked under: none. Whoever owns the interrupt,
+whoever ``[[answer]]`` allows and however many approvals it asks for, the rule
+that set the deadline decided the outcome (so the answer is forced, and is one
+answer, not one approval)."""
 
 CLAIM_TTL = 60.0
 """Seconds a claimed timer stays a sweeper's: one killed mid-step is replaced after it."""
@@ -135,12 +142,12 @@ class DeadlineSweep:
             from .handoff import queue_answer
 
             done = await queue_answer(self.store, t.session_id, answers, t.invocation_id, operator=OPERATOR,
-                                      reason=reason)
+                                      reason=reason, force=True, policy=_RULE_DECIDES)
         elif self.registry is not None and t.app_name in self.registry:
             from .operations import answer
 
             done = await answer(self.store, t.session_id, answers, t.invocation_id, registry=self.registry,
-                                operator=OPERATOR, reason=reason)
+                                operator=OPERATOR, reason=reason, force=True, policy=_RULE_DECIDES)
         else:
             return None, f"no worker queue in this store and no code for {t.app_name} here", None
         if done.error is None or done.error_kind in ("failed", "interrupted"):
@@ -184,7 +191,7 @@ class DeadlineSweep:
             from .ownership import assign
 
             moved = await assign(self.store, t.session_id, [t.interrupt_id], to=to, operator=OPERATOR,
-                                 reason=reason, force=True, policy=self.policy)
+                                 reason=reason, force=True, policy=self.policy or current_policy())
             if moved.error is None:
                 return "fired", f"assigned to {to}{told}", None  # audited with its own event
             if moved.error_kind == "conflict":

@@ -227,11 +227,11 @@ class Event(_Model):
     @property
     def kind(self) -> str:
         """A one-word classification for logs: message, response, redrive, cancel, fail,
-        start, end, interrupt, error, output, state, event."""
+        claim, assign, release, approve, start, end, interrupt, error, output, state, event."""
         if self.author == "user" and self.node_info is None:
             if self.function_responses:
                 return "response"
-            if self.action in ("redrive", "cancel", "fail"):
+            if self.action in ("redrive", "cancel", "fail", "claim", "assign", "release", "approve"):
                 return self.action
             return "message"
         if self.node_info and self.node_info.lifecycle:

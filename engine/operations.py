@@ -53,6 +53,7 @@ if TYPE_CHECKING:
 
     from .apps import AppRegistry
     from .models import Event, NodeStatus, Session, StoredEvent
+    from .permissions import Policy
     from .projection import Change, Projection
     from .replay import DiffRow
     from .resume import ResumePlan
@@ -107,6 +108,9 @@ class Outcome:
     error_kind: ErrorKind | None = None
     """``rejected`` / ``conflict`` (nothing written), ``failed`` (a node failed:
     written, the invocation is FAILED) or ``interrupted`` (stopped mid-run)."""
+    approval: str | None = None
+    """An answer under a multi-approver rule that did not meet it yet: its approval
+    was recorded (``written`` holds the ``approve`` event), e.g. ``1 of 2 approvals``."""
 
     @property
     def wrote(self) -> bool:
@@ -199,16 +203,23 @@ async def answer(
     session_state: bool = False,
     on_step: Callable[[Step], None] | None = None,
     batch: str | None = None,
+    force: bool = False,
+    policy: Policy | None = None,
 ) -> Outcome:
     """Answer ``answers`` (``{interrupt_id: value}``) and run what they unblock.
 
     ``registry``: the app code (or how to build it; a HitlError building it is
     the refusal); ``session``: the session row when the caller has read it;
     ``on_step`` is called after each persisted event; ``batch``: the bulk answer
-    (:mod:`engine.bulk`) this one is part of, recorded on the answer."""
+    (:mod:`engine.bulk`) this one is part of, recorded on the answer. First the
+    checks of :mod:`engine.answer_gate` (``force``: answer an interrupt someone
+    else owns; ``policy``: who may answer, default the process's hitl.toml)."""
+    from .answer_gate import gated
     from .models import Content
 
     outcome = Outcome("answer", session_id, invocation_id, operator, reason, answered=list(answers))
+    if (stop := await gated(outcome, store, answers, force=force, policy=policy, batch=batch)) is not None:
+        return stop
     content = Content.from_responses(answers)
     return await _turn(outcome, store, registry, session, preload, session_state, on_step, content=content, batch=batch)
 

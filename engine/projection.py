@@ -54,6 +54,7 @@ from typing import Any
 from .models import Event, NodeStatus, leaf_name, leaf_run_id, parent_path
 from .projection_records import Change, Interrupt, Invocation, NodeRun, _record, _run_no
 from .responses import unwrap_response
+from .store.owner_index import OWNER_ACTIONS, owner_change
 
 __all__ = ["Change", "Interrupt", "Invocation", "NodeRun", "Projection", "project"]
 
@@ -165,6 +166,8 @@ class Projection:
                 self._on_answered(iid, path, pos, change)
         elif inv.cancel is not None:
             return  # a cancel is final: the runner refuses whatever follows it
+        elif action in OWNER_ACTIONS or action == "approve":
+            self._apply_owners(event, iid, action, pos, change)
         elif action == "redrive":
             inv.actions.append(pos)
             # A failure stops its workflow, so failed, cancelled and stranded runs
@@ -227,6 +230,29 @@ class Projection:
                 itr.cancelled = True
                 itr.resolved_pos = pos
                 change.interrupts.add(itr.id)
+
+    def _apply_owners(self, event: Event, iid: str, action: str, pos: int, change: Change) -> None:
+        """A claim, assignment or release sets the owner of the open ids it names; an
+        approval (multi-approver rules) adds to their approvals. Node state is untouched."""
+        meta = event.custom_metadata or {}
+        if action == "approve":
+            values = meta.get("interrupts")
+            for itr_id, value in (values.items() if isinstance(values, dict) else ()):
+                itr = self.interrupts.get((iid, itr_id))
+                if itr is not None and itr.open:
+                    itr = self._own(self.interrupts, (iid, itr_id))
+                    itr.approvals.append(
+                        {"operator": meta.get("operator"), "value": value, "pos": pos, "at": event.timestamp}
+                    )
+                    change.interrupts.add(itr_id)
+            return
+        ch = owner_change(meta)
+        for itr_id in ch.ids:
+            itr = self.interrupts.get((iid, itr_id))
+            if itr is not None and itr.open:
+                itr = self._own(self.interrupts, (iid, itr_id))
+                itr.owner, itr.owned_at = ch.owner, event.timestamp if ch.owner else None
+                change.interrupts.add(itr_id)
 
     def _on_answered(self, iid: str, path: str, pos: int, change: Change) -> None:
         run = self._own(self.nodes, (iid, path))

@@ -90,8 +90,14 @@ def notify(
 
 
 def _policy() -> Any:
-    """The groups an escalation's ``assign`` step checks its group against (None until configured)."""
-    return None
+    """The groups an escalation's ``assign`` step checks its group against ([groups] of hitl.toml)."""
+    from engine.errors import HitlError
+    from engine.permissions import load_policy
+
+    try:
+        return load_policy(_opts().config_path())
+    except HitlError as exc:
+        fail(str(exc))
 
 
 @cli.command("notifications")

@@ -82,10 +82,13 @@ def worker(
         fail(problems[0])
     if not apps:
         fail("no app code to serve: register apps with --app NAME=package.module:workflow")
+    from engine.deadline_sweep import DeadlineSweep
     from engine.deadlines import check_rules
+    from engine.permissions import load_policy
 
     try:
         check_rules(registry.deadline_rules, apps)  # a rule naming no node of its app: one line, at start
+        policy = load_policy(opts.config_path())  # the groups an escalation may assign to
     except HitlError as exc:
         fail(str(exc))
 
@@ -111,6 +114,7 @@ def worker(
             w = Worker(
                 store, apps, concurrency=concurrency, drain_timeout=drain_timeout, heartbeat=heartbeat,
                 lease_ttl=lease_ttl or DEFAULT_LEASE_TTL, on_result=said, deadline_rules=registry.deadline_rules,
+                deadlines=DeadlineSweep(store, policy=policy),
             )
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGINT):

@@ -105,6 +105,10 @@ class InterruptRecord(BaseModel):
     """Event id of the answer (None while open, and for a cancel)."""
     resolved_seq: int | None = None
     """Seq of the answer or of the cancel (None while open)."""
+    owner: str | None = None
+    """Who works on it (an operator, or ``@group``; :mod:`engine.ownership`); None: unowned."""
+    owned_at: float | None = None
+    """When the current owner claimed it or was assigned it (stale claims are shown)."""
 
     @property
     def message(self) -> str:
@@ -148,7 +152,8 @@ class Lease(BaseModel):
         return self.owner
 
 
-AuditAction = Literal["answer", "redrive", "cancel", "import", "fail", "deadline_remind", "deadline_notify", "deadline_assign"]
+AuditAction = Literal["answer", "redrive", "cancel", "import", "claim", "assign", "release", "approve",
+                      "fail", "deadline_remind", "deadline_notify", "deadline_assign"]
 
 
 class AuditRecord(BaseModel):
@@ -236,6 +241,7 @@ class SessionSummary(BaseModel):
 
 
 from .metric_rows import StoreMetrics  # noqa: E402 -- the protocol's metric_reads returns it
+from .owner_index import AUDITED_ACTIONS, OwnerChange, owner_effects  # noqa: E402,F401 -- index_effects uses them
 
 
 class StoreOverview(BaseModel):
@@ -282,6 +288,7 @@ class IndexEffects:
     new_invocation_message: str | None = None
     audit: tuple[AuditAction, str | None, str | None, dict[str, Any]] | None = None
     """(action, operator, reason, details) when the event is an operator write."""
+    owners: OwnerChange | None = None
 
 
 _END_STATUS: dict[NodeStatus, InvocationState] = {
@@ -319,6 +326,9 @@ def index_effects(event: Event) -> IndexEffects:
                 eff.invocation_status = "failed"
                 eff.audit = ("fail", *who, {"path": meta.get("path"), "error": meta.get("error_code"),
                                             "ids": [meta["interrupt_id"]] if meta.get("interrupt_id") else []})
+            elif event.action in AUDITED_ACTIONS:  # claim, assign, release, approve
+                eff.owners, details = owner_effects(meta)
+                eff.audit = (event.action, *who, details)
             elif event.action == "redrive":
                 doubt = meta.get("in_doubt")
                 eff.audit = ("redrive", *who, {"in_doubt": doubt} if doubt else {})

@@ -37,6 +37,7 @@ from .base import (
     session_status,
 )
 from .metric_rows import StoreMetrics, store_metrics
+from .owner_index import check_owner_change
 
 
 def _audit_cursor(cursor: str) -> tuple[float, int]:
@@ -218,6 +219,11 @@ class MemoryStore:
         bad = [i for i in eff.resolved if (r := d.interrupts.get((inv, i))) is None or r.status != "open"]
         if bad:
             raise AlreadyResolvedError(bad)
+        if eff.owners is not None:
+            check_owner_change(
+                eff.owners,
+                {i: (r.status, r.owner) for i in eff.owners.ids if (r := d.interrupts.get((inv, i))) is not None},
+            )
         return list(eff.resolved)
 
     def _append(
@@ -252,6 +258,10 @@ class MemoryStore:
         for iid in eff.resolved:
             r = d.interrupts[(inv, iid)]
             r.status, r.resolved_by, r.resolved_seq = "resolved", event.id, seq
+        if eff.owners is not None:
+            for iid in eff.owners.ids:
+                r = d.interrupts[(inv, iid)]
+                r.owner, r.owned_at = eff.owners.owner, event.timestamp if eff.owners.owner else None
         if eff.cancel_invocation:
             for r in d.interrupts.values():
                 if r.invocation_id == inv and r.status == "open":

@@ -20,6 +20,7 @@ from engine import Content, RequestInput, Runner
 from engine.apps import AppRegistry
 from engine.deadline_sweep import DeadlineSweep
 from engine.deadlines import DeadlineConfigError, answer, escalate, load_rules, notify, remind
+from engine.permissions import Policy
 from engine.resume import load_invocation
 from engine.store.base import SessionStore
 from engine.store.deadlines import timers
@@ -217,8 +218,18 @@ async def test_escalation_steps_fire_in_order_each_once_and_audited(store: Sessi
     assert sorted((r.action, tuple(r.details.get("channels", ()))) for r in rows) == [
         ("deadline_notify", ("pager",)), ("deadline_remind", ("ops",))]
     assert all(r.reason and r.reason.startswith("deadline rule RequestInput review: ") for r in rows)
-    # no default answer: still open
-    assert [r.interrupt_id for r in (await store.open_interrupts()).items] == ["review"]
+    # no default answer: still open, and an hour past the deadline reassigned to the group
+    (row,) = (await store.open_interrupts()).items
+    assert (row.interrupt_id, row.owner) == ("review", None)
+    sweep.clock = at(5 * HOUR + 1)
+    sweep.policy = Policy(groups={"finance-leads": frozenset({"bob"})})
+    await sweep.run_once()
+    await sweep.run_once()
+    assert fired[2:] == ["assign: assigned to @finance-leads"]
+    (row,) = (await store.open_interrupts()).items
+    assert row.owner == "@finance-leads"
+    (moved,) = await audit(store, action="assign")
+    assert (moved.operator, moved.reason) == ("deadline", "deadline rule RequestInput review: assign after 5h")
 
 
 async def test_escalation_notifies_its_channels_once_each(store: SessionStore) -> None:
@@ -287,3 +298,15 @@ async def test_timers_are_stored_with_the_interrupt(store: SessionStore) -> None
     rows = await timers(store).listing()
     assert [(t.step, t.timer["do"], round(t.due_at - rows[0].due_at + HOUR)) for t in rows] == [
         (0, "remind", HOUR), (1, "notify", 4 * HOUR), (2, "assign", 5 * HOUR)]
+
+
+async def test_the_default_answer_applies_to_an_interrupt_someone_claimed(store: SessionStore) -> None:
+    from engine import ownership
+
+    inv = await start(store, "s1")
+    claimed = await ownership.claim(store, "s1", ["approve"], operator="ann")
+    assert claimed.error is None
+    done = await DeadlineSweep(store, clock=at(app.HOURS * HOUR + 1), registry=registry()).run_once()
+    assert [o for _, o in done.fired] == ["answered"]
+    await settle(store, "s1", inv)
+    assert [r.operator for r in await audit(store, action="answer")] == ["deadline"]

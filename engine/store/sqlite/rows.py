@@ -25,6 +25,7 @@ from ..base import (
     SessionSummary,
     index_effects,
 )
+from ..owner_index import OwnerChange
 from .listing import _SUMMARY_COLS, _decode_cursor, _encode_cursor  # noqa: F401 (re-exported)
 
 T = TypeVar("T")
@@ -37,7 +38,7 @@ T = TypeVar("T")
 _SESSION_COLS = "id, app_name, user_id, state, created_at, updated_at, last_seq"
 _INTERRUPT_COLS = (
     "interrupt_id, session_id, app_name, user_id, invocation_id, path, event_id, name, args, "
-    "raised_seq, raised_at, status, resolved_by, resolved_seq"
+    "raised_seq, raised_at, status, resolved_by, resolved_seq, owner, owned_at"
 )
 _INVOCATION_COLS = "session_id, invocation_id, status, started_seq, started_at, updated_at, message"
 _LEASE_COLS = "session_id, invocation_id, owner, acquired_at, renewed_at, expires_at"
@@ -82,6 +83,8 @@ def _interrupt_from_row(r: tuple[Any, ...]) -> InterruptRecord:
         status=r[11],
         resolved_by=r[12],
         resolved_seq=r[13],
+        owner=r[14],
+        owned_at=r[15],
     )
 
 
@@ -155,6 +158,8 @@ class _Prepared:
     new_message: str | None
     audit: tuple[str, str | None, str | None, str] | None
     """(action, operator, reason, details JSON) of an operator write."""
+    owners: OwnerChange | None = None
+    """Who owns which interrupts after it (a claim, assignment or release)."""
 
 
 def _prepare(event: Event) -> _Prepared:
@@ -183,6 +188,7 @@ def _prepare(event: Event) -> _Prepared:
         eff.invocation_status,
         eff.new_invocation_message,
         None if eff.audit is None else (*eff.audit[:3], to_json(eff.audit[3]).decode()),
+        eff.owners,
     )
 
 

@@ -230,6 +230,20 @@ def _migrate_projection_checkpoints(conn: sqlite3.Connection) -> None:
     )
 
 
+def _migrate_owners(conn: sqlite3.Connection) -> None:
+    """Owners of open interrupts (claim / assign / release events, engine/ownership.py):
+    the current owner and since when, derived with the event; the inbox filters by owner."""
+    _exec_all(
+        conn,
+        [
+            "ALTER TABLE interrupts ADD COLUMN owner TEXT",
+            "ALTER TABLE interrupts ADD COLUMN owned_at REAL",
+            """CREATE INDEX IF NOT EXISTS interrupts_open_by_owner
+                ON interrupts(owner, raised_at, session_id, raised_seq, interrupt_id) WHERE status = 'open'""",
+        ],
+    )
+
+
 def _migrate_deadlines(conn: sqlite3.Connection) -> None:
     """Deadline timers (engine/deadlines.py): one row per step of an interrupt's
     rule, written with its index row by a trigger. Idempotent."""
@@ -246,7 +260,8 @@ _MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _migrate_5,
     _migrate_projection_checkpoints,
     _migrate_workers,
-    _migrate_deadlines,
+    _migrate_owners,  # v8
+    _migrate_deadlines,  # v9
 ]
 """``_MIGRATIONS[i]`` upgrades schema version ``i`` to ``i + 1``. Append only."""
 
