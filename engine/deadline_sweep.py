@@ -56,6 +56,9 @@ whoever ``[[answer]]`` allows and however many approvals it asks for, the rule
 that set the deadline decided the outcome (so the answer is forced, and is one
 answer, not one approval)."""
 
+VOID = "the interrupt was answered, cancelled or asked again before it was due"
+"""The outcome of a timer whose interrupt closed before it fired."""
+
 CLAIM_TTL = 60.0
 """Seconds a claimed timer stays a sweeper's: one killed mid-step is replaced after it."""
 
@@ -126,7 +129,7 @@ class DeadlineSweep:
     async def _fire(self, t: Timer, reason: str) -> tuple[Any, str, AuditRecord | None]:
         """(status, outcome, audit row) -- status None: refused for now, try again later."""
         if not t.open:
-            return "void", "the interrupt was answered, cancelled or asked again before it was due", None
+            return "void", VOID, None
         do = t.timer.get("do")
         if do == "answer":
             return await self._answer(t, reason)
@@ -152,11 +155,7 @@ class DeadlineSweep:
             return None, f"no worker queue in this store and no code for {t.app_name} here", None
         if done.error is None or done.error_kind in ("failed", "interrupted"):
             return "fired", "answered", None  # its audit row is the answer's own
-        if isinstance(done.error, AlreadyResolvedError):
-            return "void", "answered first", None
-        if done.error_kind == "conflict":
-            return None, done.refusal or str(done.error), None
-        return "void", f"refused: {done.refusal}", None  # e.g. cancelled meanwhile: nothing to do
+        return await self._refused(t, done.refusal or str(done.error))
 
     async def _fail(self, t: Timer, reason: str) -> tuple[Any, str, AuditRecord | None]:
         from .operations import CONFLICTS
@@ -166,11 +165,20 @@ class DeadlineSweep:
             await fail_waiting(self.store, t.session_id, t.invocation_id, t.interrupt_id, t.raised_seq,
                                error=str(t.timer.get("error") or "DeadlinePassed"),
                                message=str(t.timer.get("message") or ""), operator=OPERATOR, reason=reason)
-        except AlreadyResolvedError:
-            return "void", "answered first", None
-        except CONFLICTS as exc:
-            return None, str(exc), None
+        except (AlreadyResolvedError, *CONFLICTS) as exc:
+            return await self._refused(t, str(exc))
         return "fired", f"failed with {t.timer.get('error')}", None  # audited with its event
+
+    async def _refused(self, t: Timer, why: str) -> tuple[Any, str, AuditRecord | None]:
+        """A refused answer or fail: void when the interrupt closed meanwhile (an answer
+        -- perhaps this very timer's, by a sweeper whose claim lapsed mid-write -- or a
+        cancel); else tried again once the claim lapses (a busy invocation, a turn
+        interrupted mid-run that a worker or an operator continues first)."""
+        rows = await self.store.lookup_interrupts(t.session_id, [t.interrupt_id])
+        if not any(r.invocation_id == t.invocation_id and r.status == "open" and r.raised_seq == t.raised_seq
+                   for r in rows):
+            return "void", VOID, None
+        return None, why, None
 
     async def _step(self, t: Timer, do: str, reason: str) -> tuple[Any, str, AuditRecord | None]:
         details: dict[str, Any] = {"interrupt_id": t.interrupt_id, "step": t.step, "path": t.path}

@@ -290,7 +290,6 @@ class Worker:
         await self._waker.start()
         await self._beat()
         await self._sweep()
-        await self._deadline_pass()  # deadlines that passed while no process ran fire now
         beat = asyncio.ensure_future(self._beat_loop())
         try:
             while not self._stopping.is_set():
@@ -328,6 +327,8 @@ class Worker:
         await self.store.put_worker(self.record())  # type: ignore[attr-defined]
 
     async def _beat_loop(self) -> None:
+        # Deadlines that passed while no process ran fire now -- beside the turns, not before them.
+        await self._deadline_pass()
         while True:
             await asyncio.sleep(self.heartbeat)
             try:

@@ -53,3 +53,7 @@ async def plain(order: str):
 
 
 undecided = Workflow("check", [(START, plain)])
+
+
+single = Workflow("quick", [(START, approve)])
+"""One waiting node: its default answer completes the invocation with no other node to run."""
