@@ -204,7 +204,8 @@ ACTIONS: tuple[Action, ...] = (
     Action("inbox.bulk_answer", "b", "Bulk", "One answer for the marked (else the filtered) rows: dry run, then "
            "one audited batch", "inbox", "bulk_answer", cli="hitl bulk-answer {text} --answer JSON --dry-run",
            writes=True),
-    *_sorts("inbox", (("status", "S", "STATUS"), ("age", "W", "AGE (waiting since)"), ("interrupt", "D", "INTERRUPT id"),
+    *_sorts("inbox", (("status", "S", "STATUS"), ("age", "W", "AGE (waiting since)"), ("due", "U", "DUE (time left)"),
+                      ("interrupt", "D", "INTERRUPT id"),
                       ("session", "I", "SESSION id"), ("asks", "K", "ASKS"), ("node", "O", "NODE path"),
                       ("app", "P", "APP"))),
     # Selecting ids and answering them: part of the write flow, so --read-only disables them too.

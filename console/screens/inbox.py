@@ -29,6 +29,7 @@ from textual.binding import Binding
 from textual.widgets import Input
 
 from engine import bulk
+from engine.deadlines import due_at, time_left
 from engine.errors import HitlError
 from engine.liveness import interrupted_invocations, turn_requests_by_invocation
 from engine.models import REQUEST_INPUT_FUNCTIONS
@@ -53,6 +54,7 @@ REFRESH_CAP = 1000
 COLUMNS = (
     ("status", "STATUS"),
     ("age", "AGE"),
+    ("due", "DUE"),
     ("interrupt", "INTERRUPT"),
     ("session", "SESSION"),
     ("asks", "ASKS"),
@@ -68,6 +70,11 @@ def asks(rec: InterruptRecord) -> str:
     return rec.name + (f": {rec.message}" if rec.message else "")
 
 
+def _due_first(r: InterruptRecord) -> tuple[bool, float]:
+    due = due_at(r.args, r.raised_at)
+    return (due is None, due or 0.0)
+
+
 class InboxScreen(SortableRows, PagedTableScreen):
     """Open interrupts; rows can be selected (ids of one invocation: one message
     answers one invocation) and answered in the session's response editor."""
@@ -78,6 +85,7 @@ class InboxScreen(SortableRows, PagedTableScreen):
     SORT_KEYS: ClassVar[dict[str, Callable[[Any], Any]]] = {
         "status": lambda r: 0,  # by liveness: :meth:`sort_key`
         "age": lambda r: -r.raised_at,  # ▲: youngest first (the inbox's own order is oldest first)
+        "due": lambda r: _due_first(r),  # ▲: due first (overdue first of all); none last
         "interrupt": lambda r: r.interrupt_id.lower(),
         "session": lambda r: r.session_id.lower(),
         "asks": lambda r: asks(r).lower(),
@@ -115,7 +123,9 @@ class InboxScreen(SortableRows, PagedTableScreen):
 
     def on_mount(self) -> None:
         table = self.query_one("#inbox-table", StatusTable)
-        for key, label in COLUMNS:
+        self.with_due = False
+        """Whether the DUE column is shown: only while some loaded row has a deadline."""
+        for key, label in self.columns():
             table.add_column(label, key=key)
         table.focus()
         self.query_one("#inbox-filter", Input).cursor_blink = self.hitl.cursor_blink
@@ -195,9 +205,12 @@ class InboxScreen(SortableRows, PagedTableScreen):
             return lambda r: [not flag for flag in reversed(self._stopped(r))]  # in doubt, interrupted, waiting
         return super().sort_key(column)
 
+    def columns(self) -> tuple[tuple[str, str], ...]:
+        return COLUMNS if self.with_due else tuple(c for c in COLUMNS if c[0] != "due")
+
     def sort_changed(self) -> None:
         table = self.query_one("#inbox-table", StatusTable)
-        for key, label in COLUMNS:
+        for key, label in self.columns():
             table.set_column_label(key, self.header_label(key, label))
         self._show_rows()
 
@@ -210,7 +223,7 @@ class InboxScreen(SortableRows, PagedTableScreen):
         every column fits the table's width (:func:`fit_widths`, as the sessions list):
         statuses and ages are never cut; the node path gives way first (its end, the
         node, is kept), then the question, the app, the session id, the interrupt id."""
-        header = dict(COLUMNS)
+        header = dict(self.columns())
         natural = {
             "interrupt": max((len(r.interrupt_id) + (2 if self._key(r) in self.marks else 0) for r in rows), default=0),
             "session": max((len(r.session_id) for r in rows), default=0),
@@ -221,14 +234,21 @@ class InboxScreen(SortableRows, PagedTableScreen):
         natural = {k: max(v, len(header[k])) for k, v in natural.items()}
         status = max((len(self._status_word(r)) for r in rows), default=0)
         ages = max((len(age(r.raised_at, now)) for r in rows), default=0)
+        dues = max((len(self._due(r, now)) for r in rows), default=0) if self.with_due else -2
         table = self.query_one("#inbox-table", StatusTable)
         overflow = len(rows) + 1 > (table.size.height or self.size.height)
         scrollbar = table.styles.scrollbar_size_vertical if overflow else 0  # 2 columns in the console's theme
-        fixed = max(status, len(header["status"])) + max(ages, len(header["age"])) + 2 * len(COLUMNS) + scrollbar
+        fixed = (max(status, len(header["status"])) + max(ages, len(header["age"]))
+                 + (max(dues, len(header["due"])) if self.with_due else 0) + 2 * len(header) + scrollbar)
         width = table.size.width or self.size.width or 80
         minimum = {"asks": 10, "node": len(header["node"]), "app": 5, "session": 9, "interrupt": 9}  # 80 columns: all fit
         return fit_widths(natural, width - fixed, order=("node", "asks", "app", "session", "interrupt"),
                           minimum={k: min(v, natural[k]) for k, v in minimum.items()})
+
+    @staticmethod
+    def _due(r: InterruptRecord, now: float) -> str:
+        """Time left to the interrupt's deadline (``3h12m left``, ``overdue 5m``), or ``-``."""
+        return time_left(due_at(r.args, r.raised_at), now) or "-"
 
     def _stopped(self, r: InterruptRecord) -> tuple[bool, bool]:
         return self.stopped.get((r.session_id, r.invocation_id), (False, False))
@@ -243,6 +263,7 @@ class InboxScreen(SortableRows, PagedTableScreen):
         return [
             table.status_cell("waiting", self._stopped(r)),
             Text(age(r.raised_at, now), justify="right"),
+            *([Text(self._due(r, now), justify="right")] if self.with_due else []),
             self.interrupt_cell(r, widths["interrupt"]),
             literal(short(r.session_id, widths["session"], red)),
             literal(short(asks(r), widths["asks"], red)),
@@ -254,12 +275,18 @@ class InboxScreen(SortableRows, PagedTableScreen):
         table = self.query_one("#inbox-table", StatusTable)
         now = self.hitl.clock()
         rows = self.sorted_rows(self.rows)
+        with_due = any(due_at(r.args, r.raised_at) is not None for r in rows)
+        if with_due != self.with_due:  # the DUE column comes and goes with the rows that have a deadline
+            self.with_due = with_due
+            table.clear(columns=True)
+            for key, label in self.columns():
+                table.add_column(self.header_label(key, label), key=key)
         widths = self._widths(rows, now)
         keys = [str(k.value) for k in table.rows]
         wanted = [self._key(r) for r in rows]
         if keys == wanted:
             for r in rows:
-                for (col, _), value in zip(COLUMNS, self._cells(r, now, widths), strict=True):
+                for (col, _), value in zip(self.columns(), self._cells(r, now, widths), strict=True):
                     if table.get_cell(self._key(r), col) != value:
                         table.update_cell(self._key(r), col, value)
         else:

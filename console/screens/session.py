@@ -489,7 +489,8 @@ class SessionScreen(GraphKeys, HitlScreen):
         node = self.tree.cursor_node
         if path is not None:
             details.show(
-                node_details(self.proj, inv, path, st, self.in_doubt, red=self.hitl.redactor, interrupted=self.interrupted),
+                node_details(self.proj, inv, path, st, self.in_doubt, red=self.hitl.redactor, interrupted=self.interrupted,
+                             now=self.hitl.clock()),
                 f"Node {path}",
             )
         elif node is not None and node.data and node.data.startswith(FOLD):
