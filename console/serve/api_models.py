@@ -152,8 +152,13 @@ class SessionsPage(BaseModel):
     next_cursor: str | None = None
 
 
+class InboxItem(InterruptRecord):
+    due_at: float | None = Field(default=None, description="When its deadline passes (epoch seconds; None: it has "
+                                 "none). The deadline's rule is in `args.deadline`.")
+
+
 class InboxPage(BaseModel):
-    interrupts: list[InterruptRecord]
+    interrupts: list[InboxItem]
     next_cursor: str | None = None
 
 
@@ -166,6 +171,8 @@ class OpenInterrupt(BaseModel):
     form: dict[str, Any] | None = Field(default=None, description="The console's form for the schema (None: no form).")
     form_reason: str | None = Field(default=None, description="Why the schema has no form.")
     schema_lines: list[str] = Field(default_factory=list, description="The schema as `hitl show --schemas` reads it.")
+    due_at: float | None = Field(default=None, description="When its deadline passes (epoch seconds; None: none).")
+    on_deadline: str | None = Field(default=None, description="What happens then: answer, fail or escalate.")
 
 
 class InvocationDetail(BaseModel):
