@@ -185,7 +185,7 @@ ACTIONS: tuple[Action, ...] = (
            cli="hitl sessions --status {status}"),
     # 0 all, 1 waiting, 2 running, 3 failed, 4 completed, 5 cancelled, 6 interrupted (engine.status.STATUS_CYCLE)
     *(_status(str(n), s, s.title() if s else "All") for n, s in enumerate(STATUS_CYCLE)),
-    Action("sessions.sort", "o", "Sort", "Sort by last activity / oldest open interrupt", "sessions",
+    Action("sessions.sort", "o", "Sort", "Sort by last activity / triage: due first, then oldest open interrupt", "sessions",
            "toggle_sort"),
     *_sorts("sessions", (("status", "S", "STATUS"), ("open", "O", "OPEN"), ("oldest", "W", "OLDEST waiting"),
                          ("app", "P", "APP"), ("user", "U", "USER"), ("session", "I", "SESSION id"),

@@ -179,11 +179,11 @@ def audit_what(action: str, details: dict[str, Any], ids: Callable[..., str] = i
     if action == "redrive" and d.get("in_doubt"):
         return f"re-drove, acknowledged in doubt: {ids(d['in_doubt'], 3)}"
     if action == "fail":
-        return f"failed {d.get('path') or '?'} with {d.get('error') or '?'}"
-    if action.startswith("deadline_"):
+        return f"failed {d.get('path') or '?'} with {d.get('error_code') or '?'}"
+    if action == "deadline":
         to = d.get("group") or ", ".join(d.get("channels") or []) or d.get("owner") or "no one"
-        verb = {"deadline_remind": "reminded", "deadline_notify": "notified", "deadline_assign": "assigned"}
-        return f"{verb.get(action, action)} {to} about {d.get('interrupt_id', '?')}"
+        verb = {"remind": "reminded", "notify": "notified", "assign": "assigning to"}.get(d.get("step", ""), "told")
+        return f"{verb} {to} about {d.get('interrupt_id', '?')}"
     return {"redrive": "re-drove", "cancel": "cancelled"}.get(action, action)
 
 

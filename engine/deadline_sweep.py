@@ -181,7 +181,7 @@ class DeadlineSweep:
         return None, why, None
 
     async def _step(self, t: Timer, do: str, reason: str) -> tuple[Any, str, AuditRecord | None]:
-        details: dict[str, Any] = {"interrupt_id": t.interrupt_id, "step": t.step, "path": t.path}
+        details: dict[str, Any] = {"interrupt_id": t.interrupt_id, "step": do, "path": t.path}
         channels = t.timer.get("channels") or []
         if channels:
             details["channels"] = list(channels)
@@ -218,5 +218,5 @@ class DeadlineSweep:
     def _audit(self, t: Timer, do: str, reason: str, details: dict[str, Any], refused: str | None = None) -> AuditRecord:
         if refused:
             details = {**details, "refused": refused}
-        return AuditRecord(at=self.clock(), action=f"deadline_{do}", operator=OPERATOR, reason=reason,
+        return AuditRecord(at=self.clock(), action="deadline", operator=OPERATOR, reason=reason,
                            session_id=t.session_id, invocation_id=t.invocation_id, details=details)

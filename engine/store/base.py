@@ -152,8 +152,7 @@ class Lease(BaseModel):
         return self.owner
 
 
-AuditAction = Literal["answer", "redrive", "cancel", "import", "claim", "assign", "release", "approve",
-                      "fail", "deadline_remind", "deadline_notify", "deadline_assign"]
+AuditAction = Literal["answer", "redrive", "cancel", "import", "claim", "assign", "release", "approve", "fail", "deadline"]
 
 
 class AuditRecord(BaseModel):
@@ -164,8 +163,7 @@ class AuditRecord(BaseModel):
     at: float
     """When: the action's event timestamp (an import: when it was written)."""
     action: AuditAction
-    """``answer``, ``redrive``, ``cancel``, ``fail`` (derived from their events), ``import``, or a deadline step
-    (``deadline_remind``, ``deadline_notify``, ``deadline_assign``: written with the step's timer, engine.deadline_sweep)."""
+    """``answer``, ``redrive``, ``cancel``, ... (derived from their events), ``import``, ``deadline`` (a rule's step)."""
     operator: str | None = None
     """Who (``--operator`` / the configured operator); None when not given."""
     reason: str | None = None
@@ -315,17 +313,10 @@ def index_effects(event: Event) -> IndexEffects:
                 if meta.get("batch"):
                     details["batch"] = str(meta["batch"])  # one bulk answer (engine.bulk): its rows share it
                 eff.audit = ("answer", *who, details)
-            elif event.action == "cancel":
+            elif event.action in ("cancel", "fail"):  # fail: a deadline's outcome, closing interrupts as a cancel
                 eff.cancel_invocation = True
-                eff.invocation_status = "cancelled"
-                eff.audit = ("cancel", *who, {})
-            elif event.action == "fail":
-                # A deadline's outcome (engine.deadlines.fail): the waiting node fails with a
-                # named error, so the invocation's interrupts close as a cancel closes them.
-                eff.cancel_invocation = True
-                eff.invocation_status = "failed"
-                eff.audit = ("fail", *who, {"path": meta.get("path"), "error": meta.get("error_code"),
-                                            "ids": [meta["interrupt_id"]] if meta.get("interrupt_id") else []})
+                eff.invocation_status = "cancelled" if event.action == "cancel" else "failed"
+                eff.audit = (event.action, *who, {k: meta.get(k) for k in ("path", "error_code") if event.action == "fail"})
             elif event.action in AUDITED_ACTIONS:  # claim, assign, release, approve
                 eff.owners, details = owner_effects(meta)
                 eff.audit = (event.action, *who, details)

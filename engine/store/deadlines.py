@@ -112,6 +112,22 @@ class Timers(Protocol):
         """Timers (of a session; of a status; fired at or after ``since``), due order."""
         ...
 
+    async def due_of(self, session_ids: list[str]) -> dict[str, float]:
+        """Session id -> when the soonest deadline of its open interrupts passes (those with one)."""
+        ...
+
+
+def soonest(rows: list[tuple[str, float, Any]]) -> dict[str, float]:
+    """(session id, raised_at, call args) of open raisings with a rule -> each session's soonest deadline."""
+    from ..deadlines import due_at
+
+    out: dict[str, float] = {}
+    for sid, raised_at, args in rows:
+        due = due_at(_json(args), raised_at)
+        if due is not None and (sid not in out or due < out[sid]):
+            out[sid] = due
+    return out
+
 
 def expand(session_id: str, invocation_id: str, interrupt_id: str, raised_seq: int, raised_at: float, app_name: str,
            path: str, args: dict[str, Any]) -> list[Timer]:
@@ -182,6 +198,11 @@ class MemoryTimers:
         if audit is not None:
             self.store._add_audit(audit)
         return True
+
+    async def due_of(self, session_ids: list[str]) -> dict[str, float]:
+        wanted = set(session_ids)
+        return soonest([(sid, r.raised_at, r.args) for sid, d in self.store._sessions.items() if sid in wanted
+                        for r in d.interrupts.values() if r.status == "open"])
 
     async def listing(self, *, session_id: str | None = None, status: str | None = None, since: float | None = None,
                       limit: int = 1000) -> list[Timer]:

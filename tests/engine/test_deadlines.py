@@ -189,7 +189,7 @@ async def test_fail_fails_the_waiting_node_with_the_named_error_and_a_redrive_as
     assert proj.open_interrupts(inv) == []
     assert [r.interrupt_id for r in (await store.open_interrupts()).items] == []
     (row,) = await audit(store, action="fail")
-    assert (row.operator, row.details["error"], row.details["path"]) == ("deadline", "NoSigner", "signing@1/sign@1")
+    assert (row.operator, row.details["error_code"], row.details["path"]) == ("deadline", "NoSigner", "signing@1/sign@1")
     # Not final: a re-drive runs the failed node again, and it asks again.
     again = await operations.redrive(store, "s1", inv, registry=registry(app.failing), operator="ann")
     assert again.error is None, again.error
@@ -215,8 +215,8 @@ async def test_escalation_steps_fire_in_order_each_once_and_audited(store: Sessi
     await sweep.run_once()
     assert fired == ["remind: remind: ops", "notify: notify: pager"]
     rows = await audit(store, operator="deadline")
-    assert sorted((r.action, tuple(r.details.get("channels", ()))) for r in rows) == [
-        ("deadline_notify", ("pager",)), ("deadline_remind", ("ops",))]
+    assert sorted((r.action, r.details["step"], tuple(r.details.get("channels", ()))) for r in rows) == [
+        ("deadline", "notify", ("pager",)), ("deadline", "remind", ("ops",))]
     assert all(r.reason and r.reason.startswith("deadline rule RequestInput review: ") for r in rows)
     # no default answer: still open, and an hour past the deadline reassigned to the group
     (row,) = (await store.open_interrupts()).items

@@ -8,7 +8,7 @@ from typing import Any
 import asyncpg
 
 from ..base import AuditRecord
-from ..deadlines import COLUMNS, Timer, TimerStatus, from_row
+from ..deadlines import COLUMNS, Timer, TimerStatus, from_row, soonest
 
 MIGRATION = [
     """CREATE TABLE IF NOT EXISTS deadline_timers (
@@ -116,6 +116,18 @@ class PostgresTimers:
                 return True
 
         return await self.store._run(fn, reconnect=False)
+
+    async def due_of(self, session_ids: list[str]) -> dict[str, float]:
+        async def fn(conn: asyncpg.Connection) -> dict[str, float]:
+            if not session_ids or not await conn.fetchval("SELECT to_regclass('deadline_timers') IS NOT NULL"):
+                return {}
+            rows = await conn.fetch(  # step 0: one row per raising that has a rule
+                f"SELECT t.session_id, i.raised_at, i.args {_FROM} WHERE t.session_id = ANY($1::text[])"
+                " AND t.step = 0 AND i.status = 'open' AND i.raised_seq = t.raised_seq", session_ids,
+            )
+            return soonest([(r[0], r[1], r[2]) for r in rows])
+
+        return await self.store._run(fn)
 
     async def listing(self, *, session_id: str | None = None, status: str | None = None, since: float | None = None,
                       limit: int = 1000) -> list[Timer]:

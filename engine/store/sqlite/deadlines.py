@@ -7,7 +7,7 @@ import sqlite3
 from typing import Any
 
 from ..base import AuditRecord
-from ..deadlines import COLUMNS, Timer, TimerStatus, from_row
+from ..deadlines import COLUMNS, Timer, TimerStatus, from_row, soonest
 
 MIGRATION = [
     """CREATE TABLE IF NOT EXISTS deadline_timers (
@@ -99,6 +99,19 @@ def _list_tx(conn: sqlite3.Connection, session_id: str | None, status: str | Non
     return [from_row(r) for r in rows]
 
 
+def _due_of_tx(conn: sqlite3.Connection, session_ids: list[str]) -> dict[str, float]:
+    if not session_ids or conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'deadline_timers'").fetchone() is None:
+        return {}
+    rows: list[tuple[str, float, Any]] = []
+    for i in range(0, len(session_ids), 500):
+        part = session_ids[i:i + 500]
+        rows += conn.execute(  # step 0: one row per raising that has a rule
+            f"SELECT t.session_id, i.raised_at, i.args {_FROM} WHERE t.session_id IN ({', '.join('?' * len(part))})"
+            " AND t.step = 0 AND i.status = 'open' AND i.raised_seq = t.raised_seq", part,
+        ).fetchall()
+    return soonest(rows)
+
+
 class SQLiteTimers:
     def __init__(self, store: Any) -> None:
         self.store = store
@@ -112,6 +125,9 @@ class SQLiteTimers:
     async def finish(self, t: Timer, owner: str, status: TimerStatus, outcome: str, now: float,
                      audit: AuditRecord | None = None) -> bool:
         return await self.store._write(_finish_tx, t, owner, status, outcome, now, audit)
+
+    async def due_of(self, session_ids: list[str]) -> dict[str, float]:
+        return await self.store._call(_due_of_tx, session_ids)
 
     async def listing(self, *, session_id: str | None = None, status: str | None = None, since: float | None = None,
                       limit: int = 1000) -> list[Timer]:
