@@ -434,6 +434,8 @@ class Worker:
             return
         for name, outcome in done.fired:
             log.info("deadline %s: %s", name, outcome)
+        if done.fired and self._waker is not None:
+            self._waker.poke()  # a default answer may have left a turn here: this process's own write wakes no one
 
     def _done(self, key: tuple[str, str]) -> None:
         running = self._running.pop(key, None)
