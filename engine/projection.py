@@ -192,12 +192,7 @@ class Projection:
             for run in self.runs(iid):
                 if run.status is not NodeStatus.COMPLETED:
                     self._set(iid, run.path, NodeStatus.CANCELLED, pos, change)
-            for key, itr in list(self.interrupts.items()):
-                if itr.invocation_id == iid and itr.open:
-                    itr = self._own(self.interrupts, key)
-                    itr.cancelled = True
-                    itr.resolved_pos = pos
-                    change.interrupts.add(itr.id)
+            self._close_open(iid, pos, change)
 
     def _apply_fail(self, event: Event, inv: Invocation, pos: int, change: Change) -> None:
         """A deadline's ``fail`` (engine.deadlines): the waiting run at ``path``
@@ -224,6 +219,10 @@ class Projection:
                 own.error_message = str(meta.get("error_message") or meta.get("reason") or "")
             elif not run.status.is_final:
                 self._set(iid, run.path, NodeStatus.CANCELLED, pos, change)
+        self._close_open(iid, pos, change)
+
+    def _close_open(self, iid: str, pos: int, change: Change) -> None:
+        """Close the invocation's open interrupts unanswered (a cancel, a deadline's fail)."""
         for key, itr in list(self.interrupts.items()):
             if itr.invocation_id == iid and itr.open:
                 itr = self._own(self.interrupts, key)
