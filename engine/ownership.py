@@ -193,7 +193,7 @@ async def release(
 def check_owner_name(name: str, policy: Policy | None) -> str:
     """A valid owner: an operator name, or ``@group`` naming a configured group."""
     name = name.strip()
-    if not name or any(c.isspace() or not c.isprintable() for c in name) or len(name) > 200:
+    if not name or not name.isprintable() or len(name) > 200:
         raise OwnershipInputError(f"{name!r} is not an operator or @group name; nothing was written")
     if name.startswith("@"):
         groups = policy.groups if policy is not None else {}

@@ -1,0 +1,112 @@
+"""The API's claim / assign / release and its answers' owner and permission checks,
+from the attacker's side too: a viewer's claim, a token claiming or answering in
+someone else's name, racing claims -- on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from console.serve.config import OperatorEntry, ServeConfig
+from engine.permissions import policy_from, reset_policy, use_policy
+from tests.browser.served import HASHER
+from tests.contract.builders import location, open_store
+
+from . import conftest
+from .conftest import Api, fill, serve_app
+
+YES = {"approved": True, "note": "api"}
+PEOPLE = {**conftest.TOKENS, "amy": ("operator", "amy-token-5d1e")}
+
+
+class People(Api):
+    def headers(self, who: str | None, extra: dict[str, str] | None = None) -> dict[str, str]:
+        h = dict(extra or {})
+        if who is not None:
+            h["Authorization"] = f"Bearer {who}:{PEOPLE[who][1]}"
+        return h
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def api(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[People]:
+    store = await open_store(request.param, tmp_path)
+    try:
+        invocations = await fill(store)
+        target = location(store)
+    finally:
+        await store.close()
+    ops = {n: OperatorEntry(n, role, HASHER.hash(secret)) for n, (role, secret) in PEOPLE.items()}
+    client = await serve_app(target, ServeConfig(operators=ops, max_failed_signins=5, signin_window_seconds=600))
+    try:
+        yield People(client, invocations, request.param, target)
+    finally:
+        reset_policy()
+        await client.close()
+
+
+async def _events(api: Api, sid: str) -> int:
+    _, body, _ = await api.get(f"/sessions/{sid}/events?limit=5000")
+    return len(body["events"])
+
+
+async def test_a_claimed_interrupt_answered_by_another_is_refused_without_force(api: People) -> None:
+    status, body, _ = await api.post("/sessions/r-1/claim", {"ids": ["finance-order-1"], "reason": "mine"})
+    assert status == 200 and body["owner"] == "bot" and body["previous"] == {"finance-order-1": None}, body
+    before = await _events(api, "r-1")
+    status, err, _ = await api.post("/sessions/r-1/answer", {"answers": {"finance-order-1": YES}}, who="amy")
+    assert (status, err["error"]["code"]) == (409, "claimed_by_other")
+    assert err["error"]["message"].startswith("interrupt finance-order-1 is claimed by bot; nothing was written")
+    status, err, _ = await api.post("/sessions/r-1/claim", {"ids": ["finance-order-1"]}, who="amy")
+    assert (status, err["error"]["code"]) == (409, "owned_by_other")
+    assert await _events(api, "r-1") == before
+    status, body, _ = await api.post("/sessions/r-1/answer", {"answers": {"finance-order-1": YES}, "force": True},
+                                     who="amy")
+    assert status == 200 and body["operator"] == "amy", body
+    _, inbox, _ = await api.get("/sessions/r-1")
+    assert inbox is not None
+
+
+async def test_a_viewer_cannot_claim(api: People) -> None:
+    before = await _events(api, "r-1")
+    for action, extra in (("claim", {}), ("assign", {"to": "val"}), ("release", {})):
+        status, err, _ = await api.post(f"/sessions/r-1/{action}", {"ids": ["finance-order-1"], **extra}, who="val")
+        assert (status, err["error"]["code"]) == (403, "forbidden"), err
+    assert await _events(api, "r-1") == before
+
+
+async def test_a_token_cannot_claim_or_answer_as_someone_else(api: People) -> None:
+    """A body's operator is recorded as ``NAME via CALLER``: it neither becomes the
+    named operator's claim nor passes a rule that allows only that operator."""
+    use_policy(policy_from({"groups": {"finance": ["bot"]},
+                            "answer": [{"app": "refund_approval", "node": "finance_approval", "allow": ["@finance"]}]}))
+    status, body, _ = await api.post("/sessions/r-2/claim", {"ids": ["risk-order-2"], "operator": "bot"}, who="amy")
+    assert status == 200 and body["owner"] == "bot via amy"
+    status, err, _ = await api.post("/sessions/r-2/answer", {"answers": {"risk-order-2": YES}}, who="bot")
+    assert (status, err["error"]["code"]) == (409, "claimed_by_other")  # not bot's claim: bot is asked to force
+    before = await _events(api, "r-2")
+    status, err, _ = await api.post(
+        "/sessions/r-2/answer", {"answers": {"finance-order-2": YES}, "operator": "bot"}, who="amy")
+    assert (status, err["error"]["code"]) == (403, "not_allowed")
+    assert err["error"]["message"] == ("bot via amy may not answer interrupt finance-order-2: only @finance may "
+                                       "(rule app=refund_approval node=finance_approval); nothing was written")
+    assert await _events(api, "r-2") == before
+    status, body, _ = await api.post("/sessions/r-2/answer", {"answers": {"finance-order-2": YES}}, who="bot")
+    assert status == 200, body
+
+
+async def test_racing_claims_over_the_api_one_wins(api: People) -> None:
+    who = ["bot", "amy"] * 5
+    got = await asyncio.gather(*(api.post("/sessions/r-3/claim", {"invocation_id": api.invocations["r-3"]}, who=w)
+                                 for w in who))
+    wrote = [(w, body) for w, (status, body, _) in zip(who, got, strict=True) if status == 200 and body["event_ids"]]
+    assert len(wrote) == 1
+    winner = wrote[0][0]
+    for w, (status, body, _) in zip(who, got, strict=True):
+        if w != winner:
+            assert status == 409 and body["error"]["code"] in ("owned_by_other", "owner_changed"), body
+    _, audit, _ = await api.get("/audit?limit=100")
+    claims = [r for r in audit["audit"] if r["action"] == "claim" and r["session_id"] == "r-3"]
+    assert len(claims) == 1 and claims[0]["operator"] == winner
