@@ -227,17 +227,22 @@ def inbox(
     """Open interrupts across sessions, oldest first.
 
     FILTER terms, as `hitl bulk-answer` and the console's inbox filter read them:
-    app=NAME node=NAME age>2h text=WORDS and payload fields (amount<50 currency=EUR);
+    app=NAME node=NAME age>2h text=WORDS, payload fields (amount<50 currency=EUR) and
+    owners (owner=me owner=NAME owner=@group unowned);
     with a filter every match is listed (no --limit/--cursor paging)."""
     red = _opts().redactor()  # the command's one Redactor, handed to what renders
 
     async def body() -> None:
         from engine import bulk
+        from engine.permissions import load_policy
         from engine.store.base import Page
 
+        from .options import _operator
+
+        policy = load_policy(_opts().config_path())
         async with open_store(write=False) as store:
             if terms:
-                where = bulk.parse_where(terms, bulk.Where(app=app_name, session=session_id))
+                where = bulk.parse_where(terms, bulk.Where(app=app_name, session=session_id), me=_operator(None))
                 page = Page(items=await bulk.select(store, where))
             else:
                 page = await page_of(
@@ -256,10 +261,12 @@ def inbox(
             return
         now = time.time()
         rows = [
-            [age(r.raised_at, now), r.session_id, r.invocation_id[:12], r.path, r.interrupt_id, short(r.message, 60)]
+            [age(r.raised_at, now), r.session_id, r.invocation_id[:12], r.path, r.interrupt_id,
+             policy.owner_label(r.owner, r.owned_at, now) or "-", short(r.message, 60)]
             for r in page.items
         ]
-        out(red, table(rows, ["AGE", "SESSION", "INVOCATION", "NODE", "ID", "MESSAGE"]) if rows else "inbox is empty")
+        out(red, table(rows, ["AGE", "SESSION", "INVOCATION", "NODE", "ID", "OWNER", "MESSAGE"]) if rows
+            else "inbox is empty")
         if schemas and rows:
             out(red)
             for line in schema_blocks(red, [(r.interrupt_id, r.response_schema) for r in page.items], ""):
