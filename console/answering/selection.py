@@ -121,4 +121,5 @@ class AnswerDraft:
         keep = set(still_open)
         self.texts = {k: v for k, v in self.texts.items() if k in keep}
         self.selected = []
+        self.force = False
         self.unsent = {}
