@@ -264,14 +264,14 @@ class HitlApp(App[None]):
         """Groups, who may answer and the stale-claim age (:mod:`engine.permissions`):
         the config file's; a malformed one allows everything here and the writes refuse saying why."""
         from engine.errors import HitlError
-        from engine.permissions import load_policy
+        from engine.permissions import Policy, load_policy
 
-        try:
-            return load_policy(self.config.path)
-        except HitlError:
-            from engine.permissions import Policy
-
-            return Policy()
+        if getattr(self, "_policy", None) is None:  # read once: every inbox row asks
+            try:
+                self._policy = load_policy(self.config.path)
+            except HitlError:
+                self._policy = Policy()
+        return self._policy
 
     # ------------------------------------------------------------ store
     @property

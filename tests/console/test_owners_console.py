@@ -14,6 +14,7 @@ from console.config import ConsoleConfig
 from console.screens.answer import AnswerScreen
 from console.screens.owner_dialogs import AnswerOwned, AssignTo
 from engine import Content, Runner, ownership
+from engine.bulk import parse_where
 from engine.store.base import SessionStore
 from tests.contract.builders import open_store
 
@@ -107,3 +108,33 @@ async def test_a_read_only_console_cannot_claim(store: SessionStore, tmp_path: P
         await settle(pilot)
     assert await owner(store, "fan-a") is None
     assert (await store.audit_log(session_id="fanout-1")).items == []
+
+
+async def test_inbox_shows_owner_claims_with_c_and_asks_before_answering(store: SessionStore, tmp_path: Path) -> None:
+    from console.screens.inbox import InboxScreen
+
+    app = console(store, tmp_path)
+    async with app.run_test(size=(160, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("i")
+        await settle(pilot)
+        inbox = pilot.app.screen
+        assert isinstance(inbox, InboxScreen) and not inbox.owner_column  # nobody owns anything: no column
+        assert [r.interrupt_id for r in inbox.rows] == ["fan-a", "fan-b"]
+        await pilot.press("c")  # the row under the cursor
+        await settle(pilot, 3)
+        await wait_until(pilot, lambda: inbox.owner_column)
+        assert await owner(store, "fan-a") == "bob"
+        table = inbox.query_one("#inbox-table")
+        assert str(table.get_cell(inbox._key(inbox.rows[0]), "owner")) == "bob"  # type: ignore[attr-defined]
+        assert (await ownership.assign(store, "fanout-1", ["fan-b"], to="ann", operator="lead")).error is None
+        inbox.apply_filter(parse_where("owner=me", me="bob"))
+        await settle(pilot, 3)
+        assert [r.interrupt_id for r in inbox.rows] == ["fan-a"]
+        inbox.apply_filter(parse_where("owner=ann"))
+        await settle(pilot, 3)
+        assert [r.interrupt_id for r in inbox.rows] == ["fan-b"]
+        await pilot.press("e")
+        await settle(pilot)
+        assert isinstance(pilot.app.screen, AnswerOwned)
+        assert "fan-b is claimed by ann" in str(pilot.app.screen.query_one("#owned-body").render())
