@@ -140,54 +140,45 @@ async def targets(
     return found
 
 
-async def claim(
+async def change(
     store: SessionStore,
+    action: OwnerAction,
     session_id: str,
     ids: list[str] | None = None,
     *,
+    to: str | None = None,
     invocation_id: str | None = None,
     operator: str | None,
     reason: str | None = None,
     force: bool = False,
     policy: Policy | None = None,
 ) -> OwnerOutcome:
-    """Take ``ids`` (or every open id of ``invocation_id``) for ``operator``.
-    Refused without ``force`` when another operator owns one (a group the
-    operator belongs to may be claimed from); an id the operator already owns
-    is left as it is."""
-    return await _change(store, "claim", session_id, ids, invocation_id, operator, operator, reason, force, policy)
+    """``action`` on ``ids`` (or every open id of ``invocation_id``): :func:`claim`,
+    :func:`assign` (to ``to``) or :func:`release`."""
+    owner = operator if action == "claim" else to if action == "assign" else None
+    if action == "assign" and not to:
+        out = OwnerOutcome(action, session_id, operator, None, reason)
+        out.error, out.error_kind = OwnershipInputError("assign needs an operator or @group to assign to"), "rejected"
+        return out
+    return await _change(store, action, session_id, ids, invocation_id, operator, owner, reason, force, policy)
 
 
-async def assign(
-    store: SessionStore,
-    session_id: str,
-    ids: list[str] | None = None,
-    *,
-    to: str,
-    invocation_id: str | None = None,
-    operator: str | None,
-    reason: str | None = None,
-    force: bool = False,
-    policy: Policy | None = None,
-) -> OwnerOutcome:
-    """Give ``ids`` to ``to`` (an operator, or ``@group``: a group of ``policy``).
+async def claim(store: SessionStore, session_id: str, ids: list[str] | None = None, **kw: Any) -> OwnerOutcome:
+    """Take the ids for ``operator`` (keywords: :func:`change`'s). Refused without
+    ``force`` when another operator owns one (a group the operator belongs to may
+    be claimed from); an id the operator already owns is left as it is."""
+    return await change(store, "claim", session_id, ids, **kw)
+
+
+async def assign(store: SessionStore, session_id: str, ids: list[str] | None = None, **kw: Any) -> OwnerOutcome:
+    """Give the ids to ``to`` (an operator, or ``@group``: a group of ``policy``).
     Refused without ``force`` when someone other than ``operator`` owns one."""
-    return await _change(store, "assign", session_id, ids, invocation_id, operator, to, reason, force, policy)
+    return await change(store, "assign", session_id, ids, **kw)
 
 
-async def release(
-    store: SessionStore,
-    session_id: str,
-    ids: list[str] | None = None,
-    *,
-    invocation_id: str | None = None,
-    operator: str | None,
-    reason: str | None = None,
-    force: bool = False,
-    policy: Policy | None = None,
-) -> OwnerOutcome:
-    """Leave ``ids`` unowned. Refused without ``force`` when another operator owns one."""
-    return await _change(store, "release", session_id, ids, invocation_id, operator, None, reason, force, policy)
+async def release(store: SessionStore, session_id: str, ids: list[str] | None = None, **kw: Any) -> OwnerOutcome:
+    """Leave the ids unowned. Refused without ``force`` when another operator owns one."""
+    return await change(store, "release", session_id, ids, **kw)
 
 
 def check_owner_name(name: str, policy: Policy | None) -> str:

@@ -50,44 +50,27 @@ def _owner_command(action: str, session_id: str, ids: tuple[str, ...], invocatio
     run(red, body())
 
 
-@cli.command()
-@common
-@click.argument("session_id", metavar="SESSION")
-@click.argument("ids", nargs=-1, metavar="[ID...]")
-@_invocation_option
-@operator_option
-@reason_option
-@_force_option
-def claim(session_id: str, ids: tuple[str, ...], invocation: str | None, operator: str | None,
-          reason: str | None, force: bool) -> None:
-    """Claim open interrupts for yourself (the operator): others are asked before answering them."""
-    _owner_command("claim", session_id, ids, invocation, operator, reason, force)
+def _register(action: str, doc: str) -> None:
+    """``hitl claim`` / ``assign`` (with ``--to``) / ``release``: one command each."""
+
+    def command(session_id: str, ids: tuple[str, ...], invocation: str | None, operator: str | None,
+                reason: str | None, force: bool, to: str | None = None) -> None:
+        _owner_command(action, session_id, ids, invocation, operator, reason, force, to)
+
+    command.__doc__ = doc
+    options = [
+        common,
+        click.argument("session_id", metavar="SESSION"),
+        click.argument("ids", nargs=-1, metavar="[ID...]"),
+        *([click.option("--to", "to", required=True, metavar="NAME|@GROUP",
+                        help="The operator, or @group of hitl.toml [groups].")] if action == "assign" else []),
+        _invocation_option, operator_option, reason_option, _force_option,
+    ]
+    for option in reversed(options):
+        command = option(command)
+    cli.command(name=action)(command)
 
 
-@cli.command()
-@common
-@click.argument("session_id", metavar="SESSION")
-@click.argument("ids", nargs=-1, metavar="[ID...]")
-@click.option("--to", "to", required=True, metavar="NAME|@GROUP", help="The operator, or @group of hitl.toml [groups].")
-@_invocation_option
-@operator_option
-@reason_option
-@_force_option
-def assign(session_id: str, ids: tuple[str, ...], to: str, invocation: str | None, operator: str | None,
-           reason: str | None, force: bool) -> None:
-    """Assign open interrupts to an operator or a group."""
-    _owner_command("assign", session_id, ids, invocation, operator, reason, force, to)
-
-
-@cli.command()
-@common
-@click.argument("session_id", metavar="SESSION")
-@click.argument("ids", nargs=-1, metavar="[ID...]")
-@_invocation_option
-@operator_option
-@reason_option
-@_force_option
-def release(session_id: str, ids: tuple[str, ...], invocation: str | None, operator: str | None,
-            reason: str | None, force: bool) -> None:
-    """Release open interrupts: nobody owns them any more."""
-    _owner_command("release", session_id, ids, invocation, operator, reason, force)
+_register("claim", "Claim open interrupts for yourself (the operator): others are asked before answering them.")
+_register("assign", "Assign open interrupts to an operator or a group.")
+_register("release", "Release open interrupts: nobody owns them any more.")

@@ -5,46 +5,12 @@ someone else's name, racing claims -- on SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from pathlib import Path
 
-import pytest
+from engine.permissions import policy_from, use_policy
 
-from console.serve.config import OperatorEntry, ServeConfig
-from engine.permissions import policy_from, reset_policy, use_policy
-from tests.browser.served import HASHER
-from tests.contract.builders import location, open_store
-
-from . import conftest
-from .conftest import Api, fill, serve_app
+from .conftest import Api
 
 YES = {"approved": True, "note": "api"}
-PEOPLE = {**conftest.TOKENS, "amy": ("operator", "amy-token-5d1e")}
-
-
-class People(Api):
-    def headers(self, who: str | None, extra: dict[str, str] | None = None) -> dict[str, str]:
-        h = dict(extra or {})
-        if who is not None:
-            h["Authorization"] = f"Bearer {who}:{PEOPLE[who][1]}"
-        return h
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-async def api(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[People]:
-    store = await open_store(request.param, tmp_path)
-    try:
-        invocations = await fill(store)
-        target = location(store)
-    finally:
-        await store.close()
-    ops = {n: OperatorEntry(n, role, HASHER.hash(secret)) for n, (role, secret) in PEOPLE.items()}
-    client = await serve_app(target, ServeConfig(operators=ops, max_failed_signins=5, signin_window_seconds=600))
-    try:
-        yield People(client, invocations, request.param, target)
-    finally:
-        reset_policy()
-        await client.close()
 
 
 async def _events(api: Api, sid: str) -> int:
@@ -52,7 +18,7 @@ async def _events(api: Api, sid: str) -> int:
     return len(body["events"])
 
 
-async def test_a_claimed_interrupt_answered_by_another_is_refused_without_force(api: People) -> None:
+async def test_a_claimed_interrupt_answered_by_another_is_refused_without_force(api: Api) -> None:
     status, body, _ = await api.post("/sessions/r-1/claim", {"ids": ["finance-order-1"], "reason": "mine"})
     assert status == 200 and body["owner"] == "bot" and body["previous"] == {"finance-order-1": None}, body
     before = await _events(api, "r-1")
@@ -69,7 +35,7 @@ async def test_a_claimed_interrupt_answered_by_another_is_refused_without_force(
     assert inbox is not None
 
 
-async def test_a_viewer_cannot_claim(api: People) -> None:
+async def test_a_viewer_cannot_claim(api: Api) -> None:
     before = await _events(api, "r-1")
     for action, extra in (("claim", {}), ("assign", {"to": "val"}), ("release", {})):
         status, err, _ = await api.post(f"/sessions/r-1/{action}", {"ids": ["finance-order-1"], **extra}, who="val")
@@ -77,7 +43,7 @@ async def test_a_viewer_cannot_claim(api: People) -> None:
     assert await _events(api, "r-1") == before
 
 
-async def test_a_token_cannot_claim_or_answer_as_someone_else(api: People) -> None:
+async def test_a_token_cannot_claim_or_answer_as_someone_else(api: Api) -> None:
     """A body's operator is recorded as ``NAME via CALLER``: it neither becomes the
     named operator's claim nor passes a rule that allows only that operator."""
     use_policy(policy_from({"groups": {"finance": ["bot"]},
@@ -97,7 +63,7 @@ async def test_a_token_cannot_claim_or_answer_as_someone_else(api: People) -> No
     assert status == 200, body
 
 
-async def test_racing_claims_over_the_api_one_wins(api: People) -> None:
+async def test_racing_claims_over_the_api_one_wins(api: Api) -> None:
     who = ["bot", "amy"] * 5
     got = await asyncio.gather(*(api.post("/sessions/r-3/claim", {"invocation_id": api.invocations["r-3"]}, who=w)
                                  for w in who))
