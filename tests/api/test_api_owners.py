@@ -76,3 +76,18 @@ async def test_racing_claims_over_the_api_one_wins(api: Api) -> None:
     _, audit, _ = await api.get("/audit?limit=100")
     claims = [r for r in audit["audit"] if r["action"] == "claim" and r["session_id"] == "r-3"]
     assert len(claims) == 1 and claims[0]["operator"] == winner
+
+
+async def test_two_approvals_over_the_api(api: Api) -> None:
+    use_policy(policy_from({"groups": {"finance": ["bot"], "legal": ["amy"]},
+                            "answer": [{"node": "finance_approval", "approvals": 2, "all_of": ["finance", "legal"]}]}))
+    status, body, _ = await api.post("/sessions/r-1/answer", {"answers": {"finance-order-1": YES}, "reason": "ok"})
+    assert status == 200 and body["outcome"] == "approval" and body["approval"] == "1 of 2 approvals", body
+    assert body["message"] == "approval recorded for finance-order-1: 1 of 2 approvals"
+    status, err, _ = await api.post("/sessions/r-1/answer", {"answers": {"finance-order-1": YES}})
+    assert (status, err["error"]["code"]) == (422, "approval")
+    status, body, _ = await api.post("/sessions/r-1/answer", {"answers": {"finance-order-1": YES}}, who="amy")
+    assert status == 200 and body["outcome"] == "applied" and body["open"] == ["risk-order-1"], body
+    _, audit, _ = await api.get("/audit?limit=100")
+    mine = [(r["action"], r["operator"]) for r in audit["audit"] if r["session_id"] == "r-1"][::-1]
+    assert mine == [("approve", "bot"), ("answer", "amy")]
