@@ -138,3 +138,27 @@ async def test_inbox_shows_owner_claims_with_c_and_asks_before_answering(store: 
         await settle(pilot)
         assert isinstance(pilot.app.screen, AnswerOwned)
         assert "fan-b is claimed by ann" in str(pilot.app.screen.query_one("#owned-body").render())
+
+
+async def test_an_operator_outside_the_allowed_group_is_refused_in_the_console(store: SessionStore,
+                                                                               tmp_path: Path) -> None:
+    app = console(store, tmp_path, me="carol",
+                  toml='[groups]\nfinance = ["ann"]\n\n[[answer]]\napp = "fanout"\nallow = ["@finance"]\n')
+    n = len(await store.events("fanout-1"))
+    async with app.run_test(size=(120, 40)) as pilot:
+        session = await open_session(pilot, "fanout-1")
+        await pilot.press("e")
+        await settle(pilot)
+        screen = pilot.app.screen
+        assert isinstance(screen, AnswerScreen)
+        await pilot.press("y")
+        await settle(pilot)
+        await wait_until(pilot, lambda: screen.submit_problem() is None)
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+        await pilot.press(*"why", "ctrl+s")
+        draft = session.drafts[session.invocation_id]  # type: ignore[index]
+        await wait_until(pilot, lambda: draft.error is not None)
+        assert draft.error == ("carol may not answer interrupt fan-a: only @finance may (rule app=fanout); "
+                               "nothing was written")
+    assert len(await store.events("fanout-1")) == n
