@@ -218,6 +218,12 @@ ACTIONS: tuple[Action, ...] = (
     Action("interrupts.select_all", "A", "All ids", "Select every open id of this invocation", ("inbox", "session"),
            "select_invocation", cli="hitl resume {session_id} {interrupt_id}=JSON --invocation {invocation_id}",
            write_flow=True, show=False),
+    Action("interrupts.claim", "c", "Claim", "Claim the selected ids (else this node's, or the marked rows) for "
+           "yourself; again: release them", ("inbox", "session"), "claim",
+           cli="hitl claim {session_id} {interrupt_id}", writes=True, show=False),
+    Action("interrupts.assign", "C", "Assign", "Assign the selected ids (else this node's, or the marked rows) to "
+           "an operator or @group", ("inbox", "session"), "assign",
+           cli="hitl assign {session_id} {interrupt_id} --to NAME", writes=True, show=False),
     Action("interrupts.answer", "e", "Answer", "Answer the selected ids (else this node's) in the response editor",
            ("inbox", "session"), "answer",
            cli="hitl resume {session_id} {interrupt_id}=JSON --invocation {invocation_id}", writes=True,

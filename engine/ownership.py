@@ -140,60 +140,61 @@ async def targets(
     return found
 
 
-async def claim(
+async def change(
     store: SessionStore,
+    action: OwnerAction,
     session_id: str,
     ids: list[str] | None = None,
     *,
+    to: str | None = None,
     invocation_id: str | None = None,
     operator: str | None,
     reason: str | None = None,
     force: bool = False,
     policy: Policy | None = None,
 ) -> OwnerOutcome:
-    """Take ``ids`` (or every open id of ``invocation_id``) for ``operator``.
-    Refused without ``force`` when another operator owns one (a group the
-    operator belongs to may be claimed from); an id the operator already owns
-    is left as it is."""
-    return await _change(store, "claim", session_id, ids, invocation_id, operator, operator, reason, force, policy)
+    """``action`` on ``ids`` (or every open id of ``invocation_id``): :func:`claim`,
+    :func:`assign` (to ``to``) or :func:`release`."""
+    owner = operator if action == "claim" else to if action == "assign" else None
+    out = OwnerOutcome(action, session_id, operator, owner, reason)
+    try:
+        if action == "assign" and not to:
+            raise OwnershipInputError("assign needs an operator or @group to assign to; nothing was written")
+        if not operator:
+            raise OwnershipInputError(
+                f"{action} needs an operator name (--operator, or [console] operator in hitl.toml); nothing was written"
+            )
+        if owner is not None:
+            owner = out.owner = check_owner_name(owner, policy)
+        await _write(store, out, ids, invocation_id, force, policy)
+    except HitlError as exc:
+        out.error = exc
+        out.error_kind = "conflict" if isinstance(exc, CONFLICTS) else "rejected"
+    return out
 
 
-async def assign(
-    store: SessionStore,
-    session_id: str,
-    ids: list[str] | None = None,
-    *,
-    to: str,
-    invocation_id: str | None = None,
-    operator: str | None,
-    reason: str | None = None,
-    force: bool = False,
-    policy: Policy | None = None,
-) -> OwnerOutcome:
-    """Give ``ids`` to ``to`` (an operator, or ``@group``: a group of ``policy``).
+async def claim(store: SessionStore, session_id: str, ids: list[str] | None = None, **kw: Any) -> OwnerOutcome:
+    """Take the ids for ``operator`` (keywords: :func:`change`'s). Refused without
+    ``force`` when another operator owns one (a group the operator belongs to may
+    be claimed from); an id the operator already owns is left as it is."""
+    return await change(store, "claim", session_id, ids, **kw)
+
+
+async def assign(store: SessionStore, session_id: str, ids: list[str] | None = None, **kw: Any) -> OwnerOutcome:
+    """Give the ids to ``to`` (an operator, or ``@group``: a group of ``policy``).
     Refused without ``force`` when someone other than ``operator`` owns one."""
-    return await _change(store, "assign", session_id, ids, invocation_id, operator, to, reason, force, policy)
+    return await change(store, "assign", session_id, ids, **kw)
 
 
-async def release(
-    store: SessionStore,
-    session_id: str,
-    ids: list[str] | None = None,
-    *,
-    invocation_id: str | None = None,
-    operator: str | None,
-    reason: str | None = None,
-    force: bool = False,
-    policy: Policy | None = None,
-) -> OwnerOutcome:
-    """Leave ``ids`` unowned. Refused without ``force`` when another operator owns one."""
-    return await _change(store, "release", session_id, ids, invocation_id, operator, None, reason, force, policy)
+async def release(store: SessionStore, session_id: str, ids: list[str] | None = None, **kw: Any) -> OwnerOutcome:
+    """Leave the ids unowned. Refused without ``force`` when another operator owns one."""
+    return await change(store, "release", session_id, ids, **kw)
 
 
 def check_owner_name(name: str, policy: Policy | None) -> str:
     """A valid owner: an operator name, or ``@group`` naming a configured group."""
     name = name.strip()
-    if not name or any(c.isspace() or not c.isprintable() for c in name) or len(name) > 200:
+    if not name or not name.isprintable() or len(name) > 200:
         raise OwnershipInputError(f"{name!r} is not an operator or @group name; nothing was written")
     if name.startswith("@"):
         groups = policy.groups if policy is not None else {}
@@ -203,48 +204,30 @@ def check_owner_name(name: str, policy: Policy | None) -> str:
     return name
 
 
-async def _change(
-    store: SessionStore,
-    action: OwnerAction,
-    session_id: str,
-    ids: list[str] | None,
-    invocation_id: str | None,
-    operator: str | None,
-    owner: str | None,
-    reason: str | None,
-    force: bool,
+async def _write(
+    store: SessionStore, out: OwnerOutcome, ids: list[str] | None, invocation_id: str | None, force: bool,
     policy: Policy | None,
-) -> OwnerOutcome:
-    out = OwnerOutcome(action, session_id, operator, owner, reason)
-    try:
-        if not operator:
-            raise OwnershipInputError(
-                f"{action} needs an operator name (--operator, or [console] operator in hitl.toml); nothing was written"
-            )
-        if owner is not None:
-            owner = out.owner = check_owner_name(owner, policy)
-        found = await targets(store, session_id, ids, invocation_id)
-        changing = [t for t in found if t.owner != owner]
-        out.ids = [t.interrupt_id for t in changing] if changing else [t.interrupt_id for t in found]
-        for t in changing:
-            if t.owner is None or t.owner == operator or force:
-                continue
-            if action == "claim" and policy is not None and policy.is_member(operator, t.owner):
-                continue  # a group's member takes what was assigned to the group
-            raise OwnedByOtherError(t.interrupt_id, t.owner, t.owned_at, f"{action} refused")
-        if not changing:
-            return out
-        out.previous = {t.interrupt_id: t.owner for t in changing}
-        by_inv: dict[str, list[Target]] = {}
-        for t in changing:
-            by_inv.setdefault(t.invocation_id, []).append(t)
-        events = [_event(action, inv, ts, operator, owner, reason, force) for inv, ts in by_inv.items()]
-        stored = await store.append_events(session_id, events)
-        out.written = [s.event for s in stored]
-    except HitlError as exc:
-        out.error = exc
-        out.error_kind = "conflict" if isinstance(exc, CONFLICTS) else "rejected"
-    return out
+) -> None:
+    """Check the ids' owners and append one event per invocation (all in one append)."""
+    action, operator, owner = out.action, out.operator, out.owner
+    assert operator is not None
+    found = await targets(store, out.session_id, ids, invocation_id)
+    changing = [t for t in found if t.owner != owner]
+    out.ids = [t.interrupt_id for t in changing] if changing else [t.interrupt_id for t in found]
+    for t in changing:
+        if t.owner is None or t.owner == operator or force:
+            continue
+        if action == "claim" and policy is not None and policy.is_member(operator, t.owner):
+            continue  # a group's member takes what was assigned to the group
+        raise OwnedByOtherError(t.interrupt_id, t.owner, t.owned_at, f"{action} refused")
+    if not changing:
+        return
+    out.previous = {t.interrupt_id: t.owner for t in changing}
+    by_inv: dict[str, list[Target]] = {}
+    for t in changing:
+        by_inv.setdefault(t.invocation_id, []).append(t)
+    events = [_event(action, inv, ts, operator, owner, out.reason, force) for inv, ts in by_inv.items()]
+    out.written = [s.event for s in await store.append_events(out.session_id, events)]
 
 
 def _event(

@@ -209,20 +209,26 @@ def _rule(raw: Any, n: int, groups: Mapping[str, frozenset[str]], where: str) ->
     return AnswerRule(w, tuple(allow), approvals, tuple(g.lstrip("@") for g in all_of))
 
 
-_CURRENT: list[Policy] = []
+_CURRENT: list[Policy | str | None] = []
 
 
-def use_policy(policy: Policy | None) -> None:
-    """Make ``policy`` the process's (a surface that read its ``--config`` says so
-    once); None: back to the ``hitl.toml`` found in the usual places."""
-    _CURRENT[:] = [policy] if policy is not None else []
+def use_policy(policy: Policy | str | os.PathLike[str] | None) -> None:
+    """Make ``policy`` the process's: a Policy, or the ``hitl.toml`` to read it from
+    when first needed (a surface that took ``--config`` says so once; None: no
+    file). :func:`reset_policy` goes back to the file found in the usual places."""
+    _CURRENT[:] = [policy if policy is None or isinstance(policy, Policy) else os.fspath(policy)]
+
+
+def reset_policy() -> None:
+    _CURRENT.clear()
 
 
 def current_policy() -> Policy:
     """The process's policy: the one :func:`use_policy` set, else that of the
-    ``hitl.toml`` :func:`engine.configfile.find_config` finds (read once per change)."""
+    ``hitl.toml`` :func:`engine.configfile.find_config` finds (parsed once per change)."""
     if _CURRENT:
-        return _CURRENT[0]
+        got = _CURRENT[0]
+        return got if isinstance(got, Policy) else load_policy(got)
     from .configfile import find_config
 
     return load_policy(find_config())

@@ -49,7 +49,7 @@ from __future__ import annotations
 from console.times import age
 
 # The command groups register themselves on `cli` when imported.
-from . import audit, bulk, demo, notify, reads, replay, start, transfer, workers, writes  # noqa: F401
+from . import audit, bulk, demo, notify, owners, reads, replay, start, transfer, workers, writes  # noqa: F401
 from .group import cli, main
 from .options import (
     CONFIG_NAME,

@@ -229,7 +229,8 @@ def inbox(
     """Open interrupts across sessions, oldest first (with --due-within or due<1h: due first).
 
     FILTER terms, as `hitl bulk-answer` and the console's inbox filter read them:
-    app=NAME node=NAME age>2h due<1h text=WORDS and payload fields (amount<50 currency=EUR);
+    app=NAME node=NAME age>2h due<1h text=WORDS, payload fields (amount<50 currency=EUR) and
+    owners (owner=me owner=NAME owner=@group unowned);
     with a filter every match is listed (no --limit/--cursor paging). A DUE column shows
     the time left of the interrupts that have a deadline."""
     from engine.deadlines import due_at, time_left
@@ -242,11 +243,15 @@ def inbox(
 
     async def body() -> None:
         from engine import bulk
+        from engine.permissions import load_policy
         from engine.store.base import Page
 
+        from .options import _operator
+
+        policy = load_policy(_opts().config_path())
         async with open_store(write=False) as store:
             if terms:
-                where = bulk.parse_where(terms, bulk.Where(app=app_name, session=session_id))
+                where = bulk.parse_where(terms, bulk.Where(app=app_name, session=session_id), me=_operator(None))
                 items = await bulk.select(store, where)
                 if where.due_within is not None:  # due first
                     items.sort(key=lambda r: (due_at(r.args, r.raised_at) or 0.0, r.raised_at))
@@ -269,10 +274,11 @@ def inbox(
             return
         now = time.time()
         rows = [
-            [age(r.raised_at, now), r.session_id, r.invocation_id[:12], r.path, r.interrupt_id, short(r.message, 60)]
+            [age(r.raised_at, now), r.session_id, r.invocation_id[:12], r.path, r.interrupt_id,
+             policy.owner_label(r.owner, r.owned_at, now) or "-", short(r.message, 60)]
             for r in page.items
         ]
-        heads = ["AGE", "SESSION", "INVOCATION", "NODE", "ID", "MESSAGE"]
+        heads = ["AGE", "SESSION", "INVOCATION", "NODE", "ID", "OWNER", "MESSAGE"]
         dues = [due_at(r.args, r.raised_at) for r in page.items]
         if any(d is not None for d in dues):  # the column only where some interrupt has a deadline
             rows = [[row[0], time_left(d, now) or "-", *row[1:]] for row, d in zip(rows, dues, strict=True)]

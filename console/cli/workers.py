@@ -214,6 +214,7 @@ async def resume_via_worker(
     wait: bool,
     timeout: float,
     as_json: bool,
+    force: bool = False,
 ) -> None:
     """Answer without the app's code: validate against the stored schema, append,
     leave the turn to a worker, then follow its events until the turn settles."""
@@ -228,9 +229,12 @@ async def resume_via_worker(
         print_step(red, s, as_json)
 
     done = await handoff.queue_answer(
-        store, session.id, values, invocation_id, operator=operator, reason=reason, on_step=step
+        store, session.id, values, invocation_id, operator=operator, reason=reason, on_step=step, force=force
     )
     done.raise_error()
+    if done.approval is not None:  # one approval of a multi-approver rule: nothing to run yet
+        await finish(red, store, done, as_json)
+        return
     inv = done.invocation_id
     assert inv is not None and done.after is not None
     from engine.liveness import is_mid_run

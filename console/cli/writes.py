@@ -100,6 +100,14 @@ async def finish(red: Redactor, store: SessionStore, done: Outcome, as_json: boo
     """After an answer or a re-drive: its error (exit 1), else the summary line."""
     done.raise_error()
     assert done.invocation_id is not None
+    if done.approval is not None:  # a multi-approver rule: this answer is one approval
+        ids = ", ".join(done.answered)
+        if as_json:
+            out_json(red, {"kind": "approval", "invocation_id": done.invocation_id, "ids": done.answered,
+                           "progress": done.approval})
+        else:
+            out(red, f"approval recorded for {ids}: {done.approval}; the answer is applied when the rule is met")
+        return
     proj = done.after or done.before
     if proj is None:  # the turn wrote nothing and loaded nothing
         from engine.resume import load_invocation
@@ -141,6 +149,7 @@ def summary_line(proj: Projection, inv: str, count: int) -> str:
 @via_options("answer (stored)")
 @operator_option
 @reason_option
+@click.option("--force", is_flag=True, help="Answer interrupts another operator has claimed.")
 def resume(
     session_id: str,
     answers: tuple[str, ...],
@@ -152,6 +161,7 @@ def resume(
     wait_timeout: float,
     operator: str | None,
     reason: str | None,
+    force: bool,
 ) -> None:
     """Answer interrupt ids (all or some) and run what they unblock."""
     red = _opts().redactor()  # the command's one Redactor, handed to what renders
@@ -191,13 +201,13 @@ def resume(
 
                 await resume_via_worker(
                     red, store, session, values, inv, operator=_operator(operator), reason=reason,
-                    wait=not no_wait, timeout=wait_timeout, as_json=opts.json,
+                    wait=not no_wait, timeout=wait_timeout, as_json=opts.json, force=force,
                 )
                 return
             # The runner validates and loads the invocation once; the steps fold its copy.
             done = await operations.answer(
                 store, session_id, values, inv, registry=opts.registry, operator=_operator(operator), reason=reason,
-                session=session, on_step=lambda step: print_step(red, step, opts.json),
+                session=session, on_step=lambda step: print_step(red, step, opts.json), force=force,
             )
             await finish(red, store, done, opts.json)
 

@@ -36,6 +36,7 @@ from engine.models import REQUEST_INPUT_FUNCTIONS
 from engine.store.base import InterruptRecord, Page
 
 from ..actions import bindings
+from ..answering.owners import ask_assignee, change_owners, owned_by_others
 from ..answering.selection import AnswerDraft
 from ..messages import InboxLoaded, StoreFailed
 from ..text import literal
@@ -46,6 +47,7 @@ from ..widgets.plain import Static
 from .base import PagedTableScreen, SortableRows, StatusTable, focus_list, keep_out_of_text
 from .bulk_answer import BulkAnswerScreen
 from .loaders import one_line
+from .owner_dialogs import AnswerOwned
 from .session import SessionScreen
 
 PAGE = 100
@@ -109,6 +111,14 @@ class InboxScreen(SortableRows, PagedTableScreen):
         """The marked rows, across sessions, in marking order (``space``, ``A``, ``a``)."""
         self.where: bulk.Where = bulk.Where()
         """The filter (``/``); empty: the paged inbox."""
+        self.owner_column = False
+        """OWNER is shown while a loaded row has an owner (a store nobody claims in keeps its layout)."""
+        self.with_due = False
+        """DUE is shown while a loaded row has a deadline (engine.deadlines), likewise."""
+
+    def columns(self) -> tuple[tuple[str, str], ...]:
+        cols = COLUMNS if self.with_due else tuple(c for c in COLUMNS if c[0] != "due")
+        return (*cols, ("owner", "OWNER")) if self.owner_column else cols
 
     def compose(self) -> ComposeResult:
         yield self.compose_title("hitl ▸ Inbox")
@@ -123,8 +133,6 @@ class InboxScreen(SortableRows, PagedTableScreen):
 
     def on_mount(self) -> None:
         table = self.query_one("#inbox-table", StatusTable)
-        self.with_due = False
-        """Whether the DUE column is shown: only while some loaded row has a deadline."""
         for key, label in self.columns():
             table.add_column(label, key=key)
         table.focus()
@@ -205,9 +213,6 @@ class InboxScreen(SortableRows, PagedTableScreen):
             return lambda r: [not flag for flag in reversed(self._stopped(r))]  # in doubt, interrupted, waiting
         return super().sort_key(column)
 
-    def columns(self) -> tuple[tuple[str, str], ...]:
-        return COLUMNS if self.with_due else tuple(c for c in COLUMNS if c[0] != "due")
-
     def sort_changed(self) -> None:
         table = self.query_one("#inbox-table", StatusTable)
         for key, label in self.columns():
@@ -230,6 +235,7 @@ class InboxScreen(SortableRows, PagedTableScreen):
             "asks": max((len(asks(r)) for r in rows), default=0),
             "node": max((len(r.path) for r in rows), default=0),
             "app": max((len(r.app_name) for r in rows), default=0),
+            **({"owner": max((len(self._owner_label(r, now)) for r in rows), default=0)} if self.owner_column else {}),
         }
         natural = {k: max(v, len(header[k])) for k, v in natural.items()}
         status = max((len(self._status_word(r)) for r in rows), default=0)
@@ -242,13 +248,19 @@ class InboxScreen(SortableRows, PagedTableScreen):
                  + (max(dues, len(header["due"])) if self.with_due else 0) + 2 * len(header) + scrollbar)
         width = table.size.width or self.size.width or 80
         minimum = {"asks": 10, "node": len(header["node"]), "app": 5, "session": 9, "interrupt": 9}  # 80 columns: all fit
-        return fit_widths(natural, width - fixed, order=("node", "asks", "app", "session", "interrupt"),
+        order = ("node", "asks", "app", "session", "interrupt")
+        if self.owner_column:
+            minimum["owner"], order = 5, ("node", "asks", "owner", "app", "session", "interrupt")
+        return fit_widths(natural, width - fixed, order=order,
                           minimum={k: min(v, natural[k]) for k, v in minimum.items()})
 
     @staticmethod
     def _due(r: InterruptRecord, now: float) -> str:
         """Time left to the interrupt's deadline (``3h12m left``, ``overdue 5m``), or ``-``."""
         return time_left(due_at(r.args, r.raised_at), now) or "-"
+
+    def _owner_label(self, r: InterruptRecord, now: float) -> str:
+        return self.hitl.policy.owner_label(r.owner, r.owned_at, now)
 
     def _stopped(self, r: InterruptRecord) -> tuple[bool, bool]:
         return self.stopped.get((r.session_id, r.invocation_id), (False, False))
@@ -269,15 +281,26 @@ class InboxScreen(SortableRows, PagedTableScreen):
             literal(short(asks(r), widths["asks"], red)),
             literal(short_tail(r.path, widths["node"], red)),
             literal(short(r.app_name, widths["app"], red)),
+            *([self._owner_cell(r, now, widths["owner"])] if self.owner_column else []),
         ]
+
+    def _owner_cell(self, r: InterruptRecord, now: float, width: int) -> Text:
+        """The owner; the operator's own in bold, a stale claim in yellow (``ann (stale 5h)``)."""
+        text = literal(short(self._owner_label(r, now), width, self.hitl.redactor))
+        if self.hitl.policy.is_stale(r.owned_at, now):
+            text.stylize("yellow")
+        elif r.owner and r.owner == self.hitl.default_operator:
+            text.stylize("bold")
+        return text
 
     def _show_rows(self) -> None:
         table = self.query_one("#inbox-table", StatusTable)
         now = self.hitl.clock()
         rows = self.sorted_rows(self.rows)
         with_due = any(due_at(r.args, r.raised_at) is not None for r in rows)
-        if with_due != self.with_due:  # the DUE column comes and goes with the rows that have a deadline
-            self.with_due = with_due
+        with_owner = any(r.owner for r in rows)
+        if (with_due, with_owner) != (self.with_due, self.owner_column):  # DUE and OWNER come and go with their rows
+            self.with_due, self.owner_column = with_due, with_owner
             table.clear(columns=True)
             for key, label in self.columns():
                 table.add_column(self.header_label(key, label), key=key)
@@ -359,7 +382,7 @@ class InboxScreen(SortableRows, PagedTableScreen):
     def _filter_done(self, event: Input.Submitted) -> None:
         event.stop()
         try:
-            where = bulk.parse_where(event.value)
+            where = bulk.parse_where(event.value, me=self.hitl.default_operator)
         except HitlError as e:
             self.notify(f"Filter not applied: {one_line(e)}", severity="warning", timeout=8)
             return
@@ -464,13 +487,49 @@ class InboxScreen(SortableRows, PagedTableScreen):
         first = records.get(ids[0]) or rec
         if first is None:
             return
-        self.marks.clear()
-        self._show_rows()
-        screen = SessionScreen(session_id, inv, path)
-        self.app.push_screen(screen)
-        draft = screen.drafts.setdefault(inv, AnswerDraft(session_id, inv, first.app_name, first.user_id))
-        draft.selected = list(ids)
-        screen.answering.open_editor(draft)
+        owned = owned_by_others([(i, r.owner, r.owned_at) for i in ids if (r := records.get(i)) is not None],
+                                self.hitl.default_operator, self.hitl.policy)
+
+        def go(yes: bool | None = True) -> None:
+            if not yes:
+                return
+            self.marks.clear()
+            self._show_rows()
+            screen = SessionScreen(session_id, inv, path)
+            self.app.push_screen(screen)
+            draft = screen.drafts.setdefault(inv, AnswerDraft(session_id, inv, first.app_name, first.user_id))
+            draft.selected, draft.force = list(ids), bool(owned)
+            screen.answering.open_editor(draft)
+
+        if owned:  # someone else's claim: ask first, saying whose
+            self.app.push_screen(AnswerOwned(owned, self.hitl.clock()), go)
+        else:
+            go()
+
+    # ------------------------------------------------------------ owners (c, C)
+    def can_claim(self) -> bool:
+        return self.selected is not None or bool(self.marks)
+
+    can_assign = can_claim
+
+    def _owner_targets(self) -> dict[str, list[tuple[str, str | None]]]:
+        rows = list(self.marks.values()) or ([self.selected] if self.selected is not None else [])
+        targets: dict[str, list[tuple[str, str | None]]] = {}
+        for r in rows:
+            if r is not None:
+                targets.setdefault(r.session_id, []).append((r.interrupt_id, r.owner))
+        return targets
+
+    def action_claim(self) -> None:
+        """Claim the marked rows (else the row under the cursor); all mine already: release them."""
+        if targets := self._owner_targets():
+            change_owners(self.hitl, "claim", targets, then=self.action_refresh)
+
+    def action_assign(self) -> None:
+        if targets := self._owner_targets():
+            n = sum(len(v) for v in targets.values())
+            ask_assignee(self.hitl, f"{n} interrupt{'s' * (n != 1)}",
+                         lambda to: change_owners(self.hitl, "assign", targets, to=to, then=self.action_refresh))
 
     def can_bulk_answer(self) -> bool:
         return bool(self.marks) or (not self.where.empty and bool(self.rows))

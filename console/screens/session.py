@@ -586,7 +586,7 @@ class SessionScreen(GraphKeys, HitlScreen):
 
     can_select_node = can_toggle_interrupt
     can_select_invocation = can_toggle_interrupt
-    can_answer = can_toggle_interrupt
+    can_answer = can_claim = can_assign = can_toggle_interrupt
 
     def action_toggle_interrupt(self) -> None:
         self.answering.toggle_node()
@@ -599,6 +599,12 @@ class SessionScreen(GraphKeys, HitlScreen):
 
     def action_answer(self, ids: list[str] | None = None) -> None:
         self.answering.answer(ids)
+
+    def action_claim(self) -> None:
+        self.answering.owners("claim")
+
+    def action_assign(self) -> None:
+        self.answering.owners("assign")
 
     def can_redrive(self) -> bool:
         return self.answering.can_redrive()

@@ -169,7 +169,8 @@ class SessionsScreen(SortableRows, PagedTableScreen):
         if self.summary is None:
             box.update(Text(" summary: loading…", "dim"))
             return
-        box.update(summary_text(self.summary, self.hitl.clock(), max(self.size.width, 20), self.hitl.redactor))
+        box.update(summary_text(self.summary, self.hitl.clock(), max(self.size.width, 20), self.hitl.redactor,
+                                self.hitl.default_operator))
 
     def on_resize(self) -> None:
         self._render_summary()

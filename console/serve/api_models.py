@@ -94,6 +94,30 @@ class AnswerRequest(_In):
     dry_run: bool = Field(default=False, description="Say what the answer would resolve and run; write nothing.")
     via: Via = Field(default="auto", description="Run the turn here, leave it to a worker, or auto (a worker when "
                                                  "the server has no code for the app).")
+    force: bool = Field(default=False, description="Answer interrupts another operator has claimed "
+                                                   "(refused with `claimed_by_other` without it).")
+
+
+class OwnerRequest(_In):
+    ids: list[str] = Field(default_factory=list, max_length=1000,
+                           description="Interrupt ids of the session (or `invocation_id` for every open one).")
+    invocation_id: str | None = Field(default=None, max_length=200, description="Id or unique prefix.")
+    to: str | None = Field(default=None, min_length=1, max_length=200,
+                           description="`assign`: the operator, or `@group` of hitl.toml [groups].")
+    reason: str | None = REASON
+    operator: str | None = Field(default=None, min_length=1, max_length=64,
+                                 description="Who the caller acts for; recorded as `NAME via TOKEN-NAME`.")
+    force: bool = Field(default=False, description="Take over interrupts another operator owns.")
+
+
+class OwnerResult(BaseModel):
+    action: Literal["claim", "assign", "release"]
+    session_id: str
+    ids: list[str] = Field(description="The interrupt ids changed (all of them already had that owner: none).")
+    owner: str | None = Field(description="Their owner now (null: released).")
+    previous: dict[str, str | None] = Field(description="Each id's owner before.")
+    event_ids: list[str] = Field(description="The audited events written, one per invocation.")
+    message: str = Field(description="The line `hitl claim|assign|release` prints.")
 
 
 class BulkItem(_In):
@@ -214,10 +238,13 @@ class WrittenEvent(BaseModel):
 
 class WriteResult(BaseModel):
     kind: Literal["answer", "redrive", "cancel", "start"]
-    outcome: Literal["applied", "queued", "failed", "interrupted"] = Field(
+    outcome: Literal["applied", "queued", "failed", "interrupted", "approval"] = Field(
         description="`applied`: written, and it ran what it unblocked here; `queued`: written (or requested), a "
-                    "worker of the app runs the turn; `failed` / `interrupted`: written, then the turn failed or stopped."
+                    "worker of the app runs the turn; `failed` / `interrupted`: written, then the turn failed or "
+                    "stopped; `approval`: a multi-approver rule is not met yet -- this answer was recorded as one "
+                    "approval (`approval` says how many)."
     )
+    approval: str | None = Field(default=None, description="`1 of 2 approvals` when `outcome` is `approval`.")
     session_id: str
     invocation_id: str | None = None
     operator: str | None = None
@@ -324,6 +351,11 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/sessions/{session_id}/answer", "answer",
           "Answer interrupt ids (as `hitl resume`); `dry_run` says what it would do", WriteResult, body=AnswerRequest,
           write=True, tags=("write",)),
+    *(Route("POST", f"/sessions/{{session_id}}/{action}", action, summary, OwnerResult, body=OwnerRequest,
+            write=True, tags=("write",))
+      for action, summary in (("claim", "Claim open interrupts for the caller (as `hitl claim`)"),
+                              ("assign", "Assign open interrupts to an operator or @group (as `hitl assign`)"),
+                              ("release", "Release open interrupts (as `hitl release`)"))),
     Route("POST", "/bulk-answer", "bulk_answer", "One answer for many open interrupts (as `hitl bulk-answer`)",
           BulkResult, body=BulkAnswerRequest, write=True, tags=("write",)),
     Route("POST", "/sessions/{session_id}/invocations/{invocation_id}/redrive", "redrive",

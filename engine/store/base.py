@@ -261,6 +261,7 @@ class StoreOverview(BaseModel):
     """The ``running`` invocations as ``(session_id, invocation_id, lease owner, lease
     expiry)`` (owner/expiry None: no lease row), at most ``running_limit``: liveness
     (:mod:`engine.liveness`) tells the interrupted ones from those a process runs."""
+    open_by_owner: dict[str, int] = Field(default_factory=dict)  # owner (name, @group) -> open interrupts
 
 
 def build_records() -> None:

@@ -503,6 +503,7 @@ class MemoryStore:
     ) -> StoreOverview:
         status: dict[str, int] = {}
         by_app: dict[str, int] = {}
+        by_owner: dict[str, int] = {}
         raised = [0] * buckets
         oldest: float | None = None
         running: list[tuple[str, str, str | None, float | None]] = []
@@ -513,6 +514,8 @@ class MemoryStore:
             for r in d.interrupts.values():
                 if r.status == "open":
                     by_app[r.app_name] = by_app.get(r.app_name, 0) + 1
+                    if r.owner:
+                        by_owner[r.owner] = by_owner.get(r.owner, 0) + 1
                     oldest = r.raised_at if oldest is None else min(oldest, r.raised_at)
                 b = int((r.raised_at - since) // bucket)
                 if r.raised_at >= since and 0 <= b < buckets:
@@ -524,7 +527,7 @@ class MemoryStore:
                         running.append((sid, inv.invocation_id, lease.owner if lease else None,
                                         lease.expires_at if lease else None))
         return StoreOverview(status_counts=status, open_by_app=by_app, oldest_open_at=oldest, raised=raised,
-                             running=running)
+                             running=running, open_by_owner=by_owner)
 
     async def metric_reads(self) -> StoreMetrics:
         """Open interrupts per app and node (this store has no worker queue)."""

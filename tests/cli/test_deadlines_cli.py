@@ -59,7 +59,7 @@ def test_inbox_due_within_lists_due_first_with_time_left(tmp_path: Path) -> None
     assert r.exit_code == 0, r.output
     lines = r.output.splitlines()
     assert lines[0].split()[:3] == ["AGE", "DUE", "SESSION"]
-    assert [ln.split()[-4] for ln in lines[1:]] == ["q@1/now@1"]
+    assert len(lines) == 2 and "q@1/now@1" in lines[1] and "due now" in lines[1]
     r = CliRunner().invoke(cli, ["--db", str(db), "inbox", "--due-within", "3h"])
     rows = r.output.splitlines()[1:]
     assert len(rows) == 2 and "s-now" in rows[0] and "due now" in rows[0]  # due first

@@ -130,3 +130,21 @@ async def test_import_keeps_owners(store: SessionStore, tmp_path: Path) -> None:
     lines = [line async for line in store.export_session(sid)]
     copy = await store.import_session(lines, session_id="copy")
     assert await owners(store, copy.id, "a", "b") == {"a": "ann", "b": None}
+
+
+async def test_the_home_counts_yours(store: SessionStore) -> None:
+    import time
+
+    from console.widgets.summary import summary_text
+    from engine.home import home_summary
+
+    sid = await waiting_session(store, "a", "b", "c")
+    now = time.time()
+    assert "yours" not in summary_text(await home_summary(store, now), now, 300, operator="ann").plain
+    await ownership.claim(store, sid, ["a", "b"], operator="ann")
+    await ownership.assign(store, sid, ["c"], to="bob", operator="ann")
+    summary = await home_summary(store, now)
+    assert (summary.yours("ann"), summary.yours("bob"), summary.yours("zed")) == (2, 1, 0)
+    assert "2 yours" in summary_text(summary, now, 300, operator="ann").plain
+    await store.append_event(sid, answer("inv1", {"a": True}))  # an answer ends the claim
+    assert (await home_summary(store, now)).yours("ann") == 1

@@ -132,3 +132,15 @@ def test_policy_errors_name_the_entry() -> None:
     with pytest.raises(PolicyError, match="unknown key 'alow'"):
         policy_from({"answer": [{"alow": ["x"]}]})
     assert Policy().approval("a", "p", {}) is None
+
+
+def test_a_claim_older_than_stale_after_is_shown_stale() -> None:
+    policy = policy_from({"owners": {"stale_after": "2h"}})
+    assert policy.stale_after == 7200
+    assert policy.owner_label("ann", 1000.0, 1000.0 + 7199) == "ann"
+    assert policy.owner_label("ann", 1000.0, 1000.0 + 5 * 3600) == "ann (stale 5h)"
+    assert policy.owner_label(None, None, 0) == ""
+    from engine.permissions import PolicyError
+
+    with pytest.raises(PolicyError, match="stale_after"):
+        policy_from({"owners": {"stale_after": "soon"}})

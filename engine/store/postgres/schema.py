@@ -312,8 +312,8 @@ $fn$
 """A new session's creation folded into its first turn's first write."""
 
 _OWNERS = [
-    "ALTER TABLE interrupts ADD COLUMN owner text",
-    "ALTER TABLE interrupts ADD COLUMN owned_at double precision",
+    "ALTER TABLE interrupts ADD COLUMN IF NOT EXISTS owner text",
+    "ALTER TABLE interrupts ADD COLUMN IF NOT EXISTS owned_at double precision",
     """CREATE INDEX IF NOT EXISTS interrupts_open_by_owner
         ON interrupts(owner, raised_at, session_id, raised_seq, interrupt_id) WHERE status = 'open'""",
     # hitl_append re-opens a row when an id is raised again (ON CONFLICT DO UPDATE): a new
@@ -327,6 +327,7 @@ BEGIN
     RETURN NEW;
 END
 $fn$""",
+    "DROP TRIGGER IF EXISTS interrupts_reopen_unowned ON interrupts",
     """CREATE TRIGGER interrupts_reopen_unowned BEFORE UPDATE ON interrupts
         FOR EACH ROW WHEN (NEW.raised_seq IS DISTINCT FROM OLD.raised_seq) EXECUTE FUNCTION hitl_reopen_unowned()""",
 ]

@@ -232,12 +232,14 @@ def _migrate_projection_checkpoints(conn: sqlite3.Connection) -> None:
 
 def _migrate_owners(conn: sqlite3.Connection) -> None:
     """Owners of open interrupts (claim / assign / release events, engine/ownership.py):
-    the current owner and since when, derived with the event; the inbox filters by owner."""
+    the current owner and since when, derived with the event; the inbox filters by owner.
+    Idempotent (a file set back to an older version runs it again)."""
+    have = {r[1] for r in conn.execute("PRAGMA table_info(interrupts)")}
     _exec_all(
         conn,
         [
-            "ALTER TABLE interrupts ADD COLUMN owner TEXT",
-            "ALTER TABLE interrupts ADD COLUMN owned_at REAL",
+            *(["ALTER TABLE interrupts ADD COLUMN owner TEXT"] if "owner" not in have else []),
+            *(["ALTER TABLE interrupts ADD COLUMN owned_at REAL"] if "owned_at" not in have else []),
             """CREATE INDEX IF NOT EXISTS interrupts_open_by_owner
                 ON interrupts(owner, raised_at, session_id, raised_seq, interrupt_id) WHERE status = 'open'""",
         ],
