@@ -188,7 +188,7 @@ ACTIONS: tuple[Action, ...] = (
            cli="hitl sessions --status {status}"),
     # 0 all, 1 waiting, 2 running, 3 failed, 4 completed, 5 cancelled, 6 interrupted (engine.status.STATUS_CYCLE)
     *(_status(str(n), s, s.title() if s else "All") for n, s in enumerate(STATUS_CYCLE)),
-    Action("sessions.sort", "o", "Sort", "Sort by last activity / oldest open interrupt", "sessions",
+    Action("sessions.sort", "o", "Sort", "Sort by last activity / triage: due first, then oldest open interrupt", "sessions",
            "toggle_sort"),
     *_sorts("sessions", (("status", "S", "STATUS"), ("open", "O", "OPEN"), ("oldest", "W", "OLDEST waiting"),
                          ("app", "P", "APP"), ("user", "U", "USER"), ("session", "I", "SESSION id"),
@@ -207,7 +207,8 @@ ACTIONS: tuple[Action, ...] = (
     Action("inbox.bulk_answer", "b", "Bulk", "One answer for the marked (else the filtered) rows: dry run, then "
            "one audited batch", "inbox", "bulk_answer", cli="hitl bulk-answer {text} --answer JSON --dry-run",
            writes=True),
-    *_sorts("inbox", (("status", "S", "STATUS"), ("age", "W", "AGE (waiting since)"), ("interrupt", "D", "INTERRUPT id"),
+    *_sorts("inbox", (("status", "S", "STATUS"), ("age", "W", "AGE (waiting since)"), ("due", "U", "DUE (time left)"),
+                      ("interrupt", "D", "INTERRUPT id"),
                       ("session", "I", "SESSION id"), ("asks", "K", "ASKS"), ("node", "O", "NODE path"),
                       ("app", "P", "APP"))),
     # Selecting ids and answering them: part of the write flow, so --read-only disables them too.
@@ -220,6 +221,12 @@ ACTIONS: tuple[Action, ...] = (
     Action("interrupts.select_all", "A", "All ids", "Select every open id of this invocation", ("inbox", "session"),
            "select_invocation", cli="hitl resume {session_id} {interrupt_id}=JSON --invocation {invocation_id}",
            write_flow=True, show=False),
+    Action("interrupts.claim", "c", "Claim", "Claim the selected ids (else this node's, or the marked rows) for "
+           "yourself; again: release them", ("inbox", "session"), "claim",
+           cli="hitl claim {session_id} {interrupt_id}", writes=True, show=False),
+    Action("interrupts.assign", "C", "Assign", "Assign the selected ids (else this node's, or the marked rows) to "
+           "an operator or @group", ("inbox", "session"), "assign",
+           cli="hitl assign {session_id} {interrupt_id} --to NAME", writes=True, show=False),
     Action("interrupts.answer", "e", "Answer", "Answer the selected ids (else this node's) in the response editor",
            ("inbox", "session"), "answer",
            cli="hitl resume {session_id} {interrupt_id}=JSON --invocation {invocation_id}", writes=True,

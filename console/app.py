@@ -112,6 +112,9 @@ class HitlApp(App[None]):
         """The operator chose "wait for it": quit when the last running write settles."""
         self.config = config if config is not None else ConsoleConfig(operator=default_operator())
         """hitl.toml and the command line, read once by ``hitl`` (None: ./hitl.toml's operator or $USER)."""
+        from engine.permissions import use_policy
+
+        use_policy(self.config.path)  # the writes check who may answer with this file's rules
         if registry is None:
             registry = self.config.registry
         if utc is None and config is not None:
@@ -254,6 +257,20 @@ class HitlApp(App[None]):
         """The operator a write is recorded under unless changed in the confirmation:
         the signed-in one (``hitl serve``), else the config's ([console] operator, $USER)."""
         return self.operator or self.config.operator
+
+    @property
+    def policy(self) -> Any:
+        """Groups, who may answer and the stale-claim age (:mod:`engine.permissions`):
+        the config file's; a malformed one allows everything here and the writes refuse saying why."""
+        from engine.errors import HitlError
+        from engine.permissions import Policy, load_policy
+
+        if getattr(self, "_policy", None) is None:  # read once: every inbox row asks
+            try:
+                self._policy = load_policy(self.config.path)
+            except HitlError:
+                self._policy = Policy()
+        return self._policy
 
     # ------------------------------------------------------------ store
     @property

@@ -77,6 +77,8 @@ class SessionsLoaded(Message):
     """Sessions with a turn queued for a worker and none stopped mid-run (engine.liveness)."""
     judge: dict[str, str] = field(default_factory=dict)
     """Session id -> its listed status: the rows whose liveness is judged in full after the paint."""
+    dues: dict[str, float] = field(default_factory=dict)
+    """Session id -> when its soonest deadline passes (engine.deadlines; triage order only)."""
     generation: int = 0
 
 

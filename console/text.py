@@ -178,6 +178,12 @@ def audit_what(action: str, details: dict[str, Any], ids: Callable[..., str] = i
         return f"imported {d.get('events', '?')} events" + (f" from {d['source']}" if d.get("source") else "")
     if action == "redrive" and d.get("in_doubt"):
         return f"re-drove, acknowledged in doubt: {ids(d['in_doubt'], 3)}"
+    if action == "fail":
+        return f"failed {d.get('path') or '?'} with {d.get('error_code') or '?'}"
+    if action == "deadline":
+        to = d.get("group") or ", ".join(d.get("channels") or []) or d.get("owner") or "no one"
+        verb = {"remind": "reminded", "notify": "notified", "assign": "assigning to"}.get(d.get("step", ""), "told")
+        return f"{verb} {to} about {d.get('interrupt_id', '?')}"
     return {"redrive": "re-drove", "cancel": "cancelled"}.get(action, action)
 
 

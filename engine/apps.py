@@ -98,6 +98,8 @@ class AppRegistry:
 
     def __init__(self, *, samples: bool = True) -> None:
         self._entries: dict[str, _Entry] = {}
+        self.deadline_rules: tuple[Any, ...] = ()
+        """hitl.toml ``[[deadlines]]`` (:func:`engine.deadlines.load_rules`): every runner built here stores them."""
         if samples:
             for name, spec in SAMPLE_APPS.items():
                 self._entries[name] = _Entry(spec=spec, source="samples")
@@ -138,6 +140,12 @@ class AppRegistry:
             raise AppSpecError(f"config file {str(p)!r} does not exist") from None
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
             raise AppSpecError(f"config file {str(p)!r} cannot be read: {exc}") from None
+        from .deadlines import DeadlineConfigError, load_rules
+
+        try:
+            self.deadline_rules = load_rules(data, str(p))
+        except DeadlineConfigError as exc:
+            raise AppSpecError(str(exc)) from None
         apps = data.get("apps", {})
         if not isinstance(apps, dict):
             raise AppSpecError(f'config file {str(p)!r}: [apps] must be a table of name = "module:attribute"')
@@ -189,7 +197,7 @@ class AppRegistry:
     def runner(self, app_name: str, store: SessionStore) -> Runner:
         from .runner import Runner
 
-        return Runner(app_name, self.get(app_name), store)
+        return Runner(app_name, self.get(app_name), store, deadline_rules=self.deadline_rules)
 
 
 def _import(entry: _Entry) -> BaseNode:

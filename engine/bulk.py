@@ -351,6 +351,8 @@ class ItemResult:
             o = self.outcome
             status = o.status_after.value if o is not None and o.status_after is not None else "?"
             ran = f", ran {len(o.ran)} node{'s' * (len(o.ran) != 1)}" if o is not None and o.ran else ", nothing ran"
+            if o is not None and o.approval is not None:  # a multi-approver rule: recorded, not yet answered
+                return f"applied  {self.group.label} -> approval recorded ({o.approval})"
             return f"applied  {self.group.label} -> {status}{ran}"
         return f"{self.status:<8} {self.group.label}: {self.reason}"
 
@@ -404,6 +406,7 @@ async def submit(
     on_step: Callable[[Group, Any], None] | None = None,
     via: Via = "local",
     on_notice: Callable[[str], None] | None = None,
+    policy: Any = None,
 ) -> BulkResult:
     """Answer every group with ``value`` (one :func:`engine.operations.answer`
     each, ``operator`` and ``reason`` on every one, all with one batch id), one
@@ -412,7 +415,10 @@ async def submit(
     failure is that item's result; the batch goes on. Items
     :func:`routed_to_worker` by ``via`` are queued for a worker
     (:func:`engine.handoff.queue_answer`); ``on_notice`` first hears, once per
-    app, that no worker of it is alive (:func:`engine.handoff.worker_notice`)."""
+    app, that no worker of it is alive (:func:`engine.handoff.worker_notice`).
+    Every item passes :mod:`engine.answer_gate` (``policy``: who may answer, default
+    the process's): an item the operator may not answer, or someone else owns, is
+    refused with its reason; a bulk answer never forces."""
     from . import operations
 
     batch = batch or new_batch_id()
@@ -429,11 +435,11 @@ async def submit(
     for n, g in enumerate(groups, 1):
         step = (lambda s, g=g: on_step(g, s)) if on_step is not None else None
         if to_worker[g.session_id]:
-            results.append(await _queue_one(store, g, value, operator, reason, batch, step))
+            results.append(await _queue_one(store, g, value, operator, reason, batch, step, policy))
         else:
             done = await operations.answer(
                 store, g.session_id, _answers(g, value), g.invocation_id, registry=reg, operator=operator,
-                reason=reason, session_state=session_state, on_step=step, batch=batch,
+                reason=reason, session_state=session_state, on_step=step, batch=batch, policy=policy,
             )
             results.append(_result(g, done))
         if on_result is not None:
@@ -450,7 +456,7 @@ async def _app_of(store: SessionStore, session_id: str) -> str | None:
 
 async def _queue_one(
     store: SessionStore, g: Group, value: Any, operator: str | None, reason: str | None, batch: str,
-    step: Callable[[Any], None] | None,
+    step: Callable[[Any], None] | None, policy: Any = None,
 ) -> ItemResult:
     """One item left to a worker: validated against the stored schema and appended;
     ``queued`` when the answer unblocks a turn, ``applied`` when nothing runs."""
@@ -464,7 +470,7 @@ async def _queue_one(
         return ItemResult(g, "refused", Outcome("answer", g.session_id, g.invocation_id), nothing_written(why))
     done = await queue_answer(
         store, g.session_id, _answers(g, value), g.invocation_id, operator=operator, reason=reason, on_step=step,
-        batch=batch,
+        batch=batch, policy=policy,
     )
     if done.error is None and done.after is not None and done.invocation_id is not None \
             and is_mid_run(done.after, done.invocation_id):

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .deadlines import due_at
 from .errors import HitlError
 
 if TYPE_CHECKING:
@@ -23,7 +24,7 @@ _OPS = ("<=", ">=", "!=", "=", "<", ">", "~")
 _TERM = re.compile(r"^(?P<field>[A-Za-z_][\w.\-]*)\s*(?P<op><=|>=|!=|=|<|>|~)\s*(?P<value>.*)$", re.S)
 _AGE = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-KEYWORDS = ("app", "node", "session", "age", "text")
+KEYWORDS = ("app", "node", "session", "age", "text", "owner", "due")
 """Filter terms that are not payload fields (a payload field of one of these
 names is ``payload.NAME``)."""
 
@@ -135,6 +136,11 @@ class Where:
     """Only this session."""
     fields: tuple[FieldTest, ...] = ()
     """Payload tests (:class:`FieldTest`)."""
+    due_within: float | None = None
+    """Its deadline (:mod:`engine.deadlines`) passes within this many seconds, or has passed."""
+    owner: str | None = None
+    """Who owns it (``owner=NAME``, ``owner=@group``, ``owner=me`` read as the
+    operator's name); ``""``: nobody (``unowned``). None: anyone or nobody."""
 
     @property
     def empty(self) -> bool:
@@ -149,9 +155,13 @@ class Where:
                 terms.append(f"{key}={_quoted(v)}")
         if self.older_than is not None:
             terms.append(f"age>{format_age(self.older_than)}")
+        if self.due_within is not None:
+            terms.append(f"due<{format_age(self.due_within)}")
         if self.text:
             terms.append(f"text={_quoted(self.text)}")
         terms += [str(f) for f in self.fields]
+        if self.owner is not None:
+            terms.append(f"owner={_quoted(self.owner)}" if self.owner else "unowned")
         return " ".join(terms)
 
     def matches(self, rec: InterruptRecord, now: float) -> bool:
@@ -166,6 +176,12 @@ class Where:
         if self.older_than is not None and not rec.raised_at < now - self.older_than:
             return False
         if self.text and self.text.lower() not in rec.message.lower():
+            return False
+        if self.due_within is not None:
+            due = due_at(rec.args, rec.raised_at)
+            if due is None or due > now + self.due_within:
+                return False
+        if self.owner is not None and (rec.owner or "") != self.owner:
             return False
         payload = rec.args.get("payload")
         return all(f.matches(payload) for f in self.fields)
@@ -196,24 +212,30 @@ def split_terms(text: str) -> list[str]:
     return terms
 
 
-def parse_where(terms: Iterable[str] | str, base: Where | None = None) -> Where:
+def parse_where(terms: Iterable[str] | str, base: Where | None = None, *, me: str | None = None) -> Where:
     """Read filter terms (a list, or one line split by :func:`split_terms`):
-    ``app=NAME``, ``node=NAME``, ``session=ID``, ``age>2h`` (older than),
+    ``app=NAME``, ``node=NAME``, ``session=ID``, ``age>2h`` (older than), ``due<1h`` (deadline within),
     ``text=WORDS``, ``FIELD OP VALUE`` on the payload (``OP``: ``= != < <= > >= ~``;
-    ``payload.FIELD`` for a field named like a keyword); a bare word is message
-    text. ``base``: conditions given otherwise (CLI options) that the terms add to.
+    ``payload.FIELD`` for a field named like a keyword); ``owner=NAME`` /
+    ``owner=@group`` / ``owner=me`` (``me``: the operator's name) and ``unowned``;
+    a bare word is message text. ``base``: conditions given otherwise (CLI options) that the terms add to.
     HitlError naming the term that is not understood."""
     if isinstance(terms, str):
         terms = split_terms(terms)
     base = base or Where()
     got: dict[str, Any] = {
-        "app": base.app, "node": base.node, "session": base.session, "older_than": base.older_than, "text": base.text
+        "app": base.app, "node": base.node, "session": base.session, "older_than": base.older_than, "text": base.text,
+        "due_within": base.due_within,
+        "owner": base.owner,
     }
     fields = list(base.fields)
     words: list[str] = []
     for term in terms:
         term = term.strip()
         if not term:
+            continue
+        if term == "unowned":
+            got["owner"] = ""
             continue
         m = _TERM.match(term)
         if m is None:
@@ -228,10 +250,20 @@ def parse_where(terms: Iterable[str] | str, base: Where | None = None) -> Where:
             if op not in (">", ">="):
                 raise HitlError(f"filter term {term!r}: only age>DURATION (older than) is supported, e.g. age>2h")
             got["older_than"] = parse_age(raw)
-        elif name in ("app", "node", "session", "text"):
+        elif name == "due":
+            if op not in ("<", "<="):
+                raise HitlError(f"filter term {term!r}: only due<DURATION (due within, overdue included) is supported,"
+                                " e.g. due<1h")
+            got["due_within"] = parse_age(raw)
+        elif name in ("app", "node", "session", "text", "owner"):
             if op != "=":
                 raise HitlError(f"filter term {term!r}: {name} takes =, e.g. {name}=NAME")
             value = raw[1:-1] if len(raw) >= 2 and raw[0] == raw[-1] == '"' else raw
+            if name == "owner" and value == "me":
+                if not me:
+                    raise HitlError("filter term 'owner=me' needs your operator name (--operator, or "
+                                    "[console] operator in hitl.toml)")
+                value = me
             if name == "text":
                 words.append(value)
             else:

@@ -515,6 +515,8 @@ class NodeRunner:
             item = self._new_interrupts_only(ctx, item)
             if item is None:
                 return
+            if ctx.invocation.deadline_rules:
+                item = self._with_deadlines(ctx, item)
         if item.route is not None:
             ctx.route = item.route
         if item.output is not None:
@@ -550,6 +552,29 @@ class NodeRunner:
         parts = [p for p in (event.content.parts if event.content else []) if not p.function_call or p.function_call.id in keep]
         content = event.content.model_copy(update={"parts": parts}) if event.content else None
         return event.model_copy(update={"long_running_tool_ids": fresh, "content": content})
+
+    def _with_deadlines(self, ctx: Context, event: Event) -> Event:
+        """``event`` with hitl.toml's deadline rules stored in the calls it raises
+        (:func:`engine.deadlines.stamp`; a rule whose default answer does not fit a
+        call's schema raises DeadlineConfigError, and the node fails naming it)."""
+        from .deadlines import stamp
+
+        inv = ctx.invocation
+        if event.content is None:
+            return event
+        parts = []
+        changed = False
+        for p in event.content.parts:
+            call = p.function_call
+            if call is not None and call.id in (event.long_running_tool_ids or []):
+                args = stamp(call.args, inv.app_name, self.path, inv.deadline_rules)
+                if args is not call.args:
+                    p = p.model_copy(update={"function_call": call.model_copy(update={"args": args})})
+                    changed = True
+            parts.append(p)
+        if not changed:
+            return event
+        return event.model_copy(update={"content": event.content.model_copy(update={"parts": parts})})
 
     async def _end(
         self, ctx: Context, status: NodeStatus, error_code: str | None = None, error_message: str | None = None

@@ -47,6 +47,7 @@ from .store.workers import TurnRequest, WorkerRecord
 
 if TYPE_CHECKING:
     from .models import StoredEvent
+    from .permissions import Policy
     from .projection import Projection
     from .store.base import SessionStore
 
@@ -81,6 +82,8 @@ async def queue_answer(
     lease_wait: float = DEFAULT_LEASE_WAIT,
     on_step: Callable[[Step], None] | None = None,
     batch: str | None = None,
+    force: bool = False,
+    policy: Policy | None = None,
 ) -> Outcome:
     """Answer ``answers`` without the app's code and leave the turn to a worker.
 
@@ -92,6 +95,10 @@ async def queue_answer(
     from .resume import load_invocation, validate_responses
 
     outcome = Outcome("answer", session_id, invocation_id, operator, reason, answered=list(answers))
+    from .answer_gate import gated  # owner, who may answer, approvals (as the in-process answer)
+
+    if (stop := await gated(outcome, store, answers, force=force, policy=policy, batch=batch)) is not None:
+        return stop
     try:
         session = await store.get_session(session_id)
         target = await validate_responses(store, session_id, Content.from_responses(answers), invocation_id)

@@ -61,10 +61,16 @@ class HomeSummary:
     raised_per_hour: tuple[int, ...] = field(default=())
     """Interrupts raised per hour over the last day, oldest hour first."""
     in_doubt_exact: bool = True
+    open_by_owner: tuple[tuple[str, int], ...] = ()
+    """(owner, open interrupts): an operator's name or ``@group``."""
 
     @property
     def open_interrupts(self) -> int:
         return sum(n for _, n in self.open_by_app)
+
+    def yours(self, operator: str | None) -> int:
+        """Open interrupts ``operator`` owns (claimed by them or assigned to them by name)."""
+        return sum(n for who, n in self.open_by_owner if operator and who == operator)
 
 
 def sparkline(values: tuple[int, ...] | list[int]) -> str:
@@ -140,6 +146,7 @@ def summarize(
         open_by_app=tuple(sorted(overview.open_by_app.items(), key=lambda kv: (-kv[1], kv[0]))),
         raised_per_hour=tuple(overview.raised),
         in_doubt_exact=all(sid in doubt for sid in stopped),
+        open_by_owner=tuple(sorted(overview.open_by_owner.items())),
     )
 
 

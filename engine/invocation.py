@@ -72,6 +72,8 @@ class InvocationContext:
         self.projection = projection
         self.state = state
         """Session state as this turn sees it (``temp:`` keys live only here)."""
+        self.deadline_rules: tuple[Any, ...] = ()
+        """hitl.toml deadline rules stamped on the interrupts this turn raises (engine.deadlines)."""
         self.queue: asyncio.Queue[StoredEvent] = asyncio.Queue()
         self._reserved: dict[tuple[str | None, str], int] = {}
         self._held: list[Event] = []

@@ -226,12 +226,12 @@ class Event(_Model):
 
     @property
     def kind(self) -> str:
-        """A one-word classification for logs: message, response, redrive, cancel,
-        start, end, interrupt, error, output, state, event."""
+        """A one-word classification for logs: message, response, redrive, cancel, fail,
+        claim, assign, release, approve, start, end, interrupt, error, output, state, event."""
         if self.author == "user" and self.node_info is None:
             if self.function_responses:
                 return "response"
-            if self.action in ("redrive", "cancel"):
+            if self.action in ("redrive", "cancel", "fail", "claim", "assign", "release", "approve"):
                 return self.action
             return "message"
         if self.node_info and self.node_info.lifecycle:

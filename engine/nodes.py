@@ -74,10 +74,23 @@ class RequestInput:
     interrupt_id: str | None = None
     """Default: a fresh uuid."""
     name: str = REQUEST_INPUT_FUNCTION
+    deadline: Any = None
+    """How long a human has (``timedelta``, seconds or text such as ``"4h"``); needs ``on_deadline``."""
+    on_deadline: Any = None
+    """What happens then: :func:`engine.deadlines.answer`, :func:`~engine.deadlines.fail` or
+    :func:`~engine.deadlines.escalate` (checked here: a default answer must fit ``response_schema``)."""
     id: str = field(init=False)
+    _rule: dict[str, Any] | None = field(init=False, default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.id = self.interrupt_id or new_id()
+        if self.deadline is not None or self.on_deadline is not None:
+            from .deadlines import DeadlineConfigError, build
+
+            if self.deadline is None:
+                raise DeadlineConfigError(f"RequestInput {self.id}: on_deadline needs deadline= (how long to wait)")
+            self._rule = build(self.deadline, self.on_deadline, to_json_schema(self.response_schema),
+                               rule=f"RequestInput {self.id}", where=f"RequestInput {self.id}")
 
     def to_call(self) -> FunctionCall:
         args: dict[str, Any] = {"message": self.message}
@@ -86,6 +99,8 @@ class RequestInput:
         schema = to_json_schema(self.response_schema)
         if schema is not None:
             args["response_schema"] = schema
+        if self._rule is not None:
+            args["deadline"] = self._rule
         return FunctionCall(id=self.id, name=self.name, args=args)
 
     def to_event(self, invocation_id: str, author: str) -> Event:

@@ -56,9 +56,11 @@ if TYPE_CHECKING:
 
     from .apps import AppRegistry
     from .models import Event, Session, StoredEvent
+    from .permissions import Policy
     from .projection import Projection
     from .resume import ResumePlan
     from .store.base import SessionStore
+
 
 @dataclass
 class DryRun:
@@ -99,16 +101,23 @@ async def answer(
     session_state: bool = False,
     on_step: Callable[[Step], None] | None = None,
     batch: str | None = None,
+    force: bool = False,
+    policy: Policy | None = None,
 ) -> Outcome:
     """Answer ``answers`` (``{interrupt_id: value}``) and run what they unblock.
 
     ``registry``: the app code (or how to build it; a HitlError building it is
     the refusal); ``session``: the session row when the caller has read it;
     ``on_step`` is called after each persisted event; ``batch``: the bulk answer
-    (:mod:`engine.bulk`) this one is part of, recorded on the answer."""
+    (:mod:`engine.bulk`) this one is part of, recorded on the answer. First the
+    checks of :mod:`engine.answer_gate` (``force``: answer an interrupt someone
+    else owns; ``policy``: who may answer, default the process's hitl.toml)."""
+    from .answer_gate import gated
     from .models import Content
 
     outcome = Outcome("answer", session_id, invocation_id, operator, reason, answered=list(answers))
+    if (stop := await gated(outcome, store, answers, force=force, policy=policy, batch=batch)) is not None:
+        return stop
     content = Content.from_responses(answers)
     return await _turn(outcome, store, registry, session, preload, session_state, on_step, content=content, batch=batch)
 

@@ -77,6 +77,51 @@ async def cancel_invocation(
         await keeper.close(clean=True)
 
 
+async def fail_waiting(
+    store: SessionStore,
+    session_id: str,
+    invocation_id: str,
+    interrupt_id: str,
+    raised_seq: int | None,
+    *,
+    error: str,
+    message: str = "",
+    operator: str | None = None,
+    reason: str | None = None,
+    lease_wait: float = DEFAULT_LEASE_WAIT,
+) -> Event:
+    """Fail the node waiting on ``interrupt_id`` with the error ``error`` (a
+    deadline's ``fail``, :mod:`engine.deadlines`): one audited event, folded by
+    the projection as if the node had raised it (DESIGN 3.5); the invocation is
+    FAILED and a re-drive asks again. Written under the invocation's lease, as a
+    cancel is; refused (AlreadyResolvedError, nothing written) when the
+    interrupt is no longer open at the raising ``raised_seq`` names."""
+    from .errors import AlreadyResolvedError
+
+    def check(proj: Projection) -> str:
+        itr = proj.interrupts.get((invocation_id, interrupt_id))
+        inv = proj.invocations.get(invocation_id)
+        if itr is None or not itr.open or (inv is not None and inv.cancel is not None):
+            raise AlreadyResolvedError([interrupt_id])
+        if raised_seq is not None and itr.raised_pos is not None and itr.raised_pos != raised_seq:
+            raise AlreadyResolvedError([interrupt_id])  # asked again since: its own timers apply
+        return itr.path
+
+    require_id(invocation_id, "the invocation id")
+    check(await load_invocation(store, session_id, invocation_id))
+    lease = await acquire_invocation_lease(store, session_id, invocation_id, wait=lease_wait)
+    keeper = LeaseKeeper(store, lease, DEFAULT_LEASE_TTL)
+    try:
+        path = check(await load_invocation(store, session_id, invocation_id))
+        meta = operator_metadata("fail", operator, reason)
+        meta.update({"path": path, "interrupt_id": interrupt_id, "error_code": error, "error_message": message})
+        event = Event(invocation_id=invocation_id, author="user", custom_metadata=meta)
+        stored = await store.append_event(session_id, event, lease_owner=lease.owner)
+        return stored.event
+    finally:
+        await keeper.close(clean=True)
+
+
 def auto_completion_records(proj: Projection, answer: Event) -> list[Event]:
     """The completion records of the runs ``answer`` auto-completes (DESIGN.md
     3.2, 3.4): an end record COMPLETED with the aggregated output, at the run's

@@ -66,6 +66,9 @@ class Outcome:
     error_kind: ErrorKind | None = None
     """``rejected`` / ``conflict`` (nothing written), ``failed`` (a node failed:
     written, the invocation is FAILED) or ``interrupted`` (stopped mid-run)."""
+    approval: str | None = None
+    """An answer under a multi-approver rule that did not meet it yet: its approval
+    was recorded (``written`` holds the ``approve`` event), e.g. ``1 of 2 approvals``."""
 
     @property
     def wrote(self) -> bool:

@@ -54,6 +54,7 @@ from typing import Any
 from .models import Event, NodeStatus, leaf_name, leaf_run_id, parent_path
 from .projection_records import Change, Interrupt, Invocation, NodeRun, _record, _run_no
 from .responses import unwrap_response
+from .store.owner_index import OWNER_ACTIONS, owner_change
 
 __all__ = ["Change", "Interrupt", "Invocation", "NodeRun", "Projection", "project"]
 
@@ -165,6 +166,8 @@ class Projection:
                 self._on_answered(iid, path, pos, change)
         elif inv.cancel is not None:
             return  # a cancel is final: the runner refuses whatever follows it
+        elif action in OWNER_ACTIONS or action == "approve":
+            self._apply_owners(event, iid, action, pos, change)
         elif action == "redrive":
             inv.actions.append(pos)
             # A failure stops its workflow, so failed, cancelled and stranded runs
@@ -173,6 +176,8 @@ class Projection:
                 if run.status in (NodeStatus.FAILED, NodeStatus.CANCELLED, NodeStatus.RUNNING, NodeStatus.PENDING):
                     self._set(iid, run.path, NodeStatus.PENDING, pos, change)
                     self._mark_ancestors_pending(iid, run.parent, pos, change)
+        elif action == "fail":
+            self._apply_fail(event, inv, pos, change)
         elif action == "cancel":
             inv.actions.append(pos)
             meta = event.custom_metadata or {}
@@ -187,12 +192,66 @@ class Projection:
             for run in self.runs(iid):
                 if run.status is not NodeStatus.COMPLETED:
                     self._set(iid, run.path, NodeStatus.CANCELLED, pos, change)
-            for key, itr in list(self.interrupts.items()):
-                if itr.invocation_id == iid and itr.open:
-                    itr = self._own(self.interrupts, key)
-                    itr.cancelled = True
-                    itr.resolved_pos = pos
-                    change.interrupts.add(itr.id)
+            self._close_open(iid, pos, change)
+
+    def _apply_fail(self, event: Event, inv: Invocation, pos: int, change: Change) -> None:
+        """A deadline's ``fail`` (engine.deadlines): the waiting run at ``path``
+        fails with the named error, as if its body had raised it; its ancestors
+        fail with it and the invocation's other unfinished runs are CANCELLED (a
+        failed child cancels its siblings); every open interrupt closes. Not
+        final: a re-drive runs the failed node again, which asks again."""
+        iid = event.invocation_id
+        meta = event.custom_metadata or {}
+        path = meta.get("path")
+        inv.actions.append(pos)
+        failed: set[str] = set()
+        at = path if isinstance(path, str) else None
+        while at is not None and (iid, at) in self.nodes:
+            failed.add(at)
+            at = self.nodes[(iid, at)].parent
+        for run in self.runs(iid):
+            if run.status.is_final and run.status is not NodeStatus.FAILED:
+                continue
+            if run.path in failed:
+                self._set(iid, run.path, NodeStatus.FAILED, pos, change)
+                own = self._own(self.nodes, (iid, run.path))  # ancestors carry the error up, as a raise does
+                own.error_code = str(meta.get("error_code") or "DeadlinePassed")
+                own.error_message = str(meta.get("error_message") or meta.get("reason") or "")
+            elif not run.status.is_final:
+                self._set(iid, run.path, NodeStatus.CANCELLED, pos, change)
+        self._close_open(iid, pos, change)
+
+    def _close_open(self, iid: str, pos: int, change: Change) -> None:
+        """Close the invocation's open interrupts unanswered (a cancel, a deadline's fail)."""
+        for key, itr in list(self.interrupts.items()):
+            if itr.invocation_id == iid and itr.open:
+                itr = self._own(self.interrupts, key)
+                itr.cancelled = True
+                itr.resolved_pos = pos
+                change.interrupts.add(itr.id)
+
+    def _apply_owners(self, event: Event, iid: str, action: str, pos: int, change: Change) -> None:
+        """A claim, assignment or release sets the owner of the open ids it names; an
+        approval (multi-approver rules) adds to their approvals. Node state is untouched."""
+        meta = event.custom_metadata or {}
+        if action == "approve":
+            values = meta.get("interrupts")
+            for itr_id, value in (values.items() if isinstance(values, dict) else ()):
+                itr = self.interrupts.get((iid, itr_id))
+                if itr is not None and itr.open:
+                    itr = self._own(self.interrupts, (iid, itr_id))
+                    itr.approvals.append(
+                        {"operator": meta.get("operator"), "value": value, "pos": pos, "at": event.timestamp}
+                    )
+                    change.interrupts.add(itr_id)
+            return
+        ch = owner_change(meta)
+        for itr_id in ch.ids:
+            itr = self.interrupts.get((iid, itr_id))
+            if itr is not None and itr.open:
+                itr = self._own(self.interrupts, (iid, itr_id))
+                itr.owner, itr.owned_at = ch.owner, event.timestamp if ch.owner else None
+                change.interrupts.add(itr_id)
 
     def _on_answered(self, iid: str, path: str, pos: int, change: Change) -> None:
         run = self._own(self.nodes, (iid, path))

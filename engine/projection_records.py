@@ -141,10 +141,19 @@ class Interrupt:
     """Id of the FR event that answered it."""
     operator: str | None = None
     """Who answered (the answer event's ``custom_metadata.operator``), when recorded."""
+    owner: str | None = None
+    """Who works on it while it is open (an operator, or ``@group``): the last claim,
+    assignment or release (:mod:`engine.ownership`); an answer ends it."""
+    owned_at: float | None = None
+    """When ``owner`` claimed it or was assigned it."""
+    approvals: list[dict[str, Any]] = field(default_factory=list)
+    """Approvals recorded so far under a multi-approver rule (``operator``, ``value``,
+    ``pos``, ``at``), in order; the answer is written when the rule is met."""
     _gen: int = field(default=0, repr=False, compare=False)
 
     def clone(self, gen: int) -> Interrupt:
         c = _shallow(self)
+        c.approvals = list(self.approvals)
         c._gen = gen
         return c
 

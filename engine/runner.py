@@ -165,12 +165,16 @@ class Runner:
         *,
         lease_ttl: float = DEFAULT_LEASE_TTL,
         lease_wait: float = DEFAULT_LEASE_WAIT,
+        deadline_rules: tuple[Any, ...] = (),
     ) -> None:
         self.app_name = app_name
         self.workflow = workflow
         self.store = store
         self.lease_ttl = lease_ttl
         self.lease_wait = lease_wait
+        self.deadline_rules = deadline_rules
+        """hitl.toml ``[[deadlines]]`` (:func:`engine.deadlines.load_rules`), stored with the
+        interrupts this runner raises that carry no deadline of their own."""
 
     async def _session(self, user_id: str, session_id: str, create: bool) -> Session:
         try:
@@ -453,6 +457,7 @@ class Runner:
             state={},
         )
         inv_ctx.buffered = True  # end records ride on the next write (_finish writes the last ones)
+        inv_ctx.deadline_rules = self.deadline_rules
         return inv_ctx
 
     def _opened(

@@ -314,6 +314,17 @@ class TreeRow:
         return f"{self.name}@{self.run_id}"
 
 
+def _pending(itr: Any) -> dict[str, Any]:
+    """An open interrupt of a row: id, message and, when it has a deadline, when it is due."""
+    from .deadlines import due_at
+
+    out: dict[str, Any] = {"id": itr.id, "message": itr.message}
+    due = due_at(itr.args, itr.timestamp)
+    if due is not None:
+        out["due_at"] = due
+    return out
+
+
 def row_json(proj: Projection, row: TreeRow) -> dict[str, Any]:
     """A row with its run's output, error and interrupts, JSON-ready (``hitl show --json``)."""
     run = proj.nodes[(row.invocation_id, row.path)]
@@ -327,7 +338,7 @@ def row_json(proj: Projection, row: TreeRow) -> dict[str, Any]:
         "output": run.output,
         "error": f"{run.error_code}: {run.error_message}" if run.status is NodeStatus.FAILED else None,
         "failed_attempts": run.errors,
-        "pending": [{"id": i.id, "message": i.message} for i in open_ if i is not None and i.open],
+        "pending": [_pending(i) for i in open_ if i is not None and i.open],
         "answered": sorted(run.resolved) if run.status is not NodeStatus.COMPLETED else [],
         "earlier_runs": row.earlier_runs,
         "resumed": run.resumed,

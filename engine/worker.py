@@ -254,6 +254,11 @@ class Worker:
     (rare: an answer is queued with its lease released) before handing the request back."""
     name: str | None = None
     on_result: Callable[[TurnResult], None] | None = None
+    deadline_rules: tuple[Any, ...] = ()
+    """hitl.toml ``[[deadlines]]``, stored with the interrupts this worker's turns raise."""
+    deadlines: Any = True
+    """Fire due deadline timers of every app at start and every heartbeat
+    (:class:`engine.deadline_sweep.DeadlineSweep`; True: one with defaults, False: none)."""
     worker_id: str = field(default_factory=new_owner)
     versions: dict[str, str] = field(init=False)
     _running: dict[tuple[str, str], _Running] = field(default_factory=dict, init=False)
@@ -329,6 +334,8 @@ class Worker:
         await self.queue.put_worker(self.record())
 
     async def _beat_loop(self) -> None:
+        # Deadlines that passed while no process ran fire now -- beside the turns, not before them.
+        await self._deadline_pass()
         while True:
             await asyncio.sleep(self.heartbeat)
             try:
@@ -339,6 +346,7 @@ class Worker:
                     )
                 if not (self._stopping and self._stopping.is_set()):
                     await self._sweep()
+                    await self._deadline_pass()
             except HitlError as exc:  # a locked or unreachable store: try at the next beat
                 log.warning("worker heartbeat failed: %s", exc)
             except Exception as exc:  # noqa: BLE001 -- a driver's own error: a stopped heartbeat would read as a dead worker
@@ -420,6 +428,24 @@ class Worker:
         for req in await self.queue.settled_held_requests(apps):
             await self.queue.drop_held_request(req)
 
+    async def _deadline_pass(self) -> None:
+        """One pass of the deadline sweep (its failures are logged; the next beat tries again)."""
+        if self.deadlines is False:
+            return
+        if self.deadlines is True:
+            from .deadline_sweep import DeadlineSweep
+
+            self.deadlines = DeadlineSweep(self.store, owner=self.worker_id)
+        try:
+            done = await self.deadlines.run_once()
+        except HitlError as exc:
+            log.warning("deadline sweep failed: %s", exc)
+            return
+        for name, outcome in done.fired:
+            log.info("deadline %s: %s", name, outcome)
+        if done.fired and self._waker is not None:
+            self._waker.poke()  # a default answer may have left a turn here: this process's own write wakes no one
+
     def _done(self, key: tuple[str, str]) -> None:
         running = self._running.pop(key, None)
         if running is not None and not running.task.cancelled() and running.task.exception() is not None:
@@ -438,7 +464,8 @@ class Worker:
         sid, inv = req.session_id, req.invocation_id
         version = self.versions[req.app_name]
         runner = Runner(
-            req.app_name, self.apps[req.app_name], self.store, lease_ttl=self.lease_ttl, lease_wait=self.lease_wait
+            req.app_name, self.apps[req.app_name], self.store, lease_ttl=self.lease_ttl, lease_wait=self.lease_wait,
+            deadline_rules=self.deadline_rules,
         )
         pay = req.payload
         count = 0

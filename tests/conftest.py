@@ -55,3 +55,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.kill)
         if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
             item.add_marker(pytest.mark.hypothesis)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_answer_policy():
+    """Who may answer is process-wide (engine.permissions.use_policy: the CLI, a served
+    console and a console set it from their config file): no test leaves its rules behind."""
+    yield
+    from engine.permissions import reset_policy
+
+    reset_policy()

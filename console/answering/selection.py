@@ -113,10 +113,13 @@ class AnswerDraft:
     unsent: dict[str, str] = field(default_factory=dict)
     """Ids that closed before the operator's text could be sent, and why: their
     text stays on screen (read-only, "not sent") until a write goes through."""
+    force: bool = False
+    """The operator was told whose claim the ids are under and answers anyway."""
 
     def settled(self, still_open: Iterable[str]) -> None:
         """A write went through: keep only the texts of ids still open, select none."""
         keep = set(still_open)
         self.texts = {k: v for k, v in self.texts.items() if k in keep}
         self.selected = []
+        self.force = False
         self.unsent = {}

@@ -29,7 +29,9 @@ from ..screens.answer import AnswerScreen
 from ..screens.answer_dialogs import ConfirmWrite, OutcomeScreen, WriteChoice
 from ..screens.answer_jobs import WriteJob
 from ..screens.loaders import one_line
+from ..screens.owner_dialogs import AnswerOwned
 from ..widgets.answer_views import selection_summary, write_command
+from .owners import ask_assignee, change_owners, owned_by_others
 from .prompts import invocation_prompt
 from .selection import AnswerDraft, InterruptSelection
 from .writes import app_registry, job_kind, start_write
@@ -175,7 +177,38 @@ class SessionAnswering:
         if draft is None:
             draft = h.drafts[inv] = AnswerDraft(session.id, inv, session.app_name, session.user_id)
         draft.selected = list(dict.fromkeys(wanted))
+        owned = owned_by_others(self._owners(draft.selected), h.hitl.default_operator, h.hitl.policy)
+        if owned and not draft.force:  # someone else's claim: ask first, saying whose
+
+            def answered_anyway(yes: bool | None) -> None:
+                if yes:
+                    draft.force = True
+                    self.open_editor(draft)
+
+            h.hitl.push_screen(AnswerOwned(owned, h.hitl.clock()), answered_anyway)
+            return
         self.open_editor(draft)
+
+    def _owners(self, ids: list[str]) -> list[tuple[str, str | None, float | None]]:
+        inv, proj = self.host.invocation_id, self.host.proj
+        itrs = [proj.interrupts.get((inv, i)) for i in ids] if inv is not None else []
+        return [(i.id, i.owner, i.owned_at) for i in itrs if i is not None and i.open]
+
+    def owners(self, action: str) -> None:
+        """``c`` / ``C``: claim (or release what is already the operator's) / assign
+        the selected ids, else the node's open ids."""
+        h = self.host
+        wanted = h.selection.ids or self.node_ids(below=True)
+        pairs = [(i, who) for i, who, _ in self._owners(wanted)]
+        if not pairs:
+            h.hitl.notify("No open id here to claim.", severity="warning")
+            return
+        if action == "assign":
+            ask_assignee(h.hitl, ", ".join(i for i, _ in pairs),
+                         lambda to: change_owners(h.hitl, "assign", {h.session_id: pairs}, to=to,
+                                                  then=lambda: h.poll_then(self.render)))
+            return
+        change_owners(h.hitl, "claim", {h.session_id: pairs}, then=lambda: h.poll_then(self.render))
 
     def open_editor(self, draft: AnswerDraft) -> None:
         registry = app_registry(self.host.hitl)

@@ -30,8 +30,10 @@ from .output import fail, run
 # ---------------------------------------------------------------------- lazy commands
 COMMANDS: dict[str, tuple[str, str]] = {
     "audit": ("audit", "Operator writes (answers, re-drives, cancels, imports): who, when, why; newest first."),
+    "assign": ("owners", "Assign open interrupts to an operator or a group."),
     "bulk-answer": ("bulk", "Answer many open interrupts across sessions with one answer: one audited message per invocation, the same validation, operator and reason as `hitl resume`."),
     "cancel": ("writes", "Cancel a waiting or failed invocation; its open interrupts close."),
+    "claim": ("owners", "Claim open interrupts for yourself (the operator): others are asked before answering them."),
     "copy": ("transfer", "Copy every session of one store into another (e.g."),
     "demo": ("demo", "Build the demo store: the sample apps run through the real Runner."),
     "events": ("reads", "A session's event log, one line per event (--tail follows it)."),
@@ -43,6 +45,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "notifications": ("notify", "Notification deliveries, newest first: sent, failing (retried) and failed for good; and how many notifications wait to be sent."),
     "notify": ("notify", "Send the notifications the [notify] rules of hitl.toml ask for (webhook, Slack, e-mail), each once per channel, retried with backoff; hitl notifications lists them."),
     "redrive": ("writes", "Continue a failed or interrupted invocation: completed nodes are kept, never run again."),
+    "release": ("owners", "Release open interrupts: nobody owns them any more."),
     "replay": ("replay", "Step through a session's history: each event, its markers and what it changed."),
     "resume": ("writes", "Answer interrupt ids (all or some) and run what they unblock."),
     "serve": ("demo", "Serve the console in a browser: one console per connection, with sign-in and roles."),
@@ -67,6 +70,8 @@ def _import_commands(module: str) -> None:
         from . import demo  # noqa: F401
     elif module == "notify":
         from . import notify  # noqa: F401
+    elif module == "owners":
+        from . import owners  # noqa: F401
     elif module == "reads":
         from . import reads  # noqa: F401
     elif module == "replay":

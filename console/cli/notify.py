@@ -40,18 +40,18 @@ def notify(
     once: bool, poll: float, claim_ttl: float, metrics_port: int | None, metrics_host: str, log_format: str
 ) -> None:
     """Send the notifications the [notify] rules of hitl.toml ask for (webhook, Slack, e-mail),
-    each once per channel, retried with backoff; hitl notifications lists them."""
+    each once per channel, retried with backoff; hitl notifications lists them. Also fires
+    the deadlines that are due (default answers, failures, reminders, escalations), as workers do."""
     import asyncio
     import signal
 
+    from engine.deadline_sweep import DeadlineSweep
     from engine.notify.sender import Sender
 
     opts = _opts()
     if opts.read_only:
         fail("hitl notify records each delivery it sends: the store is open read-only (--read-only); nothing was sent")
     config = _config()
-    if not config.active:
-        fail("nothing to send: hitl.toml has no [[notify.rules]] (see README, Tell people when a human is needed)")
     red = opts.redactor()
     from console import logs
 
@@ -65,7 +65,9 @@ def notify(
 
     async def body() -> None:
         async with open_store(write=True) as store:
-            sender = Sender(store, config, redactor=red, on_result=said, claim_ttl=claim_ttl)
+            sweep = DeadlineSweep(store, policy=_policy(), on_fired=lambda t, status, outcome: say(
+                "deadline.fired", f"deadline {status:<6} {t.name}: {outcome}", key=t.name, outcome=outcome))
+            sender = Sender(store, config, redactor=red, on_result=said, claim_ttl=claim_ttl, sweep=sweep)
             if once:
                 done = await sender.run_once()
                 out(red, f"{len(done.sent)} sent, {len(done.failed)} failed tries "
@@ -76,7 +78,8 @@ def notify(
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, stop.set)
             server = await serve_metrics(store, metrics_host, metrics_port, say, "notify.metrics")
-            say("notify.started", f"sending notifications for {len(config.rules)} rule(s) to {len(config.channels)} channel(s)")
+            say("notify.started", f"sending notifications for {len(config.rules)} rule(s) to {len(config.channels)} channel(s);"
+                " firing due deadlines")
             try:
                 await sender.run(stop, poll=poll)
             finally:
@@ -84,6 +87,17 @@ def notify(
                     server.close()
 
     run(red, body())
+
+
+def _policy() -> Any:
+    """The groups an escalation's ``assign`` step checks its group against ([groups] of hitl.toml)."""
+    from engine.errors import HitlError
+    from engine.permissions import load_policy
+
+    try:
+        return load_policy(_opts().config_path())
+    except HitlError as exc:
+        fail(str(exc))
 
 
 @cli.command("notifications")

@@ -344,6 +344,10 @@ async def open_store(*, write: bool) -> AsyncIterator[SessionStore]:
     # that says so (SchemaUpgradeNeeded: run `hitl migrate`); a writing command
     # upgrades it on open, before its first write.
     store = await open_target(target, read_only=opts.read_only or not write, **kw)
+    if write:  # who may answer what: the --config file's rules, read when a write needs them
+        from engine.permissions import use_policy
+
+        use_policy(opts.config_path())
     try:
         yield store
     finally:

@@ -253,6 +253,14 @@ async def finish(red: Redactor, store: SessionStore, done: Outcome, as_json: boo
     """After an answer or a re-drive: its error (exit 1), else the summary line."""
     done.raise_error()
     assert done.invocation_id is not None
+    if done.approval is not None:  # a multi-approver rule: this answer is one approval
+        ids = ", ".join(done.answered)
+        if as_json:
+            out_json(red, {"kind": "approval", "invocation_id": done.invocation_id, "ids": done.answered,
+                           "progress": done.approval})
+        else:
+            out(red, f"approval recorded for {ids}: {done.approval}; the answer is applied when the rule is met")
+        return
     proj = done.after or done.before
     if proj is None:  # the turn wrote nothing and loaded nothing
         from engine.resume import load_invocation

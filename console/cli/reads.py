@@ -166,7 +166,7 @@ def show(session_id: str, invocation: str | None, all_runs: bool, graph: bool, s
             notices = {app: await worker_notice(store, app) for app in sorted(queued_apps)}
         state = red.value(session.state)
         if _opts().json:
-            out_json(red, 
+            out_json(red,
                 {
                     "session": {**session.model_dump(), "state": state},
                     "invocations": [
@@ -219,26 +219,41 @@ def show(session_id: str, invocation: str | None, all_runs: bool, graph: bool, s
 @click.option("--limit", type=click.IntRange(1, 10_000), default=50, show_default=True)
 @click.option("--cursor", metavar="CURSOR", help="Continue a listing (printed as next cursor).")
 @click.option("--schemas", is_flag=True, help="Also print the answer schemas of the listed interrupts, readable.")
+@click.option("--due-within", "due_within", metavar="DURATION", callback=_duration,
+              help="Only interrupts whose deadline passes within DURATION (1h, 30m; overdue ones too), due first.")
 @click.argument("terms", nargs=-1, metavar="[FILTER]...")
 def inbox(
     app_name: str | None, session_id: str | None, limit: int, cursor: str | None, terms: tuple[str, ...],
-    schemas: bool = False,
+    schemas: bool = False, due_within: float | None = None,
 ) -> None:
-    """Open interrupts across sessions, oldest first.
+    """Open interrupts across sessions, oldest first (with --due-within or due<1h: due first).
 
     FILTER terms, as `hitl bulk-answer` and the console's inbox filter read them:
-    app=NAME node=NAME age>2h text=WORDS and payload fields (amount<50 currency=EUR);
-    with a filter every match is listed (no --limit/--cursor paging)."""
+    app=NAME node=NAME age>2h due<1h text=WORDS, payload fields (amount<50 currency=EUR) and
+    owners (owner=me owner=NAME owner=@group unowned);
+    with a filter every match is listed (no --limit/--cursor paging). A DUE column shows
+    the time left of the interrupts that have a deadline."""
+    from engine.deadlines import due_at, time_left
+
     red = _opts().redactor()  # the command's one Redactor, handed to what renders
+    if due_within is not None:
+        from engine.bulk_filter import format_age
+
+        terms = (*terms, f"due<{format_age(due_within)}")
 
     async def body() -> None:
         from engine import bulk
         from engine.store.base import Page
 
+        from .options import _operator
+
         async with open_store(write=False) as store:
             if terms:
-                where = bulk.parse_where(terms, bulk.Where(app=app_name, session=session_id))
-                page = Page(items=await bulk.select(store, where))
+                where = bulk.parse_where(terms, bulk.Where(app=app_name, session=session_id), me=_operator(None))
+                items = await bulk.select(store, where)
+                if where.due_within is not None:  # due first
+                    items.sort(key=lambda r: (due_at(r.args, r.raised_at) or 0.0, r.raised_at))
+                page = Page(items=items)
             else:
                 page = await page_of(
                     store.open_interrupts(app_name=app_name, session_id=session_id, limit=limit, cursor=cursor)
@@ -247,22 +262,32 @@ def inbox(
 
     def show(page: Any) -> None:
         if _opts().json:
-            out_json(red, 
+            out_json(red,
                 {
                     "interrupts": [
-                        {**r.model_dump(), "args": {k: v if k == "response_schema" else red.value(v) for k, v in r.args.items()}}
+                        {**r.model_dump(), "args": {k: v if k == "response_schema" else red.value(v) for k, v in r.args.items()},
+                         "due_at": due_at(r.args, r.raised_at)}
                         for r in page.items
                     ],
                     "next_cursor": page.next_cursor,
                 }
             )
             return
+        from engine.permissions import load_policy  # the stale-claim age is the config's
+
+        policy = load_policy(_opts().config_path())
         now = time.time()
         rows = [
-            [age(r.raised_at, now), r.session_id, r.invocation_id[:12], r.path, r.interrupt_id, short(r.message, 60)]
+            [age(r.raised_at, now), r.session_id, r.invocation_id[:12], r.path, r.interrupt_id,
+             policy.owner_label(r.owner, r.owned_at, now) or "-", short(r.message, 60)]
             for r in page.items
         ]
-        out(red, table(rows, ["AGE", "SESSION", "INVOCATION", "NODE", "ID", "MESSAGE"]) if rows else "inbox is empty")
+        heads = ["AGE", "SESSION", "INVOCATION", "NODE", "ID", "OWNER", "MESSAGE"]
+        dues = [due_at(r.args, r.raised_at) for r in page.items]
+        if any(d is not None for d in dues):  # the column only where some interrupt has a deadline
+            rows = [[row[0], time_left(d, now) or "-", *row[1:]] for row, d in zip(rows, dues, strict=True)]
+            heads.insert(1, "DUE")
+        out(red, table(rows, heads) if rows else "inbox is empty")
         if schemas and rows:
             out(red)
             for line in schema_blocks(red, [(r.interrupt_id, r.response_schema) for r in page.items], ""):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 from engine.owners import INTERRUPTED
@@ -27,16 +28,21 @@ def tree_rows(
     return [views.row_json(proj, row) for row in views.tree_rows(proj, invocation_id, all_runs, doubt, stopped)]
 
 
-def render_tree(rows: list[dict[str, Any]]) -> list[str]:
+def render_tree(rows: list[dict[str, Any]], now: float | None = None) -> list[str]:
     """Plain-text lines of :func:`tree_rows`: node, status, output or error, and
-    one ``waits on ID: message`` per open interrupt of the node."""
+    one ``waits on ID: message`` per open interrupt of the node (with the time
+    left when it has a deadline)."""
+    from engine.deadlines import time_left
+
+    now = time.time() if now is None else now
     if not rows:
         return ["  (no node has run yet)"]
     width = min(max(len(r["node"]) + 2 * r["depth"] for r in rows), 48)
     lines = []
     for r in rows:
         label = ("  " * r["depth"] + r["node"]).ljust(width)
-        waits = [f"waits on {p['id']}: {short(p['message'], 70)}" for p in r["pending"]]
+        waits = [f"waits on {p['id']}: {short(p['message'], 70)}" + (f" ({time_left(p['due_at'], now)})" if "due_at" in p
+                 else "") for p in r["pending"]]
         if r.get("in_doubt"):
             detail = "IN DOUBT: started, no end record (its side effects may have happened)"
         elif r["error"]:

@@ -83,6 +83,15 @@ def worker(
         fail(problems[0])
     if not apps:
         fail("no app code to serve: register apps with --app NAME=package.module:workflow")
+    from engine.deadline_sweep import DeadlineSweep
+    from engine.deadlines import check_rules
+    from engine.permissions import load_policy
+
+    try:
+        check_rules(registry.deadline_rules, apps)  # a rule naming no node of its app: one line, at start
+        policy = load_policy(opts.config_path())  # the groups an escalation may assign to
+    except HitlError as exc:
+        fail(str(exc))
 
     telemetry.set_surface("worker")
     logs.install(red, log_format)
@@ -105,7 +114,8 @@ def worker(
         try:
             w = Worker(
                 store, apps, concurrency=concurrency, drain_timeout=drain_timeout, heartbeat=heartbeat,
-                lease_ttl=lease_ttl or DEFAULT_LEASE_TTL, on_result=said,
+                lease_ttl=lease_ttl or DEFAULT_LEASE_TTL, on_result=said, deadline_rules=registry.deadline_rules,
+                deadlines=DeadlineSweep(store, policy=policy),
             )
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGINT):
@@ -205,6 +215,7 @@ async def resume_via_worker(
     wait: bool,
     timeout: float,
     as_json: bool,
+    force: bool = False,
 ) -> None:
     """Answer without the app's code: validate against the stored schema, append,
     leave the turn to a worker, then follow its events until the turn settles."""
@@ -219,9 +230,12 @@ async def resume_via_worker(
         print_step(red, s, as_json)
 
     done = await handoff.queue_answer(
-        store, session.id, values, invocation_id, operator=operator, reason=reason, on_step=step
+        store, session.id, values, invocation_id, operator=operator, reason=reason, on_step=step, force=force
     )
     done.raise_error()
+    if done.approval is not None:  # one approval of a multi-approver rule: nothing to run yet
+        await finish(red, store, done, as_json)
+        return
     inv = done.invocation_id
     assert inv is not None and done.after is not None
     from engine.liveness import is_mid_run

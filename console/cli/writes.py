@@ -87,6 +87,7 @@ def parse_answers(pairs: Iterable[str], red: Redactor) -> dict[str, Any]:
 @via_options("answer (stored)")
 @operator_option
 @reason_option
+@click.option("--force", is_flag=True, help="Answer interrupts another operator has claimed.")
 def resume(
     session_id: str,
     answers: tuple[str, ...],
@@ -98,6 +99,7 @@ def resume(
     wait_timeout: float,
     operator: str | None,
     reason: str | None,
+    force: bool,
 ) -> None:
     """Answer interrupt ids (all or some) and run what they unblock."""
     red = _opts().redactor()  # the command's one Redactor, handed to what renders
@@ -137,13 +139,13 @@ def resume(
 
                 await resume_via_worker(
                     red, store, session, values, inv, operator=_operator(operator), reason=reason,
-                    wait=not no_wait, timeout=wait_timeout, as_json=opts.json,
+                    wait=not no_wait, timeout=wait_timeout, as_json=opts.json, force=force,
                 )
                 return
             # The runner validates and loads the invocation once; the steps fold its copy.
             done = await operations.answer(
                 store, session_id, values, inv, registry=opts.registry, operator=_operator(operator), reason=reason,
-                session=session, on_step=lambda step: print_step(red, step, opts.json),
+                session=session, on_step=lambda step: print_step(red, step, opts.json), force=force,
             )
             await finish(red, store, done, opts.json)
 

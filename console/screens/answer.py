@@ -545,7 +545,7 @@ class AnswerScreen(HitlScreen):
                 return
             job = WriteJob(
                 "answer", d.session_id, d.invocation_id, d.app_name, d.user_id, choice.operator, choice.reason,
-                answers=values, command=command(choice.operator, choice.reason, False),
+                answers=values, command=command(choice.operator, choice.reason, False), force=d.force,
             )
             self._save_texts()
             d.error, d.conflict = None, False

@@ -47,6 +47,8 @@ class WriteJob:
     """``redrive``: the operator confirmed nodes in doubt may run again."""
     command: str = ""
     """The equivalent ``hitl`` command (shown with the outcome)."""
+    force: bool = False
+    """``answer``: the operator confirmed answering ids someone else has claimed."""
 
 
 async def execute(
@@ -75,7 +77,7 @@ async def execute(
         done = await _answer_via_worker(store, job, step, on_queued)
     elif job.kind == "answer":
         done = await operations.answer(
-            store, job.session_id, job.answers, inv, registry=registry, preload=True, **common
+            store, job.session_id, job.answers, inv, registry=registry, preload=True, force=job.force, **common
         )
     else:
         done = await operations.redrive(
@@ -100,10 +102,10 @@ async def _answer_via_worker(
 
     done = await handoff.queue_answer(
         store, job.session_id, job.answers, job.invocation_id, operator=job.operator, reason=job.reason,
-        on_step=stepped,
+        on_step=stepped, force=job.force,
     )
     if done.error is not None or done.after is None or done.invocation_id is None:
-        return done
+        return done  # (an approval short of its rule has no `after`: nothing ran)
     inv = done.invocation_id
     if not is_mid_run(done.after, inv):
         return done  # a partial answer: nothing to run
@@ -139,6 +141,10 @@ def _console_outcome(job: WriteJob, done: operations.Outcome, red: Redactor | No
             outcome.error = nothing_written(one_line(done.error))
         outcome.error_kind = done.error_kind
     if not done.written:
+        return outcome
+    if done.approval is not None:  # a multi-approver rule: one approval recorded, the ids stay open
+        outcome.approval = done.approval
+        outcome.still_open = list(job.answers)
         return outcome
     assert done.after is not None
     outcome.rows = done.rows

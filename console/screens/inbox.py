@@ -29,12 +29,14 @@ from textual.binding import Binding
 from textual.widgets import Input
 
 from engine import bulk
+from engine.deadlines import due_at, time_left
 from engine.errors import HitlError
 from engine.liveness import interrupted_invocations, turn_requests_by_invocation
 from engine.models import REQUEST_INPUT_FUNCTIONS
 from engine.store.base import InterruptRecord, Page
 
 from ..actions import bindings
+from ..answering.owners import ask_assignee, change_owners, owned_by_others
 from ..answering.selection import AnswerDraft
 from ..messages import InboxLoaded, StoreFailed
 from ..text import literal
@@ -45,6 +47,7 @@ from ..widgets.plain import Static
 from .base import PagedTableScreen, SortableRows, StatusTable, focus_list, keep_out_of_text
 from .bulk_answer import BulkAnswerScreen
 from .loaders import one_line
+from .owner_dialogs import AnswerOwned
 from .session import SessionScreen
 
 PAGE = 100
@@ -53,6 +56,7 @@ REFRESH_CAP = 1000
 COLUMNS = (
     ("status", "STATUS"),
     ("age", "AGE"),
+    ("due", "DUE"),
     ("interrupt", "INTERRUPT"),
     ("session", "SESSION"),
     ("asks", "ASKS"),
@@ -68,6 +72,11 @@ def asks(rec: InterruptRecord) -> str:
     return rec.name + (f": {rec.message}" if rec.message else "")
 
 
+def _due_first(r: InterruptRecord) -> tuple[bool, float]:
+    due = due_at(r.args, r.raised_at)
+    return (due is None, due or 0.0)
+
+
 class InboxScreen(SortableRows, PagedTableScreen):
     """Open interrupts; rows can be selected (ids of one invocation: one message
     answers one invocation) and answered in the session's response editor."""
@@ -78,6 +87,7 @@ class InboxScreen(SortableRows, PagedTableScreen):
     SORT_KEYS: ClassVar[dict[str, Callable[[Any], Any]]] = {
         "status": lambda r: 0,  # by liveness: :meth:`sort_key`
         "age": lambda r: -r.raised_at,  # ▲: youngest first (the inbox's own order is oldest first)
+        "due": lambda r: _due_first(r),  # ▲: due first (overdue first of all); none last
         "interrupt": lambda r: r.interrupt_id.lower(),
         "session": lambda r: r.session_id.lower(),
         "asks": lambda r: asks(r).lower(),
@@ -101,6 +111,14 @@ class InboxScreen(SortableRows, PagedTableScreen):
         """The marked rows, across sessions, in marking order (``space``, ``A``, ``a``)."""
         self.where: bulk.Where = bulk.Where()
         """The filter (``/``); empty: the paged inbox."""
+        self.owner_column = False
+        """OWNER is shown while a loaded row has an owner (a store nobody claims in keeps its layout)."""
+        self.with_due = False
+        """DUE is shown while a loaded row has a deadline (engine.deadlines), likewise."""
+
+    def columns(self) -> tuple[tuple[str, str], ...]:
+        cols = COLUMNS if self.with_due else tuple(c for c in COLUMNS if c[0] != "due")
+        return (*cols, ("owner", "OWNER")) if self.owner_column else cols
 
     def compose(self) -> ComposeResult:
         yield self.compose_title("hitl ▸ Inbox")
@@ -115,7 +133,7 @@ class InboxScreen(SortableRows, PagedTableScreen):
 
     def on_mount(self) -> None:
         table = self.query_one("#inbox-table", StatusTable)
-        for key, label in COLUMNS:
+        for key, label in self.columns():
             table.add_column(label, key=key)
         table.focus()
         self.query_one("#inbox-filter", Input).cursor_blink = self.hitl.cursor_blink
@@ -197,7 +215,7 @@ class InboxScreen(SortableRows, PagedTableScreen):
 
     def sort_changed(self) -> None:
         table = self.query_one("#inbox-table", StatusTable)
-        for key, label in COLUMNS:
+        for key, label in self.columns():
             table.set_column_label(key, self.header_label(key, label))
         self._show_rows()
 
@@ -210,25 +228,39 @@ class InboxScreen(SortableRows, PagedTableScreen):
         every column fits the table's width (:func:`fit_widths`, as the sessions list):
         statuses and ages are never cut; the node path gives way first (its end, the
         node, is kept), then the question, the app, the session id, the interrupt id."""
-        header = dict(COLUMNS)
+        header = dict(self.columns())
         natural = {
             "interrupt": max((len(r.interrupt_id) + (2 if self._key(r) in self.marks else 0) for r in rows), default=0),
             "session": max((len(r.session_id) for r in rows), default=0),
             "asks": max((len(asks(r)) for r in rows), default=0),
             "node": max((len(r.path) for r in rows), default=0),
             "app": max((len(r.app_name) for r in rows), default=0),
+            **({"owner": max((len(self._owner_label(r, now)) for r in rows), default=0)} if self.owner_column else {}),
         }
         natural = {k: max(v, len(header[k])) for k, v in natural.items()}
         status = max((len(self._status_word(r)) for r in rows), default=0)
         ages = max((len(age(r.raised_at, now)) for r in rows), default=0)
+        dues = max((len(self._due(r, now)) for r in rows), default=0) if self.with_due else -2
         table = self.query_one("#inbox-table", StatusTable)
         overflow = len(rows) + 1 > (table.size.height or self.size.height)
         scrollbar = table.styles.scrollbar_size_vertical if overflow else 0  # 2 columns in the console's theme
-        fixed = max(status, len(header["status"])) + max(ages, len(header["age"])) + 2 * len(COLUMNS) + scrollbar
+        fixed = (max(status, len(header["status"])) + max(ages, len(header["age"]))
+                 + (max(dues, len(header["due"])) if self.with_due else 0) + 2 * len(header) + scrollbar)
         width = table.size.width or self.size.width or 80
         minimum = {"asks": 10, "node": len(header["node"]), "app": 5, "session": 9, "interrupt": 9}  # 80 columns: all fit
-        return fit_widths(natural, width - fixed, order=("node", "asks", "app", "session", "interrupt"),
+        order = ("node", "asks", "app", "session", "interrupt")
+        if self.owner_column:
+            minimum["owner"], order = 5, ("node", "asks", "owner", "app", "session", "interrupt")
+        return fit_widths(natural, width - fixed, order=order,
                           minimum={k: min(v, natural[k]) for k, v in minimum.items()})
+
+    @staticmethod
+    def _due(r: InterruptRecord, now: float) -> str:
+        """Time left to the interrupt's deadline (``3h12m left``, ``overdue 5m``), or ``-``."""
+        return time_left(due_at(r.args, r.raised_at), now) or "-"
+
+    def _owner_label(self, r: InterruptRecord, now: float) -> str:
+        return self.hitl.policy.owner_label(r.owner, r.owned_at, now)
 
     def _stopped(self, r: InterruptRecord) -> tuple[bool, bool]:
         return self.stopped.get((r.session_id, r.invocation_id), (False, False))
@@ -243,23 +275,41 @@ class InboxScreen(SortableRows, PagedTableScreen):
         return [
             table.status_cell("waiting", self._stopped(r)),
             Text(age(r.raised_at, now), justify="right"),
+            *([Text(self._due(r, now), justify="right")] if self.with_due else []),
             self.interrupt_cell(r, widths["interrupt"]),
             literal(short(r.session_id, widths["session"], red)),
             literal(short(asks(r), widths["asks"], red)),
             literal(short_tail(r.path, widths["node"], red)),
             literal(short(r.app_name, widths["app"], red)),
+            *([self._owner_cell(r, now, widths["owner"])] if self.owner_column else []),
         ]
+
+    def _owner_cell(self, r: InterruptRecord, now: float, width: int) -> Text:
+        """The owner; the operator's own in bold, a stale claim in yellow (``ann (stale 5h)``)."""
+        text = literal(short(self._owner_label(r, now), width, self.hitl.redactor))
+        if self.hitl.policy.is_stale(r.owned_at, now):
+            text.stylize("yellow")
+        elif r.owner and r.owner == self.hitl.default_operator:
+            text.stylize("bold")
+        return text
 
     def _show_rows(self) -> None:
         table = self.query_one("#inbox-table", StatusTable)
         now = self.hitl.clock()
         rows = self.sorted_rows(self.rows)
+        with_due = any(due_at(r.args, r.raised_at) is not None for r in rows)
+        with_owner = any(r.owner for r in rows)
+        if (with_due, with_owner) != (self.with_due, self.owner_column):  # DUE and OWNER come and go with their rows
+            self.with_due, self.owner_column = with_due, with_owner
+            table.clear(columns=True)
+            for key, label in self.columns():
+                table.add_column(self.header_label(key, label), key=key)
         widths = self._widths(rows, now)
         keys = [str(k.value) for k in table.rows]
         wanted = [self._key(r) for r in rows]
         if keys == wanted:
             for r in rows:
-                for (col, _), value in zip(COLUMNS, self._cells(r, now, widths), strict=True):
+                for (col, _), value in zip(self.columns(), self._cells(r, now, widths), strict=True):
                     if table.get_cell(self._key(r), col) != value:
                         table.update_cell(self._key(r), col, value)
         else:
@@ -332,7 +382,7 @@ class InboxScreen(SortableRows, PagedTableScreen):
     def _filter_done(self, event: Input.Submitted) -> None:
         event.stop()
         try:
-            where = bulk.parse_where(event.value)
+            where = bulk.parse_where(event.value, me=self.hitl.default_operator)
         except HitlError as e:
             self.notify(f"Filter not applied: {one_line(e)}", severity="warning", timeout=8)
             return
@@ -437,13 +487,49 @@ class InboxScreen(SortableRows, PagedTableScreen):
         first = records.get(ids[0]) or rec
         if first is None:
             return
-        self.marks.clear()
-        self._show_rows()
-        screen = SessionScreen(session_id, inv, path)
-        self.app.push_screen(screen)
-        draft = screen.drafts.setdefault(inv, AnswerDraft(session_id, inv, first.app_name, first.user_id))
-        draft.selected = list(ids)
-        screen.answering.open_editor(draft)
+        owned = owned_by_others([(i, r.owner, r.owned_at) for i in ids if (r := records.get(i)) is not None],
+                                self.hitl.default_operator, self.hitl.policy)
+
+        def go(yes: bool | None = True) -> None:
+            if not yes:
+                return
+            self.marks.clear()
+            self._show_rows()
+            screen = SessionScreen(session_id, inv, path)
+            self.app.push_screen(screen)
+            draft = screen.drafts.setdefault(inv, AnswerDraft(session_id, inv, first.app_name, first.user_id))
+            draft.selected, draft.force = list(ids), bool(owned)
+            screen.answering.open_editor(draft)
+
+        if owned:  # someone else's claim: ask first, saying whose
+            self.app.push_screen(AnswerOwned(owned, self.hitl.clock()), go)
+        else:
+            go()
+
+    # ------------------------------------------------------------ owners (c, C)
+    def can_claim(self) -> bool:
+        return self.selected is not None or bool(self.marks)
+
+    can_assign = can_claim
+
+    def _owner_targets(self) -> dict[str, list[tuple[str, str | None]]]:
+        rows = list(self.marks.values()) or ([self.selected] if self.selected is not None else [])
+        targets: dict[str, list[tuple[str, str | None]]] = {}
+        for r in rows:
+            if r is not None:
+                targets.setdefault(r.session_id, []).append((r.interrupt_id, r.owner))
+        return targets
+
+    def action_claim(self) -> None:
+        """Claim the marked rows (else the row under the cursor); all mine already: release them."""
+        if targets := self._owner_targets():
+            change_owners(self.hitl, "claim", targets, then=self.action_refresh)
+
+    def action_assign(self) -> None:
+        if targets := self._owner_targets():
+            n = sum(len(v) for v in targets.values())
+            ask_assignee(self.hitl, f"{n} interrupt{'s' * (n != 1)}",
+                         lambda to: change_owners(self.hitl, "assign", targets, to=to, then=self.action_refresh))
 
     def can_bulk_answer(self) -> bool:
         return bool(self.marks) or (not self.where.empty and bool(self.rows))

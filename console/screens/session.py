@@ -489,7 +489,8 @@ class SessionScreen(GraphKeys, HitlScreen):
         node = self.tree.cursor_node
         if path is not None:
             details.show(
-                node_details(self.proj, inv, path, st, self.in_doubt, red=self.hitl.redactor, interrupted=self.interrupted),
+                node_details(self.proj, inv, path, st, self.in_doubt, red=self.hitl.redactor, interrupted=self.interrupted,
+                             now=self.hitl.clock()),
                 f"Node {path}",
             )
         elif node is not None and node.data and node.data.startswith(FOLD):
@@ -585,7 +586,7 @@ class SessionScreen(GraphKeys, HitlScreen):
 
     can_select_node = can_toggle_interrupt
     can_select_invocation = can_toggle_interrupt
-    can_answer = can_toggle_interrupt
+    can_answer = can_claim = can_assign = can_toggle_interrupt
 
     def action_toggle_interrupt(self) -> None:
         self.answering.toggle_node()
@@ -598,6 +599,12 @@ class SessionScreen(GraphKeys, HitlScreen):
 
     def action_answer(self, ids: list[str] | None = None) -> None:
         self.answering.answer(ids)
+
+    def action_claim(self) -> None:
+        self.answering.owners("claim")
+
+    def action_assign(self) -> None:
+        self.answering.owners("assign")
 
     def can_redrive(self) -> bool:
         return self.answering.can_redrive()

@@ -36,6 +36,7 @@ from engine.status import (
     stored_filter,
 )
 from engine.store.base import SessionSummary, leases_of
+from engine.store.deadlines import timers
 
 from ..actions import bindings
 from ..messages import LivenessJudged, SessionQuery, SessionsLoaded, StoreFailed, SummaryLoaded
@@ -109,6 +110,8 @@ class SessionsScreen(SortableRows, PagedTableScreen):
         full one after the paint."""
         self.queued: set[str] = set()
         """Sessions whose turn waits for a worker (none of theirs interrupted), from engine.liveness."""
+        self.dues: dict[str, float] = {}
+        """Session id -> its soonest deadline: the triage order puts those due first."""
         self.verdicts: dict[str, tuple[tuple[bool, bool] | None, bool]] = {}
         """The last full verdict per session ((interrupted, in doubt) or None; queued): a reload's
         first verdict keeps it until the session is judged again (no IN DOUBT flicker every refresh)."""
@@ -166,7 +169,8 @@ class SessionsScreen(SortableRows, PagedTableScreen):
         if self.summary is None:
             box.update(Text(" summary: loading…", "dim"))
             return
-        box.update(summary_text(self.summary, self.hitl.clock(), max(self.size.width, 20), self.hitl.redactor))
+        box.update(summary_text(self.summary, self.hitl.clock(), max(self.size.width, 20), self.hitl.redactor,
+                                self.hitl.default_operator))
 
     def on_resize(self) -> None:
         self._render_summary()
@@ -221,6 +225,7 @@ class SessionsScreen(SortableRows, PagedTableScreen):
             # Liveness for the first paint: one read of the page's lease rows (engine.liveness);
             # the full verdict -- nodes in doubt -- is read after the paint (_judge).
             ids = [s.id for s in items]
+            dues = await timers(store).due_of(ids) if triage else {}
             leases = await leases_of(store, ids)
             requests = await turn_requests_by_invocation(store, ids)
             looks_stopped, looks_queued, judge = page_verdicts(((s.id, s.status) for s in items), leases, requests)
@@ -243,7 +248,7 @@ class SessionsScreen(SortableRows, PagedTableScreen):
         to_judge = {s.id: s.status for s in items if s.id in judge}  # listed or not: a live turn may sit beside a stopped one
         items = [s for s in items if self._listed(s, stopped, queued, query)]
         self.post_message(SessionsLoaded(query, items, page.next_cursor, append=append, stopped=stopped,
-                                         queued=queued, judge=to_judge, generation=generation))
+                                         queued=queued, judge=to_judge, generation=generation, dues=dues))
 
     def _listed(
         self, s: SessionSummary, stopped: dict[str, tuple[bool, bool]], queued: set[str], query: SessionQuery
@@ -318,7 +323,8 @@ class SessionsScreen(SortableRows, PagedTableScreen):
             self._busy = False
             self.rows = list(message.rows)
         if not message.append:
-            self.stopped, self.queued = {}, set()
+            self.stopped, self.queued, self.dues = {}, set(), {}
+        self.dues.update(message.dues)
         self.stopped.update(message.stopped)
         self.queued |= message.queued
         self.next_cursor = message.next_cursor
@@ -335,8 +341,9 @@ class SessionsScreen(SortableRows, PagedTableScreen):
     # ------------------------------------------------------------ drawing
     def _ordered(self) -> list[SessionSummary]:
         rows = self.rows  # the store pages in the chosen order
-        if self.triage():  # triage: what stopped mid-run, then what a worker will run, before what merely waits
-            rows = sorted(rows, key=lambda r: (r.id not in self.stopped, r.id not in self.queued))
+        if self.triage():  # triage: what stopped mid-run, then what a worker will run, then due first, then oldest open
+            rows = sorted(rows, key=lambda r: (r.id not in self.stopped, r.id not in self.queued,
+                                               r.id not in self.dues, self.dues.get(r.id, 0.0)))
         return self.sorted_rows(rows)
 
     def sort_changed(self) -> None:
@@ -413,7 +420,8 @@ class SessionsScreen(SortableRows, PagedTableScreen):
 
     def _render_info(self) -> None:
         q = self.query_state
-        sort = "triage (o: all by activity)" if self.triage() else "last activity"
+        sort = "triage: due first (o: all by activity)" if self.triage() and self.dues else \
+            "triage (o: all by activity)" if self.triage() else "last activity"
         if self.sort_label():
             sort = f"{self.sort_label()} (loaded rows)"
         more = " · more below ↓" if self.next_cursor else ""

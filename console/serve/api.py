@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
+from engine.answer_gate import ClaimedByOtherError
 from engine.errors import (
     BlankIdError,
     HitlError,
@@ -40,6 +41,8 @@ from engine.errors import (
     SessionNotFoundError,
 )
 from engine.jsonin import JSONInputError
+from engine.ownership import OwnedByOtherError
+from engine.permissions import NotAllowedError
 
 from . import api_models
 from .api_auth import IdempotencyBook, KeyInUse, KeyReused, TokenBook, TokenRefused, fingerprint
@@ -119,7 +122,10 @@ class ApiContext:
 
 
 # ------------------------------------------------------------------ errors
-_CODES = [
+_CODES: list[tuple[type[BaseException], int]] = [
+    (NotAllowedError, 403),  # an [[answer]] rule: this operator may not answer it
+    (ClaimedByOtherError, 409),  # someone else's claim: `force` answers anyway
+    (OwnedByOtherError, 409),
     (SessionNotFoundError, 404),
     (InvocationNotFoundError, 404),
     (ReadOnlyError, 403),

@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.store.base import AuditRecord, InterruptRecord, SessionSummary
+from engine.store.base import AuditAction, AuditRecord, InterruptRecord, SessionSummary
 
 Via = Literal["auto", "local", "worker"]
 NAME = Field(min_length=1, max_length=64)
@@ -65,7 +65,7 @@ class EventsQuery(_In):
 class AuditQuery(_In):
     operator: str | None = Field(default=None, max_length=200)
     session: str | None = Field(default=None, max_length=200)
-    action: Literal["answer", "redrive", "cancel", "import"] | None = None
+    action: AuditAction | None = None
     since: float | None = Field(default=None, description="Epoch seconds: at or after.")
     until: float | None = Field(default=None, description="Epoch seconds: before.")
     limit: int = Field(default=50, ge=1, le=1000)
@@ -94,6 +94,30 @@ class AnswerRequest(_In):
     dry_run: bool = Field(default=False, description="Say what the answer would resolve and run; write nothing.")
     via: Via = Field(default="auto", description="Run the turn here, leave it to a worker, or auto (a worker when "
                                                  "the server has no code for the app).")
+    force: bool = Field(default=False, description="Answer interrupts another operator has claimed "
+                                                   "(refused with `claimed_by_other` without it).")
+
+
+class OwnerRequest(_In):
+    ids: list[str] = Field(default_factory=list, max_length=1000,
+                           description="Interrupt ids of the session (or `invocation_id` for every open one).")
+    invocation_id: str | None = Field(default=None, max_length=200, description="Id or unique prefix.")
+    to: str | None = Field(default=None, min_length=1, max_length=200,
+                           description="`assign`: the operator, or `@group` of hitl.toml [groups].")
+    reason: str | None = REASON
+    operator: str | None = Field(default=None, min_length=1, max_length=64,
+                                 description="Who the caller acts for; recorded as `NAME via TOKEN-NAME`.")
+    force: bool = Field(default=False, description="Take over interrupts another operator owns.")
+
+
+class OwnerResult(BaseModel):
+    action: Literal["claim", "assign", "release"]
+    session_id: str
+    ids: list[str] = Field(description="The interrupt ids changed (all of them already had that owner: none).")
+    owner: str | None = Field(description="Their owner now (null: released).")
+    previous: dict[str, str | None] = Field(description="Each id's owner before.")
+    event_ids: list[str] = Field(description="The audited events written, one per invocation.")
+    message: str = Field(description="The line `hitl claim|assign|release` prints.")
 
 
 class BulkItem(_In):
@@ -152,8 +176,13 @@ class SessionsPage(BaseModel):
     next_cursor: str | None = None
 
 
+class InboxItem(InterruptRecord):
+    due_at: float | None = Field(default=None, description="When its deadline passes (epoch seconds; None: it has "
+                                 "none). The deadline's rule is in `args.deadline`.")
+
+
 class InboxPage(BaseModel):
-    interrupts: list[InterruptRecord]
+    interrupts: list[InboxItem]
     next_cursor: str | None = None
 
 
@@ -166,6 +195,8 @@ class OpenInterrupt(BaseModel):
     form: dict[str, Any] | None = Field(default=None, description="The console's form for the schema (None: no form).")
     form_reason: str | None = Field(default=None, description="Why the schema has no form.")
     schema_lines: list[str] = Field(default_factory=list, description="The schema as `hitl show --schemas` reads it.")
+    due_at: float | None = Field(default=None, description="When its deadline passes (epoch seconds; None: none).")
+    on_deadline: str | None = Field(default=None, description="What happens then: answer, fail or escalate.")
 
 
 class InvocationDetail(BaseModel):
@@ -207,10 +238,13 @@ class WrittenEvent(BaseModel):
 
 class WriteResult(BaseModel):
     kind: Literal["answer", "redrive", "cancel", "start"]
-    outcome: Literal["applied", "queued", "failed", "interrupted"] = Field(
+    outcome: Literal["applied", "queued", "failed", "interrupted", "approval"] = Field(
         description="`applied`: written, and it ran what it unblocked here; `queued`: written (or requested), a "
-                    "worker of the app runs the turn; `failed` / `interrupted`: written, then the turn failed or stopped."
+                    "worker of the app runs the turn; `failed` / `interrupted`: written, then the turn failed or "
+                    "stopped; `approval`: a multi-approver rule is not met yet -- this answer was recorded as one "
+                    "approval (`approval` says how many)."
     )
+    approval: str | None = Field(default=None, description="`1 of 2 approvals` when `outcome` is `approval`.")
     session_id: str
     invocation_id: str | None = None
     operator: str | None = None
@@ -317,6 +351,11 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/sessions/{session_id}/answer", "answer",
           "Answer interrupt ids (as `hitl resume`); `dry_run` says what it would do", WriteResult, body=AnswerRequest,
           write=True, tags=("write",)),
+    *(Route("POST", f"/sessions/{{session_id}}/{action}", action, summary, OwnerResult, body=OwnerRequest,
+            write=True, tags=("write",))
+      for action, summary in (("claim", "Claim open interrupts for the caller (as `hitl claim`)"),
+                              ("assign", "Assign open interrupts to an operator or @group (as `hitl assign`)"),
+                              ("release", "Release open interrupts (as `hitl release`)"))),
     Route("POST", "/bulk-answer", "bulk_answer", "One answer for many open interrupts (as `hitl bulk-answer`)",
           BulkResult, body=BulkAnswerRequest, write=True, tags=("write",)),
     Route("POST", "/sessions/{session_id}/invocations/{invocation_id}/redrive", "redrive",

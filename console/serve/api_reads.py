@@ -68,7 +68,10 @@ async def list_sessions(ctx: ApiContext, request: web.Request) -> web.Response:
 
 def masked_record(red: Redactor, r: Any) -> dict[str, Any]:
     """An inbox row with its arguments masked (the schema is not data: kept)."""
-    return {**r.model_dump(), "args": {k: v if k == "response_schema" else red.value(v) for k, v in r.args.items()}}
+    from engine.deadlines import due_at
+
+    return {**r.model_dump(), "args": {k: v if k == "response_schema" else red.value(v) for k, v in r.args.items()},
+            "due_at": due_at(r.args, r.raised_at)}
 
 
 async def inbox(ctx: ApiContext, request: web.Request) -> web.Response:
@@ -100,9 +103,13 @@ def open_interrupt(red: Redactor, i: Any) -> m.OpenInterrupt:
         form = dataclasses.asdict(form_spec(schema))
     except NotAForm as exc:
         reason = str(exc)
+    from engine.deadlines import due_at, rule_of
+
+    rule = rule_of(i.args)
     return m.OpenInterrupt(
         id=i.id, path=i.path, message=red.text(str(i.args.get("message", ""))), payload=red.value(i.args.get("payload")),
         response_schema=schema, form=red.value(form), form_reason=reason, schema_lines=schema_lines(schema),
+        due_at=due_at(i.args, i.timestamp), on_deadline=rule.get("on_deadline") if rule else None,
     )
 
 

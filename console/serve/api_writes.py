@@ -63,6 +63,11 @@ def _result(done: Outcome, steps: Steps, red: Redactor, **extra: Any) -> m.Write
 
     if done.error is not None and not done.written:
         raise hitl_error(done.error, red)  # type: ignore[arg-type]
+    if done.approval is not None:  # a multi-approver rule: this answer is one approval, nothing ran
+        return m.WriteResult(kind="answer", outcome="approval", session_id=done.session_id,
+                             invocation_id=done.invocation_id, operator=done.operator, open=list(done.answered),
+                             events=steps.items, approval=done.approval,
+                             message=f"approval recorded for {', '.join(done.answered)}: {done.approval}")
     proj = done.after or done.before
     inv = done.invocation_id
     error = None
@@ -118,7 +123,7 @@ async def answer(ctx: ApiContext, request: web.Request) -> web.Response:
         return await _queue_answer(ctx, red, session, b, inv, operator)
     steps = Steps()
     done = await operations.answer(store, sid, b.answers, inv, registry=ctx.registry, operator=operator,
-                                   reason=b.reason, session=session, on_step=steps)
+                                   reason=b.reason, session=session, on_step=steps, force=b.force)
     return respond(_result(done, steps, red), red)
 
 
@@ -147,13 +152,56 @@ async def _queue_answer(ctx: ApiContext, red: Redactor, session: Any, b: m.Answe
 
     steps = Steps()
     done = await handoff.queue_answer(ctx.db, session.id, b.answers, inv, operator=operator, reason=b.reason,
-                                      on_step=steps)
+                                      on_step=steps, force=b.force)
     result = _result(done, steps, red)
     if done.after is not None and done.invocation_id is not None and is_mid_run(done.after, done.invocation_id):
         notice = await _notice(ctx, session.app_name)
         result.outcome, result.queued_for, result.notice = "queued", session.app_name, notice
         result.message = notice or f"answered, queued for a worker of {session.app_name}"
     return respond(result, red)
+
+
+# ------------------------------------------------------------------ owners
+async def _owners(action: str, ctx: ApiContext, request: web.Request) -> web.Response:
+    """claim / assign / release (engine.ownership): the caller's name is the operator
+    (a body's ``operator`` is recorded as ``NAME via CALLER``, so a token cannot claim
+    as someone else); someone else's claim is refused (409) without ``force``."""
+    from engine import ownership
+    from engine.permissions import current_policy
+
+    sid = request.match_info["session_id"]
+    b: m.OwnerRequest = await parse_body(request, m.OwnerRequest)
+    who: Identity = request[IDENTITY]
+    red = ctx.redactor(request)
+    for iid in b.ids:
+        require_id(iid, "an interrupt id")
+    if action == "assign" and b.to is None:
+        raise ApiError(400, "bad_request", "assign needs `to`: an operator, or @group; nothing was written")
+    if not b.ids and b.invocation_id is None:
+        raise ApiError(400, "bad_request", "name `ids`, or `invocation_id` for every open one; nothing was written")
+    await ctx.db.get_session(sid)
+    inv = await _invocation(ctx, sid, b.invocation_id)
+    kw: dict[str, Any] = {"to": b.to} if action == "assign" else {}
+    done = await getattr(ownership, action)(ctx.db, sid, b.ids or None, invocation_id=inv,
+                                            operator=operator_name(who, b.operator), reason=b.reason,
+                                            force=b.force, policy=current_policy(), **kw)
+    if done.error is not None:
+        raise hitl_error(done.error, red)
+    return respond(m.OwnerResult(action=action, session_id=sid, ids=done.ids, owner=done.owner,
+                                 previous=done.previous, event_ids=[e.id for e in done.written],
+                                 message=done.summary()), red)
+
+
+async def claim(ctx: ApiContext, request: web.Request) -> web.Response:
+    return await _owners("claim", ctx, request)
+
+
+async def assign(ctx: ApiContext, request: web.Request) -> web.Response:
+    return await _owners("assign", ctx, request)
+
+
+async def release(ctx: ApiContext, request: web.Request) -> web.Response:
+    return await _owners("release", ctx, request)
 
 
 # ------------------------------------------------------------------ bulk

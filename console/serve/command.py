@@ -54,7 +54,10 @@ def serve(
             click.echo(warning, err=True)
         check_bind(host, config, proxy_header)
         patterns = opts.patterns()
-    except ServeConfigError as exc:
+        from engine.permissions import PolicyError, load_policy, use_policy
+
+        use_policy(load_policy(opts.config_path()))  # who may answer: checked once here, then on every write
+    except (ServeConfigError, PolicyError) as exc:
         fail(str(exc))
     db = _served_store(opts)
     if public_url is not None and not public_url.startswith(("http://", "https://")):

@@ -222,6 +222,9 @@ class ConsoleServer(Guard, SignIn, Server):
         from engine.store.factory import store_label
 
         self.options = options
+        from engine.permissions import use_policy
+
+        use_policy(options.config)  # who may answer: the served config's rules, on every write of this process
         self.config = config
         self.statics_path = STATIC
         self.templates_path = TEMPLATES

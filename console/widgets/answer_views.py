@@ -162,6 +162,8 @@ class Outcome:
     written, the invocation is FAILED) or ``interrupted`` (stopped mid-run)."""
     answered: list[str] = field(default_factory=list)
     command: str = ""
+    approval: str | None = None
+    """An answer under a multi-approver rule short of it: ``1 of 2 approvals`` (recorded, nothing ran)."""
 
     @property
     def written(self) -> bool:
@@ -170,7 +172,7 @@ class Outcome:
     @property
     def nothing_ran(self) -> bool:
         """An answer was stored and no node ran (a partial answer to a leaf)."""
-        return self.kind == "answer" and self.events == 1 and self.error is None
+        return self.kind == "answer" and self.events == 1 and self.error is None and self.approval is None
 
 
 def _value(v: Any, red: Redactor) -> str:
@@ -202,6 +204,9 @@ def outcome_renderable(o: Outcome, redactor: Redactor) -> RenderableType:
             (f"  · {o.events} event{'s' if o.events != 1 else ''} written", "dim"),
         )
     )
+    if o.approval is not None:
+        parts.append(Text(f"⏳ Approval recorded: {o.approval}. The answer is applied when the rule is met.",
+                          "bold yellow"))
     if o.nothing_ran:
         open_ids = ", ".join(o.still_open) or "-"
         parts.append(

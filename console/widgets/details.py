@@ -14,6 +14,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 
+from engine.deadlines import due_at, rule_of, time_left
 from engine.models import NodeStatus, StoredEvent
 from engine.projection import Interrupt, NodeRun, Projection
 from engine.redact import Redactor
@@ -68,7 +69,7 @@ def _run_status(run: NodeRun, st: Styles, interrupted: bool, in_doubt: frozenset
     return text
 
 
-def _interrupt_block(itr: Interrupt, st: Styles, red: Redactor) -> RenderableType:
+def _interrupt_block(itr: Interrupt, st: Styles, red: Redactor, now: float | None = None) -> RenderableType:
     head = Text()
     if itr.cancelled:
         head.append("⊘ ", _s(st, "status--cancelled"))
@@ -84,12 +85,19 @@ def _interrupt_block(itr: Interrupt, st: Styles, red: Redactor) -> RenderableTyp
     payload = itr.args.get("payload") if isinstance(itr.args, dict) else None
     if payload is not None:
         rows.append(("payload", _json(payload, red)))
-    other = {k: v for k, v in (itr.args or {}).items() if k not in ("message", "payload", "response_schema")}
+    other = {k: v for k, v in (itr.args or {}).items()
+             if k not in ("message", "payload", "response_schema", "deadline")}
     if other:
         rows.append(("args", _json(other, red)))
     if itr.response_schema is not None:
         rows.append(("schema", Text(clean(schema_text(red.value(itr.response_schema))))))  # readable, not cut-off JSON
     rows.append(("raised", f"event {itr.raised_pos} at {date_time(itr.timestamp)}"))
+    rule = rule_of(itr.args)
+    due = due_at(itr.args, itr.timestamp)
+    if rule is not None and due is not None:
+        left = f"{time_left(due, now)}, " if itr.open and now is not None else ""
+        rows.append(("deadline", clean(f"{date_time(due)} ({left}then {rule.get('on_deadline')}; "
+                                       f"{rule.get('rule') or 'RequestInput'})")))
     if itr.resolved:
         rows.append(("answer", _json(itr.response, red)))
         by = f" by {itr.operator}" if itr.operator else ""
@@ -121,9 +129,10 @@ def node_kind(run: NodeRun) -> str:
 
 def node_details(
     proj: Projection, invocation_id: str, path: str, st: Styles, in_doubt: frozenset[str] = frozenset(),
-    *, red: Redactor, interrupted: bool = False,
+    *, red: Redactor, interrupted: bool = False, now: float | None = None,
 ) -> RenderableType:
-    """Everything about one node run, its values masked by ``red``. ``interrupted``
+    """Everything about one node run, its values masked by ``red``; ``now`` (the app's
+    clock) gives an open interrupt's time left to its deadline. ``interrupted``
     and ``in_doubt``: what ``engine.liveness`` reports (the invocation stopped
     mid-run, these paths started without an end record); the events alone cannot
     tell a running node from a dead one, so the status says IN DOUBT or
@@ -179,7 +188,7 @@ def node_details(
     ]
     if pending:
         parts.append(Text(f"\npending interrupts ({len(pending)})", style=_s(st, "status--waiting")))
-        parts.extend(_interrupt_block(i, st, red) for i in pending)
+        parts.extend(_interrupt_block(i, st, red, now) for i in pending)
     if done:
         parts.append(Text(f"\nresolved interrupts ({len(done)})", style=_s(st, "status--completed")))
         parts.extend(_interrupt_block(i, st, red) for i in done)

@@ -14,8 +14,11 @@ from ..times import age
 from .format import short
 
 
-def summary_text(s: HomeSummary, now: float, width: int, red: Redactor | None = None) -> Text:
-    """The summary line for a terminal ``width`` columns wide."""
+def summary_text(
+    s: HomeSummary, now: float, width: int, red: Redactor | None = None, operator: str | None = None
+) -> Text:
+    """The summary line for a terminal ``width`` columns wide; once anybody owns an
+    open interrupt it says how many are ``operator``'s ("3 yours")."""
     states = Text(" ")
     parts = [
         ("waiting", s.waiting, "status--waiting"),
@@ -30,6 +33,11 @@ def summary_text(s: HomeSummary, now: float, width: int, red: Redactor | None = 
             states.append(" · ", "dim")
         states.append(f"{n:,}", "b" if n else "dim")
         states.append(f" {word}")
+    if s.open_by_owner:
+        mine = s.yours(operator)
+        states.append("  ")
+        states.append(f"{mine:,}", "b" if mine else "dim")
+        states.append(" yours")
     oldest = Text("  oldest ")
     oldest.append(age(s.oldest_open_at, now) if s.oldest_open_at is not None else "-", "b")
     spark = Text("  raised/h (24h) ")

@@ -130,6 +130,14 @@ class RequestInput(BaseModel):
     message: str | None = None
     payload: Any = None
     response_schema: Any = None
+    deadline: Any = None
+    """Not ADK's: how long a human has (``timedelta``, seconds, ``"4h"``); see :mod:`engine.deadlines`."""
+    on_deadline: Any = None
+    """Not ADK's: ``engine.deadlines.answer(...)``, ``fail(...)`` or ``escalate(...)``, checked when built."""
+
+    def model_post_init(self, _context: Any) -> None:
+        if self.deadline is not None or self.on_deadline is not None:
+            to_engine_request(self)  # a bad default answer is refused here, not when the deadline passes
 
 
 def create_request_input_response(interrupt_id: str, response: Mapping[str, Any] | Any) -> Part:
@@ -195,6 +203,8 @@ def to_engine_request(req: RequestInput) -> EngineRequestInput:
         response_schema=req.response_schema,
         interrupt_id=req.interrupt_id,
         name=REQUEST_INPUT_FUNCTION_CALL_NAME,
+        deadline=req.deadline,
+        on_deadline=req.on_deadline,
     )
 
 

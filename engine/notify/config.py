@@ -108,7 +108,8 @@ class NotifyConfig:
 
     @property
     def active(self) -> bool:
-        return bool(self.rules)
+        """Something may need sending: rules, or channels a deadline rule's steps may name."""
+        return bool(self.rules or self.channels)
 
     def backoff(self, attempts: int) -> float:
         """Seconds before the next try after ``attempts`` failed ones."""

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 FAILED_SCAN = 200
 """Failed sessions read per rule and pass (newest first)."""
+STEP_WINDOW = 7 * 86400.0
+"""Seconds after a deadline step fired during which its notifications are still sent (retries included)."""
 
 
 @dataclass
@@ -77,6 +79,42 @@ async def collect(store: SessionStore, config: NotifyConfig, red: Any, now: floa
                 out += await _held(store, rule, where.app)
             elif kind == "pool_empty":
                 out += await _pool_empty(store, rule, where.app)
+    if config.channels:
+        out += await _deadline_steps(store, config, red, now)
+    return out
+
+
+async def _deadline_steps(store: SessionStore, config: NotifyConfig, red: Any, now: float) -> list[Notification]:
+    """The reminders and escalations a deadline rule fired (:mod:`engine.deadline_sweep`):
+    one notification per fired step that names channels, sent to those configured."""
+    from ..store.deadlines import timers
+    from ..store.notify import ledger
+
+    fired = [t for t in await timers(store).listing(status="fired", since=now - STEP_WINDOW)
+             if t.timer.get("do") in ("remind", "notify", "assign") and t.timer.get("channels")]
+    keys = {t.name: f"deadline_{t.timer['do']}:{t.name}" for t in fired}
+    finished = {k for k, _ in await ledger(store).finished(sorted(keys.values()))}
+    out = []
+    for t in fired:
+        key = keys[t.name]
+        channels = tuple(c for c in t.timer["channels"] if c in config.channels)
+        if not channels or (key in finished and all((key, c) in finished for c in channels)):
+            continue
+        rows = [r for r in await store.lookup_interrupts(t.session_id, [t.interrupt_id])
+                if r.invocation_id == t.invocation_id]
+        r = rows[0] if rows else None
+        message = red.text(str(r.args.get("message", ""))) if r is not None else ""
+        owner = getattr(r, "owner", None) if r is not None else None
+        do = t.timer["do"]
+        what = {"remind": "reminder", "notify": "escalated", "assign": f"escalated to {t.timer.get('group')}"}[do]
+        subject = f"{t.app_name}: {what}" + (f" (owner {owner})" if owner else "") + \
+            f": still waiting since {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(t.due_at - float(t.timer.get('after', 0))))}: {message}"
+        kind = f"deadline_{do}"
+        data = {"id": key, "kind": kind, "rule": t.outcome or "", "app_name": t.app_name, "session_id": t.session_id,
+                "invocation_id": t.invocation_id, "interrupt_id": t.interrupt_id, "path": t.path, "message": message,
+                "owner": owner, "group": t.timer.get("group"), "fired_at": t.fired_at}
+        out.append(Notification(key, kind, kind, channels, 8, " ".join(subject.split()), data, t.session_id,
+                                t.interrupt_id, t.raised_seq if r is not None and r.status == "open" else None))
     return out
 
 

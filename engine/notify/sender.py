@@ -48,7 +48,8 @@ class Pass:
 
 class Sender:
     def __init__(self, store: SessionStore, config: NotifyConfig, *, owner: str | None = None, claim_ttl: float = 60.0,
-                 redactor: Any = None, on_result: Callable[[str, Delivery, str | None], None] | None = None) -> None:
+                 redactor: Any = None, on_result: Callable[[str, Delivery, str | None], None] | None = None,
+                 sweep: Any = None) -> None:
         from ..owners import new_owner
         from ..redact import Redactor
 
@@ -58,6 +59,9 @@ class Sender:
         self.red = redactor if redactor is not None else Redactor()
         self.ledger = ledger(store)
         self.on_result = on_result
+        self.sweep = sweep
+        """A :class:`engine.deadline_sweep.DeadlineSweep` run at the start of each pass
+        (``hitl notify`` enforces deadlines too), so a step's notification goes out in the same pass."""
 
     def links(self, n: Notification, channel: Any, now: float) -> dict[str, str]:
         c = self.config
@@ -71,6 +75,8 @@ class Sender:
 
     async def run_once(self) -> Pass:
         done = Pass()
+        if self.sweep is not None:
+            await self.sweep.run_once()
         now = time.time()
         found = await collect(self.store, self.config, self.red, now)
         finished = await self.ledger.finished(sorted({n.key for n in found}))

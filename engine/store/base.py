@@ -106,6 +106,10 @@ class InterruptRecord(BaseModel):
     """Event id of the answer (None while open, and for a cancel)."""
     resolved_seq: int | None = None
     """Seq of the answer or of the cancel (None while open)."""
+    owner: str | None = None
+    """Who works on it (an operator, or ``@group``; :mod:`engine.ownership`); None: unowned."""
+    owned_at: float | None = None
+    """When the current owner claimed it or was assigned it (stale claims are shown)."""
 
     @property
     def message(self) -> str:
@@ -149,7 +153,7 @@ class Lease(BaseModel):
         return self.owner
 
 
-AuditAction = Literal["answer", "redrive", "cancel", "import"]
+AuditAction = Literal["answer", "redrive", "cancel", "import", "claim", "assign", "release", "approve", "fail", "deadline"]
 
 
 class AuditRecord(BaseModel):
@@ -160,7 +164,7 @@ class AuditRecord(BaseModel):
     at: float
     """When: the action's event timestamp (an import: when it was written)."""
     action: AuditAction
-    """``answer``, ``redrive``, ``cancel`` (derived from their events) or ``import``."""
+    """``answer``, ``redrive``, ``cancel``, ... (derived from their events), ``import``, ``deadline`` (a rule's step)."""
     operator: str | None = None
     """Who (``--operator`` / the configured operator); None when not given."""
     reason: str | None = None
@@ -236,6 +240,7 @@ class SessionSummary(BaseModel):
 
 
 from .metric_rows import StoreMetrics  # noqa: E402 -- the protocol's metric_reads returns it
+from .owner_index import AUDITED_ACTIONS, OwnerChange, owner_effects  # noqa: E402,F401 -- index_effects uses them
 
 
 class StoreOverview(BaseModel):
@@ -257,6 +262,7 @@ class StoreOverview(BaseModel):
     """The ``running`` invocations as ``(session_id, invocation_id, lease owner, lease
     expiry)`` (owner/expiry None: no lease row), at most ``running_limit``: liveness
     (:mod:`engine.liveness`) tells the interrupted ones from those a process runs."""
+    open_by_owner: dict[str, int] = Field(default_factory=dict)  # owner (name, @group) -> open interrupts
 
 
 def build_records() -> None:
@@ -282,6 +288,7 @@ class IndexEffects:
     new_invocation_message: str | None = None
     audit: tuple[AuditAction, str | None, str | None, dict[str, Any]] | None = None
     """(action, operator, reason, details) when the event is an operator write."""
+    owners: OwnerChange | None = None
 
 
 _END_STATUS: dict[NodeStatus, InvocationState] = {
@@ -308,10 +315,13 @@ def index_effects(event: Event) -> IndexEffects:
                 if meta.get("batch"):
                     details["batch"] = str(meta["batch"])  # one bulk answer (engine.bulk): its rows share it
                 eff.audit = ("answer", *who, details)
-            elif event.action == "cancel":
+            elif event.action in ("cancel", "fail"):  # fail: a deadline's outcome, closing interrupts as a cancel
                 eff.cancel_invocation = True
-                eff.invocation_status = "cancelled"
-                eff.audit = ("cancel", *who, {})
+                eff.invocation_status = "cancelled" if event.action == "cancel" else "failed"
+                eff.audit = (event.action, *who, {k: meta.get(k) for k in ("path", "error_code") if event.action == "fail"})
+            elif event.action in AUDITED_ACTIONS:  # claim, assign, release, approve
+                eff.owners, details = owner_effects(meta)
+                eff.audit = (event.action, *who, details)
             elif event.action == "redrive":
                 doubt = meta.get("in_doubt")
                 eff.audit = ("redrive", *who, {"in_doubt": doubt} if doubt else {})

@@ -226,7 +226,7 @@ def _impossible(proj: Projection, event: Event) -> str | None:
         if event.author != "user":
             return None
         frs = event.function_responses
-        if cancel is not None and (frs or event.action in ("redrive", "cancel")):
+        if cancel is not None and (frs or event.action in ("redrive", "cancel", "fail")):
             return f"invocation {iid} was cancelled at event {cancel['pos']} (a cancel is final)"
         if frs:
             return _bad_answer(proj, iid, event)

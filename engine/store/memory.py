@@ -39,6 +39,7 @@ from .base import (
 )
 from .memory_workers import MemoryWorkerQueue
 from .metric_rows import StoreMetrics, store_metrics
+from .owner_index import check_owner_change
 
 
 def _audit_cursor(cursor: str) -> tuple[float, int]:
@@ -226,6 +227,11 @@ class MemoryStore(MemoryWorkerQueue):
         bad = [i for i in eff.resolved if (r := d.interrupts.get((inv, i))) is None or r.status != "open"]
         if bad:
             raise AlreadyResolvedError(bad)
+        if eff.owners is not None:
+            check_owner_change(
+                eff.owners,
+                {i: (r.status, r.owner) for i in eff.owners.ids if (r := d.interrupts.get((inv, i))) is not None},
+            )
         return list(eff.resolved)
 
     def _append(
@@ -260,6 +266,10 @@ class MemoryStore(MemoryWorkerQueue):
         for iid in eff.resolved:
             r = d.interrupts[(inv, iid)]
             r.status, r.resolved_by, r.resolved_seq = "resolved", event.id, seq
+        if eff.owners is not None:
+            for iid in eff.owners.ids:
+                r = d.interrupts[(inv, iid)]
+                r.owner, r.owned_at = eff.owners.owner, event.timestamp if eff.owners.owner else None
         if eff.cancel_invocation:
             for r in d.interrupts.values():
                 if r.invocation_id == inv and r.status == "open":
@@ -515,6 +525,7 @@ class MemoryStore(MemoryWorkerQueue):
     ) -> StoreOverview:
         status: dict[str, int] = {}
         by_app: dict[str, int] = {}
+        by_owner: dict[str, int] = {}
         raised = [0] * buckets
         oldest: float | None = None
         running: list[tuple[str, str, str | None, float | None]] = []
@@ -525,6 +536,8 @@ class MemoryStore(MemoryWorkerQueue):
             for r in d.interrupts.values():
                 if r.status == "open":
                     by_app[r.app_name] = by_app.get(r.app_name, 0) + 1
+                    if r.owner:
+                        by_owner[r.owner] = by_owner.get(r.owner, 0) + 1
                     oldest = r.raised_at if oldest is None else min(oldest, r.raised_at)
                 b = int((r.raised_at - since) // bucket)
                 if r.raised_at >= since and 0 <= b < buckets:
@@ -536,7 +549,7 @@ class MemoryStore(MemoryWorkerQueue):
                         running.append((sid, inv.invocation_id, lease.owner if lease else None,
                                         lease.expires_at if lease else None))
         return StoreOverview(status_counts=status, open_by_app=by_app, oldest_open_at=oldest, raised=raised,
-                             running=running)
+                             running=running, open_by_owner=by_owner)
 
     async def metric_reads(self) -> StoreMetrics:
         """Open interrupts per app and node, turn requests per app."""

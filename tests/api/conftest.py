@@ -21,7 +21,8 @@ from tests.browser.served import HASHER
 from tests.bulk_store import registry
 from tests.contract.builders import location, open_store
 
-TOKENS = {"bot": ("operator", "bot-token-7f3a"), "val": ("viewer", "viewer-token-91c2")}
+TOKENS = {"bot": ("operator", "bot-token-7f3a"), "val": ("viewer", "viewer-token-91c2"),
+          "amy": ("operator", "amy-token-5d1e")}  # a second operator: claims and answers of two people
 ORDERS = {"r-1": "order-1", "r-2": "order-2", "r-3": "order-3"}
 
 

@@ -176,3 +176,19 @@ async def test_a_slack_button_answers_only_with_slacks_signature_and_once(served
     bad, headers = slack_request("approve:" + t[:-3] + "xyz")
     r = await served.post("/answer/slack/actions", data=bad, headers=headers)
     assert "not valid" in (await r.json())["text"]
+
+
+async def test_a_link_whose_recipient_may_not_answer_answers_nothing(served) -> None:
+    """hitl.toml's [[answer]] rules hold for signed links too: the recipient is the operator."""
+    from engine.permissions import reset_policy
+
+    with open(served.toml, "a", encoding="utf-8") as f:
+        f.write('\n[groups]\nfinance = ["bob"]\n\n[[answer]]\nnode = "finance_approval"\nallow = ["@finance"]\n')
+    try:
+        t = token(served, "finance-order-3", "r-3", to="alice")
+        r = await served.post(f"/answer/{t}", data={"action": "approve", "reason": "ok"})
+        text = await r.text()
+        assert "alice may not answer interrupt finance-order-3: only @finance may" in text
+        assert await audit(served, "r-3") == []
+    finally:
+        reset_policy()

@@ -16,6 +16,7 @@ from ...errors import AlreadyResolvedError, ConflictError
 from ...models import Event, Session
 from .. import jsonl
 from ..base import import_record, session_status
+from ..owner_index import check_owner_change
 
 # Row converters, cursors and the event preparation are the SQLite store's: one
 # definition of each, whatever the backend.
@@ -219,6 +220,8 @@ class _Batch:
         self.interrupts: list[tuple[Any, ...]] = []
         self.invocations: list[tuple[Any, ...]] = []
         self.audit: list[tuple[Any, ...]] = []
+        self.owners: list[tuple[Any, ...]] = []
+        """(session, invocation, interrupt id, owner, owned_at) of the interrupts someone owns."""
 
     def add(self, sid: str, session: Session, prepared: list[_Prepared], *, updated_at: float, now: float) -> None:
         interrupts: dict[tuple[str, str], list[Any]] = {}
@@ -228,6 +231,8 @@ class _Batch:
         invocations: dict[str, list[Any]] = {}
         """invocation -> [status, started_seq, started_at, updated_at, message]"""
         counts: dict[str, int] = {}
+        owners: dict[tuple[str, str], str | None] = {}
+        owned_at: dict[tuple[str, str], float] = {}
         state = dict(session.state)
         status = "new"
         updated = updated_at
@@ -243,10 +248,19 @@ class _Batch:
             for iid, path, name, args in p.opened:  # a later duplicate wins, as in hitl_append
                 interrupts[inv, iid] = [path, p.event_id, name, args, seq, p.timestamp, "open", None, None]
                 open_here.add(iid)
+                owners.pop((inv, iid), None)  # raised again: nobody's yet
             for iid in p.resolved:
                 rec = interrupts[inv, iid]
                 rec[6:9] = ["resolved", p.event_id, seq]
                 open_here.discard(iid)
+            if p.owners is not None:  # as the live path checks it (engine/store/owner_index.py)
+                ch = p.owners
+                check_owner_change(
+                    ch, {i: (rec[6], owners.get((inv, i))) for i in ch.ids if (rec := interrupts.get((inv, i)))}
+                )
+                for i in ch.ids:
+                    owners[inv, i] = ch.owner
+                    owned_at[inv, i] = p.timestamp
             if p.cancel:
                 for iid in open_here:
                     rec = interrupts[inv, iid]
@@ -300,6 +314,8 @@ class _Batch:
         )
         for (inv, iid), r in interrupts.items():
             self.interrupts.append((sid, inv, iid, *r, session.app_name, session.user_id))
+            if owners.get((inv, iid)) is not None:
+                self.owners.append((sid, inv, iid, owners[inv, iid], owned_at[inv, iid]))
         for inv, r in invocations.items():
             self.invocations.append((sid, inv, *r))
 
@@ -313,4 +329,14 @@ class _Batch:
             (self.audit, 9),
         ):
             args += [list(col) for col in zip(*rows, strict=True)] if rows else [[] for _ in range(width)]
-        await conn.execute(sql, *args)
+        if not self.owners:
+            await conn.execute(sql, *args)
+            return
+        async with conn.transaction():  # a savepoint inside an import's transaction
+            await conn.execute(sql, *args)
+            await conn.execute(_SET_OWNERS_SQL, *[list(col) for col in zip(*self.owners, strict=True)])
+
+
+_SET_OWNERS_SQL = """UPDATE interrupts i SET owner = o.owner, owned_at = o.at
+    FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::float8[]) AS o(sid, inv, iid, owner, at)
+    WHERE i.session_id = o.sid AND i.invocation_id = o.inv AND i.interrupt_id = o.iid"""

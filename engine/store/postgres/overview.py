@@ -8,7 +8,7 @@ import asyncpg
 
 from ..base import StoreOverview
 from ..metric_rows import OPEN_BY_NODE_SQL, QUEUED_BY_APP_SQL, StoreMetrics, store_metrics
-from ..sqlite.overview import OLDEST_SQL, OPEN_BY_APP_SQL, STATUS_SQL
+from ..sqlite.overview import OLDEST_SQL, OPEN_BY_APP_SQL, OPEN_BY_OWNER_SQL, STATUS_SQL
 from .core import _Core
 
 _RUNNING_SQL = (
@@ -32,6 +32,7 @@ class _Overview(_Core):
                 status = {r[0]: int(r[1]) for r in await conn.fetch(STATUS_SQL)}
                 by_app = {r[0]: int(r[1]) for r in await conn.fetch(OPEN_BY_APP_SQL)}
                 oldest = await conn.fetchval(OLDEST_SQL)
+                by_owner = {r[0]: int(r[1]) for r in await conn.fetch(OPEN_BY_OWNER_SQL)}
                 running = [
                     (r[0], r[1], r[2], r[3]) for r in await conn.fetch(_RUNNING_SQL, running_limit)
                 ]
@@ -41,7 +42,8 @@ class _Overview(_Core):
                     if 0 <= r[0] < buckets:
                         raised[r[0]] = int(r[1])
             return StoreOverview(
-                status_counts=status, open_by_app=by_app, oldest_open_at=oldest, raised=raised, running=running
+                status_counts=status, open_by_app=by_app, oldest_open_at=oldest, raised=raised, running=running,
+                open_by_owner=by_owner,
             )
 
         return await self._run(fn)

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from .deadlines import MIGRATION as _DEADLINES
+
 NOTIFY_CHANNEL = "hitl_events"
 """Every append notifies this channel with ``{"s": session_id, "q": seq}``."""
+
 
 
 _LOCK_KEY = 0x48495443
@@ -308,6 +311,29 @@ $fn$
 """
 """A new session's creation folded into its first turn's first write."""
 
+_OWNERS = [
+    "ALTER TABLE interrupts ADD COLUMN IF NOT EXISTS owner text",
+    "ALTER TABLE interrupts ADD COLUMN IF NOT EXISTS owned_at double precision",
+    """CREATE INDEX IF NOT EXISTS interrupts_open_by_owner
+        ON interrupts(owner, raised_at, session_id, raised_seq, interrupt_id) WHERE status = 'open'""",
+    # hitl_append re-opens a row when an id is raised again (ON CONFLICT DO UPDATE): a new
+    # interrupt is nobody's, as SQLite's INSERT OR REPLACE leaves it.
+    r"""CREATE OR REPLACE FUNCTION hitl_reopen_unowned() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+    IF NEW.status = 'open' AND NEW.raised_seq IS DISTINCT FROM OLD.raised_seq THEN
+        NEW.owner := NULL;
+        NEW.owned_at := NULL;
+    END IF;
+    RETURN NEW;
+END
+$fn$""",
+    "DROP TRIGGER IF EXISTS interrupts_reopen_unowned ON interrupts",
+    """CREATE TRIGGER interrupts_reopen_unowned BEFORE UPDATE ON interrupts
+        FOR EACH ROW WHEN (NEW.raised_seq IS DISTINCT FROM OLD.raised_seq) EXECUTE FUNCTION hitl_reopen_unowned()""",
+]
+"""Owners of open interrupts: the columns the ownership events (claim, assign, release) derive
+(their check and update run with the append, :meth:`engine.store.postgres.writes._Writes.append_events`)."""
+
 _MIGRATIONS: list[list[str]] = [
     # v0 -> v1: the whole schema of SQLite's version 4, and the append function.
     [
@@ -427,6 +453,10 @@ _MIGRATIONS: list[list[str]] = [
     _WORKERS,
     # a new session's first turn creates it in its first write (one statement less per fresh run).
     [_CREATE_FIRST_WRITE_FN],
+    # v8: owners of open interrupts (engine/ownership.py), as SQLite's version 8.
+    _OWNERS,
+    # deadline timers (engine/deadlines.py): one row per step of an interrupt's rule, written by a trigger.
+    _DEADLINES,
 ]
 """``_MIGRATIONS[i]`` upgrades schema version ``i`` to ``i + 1`` (statements run in
 one transaction). Append only; never edit a released one."""

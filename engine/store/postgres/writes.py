@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
 import asyncpg
@@ -15,10 +17,11 @@ from pydantic_core import to_json
 from ...errors import ConflictError, LeaseLostError, SessionNotFoundError
 from ...models import Event, Session, StoredEvent, new_id
 from ..base import Lease
+from ..owner_index import check_owner_change
 
 # Row converters, cursors and the event preparation are the SQLite store's: one
 # definition of each, whatever the backend.
-from ..sqlite import _prepare, _session_from_row
+from ..sqlite import _prepare, _Prepared, _session_from_row
 from . import onetrip
 from .core import _Core
 from .errors import _raise_append_error
@@ -89,6 +92,9 @@ class _Writes(_Core):
             except asyncpg.PostgresError as e:
                 _raise_append_error(e, session_id, prepared[0].invocation_id, lease_owner, expected_seq)
                 raise
+
+        if any(p.owners is not None for p in prepared):
+            fn = partial(_with_owners, fn, session_id, prepared)
 
         last, found = await self._write_batch(fn, session_id, prepared)
         return _stored(session_id, prepared, found if last is None else last)
@@ -188,6 +194,52 @@ class _Writes(_Core):
             last, found = await self._write_batch(fn, session_id, prepared)
             last = found if last is None else last
         return _stored(session_id, prepared, last)
+
+
+async def _with_owners(
+    append: Callable[[asyncpg.Connection], Awaitable[int]],
+    session_id: str,
+    prepared: list[_Prepared],
+    conn: asyncpg.Connection,
+) -> int:
+    """An append with ownership events (rare: claims, assignments, releases): in one
+    transaction, the session row locked first (as ``hitl_append`` does, so appends to
+    the session queue behind it and of two racing claims the second sees the first's
+    owner), each change checked against the index and applied after the append."""
+    async with conn.transaction():
+        if await conn.fetchval("SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE", session_id) is None:
+            raise SessionNotFoundError(session_id)
+        changes = []
+        for p in prepared:
+            if p.owners is None:
+                continue
+            rows = await conn.fetch(
+                "SELECT interrupt_id, status, owner FROM interrupts"
+                " WHERE session_id = $1 AND invocation_id = $2 AND interrupt_id = ANY($3::text[])",
+                session_id,
+                p.invocation_id,
+                p.owners.ids,
+            )
+            current = {r[0]: (r[1], r[2]) for r in rows}
+            for inv, iid, who in changes:  # an earlier event of this batch
+                if inv == p.invocation_id and iid in current:
+                    current[iid] = (current[iid][0], who)
+            check_owner_change(p.owners, current)
+            changes += [(p.invocation_id, i, p.owners.owner) for i in p.owners.ids]
+        last = await append(conn)
+        for p in prepared:
+            if p.owners is not None:
+                await conn.execute(
+                    "UPDATE interrupts SET owner = $4, owned_at = $5"
+                    " WHERE session_id = $1 AND invocation_id = $2 AND interrupt_id = ANY($3::text[])"
+                    " AND status = 'open'",
+                    session_id,
+                    p.invocation_id,
+                    p.owners.ids,
+                    p.owners.owner,
+                    p.timestamp if p.owners.owner else None,
+                )
+        return last
 
 
 async def _acquire_append(

@@ -25,6 +25,7 @@ from ..base import (
     Lease,
     session_status,
 )
+from ..owner_index import check_owner_change
 from .rows import _prepare, _Prepared
 
 
@@ -231,6 +232,8 @@ def _append_batch(
     """(invocation, id) -> (event id, seq): answers to ids raised before this batch."""
     cancels: list[tuple[int, str]] = []
     cancelled: set[str] = set()
+    owned: dict[tuple[str, str], tuple[str | None, float | None]] = {}
+    """(invocation, id) -> (owner, since) of stored rows that ownership events of this batch change."""
     changes: dict[str, _InvocationChange] = {}
     audits: list[tuple[Any, ...]] = []
     event_rows: list[Any] = []
@@ -258,8 +261,12 @@ def _append_batch(
                 raise AlreadyResolvedError(bad)
         for iid, path, name, args in p.opened:
             new_rows[(inv, iid)] = [
-                session_id, inv, iid, path, p.event_id, name, args, seq, p.timestamp, "open", None, None, app_name, user_id
+                session_id, inv, iid, path, p.event_id, name, args, seq, p.timestamp, "open", None, None, app_name, user_id,
+                None, None,
             ]
+            owned.pop((inv, iid), None)  # raised again: a new interrupt, nobody's yet
+        if p.owners is not None:
+            owned.update(_owner_change(conn, session_id, inv, p, new_rows, stored_answers, owned, cancelled))
         if p.cancel:
             for (r_inv, _), r in new_rows.items():
                 if r_inv == inv and r[9] == "open":
@@ -302,6 +309,12 @@ def _append_batch(
             " WHERE session_id = ? AND invocation_id = ? AND status = 'open'",
             (seq, session_id, inv),
         )
+    if owned:
+        conn.executemany(
+            "UPDATE interrupts SET owner = ?, owned_at = ?"
+            " WHERE session_id = ? AND invocation_id = ? AND interrupt_id = ? AND status = 'open'",
+            [(who, at, session_id, inv, iid) for (inv, iid), (who, at) in owned.items()],
+        )
     for i in range(0, len(event_rows), _EVENT_COLS * _INSERT_EVENTS_CHUNK):
         chunk = event_rows[i : i + _EVENT_COLS * _INSERT_EVENTS_CHUNK]
         conn.execute(
@@ -312,8 +325,8 @@ def _append_batch(
     if new_rows:
         conn.executemany(
             "INSERT OR REPLACE INTO interrupts (session_id, invocation_id, interrupt_id, path, event_id, name, args,"
-            " raised_seq, raised_at, status, resolved_by, resolved_seq, app_name, user_id)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " raised_seq, raised_at, status, resolved_by, resolved_seq, app_name, user_id, owner, owned_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             list(new_rows.values()),
         )
     # Most events leave the invocation's status alone: touch updated_at only, and
@@ -389,6 +402,53 @@ def _append_batch(
         (*sets.values(), session_id),
     )
     return seqs, state, acquired_at
+
+
+def _owner_change(
+    conn: sqlite3.Connection,
+    session_id: str,
+    inv: str,
+    p: _Prepared,
+    new_rows: dict[tuple[str, str], list[Any]],
+    stored_answers: dict[tuple[str, str], tuple[str, int]],
+    owned: dict[tuple[str, str], tuple[str | None, float | None]],
+    cancelled: set[str],
+) -> dict[tuple[str, str], tuple[str | None, float | None]]:
+    """Check an ownership event against the index as this batch leaves it so far
+    (:func:`engine.store.owner_index.check_owner_change`); apply it to the rows
+    raised in this batch and return what it sets on stored rows."""
+    change = p.owners
+    assert change is not None
+    current: dict[str, tuple[str, str | None]] = {}
+    stored = []
+    for iid in change.ids:
+        key = (inv, iid)
+        r = new_rows.get(key)
+        if r is not None:
+            current[iid] = (r[9], r[14])
+        elif key in stored_answers or inv in cancelled:
+            current[iid] = ("resolved", None)
+        elif key in owned:
+            current[iid] = ("open", owned[key][0])
+        else:
+            stored.append(iid)
+    if stored:
+        marks = ", ".join("?" * len(stored))
+        for iid, status, owner in conn.execute(
+            "SELECT interrupt_id, status, owner FROM interrupts"
+            f" WHERE session_id = ? AND invocation_id = ? AND interrupt_id IN ({marks})",
+            (session_id, inv, *stored),
+        ):
+            current[iid] = (status, owner)
+    check_owner_change(change, current)
+    out = {}
+    for iid in change.ids:
+        r = new_rows.get((inv, iid))
+        if r is not None:
+            r[14], r[15] = change.owner, p.timestamp if change.owner else None
+        else:
+            out[(inv, iid)] = (change.owner, p.timestamp if change.owner else None)
+    return out
 
 
 def _import_tx(

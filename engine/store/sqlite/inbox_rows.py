@@ -33,6 +33,8 @@ class InterruptRow:
     status: str
     resolved_by: str | None
     resolved_seq: int | None
+    owner: str | None
+    owned_at: float | None
 
     @property
     def message(self) -> str:

@@ -61,7 +61,7 @@ _SUMMARY_COLS = (
 )
 _INTERRUPT_COLS = (
     "interrupt_id, session_id, app_name, user_id, invocation_id, path, event_id, name, args, "
-    "raised_seq, raised_at, status, resolved_by, resolved_seq"
+    "raised_seq, raised_at, status, resolved_by, resolved_seq, owner, owned_at"
 )
 
 

@@ -19,6 +19,10 @@ from ..metric_rows import OPEN_BY_NODE_SQL, QUEUED_BY_APP_SQL, StoreMetrics, sto
 STATUS_SQL = "SELECT status, count(*) FROM sessions GROUP BY status"
 OPEN_BY_APP_SQL = "SELECT app_name, count(*) FROM interrupts WHERE status = 'open' GROUP BY app_name"
 OLDEST_SQL = "SELECT min(oldest_open_at) FROM sessions WHERE oldest_open_at IS NOT NULL"
+OPEN_BY_OWNER_SQL = (
+    "SELECT owner, count(*) FROM interrupts WHERE status = 'open' AND owner IS NOT NULL GROUP BY owner"
+)
+"""The home's "yours": open interrupts per owner (the partial index ``interrupts_open_by_owner``)."""
 RUNNING_SQL = (
     "SELECT i.session_id, i.invocation_id, l.owner, l.expires_at FROM sessions AS s"
     " JOIN invocations AS i ON i.session_id = s.id AND i.status = 'running'"
@@ -40,6 +44,7 @@ def read_overview(
         status = {s: n for s, n in conn.execute(STATUS_SQL)}
         by_app = {a: n for a, n in conn.execute(OPEN_BY_APP_SQL)}
         oldest = conn.execute(OLDEST_SQL).fetchone()[0]
+        by_owner = {o: n for o, n in conn.execute(OPEN_BY_OWNER_SQL)}
         running = [tuple(r) for r in conn.execute(RUNNING_SQL, (running_limit,))]
         raised = [0] * buckets
         for b, n in conn.execute(RAISED_SQL, (since, bucket, since, since + bucket * buckets)):
@@ -48,7 +53,8 @@ def read_overview(
     finally:
         conn.execute("COMMIT")
     return StoreOverview(
-        status_counts=status, open_by_app=by_app, oldest_open_at=oldest, raised=raised, running=running
+        status_counts=status, open_by_app=by_app, oldest_open_at=oldest, raised=raised, running=running,
+        open_by_owner=by_owner,
     )
 
 

@@ -25,6 +25,7 @@ from ..base import (
     SessionSummary,
     index_effects,
 )
+from ..owner_index import OwnerChange
 from .listing import _INTERRUPT_COLS, _SUMMARY_COLS, _decode_cursor, _encode_cursor  # noqa: F401 (re-exported)
 
 T = TypeVar("T")
@@ -78,6 +79,8 @@ def _interrupt_from_row(r: tuple[Any, ...]) -> InterruptRecord:
         status=r[11],
         resolved_by=r[12],
         resolved_seq=r[13],
+        owner=r[14],
+        owned_at=r[15],
     )
 
 
@@ -151,6 +154,8 @@ class _Prepared:
     new_message: str | None
     audit: tuple[str, str | None, str | None, str] | None
     """(action, operator, reason, details JSON) of an operator write."""
+    owners: OwnerChange | None = None
+    """Who owns which interrupts after it (a claim, assignment or release)."""
 
 
 def _prepare(event: Event) -> _Prepared:
@@ -179,6 +184,7 @@ def _prepare(event: Event) -> _Prepared:
         eff.invocation_status,
         eff.new_invocation_message,
         None if eff.audit is None else (*eff.audit[:3], to_json(eff.audit[3]).decode()),
+        eff.owners,
     )
 
 

@@ -230,6 +230,30 @@ def _migrate_projection_checkpoints(conn: sqlite3.Connection) -> None:
     )
 
 
+def _migrate_owners(conn: sqlite3.Connection) -> None:
+    """Owners of open interrupts (claim / assign / release events, engine/ownership.py):
+    the current owner and since when, derived with the event; the inbox filters by owner.
+    Idempotent (a file set back to an older version runs it again)."""
+    have = {r[1] for r in conn.execute("PRAGMA table_info(interrupts)")}
+    _exec_all(
+        conn,
+        [
+            *(["ALTER TABLE interrupts ADD COLUMN owner TEXT"] if "owner" not in have else []),
+            *(["ALTER TABLE interrupts ADD COLUMN owned_at REAL"] if "owned_at" not in have else []),
+            """CREATE INDEX IF NOT EXISTS interrupts_open_by_owner
+                ON interrupts(owner, raised_at, session_id, raised_seq, interrupt_id) WHERE status = 'open'""",
+        ],
+    )
+
+
+def _migrate_deadlines(conn: sqlite3.Connection) -> None:
+    """Deadline timers (engine/deadlines.py): one row per step of an interrupt's
+    rule, written with its index row by a trigger. Idempotent."""
+    from .deadlines import MIGRATION
+
+    _exec_all(conn, MIGRATION)
+
+
 _MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _migrate_1,
     _migrate_2,
@@ -238,6 +262,8 @@ _MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _migrate_5,
     _migrate_projection_checkpoints,
     _migrate_workers,
+    _migrate_owners,  # v8
+    _migrate_deadlines,  # v9
 ]
 """``_MIGRATIONS[i]`` upgrades schema version ``i`` to ``i + 1``. Append only."""
 
