@@ -39,7 +39,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "events": ("reads", "A session's event log, one line per event (--tail follows it)."),
     "export": ("transfer", "Write a session as JSON Lines to stdout (hitl import reads it back)."),
     "import": ("transfer", "Create a session from a `hitl export` file (validated before anything is written)."),
-    "inbox": ("reads", "Open interrupts across sessions, oldest first."),
+    "inbox": ("reads", "Open interrupts across sessions, oldest first (with --due-within or due<1h: due first)."),
     "link": ("notify", "Print a signed, single-use answer link for one open interrupt, for NAME (the answer page of hitl serve; [notify] public_url and link_secret_env in hitl.toml)."),
     "migrate": ("transfer", "Upgrade the store's schema to this hitl's version (a writer also does it when it opens the store)."),
     "notifications": ("notify", "Notification deliveries, newest first: sent, failing (retried) and failed for good; and how many notifications wait to be sent."),

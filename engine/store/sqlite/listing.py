@@ -49,7 +49,7 @@ T = TypeVar("T")
 APPLICATION_ID = 0x48495443
 """``PRAGMA application_id`` of a hitl-console SQLite file ("HITC")."""
 
-LISTING_SCHEMA_VERSION = 7  # 6: projection_checkpoints, 7: the workers tables; these statements read neither
+LISTING_SCHEMA_VERSION = 9  # 6: projection_checkpoints, 7: the workers tables, 9: deadline timers (read by none of these); 8: interrupts.owner, owned_at (read)
 """The schema version these statements are written for. A file at another
 version is not read here (:func:`list_session_rows` returns None and the caller
 takes the store path, which migrates or refuses it). A test keeps this equal to
