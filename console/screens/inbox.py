@@ -14,6 +14,11 @@ across sessions (``space``; ``A`` every row of the invocation; ``a`` every
 filtered row) and answered: ``e`` in the session's editor when they belong to
 one invocation, ``b`` with one answer for all of them (the bulk dialog, which
 also takes the filtered rows when none is marked).
+
+The inbox is a work queue: a submit from the editor that ``e`` opened comes
+straight back here with the cursor on the next open row while the turn runs (keys
+typed meanwhile are the inbox's); the outcome is one line when it comes, and a
+refused answer reopens its editor with the text as typed.
 """
 
 from __future__ import annotations
@@ -36,8 +41,9 @@ from engine.store.base import InterruptRecord, Page
 
 from ..actions import bindings
 from ..answering.selection import AnswerDraft
-from ..messages import InboxLoaded, StoreFailed
+from ..messages import InboxLoaded, StoreFailed, WriteDone
 from ..text import literal
+from ..widgets.answer_views import outcome_line
 from ..widgets.footer import FittedFooter
 from ..widgets.format import age, fit_widths, short, short_id, short_tail
 from ..widgets.keys import TextInput
@@ -101,6 +107,9 @@ class InboxScreen(SortableRows, PagedTableScreen):
         """The marked rows, across sessions, in marking order (``space``, ``A``, ``a``)."""
         self.where: bulk.Where = bulk.Where()
         """The filter (``/``); empty: the paged inbox."""
+        self.sending: set[tuple[str, str]] = set()
+        """(session, interrupt) of answers submitted whose turn has not come back: not
+        listed (a reload while the turn runs would show them still open)."""
 
     def compose(self) -> ComposeResult:
         yield self.compose_title("hitl ▸ Inbox")
@@ -178,7 +187,7 @@ class InboxScreen(SortableRows, PagedTableScreen):
             self.rows += [r for r in message.rows if self._key(r) not in known]
         else:
             self._busy = False
-            self.rows = list(message.rows)
+            self.rows = [r for r in message.rows if (r.session_id, r.interrupt_id) not in self.sending]
             self.stopped = {}
         self.stopped.update(message.stopped)
         self.next_cursor = message.next_cursor
@@ -439,11 +448,47 @@ class InboxScreen(SortableRows, PagedTableScreen):
             return
         self.marks.clear()
         self._show_rows()
-        screen = SessionScreen(session_id, inv, path)
-        self.app.push_screen(screen)
-        draft = screen.drafts.setdefault(inv, AnswerDraft(session_id, inv, first.app_name, first.user_id))
+        draft = AnswerDraft(session_id, inv, first.app_name, first.user_id)
         draft.selected = list(ids)
+        self._open_editor(draft, path)
+
+    def _open_editor(self, draft: AnswerDraft, path: str | None) -> None:
+        """The session at ``draft``'s invocation, the editor over it; its submit returns here."""
+        screen = SessionScreen(draft.session_id, draft.invocation_id, path)
+        screen.work_queue = self
+        self.app.push_screen(screen)
+        screen.drafts[draft.invocation_id] = draft
         screen.answering.open_editor(draft)
+
+    def answers_sent(self, session_id: str, interrupt_ids: list[str]) -> None:
+        """A submit from the editor went to its turn: its rows leave the list and the
+        cursor goes to the row that followed the first of them (the next open row)."""
+        gone = {(session_id, i) for i in interrupt_ids}
+        self.sending |= gone
+        shown = self.sorted_rows(self.rows)
+        after = [i for i, r in enumerate(shown) if (r.session_id, r.interrupt_id) in gone]
+        self.rows = [r for r in self.rows if (r.session_id, r.interrupt_id) not in gone]
+        self._show_rows()
+        if after and self.rows:
+            following = [r for r in shown[after[0]:] if (r.session_id, r.interrupt_id) not in gone]
+            target = following[0] if following else self.sorted_rows(self.rows)[-1]
+            table = self.query_one("#inbox-table", StatusTable)
+            table.move_cursor(row=table.get_row_index(self._key(target)), animate=False)
+
+    def on_write_done(self, message: WriteDone) -> None:
+        """The outcome of a submit made from here: one line; refused, its editor again with the text."""
+        job, o = message.job, message.outcome
+        self.sending -= {(job.session_id, i) for i in job.answers}
+        self.action_refresh()
+        if not o.written:
+            self.notify(o.error or "nothing was written", title="Not submitted (answer)", severity="error", timeout=10)
+            if message.draft is not None:
+                message.draft.error = o.error
+                message.draft.conflict = o.error_kind == "conflict"
+                first = next((r for r in self.rows if r.invocation_id == job.invocation_id), None)
+                self._open_editor(message.draft, first.path if first else None)
+            return
+        self.notify(outcome_line(o), severity="warning" if o.error else "information", timeout=6)
 
     def can_bulk_answer(self) -> bool:
         return bool(self.marks) or (not self.where.empty and bool(self.rows))
