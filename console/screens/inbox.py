@@ -45,7 +45,7 @@ from ..messages import InboxLoaded, StoreFailed, WriteDone
 from ..text import literal
 from ..widgets.answer_views import outcome_line
 from ..widgets.footer import FittedFooter
-from ..widgets.format import age, fit_widths, short, short_id, short_tail
+from ..widgets.format import age, choose_columns, fit_widths, short, short_id, short_tail
 from ..widgets.keys import TextInput
 from ..widgets.plain import Static
 from .base import PagedTableScreen, SortableRows, StatusTable, focus_list, keep_out_of_text
@@ -65,6 +65,14 @@ COLUMNS = (
     ("node", "NODE (run ids)"),
     ("app", "APP"),
 )
+
+SHOWN_BY_WIDTH = ("session", "interrupt", "app", "node")
+"""Beside STATUS, AGE and ASKS (always shown), the columns a narrow inbox shows, most
+wanted first: each while it fits at its :data:`READABLE` width (a new column goes
+into this order where it ranks; 80 columns show STATUS AGE SESSION ASKS)."""
+
+READABLE = {"asks": 34, "session": 20, "interrupt": 20, "app": 16, "node": 24}
+"""The width a column needs to be worth showing (less when its values are shorter)."""
 
 
 def asks(rec: InterruptRecord) -> str:
@@ -107,6 +115,10 @@ class InboxScreen(SortableRows, PagedTableScreen):
         """The marked rows, across sessions, in marking order (``space``, ``A``, ``a``)."""
         self.where: bulk.Where = bulk.Where()
         """The filter (``/``); empty: the paged inbox."""
+        self.shown: tuple[str, ...] = tuple(k for k, _ in COLUMNS)
+        """The columns the width leaves room for (:meth:`_widths`)."""
+        self.columns_set: tuple[str, ...] = ()
+        """The columns the table has now."""
         self.sending: set[tuple[str, str]] = set()
         """(session, interrupt) of answers submitted whose turn has not come back: not
         listed (a reload while the turn runs would show them still open)."""
@@ -124,8 +136,7 @@ class InboxScreen(SortableRows, PagedTableScreen):
 
     def on_mount(self) -> None:
         table = self.query_one("#inbox-table", StatusTable)
-        for key, label in COLUMNS:
-            table.add_column(label, key=key)
+        self._set_columns(tuple(k for k, _ in COLUMNS))
         table.focus()
         self.query_one("#inbox-filter", Input).cursor_blink = self.hitl.cursor_blink
         self.watch(table, "scroll_y", self._scrolled, init=False)
@@ -207,18 +218,30 @@ class InboxScreen(SortableRows, PagedTableScreen):
     def sort_changed(self) -> None:
         table = self.query_one("#inbox-table", StatusTable)
         for key, label in COLUMNS:
-            table.set_column_label(key, self.header_label(key, label))
+            if key in self.shown:
+                table.set_column_label(key, self.header_label(key, label))
         self._show_rows()
+
+    def _set_columns(self, keys: tuple[str, ...]) -> None:
+        """Show the columns ``keys`` (in :data:`COLUMNS` order); their rows are re-added."""
+        table = self.query_one("#inbox-table", StatusTable)
+        table.clear(columns=True)
+        for key, label in COLUMNS:
+            if key in keys:
+                table.add_column(self.header_label(key, label), key=key)
+        self.columns_set = keys
 
     def on_resize(self) -> None:
         if self.rows:
             self._show_rows()
 
     def _widths(self, rows: list[InterruptRecord], now: float) -> dict[str, int]:
-        """How wide the interrupt, session, asks, node and app columns may be so that
-        every column fits the table's width (:func:`fit_widths`, as the sessions list):
-        statuses and ages are never cut; the node path gives way first (its end, the
-        node, is kept), then the question, the app, the session id, the interrupt id."""
+        """The columns shown and their widths, fitted to the table's width. Statuses and
+        ages are never cut; the question (ASKS) always shows; the other columns are
+        chosen by :data:`SHOWN_BY_WIDTH` while each fits at a readable width
+        (:data:`READABLE`), so 80 columns show the question whole enough to read
+        instead of every column cut to a stub; then :func:`fit_widths` sizes the chosen
+        ones (the node path gives way first, its end -- the node -- kept)."""
         header = dict(COLUMNS)
         natural = {
             "interrupt": max((len(r.interrupt_id) + (2 if self._key(r) in self.marks else 0) for r in rows), default=0),
@@ -233,11 +256,16 @@ class InboxScreen(SortableRows, PagedTableScreen):
         table = self.query_one("#inbox-table", StatusTable)
         overflow = len(rows) + 1 > (table.size.height or self.size.height)
         scrollbar = table.styles.scrollbar_size_vertical if overflow else 0  # 2 columns in the console's theme
-        fixed = max(status, len(header["status"])) + max(ages, len(header["age"])) + 2 * len(COLUMNS) + scrollbar
+        fixed = max(status, len(header["status"])) + max(ages, len(header["age"])) + 2 * 2 + scrollbar
         width = table.size.width or self.size.width or 80
-        minimum = {"asks": 10, "node": len(header["node"]), "app": 5, "session": 9, "interrupt": 9}  # 80 columns: all fit
-        return fit_widths(natural, width - fixed, order=("node", "asks", "app", "session", "interrupt"),
-                          minimum={k: min(v, natural[k]) for k, v in minimum.items()})
+        chosen = choose_columns(natural, width - fixed, first=("asks",), then=SHOWN_BY_WIDTH, readable=READABLE)
+        self.shown = tuple(k for k, _ in COLUMNS if k in ("status", "age", *chosen))
+        room = width - fixed - 2 * len(chosen)
+        minimum = {"asks": 10, "node": len(header["node"]), "app": 5, "session": 9, "interrupt": 9}
+        widths = fit_widths({k: natural[k] for k in chosen}, room,
+                            order=tuple(k for k in ("node", "asks", "app", "session", "interrupt") if k in chosen),
+                            minimum={k: min(minimum[k], natural[k]) for k in chosen})
+        return {**dict.fromkeys(natural, 0), **widths}
 
     def _stopped(self, r: InterruptRecord) -> tuple[bool, bool]:
         return self.stopped.get((r.session_id, r.invocation_id), (False, False))
@@ -247,32 +275,36 @@ class InboxScreen(SortableRows, PagedTableScreen):
         return "⚠ INTERRUPTED IN DOUBT" if stopped[1] else "⚠ INTERRUPTED" if stopped[0] else "◆ WAITING"
 
     def _cells(self, r: InterruptRecord, now: float, widths: dict[str, int]) -> list[Text | str]:
+        """The cells of the shown columns."""
         table = self.query_one("#inbox-table", StatusTable)
         red = self.hitl.redactor
-        return [
-            table.status_cell("waiting", self._stopped(r)),
-            Text(age(r.raised_at, now), justify="right"),
-            self.interrupt_cell(r, widths["interrupt"]),
-            literal(short(r.session_id, widths["session"], red)),
-            literal(short(asks(r), widths["asks"], red)),
-            literal(short_tail(r.path, widths["node"], red)),
-            literal(short(r.app_name, widths["app"], red)),
-        ]
+        cells: dict[str, Callable[[], Text | str]] = {
+            "status": lambda: table.status_cell("waiting", self._stopped(r)),
+            "age": lambda: Text(age(r.raised_at, now), justify="right"),
+            "interrupt": lambda: self.interrupt_cell(r, widths["interrupt"]),
+            "session": lambda: literal(short(r.session_id, widths["session"], red)),
+            "asks": lambda: literal(short(asks(r), widths["asks"], red)),
+            "node": lambda: literal(short_tail(r.path, widths["node"], red)),
+            "app": lambda: literal(short(r.app_name, widths["app"], red)),
+        }
+        return [cells[k]() for k in self.shown]
 
     def _show_rows(self) -> None:
         table = self.query_one("#inbox-table", StatusTable)
         now = self.hitl.clock()
         rows = self.sorted_rows(self.rows)
         widths = self._widths(rows, now)
+        current = self._selected_key()
+        if self.shown != self.columns_set:
+            self._set_columns(self.shown)
         keys = [str(k.value) for k in table.rows]
         wanted = [self._key(r) for r in rows]
         if keys == wanted:
             for r in rows:
-                for (col, _), value in zip(COLUMNS, self._cells(r, now, widths), strict=True):
+                for col, value in zip(self.shown, self._cells(r, now, widths), strict=True):
                     if table.get_cell(self._key(r), col) != value:
                         table.update_cell(self._key(r), col, value)
         else:
-            current = self._selected_key()
             table.clear()
             for r in rows:
                 table.add_row(*self._cells(r, now, widths), key=self._key(r))
