@@ -65,7 +65,7 @@ from .widgets.plain import Static
 SESSION_STATUSES = set(SESSION_FILTERS)
 _S = TypeVar("_S", bound=Screen[Any])
 
-READ_ONLY_DRY_RUN = frozenset({"interrupts.answer", "inbox.bulk_answer"})
+READ_ONLY_DRY_RUN = frozenset({"interrupts.answer", "inbox.bulk_answer", "graph.answer"})
 """Write actions that still open in read-only mode: the editor, for a dry run (submitting stays disabled)."""
 
 
