@@ -136,9 +136,12 @@ class FittedFooter(QuietFooter):
     def candidates(self) -> list[Shown]:
         """Every binding the screen shows now, first binding of each action, registry order."""
         seen: set[str] = set()
+        hidden = self._read_only_writes()
         out = []
         for _node, binding, enabled, tooltip in self.screen.active_bindings.values():
             if not binding.show or binding.action in seen or binding.key == self.app.COMMAND_PALETTE_BINDING:
+                continue
+            if binding.action in hidden:
                 continue
             seen.add(binding.action)
             out.append(Shown(binding, enabled, tooltip, self.app.get_key_display(binding)))
