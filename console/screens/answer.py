@@ -168,7 +168,7 @@ class AnswerScreen(HitlScreen):
                 self._to_fill = [i for i in known[FIRST_EDITORS:]]
                 yield from (AnswerEditor(itr, d.texts.get(itr.id), redactor=self.hitl.redactor)
                             for itr in known[:FIRST_EDITORS])
-        yield FittedFooter()
+        yield FittedFooter(hide_read_only_writes=True)
 
     @property
     def filling(self) -> bool:
