@@ -29,10 +29,10 @@ from textual.binding import Binding
 from engine.status import STATUS_CYCLE
 
 NAV = ("table", "tree", "log")
-
-READ_ONLY_DRY_RUN = frozenset({"interrupts.answer", "inbox.bulk_answer"})
-"""Write actions that still open in read-only mode: the editor, for a dry run (submitting stays disabled)."""
 """The widget areas of the navigation keys: every DataTable, the node tree, the event log."""
+
+READ_ONLY_DRY_RUN = frozenset({"interrupts.answer", "inbox.bulk_answer", "graph.answer"})
+"""Write actions that still open in read-only mode: the editor, for a dry run (submitting stays disabled)."""
 
 AREA_TITLES: dict[str, str] = {
     "nav": "Navigate",
@@ -265,6 +265,15 @@ ACTIONS: tuple[Action, ...] = (
            command="graph", footer_rank=30),
     Action("graph.reload", "r", "Redraw", "Redraw the graph from the session as it is now", "graph", "reload",
            cli="hitl show {session_id} --invocation {invocation_id} --graph"),
+    Action("graph.down", "j", "Next node", "Pick the next node of the graph (its name shows above the picture)",
+           "graph", "pick(1)", cli="hitl show {session_id} --invocation {invocation_id} --graph"),
+    Action("graph.up", "k", "Prev node", "Pick the previous node of the graph", "graph", "pick(-1)",
+           cli="hitl show {session_id} --invocation {invocation_id} --graph", show=False),
+    Action("graph.open", "enter", "Open", "Open the picked node in the session's node tree", "graph", "open_node",
+           cli="hitl show {session_id} --invocation {invocation_id}", footer_rank=10),
+    Action("graph.answer", "e", "Answer", "Answer the picked waiting node's open ids in the response editor",
+           "graph", "answer_node", cli="hitl resume {session_id} {answers} --invocation {invocation_id}",
+           write_flow=True, footer_rank=10),
     # ------------------------------------------------------------ navigation
     # Bound on every table, tree and log (console.widgets.nav.Navigable); keys that do
     # not apply now (n without a find, / where the screen has its own filter) fall

@@ -571,7 +571,8 @@ class HitlApp(App[None]):
                  "audit": "Audit"}.get(
             getattr(screen, "AREA", ""), "Console"
         )
-        self.push_screen(HelpScreen(title, sections_for(areas, by_screen), read_only=self.read_only))
+        self.push_screen(HelpScreen(title, sections_for(areas, by_screen), read_only=self.read_only,
+                                    form_keys="answer" in areas))
 
     def action_command_line(self) -> None:
         """``:`` opens the command line -- bound with priority, so that it is open

@@ -130,10 +130,16 @@ def quote_hint(raw: str, given_as: str) -> str:
     ``approve``, not ``{"a": 1,}``: an operator who meant a string is told to
     quote it, and one whose object or list has a typo is not told to send it as
     a string instead. Else empty."""
-    head = raw.lstrip()[:1]
-    if not head or head in '{["-' or head.isdigit():
+    if not bare_word(raw):
         return ""
     return f" (a string needs JSON quotes: {given_as}'\"{raw}\"')"
+
+
+def bare_word(raw: str) -> bool:
+    """``raw`` is not JSON syntax at all (``approve``, not ``{"a": 1,}``): a string
+    whose quotes were left out, as the CLI and the console's JSON editor hint."""
+    head = raw.lstrip()[:1]
+    return bool(head) and head not in '{["-' and not head.isdigit()
 
 
 def decode(data: bytes, what: str) -> str:
@@ -156,4 +162,4 @@ class CheckedGroup(click.Group):
         return super().parse_args(ctx, args)
 
 
-__all__ = ["MAX_JSON_DEPTH", "InputError", "bounded_lines", "check_args", "check_text", "decode", "loads", "quote_hint", "read_bounded"]
+__all__ = ["MAX_JSON_DEPTH", "InputError", "bounded_lines", "check_args", "check_text", "decode", "loads", "quote_hint", "read_bounded", "bare_word"]

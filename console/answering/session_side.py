@@ -43,6 +43,14 @@ if TYPE_CHECKING:
     from ..widgets.node_tree import NodeTree
 
 
+class WorkQueue(Protocol):
+    """A list an answer was started from (the inbox): the submit returns to it."""
+
+    def answers_sent(self, session_id: str, interrupt_ids: list[str]) -> None: ...
+
+    def post_message(self, message: Any) -> bool: ...
+
+
 class AnsweringHost(Protocol):
     """What :class:`SessionAnswering` needs from the screen that owns it."""
 
@@ -53,6 +61,8 @@ class AnsweringHost(Protocol):
     drafts: dict[str, AnswerDraft]
     """Answer drafts by invocation id."""
     writing: str | None
+    work_queue: WorkQueue | None
+    """The inbox that opened this screen to answer: a submit goes back to it."""
 
     @property
     def hitl(self) -> HitlApp: ...
@@ -289,6 +299,15 @@ class SessionAnswering:
     def start_write(self, job: WriteJob, draft: AnswerDraft | None) -> None:
         """Run ``job`` (an app worker); its events and outcome come back as messages."""
         h = self.host
+        queue = h.work_queue
+        if queue is not None and job.kind == "answer" and draft is not None:
+            # Back to the list at once, so keys typed while the turn runs are the
+            # list's; the outcome (or the refusal, with the editor again) goes there.
+            start_write(h.hitl, queue, job, draft)
+            while h.hitl.screen is not queue and len(h.hitl.screen_stack) > 1:
+                h.hitl.pop_screen()
+            queue.answers_sent(job.session_id, list(job.answers))
+            return
         if h.invocation_id != job.invocation_id:
             h.switch_invocation(job.invocation_id)
         # Shown in the screen's own info line, not a toast: a toast is posted to the

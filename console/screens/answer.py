@@ -73,7 +73,7 @@ from ..messages import AnswerLoaded, PreviewReady
 from ..text import clean_text
 from ..widgets.answer_editor import AnswerEditor
 from ..widgets.answer_views import Preview, preview_renderable, resume_command, selection_summary
-from ..widgets.footer import QuietFooter
+from ..widgets.footer import FittedFooter
 from ..widgets.format import short, short_id
 from ..widgets.marks import MarkedSelectionList
 from ..widgets.plain import Static
@@ -168,7 +168,7 @@ class AnswerScreen(HitlScreen):
                 self._to_fill = [i for i in known[FIRST_EDITORS:]]
                 yield from (AnswerEditor(itr, d.texts.get(itr.id), redactor=self.hitl.redactor)
                             for itr in known[:FIRST_EDITORS])
-        yield QuietFooter(compact=True)
+        yield FittedFooter(hide_read_only_writes=True)
 
     @property
     def filling(self) -> bool:

@@ -6,6 +6,8 @@ projection with :mod:`console.graph_render` -- the same picture as ``hitl show
 answer would do marked under them. It reads nothing itself: the session screen
 below keeps its projection up to date (live polls, writes), and ``r`` redraws
 from it. Larger than the terminal, it scrolls (arrows, page keys, home/end).
+``j``/``k`` pick a node (the first waiting one at first; its name shows above the
+picture), ``enter`` opens it in the session's node tree, ``e`` answers it.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import ScrollableContainer
 
-from engine.graph_view import InvocationGraph, invocation_graph
+from engine.graph_view import GraphNode, InvocationGraph, invocation_graph
 from engine.views import invocation_display
 
 from ..actions import bindings
@@ -71,6 +73,8 @@ class GraphScreen(HitlScreen):
         self.invocation_id = session.invocation_id
         self.graph: InvocationGraph | None = None
         """What is drawn (tests and the palette read it)."""
+        self.picked: str | None = None
+        """The key of the picked node (``j``/``k``): what ``enter`` opens and ``e`` answers."""
 
     def compose(self) -> ComposeResult:
         red = self.hitl.redactor
@@ -106,4 +110,52 @@ class GraphScreen(HitlScreen):
             info.append(f"  ({note})")
         if not s.complete:
             info.append("  (earlier loop runs loading: redrawn when they are in)")
+        nodes = self._pickable()
+        if self.picked not in {n.key for n in nodes}:
+            self.picked = next((n.key for n in nodes if n.open_ids), nodes[0].key if nodes else None)
+        node = self.picked_node
+        if node is not None:
+            info.append("\n▸ ", "bold")
+            info.append(short(node.path, 60, self.hitl.redactor), "bold")
+            info.append(f"  {STATUS_ICON.get(node.status, '')} {node.status.value}")
+            info.append("  (enter: open in the tree" + (", e: answer)" if node.open_ids else ")"), "dim")
         self.query_one("#graph-info", Static).update(info)
+
+    def _pickable(self) -> list[GraphNode]:
+        """The nodes ``j``/``k`` step through, in the picture's order (groups too: a group opens)."""
+        return [n for n in (self.graph.nodes if self.graph else []) if n.path]
+
+    @property
+    def picked_node(self) -> GraphNode | None:
+        return next((n for n in self._pickable() if n.key == self.picked), None)
+
+    def action_pick(self, delta: int) -> None:
+        nodes = self._pickable()
+        if not nodes:
+            return
+        keys = [n.key for n in nodes]
+        i = keys.index(self.picked) if self.picked in keys else -delta
+        self.picked = keys[(i + delta) % len(keys)]
+        self.action_reload()
+
+    def action_open_node(self) -> None:
+        """Back to the session screen, its tree cursor on the picked node."""
+        node = self.picked_node
+        if node is None:
+            return
+        self.app.pop_screen()
+        self.session.tree.select_path(node.path)
+        self.session.tree.focus()
+
+    def can_answer_node(self) -> bool:
+        node = self.picked_node
+        return node is not None and bool(node.open_ids)
+
+    def action_answer_node(self) -> None:
+        """The response editor over the picked node's open ids (as ``e`` on it in the tree)."""
+        node = self.picked_node
+        if node is None or not node.open_ids:
+            self.notify("The picked node waits for nothing: pick a waiting one (j / k).")
+            return
+        self.action_open_node()
+        self.session.action_answer(list(node.open_ids))

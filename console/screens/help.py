@@ -45,13 +45,37 @@ def help_table(sections: list[tuple[str, list[Action]]], *, read_only: bool) -> 
     return Group(*parts)
 
 
+FORM_KEYS = (
+    ("y / n", "yes / no: the answer of a yes-no field (true / false), then the next field"),
+    ("1-9, 0", "the choice with that number in a field with choices, then the next field"),
+    ("+ / -", "add an item to a list / remove the last one"),
+    ("tab", "the next field (shift+tab: the previous one); keys typed after it go there"),
+    ("ctrl+t", "the same answer as JSON text (a string in quotes: \"approve\")"),
+)
+"""What keys mean inside an answer's form: the field with the focus takes them
+(``y`` there is yes; in a list of ids or a log it copies)."""
+
+
+def form_keys_table() -> Group:
+    table = Table(box=None, padding=(0, 1), expand=True, show_header=False)
+    table.add_column("key", no_wrap=True, width=8, style="bold")
+    table.add_column("what it does", ratio=1)
+    for key, what in FORM_KEYS:
+        table.add_row(*cells(key, what))
+    return Group(Text("In an answer's form (the field with the focus)", style="bold underline"), table, Text(""))
+
+
 class HelpScreen(ModalScreen[None]):
     """Keys of the current view (``?``); esc closes."""
 
     BINDINGS: ClassVar[list[Binding]] = [Binding("escape,question_mark,q", "close", "Close", show=False)]
 
-    def __init__(self, title: str, sections: list[tuple[str, list[Action]]], *, read_only: bool) -> None:
+    def __init__(
+        self, title: str, sections: list[tuple[str, list[Action]]], *, read_only: bool, form_keys: bool = False
+    ) -> None:
         super().__init__(classes="modal")
+        self.form_keys = form_keys
+        """List the keys of an answer's form first (the response editor)."""
         self.title_text = title
         self.sections = sections
         self.read_only = read_only
@@ -59,6 +83,8 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with VerticalScroll(classes="modal-box", id="help-box"):
             yield Label(f"Help · {self.title_text}   (esc: close · : command mode · ctrl+p palette)", classes="modal-title")
+            if self.form_keys:
+                yield Static(form_keys_table(), id="help-form-keys")
             yield Static(help_table(self.sections, read_only=self.read_only), id="help-table")
 
     def action_close(self) -> None:

@@ -14,6 +14,11 @@ across sessions (``space``; ``A`` every row of the invocation; ``a`` every
 filtered row) and answered: ``e`` in the session's editor when they belong to
 one invocation, ``b`` with one answer for all of them (the bulk dialog, which
 also takes the filtered rows when none is marked).
+
+The inbox is a work queue: a submit from the editor that ``e`` opened comes
+straight back here with the cursor on the next open row while the turn runs (keys
+typed meanwhile are the inbox's); the outcome is one line when it comes, and a
+refused answer reopens its editor with the text as typed.
 """
 
 from __future__ import annotations
@@ -38,10 +43,11 @@ from engine.store.base import InterruptRecord, Page
 from ..actions import bindings
 from ..answering.owners import ask_assignee, change_owners, owned_by_others
 from ..answering.selection import AnswerDraft
-from ..messages import InboxLoaded, StoreFailed
+from ..messages import InboxLoaded, StoreFailed, WriteDone
 from ..text import literal
+from ..widgets.answer_views import outcome_line
 from ..widgets.footer import FittedFooter
-from ..widgets.format import age, fit_widths, short, short_id, short_tail
+from ..widgets.format import age, choose_columns, fit_widths, short, short_id, short_tail
 from ..widgets.keys import TextInput
 from ..widgets.plain import Static
 from .base import PagedTableScreen, SortableRows, StatusTable, focus_list, keep_out_of_text
@@ -62,7 +68,17 @@ COLUMNS = (
     ("asks", "ASKS"),
     ("node", "NODE (run ids)"),
     ("app", "APP"),
+    ("owner", "OWNER"),
 )
+
+SHOWN_BY_WIDTH = ("session", "owner", "interrupt", "app", "node")
+"""Beside STATUS, AGE, DUE (while a row has a deadline) and ASKS (always shown), the columns a narrow inbox shows, most
+wanted first: each while it fits at its :data:`READABLE` width (a new column goes
+into this order where it ranks; OWNER only while a row has one; 80 columns show
+STATUS AGE SESSION ASKS)."""
+
+READABLE = {"asks": 34, "session": 20, "owner": 12, "interrupt": 20, "app": 16, "node": 24}
+"""The width a column needs to be worth showing (less when its values are shorter)."""
 
 
 def asks(rec: InterruptRecord) -> str:
@@ -112,13 +128,16 @@ class InboxScreen(SortableRows, PagedTableScreen):
         self.where: bulk.Where = bulk.Where()
         """The filter (``/``); empty: the paged inbox."""
         self.owner_column = False
-        """OWNER is shown while a loaded row has an owner (a store nobody claims in keeps its layout)."""
+        """OWNER is a candidate column while a loaded row has an owner (a store nobody claims in keeps its layout)."""
         self.with_due = False
-        """DUE is shown while a loaded row has a deadline (engine.deadlines), likewise."""
-
-    def columns(self) -> tuple[tuple[str, str], ...]:
-        cols = COLUMNS if self.with_due else tuple(c for c in COLUMNS if c[0] != "due")
-        return (*cols, ("owner", "OWNER")) if self.owner_column else cols
+        """DUE is shown (never cut) while a loaded row has a deadline (engine.deadlines), likewise."""
+        self.shown: tuple[str, ...] = tuple(k for k, _ in COLUMNS)
+        """The columns the width leaves room for (:meth:`_widths`)."""
+        self.columns_set: tuple[str, ...] = ()
+        """The columns the table has now."""
+        self.sending: set[tuple[str, str]] = set()
+        """(session, interrupt) of answers submitted whose turn has not come back: not
+        listed (a reload while the turn runs would show them still open)."""
 
     def compose(self) -> ComposeResult:
         yield self.compose_title("hitl ▸ Inbox")
@@ -133,8 +152,7 @@ class InboxScreen(SortableRows, PagedTableScreen):
 
     def on_mount(self) -> None:
         table = self.query_one("#inbox-table", StatusTable)
-        for key, label in self.columns():
-            table.add_column(label, key=key)
+        self._set_columns(tuple(k for k, _ in COLUMNS if k not in ("due", "owner")))
         table.focus()
         self.query_one("#inbox-filter", Input).cursor_blink = self.hitl.cursor_blink
         self.watch(table, "scroll_y", self._scrolled, init=False)
@@ -196,7 +214,7 @@ class InboxScreen(SortableRows, PagedTableScreen):
             self.rows += [r for r in message.rows if self._key(r) not in known]
         else:
             self._busy = False
-            self.rows = list(message.rows)
+            self.rows = [r for r in message.rows if (r.session_id, r.interrupt_id) not in self.sending]
             self.stopped = {}
         self.stopped.update(message.stopped)
         self.next_cursor = message.next_cursor
@@ -215,20 +233,32 @@ class InboxScreen(SortableRows, PagedTableScreen):
 
     def sort_changed(self) -> None:
         table = self.query_one("#inbox-table", StatusTable)
-        for key, label in self.columns():
-            table.set_column_label(key, self.header_label(key, label))
+        for key, label in COLUMNS:
+            if key in self.shown:
+                table.set_column_label(key, self.header_label(key, label))
         self._show_rows()
+
+    def _set_columns(self, keys: tuple[str, ...]) -> None:
+        """Show the columns ``keys`` (in :data:`COLUMNS` order); their rows are re-added."""
+        table = self.query_one("#inbox-table", StatusTable)
+        table.clear(columns=True)
+        for key, label in COLUMNS:
+            if key in keys:
+                table.add_column(self.header_label(key, label), key=key)
+        self.columns_set = keys
 
     def on_resize(self) -> None:
         if self.rows:
             self._show_rows()
 
     def _widths(self, rows: list[InterruptRecord], now: float) -> dict[str, int]:
-        """How wide the interrupt, session, asks, node and app columns may be so that
-        every column fits the table's width (:func:`fit_widths`, as the sessions list):
-        statuses and ages are never cut; the node path gives way first (its end, the
-        node, is kept), then the question, the app, the session id, the interrupt id."""
-        header = dict(self.columns())
+        """The columns shown and their widths, fitted to the table's width. Statuses and
+        ages are never cut; the question (ASKS) always shows; the other columns are
+        chosen by :data:`SHOWN_BY_WIDTH` while each fits at a readable width
+        (:data:`READABLE`), so 80 columns show the question whole enough to read
+        instead of every column cut to a stub; then :func:`fit_widths` sizes the chosen
+        ones (the node path gives way first, its end -- the node -- kept)."""
+        header = dict(COLUMNS)
         natural = {
             "interrupt": max((len(r.interrupt_id) + (2 if self._key(r) in self.marks else 0) for r in rows), default=0),
             "session": max((len(r.session_id) for r in rows), default=0),
@@ -245,14 +275,18 @@ class InboxScreen(SortableRows, PagedTableScreen):
         overflow = len(rows) + 1 > (table.size.height or self.size.height)
         scrollbar = table.styles.scrollbar_size_vertical if overflow else 0  # 2 columns in the console's theme
         fixed = (max(status, len(header["status"])) + max(ages, len(header["age"]))
-                 + (max(dues, len(header["due"])) if self.with_due else 0) + 2 * len(header) + scrollbar)
+                 + (max(dues, len(header["due"])) + 2 if self.with_due else 0) + 2 * 2 + scrollbar)
         width = table.size.width or self.size.width or 80
-        minimum = {"asks": 10, "node": len(header["node"]), "app": 5, "session": 9, "interrupt": 9}  # 80 columns: all fit
-        order = ("node", "asks", "app", "session", "interrupt")
-        if self.owner_column:
-            minimum["owner"], order = 5, ("node", "asks", "owner", "app", "session", "interrupt")
-        return fit_widths(natural, width - fixed, order=order,
-                          minimum={k: min(v, natural[k]) for k, v in minimum.items()})
+        then = tuple(k for k in SHOWN_BY_WIDTH if k in natural)  # OWNER only while some row has one
+        chosen = choose_columns(natural, width - fixed, first=("asks",), then=then, readable=READABLE)
+        always = ("status", "age", "due") if self.with_due else ("status", "age")
+        self.shown = tuple(k for k, _ in COLUMNS if k in (*always, *chosen))
+        room = width - fixed - 2 * len(chosen)
+        minimum = {"asks": 10, "node": len(header["node"]), "app": 5, "session": 9, "interrupt": 9, "owner": 5}
+        widths = fit_widths({k: natural[k] for k in chosen}, room,
+                            order=tuple(k for k in ("node", "asks", "owner", "app", "session", "interrupt") if k in chosen),
+                            minimum={k: min(minimum[k], natural[k]) for k in chosen})
+        return {**dict.fromkeys(natural, 0), **widths}
 
     @staticmethod
     def _due(r: InterruptRecord, now: float) -> str:
@@ -270,19 +304,21 @@ class InboxScreen(SortableRows, PagedTableScreen):
         return "⚠ INTERRUPTED IN DOUBT" if stopped[1] else "⚠ INTERRUPTED" if stopped[0] else "◆ WAITING"
 
     def _cells(self, r: InterruptRecord, now: float, widths: dict[str, int]) -> list[Text | str]:
+        """The cells of the shown columns."""
         table = self.query_one("#inbox-table", StatusTable)
         red = self.hitl.redactor
-        return [
-            table.status_cell("waiting", self._stopped(r)),
-            Text(age(r.raised_at, now), justify="right"),
-            *([Text(self._due(r, now), justify="right")] if self.with_due else []),
-            self.interrupt_cell(r, widths["interrupt"]),
-            literal(short(r.session_id, widths["session"], red)),
-            literal(short(asks(r), widths["asks"], red)),
-            literal(short_tail(r.path, widths["node"], red)),
-            literal(short(r.app_name, widths["app"], red)),
-            *([self._owner_cell(r, now, widths["owner"])] if self.owner_column else []),
-        ]
+        cells: dict[str, Callable[[], Text | str]] = {
+            "status": lambda: table.status_cell("waiting", self._stopped(r)),
+            "age": lambda: Text(age(r.raised_at, now), justify="right"),
+            "due": lambda: Text(self._due(r, now), justify="right"),
+            "interrupt": lambda: self.interrupt_cell(r, widths["interrupt"]),
+            "session": lambda: literal(short(r.session_id, widths["session"], red)),
+            "asks": lambda: literal(short(asks(r), widths["asks"], red)),
+            "node": lambda: literal(short_tail(r.path, widths["node"], red)),
+            "app": lambda: literal(short(r.app_name, widths["app"], red)),
+            "owner": lambda: self._owner_cell(r, now, widths["owner"]),
+        }
+        return [cells[k]() for k in self.shown]
 
     def _owner_cell(self, r: InterruptRecord, now: float, width: int) -> Text:
         """The owner; the operator's own in bold, a stale claim in yellow (``ann (stale 5h)``)."""
@@ -297,23 +333,21 @@ class InboxScreen(SortableRows, PagedTableScreen):
         table = self.query_one("#inbox-table", StatusTable)
         now = self.hitl.clock()
         rows = self.sorted_rows(self.rows)
-        with_due = any(due_at(r.args, r.raised_at) is not None for r in rows)
-        with_owner = any(r.owner for r in rows)
-        if (with_due, with_owner) != (self.with_due, self.owner_column):  # DUE and OWNER come and go with their rows
-            self.with_due, self.owner_column = with_due, with_owner
-            table.clear(columns=True)
-            for key, label in self.columns():
-                table.add_column(self.header_label(key, label), key=key)
+        # DUE and OWNER come and go with their rows (_widths then chooses the columns)
+        self.with_due = any(due_at(r.args, r.raised_at) is not None for r in rows)
+        self.owner_column = any(r.owner for r in rows)
         widths = self._widths(rows, now)
+        current = self._selected_key()
+        if self.shown != self.columns_set:
+            self._set_columns(self.shown)
         keys = [str(k.value) for k in table.rows]
         wanted = [self._key(r) for r in rows]
         if keys == wanted:
             for r in rows:
-                for (col, _), value in zip(self.columns(), self._cells(r, now, widths), strict=True):
+                for col, value in zip(self.shown, self._cells(r, now, widths), strict=True):
                     if table.get_cell(self._key(r), col) != value:
                         table.update_cell(self._key(r), col, value)
         else:
-            current = self._selected_key()
             table.clear()
             for r in rows:
                 table.add_row(*self._cells(r, now, widths), key=self._key(r))
@@ -495,16 +529,22 @@ class InboxScreen(SortableRows, PagedTableScreen):
                 return
             self.marks.clear()
             self._show_rows()
-            screen = SessionScreen(session_id, inv, path)
-            self.app.push_screen(screen)
-            draft = screen.drafts.setdefault(inv, AnswerDraft(session_id, inv, first.app_name, first.user_id))
+            draft = AnswerDraft(session_id, inv, first.app_name, first.user_id)
             draft.selected, draft.force = list(ids), bool(owned)
-            screen.answering.open_editor(draft)
+            self._open_editor(draft, path)
 
         if owned:  # someone else's claim: ask first, saying whose
             self.app.push_screen(AnswerOwned(owned, self.hitl.clock()), go)
         else:
             go()
+
+    def _open_editor(self, draft: AnswerDraft, path: str | None) -> None:
+        """The session at ``draft``'s invocation, the editor over it; its submit returns here."""
+        screen = SessionScreen(draft.session_id, draft.invocation_id, path)
+        screen.work_queue = self
+        self.app.push_screen(screen)
+        screen.drafts[draft.invocation_id] = draft
+        screen.answering.open_editor(draft)
 
     # ------------------------------------------------------------ owners (c, C)
     def can_claim(self) -> bool:
@@ -530,6 +570,36 @@ class InboxScreen(SortableRows, PagedTableScreen):
             n = sum(len(v) for v in targets.values())
             ask_assignee(self.hitl, f"{n} interrupt{'s' * (n != 1)}",
                          lambda to: change_owners(self.hitl, "assign", targets, to=to, then=self.action_refresh))
+
+    def answers_sent(self, session_id: str, interrupt_ids: list[str]) -> None:
+        """A submit from the editor went to its turn: its rows leave the list and the
+        cursor goes to the row that followed the first of them (the next open row)."""
+        gone = {(session_id, i) for i in interrupt_ids}
+        self.sending |= gone
+        shown = self.sorted_rows(self.rows)
+        after = [i for i, r in enumerate(shown) if (r.session_id, r.interrupt_id) in gone]
+        self.rows = [r for r in self.rows if (r.session_id, r.interrupt_id) not in gone]
+        self._show_rows()
+        if after and self.rows:
+            following = [r for r in shown[after[0]:] if (r.session_id, r.interrupt_id) not in gone]
+            target = following[0] if following else self.sorted_rows(self.rows)[-1]
+            table = self.query_one("#inbox-table", StatusTable)
+            table.move_cursor(row=table.get_row_index(self._key(target)), animate=False)
+
+    def on_write_done(self, message: WriteDone) -> None:
+        """The outcome of a submit made from here: one line; refused, its editor again with the text."""
+        job, o = message.job, message.outcome
+        self.sending -= {(job.session_id, i) for i in job.answers}
+        self.action_refresh()
+        if not o.written:
+            self.notify(o.error or "nothing was written", title="Not submitted (answer)", severity="error", timeout=10)
+            if message.draft is not None:
+                message.draft.error = o.error
+                message.draft.conflict = o.error_kind == "conflict"
+                first = next((r for r in self.rows if r.invocation_id == job.invocation_id), None)
+                self._open_editor(message.draft, first.path if first else None)
+            return
+        self.notify(outcome_line(o), severity="warning" if o.error else "information", timeout=6)
 
     def can_bulk_answer(self) -> bool:
         return bool(self.marks) or (not self.where.empty and bool(self.rows))

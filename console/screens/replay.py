@@ -46,7 +46,7 @@ from ..messages import HistoryFailed, HistoryProgress, HistoryRead
 from ..times import zone_label
 from ..widgets.details import Details, invocation_details, node_details
 from ..widgets.event_log import EventLog, corrupt_line, log_line
-from ..widgets.footer import QuietFooter
+from ..widgets.footer import FittedFooter
 from ..widgets.format import short
 from ..widgets.node_tree import NodeTree
 from ..widgets.plain import Static
@@ -158,7 +158,7 @@ class ReplayScreen(HitlScreen):
                 yield Details(id="details")
                 yield ReplayPanel(id="replay-state")
         yield ReplayLog(id="log")
-        yield QuietFooter(compact=True)
+        yield FittedFooter()
 
     def on_mount(self) -> None:
         self.tree.border_title = "Nodes"

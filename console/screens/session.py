@@ -50,7 +50,7 @@ from engine.views import change_paths, focus_path, latest_run
 
 from ..actions import bindings
 from ..answering.selection import AnswerDraft, InterruptSelection
-from ..answering.session_side import SessionAnswering
+from ..answering.session_side import SessionAnswering, WorkQueue
 from ..messages import (
     EventLoaded,
     HealthChecked,
@@ -100,6 +100,8 @@ class SessionScreen(GraphKeys, HitlScreen):
         """engine.liveness says the shown invocation stopped mid-run (no live lease)."""
         self.in_doubt: frozenset[str] = frozenset()
         """Its leaf runs that started, recorded no end, and no process runs any more."""
+        self.work_queue: WorkQueue | None = None
+        """The inbox that opened this screen to answer (its submit returns there)."""
         self.queued_for: str | None = None
         """engine.liveness says a worker of this app will run the shown invocation's turn (queued)."""
         self.held: str | None = None

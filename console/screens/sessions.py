@@ -216,12 +216,15 @@ class SessionsScreen(SortableRows, PagedTableScreen):
             if with_prefix:
                 # triage: the store orders waiting sessions; what stopped mid-run goes first
                 # (a screenful of the running sessions, judged before the paint).
-                running = await store.list_sessions(
-                    status=SessionStatus.RUNNING, text=query.text or None, app_name=query.app_name,
-                    user_id=query.user_id, limit=prefix_size,
-                )
+                # Failed sessions are work too (a re-drive): counted by the summary, so listed.
+                prefix = []
+                for status in (SessionStatus.RUNNING, *([SessionStatus.FAILED] if query.status is None else [])):
+                    prefix += (await store.list_sessions(
+                        status=status, text=query.text or None, app_name=query.app_name,
+                        user_id=query.user_id, limit=prefix_size,
+                    )).items
                 known = {s.id for s in items}
-                items = [s for s in running.items if s.id not in known] + items
+                items = [s for s in dict((s.id, s) for s in prefix).values() if s.id not in known] + items
             # Liveness for the first paint: one read of the page's lease rows (engine.liveness);
             # the full verdict -- nodes in doubt -- is read after the paint (_judge).
             ids = [s.id for s in items]
@@ -260,8 +263,8 @@ class SessionsScreen(SortableRows, PagedTableScreen):
             return s.id in stopped
         if query.status == QUEUED_FILTER:
             return s.id in queued
-        return (not self.triage(query) or s.id in stopped or s.id in queued or s.status == SessionStatus.WAITING
-                or bool(query.status))
+        return (not self.triage(query) or s.id in stopped or s.id in queued or bool(query.status)
+                or s.status in (SessionStatus.WAITING, SessionStatus.FAILED))
 
     @work(group="sessions-judge", exit_on_error=False)
     async def _judge(self, query: SessionQuery, rows: dict[str, str], generation: int) -> None:
@@ -341,9 +344,11 @@ class SessionsScreen(SortableRows, PagedTableScreen):
     # ------------------------------------------------------------ drawing
     def _ordered(self) -> list[SessionSummary]:
         rows = self.rows  # the store pages in the chosen order
-        if self.triage():  # triage: what stopped mid-run, then what a worker will run, then due first, then oldest open
-            rows = sorted(rows, key=lambda r: (r.id not in self.stopped, r.id not in self.queued,
-                                               r.id not in self.dues, self.dues.get(r.id, 0.0)))
+        if self.triage():  # triage: what stopped mid-run, what failed (a re-drive), what a worker will
+            # run, then due first, then oldest open
+            rows = sorted(rows, key=lambda r: (r.id not in self.stopped, r.status != SessionStatus.FAILED,
+                                               r.id not in self.queued, r.id not in self.dues,
+                                               self.dues.get(r.id, 0.0)))
         return self.sorted_rows(rows)
 
     def sort_changed(self) -> None:

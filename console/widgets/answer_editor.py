@@ -40,6 +40,7 @@ from engine.redact import Redactor
 from engine.responses import unwrap_response, validate_response
 from engine.schema_view import json_skeleton, schema_lines
 
+from ..inputs import bare_word
 from .format import short
 from .keys import OrderedTextArea
 from .plain import Label, Static
@@ -74,7 +75,10 @@ def check_answer(text: str, schema: dict[str, Any] | None) -> Check:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        return Check(errors=[f"line {exc.lineno} col {exc.colno}: {syntax_problem(exc)}"], syntax=True)
+        hint = ""
+        if bare_word(text) and "\n" not in text.strip():  # approve, not a typo in an object: a string without quotes
+            hint = f' -- a string needs quotes: "{text.strip()}"'
+        return Check(errors=[f"line {exc.lineno} col {exc.colno}: {syntax_problem(exc)}{hint}"], syntax=True)
     return Check(value=value, errors=validate_response(schema, unwrap_response(value)))
 
 

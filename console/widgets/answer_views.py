@@ -229,6 +229,20 @@ def outcome_renderable(o: Outcome, redactor: Redactor) -> RenderableType:
     return Group(*parts)
 
 
+def outcome_line(o: Outcome) -> str:
+    """The outcome in one line, for a toast where the full view would be in the way
+    (the inbox's work queue): ``Answered a, b in s1: WAITING → COMPLETED · 4 events``."""
+    before = o.status_before.value if o.status_before else "-"
+    after = o.status_after.value if o.status_after else "-"
+    line = f"Answered {', '.join(o.answered) or '-'} in {o.session_id}: {before} → {after}"
+    line += f" · {o.events} event{'s' if o.events != 1 else ''} written"
+    if o.nothing_ran:
+        line += f" · nothing ran, still open: {', '.join(o.still_open) or '-'}"
+    if o.error:
+        line += f" · {o.error}"
+    return line
+
+
 def _rows_table(title: str, rows: Iterable[DiffRow], red: Redactor, *, executions: bool = False) -> RenderableType:
     rows = list(rows)
     t = Table(box=None, padding=(0, 1), show_header=True, header_style="dim", expand=True, title_justify="left")

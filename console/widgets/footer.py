@@ -130,15 +130,21 @@ class QuietFooter(Footer):
 class FittedFooter(QuietFooter):
     """A compact footer with the keys that fit (see the module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, hide_read_only_writes: bool = False) -> None:
         super().__init__(compact=True)
+        self.hide_read_only_writes = hide_read_only_writes
+        """Leave a read-only console's write keys out (the response editor: a dry-run
+        editor must not look submittable); elsewhere they show greyed out."""
 
     def candidates(self) -> list[Shown]:
         """Every binding the screen shows now, first binding of each action, registry order."""
         seen: set[str] = set()
+        hidden = self._read_only_writes() if self.hide_read_only_writes else set()
         out = []
         for _node, binding, enabled, tooltip in self.screen.active_bindings.values():
             if not binding.show or binding.action in seen or binding.key == self.app.COMMAND_PALETTE_BINDING:
+                continue
+            if binding.action in hidden:
                 continue
             seen.add(binding.action)
             out.append(Shown(binding, enabled, tooltip, self.app.get_key_display(binding)))

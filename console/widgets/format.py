@@ -76,6 +76,29 @@ def short_id(value: str, width: int = 12) -> str:
     return value if len(value) <= width else value[: width - 1] + "…"
 
 
+def choose_columns(
+    natural: dict[str, int], room: int, *, first: tuple[str, ...], then: tuple[str, ...], readable: dict[str, int],
+    pad: int = 2,
+) -> tuple[str, ...]:
+    """Which columns a narrow table shows: every ``first`` column, then each of
+    ``then`` in its order while it still fits at a readable width (its natural
+    width, at most ``readable[key]``) with ``pad`` columns of padding, the others
+    left out. A column that does not fit is skipped and the next tried, so a short
+    one later in the order may still be shown. ``room``: the width left after the
+    columns that are never cut (statuses, ages). Then :func:`fit_widths` sizes
+    the chosen ones."""
+    def need(key: str) -> int:
+        return min(natural[key], readable.get(key, natural[key])) + pad
+
+    used = sum(need(k) for k in first)
+    shown = list(first)
+    for key in then:
+        if used + need(key) <= room:
+            shown.append(key)
+            used += need(key)
+    return tuple(shown)
+
+
 def fit_widths(
     natural: dict[str, int], room: int, *, order: tuple[str, ...], minimum: dict[str, int], comfortable: int = 14
 ) -> dict[str, int]:

@@ -108,8 +108,10 @@ async def test_inbox_columns_fit_the_width_and_never_cut_a_status_or_an_age(stor
             assert table.get_cell(key, "age").plain == age(r.raised_at, NOW)
         long = next(r for r in inbox.rows if r.message == LONG_QUESTION)
         key = inbox._key(long)
-        question, path = table.get_cell(key, "asks").plain, table.get_cell(key, "node").plain
-        assert path.startswith("…") and long.path.endswith(path[1:])  # a path keeps its end (the node)
+        question = table.get_cell(key, "asks").plain
+        if "node" in inbox.shown:  # a narrow inbox leaves the path out (test_inbox_width)
+            path = table.get_cell(key, "node").plain
+            assert path.startswith("…") and long.path.endswith(path[1:])  # a path keeps its end (the node)
         if width == 200:  # the ids whole; the question longer than the old fixed 32 characters
             for col, value in (("interrupt", long.interrupt_id), ("session", long.session_id), ("app", long.app_name)):
                 assert table.get_cell(key, col).plain == value

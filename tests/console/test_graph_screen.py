@@ -11,6 +11,7 @@ import pytest
 from textual.containers import ScrollableContainer
 from textual.pilot import Pilot
 
+from console.screens.answer import AnswerScreen
 from console.screens.graph import GraphScreen
 from console.screens.session import SessionScreen
 from engine.store import MemoryStore
@@ -119,3 +120,37 @@ def test_counts_agree_with_their_nouns() -> None:
 
     assert [counted(1, "edge"), counted(2, "edge"), counted(1, "open id"), counted(0, "node")] == \
         ["1 edge", "2 edges", "1 open id", "0 nodes"]
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+async def test_enter_opens_the_picked_node_in_the_tree_and_e_answers_it(store, size) -> None:
+    """The graph is not a static picture: j/k pick a node (the first waiting one at
+    first), enter opens it in the node tree, e opens the editor over its open ids."""
+    app = make_app(store)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        app.open_session("fanout-1")
+        await settle(pilot)
+        session = app.screen
+        assert isinstance(session, SessionScreen)
+        await pilot.press("v")
+        await settle(pilot)
+        graph = app.screen
+        assert isinstance(graph, GraphScreen) and graph.graph is not None
+        first = graph.picked_node
+        assert first is not None and first.open_ids  # a waiting node is picked at first
+        assert f"▸ {first.path}" in str(graph.query_one("#graph-info").render())
+        await pilot.press("j")
+        assert graph.picked_node is not None and graph.picked_node.key != first.key
+        await pilot.press("k")
+        assert graph.picked_node is not None and graph.picked_node.key == first.key
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.screen is session and session.tree.cursor_path == first.path
+        await pilot.press("v")
+        await settle(pilot)
+        await pilot.press("e")
+        await settle(pilot)
+        editor = app.screen
+        assert isinstance(editor, AnswerScreen)
+        assert sorted(editor.selected) == sorted(first.open_ids)

@@ -358,9 +358,10 @@ async def test_sort_by_oldest_open_interrupt_pages_from_the_store(store):
         screen = app.screen
         shown = [r.id for r in screen.rows]
         expected = [r.id for r in (await store.list_sessions(order="oldest_open", limit=500)).items]
-        # issue 11: what stopped mid-run (billing-stuck, no process) comes before what merely waits
-        assert shown == ["billing-stuck", *expected] and expected
-        ages = [r.oldest_open_at for r in screen.rows[1:]]
+        # issue 11: what stopped mid-run (billing-stuck, no process) comes before what merely waits,
+        # and what failed (a re-drive) between them
+        assert shown == ["billing-stuck", "billing-failed", *[e for e in expected if e != "billing-failed"]]
+        ages = [r.oldest_open_at for r in screen.rows[2:]]
         assert ages == sorted(ages)
         await pilot.press("o")
         await settle(pilot)

@@ -32,8 +32,8 @@ from engine.store import MemoryStore
 from .conftest import make_app, settle
 from .scenarios import NOW, build_store
 
-TRIAGE = ["billing-stuck", "drafting-loop", "labelling-fan", "support-multi", "onboard-nested", "refund-partial"]
-"""The home's rows: what stopped mid-run first, then the oldest open interrupt first."""
+TRIAGE = ["billing-stuck", "billing-failed", "drafting-loop", "labelling-fan", "support-multi", "onboard-nested", "refund-partial"]
+"""The home's rows: what stopped mid-run first, then what failed, then the oldest open interrupt first."""
 
 
 @pytest.fixture

@@ -1,0 +1,50 @@
+"""Every screen's footer keeps to its line: the keys that fit, then the palette's
+key, nothing drawn under it (the response editor's footer ended in ``paletteo`` at
+80 columns: a key that did not fit ran on under the palette's key)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from textual.widgets import Footer
+from textual.widgets._footer import FooterKey
+
+from console.screens.answer import AnswerScreen
+from console.screens.replay import ReplayScreen
+
+from .answer_store import demo_store
+from .test_answer import app_for, open_session, settle, wait_until
+
+
+def assert_fits(screen: Any) -> None:
+    footer = screen.query_one(Footer)
+    keys = list(footer.query(FooterKey))
+    palette = [k for k in keys if k.has_class("-command-palette")]
+    others = [k for k in keys if not k.has_class("-command-palette")]
+    assert palette and others
+    assert any(k.key == "question_mark" for k in others)  # the help lists the keys left out
+    edge = palette[0].region.x
+    for k in others:
+        assert k.region.right <= edge, (k.description, k.region, edge)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+async def test_the_editor_and_replay_footers_end_with_the_palette_key(size) -> None:
+    store = await demo_store()
+    app = app_for(store)
+    async with app.run_test(size=size) as pilot:
+        await open_session(pilot, "labels-partial-1")
+        await pilot.press("A", "e")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, AnswerScreen)
+        await wait_until(pilot, lambda: not screen.filling)
+        await settle(pilot)
+        assert_fits(screen)
+        await pilot.press("escape")
+        await settle(pilot)
+        await pilot.press("t")
+        await settle(pilot)
+        assert isinstance(app.screen, ReplayScreen)
+        assert_fits(app.screen)
