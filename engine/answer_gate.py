@@ -27,7 +27,7 @@ from .operator_actions import operator_metadata
 from .permissions import Policy, current_policy
 
 if TYPE_CHECKING:
-    from .operations import Outcome
+    from .outcome import Outcome
     from .store.base import InterruptRecord, SessionStore
 
 
@@ -84,7 +84,7 @@ async def check(
     if not needing:
         return Gate()
     gate = Gate(invocation_id=needing[0][0].invocation_id)
-    from .resume import load_invocation
+    from .loading import load_invocation
 
     proj = await load_invocation(store, session_id, gate.invocation_id)  # type: ignore[arg-type]
     for r, rule in needing:
@@ -120,7 +120,7 @@ async def gated(
     """Run :func:`check` for an answer's ``outcome``: the refused outcome, the
     outcome of the approvals recorded instead, or None (go on and answer)."""
     from .errors import HitlError
-    from .operations import _refused
+    from .outcome import refused as _refused
 
     try:
         gate = await check(

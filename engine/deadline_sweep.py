@@ -43,6 +43,7 @@ from .deadlines import OPERATOR, describe
 from .errors import AlreadyResolvedError, HitlError
 from .permissions import Policy, current_policy
 from .store.base import AuditRecord
+from .store.capabilities import WorkerQueue, capability
 from .store.deadlines import Timer, timers
 
 if TYPE_CHECKING:
@@ -141,7 +142,7 @@ class DeadlineSweep:
 
     async def _answer(self, t: Timer, reason: str) -> tuple[Any, str, AuditRecord | None]:
         answers = {t.interrupt_id: t.timer.get("value")}
-        if hasattr(self.store, "request_turn"):  # the answer stored, its turn left to a worker of the app
+        if capability(self.store, WorkerQueue) is not None:  # the answer stored, its turn left to a worker of the app
             from .handoff import queue_answer
 
             done = await queue_answer(self.store, t.session_id, answers, t.invocation_id, operator=OPERATOR,

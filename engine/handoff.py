@@ -252,7 +252,7 @@ async def follow(
     request's ``held`` reason (nodes in doubt wait for an acknowledged re-drive)."""
     from .errors import InvocationNotFoundError, SessionNotFoundError
     from .resume import load_invocation
-    from .worker import Waker
+    from .waker import Waker
 
     waker = Waker(store)
     await waker.start()

@@ -27,10 +27,10 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from .errors import HitlError, require_id
+from .errors import HitlError, ReadOnlyError, require_id
 from .models import Event
-from .operations import CONFLICTS, nothing_written, one_line
 from .operator_actions import operator_metadata
+from .outcome import CONFLICTS, nothing_written, one_line
 
 if TYPE_CHECKING:
     from .permissions import Policy
@@ -131,7 +131,7 @@ async def targets(
         return [Target(r.invocation_id, r.interrupt_id, r.owner, r.owned_at) for r in (rows[i] for i in ids)]
     if invocation_id is None:
         raise OwnershipInputError("name the interrupt ids, or the invocation whose open ids to take")
-    from .resume import load_invocation
+    from .loading import load_invocation
 
     proj = await load_invocation(store, session_id, invocation_id)
     found = [Target(invocation_id, i.id, i.owner, i.owned_at) for i in proj.open_interrupts(invocation_id)]
@@ -158,6 +158,8 @@ async def change(
     owner = operator if action == "claim" else to if action == "assign" else None
     out = OwnerOutcome(action, session_id, operator, owner, reason)
     try:
+        if store.read_only:  # before "nothing to change": a read-only store refuses every write it is asked for
+            raise ReadOnlyError("the store is open read-only; nothing was written (open it without --read-only)")
         if action == "assign" and not to:
             raise OwnershipInputError("assign needs an operator or @group to assign to; nothing was written")
         if not operator:

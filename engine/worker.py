@@ -93,9 +93,10 @@ from .liveness import DEFAULT_LEASE_TTL, is_mid_run, lease_is_live
 from .models import Content
 from .nodes import BaseNode
 from .owners import new_owner, owner_live
-from .store.base import SessionStore, has_capability
-from .store.capabilities import ChangeCounter, Notifications, TurnNotifications, WorkerQueue, capability, require
+from .store.base import SessionStore
+from .store.capabilities import WorkerQueue, require
 from .store.workers import TurnRequest, WorkerRecord
+from .waker import Waker, pool_key  # noqa: F401 (pool_key re-exported: engine.worker is where callers find it)
 
 log = logging.getLogger(__name__)
 
@@ -132,87 +133,6 @@ def graph_version(node: BaseNode) -> str:
     keep the graph do not change it; a renamed, added or rewired node does."""
     text = json.dumps(_shape(node), sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:12]
-
-
-# ------------------------------------------------------------------ waking
-def pool_key(apps: list[str]) -> int:
-    """The advisory-lock key of the pool of workers serving exactly ``apps``
-    (a signed 64-bit integer, as ``pg_advisory_lock`` takes)."""
-    digest = hashlib.blake2b("\0".join(sorted(apps)).encode(), digest_size=8, person=b"hitl-pool").digest()
-    return int.from_bytes(digest, "big", signed=True)
-
-
-class Waker:
-    """Wait until the store may have changed: LISTEN where the store notifies,
-    else a cheap poll of its change counter (SQLite's ``data_version``), else a
-    short poll. ``wait(timeout)`` returns early when something changed."""
-
-    def __init__(
-        self, store: SessionStore, *, poll: float = 0.01, queue_only: bool = False, pool: list[str] | None = None
-    ) -> None:
-        self.store = store
-        self.poll = poll
-        self.queue_only = queue_only
-        self.pool = pool
-        """A worker's apps: on PostgreSQL only one idle worker serving exactly these
-        apps listens at a time (:meth:`~engine.store.postgres.listen.Listener.lead`)."""
-        """Wake only when a turn request became runnable (a worker), not at every
-        append (a follower): PostgreSQL notifies ``q`` 0 for that, the seq for an
-        append, -1 for a request gone. SQLite's change counter cannot tell them apart."""
-        self._event = asyncio.Event()
-        self._listener: Any = None
-        self._counter: int | None = None
-
-    async def start(self) -> None:
-        notify = has_capability(self.store, "notify")
-        if notify and self.queue_only and (turns := capability(self.store, TurnNotifications)) is not None:
-            lead = pool_key(self.pool) if self.pool is not None else None
-            self._listener = await turns.turn_notifications(self._notified, lead=lead)
-        elif notify and (listens := capability(self.store, Notifications)) is not None:
-            self._listener = await listens.notifications(self._notified)
-        elif (counts := capability(self.store, ChangeCounter)) is not None:
-            self._counter = await counts.change_counter()
-
-    def _notified(self, _session_id: str | None, q: int | None) -> None:
-        if not self.queue_only or q is None or q == 0:  # None: the LISTEN connection was re-made
-            self._event.set()
-
-    def poke(self) -> None:
-        """Wake the waiter now (a turn of this process ended: there may be room)."""
-        self._event.set()
-
-    def set_room(self, room: bool) -> None:
-        """Whether the worker could start a turn now: a leading listener without
-        room hands the pool's lead to the next idle worker."""
-        if self._listener is not None and hasattr(self._listener, "set_room"):
-            self._listener.set_room(room)
-
-    async def wait(self, timeout: float) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + max(timeout, 0.0)
-        if self._listener is not None or self._counter is None:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._event.wait(), timeout if self._listener is not None else min(timeout, 0.05))
-            self._event.clear()
-            return
-        while True:
-            if self._event.is_set():
-                self._event.clear()
-                return
-            counter = await require(self.store, ChangeCounter, "polling for changes").change_counter()
-            if counter != self._counter:
-                self._counter = counter
-                return
-            left = deadline - loop.time()
-            if left <= 0:
-                return
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._event.wait(), min(self.poll, left))
-
-    async def close(self) -> None:
-        if self._listener is not None:
-            await self._listener.close()
-            self._listener = None
 
 
 # ------------------------------------------------------------------ the worker

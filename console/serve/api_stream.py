@@ -41,7 +41,7 @@ INBOX_CAP = 2000
 
 @contextlib.asynccontextmanager
 async def _stream(ctx: ApiContext, request: web.Request) -> AsyncIterator[tuple[web.StreamResponse, Any]]:
-    from engine.worker import Waker
+    from engine.waker import Waker
 
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store",
                                            "X-Accel-Buffering": "no"})

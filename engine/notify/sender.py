@@ -119,7 +119,7 @@ class Sender:
 
     async def run(self, stop: asyncio.Event, *, poll: float = 1.0) -> None:
         """Passes until ``stop`` is set."""
-        from ..worker import Waker
+        from ..waker import Waker
 
         waker = Waker(self.store, poll=min(poll, 0.05))
         await waker.start()

@@ -154,8 +154,6 @@ class MemoryTimers:
     """The in-memory store's timers: expanded from its interrupt index on read."""
 
     def __init__(self, store: Any) -> None:
-        if not hasattr(store, "_deadline_rows"):
-            store._deadline_rows = {}
         self.store = store
         self.rows: dict[tuple[str, str, str, int, int], Timer] = store._deadline_rows
 
@@ -213,15 +211,6 @@ class MemoryTimers:
 
 
 def timers(store: Any) -> Timers:
-    """The timers of ``store``'s backend."""
-    from .sqlite import SQLiteStore
-
-    if isinstance(store, SQLiteStore):
-        from .sqlite.deadlines import SQLiteTimers
-
-        return SQLiteTimers(store)
-    if type(store).__name__ == "PostgresStore":
-        from .postgres.deadlines import PostgresTimers
-
-        return PostgresTimers(store)
-    return MemoryTimers(store)
+    """The timers of ``store``'s backend (each store builds its own: no backend is imported here)."""
+    timers_of: Timers = store.deadline_timers()
+    return timers_of

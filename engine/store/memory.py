@@ -11,7 +11,7 @@ import copy
 import json
 import time
 from collections.abc import AsyncIterator, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import (
     AlreadyResolvedError,
@@ -40,6 +40,9 @@ from .base import (
 from .memory_workers import MemoryWorkerQueue
 from .metric_rows import StoreMetrics, store_metrics
 from .owner_index import check_owner_change
+
+if TYPE_CHECKING:
+    from .deadlines import Timers
 
 
 def _audit_cursor(cursor: str) -> tuple[float, int]:
@@ -84,6 +87,8 @@ class MemoryStore(MemoryWorkerQueue):
         self._audit: list[tuple[int, AuditRecord]] = []
         """(insertion number, record): the number orders ties of ``at``, like SQLite's rowid."""
         self._audit_no = 0
+        self._deadline_rows: dict[Any, Any] = {}
+        """The deadline timers' rows (:class:`engine.store.deadlines.MemoryTimers`), kept with the store."""
         self._init_queue()
 
     def _data(self, session_id: str) -> _SessionData:
@@ -627,6 +632,12 @@ class MemoryStore(MemoryWorkerQueue):
         self._sessions[sid].session.created_at = header.created_at
         self._add_audit(import_record(sid, len(parsed.events), operator, reason, source, header.id))
         return await self.get_session(sid)
+
+    def deadline_timers(self) -> Timers:
+        """The deadline timers of this store (:mod:`engine.store.deadlines`)."""
+        from .deadlines import MemoryTimers
+
+        return MemoryTimers(self)
 
     async def close(self) -> None:
         return None

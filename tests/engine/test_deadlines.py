@@ -33,7 +33,8 @@ HOUR = 3600.0
 
 @pytest.fixture(params=["memory", "sqlite", "postgres"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[SessionStore]:
-    s = await open_store(request.param, tmp_path)
+    # the memory store with its worker queue, as the SQL stores have theirs: a Worker serves the sweep's answers
+    s = await open_store(request.param, tmp_path, **({"workers": True} if request.param == "memory" else {}))
     try:
         yield s
     finally:

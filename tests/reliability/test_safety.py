@@ -32,6 +32,7 @@ from .conftest import REPO, Hitl, logical_dump
 
 READS = {
     "get_session",
+    "deadline_timers",  # builds the timers object; its writes are refused by the read-only connection
     "metric_reads",
     "list_sessions",
     "events",
@@ -145,6 +146,9 @@ WRITING_COMMANDS = {
     "worker": ["worker", "--app", "refund_approval=sample_sessions.refund_approval:workflow"],
     "bulk-answer": ["bulk-answer", "node=finance_approval", "--answer", '{"approved": true}'],
     "notify": ["notify", "--once"],
+    "claim": ["claim", "refund-waiting-1", "finance-order-1001"],
+    "assign": ["assign", "refund-waiting-1", "finance-order-1001", "--to", "ann"],
+    "release": ["release", "refund-waiting-1", "finance-order-1001"],
 }
 READING_COMMANDS = {
     "sessions": ["sessions"],

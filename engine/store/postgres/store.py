@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..base import Capability
 from .bulk import _Bulk
 from .checkpoints import _Checkpoints
@@ -10,6 +12,9 @@ from .overview import _Overview
 from .reads import _Reads
 from .workers import _WorkerSteps, _WorkerTables
 from .writes import _Writes
+
+if TYPE_CHECKING:
+    from ..deadlines import Timers
 
 
 class PostgresStore(_Reads, _Writes, _Leases, _Bulk, _Checkpoints, _WorkerTables, _WorkerSteps, _Overview):
@@ -22,6 +27,12 @@ class PostgresStore(_Reads, _Writes, _Leases, _Bulk, _Checkpoints, _WorkerTables
 
     read_only: bool
     """True when opened read-only: the server refuses every write."""
+
+    def deadline_timers(self) -> Timers:
+        """The deadline timers of this store (:mod:`engine.store.deadlines`)."""
+        from .deadlines import PostgresTimers
+
+        return PostgresTimers(self)
 
     path = None
     """Not a file (the ``path`` capability of file stores)."""

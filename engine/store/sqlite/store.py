@@ -9,7 +9,7 @@ import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable, Generator, Iterable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import ValidationError
 from pydantic_core import to_json
@@ -77,6 +77,9 @@ from .reads import (
 from .rows import _AUDIT_COLS, _decode_cursor, _encode_cursor, _in_write_tx, _prepare
 from .schema import _SYNCHRONOUS, default_db_path
 from .workers import _WorkerSteps, _WorkerTables
+
+if TYPE_CHECKING:
+    from ..deadlines import Timers
 
 T = TypeVar("T")
 
@@ -257,6 +260,12 @@ class SQLiteStore(_WorkerTables, _WorkerSteps):
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+    def deadline_timers(self) -> Timers:
+        """The deadline timers of this store (:mod:`engine.store.deadlines`)."""
+        from .deadlines import SQLiteTimers
+
+        return SQLiteTimers(self)
 
     async def close(self) -> None:
         """Close the connection (idempotent); later calls raise StoreError."""
