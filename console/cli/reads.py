@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from contextlib import suppress
+from contextlib import nullcontext, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +23,7 @@ from .group import cli
 from .loads import _event_pages, latest_projection, resolve_invocation, session_projection
 from .options import _duration, _opts, _seq, common, open_store, page_of
 from .output import clock, id_list, json_text, line_text, more, out, out_json, run, short, table
-from .progress import Progress
+from .progress import Progress, bulk_read
 from .render import event_summary, health_line, render_tree, schema_blocks, tree_rows
 
 if TYPE_CHECKING:
@@ -208,7 +208,8 @@ def show(session_id: str, invocation: str | None, all_runs: bool, graph: bool, s
             for line in health_line(h, session.id, notices.get(h.queued_for or "")):
                 out(red, line)
 
-    run(red, body())
+    with bulk_read() if all_runs or graph else nullcontext():
+        run(red, body())
 
 
 # ---------------------------------------------------------------------- inbox
@@ -312,7 +313,8 @@ def events(session_id: str, after: int, limit: int | None, tail: bool, interval:
                 if progress is not None:
                     progress.done()
 
-    with suppress(KeyboardInterrupt):
+    # (a follow runs for ever: it collects as usual)
+    with suppress(KeyboardInterrupt), nullcontext() if tail else bulk_read():
         run(red, body())
 
 

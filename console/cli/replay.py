@@ -26,7 +26,7 @@ from .group import cli
 from .loads import _event_pages, learn_projection
 from .options import _opts, _seq, common, open_store
 from .output import clock, out, out_json, run, short
-from .progress import Progress
+from .progress import Progress, bulk_read
 from .render import render_tree, tree_rows
 
 
@@ -113,7 +113,8 @@ def replay(
             for k in range(1, len(cursor) + 1):
                 _print_frame(red, goto(cursor, k), opts.json)
 
-    run(red, body())
+    with bulk_read():
+        run(red, body())
 
 
 async def _replay_at(red: Redactor, store: SessionStore, session_id: str, at: int, total: int, all_runs: bool, as_json: bool) -> None:

@@ -23,7 +23,7 @@ from engine.store.factory import store_kind, store_label
 from .group import cli
 from .options import _operator, _opts, common, open_store, operator_option, reason_option, require_asyncpg
 from .output import fail, out, out_json, run
-from .progress import Progress, counted
+from .progress import Progress, bulk_read, counted
 
 
 class _Migrates(Protocol):
@@ -60,7 +60,8 @@ def export_cmd(session_id: str) -> None:
             (binary or sys.stdout).flush()
             progress.done()
 
-    run(red, body())
+    with bulk_read():
+        run(red, body())
 
 
 @cli.command(name="import")
@@ -92,7 +93,8 @@ def import_cmd(file: str, as_id: str | None, operator: str | None, reason: str |
                 f"imported session {session.id} ({session.app_name}, user {session.user_id}, {session.last_seq} events)"
             )
 
-    run(red, body())
+    with bulk_read():
+        run(red, body())
 
 
 @cli.command()
