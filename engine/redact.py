@@ -133,6 +133,13 @@ def _may_need_patterns(text: str) -> bool:
     )
 
 
+_FREE_TEXT_WORDS = ("token", "pass", "key", "secret", "pwd", "bearer", "basic")
+"""What :func:`_may_need_patterns` looks for, but ``://`` (all letters: they
+survive dropping the other characters)."""
+_NOT_ALNUM_BYTES = bytes(b for b in range(128) if not chr(b).isdigit() and not ("a" <= chr(b) <= "z"))
+"""ASCII bytes :func:`_norm` drops (after lowering)."""
+
+
 _SCALARS = frozenset({int, float, bool, type(None)})
 """Exact types a walk passes as they are (nothing to learn or mask in them)."""
 _NOT_SECRET_KEYS = frozenset({"author", "authors", "authorname", "authority", "authored"})
@@ -173,6 +180,7 @@ class Redactor:
         """key -> is_secret (keys repeat across events: decide each once)."""
         self._learned: set[str] = set()
         """Ids of events already learned from."""
+        self._gate_words: tuple[bytes, ...] | None = None
 
     def fork(self) -> Redactor:
         """An independent copy (same policy, the secrets learned so far) for a
@@ -276,6 +284,41 @@ class Redactor:
                         self.learn_from(part.function_call.args)
                     if part.function_response is not None:
                         self.learn_from(part.function_response.response)
+
+    def learns_nothing(self, raw: str) -> bool:
+        """Whether the event stored as the JSON text ``raw`` holds nothing to learn
+        and nothing the patterns mask: ASCII without escapes (each key and string
+        stands in the text as it is) and, with every character but letters and
+        digits dropped, none of the secret key patterns nor the words free-text
+        masking looks for (:func:`_may_need_patterns`; ``://`` tested as it is).
+        Then :meth:`learn_events` learns nothing from it and :meth:`event`
+        changes nothing but known values (:meth:`inert`). A long read tests the
+        text instead of walking the event: most events of a log pass, and a
+        false "no" only costs the walk."""
+        if self.show:
+            return True
+        if not raw.isascii() or "\\" in raw or "://" in raw:
+            return False
+        # (the author key names no secret: _NOT_SECRET_KEYS)
+        normed = raw.replace('"author":', ":").encode().lower().translate(None, _NOT_ALNUM_BYTES)
+        words = self._gate_words
+        if words is None:  # the shortest suffice: "pass" stands for "password" too
+            every = {*self._pats, *_FREE_TEXT_WORDS}
+            words = self._gate_words = tuple(
+                w.encode() for w in sorted(every) if not any(o != w and o in w for o in every)
+            )
+        return all(w not in normed for w in words)
+
+    def inert(self, raw: str) -> bool:
+        """:meth:`learns_nothing`, and no secret learned so far is in ``raw``:
+        :meth:`event` of the event stored as ``raw`` is that event itself."""
+        return self.learns_nothing(raw) and not self.knows_some_of(raw)
+
+    def knows_some_of(self, raw: str) -> bool:
+        """Whether a secret learned so far is in the text ``raw`` (as it is or
+        JSON-escaped: how a stored event holds it)."""
+        known = None if self.show else self._known_pattern()
+        return known is not None and known.search(raw) is not None
 
     # ----------------------------------------------------------------- masking
     def text(self, text: str) -> str:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from engine.errors import HitlError, InvocationNotFoundError, require_id
 
 if TYPE_CHECKING:
-    from engine import Projection
+    from engine import Event, Projection
     from engine.redact import Redactor
     from engine.store.base import SessionStore
 
@@ -106,3 +106,29 @@ async def _event_pages(store: Any, session_id: str, after: int, limit: int | Non
         last = page[-1].seq
         if left is not None:
             left -= len(page)
+
+
+async def event_rows(store: Any, session_id: str, upto: int | None) -> AsyncIterator[tuple[int, str]]:
+    """``(seq, stored JSON)`` of a session's events up to ``upto`` (all: None),
+    unparsed, a page at a time: a read that can tell from the text that an
+    event needs no masking (:meth:`engine.redact.Redactor.inert`) skips walking it."""
+    last = 0
+    while upto is None or last < upto:
+        want = EVENTS_PAGE if upto is None else min(EVENTS_PAGE, upto - last)
+        page = await store.event_rows(session_id, after_seq=last, limit=want)
+        for row in page:
+            yield row
+        if len(page) < want:
+            return
+        last = page[-1][0]
+
+
+async def parsed_event(store: Any, session_id: str, seq: int, raw: str) -> Event:
+    """The event stored as ``raw`` at ``seq``; one that does not parse is read
+    again through the store, which says what is wrong with it (CorruptEventError)."""
+    from engine.models import Event
+
+    try:
+        return Event.from_json(raw)
+    except ValueError:  # pydantic's ValidationError too
+        return (await store.event_at(session_id, seq)).event
