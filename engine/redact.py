@@ -356,6 +356,25 @@ class Redactor:
         self.learn_from(value)
         return self._value(value)
 
+    def large_value(self, value: Any) -> Any:
+        """:meth:`value` of a large JSON-able structure (a whole session's node
+        rows): written out as JSON once, and returned as it is when that text
+        shows nothing to learn or mask (:meth:`learns_nothing`,
+        :meth:`knows_some_of`: every key and string stands in it as it is, so
+        none is a secret's or needs masking), instead of walking it in Python."""
+        if self.show:
+            return value
+        text = json.dumps(value, default=str)  # ASCII: anything else is escaped, and then walked
+        if self.learns_nothing(text) and not self.knows_some_of(text):
+            return value
+        return self.value(value)
+
+    def learn_large(self, value: Any) -> None:
+        """:meth:`learn_from` of a large JSON-able structure: nothing to do when its
+        JSON text shows nothing to learn (:meth:`learns_nothing`)."""
+        if not self.learns_nothing(json.dumps(value, default=str)):
+            self.learn_from(value)
+
     def _value(self, value: Any) -> Any:
         """Masked ``value``; the very same object when nothing in it changed."""
         t = type(value)

@@ -22,7 +22,7 @@ from engine.status import (
 from .group import cli
 from .loads import _event_pages, latest_projection, resolve_invocation, session_projection
 from .options import _duration, _opts, _seq, common, open_store, page_of
-from .output import clock, id_list, json_text, line_text, more, out, out_json, run, short, table
+from .output import clock, id_list, json_text, line_text, more, out, out_json, out_lines, run, short, table
 from .progress import Progress, bulk_read
 from .render import event_summary, health_line, render_tree, schema_blocks, tree_rows
 
@@ -174,7 +174,7 @@ def show(session_id: str, invocation: str | None, all_runs: bool, graph: bool, s
                             **i.model_dump(),
                             "health": {**health[i.invocation_id].to_dict(),
                                        "worker_notice": notices.get(health[i.invocation_id].queued_for or "")},
-                            "nodes": red.value(tree_rows(proj, i.invocation_id, all_runs, health[i.invocation_id])),
+                            "nodes": red.large_value(tree_rows(proj, i.invocation_id, all_runs, health[i.invocation_id])),
                             **({"graph": red.value(graph_dict(proj, health[i.invocation_id]))} if graph else {}),
                         }
                         for i in invocations
@@ -195,9 +195,8 @@ def show(session_id: str, invocation: str | None, all_runs: bool, graph: bool, s
             elif h.queued_for is not None:
                 status = f"{DisplayStatus.QUEUED.value} for a worker of {h.queued_for} {projected}"
             out(red, f"invocation {i.invocation_id}  {status}  started {clock(i.started_at)} {zone_name(i.started_at)}  message {short(i.message, 40) or '-'}")
-            lines = graph_lines(proj, h) if graph else render_tree(red.value(tree_rows(proj, i.invocation_id, all_runs, h)))
-            for line in lines:
-                out(red, line)
+            lines = graph_lines(proj, h) if graph else render_tree(red.large_value(tree_rows(proj, i.invocation_id, all_runs, h)))
+            out_lines(red, lines)
             open_ids = [x.id for x in proj.open_interrupts(i.invocation_id)]
             if open_ids:
                 out(red, f"  open: {id_list(open_ids, 8)}")

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from engine.views import Frame
 
 from .group import cli
-from .loads import _event_pages, event_rows, learn_projection, parsed_event
+from .loads import _event_pages, event_rows, learn_projection, parse_row, reread
 from .options import _opts, _seq, common, open_store
 from .output import clock, out, out_json, out_lines, run, short
 from .progress import Progress, bulk_read
@@ -184,13 +184,13 @@ async def _diff_ends(
     async for seq, raw in event_rows(store, session_id, upto):
         if not red.learns_nothing(raw):
             telling.add(seq)
-            red.learn_events([await parsed_event(store, session_id, seq, raw)])
+            red.learn_events([parse_row(raw) or await reread(store, session_id, seq)])
     progress = Progress(f"replay {session_id}", upto)
     proj = Projection()
     ends = {0: Projection()} if 0 in (first, second) else {}
     position = 0
     async for seq, raw in event_rows(store, session_id, upto):
-        event = await parsed_event(store, session_id, seq, raw)
+        event = parse_row(raw) or await reread(store, session_id, seq)
         masked = red.event(event) if seq in telling or red.knows_some_of(raw) else event  # else: the same
         proj.apply(masked, seq)
         position += 1
