@@ -113,11 +113,12 @@ async def _event_pages(store: Any, session_id: str, after: int, limit: int | Non
             left -= len(page)
 
 
-async def event_rows(store: Any, session_id: str, upto: int | None) -> AsyncIterator[tuple[int, str]]:
-    """``(seq, stored JSON)`` of a session's events up to ``upto`` (all: None),
-    unparsed, a page at a time: a read that can tell from the text that an
-    event needs no masking (:meth:`engine.redact.Redactor.inert`) skips walking it."""
-    last = 0
+async def event_rows(store: Any, session_id: str, upto: int | None, after: int = 0) -> AsyncIterator[tuple[int, str]]:
+    """``(seq, stored JSON)`` of a session's events after ``after`` up to ``upto``
+    (all: None), unparsed, a page at a time: a read that can tell from the text
+    that an event needs no masking (:meth:`engine.redact.Redactor.inert`) skips
+    walking it."""
+    last = after
     while upto is None or last < upto:
         want = EVENTS_PAGE if upto is None else min(EVENTS_PAGE, upto - last)
         page = await store.event_rows(session_id, after_seq=last, limit=want)
@@ -134,7 +135,7 @@ def parse_row(raw: str) -> Event | None:
     from engine.models import Event
 
     try:
-        return Event.from_json(raw)
+        return Event.__pydantic_validator__.validate_json(raw)  # Event.from_json without its Python layers
     except ValueError:  # pydantic's ValidationError too
         return None
 

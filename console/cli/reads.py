@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncIterator
 from contextlib import nullcontext, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,7 +21,15 @@ from engine.status import (
 )
 
 from .group import cli
-from .loads import _event_pages, latest_projection, resolve_invocation, session_projection
+from .loads import (
+    _event_pages,
+    event_rows,
+    latest_projection,
+    parse_row,
+    reread,
+    resolve_invocation,
+    session_projection,
+)
 from .options import _duration, _opts, _seq, common, open_store, page_of
 from .output import clock, id_list, json_text, line_text, more, out, out_json, out_lines, run, short, table
 from .progress import Progress, bulk_read
@@ -293,6 +302,8 @@ def events(session_id: str, after: int, limit: int | None, tail: bool, interval:
                 from engine.store.tail import follow
 
                 source: Any = follow(store, session_id, after_seq=after, interval=interval)
+            elif hasattr(store, "event_rows"):  # the stored text: what shows nothing to mask is not walked
+                source = _masked_rows(red, store, session_id, after, due)
             else:
                 source = _event_pages(store, session_id, after, limit)
             # Lines go out a batch at a time (one write, not one per event), and
@@ -300,8 +311,11 @@ def events(session_id: str, after: int, limit: int | None, tail: bool, interval:
             batch = EventLines(red, opts.json, size=1 if tail else 500)
             try:
                 async for stored in source:
-                    e = red.event(stored.event)  # it learns the event's secrets first
-                    batch.add(stored.seq, e)
+                    if isinstance(stored, tuple):
+                        seq, e = stored
+                    else:
+                        seq, e = stored.seq, red.event(stored.event)  # it learns the event's secrets first
+                    batch.add(seq, e)
                     printed += 1
                     if progress is not None:
                         progress.tick()
@@ -315,6 +329,15 @@ def events(session_id: str, after: int, limit: int | None, tail: bool, interval:
     # (a follow runs for ever: it collects as usual)
     with suppress(KeyboardInterrupt), nullcontext() if tail else bulk_read():
         run(red, body())
+
+
+async def _masked_rows(red: Redactor, store: Any, session_id: str, after: int, count: int) -> AsyncIterator[tuple[int, Event]]:
+    """``(seq, red.event(event))`` of ``count`` events after ``after``, parsed from
+    the stored text; an event whose text shows nothing to learn or mask
+    (:meth:`~engine.redact.Redactor.inert`) is the masked one as it is."""
+    async for seq, raw in event_rows(store, session_id, after + count, after):
+        event = parse_row(raw) or await reread(store, session_id, seq)
+        yield seq, event if red.inert(raw) else red.event(event)
 
 
 class EventLines:
