@@ -47,16 +47,19 @@ def export_cmd(session_id: str) -> None:
             binary = getattr(sys.stdout, "buffer", None)
             sys.stdout.flush()
             progress = Progress(f"export {session_id}", (await store.get_session(session_id)).last_seq)
+            from engine.store.jsonl import export_pages  # every store's export_session is its lines
+
             header = True
-            async for line in store.export_session(session_id):
+            async for page in export_pages(store, session_id):  # a page at a time: one write, one tick
+                text = "".join(page)
                 if binary is None:
-                    sys.stdout.write(line)
+                    sys.stdout.write(text)
                 else:
-                    binary.write(line.encode("utf-8"))
+                    binary.write(text.encode("utf-8"))
                 if header:
                     header = False
                 else:
-                    progress.tick()
+                    progress.tick(len(page))
             (binary or sys.stdout).flush()
             progress.done()
 
