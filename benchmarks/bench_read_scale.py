@@ -60,12 +60,17 @@ def child_env(cache: str) -> dict[str, str]:
 ENV: dict[str, str] | None = None
 
 
+CWD: Path | None = None
+"""Where the commands run: with ``--before``, the tree whose code runs (``python -m``
+puts the working directory first on the path, before PYTHONPATH)."""
+
+
 def measure(argv: list[str]) -> tuple[float, float, float, int]:
     """(wall seconds, CPU seconds, peak MiB, exit code) of one command. CPU time
     (user + system) is what to compare on a loaded machine."""
     start = time.perf_counter()
     with open(os.devnull, "wb") as null:
-        proc = subprocess.Popen(argv, stdout=null, stderr=subprocess.PIPE, env=ENV)
+        proc = subprocess.Popen(argv, stdout=null, stderr=subprocess.PIPE, env=ENV, cwd=CWD)
         _, status, usage = os.wait4(proc.pid, 0)
     elapsed = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -119,8 +124,11 @@ TARGET = 3.0
 
 
 def tree_command(tree: Path) -> tuple[list[str], dict[str, str]]:
-    """How to run the CLI of the checkout ``tree``: argv prefix and environment."""
+    """How to run the CLI of the checkout ``tree``: argv prefix and environment
+    (and :data:`CWD`, set to ``tree``)."""
+    global CWD
     assert ENV is not None
+    CWD = tree
     return [sys.executable, "-m", "console.cli"], {**ENV, "PYTHONPATH": str(tree), "HITL_TEST_NO_INSTALL": "1"}
 
 
@@ -129,11 +137,12 @@ def compare(db: Path, before: Path, repeat: int) -> int:
     import statistics
 
     global ENV
+    db = db.resolve()  # the commands run in their trees
     now = Path(__file__).resolve().parents[1]
     trees = {"original": before.resolve(), "now": now}
     base_env = ENV
     last = json.loads(subprocess.run([sys.executable, "-m", "console.cli", "--db", str(db), "--json", "show", SESSION],
-                                     check=True, capture_output=True, env={**ENV, "PYTHONPATH": str(now)}).stdout)
+                                     check=True, capture_output=True, env={**ENV, "PYTHONPATH": str(now)}, cwd=now).stdout)
     events = last["session"]["last_seq"]
     cases = [
         ("show --all-runs", ["show", SESSION, "--all-runs"]),
@@ -148,7 +157,7 @@ def compare(db: Path, before: Path, repeat: int) -> int:
         export = Path(work) / "session.jsonl"
         with open(export, "wb") as fh:
             subprocess.run([sys.executable, "-m", "console.cli", "--db", str(db), "export", SESSION], check=True,
-                           stdout=fh, env={**ENV, "PYTHONPATH": str(now)})
+                           stdout=fh, env={**ENV, "PYTHONPATH": str(now)}, cwd=now)
         size = export.stat().st_size / 2**20
         for tree in trees.values():  # warm each tree's bytecode, not counted
             argv, ENV = tree_command(tree)

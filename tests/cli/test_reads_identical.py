@@ -55,3 +55,26 @@ def test_an_import_exports_the_same_lines(fixture_db: Path, tmp_path: Path, sid:
     header2, _, events2 = again.stdout.partition("\n")
     assert events2 == events, _first_difference(events, events2)
     assert json.loads(header2)["session"]["last_seq"] == json.loads(header)["session"]["last_seq"]
+
+
+PG_SESSIONS = ("refund-multi-1", "labels-partial-1", "deploy-long-1")
+
+
+@pytest.fixture(scope="module")
+def pg_store(fixture_db: Path) -> str:
+    import asyncio
+
+    from tests.reliability.pg import copy_demo
+
+    return asyncio.run(copy_demo(fixture_db))
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("name", sorted(n for n in CASES if n.split()[0] in PG_SESSIONS and not n.endswith("export")))
+def test_read_on_postgres_prints_what_it_printed_before(pg_store: str, name: str) -> None:
+    """The same reads of the same sessions copied into PostgreSQL (its export's
+    header differs: a copy is a new session row, so export is left out)."""
+    r = CliRunner().invoke(cli, ["--db", pg_store, *CASES[name]], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    want = REFERENCE[name]
+    assert r.stdout == want, _first_difference(want, r.stdout)
