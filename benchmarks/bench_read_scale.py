@@ -119,6 +119,14 @@ def checkpoint_report(db: Path) -> str:
     )
 
 
+def print_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
+    print("  ".join("-" * w for w in widths))
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
+
+
 TARGET = 3.0
 """Each compared read runs in at most 1/TARGET of the original's time (issue 42.6)."""
 
@@ -195,11 +203,7 @@ def compare(db: Path, before: Path, repeat: int) -> int:
         ratio = o_cpu / n_cpu if n_cpu else float("inf")
         rows.append((name, f"{o_cpu:.2f}", f"{n_cpu:.2f}", f"{ratio:.1f}x", "met" if ratio >= TARGET else "NOT met",
                      f"{statistics.median(w for _, w in o):.2f}", f"{statistics.median(w for _, w in n):.2f}"))
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
-    print("  ".join("-" * w for w in widths))
-    for r in rows:
-        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
+    print_table(header, rows)
     return 1 if failed else 0
 
 
@@ -281,11 +285,7 @@ def main() -> int:
         ckpt = checkpoint_report(db)
         print(f"\nread commands on {SESSION}: {events:,} events; {ckpt}\n")
         header = ("command", "seconds", "cpu s", "peak MiB", "result")
-        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-        print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
-        print("  ".join("-" * w for w in widths))
-        for r in rows:
-            print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
+        print_table(header, rows)
         return 1 if failed else 0
     finally:
         shutil.rmtree(cache, ignore_errors=True)
