@@ -15,11 +15,22 @@ the session has and what writing one costs a turn end. The last row imports the 
 100k events) into a copy of the store, under a new id. Commands that run past a
 second say how far they got on stderr (issue 42); the table measures them with
 ``HITL_PROGRESS_AFTER`` as the caller set it. Exits non-zero only on error.
+
+``--before TREE`` compares instead: the five reads a long session made slow
+(``show --all-runs``, ``events``, ``replay --diff-from``, ``export``,
+``import``) run with the checkout TREE (``git worktree add /tmp/before
+COMMIT``) and with this one, interleaved, ``--repeat`` times each; the table
+gives the median CPU seconds (user + system: what to compare on a loaded
+machine) and wall seconds of both, the ratio and whether the target (at most a
+third of the original's time) is met, and the load average before and after::
+
+    python benchmarks/bench_read_scale.py --db big.sqlite --before /tmp/before --repeat 3
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import sqlite3
@@ -49,12 +60,17 @@ def child_env(cache: str) -> dict[str, str]:
 ENV: dict[str, str] | None = None
 
 
+CWD: Path | None = None
+"""Where the commands run: with ``--before``, the tree whose code runs (``python -m``
+puts the working directory first on the path, before PYTHONPATH)."""
+
+
 def measure(argv: list[str]) -> tuple[float, float, float, int]:
     """(wall seconds, CPU seconds, peak MiB, exit code) of one command. CPU time
     (user + system) is what to compare on a loaded machine."""
     start = time.perf_counter()
     with open(os.devnull, "wb") as null:
-        proc = subprocess.Popen(argv, stdout=null, stderr=subprocess.PIPE, env=ENV)
+        proc = subprocess.Popen(argv, stdout=null, stderr=subprocess.PIPE, env=ENV, cwd=CWD)
         _, status, usage = os.wait4(proc.pid, 0)
     elapsed = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -103,14 +119,111 @@ def checkpoint_report(db: Path) -> str:
     )
 
 
+def print_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
+    print("  ".join("-" * w for w in widths))
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
+
+
+TARGET = 3.0
+"""Each compared read runs in at most 1/TARGET of the original's time (issue 42.6)."""
+
+
+def tree_command(tree: Path) -> tuple[list[str], dict[str, str]]:
+    """How to run the CLI of the checkout ``tree``: argv prefix and environment
+    (and :data:`CWD`, set to ``tree``)."""
+    global CWD
+    assert ENV is not None
+    CWD = tree
+    return [sys.executable, "-m", "console.cli"], {**ENV, "PYTHONPATH": str(tree), "HITL_TEST_NO_INSTALL": "1"}
+
+
+def compare(db: Path, before: Path, repeat: int) -> int:
+    """The five slow reads, ``before`` and this tree interleaved: a table of medians."""
+    import statistics
+
+    global ENV
+    db = db.resolve()  # the commands run in their trees
+    now = Path(__file__).resolve().parents[1]
+    trees = {"original": before.resolve(), "now": now}
+    base_env = ENV
+    last = json.loads(subprocess.run([sys.executable, "-m", "console.cli", "--db", str(db), "--json", "show", SESSION],
+                                     check=True, capture_output=True, env={**ENV, "PYTHONPATH": str(now)}, cwd=now).stdout)
+    events = last["session"]["last_seq"]
+    cases = [
+        ("show --all-runs", ["show", SESSION, "--all-runs"]),
+        ("events", ["events", SESSION]),
+        (f"replay --at {events} --diff-from 100", ["replay", SESSION, "--at", str(events), "--diff-from", "100"]),
+        ("export", ["export", SESSION]),
+    ]
+    load_before = os.getloadavg()
+    results: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    failed = 0
+    with tempfile.TemporaryDirectory(prefix="hitl-bench-compare-") as work:
+        export = Path(work) / "session.jsonl"
+        with open(export, "wb") as fh:
+            subprocess.run([sys.executable, "-m", "console.cli", "--db", str(db), "export", SESSION], check=True,
+                           stdout=fh, env={**ENV, "PYTHONPATH": str(now)}, cwd=now)
+        size = export.stat().st_size / 2**20
+        for tree in trees.values():  # warm each tree's bytecode, not counted
+            argv, ENV = tree_command(tree)
+            measure([*argv, "--db", str(db), "events", SESSION, "--limit", "1"])
+            ENV = base_env
+        for _ in range(repeat):
+            for name, args in [*cases, (f"import ({size:.0f} MB file)", None)]:
+                for tag, tree in trees.items():
+                    argv, ENV = tree_command(tree)
+                    if args is None:  # into a consistent copy of the store, -wal included
+                        target = Path(work) / f"copy-{tag}.sqlite"
+                        src, dst = sqlite3.connect(db), sqlite3.connect(target)
+                        src.backup(dst)
+                        src.close()
+                        dst.close()
+                        cmd = [*argv, "--db", str(target), "import", str(export), "--as", "bench-import", "--reason", "b"]
+                    else:
+                        cmd = [*argv, "--db", str(db), *args]
+                    seconds, cpu, _mib, code = measure(cmd)
+                    ENV = base_env
+                    failed += code != 0
+                    results.setdefault((name, tag), []).append((cpu, seconds))
+                    if args is None:
+                        for p in Path(work).glob(f"copy-{tag}.sqlite*"):
+                            p.unlink()
+    load_after = os.getloadavg()
+    print(f"\n{SESSION}: {events:,} events; original = {trees['original']}, now = {now}; median of {repeat}, "
+          f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after\n")
+    header = ("command", "original cpu s", "now cpu s", "ratio", f"target {TARGET:.0f}x", "original wall s", "now wall s")
+    rows = []
+    for name in dict.fromkeys(n for n, _ in results):
+        o = results[(name, "original")]
+        n = results[(name, "now")]
+        o_cpu, n_cpu = statistics.median(c for c, _ in o), statistics.median(c for c, _ in n)
+        ratio = o_cpu / n_cpu if n_cpu else float("inf")
+        rows.append((name, f"{o_cpu:.2f}", f"{n_cpu:.2f}", f"{ratio:.1f}x", "met" if ratio >= TARGET else "NOT met",
+                     f"{statistics.median(w for _, w in o):.2f}", f"{statistics.median(w for _, w in n):.2f}"))
+    print_table(header, rows)
+    return 1 if failed else 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--db", type=Path, help="an existing store with deploy-long-1 (else one is built)")
     ap.add_argument("--iterations", type=int, default=9100, help="loop iterations when building (~11 events each)")
+    ap.add_argument("--before", type=Path, metavar="TREE", help="compare the five slow reads with this checkout")
+    ap.add_argument("--repeat", type=int, default=3, help="with --before: runs of each command per tree")
     args = ap.parse_args()
     global ENV
     cache = tempfile.mkdtemp(prefix="hitl-bench-pyc-")
     ENV = child_env(cache)
+    if args.before is not None:
+        if args.db is None:
+            ap.error("--before needs --db (a store with a long deploy-long-1: build one with hitl demo --long-iterations)")
+        try:
+            return compare(args.db, args.before, args.repeat)
+        finally:
+            shutil.rmtree(cache, ignore_errors=True)
     base = hitl()
     measure([*base, "--help"])  # warm the bytecode cache (the store's modules: below)
     tmp = None
@@ -124,8 +237,6 @@ def main() -> int:
         print(f"built {db} in {time.perf_counter() - t0:.1f} s")
     try:
         count = subprocess.run([*base, "--db", str(db), "--json", "show", SESSION], check=True, capture_output=True)
-        import json
-
         events = json.loads(count.stdout)["session"]["last_seq"]
         mid = events // 2 + 997 if events > 4000 else max(1, events // 2 + 7)  # far from a checkpoint
         for warm in (["show", SESSION], ["replay", SESSION, "--at", "1"], ["events", SESSION, "--limit", "1"]):
@@ -174,11 +285,7 @@ def main() -> int:
         ckpt = checkpoint_report(db)
         print(f"\nread commands on {SESSION}: {events:,} events; {ckpt}\n")
         header = ("command", "seconds", "cpu s", "peak MiB", "result")
-        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-        print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
-        print("  ".join("-" * w for w in widths))
-        for r in rows:
-            print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
+        print_table(header, rows)
         return 1 if failed else 0
     finally:
         shutil.rmtree(cache, ignore_errors=True)

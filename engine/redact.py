@@ -133,6 +133,13 @@ def _may_need_patterns(text: str) -> bool:
     )
 
 
+_FREE_TEXT_WORDS = ("token", "pass", "key", "secret", "pwd", "bearer", "basic")
+"""What :func:`_may_need_patterns` looks for, but ``://`` (all letters: they
+survive dropping the other characters)."""
+_NOT_ALNUM_BYTES = bytes(b for b in range(128) if not chr(b).isdigit() and not ("a" <= chr(b) <= "z"))
+"""ASCII bytes :func:`_norm` drops (after lowering)."""
+
+
 _SCALARS = frozenset({int, float, bool, type(None)})
 """Exact types a walk passes as they are (nothing to learn or mask in them)."""
 _NOT_SECRET_KEYS = frozenset({"author", "authors", "authorname", "authority", "authored"})
@@ -173,6 +180,7 @@ class Redactor:
         """key -> is_secret (keys repeat across events: decide each once)."""
         self._learned: set[str] = set()
         """Ids of events already learned from."""
+        self._gate_words: re.Pattern[bytes] | None = None
 
     def fork(self) -> Redactor:
         """An independent copy (same policy, the secrets learned so far) for a
@@ -277,6 +285,40 @@ class Redactor:
                     if part.function_response is not None:
                         self.learn_from(part.function_response.response)
 
+    def learns_nothing(self, raw: str) -> bool:
+        """Whether the event stored as the JSON text ``raw`` holds nothing to learn
+        and nothing the patterns mask: ASCII without escapes (each key and string
+        stands in the text as it is) and, with every character but letters and
+        digits dropped, none of the secret key patterns nor the words free-text
+        masking looks for (:func:`_may_need_patterns`; ``://`` tested as it is).
+        Then :meth:`learn_events` learns nothing from it and :meth:`event`
+        changes nothing but known values (:meth:`inert`). A long read tests the
+        text instead of walking the event: most events of a log pass, and a
+        false "no" only costs the walk."""
+        if self.show:
+            return True
+        if not raw.isascii() or "\\" in raw or "://" in raw:
+            return False
+        # (the author key names no secret: _NOT_SECRET_KEYS)
+        normed = raw.replace('"author":', ":").encode().lower().translate(None, _NOT_ALNUM_BYTES)
+        words = self._gate_words
+        if words is None:  # the shortest suffice ("pass" stands for "password" too), in one search
+            every = {*self._pats, *_FREE_TEXT_WORDS}
+            shortest = sorted(w for w in every if not any(o != w and o in w for o in every))
+            words = self._gate_words = re.compile("|".join(map(re.escape, shortest)).encode())
+        return words.search(normed) is None
+
+    def inert(self, raw: str) -> bool:
+        """:meth:`learns_nothing`, and no secret learned so far is in ``raw``:
+        :meth:`event` of the event stored as ``raw`` is that event itself."""
+        return self.learns_nothing(raw) and not self.knows_some_of(raw)
+
+    def knows_some_of(self, raw: str) -> bool:
+        """Whether a secret learned so far is in the text ``raw`` (as it is or
+        JSON-escaped: how a stored event holds it)."""
+        known = None if self.show else self._known_pattern()
+        return known is not None and known.search(raw) is not None
+
     # ----------------------------------------------------------------- masking
     def text(self, text: str) -> str:
         if self.show or not text:
@@ -312,6 +354,25 @@ class Redactor:
             return value
         self.learn_from(value)
         return self._value(value)
+
+    def large_value(self, value: Any) -> Any:
+        """:meth:`value` of a large JSON-able structure (a whole session's node
+        rows): written out as JSON once, and returned as it is when that text
+        shows nothing to learn or mask (:meth:`learns_nothing`,
+        :meth:`knows_some_of`: every key and string stands in it as it is, so
+        none is a secret's or needs masking), instead of walking it in Python."""
+        if self.show:
+            return value
+        text = json.dumps(value, default=str)  # ASCII: anything else is escaped, and then walked
+        if self.learns_nothing(text) and not self.knows_some_of(text):
+            return value
+        return self.value(value)
+
+    def learn_large(self, value: Any) -> None:
+        """:meth:`learn_from` of a large JSON-able structure: nothing to do when its
+        JSON text shows nothing to learn (:meth:`learns_nothing`)."""
+        if not self.learns_nothing(json.dumps(value, default=str)):
+            self.learn_from(value)
 
     def _value(self, value: Any) -> Any:
         """Masked ``value``; the very same object when nothing in it changed."""

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from engine.errors import HitlError, InvocationNotFoundError, require_id
 
 if TYPE_CHECKING:
-    from engine import Projection
+    from engine import Event, Projection
     from engine.redact import Redactor
     from engine.store.base import SessionStore
 
@@ -46,12 +46,17 @@ async def session_projection(
 
     progress = Progress(f"reading {session_id}", total)
     proj, seq = Projection(), 0
-    while page := await store.events(session_id, after_seq=seq, limit=EVENTS_PAGE):
-        apply = proj.apply
-        for s in page:
-            apply(s.event, s.seq)
-        seq = page[-1].seq
-        progress.tick(len(page))
+    apply = proj.apply
+    if hasattr(store, "event_rows"):  # the stored text, parsed here: no StoredEvent per event
+        async for seq, raw in event_rows(store, session_id, None):
+            apply(parse_row(raw) or await reread(store, session_id, seq), seq)
+            progress.tick()
+    else:
+        while page := await store.events(session_id, after_seq=seq, limit=EVENTS_PAGE):
+            for s in page:
+                apply(s.event, s.seq)
+            seq = page[-1].seq
+            progress.tick(len(page))
     progress.done()
     learn_projection(red, proj)
     return proj
@@ -61,9 +66,9 @@ def learn_projection(red: Redactor, proj: Projection) -> None:
     """Teach the command's redactor the secrets a projection holds (outputs,
     inputs, answers, interrupt arguments, state), so that free text repeating
     them is masked too."""
-    red.learn_from([r.output for r in proj.nodes.values()] + [r.input for r in proj.nodes.values()])
-    red.learn_from([i.response for i in proj.interrupts.values()] + [i.args for i in proj.interrupts.values()])
-    red.learn_from(proj.state)
+    red.learn_large([r.output for r in proj.nodes.values()] + [r.input for r in proj.nodes.values()])
+    red.learn_large([i.response for i in proj.interrupts.values()] + [i.args for i in proj.interrupts.values()])
+    red.learn_large(proj.state)
 
 
 async def latest_projection(
@@ -106,3 +111,36 @@ async def _event_pages(store: Any, session_id: str, after: int, limit: int | Non
         last = page[-1].seq
         if left is not None:
             left -= len(page)
+
+
+async def event_rows(store: Any, session_id: str, upto: int | None, after: int = 0) -> AsyncIterator[tuple[int, str]]:
+    """``(seq, stored JSON)`` of a session's events after ``after`` up to ``upto``
+    (all: None), unparsed, a page at a time: a read that can tell from the text
+    that an event needs no masking (:meth:`engine.redact.Redactor.inert`) skips
+    walking it."""
+    last = after
+    while upto is None or last < upto:
+        want = EVENTS_PAGE if upto is None else min(EVENTS_PAGE, upto - last)
+        page = await store.event_rows(session_id, after_seq=last, limit=want)
+        for row in page:
+            yield row
+        if len(page) < want:
+            return
+        last = page[-1][0]
+
+
+def parse_row(raw: str) -> Event | None:
+    """The event stored as the JSON text ``raw``; None when it does not parse
+    (:func:`reread` then says what is wrong with it)."""
+    from engine.models import Event
+
+    try:
+        return Event.__pydantic_validator__.validate_json(raw)  # Event.from_json without its Python layers
+    except ValueError:  # pydantic's ValidationError too
+        return None
+
+
+async def reread(store: Any, session_id: str, seq: int) -> Event:
+    """The event at ``seq`` read through the store, which raises CorruptEventError
+    naming what is wrong with a row that does not parse."""
+    return (await store.event_at(session_id, seq)).event

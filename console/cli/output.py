@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import signal
 import sys
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterable
 from functools import partial
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
@@ -129,6 +129,19 @@ def out(red: Redactor, text: str = "") -> None:
     masking, then console.text.clean: data in it is shown, never obeyed (no
     terminal control, no bidi reordering). ``--json`` output is exact."""
     click.echo(line_text(red, text))
+
+
+def out_lines(red: Redactor, lines: Iterable[str], batch: int = 500) -> None:
+    """:func:`out` for each of ``lines``, written ``batch`` lines at a time (the
+    same bytes; one write per batch instead of per line)."""
+    chunk: list[str] = []
+    for line in lines:
+        chunk.append(line_text(red, line))
+        if len(chunk) >= batch:
+            click.echo("\n".join(chunk))
+            chunk = []
+    if chunk:
+        click.echo("\n".join(chunk))
 
 
 def line_text(red: Redactor, text: str) -> str:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from contextlib import suppress
+from collections.abc import AsyncIterator
+from contextlib import nullcontext, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,10 +21,18 @@ from engine.status import (
 )
 
 from .group import cli
-from .loads import _event_pages, latest_projection, resolve_invocation, session_projection
+from .loads import (
+    _event_pages,
+    event_rows,
+    latest_projection,
+    parse_row,
+    reread,
+    resolve_invocation,
+    session_projection,
+)
 from .options import _duration, _opts, _seq, common, open_store, page_of
-from .output import clock, id_list, json_text, line_text, more, out, out_json, run, short, table
-from .progress import Progress
+from .output import clock, id_list, json_text, line_text, more, out, out_json, out_lines, run, short, table
+from .progress import Progress, bulk_read
 from .render import event_summary, health_line, render_tree, schema_blocks, tree_rows
 
 if TYPE_CHECKING:
@@ -174,7 +183,7 @@ def show(session_id: str, invocation: str | None, all_runs: bool, graph: bool, s
                             **i.model_dump(),
                             "health": {**health[i.invocation_id].to_dict(),
                                        "worker_notice": notices.get(health[i.invocation_id].queued_for or "")},
-                            "nodes": red.value(tree_rows(proj, i.invocation_id, all_runs, health[i.invocation_id])),
+                            "nodes": red.large_value(tree_rows(proj, i.invocation_id, all_runs, health[i.invocation_id])),
                             **({"graph": red.value(graph_dict(proj, health[i.invocation_id]))} if graph else {}),
                         }
                         for i in invocations
@@ -195,9 +204,8 @@ def show(session_id: str, invocation: str | None, all_runs: bool, graph: bool, s
             elif h.queued_for is not None:
                 status = f"{DisplayStatus.QUEUED.value} for a worker of {h.queued_for} {projected}"
             out(red, f"invocation {i.invocation_id}  {status}  started {clock(i.started_at)} {zone_name(i.started_at)}  message {short(i.message, 40) or '-'}")
-            lines = graph_lines(proj, h) if graph else render_tree(red.value(tree_rows(proj, i.invocation_id, all_runs, h)))
-            for line in lines:
-                out(red, line)
+            lines = graph_lines(proj, h) if graph else render_tree(red.large_value(tree_rows(proj, i.invocation_id, all_runs, h)))
+            out_lines(red, lines)
             open_ids = [x.id for x in proj.open_interrupts(i.invocation_id)]
             if open_ids:
                 out(red, f"  open: {id_list(open_ids, 8)}")
@@ -208,7 +216,8 @@ def show(session_id: str, invocation: str | None, all_runs: bool, graph: bool, s
             for line in health_line(h, session.id, notices.get(h.queued_for or "")):
                 out(red, line)
 
-    run(red, body())
+    with bulk_read() if all_runs or graph else nullcontext():
+        run(red, body())
 
 
 # ---------------------------------------------------------------------- inbox
@@ -334,6 +343,8 @@ def events(session_id: str, after: int, limit: int | None, tail: bool, interval:
                 from engine.store.tail import follow
 
                 source: Any = follow(store, session_id, after_seq=after, interval=interval)
+            elif hasattr(store, "event_rows"):  # the stored text: what shows nothing to mask is not walked
+                source = _masked_rows(red, store, session_id, after, due)
             else:
                 source = _event_pages(store, session_id, after, limit)
             # Lines go out a batch at a time (one write, not one per event), and
@@ -341,8 +352,11 @@ def events(session_id: str, after: int, limit: int | None, tail: bool, interval:
             batch = EventLines(red, opts.json, size=1 if tail else 500)
             try:
                 async for stored in source:
-                    e = red.event(stored.event)  # it learns the event's secrets first
-                    batch.add(stored.seq, e)
+                    if isinstance(stored, tuple):
+                        seq, e = stored
+                    else:
+                        seq, e = stored.seq, red.event(stored.event)  # it learns the event's secrets first
+                    batch.add(seq, e)
                     printed += 1
                     if progress is not None:
                         progress.tick()
@@ -353,8 +367,18 @@ def events(session_id: str, after: int, limit: int | None, tail: bool, interval:
                 if progress is not None:
                     progress.done()
 
-    with suppress(KeyboardInterrupt):
+    # (a follow runs for ever: it collects as usual)
+    with suppress(KeyboardInterrupt), nullcontext() if tail else bulk_read():
         run(red, body())
+
+
+async def _masked_rows(red: Redactor, store: Any, session_id: str, after: int, count: int) -> AsyncIterator[tuple[int, Event]]:
+    """``(seq, red.event(event))`` of ``count`` events after ``after``, parsed from
+    the stored text; an event whose text shows nothing to learn or mask
+    (:meth:`~engine.redact.Redactor.inert`) is the masked one as it is."""
+    async for seq, raw in event_rows(store, session_id, after + count, after):
+        event = parse_row(raw) or await reread(store, session_id, seq)
+        yield seq, event if red.inert(raw) else red.event(event)
 
 
 class EventLines:

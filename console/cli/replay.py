@@ -18,15 +18,14 @@ from engine.errors import HitlError
 if TYPE_CHECKING:
     from engine import Event, Projection
     from engine.redact import Redactor
-    from engine.replay import Replay
     from engine.store.base import SessionStore
     from engine.views import Frame
 
 from .group import cli
-from .loads import _event_pages, learn_projection
+from .loads import _event_pages, event_rows, learn_projection, parse_row, reread
 from .options import _opts, _seq, common, open_store
-from .output import clock, out, out_json, run, short
-from .progress import Progress
+from .output import clock, out, out_json, out_lines, run, short
+from .progress import Progress, bulk_read
 from .render import render_tree, tree_rows
 
 
@@ -89,6 +88,10 @@ def replay(
                 if at and diff_from is None:  # one position: seek, page by page, keeping no event list
                     await _replay_at(red, store, header.id, at, header.last_seq, all_runs, opts.json)
                     return
+                if at is not None and diff_from is not None and hasattr(store, "event_rows"):
+                    first, second = await _diff_ends(red, store, header.id, diff_from, at)
+                    _print_diff(red, header.id, first, second, diff_from, at, opts.json)
+                    return
                 # --at N (and --diff-from M) need the events up to there, not the rest.
                 upto = max(at or 0, diff_from or 0) if at is not None else None
                 stored = []
@@ -106,14 +109,15 @@ def replay(
             if n is not None and n > total:
                 raise HitlError(f"session {header.id} has {total} events; {name} {n} is past its end")
         if at is not None and diff_from is not None:
-            _print_diff(red, header.id, cursor, diff_from, at, opts.json)
+            _print_diff(red, header.id, cursor.projection_at(diff_from), cursor.projection_at(at), diff_from, at, opts.json)
         elif at is not None:
             _print_tree_at(red, header.id, dataclasses.replace(goto(cursor, at), total=total), all_runs, opts.json)
         else:
             for k in range(1, len(cursor) + 1):
                 _print_frame(red, goto(cursor, k), opts.json)
 
-    run(red, body())
+    with bulk_read():
+        run(red, body())
 
 
 async def _replay_at(red: Redactor, store: SessionStore, session_id: str, at: int, total: int, all_runs: bool, as_json: bool) -> None:
@@ -165,22 +169,57 @@ def _print_frame(red: Redactor, frame: Frame, as_json: bool) -> None:
         out(red, f"{'':>6}  {'':19}  {'':<9} -> {', '.join(f'{p}={s}' for p, s in changed.items())}")
 
 
-def _print_diff(red: Redactor, session_id: str, cursor: Replay, first: int, second: int, as_json: bool) -> None:
+async def _diff_ends(
+    red: Redactor, store: SessionStore, session_id: str, first: int, second: int
+) -> tuple[Projection, Projection]:
+    """The projections after events ``first`` and ``second``, as the Replay cursor
+    gives them (its events masked by ``red``, which knows every secret up to the
+    later one first), in one fold page by page: no event list, no checkpoint
+    copies. Two reads: the first learns the secrets (parsing only the events
+    whose text shows something to learn), the second masks what needs it and folds."""
+    from engine.projection import Projection
+
+    upto = max(first, second)
+    telling: set[int] = set()  # the seqs of the events with something to learn (few)
+    async for seq, raw in event_rows(store, session_id, upto):
+        if not red.learns_nothing(raw):
+            telling.add(seq)
+            red.learn_events([parse_row(raw) or await reread(store, session_id, seq)])
+    progress = Progress(f"replay {session_id}", upto)
+    proj = Projection()
+    ends = {0: Projection()} if 0 in (first, second) else {}
+    position = 0
+    async for seq, raw in event_rows(store, session_id, upto):
+        event = parse_row(raw) or await reread(store, session_id, seq)
+        masked = red.event(event) if seq in telling or red.knows_some_of(raw) else event  # else: the same
+        proj.apply(masked, seq)
+        position += 1
+        if position in (first, second):
+            ends[position] = proj.fork()
+        progress.tick()
+    progress.done()
+    return ends.get(first, proj), ends.get(second, proj)
+
+
+def _print_diff(
+    red: Redactor, session_id: str, before: Projection, after: Projection, first: int, second: int, as_json: bool
+) -> None:
     """``--at N --diff-from M``: the console's diff (``m``, move, ``d``) as text or JSON."""
     from engine.replay import diff
     from engine.views import diff_dict
 
-    rows = diff(cursor.projection_at(first), cursor.projection_at(second))
+    rows = diff(before, after)
     if as_json:
         out_json(red, {"session": session_id, "from": first, "to": second, "changes": [diff_dict(r) for r in rows]})
         return
     out(red, f"session {session_id}: what changed from event {first} to event {second}")
     if not rows:
         out(red, "  nothing")
-    for r in rows:
-        before = "-" if r.before is None else short(r.before, 40)  # events were masked before the fold
-        after = "-" if r.after is None else short(r.after, 40)
-        out(red, f"  {r.area:<9} {r.key:<48} {before} -> {after}")
+    out_lines(red, (  # events were masked before the fold
+        f"  {r.area:<9} {r.key:<48} {'-' if r.before is None else short(r.before, 40)} -> "
+        f"{'-' if r.after is None else short(r.after, 40)}"
+        for r in rows
+    ))
 
 
 def _print_tree_at(red: Redactor, session_id: str, frame: Frame, all_runs: bool, as_json: bool, masked: bool = False) -> None:

@@ -18,7 +18,7 @@ from engine.store.factory import store_kind, store_label
 from .group import cli
 from .options import _operator, _opts, common, open_store, operator_option, reason_option, require_asyncpg
 from .output import fail, out, out_json, run
-from .progress import Progress, counted
+from .progress import Progress, bulk_read, counted
 
 
 # -------------------------------------------------------------- export/import
@@ -36,20 +36,24 @@ def export_cmd(session_id: str) -> None:
             binary = getattr(sys.stdout, "buffer", None)
             sys.stdout.flush()
             progress = Progress(f"export {session_id}", (await store.get_session(session_id)).last_seq)
+            from engine.store.jsonl import export_pages  # every store's export_session is its lines
+
             header = True
-            async for line in store.export_session(session_id):
+            async for page in export_pages(store, session_id):  # a page at a time: one write, one tick
+                text = "".join(page)
                 if binary is None:
-                    sys.stdout.write(line)
+                    sys.stdout.write(text)
                 else:
-                    binary.write(line.encode("utf-8"))
+                    binary.write(text.encode("utf-8"))
                 if header:
                     header = False
                 else:
-                    progress.tick()
+                    progress.tick(len(page))
             (binary or sys.stdout).flush()
             progress.done()
 
-    run(red, body())
+    with bulk_read():
+        run(red, body())
 
 
 @cli.command(name="import")
@@ -81,7 +85,8 @@ def import_cmd(file: str, as_id: str | None, operator: str | None, reason: str |
                 f"imported session {session.id} ({session.app_name}, user {session.user_id}, {session.last_seq} events)"
             )
 
-    run(red, body())
+    with bulk_read():
+        run(red, body())
 
 
 @cli.command()

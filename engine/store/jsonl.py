@@ -81,8 +81,16 @@ async def export_lines(store: SessionStore, session_id: str, *, page_size: int =
     Events are read in pages up to the ``last_seq`` seen when the export began,
     so events appended meanwhile are not included and the header stays true.
     """
+    async for page in export_pages(store, session_id, page_size=page_size):
+        for line in page:
+            yield line
+
+
+async def export_pages(store: SessionStore, session_id: str, *, page_size: int = 1000) -> AsyncIterator[list[str]]:
+    """:func:`export_lines` a page at a time: the header line alone, then the
+    lines of each page of events (a writer writes each page at once)."""
     session = await store.get_session(session_id)
-    yield header_line(session)
+    yield [header_line(session)]
     after = 0
     rows = getattr(store, "event_rows", None)
     if rows is not None:  # the stored JSON as it is: one JSON object per row, checked by its ends
@@ -90,18 +98,19 @@ async def export_lines(store: SessionStore, session_id: str, *, page_size: int =
             raw = await rows(session_id, after_seq=after, limit=min(page_size, session.last_seq - after))
             if not raw:
                 break
+            lines = []
             for seq, text in raw:
                 if not (text.startswith("{") and text.endswith("}")) or "\n" in text:
                     text = (await store.event_at(session_id, seq)).event.to_json()  # the store says what is wrong
-                yield f'{{"seq":{seq},"event":{text}}}\n'
+                lines.append(f'{{"seq":{seq},"event":{text}}}\n')
+            yield lines
             after = raw[-1][0]
         return
     while after < session.last_seq:
         page = await store.events(session_id, after_seq=after, limit=min(page_size, session.last_seq - after))
         if not page:
             break
-        for stored in page:
-            yield event_line(stored)
+        yield [event_line(stored) for stored in page]
         after = page[-1].seq
 
 

@@ -48,3 +48,49 @@ def test_the_clock_cache_gives_what_formatting_gives(stamps: list[float], utc: b
             assert times.date_time(ts) == times._dt(ts).strftime("%Y-%m-%d %H:%M:%S"), ts
     finally:
         times.use_utc(False)
+
+
+# The text check of a stored event (Redactor.learns_nothing / inert / large_value):
+# a long read skips walking an event only when walking it would change nothing.
+KEYS = ["note", "password", "Pass_Word", "apiKey", "author", "oauth", "x-auth", "k", "ſecret", "result", "id"]
+SECRETS = ["hunter22", "s3cr3t-v", "Zm9vYmFy99"]
+scalars = st.one_of(st.sampled_from(WORDS + SECRETS), st.text(max_size=10), st.integers(), st.booleans(), st.none())
+json_values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.sampled_from(KEYS), inner, max_size=3)),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(output=json_values, message=st.one_of(st.sampled_from(WORDS + SECRETS), st.text(max_size=12)),
+       author=st.sampled_from(["user", "deploy", "oauth-bot"]), known=st.lists(st.sampled_from(SECRETS), max_size=2))
+def test_an_event_passes_the_text_check_only_when_walking_it_changes_nothing(
+    output: object, message: str, author: str, known: list[str]
+) -> None:
+    from engine.models import Content, Event
+
+    red = Redactor()
+    red.learn(known)  # secrets an earlier event taught it
+    event = Event(invocation_id="i", author=author, content=Content.from_text(message), output=output,
+                  custom_metadata={"reason": message})
+    raw = event.to_json()
+    if red.learns_nothing(raw):
+        learner = red.fork()
+        learner.learn_events([event])
+        assert learner._known == red._known
+    if red.inert(raw):
+        assert red.fork().event(event) is event
+    assert red.fork().large_value([output, message]) == red.fork().value([output, message])
+
+
+def test_a_plain_event_passes_the_text_check_and_a_secret_one_does_not() -> None:
+    from engine.models import Event, NodeInfo
+
+    plain = Event(invocation_id="i", author="deploy", output={"ok": True, "hosts": 3},
+                  node_info=NodeInfo(path="pipeline@1/deploy@9", run_id="9", lifecycle="end"))
+    red = Redactor()
+    assert red.inert(plain.to_json())
+    assert not red.learns_nothing(plain.model_copy(update={"output": {"api_key": "k-123"}}).to_json())
+    red.learn(["hosts-secret"])
+    assert not red.inert(plain.model_copy(update={"output": "hosts-secret"}).to_json())

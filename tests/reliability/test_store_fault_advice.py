@@ -91,3 +91,28 @@ def test_another_stores_side_files_beside_a_sound_file_are_named(
     os.remove(f"{db}-wal")
     os.remove(f"{db}-shm")
     assert "refund-completed-1" in hitl("sessions").output  # the file itself was never harmed
+
+
+@pytest.mark.parametrize("read_only", [False, True])
+def test_another_applications_side_files_beside_a_store_are_named_not_the_store(
+    hitl: Hitl, db: Path, tmp_path: Path, read_only: bool
+) -> None:
+    """SQLite reads a foreign -wal as the file's last commits: the store then looks
+    like another application's database. The side files are at fault, not the file."""
+    other = tmp_path / "other.db"
+    conn = sqlite3.connect(other)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA wal_autocheckpoint=0")
+    conn.execute("CREATE TABLE t (x)")
+    conn.execute("INSERT INTO t VALUES (1)")
+    conn.commit()
+    shutil.copy(f"{other}-wal", f"{db}-wal")
+    shutil.copy(f"{other}-shm", f"{db}-shm")
+    conn.close()
+    line = _error(hitl(*(["--read-only"] if read_only else []), "sessions"))
+    assert "is a SQLite database of another application" not in line, line
+    assert f"{db.name}-wal and {db.name}-shm beside it" in line and "the file alone is a sound store" in line, line
+    assert f"move {db.name}-wal and {db.name}-shm away" in line, line
+    os.remove(f"{db}-wal")
+    os.remove(f"{db}-shm")
+    assert "refund-completed-1" in hitl("sessions").output  # the file itself was never harmed

@@ -58,6 +58,9 @@ def _check_file(info: _FileInfo, path: Path, read_only: bool) -> None:
     )
     if foreign:
         shown = ", ".join(info.tables[:5]) or "none"
+        stray = _foreign_side_files(path, shown)
+        if stray:
+            raise StoreError(stray)
         raise StoreError(
             f"{path} is a SQLite database of another application (tables: {shown}), not a hitl-console "
             "store; point --db / $HITL_DB at a hitl-console store or at a new file"
@@ -247,6 +250,31 @@ def damage_report(path: Path, msg: str) -> str:
         "sessions in the undamaged part can be saved first, one by one, with hitl export SESSION "
         "(hitl sessions lists them)"
         + (f"; if {names} beside it come from another store, move them away first and try again" if sides else "")
+    )
+
+
+def _foreign_side_files(path: Path, shown: str) -> str | None:
+    """Why a store reads as another application's database when the -wal beside
+    it is that database's (SQLite takes its frames as the file's last commits):
+    None unless the file alone (immutable: its -wal ignored) is a store."""
+    wal = Path(f"{path}-wal")
+    try:
+        if not wal.exists() or wal.stat().st_size == 0:
+            return None
+        conn = sqlite3.connect(f"{path.as_uri()}?mode=ro&immutable=1", uri=True, timeout=1.0)
+        try:
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        finally:
+            conn.close()
+    except (OSError, sqlite3.Error):
+        return None
+    if not {"sessions", "events"} <= tables:
+        return None
+    names = " and ".join(p.name for p in side_files(path))
+    return (
+        f"{path} cannot be read with {names} beside it (with them it reads as another application's database, "
+        f"tables: {shown}), though the file alone is a sound store: those side files belong to another database; "
+        f"move {names} away and open it again"
     )
 
 
