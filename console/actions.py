@@ -210,7 +210,7 @@ ACTIONS: tuple[Action, ...] = (
     *_sorts("inbox", (("status", "S", "STATUS"), ("age", "W", "AGE (waiting since)"), ("due", "U", "DUE (time left)"),
                       ("interrupt", "D", "INTERRUPT id"),
                       ("session", "I", "SESSION id"), ("asks", "K", "ASKS"), ("node", "O", "NODE path"),
-                      ("app", "P", "APP"))),
+                      ("app", "P", "APP"), ("owner", "R", "OWNER"))),
     # Selecting ids and answering them: part of the write flow, so --read-only disables them too.
     Action("interrupts.toggle", "space", "Select", "Select / unselect the open ids of this node (or inbox row)",
            ("inbox", "session"), "toggle_interrupt", cli="hitl resume {session_id} {interrupt_id}=JSON",

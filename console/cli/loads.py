@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator, Iterable
 from typing import TYPE_CHECKING, Any
 
 from engine.errors import HitlError, InvocationNotFoundError, require_id
+from engine.store.capabilities import EventRows, capability
 
 if TYPE_CHECKING:
     from engine import Event, Projection
@@ -47,7 +48,7 @@ async def session_projection(
     progress = Progress(f"reading {session_id}", total)
     proj, seq = Projection(), 0
     apply = proj.apply
-    if hasattr(store, "event_rows"):  # the stored text, parsed here: no StoredEvent per event
+    if capability(store, EventRows) is not None:  # the stored text, parsed here: no StoredEvent per event
         async for seq, raw in event_rows(store, session_id, None):
             apply(parse_row(raw) or await reread(store, session_id, seq), seq)
             progress.tick()

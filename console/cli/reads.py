@@ -334,6 +334,8 @@ def events(session_id: str, after: int, limit: int | None, tail: bool, interval:
     opts = _opts()
 
     async def body() -> None:
+        from engine.store.capabilities import EventRows, capability
+
         async with open_store(write=False) as store:
             header = await store.get_session(session_id)
             printed = 0
@@ -343,7 +345,7 @@ def events(session_id: str, after: int, limit: int | None, tail: bool, interval:
                 from engine.store.tail import follow
 
                 source: Any = follow(store, session_id, after_seq=after, interval=interval)
-            elif hasattr(store, "event_rows"):  # the stored text: what shows nothing to mask is not walked
+            elif capability(store, EventRows) is not None:  # the stored text: what shows nothing to mask is not walked
                 source = _masked_rows(red, store, session_id, after, due)
             else:
                 source = _event_pages(store, session_id, after, limit)

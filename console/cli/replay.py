@@ -80,6 +80,8 @@ def replay(
             events: list[tuple[int, Event]] = [(n, red.event(e)) for n, e in enumerate(parsed.events, start=1)]
         else:
             assert session_id is not None
+            from engine.store.capabilities import EventRows, capability
+
             async with open_store(write=False) as store:
                 header = await store.get_session(session_id)
                 for n, name in ((at, "--at"), (diff_from, "--diff-from")):
@@ -88,7 +90,7 @@ def replay(
                 if at and diff_from is None:  # one position: seek, page by page, keeping no event list
                     await _replay_at(red, store, header.id, at, header.last_seq, all_runs, opts.json)
                     return
-                if at is not None and diff_from is not None and hasattr(store, "event_rows"):
+                if at is not None and diff_from is not None and capability(store, EventRows) is not None:
                     first, second = await _diff_ends(red, store, header.id, diff_from, at)
                     _print_diff(red, header.id, first, second, diff_from, at, opts.json)
                     return

@@ -109,6 +109,7 @@ class InboxScreen(SortableRows, PagedTableScreen):
         "asks": lambda r: asks(r).lower(),
         "node": lambda r: r.path.lower(),
         "app": lambda r: r.app_name.lower(),
+        "owner": lambda r: (r.owner is None, (r.owner or "").lower()),  # owned first, by name
     }
     """Column sort (shift+letter, or a header click) of the rows loaded so far."""
 

@@ -100,8 +100,7 @@ class SessionScreen(GraphKeys, HitlScreen):
         """engine.liveness says the shown invocation stopped mid-run (no live lease)."""
         self.in_doubt: frozenset[str] = frozenset()
         """Its leaf runs that started, recorded no end, and no process runs any more."""
-        self.work_queue: WorkQueue | None = None
-        """The inbox that opened this screen to answer (its submit returns there)."""
+        self.work_queue: WorkQueue | None = None  # the inbox that opened this screen to answer (its submit returns there)
         self.queued_for: str | None = None
         """engine.liveness says a worker of this app will run the shown invocation's turn (queued)."""
         self.held: str | None = None
@@ -586,9 +585,7 @@ class SessionScreen(GraphKeys, HitlScreen):
     def can_toggle_interrupt(self) -> bool:
         return bool(self.answering.open_ids())
 
-    can_select_node = can_toggle_interrupt
-    can_select_invocation = can_toggle_interrupt
-    can_answer = can_claim = can_assign = can_toggle_interrupt
+    can_select_node = can_select_invocation = can_answer = can_claim = can_assign = can_toggle_interrupt
 
     def action_toggle_interrupt(self) -> None:
         self.answering.toggle_node()
@@ -602,10 +599,10 @@ class SessionScreen(GraphKeys, HitlScreen):
     def action_answer(self, ids: list[str] | None = None) -> None:
         self.answering.answer(ids)
 
-    def action_claim(self) -> None:
+    def action_claim(self) -> None:  # c: claim the selected ids (again: release them)
         self.answering.owners("claim")
 
-    def action_assign(self) -> None:
+    def action_assign(self) -> None:  # C: assign them to an operator or @group
         self.answering.owners("assign")
 
     def can_redrive(self) -> bool:

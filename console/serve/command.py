@@ -47,6 +47,8 @@ def serve(
             fail("nothing to hash: the password or token is empty")
         click.echo(hash_secret(secret))
         return
+    from engine.permissions import PolicyError, load_policy, use_policy
+
     opts = _opts()
     try:
         config = load_serve_config(opts.config_path())
@@ -54,8 +56,6 @@ def serve(
             click.echo(warning, err=True)
         check_bind(host, config, proxy_header)
         patterns = opts.patterns()
-        from engine.permissions import PolicyError, load_policy, use_policy
-
         use_policy(load_policy(opts.config_path()))  # who may answer: checked once here, then on every write
     except (ServeConfigError, PolicyError) as exc:
         fail(str(exc))

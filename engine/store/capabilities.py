@@ -227,6 +227,14 @@ class SkipsCorrupt(Protocol):
 
 
 @runtime_checkable
+class EventRows(Protocol):
+    """A session's events as stored, unparsed: what an export copies and a long
+    read folds without building a StoredEvent per event."""
+
+    async def event_rows(self, session_id: str, *, after_seq: int = 0, limit: int = 1000) -> list[tuple[int, str]]: ...
+
+
+@runtime_checkable
 class SnapshotAndEvents(Protocol):
     """``get_snapshot`` and ``invocation_events`` after it in one read."""
 

@@ -37,6 +37,7 @@ from ..errors import HitlError
 from ..jsonin import JSONInputError, loads, where_invalid
 from ..models import Event, Session, StoredEvent
 from .base import SessionStore
+from .capabilities import EventRows, capability
 from .import_rules import Replay
 
 if TYPE_CHECKING:
@@ -92,10 +93,10 @@ async def export_pages(store: SessionStore, session_id: str, *, page_size: int =
     session = await store.get_session(session_id)
     yield [header_line(session)]
     after = 0
-    rows = getattr(store, "event_rows", None)
-    if rows is not None:  # the stored JSON as it is: one JSON object per row, checked by its ends
+    stored = capability(store, EventRows)
+    if stored is not None:  # the stored JSON as it is: one JSON object per row, checked by its ends
         while after < session.last_seq:
-            raw = await rows(session_id, after_seq=after, limit=min(page_size, session.last_seq - after))
+            raw = await stored.event_rows(session_id, after_seq=after, limit=min(page_size, session.last_seq - after))
             if not raw:
                 break
             lines = []

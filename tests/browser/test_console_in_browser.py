@@ -32,9 +32,9 @@ def hitl_out(db: Path | str, *args: str) -> str:
 
 def all_shown(db: Path | str) -> str:
     """The home's count line: it opens in triage order, the sessions that need an
-    operator (an open interrupt, or stopped mid-run)."""
+    operator (an open interrupt, stopped mid-run, or failed: a re-drive)."""
     rows = json.loads(hitl_out(db, "sessions"))["sessions"]
-    return f"{sum(1 for r in rows if r['open_interrupts'] or r['interrupted'])} shown"
+    return f"{sum(1 for r in rows if r['open_interrupts'] or r['interrupted'] or r['status'] == 'failed')} shown"
 
 
 def open_refund_waiting(page: Any, db: Path | str) -> str:

@@ -21,11 +21,15 @@ from .conftest import Hitl
 @pytest.fixture
 def calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Any]]:
     seen: list[tuple[str, Any]] = []
-    events, inv_events = SQLiteStore.events, SQLiteStore.invocation_events
+    events, rows, inv_events = SQLiteStore.events, SQLiteStore.event_rows, SQLiteStore.invocation_events
 
     async def spy_events(self: SQLiteStore, session_id: str, *a: Any, **kw: Any) -> Any:
         seen.append(("events", kw.get("limit")))
         return await events(self, session_id, *a, **kw)
+
+    async def spy_rows(self: SQLiteStore, session_id: str, *a: Any, **kw: Any) -> Any:
+        seen.append(("events", kw.get("limit")))  # the same page read, the stored text unparsed
+        return await rows(self, session_id, *a, **kw)
 
     async def spy_inv(self: SQLiteStore, session_id: str, invocation_id: str, *a: Any, **kw: Any) -> Any:
         out = await inv_events(self, session_id, invocation_id, *a, **kw)
@@ -33,6 +37,7 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Any]]:
         return out
 
     monkeypatch.setattr(SQLiteStore, "events", spy_events)
+    monkeypatch.setattr(SQLiteStore, "event_rows", spy_rows)
     monkeypatch.setattr(SQLiteStore, "invocation_events", spy_inv)
     monkeypatch.setattr(cli_mod, "EVENTS_PAGE", 10)
     return seen
