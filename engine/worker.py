@@ -289,6 +289,11 @@ class Worker:
                 return 0.5
             if req is None:
                 break
+            if self._refused.get((req.session_id, req.invocation_id)) == req.requested_at:
+                # claimed with a skip list read before this worker refused it (a refusal
+                # landing while this claim was in flight): hand it back, run nothing
+                await self._unclaim(req)
+                continue
             self._start(req)
         return self.heartbeat
 
