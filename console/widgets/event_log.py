@@ -91,7 +91,7 @@ def log_line(se: StoredEvent, red: Redactor) -> LogLine:
     if kind == "message":
         summary = f'"{short(e.content.text if e.content else "", SUMMARY, red)}"'
     elif kind == "response":
-        parts = [f"{short(fr.id, 24, red)}={short(fr.response, 16, red)}" for fr in e.function_responses]
+        parts = [f"{short(fr.id, 24, red)}={short(fr.response, 16, red, quoted=True)}" for fr in e.function_responses]
         # the reason first: the answers can be long, and the drawing cuts at the log's edge
         said = operator_said(e, red)
         summary = (said[3:] + " · " if said else "") + "answers " + id_list(parts, 3)

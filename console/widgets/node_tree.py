@@ -79,7 +79,7 @@ def _extra(run: NodeRun, proj: Projection, red: Redactor, display: DisplayStatus
         return short(f"{run.error_code}: {run.error_message}", DATA, red) if run.error_code else ""
     if run.status is NodeStatus.COMPLETED:
         if run.auto_completed:
-            return "answered → " + short(run.output, DATA, red)
+            return "answered → " + short(run.output, DATA, red, quoted=True)
         return "" if run.output is None or run.is_container else "→ " + short(run.output, DATA, red)
     if run.status is NodeStatus.PENDING:
         return "will re-execute" if run.rerun_on_resume else ""
