@@ -5,7 +5,6 @@ the audit screen says its zone and what was answered, find unfolds folded runs."
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from console.screens.session import SessionScreen
 from console.widgets.event_log import log_line
