@@ -5,13 +5,20 @@ the audit screen says its zone and what was answered, find unfolds folded runs."
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
+import pytest
+
+from console.screens.answer import AnswerScreen
 from console.screens.session import SessionScreen
 from console.widgets.event_log import log_line
+from console.widgets.schema_form import SchemaForm
 from engine import Content, Runner
 
+from .answer_store import shipping_store
 from .conftest import make_app, settle
 from .scenarios import build_store, onboard_wf
+from .test_answer import app_for
 from .test_live import label, wait_until
 
 PATH = "onboard@1/review@1/sign_off@1"
@@ -39,3 +46,62 @@ async def test_a_string_answer_is_shown_quoted_in_the_tree_and_the_log() -> None
     events = await store.events("onboard-nested")
     responses = [log_line(se, app.redactor).summary for se in events if se.event.kind == "response"]
     assert any('sign-off="none"' in s for s in responses), responses
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
+async def test_the_answer_form_takes_the_height_its_fields_need(size: tuple[int, int]) -> None:
+    """The shipping form (a section, a list, a boolean) is taller than a fixed box:
+    the box grows to its fields and the editors pane scrolls instead, so no form
+    scrolls inside a box with empty space below it."""
+    store = await shipping_store()
+    app = app_for(store)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        app.open_session("shipping-1")
+        await settle(pilot)
+        await pilot.press("e", "+", "+", "+")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, AnswerScreen)
+        box = screen.query(".answer-form-box").first()
+        await wait_until(pilot, lambda: box.size.height > 0)
+        await settle(pilot)
+        assert box.max_scroll_y == 0, f"the form scrolls inside its box ({box.size.height} rows, {box.virtual_size.height} needed)"
+        assert box.size.height >= box.query_one(SchemaForm).size.height
+
+
+def _look(widget: Any) -> tuple[str, ...]:
+    """What tells a widget apart on screen: its border, outline and colours."""
+    s = widget.styles
+    return (str(s.border), str(s.outline), str(widget.rich_style), str(s.background), str(s.text_style))
+
+
+async def test_every_focus_stop_of_the_answer_form_is_visible_and_shows_focus() -> None:
+    """Tab through the shipping editor (a form, and a JSON-only answer that is
+    invalid): each stop is a widget on screen whose look changes with focus."""
+    store = await shipping_store()
+    app = app_for(store)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        app.open_session("shipping-1")
+        await settle(pilot)
+        await pilot.press("e")
+        await settle(pilot)
+        assert isinstance(app.screen, AnswerScreen)
+        stops: list[Any] = []
+        focused_look: dict[int, tuple[str, ...]] = {}
+        blurred_look: dict[int, tuple[str, ...]] = {}
+        for _ in range(40):
+            widget = app.focused
+            assert widget is not None
+            if widget in stops:
+                break
+            stops.append(widget)
+            assert widget.display and widget.visible and widget.region.area > 0, f"an invisible focus stop: {widget!r}"
+            focused_look[id(widget)] = _look(widget)
+            await pilot.press("tab")
+            await settle(pilot)
+            blurred_look[id(widget)] = _look(widget)
+        assert len(stops) >= 5
+        same = [repr(w) for w in stops if focused_look[id(w)] == blurred_look[id(w)]]
+        assert not same, f"focus does not show on {same}"
