@@ -19,6 +19,7 @@ from .answer_store import shipping_store
 from .conftest import make_app, settle
 from .scenarios import build_store, onboard_wf
 from .test_answer import app_for
+from .test_hostile import screen_text
 from .test_live import label, wait_until
 
 PATH = "onboard@1/review@1/sign_off@1"
@@ -105,3 +106,35 @@ async def test_every_focus_stop_of_the_answer_form_is_visible_and_shows_focus() 
         assert len(stops) >= 5
         same = [repr(w) for w in stops if focused_look[id(w)] == blurred_look[id(w)]]
         assert not same, f"focus does not show on {same}"
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
+async def test_the_audit_screen_says_its_zone_and_what_was_answered(size: tuple[int, int]) -> None:
+    store = await build_store()
+    app = make_app(store)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        app.run_command("audit session=support-multi")
+        await settle(pilot)
+        await wait_until(pilot, lambda: "1 shown" in screen_text(app))
+        text = screen_text(app)
+        assert "TIME (UTC)" in text  # the zone, said once, as the session's event log says it
+        if size[0] >= 120:  # at 80 columns WHAT starts at the edge: the table scrolls sideways
+            assert 'triage-t1="billing"' in text, text  # what was answered, quoted like the tree and the log
+        assert all(len(line.rstrip()) <= size[0] for line in text.splitlines())
+        assert text.splitlines()[2].lstrip().startswith("TIME")  # the info line is one line
+
+
+async def test_the_audit_screen_masks_an_answered_secret() -> None:
+    store = await build_store()
+    runner = Runner("onboarding", onboard_wf, store)
+    async for _ in runner.run("frank", "onboard-nested", Content.from_responses({"sign-off": "sk_live_abcdefghijklmnop1234"})):
+        pass
+    app = make_app(store)
+    async with app.run_test(size=(160, 30)) as pilot:
+        await settle(pilot)
+        app.run_command("audit session=onboard-nested")
+        await settle(pilot)
+        await wait_until(pilot, lambda: "1 shown" in screen_text(app))
+        text = screen_text(app)
+        assert "sign-off=" in text and "sk_live_abcdefghijklmnop1234" not in text, text
