@@ -362,6 +362,34 @@ class NodeTree(Navigable, Tree[str]):
         node = self.get_node_at_line(index)
         return None if node is None else node.label.plain
 
+    def matches(self) -> list[int]:
+        """``/`` searches folded runs too: a fold whose runs (or their children)
+        match is unfolded first, so the match is a line the cursor can reach."""
+        self._unfold_matches(self.find_query.lower())
+        return super().matches()
+
+    def _unfold_matches(self, needle: str) -> None:
+        proj, inv = self.proj, self.invocation_id
+        if not needle or proj is None or inv is None:
+            return
+
+        def hit(path: str) -> bool:
+            run = proj.get(inv, path)
+            if run is None:
+                return False
+            return needle in self._label(run).plain.lower() or any(hit(c) for c in run.children)
+
+        opened = True
+        while opened:  # an unfolded run may hold folds of its own
+            opened = False
+            for key in [k for k, paths in self._folds.items() if any(hit(p) for p in paths)]:
+                self._populate_fold(key)
+                node: TreeNode[str] | None = self._by_path[key]
+                while node is not None:
+                    node.expand()
+                    node = node.parent
+                opened = True
+
     async def copy_payload(self) -> tuple[str, str] | None:
         path = self.cursor_path
         return ("node path", path) if path else None

@@ -138,3 +138,29 @@ async def test_the_audit_screen_masks_an_answered_secret() -> None:
         await wait_until(pilot, lambda: "1 shown" in screen_text(app))
         text = screen_text(app)
         assert "sign-off=" in text and "sk_live_abcdefghijklmnop1234" not in text, text
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
+async def test_find_in_the_node_tree_unfolds_a_folded_run_that_matches(size: tuple[int, int]) -> None:
+    """drafting-loop folds review@1 under "5 earlier runs": `/review@1` finds it,
+    unfolds the fold and puts the cursor on it; `n` goes on to the next match."""
+    store = await build_store()
+    app = make_app(store)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        app.open_session("drafting-loop")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, SessionScreen)
+        screen.tree.focus()
+        await settle(pilot)
+        await pilot.press("slash", *"review@1", "enter")
+        await settle(pilot)
+        assert screen.tree.cursor_path == "drafting@1/review@1"
+        assert "drafting@1/review@1" in screen_text(app)  # unfolded, on screen
+        await pilot.press("slash", *"decide@", "enter")
+        await settle(pilot)
+        first = screen.tree.cursor_path
+        await pilot.press("n")
+        await settle(pilot)
+        assert {first, screen.tree.cursor_path} == {"drafting@1/decide@1", "drafting@1/decide@2"}
