@@ -164,3 +164,30 @@ async def test_find_in_the_node_tree_unfolds_a_folded_run_that_matches(size: tup
         await pilot.press("n")
         await settle(pilot)
         assert {first, screen.tree.cursor_path} == {"drafting@1/decide@1", "drafting@1/decide@2"}
+
+
+def _info_lines(app: Any, selector: str) -> list[str]:
+    widget = app.screen.query_one(selector)
+    return [line.text.rstrip() for line in widget.render_lines(widget.region.reset_offset) if line.text.strip()]
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
+async def test_the_session_and_replay_headers_fit_one_line_and_keep_the_status_word(size: tuple[int, int]) -> None:
+    """At 80 columns the session header wrapped (``18`` / ``events``) and the
+    replay's (``❚❚`` / ``paused``): the least needed parts go first, the status
+    word and the replay's state are never cut."""
+    store = await build_store()
+    app = make_app(store)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        app.open_session("drafting-loop")
+        await settle(pilot)
+        lines = _info_lines(app, "#session-info")
+        assert len(lines) == 1 and "◆ WAITING" in lines[0] and "drafting-loop" in lines[0], lines
+        if size[0] >= 120:
+            assert "carol" in lines[0] and "30 events" in lines[0]  # room for all of it
+        await pilot.press("t")
+        await settle(pilot)
+        await wait_until(pilot, lambda: "event " in _info_lines(app, "#replay-info")[0])
+        lines = _info_lines(app, "#replay-info")
+        assert len(lines) == 1 and "paused" in lines[0] and lines[0].endswith("read-only"), lines
