@@ -143,7 +143,7 @@ async def test_the_audit_screen_masks_an_answered_secret() -> None:
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
 async def test_find_in_the_node_tree_unfolds_a_folded_run_that_matches(size: tuple[int, int]) -> None:
     """drafting-loop folds review@1 under "5 earlier runs": `/review@1` finds it,
-    unfolds the fold and puts the cursor on it; `n` goes on to the next match."""
+    unfolds the fold and puts the cursor on it; `;` goes on to the next match."""
     store = await build_store()
     app = make_app(store)
     async with app.run_test(size=size) as pilot:
@@ -161,7 +161,7 @@ async def test_find_in_the_node_tree_unfolds_a_folded_run_that_matches(size: tup
         await pilot.press("slash", *"decide@", "enter")
         await settle(pilot)
         first = screen.tree.cursor_path
-        await pilot.press("n")
+        await pilot.press("semicolon")
         await settle(pilot)
         assert {first, screen.tree.cursor_path} == {"drafting@1/decide@1", "drafting@1/decide@2"}
 
@@ -191,3 +191,31 @@ async def test_the_session_and_replay_headers_fit_one_line_and_keep_the_status_w
         await wait_until(pilot, lambda: "event " in _info_lines(app, "#replay-info")[0])
         lines = _info_lines(app, "#replay-info")
         assert len(lines) == 1 and "paused" in lines[0] and lines[0].endswith("read-only"), lines
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
+async def test_n_is_the_next_waiting_node_even_while_a_find_is_active(size: tuple[int, int]) -> None:
+    """One key, one meaning on the session screen: `n` moved to the next match
+    while a find was active and to the next waiting node otherwise; now `n` is
+    always the next waiting node and `;` / `,` step through the matches."""
+    store = await build_store()
+    app = make_app(store)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        app.open_session("refund-partial")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, SessionScreen)
+        tree = screen.tree
+        tree.focus()
+        await pilot.press("slash", *"COMPLETED", "enter")
+        await settle(pilot)
+        assert tree.find_query == "COMPLETED" and "COMPLETED" in (tree.nav_text(tree.cursor_line) or "")
+        tree.select_path("refund@1/legal@1")
+        await settle(pilot)
+        await pilot.press("n")
+        await settle(pilot)
+        assert tree.cursor_path == "refund@1/ops@1"  # the next waiting node, not a COMPLETED match
+        await pilot.press("semicolon")
+        await settle(pilot)
+        assert "COMPLETED" in (tree.nav_text(tree.cursor_line) or "")
