@@ -92,9 +92,14 @@ class HelpScreen(ModalScreen[None]):
 
 
 def sections_for(areas: tuple[str, ...], actions_by_screen: dict[str, list[Action]]) -> list[tuple[str, list[Action]]]:
+    """The help's sections, ``areas`` in order: a key an earlier area binds is left
+    out of the later ones -- the screen's own meaning wins when the key is pressed
+    (replay's ``g`` is the start, never a pane's first line), so help lists that one."""
     out = []
+    seen: set[str] = set()
     for area in areas:
-        acts = actions_by_screen.get(area, [])
+        acts = [a for a in actions_by_screen.get(area, []) if a.key is None or a.key not in seen]
+        seen |= {a.key for a in acts if a.key is not None}
         if acts:
             out.append((AREA_TITLES.get(area, area.title()), acts))
     return out

@@ -5,6 +5,7 @@ the audit screen says its zone and what was answered, find unfolds folded runs."
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Any
 
 import pytest
@@ -219,3 +220,39 @@ async def test_n_is_the_next_waiting_node_even_while_a_find_is_active(size: tupl
         await pilot.press("semicolon")
         await settle(pilot)
         assert "COMPLETED" in (tree.nav_text(tree.cursor_line) or "")
+
+
+@pytest.mark.parametrize("size", [(120, 100)], ids=["120x100"])
+async def test_g_and_G_in_replay_are_start_and_end_wherever_focus_is(size: tuple[int, int]) -> None:
+    """One key, one meaning in replay: `g` / `G` jump to the start / end of the
+    history from every pane (a panel's first / last line is home / end)."""
+    from console.screens.replay import ReplayScreen
+
+    store = await build_store()
+    app = make_app(store)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        app.open_session("drafting-loop")
+        await settle(pilot)
+        await pilot.press("t")
+        await settle(pilot)
+        replay = app.screen
+        assert isinstance(replay, ReplayScreen)
+        await wait_until(pilot, lambda: replay.replay is not None)
+        panes = [w for w in replay.query("*") if w.focusable and w.display]
+        assert len(panes) >= 3
+        for pane in panes:
+            pane.focus()
+            await settle(pilot)
+            await pilot.press("g")
+            await settle(pilot)
+            assert replay.position == 0, f"g on {pane!r}"
+            await pilot.press("G")
+            await settle(pilot)
+            assert replay.position == replay.total, f"G on {pane!r}"
+
+        await pilot.press("question_mark")
+        await settle(pilot)
+        rows = [re.search(r"│\s+(\S+)\s+(?:replay|nav)\.\w+\s", line) for line in screen_text(app).splitlines()]
+        keys = [m.group(1) for m in rows if m]
+        assert keys.count("g") == 1 and keys.count("G") == 1, keys  # the help lists the one meaning
