@@ -256,3 +256,31 @@ async def test_g_and_G_in_replay_are_start_and_end_wherever_focus_is(size: tuple
         rows = [re.search(r"│\s+(\S+)\s+(?:replay|nav)\.\w+\s", line) for line in screen_text(app).splitlines()]
         keys = [m.group(1) for m in rows if m]
         assert keys.count("g") == 1 and keys.count("G") == 1, keys  # the help lists the one meaning
+
+
+async def test_y_in_the_editor_is_yes_and_its_help_lists_no_other_meaning() -> None:
+    """The editor's help listed `y` as the form's yes and as nav.copy (which no
+    pane of the editor has): `y` is yes, the copy is ctrl+o."""
+    from .answer_store import demo_store
+
+    store = await demo_store()
+    app = app_for(store)
+    async with app.run_test(size=(140, 120)) as pilot:
+        await settle(pilot)
+        app.open_session("refund-waiting-1")
+        await settle(pilot)
+        await pilot.press("e")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, AnswerScreen)
+        await pilot.press("y")
+        await settle(pilot)
+        assert screen.values() == {"finance-order-1001": {"approved": True}}
+        screen.query_one("#answer-ids").focus()  # y moved on to the note, where ? is text
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await settle(pilot)
+        rows = [re.search(r"│\s+(\S+)\s+[a-z]+\.\w+\s", line) for line in screen_text(app).splitlines()]
+        keys = [m.group(1) for m in rows if m]
+        assert "^o" in keys or "ctrl+o" in keys, keys
+        assert "y" not in keys and "n" not in keys, keys  # only the form's keys table says what y / n do
