@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -24,6 +26,19 @@ from .test_hostile import screen_text
 from .test_live import label, wait_until
 
 PATH = "onboard@1/review@1/sign_off@1"
+
+
+@asynccontextmanager
+async def opened(store: Any, size: tuple[int, int], session_id: str | None = None, *,
+                 factory: Any = make_app) -> AsyncIterator[tuple[Any, Any]]:
+    """The console over ``store`` at ``size``, settled, on ``session_id`` when given."""
+    app = factory(store)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        if session_id is not None:
+            app.open_session(session_id)
+            await settle(pilot)
+        yield app, pilot
 
 
 async def test_a_string_answer_is_shown_quoted_in_the_tree_and_the_log() -> None:
@@ -55,12 +70,7 @@ async def test_the_answer_form_takes_the_height_its_fields_need(size: tuple[int,
     """The shipping form (a section, a list, a boolean) is taller than a fixed box:
     the box grows to its fields and the editors pane scrolls instead, so no form
     scrolls inside a box with empty space below it."""
-    store = await shipping_store()
-    app = app_for(store)
-    async with app.run_test(size=size) as pilot:
-        await settle(pilot)
-        app.open_session("shipping-1")
-        await settle(pilot)
+    async with opened(await shipping_store(), size, "shipping-1", factory=app_for) as (app, pilot):
         await pilot.press("e", "+", "+", "+")
         await settle(pilot)
         screen = app.screen
@@ -81,12 +91,7 @@ def _look(widget: Any) -> tuple[str, ...]:
 async def test_every_focus_stop_of_the_answer_form_is_visible_and_shows_focus() -> None:
     """Tab through the shipping editor (a form, and a JSON-only answer that is
     invalid): each stop is a widget on screen whose look changes with focus."""
-    store = await shipping_store()
-    app = app_for(store)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        app.open_session("shipping-1")
-        await settle(pilot)
+    async with opened(await shipping_store(), (120, 40), "shipping-1", factory=app_for) as (app, pilot):
         await pilot.press("e")
         await settle(pilot)
         assert isinstance(app.screen, AnswerScreen)
@@ -145,12 +150,7 @@ async def test_the_audit_screen_masks_an_answered_secret() -> None:
 async def test_find_in_the_node_tree_unfolds_a_folded_run_that_matches(size: tuple[int, int]) -> None:
     """drafting-loop folds review@1 under "5 earlier runs": `/review@1` finds it,
     unfolds the fold and puts the cursor on it; `;` goes on to the next match."""
-    store = await build_store()
-    app = make_app(store)
-    async with app.run_test(size=size) as pilot:
-        await settle(pilot)
-        app.open_session("drafting-loop")
-        await settle(pilot)
+    async with opened(await build_store(), size, "drafting-loop") as (app, pilot):
         screen = app.screen
         assert isinstance(screen, SessionScreen)
         screen.tree.focus()
@@ -177,12 +177,7 @@ async def test_the_session_and_replay_headers_fit_one_line_and_keep_the_status_w
     """At 80 columns the session header wrapped (``18`` / ``events``) and the
     replay's (``❚❚`` / ``paused``): the least needed parts go first, the status
     word and the replay's state are never cut."""
-    store = await build_store()
-    app = make_app(store)
-    async with app.run_test(size=size) as pilot:
-        await settle(pilot)
-        app.open_session("drafting-loop")
-        await settle(pilot)
+    async with opened(await build_store(), size, "drafting-loop") as (app, pilot):
         lines = _info_lines(app, "#session-info")
         assert len(lines) == 1 and "◆ WAITING" in lines[0] and "drafting-loop" in lines[0], lines
         if size[0] >= 120:
@@ -199,12 +194,7 @@ async def test_n_is_the_next_waiting_node_even_while_a_find_is_active(size: tupl
     """One key, one meaning on the session screen: `n` moved to the next match
     while a find was active and to the next waiting node otherwise; now `n` is
     always the next waiting node and `;` / `,` step through the matches."""
-    store = await build_store()
-    app = make_app(store)
-    async with app.run_test(size=size) as pilot:
-        await settle(pilot)
-        app.open_session("refund-partial")
-        await settle(pilot)
+    async with opened(await build_store(), size, "refund-partial") as (app, pilot):
         screen = app.screen
         assert isinstance(screen, SessionScreen)
         tree = screen.tree
@@ -228,12 +218,7 @@ async def test_g_and_G_in_replay_are_start_and_end_wherever_focus_is(size: tuple
     history from every pane (a panel's first / last line is home / end)."""
     from console.screens.replay import ReplayScreen
 
-    store = await build_store()
-    app = make_app(store)
-    async with app.run_test(size=size) as pilot:
-        await settle(pilot)
-        app.open_session("drafting-loop")
-        await settle(pilot)
+    async with opened(await build_store(), size, "drafting-loop") as (app, pilot):
         await pilot.press("t")
         await settle(pilot)
         replay = app.screen
@@ -263,12 +248,7 @@ async def test_y_in_the_editor_is_yes_and_its_help_lists_no_other_meaning() -> N
     pane of the editor has): `y` is yes, the copy is ctrl+o."""
     from .answer_store import demo_store
 
-    store = await demo_store()
-    app = app_for(store)
-    async with app.run_test(size=(140, 120)) as pilot:
-        await settle(pilot)
-        app.open_session("refund-waiting-1")
-        await settle(pilot)
+    async with opened(await demo_store(), (140, 120), "refund-waiting-1", factory=app_for) as (app, pilot):
         await pilot.press("e")
         await settle(pilot)
         screen = app.screen
