@@ -276,7 +276,7 @@ ACTIONS: tuple[Action, ...] = (
            write_flow=True, footer_rank=10),
     # ------------------------------------------------------------ navigation
     # Bound on every table, tree and log (console.widgets.nav.Navigable); keys that do
-    # not apply now (n without a find, / where the screen has its own filter) fall
+    # not apply now (; without a find, / where the screen has its own filter) fall
     # through to the screen.
     *(Action(f"nav.{name}", key, label, desc, NAV, method, show=False, key_display=disp)
       for name, key, label, desc, method, disp in (
@@ -288,9 +288,10 @@ ACTIONS: tuple[Action, ...] = (
         ("end", "end", "Last", "Move to the last line (loaded so far)", "nav_last('end')", "end"),
         ("half_down", "ctrl+d", "½ down", "Move half a page down", "nav_half(1)", "^d"),
         ("half_up", "ctrl+u", "½ up", "Move half a page up", "nav_half(-1)", "^u"),
-        ("find", "slash", "Find", "Find text in this list (then n / N)", "find", "/"),
-        ("next_match", "n", "Next match", "Move to the next match of the find", "find_next(1)", "n"),
-        ("prev_match", "N", "Prev match", "Move to the previous match of the find", "find_next(-1)", "N"),
+        # ; and , (vim's repeat keys), not n / N: on the session screen n is the next waiting node, always
+        ("find", "slash", "Find", "Find text in this list (then ; / ,)", "find", "/"),
+        ("next_match", "semicolon", "Next match", "Move to the next match of the find", "find_next(1)", ";"),
+        ("prev_match", "comma", "Prev match", "Move to the previous match of the find", "find_next(-1)", ","),
     )),
     Action("nav.copy", "y", "Copy", "Copy the id, path or event JSON under the cursor (OSC 52)", NAV, "copy",
            key_display="y", show=False),

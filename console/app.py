@@ -52,7 +52,7 @@ from .screens.answer_jobs import WriteJob
 from .screens.audit import AuditFilterError, AuditQuery, AuditScreen
 from .screens.base import HitlScreen
 from .screens.command import ActionsProvider, CommandError, CommandLine, parse_command
-from .screens.help import HelpScreen, sections_for
+from .screens.help import FORM_KEY_NAMES, HelpScreen, sections_for
 from .screens.inbox import InboxScreen
 from .screens.loaders import one_line
 from .screens.replay import ReplayScreen, ReplaySource
@@ -571,7 +571,8 @@ class HitlApp(App[None]):
                  "audit": "Audit"}.get(
             getattr(screen, "AREA", ""), "Console"
         )
-        self.push_screen(HelpScreen(title, sections_for(areas, by_screen), read_only=self.read_only,
+        taken = FORM_KEY_NAMES if "answer" in areas else ()
+        self.push_screen(HelpScreen(title, sections_for(areas, by_screen, taken), read_only=self.read_only,
                                     form_keys="answer" in areas))
 
     def action_command_line(self) -> None:

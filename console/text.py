@@ -129,9 +129,12 @@ def short(
     *,
     compact: bool = False,
     ellipsis: str = "…",
+    quoted: bool = False,
 ) -> str:
     """``value`` on one line of at most ``width`` characters, cleaned: strings
     as they are, other values as JSON, whitespace folded, cut with ``ellipsis``.
+    ``quoted``: strings as JSON too -- an answered value, where a bare ``none``
+    would read as "no answer" and ``true`` as a boolean.
     ``red`` masks secrets first (the console's widgets pass the app's Redactor;
     the CLI masks before). ``compact`` (the CLI's form): JSON without spaces
     after separators, and None is empty rather than ``null``."""
@@ -139,7 +142,7 @@ def short(
         value = red.value(value)
     if compact and value is None:
         return ""
-    if isinstance(value, str):
+    if isinstance(value, str) and not quoted:
         text = value
     elif compact:
         text = json.dumps(value, default=str, ensure_ascii=False, separators=(",", ":"))

@@ -10,7 +10,9 @@ commands' own help).
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -183,7 +185,10 @@ def cli(ctx: click.Context) -> None:
         # sessions so the console opens on something real to triage.
         from sample_sessions.demo import build_demo_db
 
-        click.echo(f"first run: seeding {path} with the sample sessions ...", err=True)
+        # wrapped here, at word boundaries: the terminal would break the line mid-word (or mid-path)
+        width = shutil.get_terminal_size().columns
+        words = textwrap.wrap("first run: seeding the default store with the sample sessions ...", width)
+        click.echo("\n".join([*words, f"  {path}"]), err=True)
         run(opts.redactor(), build_demo_db(path))
     run_app(
         path,

@@ -158,6 +158,7 @@ class AnswerScreen(HitlScreen):
                 yield pane
             with VerticalScroll(id="answer-editors") as editors:
                 self.editors_box = editors
+                editors.can_focus = False  # its fields are the stops: the pane itself showed no focus of its own
                 editors.border_title = "Answers"
                 # Editors from the opener's projection, composed with the screen, so
                 # keys typed right after `e` land in the editor (the store load that

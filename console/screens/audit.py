@@ -22,9 +22,10 @@ from engine.store.base import AuditAction, AuditRecord
 from ..actions import bindings
 from ..messages import AuditLoaded, StoreFailed
 from ..text import audit_what
-from ..times import date_time
+from ..times import date_time, zone_name
+from ..widgets.event_log import answered_parts
 from ..widgets.footer import FittedFooter
-from ..widgets.format import short, shown, to_json
+from ..widgets.format import id_list, short, shown, to_json
 from ..widgets.plain import DataTable, Static
 from .base import PagedTableScreen, SortableRows
 from .loaders import one_line
@@ -105,6 +106,12 @@ class AuditQuery:
         return " ".join(parts) or "-"
 
 
+def _label(key: str, label: str) -> str:
+    """A column's header: TIME names its zone (``TIME (UTC)``), as the event logs
+    name theirs -- the info line has no room for it at 80 columns."""
+    return f"{label} ({zone_name()})" if key == "time" else label
+
+
 def _key(r: AuditRecord) -> str:
     return f"{r.at!r}\x1f{r.session_id}\x1f{r.seq}\x1f{r.action}"
 
@@ -119,7 +126,7 @@ class AuditScreen(SortableRows, PagedTableScreen):
         "operator": lambda r: None if r.operator is None else r.operator.lower(),
         "session": lambda r: r.session_id.lower(),
         "invocation": lambda r: r.invocation_id,
-        "what": lambda r: audit_what(r.action, r.details).lower(),
+        "what": lambda r: audit_what(r.action, r.details).lower(),  # the ids (the answered values are not all loaded)
         "reason": lambda r: None if not r.reason else r.reason.lower(),
     }
     """Column sort (shift+letter, or a header click) of the rows loaded so far."""
@@ -133,6 +140,8 @@ class AuditScreen(SortableRows, PagedTableScreen):
         self._busy_more = False
         self.loaded_once = False
         self._generation = 0
+        self.answered: dict[str, str] = {}
+        """Per answer record (its key): what was answered, ``id="value"``, masked."""
 
     def compose(self) -> ComposeResult:
         yield self.compose_title("hitl ▸ Audit")
@@ -144,7 +153,7 @@ class AuditScreen(SortableRows, PagedTableScreen):
     def on_mount(self) -> None:
         table = self.query_one("#audit-table", DataTable)
         for key, label in COLUMNS:
-            table.add_column(label, key=key)
+            table.add_column(_label(key, label), key=key)
         table.focus()
         self.watch(table, "scroll_y", self._scrolled, init=False)
         self.reload()
@@ -181,11 +190,27 @@ class AuditScreen(SortableRows, PagedTableScreen):
                 cursor=cursor,
             )
             await learn_written(self.hitl.redactor, self.hitl.store, page.items)  # a reason may repeat an answer
+            await self._read_answers(page.items)
         except Exception as e:  # noqa: BLE001 -- shown as a one-line notification
             self.post_message(StoreFailed(one_line(e)))
             return
         if generation == self._generation:
             self.post_message(AuditLoaded(query, list(page.items), page.next_cursor, append))
+
+    async def _read_answers(self, records: list[AuditRecord]) -> None:
+        """What each answer record answered: its response event, read in this worker
+        (one event per record of the page); an unreadable event leaves the ids alone."""
+        for r in records:
+            key = _key(r)
+            if r.action != "answer" or r.seq is None or key in self.answered:
+                continue
+            try:
+                se = await self.hitl.store.event_at(r.session_id, r.seq)
+            except Exception:  # noqa: BLE001 -- a corrupt or missing event: the row still says which ids
+                continue
+            parts = answered_parts(se.event, self.hitl.redactor, 24)
+            if parts:
+                self.answered[key] = id_list(parts, 4)
 
     def on_store_failed(self, message: StoreFailed) -> None:
         self._busy = self._busy_more = False
@@ -214,9 +239,13 @@ class AuditScreen(SortableRows, PagedTableScreen):
             short(r.operator or "-", 24, red),
             short(r.session_id, 40, red),
             short(r.invocation_id or "-", 14, red),
-            short(audit_what(r.action, r.details), 60, red),
+            short(self._what(r), 60, red),
             short(r.reason or "-", 60, red),
         ]
+
+    def _what(self, r: AuditRecord) -> str:
+        answered = self.answered.get(_key(r))
+        return f"answered {answered}" if answered else audit_what(r.action, r.details)
 
     def _show_rows(self) -> None:
         table = self.query_one("#audit-table", DataTable)
@@ -248,7 +277,7 @@ class AuditScreen(SortableRows, PagedTableScreen):
     def sort_changed(self) -> None:
         table = self.query_one("#audit-table", DataTable)
         for key, label in COLUMNS:
-            table.set_column_label(key, self.header_label(key, label))
+            table.set_column_label(key, self.header_label(key, _label(key, label)))
         self._show_rows()
 
     # ------------------------------------------------------------ selection

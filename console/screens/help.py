@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import ClassVar
 
 from rich.console import Group, RenderableType
@@ -52,8 +53,11 @@ FORM_KEYS = (
     ("tab", "the next field (shift+tab: the previous one); keys typed after it go there"),
     ("ctrl+t", "the same answer as JSON text (a string in quotes: \"approve\")"),
 )
-"""What keys mean inside an answer's form: the field with the focus takes them
-(``y`` there is yes; in a list of ids or a log it copies)."""
+"""What keys mean inside an answer's form: the field with the focus takes them.
+On the editor's screen ``y`` is yes and nothing else (the copy is ``ctrl+o``)."""
+
+FORM_KEY_NAMES = frozenset({"y", "n", "plus", "minus", *"0123456789"})
+"""The form's own keys: the editor's help lists no other meaning for them."""
 
 
 def form_keys_table() -> Group:
@@ -91,10 +95,18 @@ class HelpScreen(ModalScreen[None]):
         self.dismiss(None)
 
 
-def sections_for(areas: tuple[str, ...], actions_by_screen: dict[str, list[Action]]) -> list[tuple[str, list[Action]]]:
+def sections_for(
+    areas: tuple[str, ...], actions_by_screen: dict[str, list[Action]], taken: Iterable[str] = ()
+) -> list[tuple[str, list[Action]]]:
+    """The help's sections, ``areas`` in order: a key an earlier area binds is left
+    out of the later ones -- the screen's own meaning wins when the key is pressed
+    (replay's ``g`` is the start, never a pane's first line), so help lists that one.
+    ``taken``: keys that already mean something there (the answer form's ``y``)."""
     out = []
+    seen: set[str] = set(taken)
     for area in areas:
-        acts = actions_by_screen.get(area, [])
+        acts = [a for a in actions_by_screen.get(area, []) if a.key is None or a.key not in seen]
+        seen |= {a.key for a in acts if a.key is not None}
         if acts:
             out.append((AREA_TITLES.get(area, area.title()), acts))
     return out

@@ -46,10 +46,10 @@ from ..messages import HistoryFailed, HistoryProgress, HistoryRead
 from ..times import zone_label
 from ..widgets.details import Details, invocation_details, node_details
 from ..widgets.event_log import EventLog, corrupt_line, log_line
+from ..widgets.fit_line import FitLine
 from ..widgets.footer import FittedFooter
 from ..widgets.format import short
 from ..widgets.node_tree import NodeTree
-from ..widgets.plain import Static
 from ..widgets.replay_panels import ReplayLog, ReplayPanel, TimelineBar, event_panel, state_table
 from .base import HitlScreen
 from .loaders import CHUNK, one_line, read_events
@@ -149,7 +149,7 @@ class ReplayScreen(HitlScreen):
     # ------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
         yield self.compose_title(f"hitl ▸ Replay {short(self.source.label, 80, self.hitl.redactor)}")
-        yield Static("loading…", id="replay-info", classes="infoline")
+        yield FitLine("loading…", id="replay-info", classes="infoline")
         yield TimelineBar(id="timeline")
         yield ReplayPanel(id="replay-event")
         with Horizontal(id="replay-top"):
@@ -203,13 +203,13 @@ class ReplayScreen(HitlScreen):
 
     def on_history_progress(self, message: HistoryProgress) -> None:
         if self.replay is None:
-            self.query_one("#replay-info", Static).update(
-                f" reading {self.source.label}: {message.done:,} of {message.total:,} events…", layout=False
+            self.query_one("#replay-info", FitLine).show(
+                [f"reading {self.source.label}: {message.done:,} of {message.total:,} events…"]
             )
 
     def on_history_failed(self, message: HistoryFailed) -> None:
         self.error(f"Cannot replay {self.source.label}: {message.text}")
-        self.query_one("#replay-info", Static).update(f" cannot replay {self.source.label}: {message.text}")
+        self.query_one("#replay-info", FitLine).show([f"cannot replay {self.source.label}: {message.text}"])
         self.query_one("#replay-event", ReplayPanel).show(Text(message.text), "Error")
 
     def on_history_read(self, message: HistoryRead) -> None:
@@ -352,7 +352,7 @@ class ReplayScreen(HitlScreen):
         s = self.session
         parts = []
         if s is not None:
-            parts.append(f" {s.app_name} · {s.user_id} · {s.id}")
+            parts += [s.app_name, s.user_id, s.id]
         parts.append(f"event {self.position:,}/{self.total:,}")
         actions = self.replay.actions if self.replay else []
         parts.append(f"operator action {bisect.bisect_right(actions, self.position)}/{len(actions)}")
@@ -362,7 +362,9 @@ class ReplayScreen(HitlScreen):
         if self.corrupt:
             parts.append(f"⚠ {len(self.corrupt)} unreadable events skipped")
         parts.append("read-only")
-        self.query_one("#replay-info", Static).update(" · ".join(parts), layout=False)
+        # at 80 columns: the user, the app, then the count of operator actions (the timeline marks them)
+        drop = (1, 0, 4) if s is not None else (1,)
+        self.query_one("#replay-info", FitLine).show(parts, drop=drop)
         self.query_one(TimelineBar).update_bar(self.total, self.position, actions, self.mark)
 
     def _refresh_bindings_if_changed(self) -> None:

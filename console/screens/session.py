@@ -65,10 +65,10 @@ from ..messages import (
     WriteDone,
     WriteEvent,
 )
-from ..text import literal
 from ..times import zone_label
 from ..widgets.details import Details, event_details, invocation_details, node_details
 from ..widgets.event_log import EventLog, corrupt_line, log_line
+from ..widgets.fit_line import FitLine
 from ..widgets.footer import FittedFooter
 from ..widgets.format import short, short_id
 from ..widgets.node_tree import FOLD, NodeTree, liveness_word
@@ -137,7 +137,7 @@ class SessionScreen(GraphKeys, HitlScreen):
     # ------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
         yield self.compose_title(f"hitl ▸ Session {short(self.session_id, 80, self.hitl.redactor)}")
-        yield Static("loading…", id="session-info", classes="infoline")
+        yield FitLine("loading…", id="session-info", classes="infoline")
         yield Static("", id="banner", classes="banner -hidden")
         yield Static("", id="answer-bar", classes="answer-bar -hidden")
         with Horizontal(id="session-top"):
@@ -544,7 +544,7 @@ class SessionScreen(GraphKeys, HitlScreen):
             return
         s = view.session
         red = self.hitl.redactor
-        parts: list[str | Text] = [f" {short(s.app_name, 40, red)} · {short(s.user_id, 30, red)} · {short(s.id, 60, red)}"]
+        parts: list[str | Text] = [short(s.app_name, 40, red), short(s.user_id, 30, red), short(s.id, 60, red)]
         if self.invocation_id is None:
             parts.append("no invocation yet")
         else:
@@ -561,7 +561,7 @@ class SessionScreen(GraphKeys, HitlScreen):
             parts.append("loading earlier runs…")
         if self.follow:
             parts.append(Text(" FOLLOW ", "reverse"))
-        self.query_one("#session-info", Static).update(Text(" · ").join(literal(p) if isinstance(p, str) else p for p in parts))
+        self.query_one("#session-info", FitLine).show(parts, drop=(1, 0))  # at 80 columns: the user, then the app
         self.show_worker_badge()  # the title bar counts the workers of this session's app (known once loaded)
         self.answering.render()
 

@@ -14,7 +14,7 @@ import sys
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from rich.style import Style
 from rich.text import Text
@@ -82,6 +82,12 @@ def operator_said(e: Event, red: Redactor) -> str:
     return f' · reason "{short(str(reason), SUMMARY // 2, red)}"' if reason else ""
 
 
+def answered_parts(e: Any, red: Redactor, width: int = 16) -> list[str]:
+    """``id="value"`` per answer of a response event, masked by ``red``, strings
+    quoted (a bare ``none`` read like no answer): the log's and the audit view's."""
+    return [f"{short(fr.id, 24, red)}={short(fr.response, width, red, quoted=True)}" for fr in e.function_responses]
+
+
 def log_line(se: StoredEvent, red: Redactor) -> LogLine:
     """The one-line summary of a stored event, its data masked by ``red``."""
     e = se.event
@@ -91,7 +97,7 @@ def log_line(se: StoredEvent, red: Redactor) -> LogLine:
     if kind == "message":
         summary = f'"{short(e.content.text if e.content else "", SUMMARY, red)}"'
     elif kind == "response":
-        parts = [f"{short(fr.id, 24, red)}={short(fr.response, 16, red)}" for fr in e.function_responses]
+        parts = answered_parts(e, red)
         # the reason first: the answers can be long, and the drawing cuts at the log's edge
         said = operator_said(e, red)
         summary = (said[3:] + " · " if said else "") + "answers " + id_list(parts, 3)

@@ -58,10 +58,11 @@ def shown_entry(key: str, value: Any, red: Redactor | None = None) -> Any:
     return shown({key: value}, red)[key]
 
 
-def short(value: Any, width: int = 40, red: Redactor | None = None) -> str:
+def short(value: Any, width: int = 40, red: Redactor | None = None, *, quoted: bool = False) -> str:
     """:func:`console.text.short`: data masked by ``red`` (the renderer's Redactor);
-    None is for the console's own words and ids, which are not masked."""
-    return text.short(value, width, red)
+    None is for the console's own words and ids, which are not masked. ``quoted``
+    for answered values (strings as JSON)."""
+    return text.short(value, width, red, quoted=quoted)
 
 
 def short_tail(value: Any, width: int, red: Redactor | None = None) -> str:

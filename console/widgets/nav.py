@@ -64,7 +64,7 @@ class FindBar(TextInput):
     BINDINGS: ClassVar[list[Binding]] = [Binding("escape", "close", "Close", show=False)]
 
     def __init__(self, target: Navigable) -> None:
-        super().__init__(placeholder="/ find…  (enter: keep, then n/N · esc: close)", classes="findbar")
+        super().__init__(placeholder="/ find…  (enter: keep, then ; / , · esc: close)", classes="findbar")
         self.target = target
 
     @on(Input.Changed)
@@ -121,7 +121,7 @@ class Navigable(_Base):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Keys that do not apply now are not this widget's (hidden from the footer;
         the key reaches the screen): ``/`` where the screen has its own filter,
-        ``n``/``N`` without a find."""
+        ``;``/``,`` without a find."""
         if action == "find" and callable(getattr(self.screen, "action_filter", None)):
             return False
         if action in ("nav_first", "nav_last") and parameters and parameters[0] in self.screen._bindings.key_to_bindings:
@@ -192,7 +192,7 @@ class Navigable(_Base):
         self._go(target)
         if announce:
             self.app.notify(
-                f'"{query}": match {found.index(target) + 1} of {len(found)} (n: next, N: previous)', timeout=4
+                f'"{query}": match {found.index(target) + 1} of {len(found)} (; next, , previous)', timeout=4
             )
         return target
 

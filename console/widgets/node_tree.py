@@ -79,7 +79,7 @@ def _extra(run: NodeRun, proj: Projection, red: Redactor, display: DisplayStatus
         return short(f"{run.error_code}: {run.error_message}", DATA, red) if run.error_code else ""
     if run.status is NodeStatus.COMPLETED:
         if run.auto_completed:
-            return "answered → " + short(run.output, DATA, red)
+            return "answered → " + short(run.output, DATA, red, quoted=True)
         return "" if run.output is None or run.is_container else "→ " + short(run.output, DATA, red)
     if run.status is NodeStatus.PENDING:
         return "will re-execute" if run.rerun_on_resume else ""
@@ -361,6 +361,34 @@ class NodeTree(Navigable, Tree[str]):
     def nav_text(self, index: int) -> str | None:
         node = self.get_node_at_line(index)
         return None if node is None else node.label.plain
+
+    def matches(self) -> list[int]:
+        """``/`` searches folded runs too: a fold whose runs (or their children)
+        match is unfolded first, so the match is a line the cursor can reach."""
+        self._unfold_matches(self.find_query.lower())
+        return super().matches()
+
+    def _unfold_matches(self, needle: str) -> None:
+        proj, inv = self.proj, self.invocation_id
+        if not needle or proj is None or inv is None:
+            return
+
+        def hit(path: str) -> bool:
+            run = proj.get(inv, path)
+            if run is None:
+                return False
+            return needle in self._label(run).plain.lower() or any(hit(c) for c in run.children)
+
+        opened = True
+        while opened:  # an unfolded run may hold folds of its own
+            opened = False
+            for key in [k for k, paths in self._folds.items() if any(hit(p) for p in paths)]:
+                self._populate_fold(key)
+                node: TreeNode[str] | None = self._by_path[key]
+                while node is not None:
+                    node.expand()
+                    node = node.parent
+                opened = True
 
     async def copy_payload(self) -> tuple[str, str] | None:
         path = self.cursor_path

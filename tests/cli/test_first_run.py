@@ -4,6 +4,7 @@ store with the sample sessions, then opens the console on it."""
 from __future__ import annotations
 
 import asyncio
+import tempfile
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -56,3 +57,20 @@ def test_reads_never_upgrade_an_older_store_hitl_migrate_does(tmp_path):
     assert "refund-waiting-1" in result.output
     again = CliRunner().invoke(cli, ["--db", str(path), "migrate"])
     assert again.exit_code == 0 and "already at schema version" in again.output
+
+
+def test_the_first_run_message_keeps_its_words_at_80_columns(monkeypatch):
+    with tempfile.TemporaryDirectory(dir="/tmp") as short_home:  # a path that fits a line, a message that does not
+        home = Path(short_home)
+        monkeypatch.delenv("HITL_DB", raising=False)
+        monkeypatch.setenv("HOME", str(home))
+        monkeypatch.setenv("COLUMNS", "80")
+        monkeypatch.setattr(console.app, "run_app", lambda path, **kw: None)
+        result = CliRunner().invoke(cli, [])
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    # the terminal would break a longer line mid-word (or mid-path)
+    assert all(len(line) <= 80 for line in lines), lines
+    words = " ".join(lines).split()
+    assert words[:3] == ["first", "run:", "seeding"] and "sample" in words
+    assert any(str(home) in line for line in lines)  # the path whole, to copy

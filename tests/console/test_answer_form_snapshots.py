@@ -31,10 +31,10 @@ def _operator(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
 def keys_then(session_id: str, *keys: str, form_top: bool = False) -> Any:
     """Open ``session_id``, press ``keys``, wait until the dry run matches the values.
 
-    ``form_top``: then scroll each answer form box to its top. A form taller than
-    its box (max 24 rows) is scrolled to keep the focused field in view, and when
-    that scroll lands, relative to the last key, varies from run to run (one line
-    apart under load); the top of the box is the same every run."""
+    ``form_top``: then scroll each answer form box to its top. A box is as tall as
+    its fields now (the editors pane scrolls a taller form), so this only guards
+    against a box scrolled to keep the focused field in view, whose landing varied
+    from run to run (one line apart under load)."""
 
     async def run_before(pilot: Any) -> None:
         await settle(pilot)

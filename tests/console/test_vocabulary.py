@@ -232,7 +232,7 @@ async def test_audit_table_keys(store):
 # ---------------------------------------------------------------- finding
 
 
-async def test_find_in_the_tree_with_n_and_N_then_n_is_next_waiting_again(store):
+async def test_find_in_the_tree_with_semicolon_and_comma_then_n_is_next_waiting_again(store):
     app = make_app(store)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
@@ -248,14 +248,14 @@ async def test_find_in_the_tree_with_n_and_N_then_n_is_next_waiting_again(store)
         assert len(matches) >= 4  # the invocation, refund@1, legal@1, ops@1
         assert all("WAITING" in (tree.nav_text(i) or "") for i in matches)
         assert tree.cursor_line == matches[0]
-        await pilot.press("n")
+        await pilot.press("semicolon")
         assert tree.cursor_line == matches[1]
-        await pilot.press("n", "n", "n")
+        await pilot.press("semicolon", "semicolon", "semicolon")
         assert tree.cursor_line == matches[4 % len(matches)]  # wraps around
-        await pilot.press("N")
+        await pilot.press("comma")
         assert tree.cursor_line == matches[3 % len(matches)]
         assert any("match 1 of" in n for n in notes(app))
-        # esc in the box clears the find: n is the screen's "next waiting node" again
+        # esc in the box clears the find; n is the screen's "next waiting node" with or without one
         await pilot.press("slash", "escape")
         await settle(pilot)
         assert tree.find_query == ""
@@ -278,9 +278,9 @@ async def test_find_in_the_log_and_filter_in_the_inbox(store):
         await settle(pilot)
         hits = log.matches()
         assert hits and log.cursor == hits[0]
-        await pilot.press("n")
+        await pilot.press("semicolon")
         assert log.cursor == hits[1 % len(hits)]
-        await pilot.press("N")
+        await pilot.press("comma")
         assert log.cursor == hits[0]
         await pilot.press("slash", *"nothing-like-this", "enter")
         await settle(pilot)
