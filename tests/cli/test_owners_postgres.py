@@ -74,6 +74,11 @@ def test_claim_assign_release_and_owner_filters_on_postgres(hitl: Hitl, pg: str,
     assert owners(pg) == {IID: "@finance", RISK: "@finance"}
     assert inbox("owner=@finance") == [(SID, IID, "@finance"), (SID, RISK, "@finance")]
     assert inbox("owner=me") == []
+    # the sessions list: the session's owners, and its owner filters (PostgreSQL's own statement)
+    (listing,) = json_lines(ok(run("--json", "sessions", "--owner", "@finance")))
+    assert [(s["id"], s["owners"]) for s in listing["sessions"]] == [(SID, ["@finance"])]
+    (listing,) = json_lines(ok(run("--json", "sessions", "--unowned", "--limit", "100")))
+    assert SID not in {s["id"] for s in listing["sessions"]} and listing["sessions"]
     # a member of the group takes one; only its owner releases it
     ok(run("--config", str(cfg), "claim", SID, RISK, "--operator", "bob"))
     assert owners(pg) == {IID: "@finance", RISK: "bob"}
