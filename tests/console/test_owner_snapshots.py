@@ -1,0 +1,80 @@
+"""Owners and deadlines on screen, the console's clock fixed (``owned_store``):
+the home list's OWNER column (yours in bold), the inbox's DUE and OWNER columns,
+and the session details' deadline row. Plus the home's owner filters, pressed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from console.config import ConsoleConfig
+from console.screens.sessions import SessionsScreen
+
+from .conftest import keys_then_settle
+from .owned_store import owned_registry, owned_store
+from .test_answer import app_for, settle, wait_until
+
+
+@pytest.fixture(scope="module")
+def store() -> Any:
+    return owned_store()
+
+
+def console(store: Any, me: str = "ann") -> Any:
+    return app_for(store, registry=owned_registry(), config=ConsoleConfig(path=None, operator=me))
+
+
+def test_home_with_owners_80x24(snap_compare, store):
+    """OWNER before ACTIVE once a session has an owned open interrupt; ann's own in bold."""
+    assert snap_compare(console(store), terminal_size=(80, 24), run_before=keys_then_settle())
+
+
+def test_home_with_owners_120x40(snap_compare, store):
+    assert snap_compare(console(store), terminal_size=(120, 40), run_before=keys_then_settle())
+
+
+def test_inbox_due_and_owner_80x24(snap_compare, store):
+    """DUE (1h left on refund-1, none on the others) and OWNER, never cut."""
+    assert snap_compare(console(store), terminal_size=(80, 24), run_before=keys_then_settle("i"))
+
+
+def test_inbox_due_and_owner_120x40(snap_compare, store):
+    assert snap_compare(console(store), terminal_size=(120, 40), run_before=keys_then_settle("i"))
+
+
+def test_session_details_deadline_row(snap_compare, store):
+    """The waiting node's details: the deadline (when, time left, then what) and its owner."""
+
+    async def run_before(pilot: Any) -> None:
+        await settle(pilot)
+        pilot.app.open_session("due-1")
+        await settle(pilot)
+
+    assert snap_compare(console(store), terminal_size=(120, 40), run_before=run_before)
+
+
+async def listed(pilot: Any) -> list[str]:
+    screen = pilot.app.screen
+    assert isinstance(screen, SessionsScreen)
+    table = screen.query_one("#sessions-table")
+    return [str(k.value) for k in table.rows]
+
+
+@pytest.mark.parametrize(("typed", "want"), [
+    ("owner=me", ["due-1"]),
+    ("owner=bob", ["fanout-1"]),
+    ("unowned", ["fanout-1", "quiet-1"]),  # fan-b is nobody's
+    ("owner=me due", ["due-1"]),
+    ("owner=me fanout", []),
+])
+async def test_home_owner_filters(store: Any, typed: str, want: list[str]) -> None:
+    async with console(store).run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert sorted(await listed(pilot)) == ["due-1", "fanout-1", "quiet-1"]
+        await pilot.press("slash")
+        await pilot.press(*[("space" if ch == " " else ch) for ch in typed], "enter")
+        screen = pilot.app.screen
+        await wait_until(pilot, lambda: screen.query_state.text == typed and not screen._busy)
+        await settle(pilot)
+        assert sorted(await listed(pilot)) == want
