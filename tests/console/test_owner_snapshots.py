@@ -4,15 +4,17 @@ and the session details' deadline row. Plus the home's owner filters, pressed.""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
 
 from console.config import ConsoleConfig
 from console.screens.sessions import SessionsScreen
+from sample_sessions.clock import frozen_engine
 
 from .conftest import keys_then_settle
-from .owned_store import owned_registry, owned_store
+from .owned_store import RAISED, owned_registry, owned_store
 from .test_answer import app_for, settle, wait_until
 
 
@@ -78,3 +80,37 @@ async def test_home_owner_filters(store: Any, typed: str, want: list[str]) -> No
         await wait_until(pilot, lambda: screen.query_state.text == typed and not screen._busy)
         await settle(pilot)
         assert sorted(await listed(pilot)) == want
+
+
+TWO_APPROVERS = '[[answer]]\napp = "due"\napprovals = 2\n'
+
+
+def approvals_console(tmp_path: Any, me: str = "bob") -> Any:
+    """refund-1 under a two-approver rule, ann's approval recorded."""
+    from engine import operations
+    from engine.permissions import load_policy
+
+    cfg = tmp_path / "hitl.toml"
+    cfg.write_text(TWO_APPROVERS)
+    store = owned_store()
+    with frozen_engine(RAISED + 1800, seed="approve"):  # the approval's time and id: stable on screen
+        out = asyncio.run(operations.answer(store, "due-1", {"refund-1": True}, registry=owned_registry(),
+                                            operator="ann", reason="ok", policy=load_policy(cfg)))
+    assert out.error is None and out.approval == "1 of 2 approvals"
+    return app_for(store, registry=owned_registry(), config=ConsoleConfig(path=cfg, operator=me))
+
+
+def test_inbox_shows_approvals_before_the_next_one(snap_compare, tmp_path):
+    """The inbox row says "1 of 2 approvals" beside what it asks, before bob approves."""
+    assert snap_compare(approvals_console(tmp_path), terminal_size=(120, 40), run_before=keys_then_settle("i"))
+
+
+def test_session_details_show_approvals(snap_compare, tmp_path):
+    """The interrupt's details: an approvals row, 1 of 2."""
+
+    async def run_before(pilot: Any) -> None:
+        await settle(pilot)
+        pilot.app.open_session("due-1")
+        await settle(pilot)
+
+    assert snap_compare(approvals_console(tmp_path), terminal_size=(120, 40), run_before=run_before)
