@@ -31,8 +31,8 @@ from .statements import _ANSWER_READS_SQL, _LOAD_INVOCATION_SQL, _SESSION_COLS_P
 _INTERRUPT_NULLS = ", NULL" * len(_INTERRUPT_COLS.split(","))
 """The interrupt columns of :data:`_ANSWER_READS_SQL`'s other rows."""
 
-_ANSWER_READS_TYPES = "iit" + "t" * 9 + "iftti"
-"""Its columns' types (:func:`.onetrip.fetch`): kind, seq, data, then the interrupt's."""
+_ANSWER_READS_TYPES = "iit" + "t" * 9 + "iftti" + "tf"
+"""Its columns' types (:func:`.onetrip.fetch`): kind, seq, data, then the interrupt's (owner and owned_at last)."""
 
 _GET_SESSION_SQL = f"SELECT {_SESSION_COLS_PG} FROM sessions WHERE id = $1"
 
