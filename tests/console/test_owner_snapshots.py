@@ -45,15 +45,17 @@ def test_inbox_due_and_owner_120x40(snap_compare, store):
     assert snap_compare(console(store), terminal_size=(120, 40), run_before=keys_then_settle("i"))
 
 
+async def open_due(pilot: Any) -> None:
+    """A snapshot's ``run_before``: the session due-1, its waiting node selected."""
+    await settle(pilot)
+    pilot.app.open_session("due-1")
+    await settle(pilot)
+
+
 def test_session_details_deadline_row(snap_compare, store):
-    """The waiting node's details: the deadline (when, time left, then what) and its owner."""
+    """The waiting node's details: the deadline (when, time left, then what)."""
 
-    async def run_before(pilot: Any) -> None:
-        await settle(pilot)
-        pilot.app.open_session("due-1")
-        await settle(pilot)
-
-    assert snap_compare(console(store), terminal_size=(120, 40), run_before=run_before)
+    assert snap_compare(console(store), terminal_size=(120, 40), run_before=open_due)
 
 
 async def listed(pilot: Any) -> list[str]:
@@ -108,9 +110,4 @@ def test_inbox_shows_approvals_before_the_next_one(snap_compare, tmp_path):
 def test_session_details_show_approvals(snap_compare, tmp_path):
     """The interrupt's details: an approvals row, 1 of 2."""
 
-    async def run_before(pilot: Any) -> None:
-        await settle(pilot)
-        pilot.app.open_session("due-1")
-        await settle(pilot)
-
-    assert snap_compare(approvals_console(tmp_path), terminal_size=(120, 40), run_before=run_before)
+    assert snap_compare(approvals_console(tmp_path), terminal_size=(120, 40), run_before=open_due)
