@@ -238,8 +238,7 @@ class SessionSummary(BaseModel):
     """When the row last changed: moves with a status change, else at most once a
     second while the session only appends (precise enough to sort by activity)."""
     owners: list[str] = Field(default_factory=list)
-    """The owners (operators, ``@group``) of its open interrupts, sorted: read from the
-    interrupts' owner index with the row."""
+    """The owners (operators, ``@group``) of its open interrupts, sorted (the owner index)."""
 
 
 from .metric_rows import StoreMetrics  # noqa: E402 -- the protocol's metric_reads returns it
