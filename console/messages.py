@@ -105,6 +105,8 @@ class InboxLoaded(Message):
     append: bool
     stopped: dict[tuple[str, str], tuple[bool, bool]] = field(default_factory=dict)
     """(session, invocation) -> (stopped mid-run, a node in doubt), from engine.liveness."""
+    approvals: dict[tuple[str, str], str] = field(default_factory=dict)
+    """(session, interrupt id) -> ``1 of 2 approvals`` (engine.views.approvals_of_rows)."""
 
 
 @dataclass

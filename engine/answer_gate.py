@@ -28,7 +28,7 @@ from .permissions import Policy, current_policy
 
 if TYPE_CHECKING:
     from .outcome import Outcome
-    from .store.base import InterruptRecord, SessionStore
+    from .store.base import SessionStore
 
 
 class ClaimedByOtherError(ResumeRejected):
@@ -142,12 +142,3 @@ async def gated(
     outcome.approval = "; ".join(f"{i}: {p}" for i, p in gate.pending.items()) if len(gate.pending) > 1 \
         else next(iter(gate.pending.values()))
     return outcome
-
-
-def approval_progress(rec: InterruptRecord | Any, approvals: list[dict[str, Any]], policy: Policy) -> str | None:
-    """``1 of 2 approvals`` for an interrupt under a multi-approver rule (None: none applies).
-    ``rec``: an index row, or anything with ``app_name``, ``path`` and ``args``."""
-    rule = policy.approval(rec.app_name, rec.path, rec.args)
-    if rule is None:
-        return None
-    return rule.progress([a.get("operator") for a in approvals if a.get("operator")], policy)

@@ -314,6 +314,43 @@ class TreeRow:
         return f"{self.name}@{self.run_id}"
 
 
+def approval_progress(app_name: str, itr: Any, policy: Any = None) -> str | None:
+    """``1 of 2 approvals`` for an open interrupt under a multi-approver rule of
+    ``hitl.toml`` (None: no rule applies, or it is no longer open): the approvers so
+    far (``itr.approvals``, folded by the projection) against the rule. Every surface
+    shows this one string, before an approval as after it. ``policy``: the process's
+    (:func:`engine.permissions.current_policy`) unless given."""
+    if not getattr(itr, "open", True):
+        return None
+    from .permissions import current_policy
+
+    pol = policy if policy is not None else current_policy()
+    rule = pol.approval(app_name, itr.path, itr.args)
+    if rule is None:
+        return None
+    return rule.progress([a.get("operator") for a in itr.approvals if a.get("operator")], pol)
+
+
+async def approvals_of_rows(store: Any, rows: Iterable[Any], policy: Any = None) -> dict[tuple[str, str], str]:
+    """:func:`approval_progress` of index rows (the inbox), by (session id, interrupt id):
+    only the rows a multi-approver rule covers load their invocation (once each)."""
+    from .loading import load_invocation
+    from .permissions import current_policy
+
+    pol = policy if policy is not None else current_policy()
+    covered = [r for r in rows if pol.approval(r.app_name, r.path, r.args) is not None]
+    out: dict[tuple[str, str], str] = {}
+    loaded: dict[tuple[str, str], Projection] = {}
+    for r in covered:
+        key = (r.session_id, r.invocation_id)
+        if key not in loaded:
+            loaded[key] = await load_invocation(store, r.session_id, r.invocation_id)
+        itr = loaded[key].interrupts.get((r.invocation_id, r.interrupt_id))
+        if itr is not None and (label := approval_progress(r.app_name, itr, pol)):
+            out[(r.session_id, r.interrupt_id)] = label
+    return out
+
+
 def _pending(itr: Any) -> dict[str, Any]:
     """An open interrupt of a row: id, message and, when it has a deadline, when it is due."""
     from .deadlines import due_at

@@ -55,6 +55,8 @@ if TYPE_CHECKING:
     "--older-than", "older_than", metavar="DURATION", callback=_duration, help="Not updated for this long (2h, 3d)."
 )
 @click.option("--text", "--search", "search", metavar="TEXT", help="Session id, user, app or an interrupt id contains TEXT.")
+@click.option("--owner", metavar="NAME", help="Only sessions with an open interrupt owned by NAME (me: you, @group).")
+@click.option("--unowned", is_flag=True, help="Only sessions with an open interrupt nobody owns.")
 @click.option("--limit", type=click.IntRange(1, 10_000), default=50, show_default=True)
 @click.option("--cursor", metavar="CURSOR", help="Continue a listing (printed as next cursor).")
 def sessions(
@@ -63,17 +65,28 @@ def sessions(
     status: str | None,
     older_than: float | None,
     search: str | None,
+    owner: str | None,
+    unowned: bool,
     limit: int,
     cursor: str | None,
 ) -> None:
-    """List sessions, most recently updated first."""
+    """List sessions, most recently updated first (an OWNER column once an open interrupt has an owner)."""
     red = _opts().redactor()  # the command's one Redactor, handed to what renders
+    if owner is not None and unowned:
+        raise click.UsageError("--owner and --unowned exclude each other: give one")
+    if owner == "me":
+        from .options import _operator
+
+        owner = _operator(None)
+        if not owner:
+            raise click.UsageError("--owner me: no operator name is known (set $USER, or [console] operator in hitl.toml)")
     stored_status = stored_filter(status)  # interrupted: running, no live lease; queued: liveness keeps them
     filters: dict[str, Any] = {
         "app_name": app_name,
         "user_id": user_id,
         "status": stored_status,
         "text": search,
+        "owner": "" if unowned else owner,
         "updated_before": time.time() - older_than if older_than is not None else None,
         "limit": limit,
         "cursor": cursor,
@@ -132,7 +145,11 @@ def sessions(
         ]
         for d, inv, q in items
     ]
-    out(red, table(rows, ["SESSION", "APP", "USER", "STATUS", "OPEN", "INV", "EVENTS", "UPDATED"]) if rows else "no sessions")
+    heads = ["SESSION", "APP", "USER", "STATUS", "OPEN", "INV", "EVENTS", "UPDATED"]
+    if any(d.get("owners") for d, _inv, _q in items):  # the column once somebody owns an open interrupt
+        rows = [[*row[:4], ", ".join(d["owners"]) or "-", *row[4:]] for row, (d, _inv, _q) in zip(rows, items, strict=True)]
+        heads.insert(4, "OWNER")
+    out(red, table(rows, heads) if rows else "no sessions")
     if any(inv for _, inv, _q in items):
         out(red, f"{INTERRUPTED}: a turn stopped before it ended; `hitl show SESSION` says how to continue it")
     if any(q and not inv for _, inv, q in items):

@@ -39,6 +39,7 @@ from engine.errors import HitlError
 from engine.liveness import interrupted_invocations, turn_requests_by_invocation
 from engine.models import REQUEST_INPUT_FUNCTIONS
 from engine.store.base import InterruptRecord, Page
+from engine.views import approvals_of_rows
 
 from ..actions import bindings
 from ..answering.owners import ask_assignee, change_owners, owned_by_others
@@ -130,6 +131,8 @@ class InboxScreen(SortableRows, PagedTableScreen):
         """The filter (``/``); empty: the paged inbox."""
         self.owner_column = False
         """OWNER is a candidate column while a loaded row has an owner (a store nobody claims in keeps its layout)."""
+        self.approvals: dict[tuple[str, str], str] = {}
+        """(session, interrupt id) -> ``1 of 2 approvals``, read with each page."""
         self.with_due = False
         """DUE is shown (never cut) while a loaded row has a deadline (engine.deadlines), likewise."""
         self.shown: tuple[str, ...] = tuple(k for k, _ in COLUMNS)
@@ -198,11 +201,13 @@ class InboxScreen(SortableRows, PagedTableScreen):
             for sid in sids:  # liveness, once per session shown (queued for a worker: not interrupted)
                 for h in await interrupted_invocations(store, sid, requests=requests):
                     stopped[(sid, h.invocation_id)] = (True, bool(h.in_doubt))
+            approvals = await approvals_of_rows(store, page.items)  # only rows a multi-approver rule covers
         except Exception as e:  # noqa: BLE001 -- shown as a one-line notification
             self.post_message(StoreFailed(one_line(e)))
             return
         if generation == self._generation:
-            self.post_message(InboxLoaded(page.items, page.next_cursor, append=append, stopped=stopped))
+            self.post_message(InboxLoaded(page.items, page.next_cursor, append=append, stopped=stopped,
+                                          approvals=approvals))
 
     def on_store_failed(self, message: StoreFailed) -> None:
         self._busy = self._busy_more = False
@@ -218,9 +223,17 @@ class InboxScreen(SortableRows, PagedTableScreen):
             self.rows = [r for r in message.rows if (r.session_id, r.interrupt_id) not in self.sending]
             self.stopped = {}
         self.stopped.update(message.stopped)
+        if not message.append:
+            self.approvals = {}
+        self.approvals.update(message.approvals)
         self.next_cursor = message.next_cursor
         self.loaded_once = True
         self._show_rows()
+
+    def _asks(self, r: InterruptRecord) -> str:
+        """What it asks, and how far its approvals are under a multi-approver rule."""
+        progress = self.approvals.get((r.session_id, r.interrupt_id))
+        return f"{asks(r)} · {progress}" if progress else asks(r)
 
     @staticmethod
     def _key(r: InterruptRecord) -> str:
@@ -263,7 +276,7 @@ class InboxScreen(SortableRows, PagedTableScreen):
         natural = {
             "interrupt": max((len(r.interrupt_id) + (2 if self._key(r) in self.marks else 0) for r in rows), default=0),
             "session": max((len(r.session_id) for r in rows), default=0),
-            "asks": max((len(asks(r)) for r in rows), default=0),
+            "asks": max((len(self._asks(r)) for r in rows), default=0),
             "node": max((len(r.path) for r in rows), default=0),
             "app": max((len(r.app_name) for r in rows), default=0),
             **({"owner": max((len(self._owner_label(r, now)) for r in rows), default=0)} if self.owner_column else {}),
@@ -314,7 +327,7 @@ class InboxScreen(SortableRows, PagedTableScreen):
             "due": lambda: Text(self._due(r, now), justify="right"),
             "interrupt": lambda: self.interrupt_cell(r, widths["interrupt"]),
             "session": lambda: literal(short(r.session_id, widths["session"], red)),
-            "asks": lambda: literal(short(asks(r), widths["asks"], red)),
+            "asks": lambda: literal(short(self._asks(r), widths["asks"], red)),
             "node": lambda: literal(short_tail(r.path, widths["node"], red)),
             "app": lambda: literal(short(r.app_name, widths["app"], red)),
             "owner": lambda: self._owner_cell(r, now, widths["owner"]),

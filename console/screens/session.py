@@ -491,7 +491,7 @@ class SessionScreen(GraphKeys, HitlScreen):
         if path is not None:
             details.show(
                 node_details(self.proj, inv, path, st, self.in_doubt, red=self.hitl.redactor, interrupted=self.interrupted,
-                             now=self.hitl.clock()),
+                             now=self.hitl.clock(), app_name=self.view.session.app_name if self.view else None),
                 f"Node {path}",
             )
         elif node is not None and node.data and node.data.startswith(FOLD):

@@ -66,6 +66,21 @@ COLUMNS = (
     ("session", "SESSION"),
     ("active", "ACTIVE"),
 )
+OWNER_COLUMN = ("owner", "OWNER")
+"""Shown (before ACTIVE) while a listed session has an owned open interrupt."""
+
+
+def owner_filter(text: str | None, me: str | None) -> tuple[str | None, str | None]:
+    """The ``/`` filter line split into (text, owner): ``owner=NAME``, ``owner=@group``,
+    ``owner=me`` and ``unowned`` (read by :func:`engine.bulk.parse_where`, as the inbox
+    reads them) filter by owner (``""``: an open interrupt nobody owns); the rest is text.
+    HitlError for ``owner=me`` without an operator name."""
+    from engine.bulk import parse_where
+
+    words = (text or "").split()
+    terms = [w for w in words if w == "unowned" or w.startswith("owner=")]
+    rest = " ".join(w for w in words if w not in terms) or None
+    return rest, parse_where(terms, me=me).owner if terms else None
 
 
 class SessionTable(StatusTable):
@@ -84,6 +99,7 @@ class SessionsScreen(SortableRows, PagedTableScreen):
         "user": lambda r: r.user_id.lower(),
         "session": lambda r: r.id.lower(),
         "active": lambda r: -(r.last_event_at or r.updated_at),
+        "owner": lambda r: ", ".join(r.owners).lower(),
     }
     """Column sort (shift+letter, or a header click) of the rows loaded so far."""
 
@@ -202,10 +218,12 @@ class SessionsScreen(SortableRows, PagedTableScreen):
         # What stopped mid-run goes first: a screenful of running sessions is read for the first paint.
         prefix_size = min(PAGE // 2, max(self.size.height, 10)) if with_prefix else 0
         try:
+            text, owner = owner_filter(query.text, self.hitl.default_operator)
             store = self.hitl.store
             page = await store.list_sessions(
                 status=stored_filter(query.status),
-                text=query.text or None,
+                text=text,
+                owner=owner,
                 app_name=query.app_name,
                 user_id=query.user_id,
                 limit=max(limit - prefix_size, 1) if limit == PAGE else limit,
@@ -220,7 +238,7 @@ class SessionsScreen(SortableRows, PagedTableScreen):
                 prefix = []
                 for status in (SessionStatus.RUNNING, *([SessionStatus.FAILED] if query.status is None else [])):
                     prefix += (await store.list_sessions(
-                        status=status, text=query.text or None, app_name=query.app_name,
+                        status=status, text=text, owner=owner, app_name=query.app_name,
                         user_id=query.user_id, limit=prefix_size,
                     )).items
                 known = {s.id for s in items}
@@ -351,10 +369,17 @@ class SessionsScreen(SortableRows, PagedTableScreen):
                                                self.dues.get(r.id, 0.0)))
         return self.sorted_rows(rows)
 
+    def _columns(self) -> tuple[tuple[str, str], ...]:
+        """The table's columns: OWNER only while a listed session has an owner."""
+        if any(r.owners for r in self.rows):
+            return (*COLUMNS[:-1], OWNER_COLUMN, COLUMNS[-1])
+        return COLUMNS
+
     def sort_changed(self) -> None:
         table = self.query_one(SessionTable)
-        for key, label in COLUMNS:
-            table.set_column_label(key, self.header_label(key, label))
+        for key, label in self._columns():
+            if key in table.columns:
+                table.set_column_label(key, self.header_label(key, label))
         self._show_rows()
 
     def _widths(self, rows: list[SessionSummary]) -> dict[str, int]:
@@ -366,14 +391,18 @@ class SessionsScreen(SortableRows, PagedTableScreen):
             "user": max((len(r.user_id) for r in rows), default=4),
             "session": max((len(r.id) for r in rows), default=7),
         }
+        columns = self._columns()
+        if OWNER_COLUMN in columns:
+            natural["owner"] = max((len(", ".join(r.owners)) for r in rows), default=5)
         status = max((len(self._status_word(r)) for r in rows), default=6)
         table = self.query_one(SessionTable)
         overflow = len(rows) + 1 > (table.size.height or self.size.height)
         scrollbar = table.styles.scrollbar_size_vertical if overflow else 0  # 2 columns in the console's theme
-        fixed = max(status, 6) + 4 + 6 + 6 + 2 * len(COLUMNS) + scrollbar  # cell paddings
+        fixed = max(status, 6) + 4 + 6 + 6 + 2 * len(columns) + scrollbar  # cell paddings
         width = table.size.width or self.size.width or 80
-        return fit_widths(natural, width - fixed, order=("user", "app", "session"),
-                          minimum={"user": 5, "app": 6, "session": 10})
+        order = tuple(k for k in ("user", "owner", "app", "session") if k in natural)
+        return fit_widths(natural, width - fixed, order=order,
+                          minimum={"user": 5, "owner": 5, "app": 6, "session": 10})
 
     def _status_word(self, r: SessionSummary) -> str:
         stopped = self.stopped.get(r.id, (False, False))
@@ -383,7 +412,7 @@ class SessionsScreen(SortableRows, PagedTableScreen):
 
     def _cells(self, table: SessionTable, r: SessionSummary, now: float, widths: dict[str, int]) -> list[Text | str]:
         red = self.hitl.redactor
-        return [
+        cells = [
             table.status_cell(r.status, self.stopped.get(r.id, (False, False)), r.id in self.queued),
             Text(str(r.open_interrupts) if r.open_interrupts else "", justify="right"),
             Text(age(r.oldest_open_at, now) if r.oldest_open_at is not None else "", justify="right"),
@@ -392,6 +421,12 @@ class SessionsScreen(SortableRows, PagedTableScreen):
             literal(short(r.id, widths["session"], red)),
             Text(age(r.last_event_at or r.updated_at, now), justify="right"),
         ]
+        if "owner" in widths:  # yours in bold, as the inbox shows them
+            owners = literal(short(", ".join(r.owners), widths["owner"], red))
+            if self.hitl.default_operator in r.owners:
+                owners.stylize("b")
+            cells.insert(-1, owners)
+        return cells
 
     def _show_rows(self) -> None:
         table = self.query_one(SessionTable)
@@ -400,9 +435,16 @@ class SessionsScreen(SortableRows, PagedTableScreen):
         keys = [str(k.value) for k in table.rows]
         wanted = [r.id for r in rows]
         widths = self._widths(rows)
+        columns = self._columns()
+        current = self.selected_id
+        if tuple(str(k.value) for k in table.columns) != tuple(key for key, _ in columns):
+            table.clear(columns=True)  # OWNER comes or goes: the rows are drawn again under the new header
+            for key, label in columns:
+                table.add_column(self.header_label(key, label), key=key)
+            keys = []
         if keys == wanted or (keys == wanted[: len(keys)] and keys and widths != self._drawn_widths):
             for r in rows[: len(keys)]:
-                for (col, _), value in zip(COLUMNS, self._cells(table, r, now, widths), strict=True):
+                for (col, _), value in zip(columns, self._cells(table, r, now, widths), strict=True):
                     if table.get_cell(r.id, col) != value:
                         table.update_cell(r.id, col, value)
             for r in rows[len(keys) :]:
@@ -411,7 +453,6 @@ class SessionsScreen(SortableRows, PagedTableScreen):
             for r in rows[len(keys) :]:
                 table.add_row(*self._cells(table, r, now, widths), key=r.id)
         else:
-            current = self.selected_id
             table.clear()
             for r in rows:
                 table.add_row(*self._cells(table, r, now, widths), key=r.id)

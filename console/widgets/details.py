@@ -19,7 +19,7 @@ from engine.models import NodeStatus, StoredEvent
 from engine.projection import Interrupt, NodeRun, Projection
 from engine.redact import Redactor
 from engine.schema_view import schema_text
-from engine.views import display_status
+from engine.views import approval_progress, display_status
 
 from ..text import clean, literal
 from .format import STATUS_CLASSES, STATUS_ICON, date_time, status_class
@@ -69,7 +69,9 @@ def _run_status(run: NodeRun, st: Styles, interrupted: bool, in_doubt: frozenset
     return text
 
 
-def _interrupt_block(itr: Interrupt, st: Styles, red: Redactor, now: float | None = None) -> RenderableType:
+def _interrupt_block(
+    itr: Interrupt, st: Styles, red: Redactor, now: float | None = None, app_name: str | None = None
+) -> RenderableType:
     head = Text()
     if itr.cancelled:
         head.append("⊘ ", _s(st, "status--cancelled"))
@@ -98,6 +100,9 @@ def _interrupt_block(itr: Interrupt, st: Styles, red: Redactor, now: float | Non
         left = f"{time_left(due, now)}, " if itr.open and now is not None else ""
         rows.append(("deadline", clean(f"{date_time(due)} ({left}then {rule.get('on_deadline')}; "
                                        f"{rule.get('rule') or 'RequestInput'})")))
+    progress = approval_progress(app_name, itr) if app_name is not None else None
+    if progress:  # a multi-approver rule: how far it is, before anyone approves as after
+        rows.append(("approvals", progress))
     if itr.resolved:
         rows.append(("answer", _json(itr.response, red)))
         by = f" by {itr.operator}" if itr.operator else ""
@@ -129,7 +134,7 @@ def node_kind(run: NodeRun) -> str:
 
 def node_details(
     proj: Projection, invocation_id: str, path: str, st: Styles, in_doubt: frozenset[str] = frozenset(),
-    *, red: Redactor, interrupted: bool = False, now: float | None = None,
+    *, red: Redactor, interrupted: bool = False, now: float | None = None, app_name: str | None = None,
 ) -> RenderableType:
     """Everything about one node run, its values masked by ``red``; ``now`` (the app's
     clock) gives an open interrupt's time left to its deadline. ``interrupted``
@@ -188,7 +193,7 @@ def node_details(
     ]
     if pending:
         parts.append(Text(f"\npending interrupts ({len(pending)})", style=_s(st, "status--waiting")))
-        parts.extend(_interrupt_block(i, st, red, now) for i in pending)
+        parts.extend(_interrupt_block(i, st, red, now, app_name) for i in pending)
     if done:
         parts.append(Text(f"\nresolved interrupts ({len(done)})", style=_s(st, "status--completed")))
         parts.extend(_interrupt_block(i, st, red) for i in done)

@@ -237,6 +237,8 @@ class SessionSummary(BaseModel):
     updated_at: float
     """When the row last changed: moves with a status change, else at most once a
     second while the session only appends (precise enough to sort by activity)."""
+    owners: list[str] = Field(default_factory=list)
+    """The owners (operators, ``@group``) of its open interrupts, sorted (the owner index)."""
 
 
 from .metric_rows import StoreMetrics  # noqa: E402 -- the protocol's metric_reads returns it
@@ -540,6 +542,7 @@ class SessionStore(Protocol):
         limit: int = 50,
         cursor: str | None = None,
         order: SessionOrder = "updated",
+        owner: str | None = None,
     ) -> Page[SessionSummary]:
         """Sessions, keyset-paginated. ``order="updated"``: most recently updated
         first. ``order="oldest_open"``: the triage queue -- only sessions with open

@@ -132,6 +132,7 @@ class MemoryStore(MemoryWorkerQueue):
             invocation_count=len(d.invocations),
             created_at=s.created_at,
             updated_at=s.updated_at,
+            owners=sorted({r.owner for r in open_ if r.owner}),
         )
 
     def _text_matches(self, r: SessionSummary, needle: str) -> bool:
@@ -139,6 +140,11 @@ class MemoryStore(MemoryWorkerQueue):
         if needle in r.id.lower() or needle in r.user_id.lower() or needle in r.app_name.lower():
             return True
         return any(needle in iid.lower() for _, iid in self._sessions[r.id].interrupts)
+
+    def _owner_matches(self, session_id: str, owner: str) -> bool:
+        """An open interrupt of the session is owned by ``owner`` (``""``: by nobody)."""
+        return any(r.status == "open" and (r.owner or "") == owner
+                   for r in self._sessions[session_id].interrupts.values())
 
     async def list_sessions(
         self,
@@ -152,6 +158,7 @@ class MemoryStore(MemoryWorkerQueue):
         limit: int = 50,
         cursor: str | None = None,
         order: SessionOrder = "updated",
+        owner: str | None = None,
     ) -> Page[SessionSummary]:
         _check_limit(limit)
         rows = [self._summary(d) for d in self._sessions.values()]
@@ -162,6 +169,7 @@ class MemoryStore(MemoryWorkerQueue):
             and (user_id is None or r.user_id == user_id)
             and (status is None or r.status == status)
             and (text is None or self._text_matches(r, text.lower()))
+            and (owner is None or self._owner_matches(r.id, owner))
             and (updated_before is None or r.updated_at < updated_before)
             and (updated_after is None or r.updated_at > updated_after)
         ]

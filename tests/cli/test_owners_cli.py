@@ -73,3 +73,22 @@ def _inv(db: Path) -> str:
 
     (inv,) = invocation_ids(db, SID)
     return inv
+
+
+def test_sessions_list_an_owner_column_and_the_owner_filters(hitl: Hitl, db: Path) -> None:
+    before = ok(hitl("sessions", "--limit", "100"))
+    assert "OWNER" not in before.splitlines()[0]  # nobody owns anything: no column
+    ok(hitl("claim", SID, IID, "--operator", "tester"))  # USER=tester: "me"
+    ok(hitl("assign", SID, "risk-order-1001", "--to", "bob", "--operator", "tester"))
+    head, *lines = ok(hitl("sessions", "--limit", "100")).splitlines()
+    assert head.split() == ["SESSION", "APP", "USER", "STATUS", "OWNER", "OPEN", "INV", "EVENTS", "UPDATED"]
+    cells = {line.split()[0]: line.split() for line in lines if line and not line.startswith("more")}
+    assert cells[SID][4:6] == ["bob,", "tester"] and cells["refund-multi-1"][4] == "-"
+    for args in (("--owner", "me"), ("--owner", "tester"), ("--owner", "bob")):
+        (page,) = json_lines(ok(hitl("--json", "sessions", *args)))
+        assert [(s["id"], s["owners"]) for s in page["sessions"]] == [(SID, ["bob", "tester"])]
+    (page,) = json_lines(ok(hitl("--json", "sessions", "--unowned", "--limit", "100")))
+    unowned = {s["id"] for s in page["sessions"]}
+    assert SID not in unowned and "refund-multi-1" in unowned and all(not s["owners"] for s in page["sessions"])
+    usage = hitl("sessions", "--owner", "bob", "--unowned")
+    assert usage.exit_code == 2 and "exclude each other" in usage.stderr

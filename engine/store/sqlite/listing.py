@@ -55,10 +55,33 @@ version is not read here (:func:`list_session_rows` returns None and the caller
 takes the store path, which migrates or refuses it). A test keeps this equal to
 ``SCHEMA_VERSION``: a migration makes whoever adds it look at these statements."""
 
+_SESSION_OWNERS = (
+    "(SELECT {agg}(DISTINCT o.owner) FROM interrupts AS o"
+    " WHERE o.session_id = sessions.id AND o.status = 'open' AND o.owner IS NOT NULL)"
+)
+"""A session's owners: those of its open interrupts (the interrupts' owner index),
+as a JSON array in the row (:func:`session_owners` reads it); ``{agg}`` is the
+dialect's JSON aggregate."""
 _SUMMARY_COLS = (
     "id, app_name, user_id, status, open_interrupts, oldest_open_at, last_event_at, "
-    "event_count, invocation_count, created_at, updated_at"
+    "event_count, invocation_count, created_at, updated_at, " + _SESSION_OWNERS.format(agg="json_group_array")
 )
+_SUMMARY_COLS_PG = _SUMMARY_COLS.replace("json_group_array(", "json_agg(")
+"""The same columns in PostgreSQL (``json_agg`` is NULL, not ``[]``, over no row)."""
+
+
+def session_owners(cell: Any) -> tuple[str, ...]:
+    """The owners column of a session row: sorted, distinct (empty: nobody owns an open interrupt)."""
+    return tuple(sorted(set(json.loads(cell)))) if cell else ()
+
+
+def owner_condition(owner: str, arg: Callable[[Any], str]) -> str:
+    """The WHERE term of the owner filter of a sessions listing: a session with an
+    open interrupt owned by ``owner`` (``""``: one nobody owns). ``arg`` binds a
+    value and returns its placeholder (``?`` in SQLite, ``$n`` in PostgreSQL)."""
+    match = "o.owner IS NULL" if owner == "" else f"o.owner = {arg(owner)}"
+    return ("EXISTS (SELECT 1 FROM interrupts AS o WHERE o.session_id = sessions.id"
+            f" AND o.status = 'open' AND {match})")
 _INTERRUPT_COLS = (
     "interrupt_id, session_id, app_name, user_id, invocation_id, path, event_id, name, args, "
     "raised_seq, raised_at, status, resolved_by, resolved_seq, owner, owned_at"
@@ -173,6 +196,7 @@ def session_page_query(
     limit: int = 50,
     cursor: str | None = None,
     order: Literal["updated", "oldest_open"] = "updated",
+    owner: str | None = None,
 ) -> tuple[str, list[Any]]:
     """The statement of one page of sessions (``limit + 1`` rows of :data:`_SUMMARY_COLS`:
     the extra one says there is a next page). ValueError: a bad limit or cursor."""
@@ -191,6 +215,8 @@ def session_page_query(
             " AND instr(hitl_lower(r.interrupt_id), ?) > 0))"
         )
         params += [text.lower()] * 4
+    if owner is not None:
+        where.append(owner_condition(owner, lambda v: params.append(v) or "?"))
     if updated_before is not None:
         where.append("updated_at < ?")
         params.append(updated_before)
@@ -238,6 +264,8 @@ class SessionRow:
     invocation_count: int
     created_at: float
     updated_at: float
+    owners: tuple[str, ...] = ()
+    """The owners of its open interrupts (:func:`session_owners`)."""
     interrupted: tuple[str, ...] = ()
     """Ids of the session's invocations interrupted mid-run, in start order."""
     queued: tuple[str, ...] = ()
@@ -245,7 +273,8 @@ class SessionRow:
 
     def summary_dict(self) -> dict[str, Any]:
         """The ``SessionSummary.model_dump()`` of the row (without ``interrupted`` and ``queued``)."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("interrupted", "queued")}
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("interrupted", "queued")}
+        return {**out, "owners": list(self.owners)}
 
 
 @dataclass(slots=True)
@@ -294,7 +323,7 @@ def read_session_rows(
         conn.execute("COMMIT")
     none: tuple[list[str], list[str]] = ([], [])
     items = [
-        SessionRow(*r, interrupted=tuple(stopped.get(r[0], none)[0]), queued=tuple(stopped.get(r[0], none)[1]))
+        SessionRow(*r[:-1], owners=session_owners(r[-1]), interrupted=tuple(stopped.get(r[0], none)[0]), queued=tuple(stopped.get(r[0], none)[1]))
         for r in page
     ]
     nxt = None

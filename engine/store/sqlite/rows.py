@@ -26,7 +26,7 @@ from ..base import (
     index_effects,
 )
 from ..owner_index import OwnerChange
-from .listing import _INTERRUPT_COLS, _SUMMARY_COLS, _decode_cursor, _encode_cursor  # noqa: F401 (re-exported)
+from .listing import _INTERRUPT_COLS, _SUMMARY_COLS, _decode_cursor, _encode_cursor, session_owners  # noqa: F401 (re-exported)
 
 T = TypeVar("T")
 
@@ -60,6 +60,7 @@ def _summary_from_row(r: tuple[Any, ...]) -> SessionSummary:
         invocation_count=r[8],
         created_at=r[9],
         updated_at=r[10],
+        owners=list(session_owners(r[11])),
     )
 
 

@@ -334,6 +334,7 @@ class SQLiteStore(_WorkerTables, _WorkerSteps):
         limit: int = 50,
         cursor: str | None = None,
         order: SessionOrder = "updated",
+        owner: str | None = None,
     ) -> Page[SessionSummary]:
         sql, params = session_page_query(
             app_name=app_name,
@@ -345,6 +346,7 @@ class SQLiteStore(_WorkerTables, _WorkerSteps):
             limit=limit,
             cursor=cursor,
             order=order,
+            owner=owner,
         )
         rows = await self._call(_list_sessions, sql, params)
         page = rows[:limit]
