@@ -51,7 +51,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "replay": ("replay", "Step through a session's history: each event, its markers and what it changed."),
     "resume": ("writes", "Answer interrupt ids (all or some) and run what they unblock."),
     "serve": ("demo", "Serve the console in a browser: one console per connection, with sign-in and roles."),
-    "sessions": ("reads", "List sessions, most recently updated first."),
+    "sessions": ("reads", "List sessions, most recently updated first (an OWNER column once an open interrupt has an owner)."),
     "show": ("reads", "A session's node tree per invocation: runs, statuses, outputs, open interrupts."),
     "start": ("start", "Start a run of APP with the text MESSAGE, here, until it waits or ends."),
     "worker": ("workers", "Run the turns of the apps whose code is registered here (--app NAME=module:attr, or hitl.toml [apps]): answers queued by operators without the code, start and re-drive requests, and turns whose process died mid-run (a killed worker, or an answer run in its own process) when no node is in doubt; with nodes in doubt the turn is held for an acknowledged re-drive (hitl workers says why)."),

@@ -15,7 +15,6 @@ from ..base import InterruptRecord, InvocationSummary, LoadedInvocation, Page, S
 from ..sqlite import (
     _INTERRUPT_COLS,
     _INVOCATION_COLS,
-    _SUMMARY_COLS,
     _decode_cursor,
     _encode_cursor,
     _interrupt_from_row,
@@ -24,6 +23,7 @@ from ..sqlite import (
     _session_from_row,
     _summary_from_row,
 )
+from ..sqlite.listing import _SUMMARY_COLS_PG, owner_condition
 from . import onetrip
 from .core import _Core
 from .statements import _ANSWER_READS_SQL, _LOAD_INVOCATION_SQL, _SESSION_COLS_PG, _cols, _Query, _snapshot_from
@@ -65,6 +65,7 @@ class _Reads(_Core):
         limit: int = 50,
         cursor: str | None = None,
         order: SessionOrder = "updated",
+        owner: str | None = None,
     ) -> Page[SessionSummary]:
         if limit < 1:
             raise ValueError(f"limit must be at least 1, not {limit}")
@@ -79,6 +80,8 @@ class _Reads(_Core):
                 f" OR EXISTS (SELECT 1 FROM interrupts AS r WHERE r.session_id = sessions.id"
                 f" AND strpos(lower(r.interrupt_id), {t}) > 0))"
             )
+        if owner is not None:
+            q.where(owner_condition(owner, q.arg))
         if updated_before is not None:
             q.where(f"updated_at < {q.arg(float(updated_before))}")
         if updated_after is not None:
@@ -93,7 +96,7 @@ class _Reads(_Core):
                 q.where(f"oldest_open_at >= {a} AND (oldest_open_at > {a} OR id > {b})")
             else:
                 q.where(f"updated_at <= {a} AND (updated_at < {a} OR id > {b})")
-        sql = f"SELECT {_SUMMARY_COLS} FROM sessions{q.where_sql()}"
+        sql = f"SELECT {_SUMMARY_COLS_PG} FROM sessions{q.where_sql()}"
         order_by = " ORDER BY oldest_open_at, id" if oldest else " ORDER BY updated_at DESC, id"
         sql += f"{order_by} LIMIT {q.arg(limit + 1)}"
         rows = await self._run(lambda conn: conn.fetch(sql, *q.args))
