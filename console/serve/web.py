@@ -128,7 +128,7 @@ class ConsoleService(AppService):
         self.drawn = asyncio.Event()
         """Set when the console says its first screen is drawn, or its process ended (:mod:`.starts`)."""
         self.size: tuple[int, int] | None = None
-        """The page's last size while the console waits to start (it starts at that size)."""
+        """The page's latest size (a console waiting to start starts at it)."""
 
     async def on_meta(self, data: bytes) -> None:
         try:
@@ -151,8 +151,8 @@ class ConsoleService(AppService):
         return await super().send_meta(data)
 
     async def set_terminal_size(self, width: int, height: int) -> None:
+        self.size = (width, height)  # the latest, also once sent (the start sends it if it came mid-fork)
         if self._stdin is None:
-            self.size = (width, height)
             return
         await super().set_terminal_size(width, height)
 
@@ -420,6 +420,9 @@ class ConsoleServer(Guard, SignIn, Server):
                 with contextlib.suppress(Exception):
                     await starting  # a fork in flight completes, so the caller's stop() ends it
                 raise
+            if service.size is not None and service.size != (width, height):
+                # the page was resized while its console was being forked: that size was kept, not sent
+                await service.set_terminal_size(*service.size)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(service.drawn.wait(), START_SECONDS)
         finally:

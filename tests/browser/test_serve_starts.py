@@ -115,6 +115,46 @@ async def test_a_waiting_page_says_how_many_consoles_start_before_it() -> None:
     assert server.starts.running == 0
 
 
+async def test_a_resize_while_the_console_is_forked_reaches_it() -> None:
+    """Under load a page's size can change while its console is being forked (after the queue
+    let it start, before it has a stdin): that size is sent once it has one, or the console keeps
+    the page's first, smaller size (a sessions list laid out for 80 columns in a wide page)."""
+    from console.serve.web import ConsoleService
+
+    forking = asyncio.Event()
+    sent: list[dict[str, Any]] = []
+
+    class Forked(ConsoleService):
+        async def _open_app_process(self, width: int = 80, height: int = 24) -> Any:
+            await forking.wait()
+            self._stdin = SimpleNamespace()  # it has a stdin now
+            return None
+
+        async def run(self) -> None:
+            return None
+
+        async def send_meta(self, data: dict[str, Any]) -> bool:
+            if self._stdin is None:
+                return False
+            sent.append(data)
+            return True
+
+    async def nothing(*_: Any) -> None:
+        return None
+
+    service = Forked(["hitl"], "ann", write_bytes=nothing, write_str=nothing, close=nothing,
+                     download_manager=SimpleNamespace())
+    service.drawn.set()
+    server = SimpleNamespace(starts=StartQueue(1))
+    starting = asyncio.create_task(ConsoleServer._start_in_turn(server, service, FakeSocket(), 80, 24))  # type: ignore[arg-type]
+    await _settle()
+    await service.set_terminal_size(180, 50)  # the browser's real size arrives mid-fork
+    assert sent == []
+    forking.set()
+    await starting
+    assert sent == [{"type": "resize", "width": 180, "height": 50}]
+
+
 async def test_a_console_that_fails_to_start_frees_its_slot() -> None:
     class Broken(FakeService):
         async def start(self, width: int, height: int) -> None:

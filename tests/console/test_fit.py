@@ -120,6 +120,35 @@ async def test_inbox_columns_fit_the_width_and_never_cut_a_status_or_an_age(stor
             assert question.endswith("…") and question[:-1] in asks(long)
 
 
+async def test_columns_drawn_narrow_widen_with_the_terminal(store):
+    """A console drawn before its real size arrives (a browser's, under load) re-fits on
+    the resize: the cells are whole again and their columns as wide as the cells (the
+    table keeps a column's width when a cell is updated, so the rows are drawn again)."""
+
+    def whole(table: DataTable, keys: list[str], col: str) -> None:
+        for key in keys:
+            text = table.get_cell(key, col).plain
+            assert not text.endswith("…"), (col, text)
+            assert table.columns[col].get_render_width(table) >= len(text) + 2, (col, text)
+
+    app = make_app(store)
+    async with app.run_test(size=(60, 24)) as pilot:
+        await settle(pilot)
+        home = app.screen
+        assert isinstance(home, SessionsScreen)
+        table = home.query_one(DataTable)
+        assert any(table.get_cell(r.id, "session").plain.endswith("…") for r in home.rows)
+        await pilot.resize_terminal(200, 40)
+        await settle(pilot)
+        whole(table, [r.id for r in home.rows], "session")
+        await pilot.resize_terminal(60, 24)
+        await settle(pilot)
+        inbox, table = await open_inbox(pilot)
+        await pilot.resize_terminal(200, 40)
+        await settle(pilot)
+        whole(table, [inbox._key(r) for r in inbox.rows], "interrupt")
+
+
 # ---------------------------------------------------------------- sorting the inbox and the audit view
 
 

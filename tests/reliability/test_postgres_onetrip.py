@@ -5,6 +5,7 @@ exactly as given, whatever it holds, and none may change the statement."""
 from __future__ import annotations
 
 import asyncio.selector_events
+import types
 from typing import Any
 
 import asyncpg
@@ -124,9 +125,15 @@ async def test_a_turn_stores_and_reads_back_any_text_exactly() -> None:
         assert await store.list_leases("s0-") == []
 
 
-async def test_a_double_reads_back_exactly_when_the_database_default_rounds_it(conn: Any) -> None:
+async def test_a_double_reads_back_exactly_when_the_database_default_rounds_it(
+    conn: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # extra_float_digits = 0 (a server's, a database's or a role's default) prints
-    # a double with 15 digits; the store's connections ask for all of them.
+    # a double with 15 digits; the store's connections ask for all of them. The clock
+    # is fixed to a time that needs 17 digits: the wall clock's sometimes needs fewer.
+    import engine.store.postgres.writes as writes
+
+    monkeypatch.setattr(writes, "time", types.SimpleNamespace(time=lambda: 1796535057.7583812))
     url = pg_fresh_url()
     db = await conn.fetchval("SELECT current_database()")
     await conn.execute(f'ALTER DATABASE "{db}" SET extra_float_digits = 0')
