@@ -335,7 +335,7 @@ class InboxScreen(SortableRows, PagedTableScreen):
         return [cells[k]() for k in self.shown]
 
     def _owner_cell(self, r: InterruptRecord, now: float, width: int) -> Text:
-        """The owner; the operator's own in bold, a stale claim in yellow (``ann (stale 5h)``)."""
+        """The owner; the operator's own in bold, a stale claim in yellow (``ann (stale 5h00m)``)."""
         text = literal(short(self._owner_label(r, now), width, self.hitl.redactor))
         if self.hitl.policy.is_stale(r.owned_at, now):
             text.stylize("yellow")
