@@ -34,7 +34,6 @@ from console.inputs import MAX_ANSWER_FILE_BYTES, decode, loads, quote_hint, rea
 from engine.errors import HitlError, ReadOnlyError
 from engine.jsonin import where_invalid
 
-from .group import cli
 from .loads import resolve_invocation
 from .options import _duration, _operator, _opts, app_spec_option, common, open_store, operator_option, reason_option
 from .options import via_options as resume_via_options
@@ -131,7 +130,7 @@ def _bar(total: int, label: str) -> Any:
     return click.progressbar(length=total, label=label, file=sys.stderr, show_pos=True)
 
 
-@cli.command("bulk-answer")
+@click.command("bulk-answer")
 @common
 @app_spec_option
 @click.argument("terms", nargs=-1, metavar="[FILTER]...")

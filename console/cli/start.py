@@ -18,7 +18,6 @@ if TYPE_CHECKING:
     from engine.operations import Step
     from engine.store.base import SessionStore
 
-from .group import cli
 from .options import _opts, app_spec_option, common, open_store, via_options
 from .output import finish, out, out_json, print_step, run, stopped_hint
 
@@ -34,7 +33,7 @@ def _login() -> str:
     return os.environ.get("USER") or os.environ.get("LOGNAME") or "user"
 
 
-@cli.command()
+@click.command()
 @common
 @app_spec_option
 @click.argument("app_name", metavar="APP")

@@ -13,7 +13,6 @@ from console.times import age
 from engine.errors import HitlError
 from engine.store.capabilities import WorkerQueue, capability
 
-from .group import cli
 from .options import _opts, app_spec_option, common, open_store, watch_options
 from .output import fail, id_list, log_lines, out, out_json, run, serve_metrics
 
@@ -25,7 +24,7 @@ if TYPE_CHECKING:
 
 
 # ------------------------------------------------------------------ hitl worker
-@cli.command("worker")
+@click.command("worker")
 @common
 @app_spec_option
 @click.option("--concurrency", type=click.IntRange(1, 256), default=4, show_default=True,
@@ -160,7 +159,7 @@ def _notifications(store: Any, red: Any) -> tuple[Any, Any] | None:
 
 
 # ------------------------------------------------------------------ hitl workers
-@cli.command("workers")
+@click.command("workers")
 @common
 @click.option("--all", "show_all", is_flag=True, help="Also list stale workers (killed, or gone without a goodbye).")
 def workers(show_all: bool) -> None:

@@ -22,7 +22,6 @@ from engine.jsonin import where_invalid
 if TYPE_CHECKING:
     from engine.redact import Redactor
 
-from .group import cli
 from .loads import resolve_invocation
 from .options import (
     _operator,
@@ -74,7 +73,7 @@ def parse_answers(pairs: Iterable[str], red: Redactor) -> dict[str, Any]:
     return answers
 
 
-@cli.command()
+@click.command()
 @common
 @app_spec_option
 @click.argument("session_id", metavar="SESSION")
@@ -152,7 +151,7 @@ def resume(
     run(red, body(), on_interrupt=stopped_hint(session_id))
 
 
-@cli.command()
+@click.command()
 @common
 @app_spec_option
 @click.argument("session_id", metavar="SESSION")
@@ -200,7 +199,7 @@ def redrive(
     run(red, body(), on_interrupt=stopped_hint(session_id))
 
 
-@cli.command()
+@click.command()
 @common
 @click.argument("session_id", metavar="SESSION")
 @click.argument("invocation", metavar="INVOCATION")

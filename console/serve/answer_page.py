@@ -29,7 +29,7 @@ from aiohttp import web
 from engine.errors import HitlError
 
 if TYPE_CHECKING:
-    from .api import ApiContext
+    from .api_core import ApiContext
 
 PREFIX = "/answer/"
 SLACK_ACTIONS = PREFIX + "slack/actions"
@@ -257,7 +257,7 @@ class AnswerPages:
         return say(f"{decision}d by {operator}")
 
     async def _refusal(self, request: web.Request, link: Any, exc: BaseException, red: Any) -> web.Response:
-        from .api import one_line
+        from .api_core import one_line
 
         row, gone = await self._state(link)
         if row is None:

@@ -23,7 +23,7 @@ from engine.errors import require_id
 from engine.store.capabilities import WorkerQueue, capability
 
 from . import api_models as m
-from .api import IDENTITY, ApiContext, ApiError, hitl_error, one_line, parse_body, respond
+from .api_core import IDENTITY, ApiContext, ApiError, hitl_error, one_line, parse_body, respond
 from .config import valid_name
 
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ def _result(done: Outcome, steps: Steps, red: Redactor, **extra: Any) -> m.Write
         message = summary_line(proj, inv, len(done.written)) if proj is not None and inv else "done"
     else:
         outcome = "failed" if done.error_kind == "failed" else "interrupted"
-        from .api import error_code
+        from .api_core import error_code
 
         message = one_line(red, str(done.error))
         error = m.ErrorBody(code=error_code(done.error), message=message)
