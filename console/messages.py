@@ -29,8 +29,8 @@ if TYPE_CHECKING:
     from engine.liveness import InvocationHealth
     from engine.replay import Replay
 
+    from .answering.jobs import WriteJob
     from .answering.selection import AnswerDraft
-    from .screens.answer_jobs import WriteJob
     from .screens.audit import AuditQuery
     from .widgets.answer_views import Outcome, Preview
 

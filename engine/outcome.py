@@ -69,6 +69,12 @@ class Outcome:
     approval: str | None = None
     """An answer under a multi-approver rule that did not meet it yet: its approval
     was recorded (``written`` holds the ``approve`` event), e.g. ``1 of 2 approvals``."""
+    queued: str | None = None
+    """The turn was left to a worker (:mod:`engine.routing`): the line saying so, or that
+    no worker of the app is alive. None: it ran here (or nothing was left to run)."""
+    followed: str | None = None
+    """A turn left to a worker, followed: ``settled``, ``timeout`` (still queued or running:
+    nothing failed) or why the turn is held. None: not followed (``wait=False``)."""
 
     @property
     def wrote(self) -> bool:

@@ -27,10 +27,10 @@ from engine.views import allowed_actions
 from ..messages import HealthChecked, WriteDone
 from ..screens.answer import AnswerScreen
 from ..screens.answer_dialogs import ConfirmWrite, OutcomeScreen, WriteChoice
-from ..screens.answer_jobs import WriteJob
 from ..screens.loaders import one_line
 from ..screens.owner_dialogs import AnswerOwned
 from ..widgets.answer_views import selection_summary, write_command
+from .jobs import WriteJob
 from .owners import ask_assignee, change_owners, owned_by_others
 from .prompts import invocation_prompt
 from .selection import AnswerDraft, InterruptSelection
@@ -274,7 +274,8 @@ class SessionAnswering:
             if choice is None:
                 return
             job = WriteJob(
-                kind, session.id, inv, session.app_name, session.user_id, choice.operator, choice.reason,
+                kind=kind, session_id=session.id, invocation_id=inv, app_name=session.app_name,
+                user_id=session.user_id, operator=choice.operator, reason=choice.reason,
                 acknowledge_in_doubt=choice.acknowledge_in_doubt,
                 command=command(choice.operator, choice.reason, choice.acknowledge_in_doubt),
             )

@@ -1,7 +1,7 @@
 """Running one console write (answer, re-drive, cancel) in an app worker.
 
-:func:`start_write` runs a :class:`~console.screens.answer_jobs.WriteJob` through
-:func:`~console.screens.answer_jobs.execute` in a worker of the *app* (it
+:func:`start_write` runs a :class:`~console.answering.jobs.WriteJob` through
+:func:`~console.answering.jobs.execute` in a worker of the *app* (it
 outlives the screen: a running turn is never cancelled because the operator
 navigated away) and posts to the screen that started it what happens, as
 messages: a :class:`~console.messages.WriteEvent` for every event the write
@@ -19,7 +19,7 @@ from engine import Event
 from engine.apps import AppRegistry
 
 from ..messages import WriteDone, WriteEvent
-from ..screens.answer_jobs import WriteJob, execute
+from .jobs import WriteJob, execute
 
 if TYPE_CHECKING:
     from ..app import HitlApp

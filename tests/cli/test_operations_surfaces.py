@@ -60,18 +60,19 @@ def test_a_cli_resume_loads_the_invocation_once(hitl: Hitl, db: Path, loads: lis
 
 
 def test_console_writes_go_through_engine_operations(calls: list[str]) -> None:
-    from console.screens.answer_jobs import WriteJob, execute
+    from console.answering.jobs import WriteJob, execute
     from tests.console.answer_store import demo_store, invocation, registry
 
     async def go() -> list[Any]:
         store = await demo_store()
         inv, _ = await invocation(store, "refund-waiting-1")
-        job = WriteJob("answer", "refund-waiting-1", inv, "refund_approval", "alice", "tester", None,
-                       answers={"finance-order-1001": {"approved": True}})
+        job = WriteJob(kind="answer", session_id="refund-waiting-1", invocation_id=inv, app_name="refund_approval",
+                       user_id="alice", operator="tester", reason=None, answers={"finance-order-1001": {"approved": True}})
         seen: list[Any] = []
         answered = await execute(store, registry(), job, lambda event, seq: seen.append((event, seq)))
-        cancelled = await execute(store, registry(), WriteJob("cancel", "refund-waiting-1", inv, "refund_approval",
-                                                              "alice", "tester", "dup"))
+        cancelled = await execute(store, registry(), WriteJob(
+            kind="cancel", session_id="refund-waiting-1", invocation_id=inv, app_name="refund_approval", user_id="alice",
+            operator="tester", reason="dup"))
         return [answered, cancelled, seen]
 
     answered, cancelled, seen = asyncio.run(go())

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from rich.console import Console
 
+from console.answering.jobs import WriteJob, execute
 from console.screens.answer import AnswerScreen
 from console.screens.answer_dialogs import ConfirmWrite, OutcomeScreen
-from console.screens.answer_jobs import WriteJob, execute
 from console.screens.inbox import InboxScreen
 from console.screens.session import SessionScreen
 from console.widgets.answer_editor import AnswerEditor, check_answer, json_highlights
@@ -324,8 +324,8 @@ async def test_unknown_id_is_refused_by_the_engine_and_nothing_is_written() -> N
     store = await demo_store()
     inv, _ = await invocation(store, "refund-waiting-1")
     last = (await store.get_session("refund-waiting-1")).last_seq
-    job = WriteJob("answer", "refund-waiting-1", inv, "refund_approval", "alice", "tester", None,
-                   answers={"no-such-id": True})
+    job = WriteJob(kind="answer", session_id="refund-waiting-1", invocation_id=inv, app_name="refund_approval",
+                   user_id="alice", operator="tester", reason=None, answers={"no-such-id": True})
     outcome = await execute(store, registry(), job)
     assert outcome.events == 0 and outcome.error_kind == "rejected"
     assert "no open interrupt with id no-such-id" in (outcome.error or "")
@@ -347,8 +347,8 @@ async def test_two_concurrent_submitters_exactly_one_wins() -> None:
     inv, _ = await invocation(store, "refund-waiting-1")
 
     def job(op: str, approved: bool) -> WriteJob:
-        return WriteJob("answer", "refund-waiting-1", inv, "refund_approval", "alice", op, None,
-                        answers={"finance-order-1001": {"approved": approved}})
+        return WriteJob(kind="answer", session_id="refund-waiting-1", invocation_id=inv, app_name="refund_approval",
+                        user_id="alice", operator=op, reason=None, answers={"finance-order-1001": {"approved": approved}})
 
     one, two = await asyncio.gather(execute(store, registry(), job("ann", True)),
                                     execute(store, registry(), job("bob", False)))

@@ -153,14 +153,15 @@ def test_renderers_use_the_redactor_they_are_given() -> None:
 async def test_the_after_views_answered_row_follows_the_apps_redactor(show: bool) -> None:
     """The before/after diff quotes each answer ("answered by X: {...}") through the
     app's Redactor: masked by default, shown with --show-secrets."""
-    from console.screens.answer_jobs import WriteJob, execute
+    from console.answering.jobs import WriteJob, execute
     from engine.redact import Redactor
 
     store = await leaky_store()
     reg = AppRegistry()
     reg.register("leaky", leaky_app.workflow)
     (inv,) = [i.invocation_id for i in await store.list_invocations("leak-1")]
-    job = WriteJob("answer", "leak-1", inv, "leaky", "u", "tester", "r", answers={"rotate": json.loads(ANSWER)})
+    job = WriteJob(kind="answer", session_id="leak-1", invocation_id=inv, app_name="leaky", user_id="u",
+                   operator="tester", reason="r", answers={"rotate": json.loads(ANSWER)})
     outcome = await execute(store, reg, job, red=Redactor(show=show))
     (row,) = [r for r in outcome.rows if r.area == "interrupt"]
     assert row.after.startswith("answered by tester: ")

@@ -17,21 +17,21 @@ from typing import Any
 
 from engine import Event, operations
 from engine.apps import AppRegistry
-from engine.bulk import routed_to_worker
 from engine.operations import CONFLICTS, nothing_written
 from engine.redact import Redactor
 from engine.store.base import SessionStore
 
+from ..screens.loaders import one_line
 from ..widgets.answer_views import Outcome
 from ..widgets.format import shown, to_json
-from .loaders import one_line
 
 __all__ = ["CONFLICTS", "WriteJob", "execute"]
 
 
-@dataclass
+@dataclass(kw_only=True)
 class WriteJob:
-    """One operator write, as confirmed in the console."""
+    """One operator write, as confirmed in the console (built with keywords: seven of its
+    fields are strings a position would let one swap for another)."""
 
     kind: str
     """``answer``, ``redrive`` or ``cancel``."""
@@ -73,11 +73,11 @@ async def execute(
     common: dict[str, Any] = {"operator": job.operator, "reason": job.reason, "session_state": True, "on_step": step}
     if job.kind == "cancel":
         done = await operations.cancel(store, job.session_id, inv, **common)
-    elif job.kind == "answer" and routed_to_worker("auto", job.app_name, registry, store):
-        done = await _answer_via_worker(store, job, step, on_queued)
     elif job.kind == "answer":
+        # here, or stored and left to a worker when no code is registered here for the app (engine.routing)
         done = await operations.answer(
-            store, job.session_id, job.answers, inv, registry=registry, preload=True, force=job.force, **common
+            store, job.session_id, job.answers, inv, registry=registry, preload=True, force=job.force, via="auto",
+            on_queued=lambda queued: on_queued(queued.queued or ""), **common,
         )
     else:
         done = await operations.redrive(
@@ -85,40 +85,6 @@ async def execute(
             acknowledge_in_doubt=job.acknowledge_in_doubt, **common,
         )
     return _console_outcome(job, done, red)
-
-
-async def _answer_via_worker(
-    store: SessionStore, job: WriteJob, step: Callable[[operations.Step], None], on_queued: Callable[[str], None]
-) -> operations.Outcome:
-    """Queue the answer for a worker and follow its turn until it settles."""
-    from engine import handoff
-    from engine.liveness import is_mid_run
-
-    last: list[int] = [0]
-
-    def stepped(s: operations.Step) -> None:
-        last[0] = s.seq or last[0]
-        step(s)
-
-    done = await handoff.queue_answer(
-        store, job.session_id, job.answers, job.invocation_id, operator=job.operator, reason=job.reason,
-        on_step=stepped, force=job.force,
-    )
-    if done.error is not None or done.after is None or done.invocation_id is None:
-        return done  # (an approval short of its rule has no `after`: nothing ran)
-    inv = done.invocation_id
-    if not is_mid_run(done.after, inv):
-        return done  # a partial answer: nothing to run
-    on_queued(await handoff.worker_notice(store, job.app_name) or f"answered, queued for a worker of {job.app_name}")
-    proj = done.after
-
-    def event(stored: Any) -> None:
-        change = proj.apply(stored.event, stored.seq)
-        done.written.append(stored.event)
-        step(operations.Step(stored.event, change, proj, stored.seq))
-
-    await handoff.follow(store, job.session_id, inv, after_seq=last[0], on_event=event)
-    return done
 
 
 def _console_outcome(job: WriteJob, done: operations.Outcome, red: Redactor | None = None) -> Outcome:
