@@ -250,13 +250,15 @@ async def start(
     wait: bool = True,
     timeout: float | None = None,
     on_queued: Callable[[Outcome], None] | None = None,
+    operator: str | None = None,
 ) -> Outcome:
     """Start a new invocation of ``app_name`` in ``session_id`` (created by the
     first write when it does not exist) with the text ``message``, in this
     process, and run it until it waits, completes or fails. Refused before
     anything is written: an unknown or unimportable app, an empty message, a
     session of another app, a session with an invocation running right now.
-    ``via``: here or in a worker, as for :func:`answer`."""
+    ``via``: here or in a worker, as for :func:`answer` (``operator``: who asked, recorded
+    on a start left to a worker)."""
     from .errors import EmptyMessageError, SessionNotFoundError, require_id
     from .liveness import lease_is_live
     from .models import Content
@@ -269,8 +271,8 @@ async def start(
         except HitlError as exc:
             return _refused(outcome, exc)
         if to_worker:
-            return await start_via_worker(store, app_name, session_id, message, user_id=user_id, on_step=on_step,
-                                          wait=wait, timeout=timeout, on_queued=on_queued)
+            return await start_via_worker(store, app_name, session_id, message, user_id=user_id, operator=operator,
+                                          on_step=on_step, wait=wait, timeout=timeout, on_queued=on_queued)
     try:
         require_id(session_id, "the session id")
         require_id(user_id, "the user id")

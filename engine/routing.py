@@ -144,6 +144,7 @@ async def start_via_worker(
     message: str,
     *,
     user_id: str,
+    operator: str | None = None,
     on_step: Callable[[Step], None] | None,
     wait: bool = True,
     timeout: float | None = None,
@@ -154,9 +155,10 @@ async def start_via_worker(
     from .handoff import request_start
     from .projection import Projection
 
-    outcome = Outcome("start", session_id, None)
+    outcome = Outcome("start", session_id, None, operator)
     try:
-        outcome.invocation_id = await request_start(store, app_name, session_id, message, user_id=user_id)
+        outcome.invocation_id = await request_start(store, app_name, session_id, message, user_id=user_id,
+                                                    operator=operator)
     except HitlError as exc:
         return _refused(outcome, exc)
     outcome.before, outcome.after = Projection(), Projection()

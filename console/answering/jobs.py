@@ -4,9 +4,10 @@
 (the same writes ``hitl resume/redrive/cancel`` make), calls ``on_event(event, seq)``
 after each event it persists (the session screen applies it, so the tree moves
 while the nodes run; ``seq`` is None where the write does not tell it), and returns an
-:class:`~console.widgets.answer_views.Outcome`: the before/after diff of the
-invocation (:func:`engine.replay.diff`) and of the session state, or the reason
-nothing was written. No widgets here: the screens call it in a worker.
+:class:`engine.outcome.Outcome` (the one every surface gets): the before/after diff
+of the invocation (:func:`engine.replay.diff`) and of the session state, or the
+reason nothing was written; console/widgets/answer_views.py reads it for the
+operator. No widgets here: the screens call it in a worker.
 """
 
 from __future__ import annotations
@@ -17,13 +18,8 @@ from typing import Any
 
 from engine import Event, operations
 from engine.apps import AppRegistry
-from engine.operations import CONFLICTS, nothing_written
-from engine.redact import Redactor
+from engine.operations import CONFLICTS, Outcome
 from engine.store.base import SessionStore
-
-from ..screens.loaders import one_line
-from ..widgets.answer_views import Outcome
-from ..widgets.format import shown, to_json
 
 __all__ = ["CONFLICTS", "WriteJob", "execute"]
 
@@ -56,14 +52,12 @@ async def execute(
     registry: AppRegistry | None,
     job: WriteJob,
     on_event: Callable[[Event, int | None], None] = lambda _e, _s: None,
-    red: Redactor | None = None,
     on_queued: Callable[[str], None] = lambda _line: None,
 ) -> Outcome:
-    """Run ``job``; never raises a HitlError (it becomes ``Outcome.error``).
-    ``red``: the app's Redactor, for the answers the outcome quotes. An answer
+    """Run ``job``; never raises a HitlError (it becomes ``Outcome.error``). An answer
     for an app with no code registered here is stored and left to a worker
-    (:func:`engine.handoff.queue_answer`); ``on_queued`` gets the line saying
-    so, then the worker's events come through ``on_event`` as it writes them."""
+    (:mod:`engine.routing`); ``on_queued`` gets the line saying so, then the
+    worker's events come through ``on_event`` as it writes them."""
     inv = job.invocation_id
 
     def step(s: operations.Step) -> None:
@@ -84,44 +78,4 @@ async def execute(
             store, job.session_id, inv, registry=registry, preload=True,
             acknowledge_in_doubt=job.acknowledge_in_doubt, **common,
         )
-    return _console_outcome(job, done, red)
-
-
-def _console_outcome(job: WriteJob, done: operations.Outcome, red: Redactor | None = None) -> Outcome:
-    """The engine's outcome as the console's before/after view reads it."""
-    inv = job.invocation_id
-    outcome = Outcome(
-        job.kind, job.session_id, inv, job.operator, job.reason, answered=list(job.answers), command=job.command
-    )
-    outcome.status_before = done.status_before
-    outcome.events = len(done.written)
-    if done.error is not None:
-        if done.error_kind == "failed":
-            outcome.error = str(done.error)
-        elif done.error_kind == "interrupted":
-            outcome.error = (
-                f"stopped mid-run after {len(done.written)} events: {one_line(done.error)}; "
-                "the invocation is interrupted: continue it with a re-drive (R)"
-            )
-        else:
-            outcome.error = nothing_written(one_line(done.error))
-        outcome.error_kind = done.error_kind
-    if not done.written:
-        return outcome
-    if done.approval is not None:  # a multi-approver rule: one approval recorded, the ids stay open
-        outcome.approval = done.approval
-        outcome.still_open = list(job.answers)
-        return outcome
-    assert done.after is not None
-    outcome.rows = done.rows
-    for row in outcome.rows:
-        if row.area == "interrupt":  # say who answered, masked (the diff's text is raw JSON, no operator)
-            itr = done.after.interrupts.get((inv, row.key))
-            if itr is not None and itr.resolved:
-                by = f" by {itr.operator}" if itr.operator else ""
-                row.after = f"answered{by}: {to_json(shown(itr.response, red))}"
-            elif itr is not None and itr.cancelled:
-                row.after = "closed (cancelled)"
-    outcome.status_after = done.status_after
-    outcome.still_open = done.still_open
-    return outcome
+    return done

@@ -109,6 +109,7 @@ def resume(
 
     async def body() -> None:
         from engine import operations
+        from engine.routing import routed_to_worker
 
         values = parse_answers([*answers, *answer_opts], red)
         async with open_store(write=not dry_run) as store:
@@ -125,7 +126,7 @@ def resume(
                 else:
                     for line in render_plan(red, plan, session_id, dry.next_runs):
                         out(red, line)
-                if refusal is not None and via != "local" and session.app_name not in opts.registry():
+                if refusal is not None and routed_to_worker(via, session.app_name, opts.registry(), store):
                     out(red, f"the real command would store the answer and leave the turn to a worker of {session.app_name}")
                 elif refusal is not None:
                     fail(f"the real command would refuse (nothing would be written): {refusal}")

@@ -124,14 +124,14 @@ async def answer(ctx: ApiContext, request: web.Request) -> web.Response:
     store = ctx.db
     session = await store.get_session(sid)
     inv = await _invocation(ctx, sid, b.invocation_id)
-    to_worker = routed_to_worker(b.via, session.app_name, ctx.registry(), store)
-    if b.dry_run:
-        return await _dry_run(ctx, red, session, b.answers, inv, to_worker)
+    if b.dry_run:  # (what the real answer would say: the route is engine.routing's)
+        return await _dry_run(ctx, red, session, b.answers, inv,
+                              routed_to_worker(b.via, session.app_name, ctx.registry(), store))
     operator = operator_name(who, b.operator)
     steps = Steps()
     done = await operations.answer(store, sid, b.answers, inv, registry=ctx.registry, operator=operator,
                                    reason=b.reason, session=session, on_step=steps, force=b.force,
-                                   via="worker" if to_worker else "local", wait=False)
+                                   via=b.via, wait=False)
     return respond(await _queued(ctx, _result(done, steps, red), done, session.app_name), red)
 
 
@@ -289,7 +289,7 @@ async def cancel(ctx: ApiContext, request: web.Request) -> web.Response:
 
 # ------------------------------------------------------------------ start
 async def start(ctx: ApiContext, request: web.Request) -> web.Response:
-    from engine import handoff, operations
+    from engine import operations
     from engine.models import new_id
 
     b: m.StartRequest = await parse_body(request, m.StartRequest)
@@ -298,17 +298,9 @@ async def start(ctx: ApiContext, request: web.Request) -> web.Response:
     store = ctx.db
     sid = b.session_id or f"{b.app_name}-{new_id()[:8]}"
     user = b.user_id or "api"
-    here = b.app_name in ctx.registry()
-    if b.via == "worker" or (b.via == "auto" and not here and await handoff.live_workers(store, b.app_name)):
-        if capability(store, WorkerQueue) is None:
-            raise ApiError(422, "no_workers", "this store keeps no turn requests: no worker can start it (via=local)")
-        inv = await handoff.request_start(store, b.app_name, sid, b.text, user_id=user, operator=who.name)
-        notice = await _notice(ctx, b.app_name)
-        return respond(m.WriteResult(
-            kind="start", outcome="queued", session_id=sid, invocation_id=inv, operator=who.name,
-            message=notice or f"start of session {sid} queued for a worker of {b.app_name} (invocation {inv})",
-            queued_for=b.app_name, notice=notice,
-        ), red)
+    if b.via == "worker" and capability(store, WorkerQueue) is None:
+        raise ApiError(422, "no_workers", "this store keeps no turn requests: no worker can start it (via=local)")
     steps = Steps()
-    done = await operations.start(store, b.app_name, sid, b.text, user_id=user, registry=ctx.registry, on_step=steps)
-    return respond(_result(done, steps, red), red)
+    done = await operations.start(store, b.app_name, sid, b.text, user_id=user, registry=ctx.registry, on_step=steps,
+                                  via=b.via, wait=False, operator=who.name)
+    return respond(await _queued(ctx, _result(done, steps, red), done, b.app_name), red)

@@ -77,7 +77,7 @@ def test_console_writes_go_through_engine_operations(calls: list[str]) -> None:
 
     answered, cancelled, seen = asyncio.run(go())
     assert calls == ["answer", "cancel"]
-    assert answered.events == len(seen) and answered.written and answered.error is None
+    assert len(answered.written) == len(seen) and answered.written and answered.error is None
     seqs = [seq for _, seq in seen]  # each event with its position, in order, contiguous (one writer)
     assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))
     assert cancelled.written and cancelled.status_after is not None and cancelled.status_after.value == "CANCELLED"

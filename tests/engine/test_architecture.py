@@ -165,3 +165,21 @@ def test_no_import_circle_at_run_time() -> None:
     for mod, deps in graph.items():  # a module importing its package's __init__ is how Python loads it
         graph[mod] = {d for d in deps if not mod.startswith(d + ".")}
     assert sorted(circles(graph)) == sorted(KNOWN)
+
+
+def test_no_surface_routes_a_write_or_follows_a_worker_itself() -> None:
+    """Whether a write runs here or in a worker, and following the worker's turn, is
+    engine.routing's (through engine.operations' ``via=``): no module of the console,
+    the CLI, the API or the signed links queues a turn or follows one on its own."""
+    own = {"queue_answer", "request_redrive", "request_start", "follow"}
+    found = []
+    for path in sources():
+        name = module_name(path)
+        if not name.startswith("console."):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("handoff"):
+                found += [f"{name}: imports {a.name}" for a in node.names if a.name in own]
+            if isinstance(node, ast.Attribute) and node.attr in own and ast.unparse(node.value).endswith("handoff"):
+                found.append(f"{name}: {ast.unparse(node)}")
+    assert not found, found
