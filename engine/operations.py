@@ -131,10 +131,8 @@ async def answer(
 
     outcome = Outcome("answer", session_id, invocation_id, operator, reason, answered=list(answers))
     if via != "local":
-        try:
-            app = await _route(store, session_id, session, registry, via)
-        except HitlError as exc:
-            return _refused(outcome, exc)
+        if isinstance(app := await _route(outcome, store, session, registry, via), Outcome):
+            return app  # refused: reading the session or building the registry failed
         if app is not None:
             return await answer_via_worker(
                 store, session_id, answers, invocation_id, app_name=app, operator=operator, reason=reason,
@@ -171,10 +169,8 @@ async def redrive(
     in a worker, as for :func:`answer`."""
     outcome = Outcome("redrive", session_id, invocation_id, operator, reason)
     if via != "local":
-        try:
-            app = await _route(store, session_id, session, registry, via)
-        except HitlError as exc:
-            return _refused(outcome, exc)
+        if isinstance(app := await _route(outcome, store, session, registry, via), Outcome):
+            return app  # refused: reading the session or building the registry failed
         if app is not None:
             return await redrive_via_worker(
                 store, session_id, invocation_id, app_name=app, acknowledge_in_doubt=acknowledge_in_doubt,
@@ -303,14 +299,18 @@ async def start(
 
 
 async def _route(
-    store: SessionStore, session_id: str, session: Session | None,
+    outcome: Outcome, store: SessionStore, session: Session | None,
     registry: AppRegistry | Callable[[], AppRegistry] | None, via: Via,
-) -> str | None:
+) -> str | Outcome | None:
     """The app whose worker runs this session's turn (:func:`engine.routing.routed_to_worker`),
-    or None: it runs here. Raises the HitlError reading the session or building the registry
-    met (a registered app whose code fails to import is an error to fix, not a hand-off)."""
-    app = (session or await store.get_session(session_id)).app_name
-    built = None if registry is None else _registry(registry)  # none given: ``auto`` runs here
+    None (it runs here), or ``outcome`` refused with the HitlError reading the session or
+    building the registry met (a registered app whose code fails to import is an error to
+    fix, not a hand-off)."""
+    try:
+        app = (session or await store.get_session(outcome.session_id)).app_name
+        built = None if registry is None else _registry(registry)  # none given: ``auto`` runs here
+    except HitlError as exc:
+        return _refused(outcome, exc)
     return app if routed_to_worker(via, app, built, store) else None
 
 

@@ -86,22 +86,16 @@ async def answer_via_worker(
     from .handoff import queue_answer
     from .liveness import is_mid_run
 
-    last = [0]
-
-    def stepped(s: Step) -> None:
-        last[0] = s.seq or last[0]
-        if on_step is not None:
-            on_step(s)
-
     done = await queue_answer(
-        store, session_id, answers, invocation_id, operator=operator, reason=reason, on_step=stepped,
+        store, session_id, answers, invocation_id, operator=operator, reason=reason, on_step=on_step,
         force=force, policy=policy, batch=batch,
     )
     if done.error is not None or done.after is None or done.invocation_id is None:
         return done
     if not is_mid_run(done.after, done.invocation_id):
         return done
-    return await _queued(store, done, app_name, f"answered, queued for a worker of {app_name}", last[0],
+    # the worker's events come after the answer's (the projection's position: its last seq)
+    return await _queued(store, done, app_name, f"answered, queued for a worker of {app_name}", done.after.position,
                          wait=wait, timeout=timeout, on_step=on_step, on_queued=on_queued)
 
 
