@@ -183,3 +183,14 @@ def test_no_surface_routes_a_write_or_follows_a_worker_itself() -> None:
             if isinstance(node, ast.Attribute) and node.attr in own and ast.unparse(node.value).endswith("handoff"):
                 found.append(f"{name}: {ast.unparse(node)}")
     assert not found, found
+
+
+def test_no_empty_type_checking_block() -> None:
+    """An ``if TYPE_CHECKING: pass`` left behind by a move says nothing: none in the tree."""
+    empty = []
+    for path in sources():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING")
+                    and all(isinstance(b, ast.Pass) for b in node.body)):
+                empty.append(f"{module_name(path)}:{node.lineno}")
+    assert not empty, empty
