@@ -19,6 +19,19 @@ from typing import Any
 from tests.reliability.workers import PRELOAD
 
 APPROVE = {"finance": {"approved": True}, "risk": {"approved": True}}
+ONE_NODE_APP = "one_node"
+"""The app of ``spec["app"] == "one"``: ``prep -> ask -> after`` (an answer's turn runs one node)."""
+
+
+def worker_apps(spec: dict[str, Any]) -> dict[str, Any]:
+    """The apps a worker child serves: the crash app, or the one-node app (``spec["app"]``)."""
+    if spec.get("app") == "one":
+        from tests.engine.test_turn_cost import SIMPLE
+
+        return {ONE_NODE_APP: SIMPLE}
+    from tests.reliability import crash_app
+
+    return {crash_app.APP: crash_app.workflow}
 
 
 def context() -> multiprocessing.context.BaseContext:
@@ -37,12 +50,10 @@ def worker_child(spec: dict[str, Any]) -> None:
 async def _worker_main(spec: dict[str, Any]) -> None:
     from engine.store import open_store
     from engine.worker import Worker
-    from tests.reliability import crash_app
-
     store = await open_store(spec["db"], busy_timeout=30)
     try:
         worker = Worker(
-            store, {crash_app.APP: crash_app.workflow}, concurrency=spec.get("concurrency", 2),
+            store, worker_apps(spec), concurrency=spec.get("concurrency", 2),
             heartbeat=spec.get("heartbeat", 0.5), drain_timeout=spec.get("drain_timeout", 30.0),
         )
         loop = asyncio.get_running_loop()
