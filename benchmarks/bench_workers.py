@@ -10,9 +10,11 @@
   the ``data_version`` poll on SQLite) -- next to :func:`engine.operations.answer`
   in the answering process (the app's code there);
 * turns per second with 1, 4 and 16 worker processes (concurrency 2 each):
-  N answers queued at once, until every turn settled -- next to N in-process
-  answers one after another in one process; the CPU the worker processes used
-  per turn (from /proc, read just before they stop);
+  *answered live*, N answers queued one after another while the workers run,
+  until every turn settled; *backlog*, N answers queued before the workers are
+  let go (as the reference's jobs are deferred before its workers take them) --
+  next to N in-process answers one after another in one process; the CPU the
+  worker processes used per turn (from /proc, read just before they stop);
 * what one worker turn costs the store, counted: N answers queued, then one
   in-process worker serves them all -- messages sent to the server (round trips)
   and transactions committed on it (PostgreSQL: ``pg_stat_database``, every
@@ -104,11 +106,12 @@ def proc_cpu(pids: list[int | None]) -> float:
 
 
 class Pool:
-    def __init__(self, url: str, tmp: str, count: int, shape: Shape) -> None:
+    def __init__(self, url: str, tmp: str, count: int, shape: Shape, *, hold: bool = False) -> None:
         ctx = context()
         ready = os.path.join(tmp, f"ready-{uuid.uuid4().hex[:6]}")
+        self.go = f"{ready}.go" if hold else None
         spec = {"db": url, "effects": os.path.join(tmp, "effects"), "concurrency": 2, "ready": ready,
-                "heartbeat": 1.0, "app": shape.spec}
+                "heartbeat": 1.0, "app": shape.spec, "go": self.go}
         self.procs = [ctx.Process(target=worker_child, args=(spec,), daemon=True) for _ in range(count)]
         for p in self.procs:
             p.start()
@@ -121,6 +124,11 @@ class Pool:
 
     def cpu(self) -> float:
         return proc_cpu([p.pid for p in self.procs])
+
+    def release(self) -> None:
+        """Let workers started with ``hold`` run (each starts, then claims)."""
+        assert self.go is not None
+        Path(self.go).touch()
 
     def stop(self) -> None:
         for p in self.procs:
@@ -173,6 +181,41 @@ async def throughput_worker(url: str, sids: list[str], shape: Shape) -> float:
         return len(sids) / (time.perf_counter() - t0)
     finally:
         await store.close()
+
+
+async def queue_all(url: str, sids: list[str], shape: Shape) -> None:
+    store = await open_store(url)
+    try:
+        for sid in sids:
+            done = await handoff.queue_answer(store, sid, shape.answers[sid])
+            assert done.error is None, done.error
+    finally:
+        await store.close()
+
+
+async def drained(url: str) -> None:
+    store = await open_store(url)
+    try:
+        while await store.turn_requests(limit=1):  # type: ignore[attr-defined]
+            await asyncio.sleep(0.005)
+    finally:
+        await store.close()
+
+
+def throughput_backlog(url: str, tmp: str, count: int, sids: list[str], shape: Shape) -> tuple[float, float]:
+    """Turns/s and worker CPU per turn of ``count`` worker processes released on a
+    backlog of ``sids``' answers (queued before they go, as the reference's jobs are)."""
+    pool = Pool(url, tmp, count, shape, hold=True)
+    try:
+        asyncio.run(queue_all(url, sids, shape))
+        idle = pool.cpu()
+        t0 = time.perf_counter()
+        pool.release()
+        asyncio.run(drained(url))
+        rate = len(sids) / (time.perf_counter() - t0)
+        return rate, (pool.cpu() - idle) / len(sids)
+    finally:
+        pool.stop()
 
 
 async def throughput_local(url: str, sids: list[str], shape: Shape) -> float:
@@ -273,6 +316,9 @@ def bench(url: str, tmp: str, n_lat: int, n_tp: int, shape: Shape) -> dict[str, 
             res[f"cpu answer {count}"] = (time.process_time() - c0) / n_tp
         finally:
             pool.stop()
+    for count in COUNTS:
+        sids = asyncio.run(shape.make_sessions(url, n_tp, f"b{count}-"))
+        res[f"tpb {count}"], res[f"cpub {count}"] = throughput_backlog(url, tmp, count, sids, shape)
     sids = asyncio.run(shape.make_sessions(url, n_tp, "tl"))
     c0 = time.process_time()
     res["tp local"] = asyncio.run(throughput_local(url, sids, shape))
@@ -333,16 +379,19 @@ def main() -> None:
     row("answer, run in-process      p50", lambda r: ms(statistics.median(r["local latency"])))
     row("answer, run in-process      p99", lambda r: ms(pct(r["local latency"], 99)))
     for count in COUNTS:
-        row(f"turns/s, {count:>2} worker process(es)", lambda r, c=count: f"{r[f'tp {c}']:.1f}")
-    if ref is not None:
-        for count in COUNTS:
-            row(f"reference jobs/s, {count:>2} worker process(es)",
+        row(f"turns/s, {count:>2} worker process(es), answered live", lambda r, c=count: f"{r[f'tp {c}']:.1f}")
+    for count in COUNTS:
+        row(f"turns/s, {count:>2} worker process(es), backlog", lambda r, c=count: f"{r[f'tpb {c}']:.1f}")
+        if ref is not None:
+            row(f"  reference jobs/s, {count:>2}, backlog",
                 lambda r, c=count: f"{ref[str(c)]:.1f}" if r is results.get("PostgreSQL") else "-")
             row(f"  ours / reference, {count:>2}",
-                lambda r, c=count: f"{r[f'tp {c}'] / ref[str(c)]:.2f}x" if r is results.get("PostgreSQL") else "-")
+                lambda r, c=count: f"{r[f'tpb {c}'] / ref[str(c)]:.2f}x" if r is results.get("PostgreSQL") else "-")
     row("turns/s, in-process, one after another", lambda r: f"{r['tp local']:.1f}")
     for count in COUNTS:
-        row(f"worker CPU per turn, {count:>2} worker(s)", lambda r, c=count: ms(r[f"cpu {c}"]))
+        row(f"worker CPU per turn, {count:>2} worker(s), live", lambda r, c=count: ms(r[f"cpu {c}"]))
+    for count in COUNTS:
+        row(f"worker CPU per turn, {count:>2} worker(s), backlog", lambda r, c=count: ms(r[f"cpub {c}"]))
     if ref is not None:
         for count in COUNTS:
             row(f"reference worker CPU per job, {count:>2}",

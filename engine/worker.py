@@ -185,6 +185,8 @@ class Worker:
     _refused: dict[tuple[str, str], float] = field(default_factory=dict, init=False)
     """(session, invocation) -> the ``requested_at`` of the request this worker refused
     (another graph version): not claimed again until it is requested again."""
+    _runners: dict[str, Any] = field(default_factory=dict, init=False)
+    """app -> its Runner, built at its first turn and kept (stateless between turns)."""
     _stopping: asyncio.Event | None = field(default=None, init=False)
     _waker: Waker | None = field(default=None, init=False)
     started_at: float = field(default_factory=time.time, init=False)
@@ -282,7 +284,7 @@ class Worker:
             skip = {(sid, inv, at) for (sid, inv), at in self._refused.items()}
             try:
                 req = await self.queue.claim_next_turn(
-                    list(self.apps), self.worker_id, self.lease_ttl, skip=skip
+                    list(self.apps), self.worker_id, self.lease_ttl, skip=skip, versions=self.versions
                 )
             except HitlError as exc:
                 log.warning("claiming a turn request failed: %s", exc)
@@ -388,10 +390,12 @@ class Worker:
 
         sid, inv = req.session_id, req.invocation_id
         version = self.versions[req.app_name]
-        runner = Runner(
-            req.app_name, self.apps[req.app_name], self.store, lease_ttl=self.lease_ttl, lease_wait=self.lease_wait,
-            deadline_rules=self.deadline_rules,
-        )
+        runner = self._runners.get(req.app_name)
+        if runner is None:  # one per app for the worker's life: a turn builds nothing of its own
+            runner = self._runners[req.app_name] = Runner(
+                req.app_name, self.apps[req.app_name], self.store, lease_ttl=self.lease_ttl,
+                lease_wait=self.lease_wait, deadline_rules=self.deadline_rules,
+            )
         pay = req.payload
         count = 0
 
@@ -403,7 +407,9 @@ class Worker:
             if req.kind == "start":  # started already (a worker died after the start)? then continue it
                 with contextlib.suppress(InvocationNotFoundError, SessionNotFoundError):
                     proj = await load_invocation(self.store, sid, inv)
-            recorded = await self.queue.invocation_graph(sid, inv, version)
+            # recorded by the claim (claim_next_turn); a request taken over from a dead
+            # worker (claim_turn_request) records and reads it here
+            recorded = req.graph or await self.queue.invocation_graph(sid, inv, version)
             if recorded != version:
                 note = (
                     f"refused by {self.name}: invocation {inv} was started under graph version {recorded} "

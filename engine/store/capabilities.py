@@ -101,10 +101,19 @@ class WorkerQueue(Protocol):
         ...
 
     async def claim_next_turn(
-        self, apps: list[str], owner: str, ttl: float, *, skip: set[tuple[str, str, float]] | None = None
+        self,
+        apps: list[str],
+        owner: str,
+        ttl: float,
+        *,
+        skip: set[tuple[str, str, float]] | None = None,
+        versions: dict[str, str] | None = None,
     ) -> TurnRequest | None:
         """Claim the oldest runnable request of ``apps`` (not held; unclaimed or its
-        claim expired) that is not in ``skip`` ((session, invocation, requested_at))."""
+        claim expired) that is not in ``skip`` ((session, invocation, requested_at)).
+        In the same transaction, record ``versions[app]`` as its invocation's graph
+        version unless one was recorded (as :meth:`invocation_graph`); the request
+        returned carries the recorded one in ``graph`` (None: none recorded)."""
         ...
 
     async def finish_turn_request(self, session_id: str, invocation_id: str, owner: str, requested_at: float) -> bool:

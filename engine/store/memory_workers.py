@@ -111,9 +111,16 @@ class MemoryWorkerQueue(_Store):
             del self._requests[key]
 
     async def claim_next_turn(
-        self, apps: list[str], owner: str, ttl: float, *, skip: set[tuple[str, str, float]] | None = None
+        self,
+        apps: list[str],
+        owner: str,
+        ttl: float,
+        *,
+        skip: set[tuple[str, str, float]] | None = None,
+        versions: dict[str, str] | None = None,
     ) -> TurnRequest | None:
-        """Claim the oldest runnable request of ``apps`` not in ``skip``."""
+        """Claim the oldest runnable request of ``apps`` not in ``skip`` (recording
+        ``versions[app]`` as its graph version unless one was)."""
         self._check_writable()
         now, skip = time.time(), skip or set()
         runnable = [
@@ -125,7 +132,10 @@ class MemoryWorkerQueue(_Store):
             return None
         r = min(runnable, key=lambda r: r.requested_at)
         r.claimed_by, r.claimed_until = owner, now + ttl
-        return r.model_copy(deep=True)
+        key = (r.session_id, r.invocation_id)
+        if versions and r.app_name in versions:
+            self._graphs.setdefault(key, versions[r.app_name])
+        return r.model_copy(deep=True, update={"graph": self._graphs.get(key)})
 
     async def finish_turn_request(self, session_id: str, invocation_id: str, owner: str, requested_at: float) -> bool:
         """Delete the claimed request, or unclaim it when it was requested again. True: deleted."""

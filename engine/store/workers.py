@@ -54,6 +54,9 @@ class TurnRequest(BaseModel):
     """Why workers leave the request alone (None: runnable), e.g. nodes in doubt."""
     note: str | None = None
     """The last thing a worker said about it (a refusal: another graph version)."""
+    graph: str | None = None
+    """The graph version its invocation runs under, as the claim that took it read it
+    (``claim_next_turn`` records the claimer's when none was): None elsewhere."""
 
 
 class WorkerRecord(BaseModel):

@@ -120,6 +120,27 @@ async def test_claim_next_takes_the_oldest_runnable(store: Any) -> None:
     assert await q.claim_next_turn(["app"], "w4", 60) is None  # the rest is claimed or held
 
 
+async def test_claim_next_records_the_claimers_graph_version_unless_one_was(store: Any) -> None:
+    """A worker's claim and the graph version its invocation runs under are one
+    write: the first claimer's version is recorded, a later claim returns that one."""
+    q = queue(store)
+    await q.request_turn(req("s1", at=1.0))
+    await q.request_turn(req("s2", at=2.0))
+    await q.request_turn(req("s3", at=3.0, app="other"))
+    got = await q.claim_next_turn(["app"], "w1", 60, versions={"app": "v1", "other": "o1"})
+    assert got is not None and (got.session_id, got.graph) == ("s1", "v1")
+    assert await q.invocation_graph("s1", "inv1", "v2") == "v1"  # recorded by the claim
+    assert await q.invocation_graph("s2", "inv1", "v0") == "v0"  # recorded before its claim
+    got = await q.claim_next_turn(["app"], "w2", 60, versions={"app": "v2"})
+    assert got is not None and (got.session_id, got.graph) == ("s2", "v0")  # the one recorded first
+    got = await q.claim_next_turn(["other"], "w3", 60)  # no versions: records nothing, reads none
+    assert got is not None and (got.session_id, got.graph) == ("s3", None)
+    await q.unclaim_turn_request("s1", "inv1", "w1")
+    got = await q.claim_next_turn(["app"], "w4", 60, versions={"app": "v9"})
+    assert got is not None and (got.session_id, got.graph) == ("s1", "v1")  # claimed again: still its first
+    assert [r.graph for r in await q.turn_requests()] == [None, None, None]  # a claim's answer, not a column
+
+
 async def test_finish_deletes_or_hands_back_a_request_asked_again(store: Any) -> None:
     q = queue(store)
     await q.request_turn(req("s1", at=1.0))

@@ -62,9 +62,26 @@ async def _worker_main(spec: dict[str, Any]) -> None:
         if ready:
             with open(ready, "a", encoding="utf-8") as fh:
                 fh.write(f"{os.getpid()}\n")
+        if spec.get("go"):
+            _hold_claims(store, spec["go"])
         await worker.run()
     finally:
         await store.close()
+
+
+def _hold_claims(store: Any, go: str) -> None:
+    """A benchmark's backlog: the worker starts (listens, beats, sweeps), but its
+    first claim waits until the file ``go`` exists -- every worker idle and
+    listening when the queued answers are let go at once."""
+    claim = store.claim_next_turn
+
+    async def held(*a: Any, **kw: Any) -> Any:
+        while not os.path.exists(go):
+            await asyncio.sleep(0.005)
+        store.claim_next_turn = claim
+        return await claim(*a, **kw)
+
+    store.claim_next_turn = held
 
 
 def answer_child(spec: dict[str, Any]) -> None:

@@ -210,17 +210,25 @@ _QUEUE_SQL = (
 leave the request (none when ``$4``, its kind, is NULL) and wake the workers."""
 
 _CLAIM_NEXT_SQL = (
-    "UPDATE turn_requests t SET claimed_by = $2, claimed_until = $3"
+    "WITH c AS (UPDATE turn_requests t SET claimed_by = $2, claimed_until = $3"
     " FROM (SELECT session_id, invocation_id FROM turn_requests q WHERE app_name = ANY($1::text[]) AND held IS NULL"
     " AND (claimed_by IS NULL OR claimed_until <= $4) AND NOT EXISTS (SELECT 1 FROM"
     " unnest($5::text[], $6::text[], $7::double precision[]) AS x(s, i, r)"
     " WHERE x.s = q.session_id AND x.i = q.invocation_id AND x.r = q.requested_at)"
-    " ORDER BY requested_at LIMIT 1 FOR UPDATE SKIP LOCKED) c"
-    " WHERE t.session_id = c.session_id AND t.invocation_id = c.invocation_id"
-    f" RETURNING {', '.join('t.' + c for c in _REQ_COLS.split(', '))}"
+    " ORDER BY requested_at LIMIT 1 FOR UPDATE SKIP LOCKED) n"
+    " WHERE t.session_id = n.session_id AND t.invocation_id = n.invocation_id"
+    f" RETURNING {', '.join('t.' + c for c in _REQ_COLS.split(', '))}),"
+    " g AS (INSERT INTO invocation_graphs (session_id, invocation_id, graph)"
+    " SELECT c.session_id, c.invocation_id, v.graph FROM c JOIN unnest($8::text[], $9::text[]) AS v(app, graph)"
+    " ON v.app = c.app_name ON CONFLICT DO NOTHING RETURNING graph)"
+    f" SELECT {', '.join('c.' + c for c in _REQ_COLS.split(', '))}, coalesce((SELECT graph FROM g),"
+    " (SELECT x.graph FROM invocation_graphs x WHERE x.session_id = c.session_id AND x.invocation_id = c.invocation_id))"
+    " FROM c"
 )
 """Claim the oldest runnable request in one statement: rows another worker is
-claiming right now are skipped (``SKIP LOCKED``), not waited for or raced."""
+claiming right now are skipped (``SKIP LOCKED``), not waited for or raced; and
+record the claimer's graph version for its invocation unless one was (the claim
+returns the recorded one last)."""
 
 _FINISH_SQL = (
     "WITH d AS (DELETE FROM turn_requests WHERE session_id = $1 AND invocation_id = $2 AND claimed_by = $3"
@@ -286,7 +294,13 @@ class _WorkerSteps(_Core):
         return _stored(session_id, prepared, found if last is None else last)
 
     async def claim_next_turn(
-        self, apps: list[str], owner: str, ttl: float, *, skip: set[tuple[str, str, float]] | None = None
+        self,
+        apps: list[str],
+        owner: str,
+        ttl: float,
+        *,
+        skip: set[tuple[str, str, float]] | None = None,
+        versions: dict[str, str] | None = None,
     ) -> TurnRequest | None:
         self._check_writable()
         if not apps:
@@ -294,10 +308,13 @@ class _WorkerSteps(_Core):
         now = time.time()
         skip = skip or set()
         cols = [list(c) for c in zip(*skip, strict=True)] if skip else [[], [], []]
+        known = versions or {}
 
         async def fn(conn: asyncpg.Connection) -> TurnRequest | None:
-            row = await conn.fetchrow(_CLAIM_NEXT_SQL, list(apps), owner, now + ttl, now, *cols)
-            return _req(row) if row else None
+            row = await conn.fetchrow(
+                _CLAIM_NEXT_SQL, list(apps), owner, now + ttl, now, *cols, list(known), list(known.values())
+            )
+            return _req(row).model_copy(update={"graph": row[-1]}) if row else None
 
         return await self._run(fn)
 

@@ -283,7 +283,13 @@ def _any_runnable(conn: sqlite3.Connection, apps: list[str], now: float, skip: s
 
 
 def _claim_next_tx(
-    conn: sqlite3.Connection, apps: list[str], owner: str, ttl: float, now: float, skip: set[tuple[str, str, float]]
+    conn: sqlite3.Connection,
+    apps: list[str],
+    owner: str,
+    ttl: float,
+    now: float,
+    skip: set[tuple[str, str, float]],
+    versions: dict[str, str] | None = None,
 ) -> TurnRequest | None:
     for row in conn.execute(_runnable_sql(apps), (*apps, now, len(skip) + 1)).fetchall():
         req = _req(row)
@@ -293,7 +299,15 @@ def _claim_next_tx(
             "UPDATE turn_requests SET claimed_by = ?, claimed_until = ? WHERE session_id = ? AND invocation_id = ?",
             (owner, now + ttl, req.session_id, req.invocation_id),
         )
-        return req.model_copy(update={"claimed_by": owner, "claimed_until": now + ttl})
+        if versions and req.app_name in versions:  # the graph it runs under, recorded with the claim
+            graph: str | None = _graph_tx(conn, req.session_id, req.invocation_id, versions[req.app_name])
+        else:
+            row = conn.execute(
+                "SELECT graph FROM invocation_graphs WHERE session_id = ? AND invocation_id = ?",
+                (req.session_id, req.invocation_id),
+            ).fetchone()
+            graph = None if row is None else str(row[0])
+        return req.model_copy(update={"claimed_by": owner, "claimed_until": now + ttl, "graph": graph})
     return None
 
 
@@ -397,17 +411,24 @@ class _WorkerSteps:
         return [StoredEvent(seq=q, session_id=session_id, event=Event.from_json(p.json)) for q, p in zip(seqs, prepared, strict=True)]
 
     async def claim_next_turn(
-        self, apps: list[str], owner: str, ttl: float, *, skip: set[tuple[str, str, float]] | None = None
+        self,
+        apps: list[str],
+        owner: str,
+        ttl: float,
+        *,
+        skip: set[tuple[str, str, float]] | None = None,
+        versions: dict[str, str] | None = None,
     ) -> TurnRequest | None:
         """Claim the oldest runnable request of ``apps`` (not held; unclaimed or its
         claim expired), skipping ``skip`` ((session, invocation, requested_at) this
-        worker refused): one read, and one write transaction only when there is one."""
+        worker refused), and record ``versions[app]`` as its graph version unless one
+        was: one read, and one write transaction only when there is one."""
         self._check_writable()  # type: ignore[attr-defined]
         skip = skip or set()
         now = time.time()
         if not apps or not await self._call(_any_runnable, apps, now, skip):  # type: ignore[attr-defined]
             return None
-        return await self._write(_claim_next_tx, apps, owner, ttl, time.time(), skip)  # type: ignore[attr-defined]
+        return await self._write(_claim_next_tx, apps, owner, ttl, time.time(), skip, versions)  # type: ignore[attr-defined]
 
     async def finish_turn_request(self, session_id: str, invocation_id: str, owner: str, requested_at: float) -> bool:
         """The claimed request's turn is done: delete it, or hand it back when it
