@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import multiprocessing
 import os
@@ -57,10 +58,8 @@ def worker_main(conninfo: str, ready: str) -> None:
             asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
             await stop.wait()
             task.cancel()
-            try:
+            with contextlib.suppress(asyncio.CancelledError, TimeoutError):
                 await asyncio.wait_for(task, 10)
-            except (asyncio.CancelledError, TimeoutError):
-                pass
 
     asyncio.run(main())
 

@@ -12,7 +12,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import checkpoints, telemetry
 from .context import Context, InvocationContext, NodeFailed, NodeRunner
@@ -50,6 +50,9 @@ from .projection import Projection
 from .resume import ResumeTarget, load_invocation, validate_responses
 from .store.base import LoadedInvocation, SessionStore, append_and_release, build_records, has_capability
 from .store.capabilities import AcquireAndAppend, require
+
+if TYPE_CHECKING:
+    from .store.workers import Settle
 
 log = logging.getLogger(__name__)
 
@@ -123,6 +126,8 @@ class _Lease:
     first: list[StoredEvent] = field(default_factory=list)
     on_lost: Callable[[], object] | None = None
     """Called when another process takes the invocation over (the Runner cancels the turn)."""
+    settle: Settle | None = None
+    """A worker's request for this turn, finished by the turn's last write when it leaves the invocation settled."""
 
     def attach(self, keeper: LeaseKeeper) -> None:
         keeper._on_lost = self.on_lost
@@ -214,6 +219,9 @@ class Runner:
         mapping (run path -> start position, :func:`engine.liveness.in_doubt_runs`)
         exactly the runs it names -- a worker passes the one its request
         recorded, so that a run in doubt since a later start is not covered.
+        ``settle`` (a worker's claim of the request it runs): the turn's last
+        write finishes that request in its transaction when it leaves the
+        invocation settled (``settle.deleted`` says so; None: it did not).
 
         For workers (:mod:`engine.worker`): ``new_invocation_id`` is the id a
         start gives its new invocation (a start request names it, so that it
@@ -252,6 +260,7 @@ class Runner:
         new_invocation_id: str | None = None,
         only_mid_run: bool = False,
         batch: str | None = None,
+        settle: Settle | None = None,
     ) -> AsyncIterator[Event]:
         """The turn itself (see :meth:`run`)."""
         target: ResumeTarget | None = None
@@ -311,7 +320,7 @@ class Runner:
             only_mid_run,
             batch,
         )
-        box = _Lease()
+        box = _Lease(settle=settle)
         inv_ctx: InvocationContext | None = None
         try:
             owner = new_owner()
@@ -640,6 +649,7 @@ class Runner:
                 written = await append_and_release(
                     self.store, inv_ctx.session_id, inv, held, owner=keeper.owner,
                     expected_seq=inv_ctx.last_seq, snapshot=snapshot,
+                    settle=None if is_mid_run(after, inv) else box.settle,  # settled: the request goes with it
                 )
             except ConflictError:
                 pass  # another invocation of the session appended meanwhile: two writes

@@ -22,7 +22,9 @@ serves those requests for its apps:
    worker that lost the lease cannot write and its turn ends (LeaseLostError);
 3. it deletes the request once the invocation is no longer mid-run, or hands
    it back at once when it was requested again while the turn ran
-   (``finish_turn_request``). A turn killed mid-run leaves the request, so
+   (``finish_turn_request``) -- in the turn's last write when that write
+   settles the invocation (``append_and_settle``: the events, the lease's
+   release and the request's finish, one commit), else on its own. A turn killed mid-run leaves the request, so
    another worker continues it -- unless a node is in doubt (started, no end
    record): the Runner refuses that re-drive (InDoubtError) and the request is
    *held* until an operator sends an acknowledged re-drive
@@ -95,7 +97,7 @@ from .nodes import BaseNode
 from .owners import new_owner, owner_live
 from .store.base import SessionStore
 from .store.capabilities import WorkerQueue, require
-from .store.workers import TurnRequest, WorkerRecord
+from .store.workers import Settle, TurnRequest, WorkerRecord
 from .waker import Waker, pool_key  # noqa: F401 (pool_key re-exported: engine.worker is where callers find it)
 
 log = logging.getLogger(__name__)
@@ -398,6 +400,8 @@ class Worker:
             )
         pay = req.payload
         count = 0
+        # the turn's last write finishes the request when the turn settles the invocation
+        settle = Settle(self.worker_id, req.requested_at)
 
         def stored(_s: Any) -> None:
             running.started = True
@@ -422,7 +426,7 @@ class Worker:
                 content = Content.from_text(str(pay.get("text", "")))
                 turn = runner.run(
                     str(pay.get("user_id", "user")), sid, content, state_delta=pay.get("state_delta"),
-                    new_invocation_id=inv, on_stored=stored, trace_parent=pay.get("traceparent"),
+                    new_invocation_id=inv, on_stored=stored, trace_parent=pay.get("traceparent"), settle=settle,
                 )
             else:
                 if proj is not None and not is_mid_run(proj, inv):
@@ -440,6 +444,7 @@ class Worker:
                     only_mid_run=req.kind != "redrive",
                     on_stored=stored,
                     trace_parent=pay.get("traceparent"),
+                    settle=settle,
                 )
             outcome = "ran"
             try:
@@ -472,7 +477,8 @@ class Worker:
         except HitlError as exc:  # a store failure mid-turn: left mid-run for the next worker
             await self._unclaim(req, note=f"{self.name}: {exc}")
             return self._result(TurnResult(req, "stopped", str(exc), count))
-        await self._drop(req)
+        if settle.deleted is None:  # not finished by the turn's last write: finish it now
+            await self._drop(req)
         return self._result(TurnResult(req, outcome, detail, count))
 
     async def _drop(self, req: TurnRequest) -> None:

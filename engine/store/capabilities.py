@@ -49,7 +49,7 @@ from ..errors import StoreError
 if TYPE_CHECKING:
     from ..models import Event, StoredEvent
     from .base import Capability, InterruptRecord, Lease, LoadedInvocation
-    from .workers import TurnRequest, WorkerRecord
+    from .workers import Settle, TurnRequest, WorkerRecord
 
 C = TypeVar("C")
 
@@ -279,6 +279,24 @@ class AppendAndRelease(Protocol):
         events: list[Event],
         *,
         owner: str,
+        expected_seq: int | None = None,
+        snapshot: tuple[int, dict[str, Any]] | None = None,
+    ) -> list[StoredEvent]: ...
+
+
+@runtime_checkable
+class AppendAndSettle(Protocol):
+    """A worker's turn's last write: :class:`AppendAndRelease`'s, and the request it
+    ran finished in the same transaction (:class:`~engine.store.workers.Settle`)."""
+
+    async def append_and_settle(
+        self,
+        session_id: str,
+        invocation_id: str,
+        events: list[Event],
+        *,
+        owner: str,
+        settle: Settle,
         expected_seq: int | None = None,
         snapshot: tuple[int, dict[str, Any]] | None = None,
     ) -> list[StoredEvent]: ...

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from .workers import TurnRequest, WorkerRecord
+from .workers import Settle, TurnRequest, WorkerRecord
 
 if TYPE_CHECKING:
     from ..models import Event, StoredEvent
@@ -149,6 +149,24 @@ class MemoryWorkerQueue(_Store):
             return True
         r.claimed_by = r.claimed_until = None
         return False
+
+    async def append_and_settle(
+        self,
+        session_id: str,
+        invocation_id: str,
+        events: list[Event],
+        *,
+        owner: str,
+        settle: Settle,
+        expected_seq: int | None = None,
+        snapshot: tuple[int, dict[str, Any]] | None = None,
+    ) -> list[StoredEvent]:
+        """A worker's turn's last write, then the finish of its request (no await between)."""
+        written = await self.append_and_release(  # type: ignore[attr-defined]
+            session_id, invocation_id, events, owner=owner, expected_seq=expected_seq, snapshot=snapshot
+        )
+        settle.deleted = await self.finish_turn_request(session_id, invocation_id, settle.owner, settle.requested_at)
+        return written
 
     async def append_and_queue(
         self,

@@ -9,15 +9,18 @@ from collections.abc import Callable
 from typing import Any
 
 import asyncpg
+from pydantic_core import to_json
 
 # Row converters and column lists are the SQLite store's: one definition of each, whatever the backend.
 from ..sqlite import _lease_from_row, _prepare
 from ..sqlite.workers import _REQ_COLS, _WORKER_COLS, _req, _worker
-from ..workers import TurnRequest, WorkerRecord
+from ..workers import Settle, TurnRequest, WorkerRecord
+from . import onetrip
 from .core import _Core
+from .errors import _raise_append_error
 from .listen import Listener
 from .schema import NOTIFY_CHANNEL
-from .statements import _append_many_args, _stored
+from .statements import _APPEND_RELEASE_SQL, _append_many_args, _stored
 from .writes import _acquire_append
 
 
@@ -242,6 +245,20 @@ _FINISH_SQL = (
 """Delete the finished request, or hand it back when it was requested again; ``q``
 0 (runnable: workers wake) or -1 (gone: only followers care)."""
 
+_SETTLE_SQL = (
+    f"WITH a AS MATERIALIZED ({_APPEND_RELEASE_SQL} AS last),"
+    " d AS (DELETE FROM turn_requests WHERE session_id = $24 AND invocation_id = $25 AND claimed_by = $26"
+    " AND requested_at = $27 RETURNING 1),"
+    " u AS (UPDATE turn_requests SET claimed_by = NULL, claimed_until = NULL WHERE session_id = $24"
+    " AND invocation_id = $25 AND claimed_by = $26 AND requested_at <> $27 RETURNING 1)"
+    " SELECT (SELECT last FROM a), EXISTS (SELECT 1 FROM d), pg_notify($28, json_build_object('s', $24::text,"
+    " 'q', CASE WHEN EXISTS (SELECT 1 FROM u) THEN 0 ELSE -1 END)::text)::text,"
+    " (SELECT pg_notify($29, json_build_object('s', $24::text, 'q', 0)::text) FROM u)::text"
+)
+"""A worker's turn's last write (``hitl_append_release``: its events, snapshot and
+lease's release) and :data:`_FINISH_SQL`'s finish of the request it ran, in one
+statement: all or nothing (an append refused fails the whole statement)."""
+
 _INTERRUPTED_PG_SQL = (
     "SELECT s.app_name, i.session_id, i.invocation_id, l.owner, l.acquired_at, l.renewed_at, l.expires_at"
     " FROM sessions s JOIN invocations i ON i.session_id = s.id AND i.status = 'running'"
@@ -290,6 +307,41 @@ class _WorkerSteps(_Core):
                 )
             return int(row[1])
 
+        last, found = await self._write_batch(fn, session_id, prepared)
+        return _stored(session_id, prepared, found if last is None else last)
+
+    async def append_and_settle(
+        self,
+        session_id: str,
+        invocation_id: str,
+        events: list[Any],
+        *,
+        owner: str,
+        settle: Settle,
+        expected_seq: int | None = None,
+        snapshot: tuple[int, dict[str, Any]] | None = None,
+    ) -> list[Any]:
+        """``append_and_release`` and ``finish_turn_request`` in one statement
+        (:data:`_SETTLE_SQL`): one round trip and one commit for both."""
+        self._check_writable()
+        prepared = [_prepare(e) for e in events]
+        args = _append_many_args(session_id, prepared, expected_seq, owner)
+        snap_seq, snap_text = (None, None) if snapshot is None else (snapshot[0], to_json(snapshot[1]).decode())
+        extra = (session_id, invocation_id, settle.owner, settle.requested_at, NOTIFY_CHANNEL, TURNS_CHANNEL)
+
+        async def fn(conn: asyncpg.Connection) -> int:
+            try:
+                [(last, deleted, _, _)] = await onetrip.fetch(
+                    conn, _SETTLE_SQL, (invocation_id, snap_seq, snap_text, *args, *extra), "ibtt"
+                )
+            except asyncpg.PostgresError as e:
+                _raise_append_error(e, session_id, invocation_id, owner, expected_seq)
+                raise
+            settle.deleted = bool(deleted)
+            return int(last)
+
+        # All or none committed; a connection lost after the commit: found by the first
+        # event's id, and the request is finished again by the worker (deleted stays None).
         last, found = await self._write_batch(fn, session_id, prepared)
         return _stored(session_id, prepared, found if last is None else last)
 

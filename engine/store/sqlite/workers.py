@@ -8,7 +8,7 @@ import sqlite3
 import time
 from typing import Any
 
-from ..workers import TurnRequest, WorkerRecord
+from ..workers import Settle, TurnRequest, WorkerRecord
 
 _REQ_COLS = (
     "app_name, session_id, invocation_id, kind, payload, requested_at, claimed_by, claimed_until, held, note"
@@ -139,10 +139,12 @@ def _drop_tx(
 
 
 def _graph_tx(conn: sqlite3.Connection, session_id: str, invocation_id: str, graph: str) -> str:
-    conn.execute(
+    cur = conn.execute(
         "INSERT OR IGNORE INTO invocation_graphs (session_id, invocation_id, graph) VALUES (?, ?, ?)",
         (session_id, invocation_id, graph),
     )
+    if cur.rowcount == 1:
+        return graph  # recorded now: nothing to read back
     row = conn.execute(
         "SELECT graph FROM invocation_graphs WHERE session_id = ? AND invocation_id = ?", (session_id, invocation_id)
     ).fetchone()
@@ -351,6 +353,24 @@ _SETTLED_HELD_SQL = (
 its own process): nothing is left for them to wait for."""
 
 
+def _append_settle_tx(
+    conn: sqlite3.Connection,
+    session_id: str,
+    invocation_id: str,
+    prepared: list[Any],
+    expected_seq: int | None,
+    owner: str,
+    snapshot: tuple[int, str] | None,
+    claimer: str,
+    requested_at: float,
+) -> tuple[list[int], bool]:
+    """A worker's turn's last write and the finish of the request it ran: all or nothing."""
+    from .leases import _append_release_tx
+
+    seqs = _append_release_tx(conn, session_id, invocation_id, prepared, expected_seq, owner, snapshot)
+    return seqs, _finish_tx(conn, session_id, invocation_id, claimer, requested_at)
+
+
 def _interrupted(conn: sqlite3.Connection, apps: list[str], limit: int) -> list[tuple[str, str, str, Any]]:
     from .rows import _lease_from_row
 
@@ -407,6 +427,33 @@ class _WorkerSteps:
         prepared = [_prepare(e) for e in events]
         seqs = await self._write(  # type: ignore[attr-defined]
             _append_queue_tx, session_id, invocation_id, owner, ttl, time.time(), prepared, invocation_after, request
+        )
+        return [StoredEvent(seq=q, session_id=session_id, event=Event.from_json(p.json)) for q, p in zip(seqs, prepared, strict=True)]
+
+    async def append_and_settle(
+        self,
+        session_id: str,
+        invocation_id: str,
+        events: list[Any],
+        *,
+        owner: str,
+        settle: Settle,
+        expected_seq: int | None = None,
+        snapshot: tuple[int, dict[str, Any]] | None = None,
+    ) -> list[Any]:
+        """``append_and_release`` and ``finish_turn_request`` in one transaction (one
+        commit: a worker's turn settles its request with its last write)."""
+        from pydantic_core import to_json
+
+        from ...models import Event, StoredEvent
+        from .rows import _prepare
+
+        self._check_writable()  # type: ignore[attr-defined]
+        prepared = [_prepare(e) for e in events]
+        snap = None if snapshot is None else (snapshot[0], to_json(snapshot[1]).decode())
+        seqs, settle.deleted = await self._write(  # type: ignore[attr-defined]
+            _append_settle_tx, session_id, invocation_id, prepared, expected_seq, owner, snap, settle.owner,
+            settle.requested_at,
         )
         return [StoredEvent(seq=q, session_id=session_id, event=Event.from_json(p.json)) for q, p in zip(seqs, prepared, strict=True)]
 
