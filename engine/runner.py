@@ -12,6 +12,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from . import checkpoints, telemetry
@@ -49,7 +50,7 @@ from .operator_actions import answer_events, catch_up, check_not_cancelled, chec
 from .projection import Projection
 from .resume import ResumeTarget, load_invocation, validate_responses
 from .store.base import LoadedInvocation, SessionStore, append_and_release, build_records, has_capability
-from .store.capabilities import AcquireAndAppend, require
+from .store.capabilities import AcquireAndAppend, AppendAndSettle, capability, require
 
 if TYPE_CHECKING:
     from .store.workers import Settle
@@ -126,8 +127,7 @@ class _Lease:
     first: list[StoredEvent] = field(default_factory=list)
     on_lost: Callable[[], object] | None = None
     """Called when another process takes the invocation over (the Runner cancels the turn)."""
-    settle: Settle | None = None
-    """A worker's request for this turn, finished by the turn's last write when it leaves the invocation settled."""
+    settle: Settle | None = None  # a worker's request, finished by the last write when that settles the turn
 
     def attach(self, keeper: LeaseKeeper) -> None:
         keeper._on_lost = self.on_lost
@@ -219,9 +219,6 @@ class Runner:
         mapping (run path -> start position, :func:`engine.liveness.in_doubt_runs`)
         exactly the runs it names -- a worker passes the one its request
         recorded, so that a run in doubt since a later start is not covered.
-        ``settle`` (a worker's claim of the request it runs): the turn's last
-        write finishes that request in its transaction when it leaves the
-        invocation settled (``settle.deleted`` says so; None: it did not).
 
         For workers (:mod:`engine.worker`): ``new_invocation_id`` is the id a
         start gives its new invocation (a start request names it, so that it
@@ -645,11 +642,12 @@ class Runner:
                 after.apply(event, i)
             snapshot = (after.position, after.compact(inv).to_dict())
             await keeper.stop()
+            write = partial(append_and_release, self.store)  # a worker's turn that settles: with its request's finish
+            if box.settle and not is_mid_run(after, inv) and (both := capability(self.store, AppendAndSettle)):
+                write = partial(both.append_and_settle, settle=box.settle)  # (settle.deleted says it did)
             try:
-                written = await append_and_release(
-                    self.store, inv_ctx.session_id, inv, held, owner=keeper.owner,
-                    expected_seq=inv_ctx.last_seq, snapshot=snapshot,
-                    settle=None if is_mid_run(after, inv) else box.settle,  # settled: the request goes with it
+                written = await write(
+                    inv_ctx.session_id, inv, held, owner=keeper.owner, expected_seq=inv_ctx.last_seq, snapshot=snapshot
                 )
             except ConflictError:
                 pass  # another invocation of the session appended meanwhile: two writes

@@ -37,16 +37,13 @@ import contextlib
 import time
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
+from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import SessionNotFoundError
 from ..models import Event, NodeStatus, Session, StoredEvent
-from .capabilities import AnswerReads, AppendAndRelease, AppendAndSettle, LeasesOf, SnapshotAndEvents, capability
-
-if TYPE_CHECKING:
-    from .workers import Settle
+from .capabilities import AnswerReads, AppendAndRelease, LeasesOf, SnapshotAndEvents, capability
 
 T = TypeVar("T")
 
@@ -495,7 +492,6 @@ async def append_and_release(
     owner: str,
     expected_seq: int | None = None,
     snapshot: tuple[int, dict[str, Any]] | None = None,
-    settle: Settle | None = None,
 ) -> list[StoredEvent]:
     """A turn's last write: append ``events`` fenced by ``owner``'s lease (with
     ``expected_seq`` for the first, as :meth:`SessionStore.append_events`), then
@@ -504,14 +500,7 @@ async def append_and_release(
     ``append_events`` then ``release_lease(snapshot=)``, two. Raises what
     ``append_events`` raises, and then nothing was written and the lease is
     still held. Once the events are written it does not raise: a lease that
-    cannot be released lapses by itself, and the snapshot is a cache.
-    ``settle``: a worker's turn that leaves its invocation settled finishes the
-    request it ran in the same transaction, on a store that can (else
-    ``settle.deleted`` stays None and the worker finishes it)."""
-    if settle is not None and (both := capability(store, AppendAndSettle)) is not None:
-        return await both.append_and_settle(
-            session_id, invocation_id, events, owner=owner, settle=settle, expected_seq=expected_seq, snapshot=snapshot
-        )
+    cannot be released lapses by itself, and the snapshot is a cache."""
     if (one := capability(store, AppendAndRelease)) is not None:
         return await one.append_and_release(
             session_id, invocation_id, events, owner=owner, expected_seq=expected_seq, snapshot=snapshot
