@@ -341,7 +341,7 @@ class Worker:
                 log.info("adopted %s/%s: interrupted mid-run, no request for it", sid, inv)
                 if self._waker is not None:
                     self._waker.poke()
-        for req in await self.queue.turn_requests(apps):
+        for req in await self.queue.turn_requests(apps, claimed=True):  # (not the backlog: it is claim_next_turn's)
             if len(self._running) >= self.concurrency:
                 break
             key = (req.session_id, req.invocation_id)

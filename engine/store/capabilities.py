@@ -67,8 +67,11 @@ class WorkerQueue(Protocol):
         ``requested_at``; no longer held; a claim stands)."""
         ...
 
-    async def turn_requests(self, apps: list[str] | None = None, *, limit: int = 200) -> list[TurnRequest]:
-        """Requests of ``apps`` (None: every app), oldest first."""
+    async def turn_requests(
+        self, apps: list[str] | None = None, *, limit: int = 200, claimed: bool = False
+    ) -> list[TurnRequest]:
+        """Requests of ``apps`` (None: every app), oldest first (``claimed``: only
+        those a worker claims -- a heartbeat's look for dead claimers reads no backlog)."""
         ...
 
     async def get_turn_request(self, session_id: str, invocation_id: str) -> TurnRequest | None:

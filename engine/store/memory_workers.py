@@ -62,9 +62,14 @@ class MemoryWorkerQueue(_Store):
         self._check_writable()
         self._put_request(request)
 
-    async def turn_requests(self, apps: list[str] | None = None, *, limit: int = 200) -> list[TurnRequest]:
-        """Requests for ``apps`` (None: every app), oldest first."""
-        rows = [r for r in self._requests.values() if apps is None or r.app_name in apps]
+    async def turn_requests(
+        self, apps: list[str] | None = None, *, limit: int = 200, claimed: bool = False
+    ) -> list[TurnRequest]:
+        """Requests for ``apps`` (None: every app), oldest first (``claimed``: only claimed ones)."""
+        rows = [
+            r for r in self._requests.values()
+            if (apps is None or r.app_name in apps) and (not claimed or r.claimed_by is not None)
+        ]
         return self._oldest(rows, limit)
 
     async def get_turn_request(self, session_id: str, invocation_id: str) -> TurnRequest | None:

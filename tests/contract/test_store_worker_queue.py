@@ -118,6 +118,8 @@ async def test_claim_next_takes_the_oldest_runnable(store: Any) -> None:
     assert await q.claim_turn_request("new", "inv1", "w3", 60)
     await q.unclaim_turn_request("new", "inv1", "w3", held="wait")
     assert await q.claim_next_turn(["app"], "w4", 60) is None  # the rest is claimed or held
+    assert [r.session_id for r in await q.turn_requests(["app"], claimed=True)] == ["old", "mid"]
+    assert [r.session_id for r in await q.turn_requests(claimed=True)] == ["old", "mid"]
 
 
 async def test_claim_next_records_the_claimers_graph_version_unless_one_was(store: Any) -> None:

@@ -44,13 +44,19 @@ class _WorkerTables(_Core):
 
         await self._run(fn)
 
-    async def turn_requests(self, apps: list[str] | None = None, *, limit: int = 200) -> list[TurnRequest]:
+    async def turn_requests(
+        self, apps: list[str] | None = None, *, limit: int = 200, claimed: bool = False
+    ) -> list[TurnRequest]:
+        only = " AND claimed_by IS NOT NULL" if claimed else ""
+
         async def fn(conn: asyncpg.Connection) -> list[TurnRequest]:
             if apps is None:
-                rows = await conn.fetch(f"SELECT {_REQ_COLS} FROM turn_requests ORDER BY requested_at LIMIT $1", limit)
+                rows = await conn.fetch(
+                    f"SELECT {_REQ_COLS} FROM turn_requests WHERE true{only} ORDER BY requested_at LIMIT $1", limit
+                )
             else:
                 rows = await conn.fetch(
-                    f"SELECT {_REQ_COLS} FROM turn_requests WHERE app_name = ANY($1::text[])"
+                    f"SELECT {_REQ_COLS} FROM turn_requests WHERE app_name = ANY($1::text[]){only}"
                     " ORDER BY requested_at LIMIT $2",
                     list(apps), limit,
                 )

@@ -84,15 +84,16 @@ def _request_tx(conn: sqlite3.Connection, r: TurnRequest) -> None:
     )
 
 
-def _list_tx(conn: sqlite3.Connection, apps: list[str] | None, limit: int) -> list[TurnRequest]:
+def _list_tx(conn: sqlite3.Connection, apps: list[str] | None, limit: int, claimed: bool = False) -> list[TurnRequest]:
+    only = " AND claimed_by IS NOT NULL" if claimed else ""
     if apps is None:
         rows = conn.execute(
-            f"SELECT {_REQ_COLS} FROM turn_requests ORDER BY requested_at LIMIT ?", (limit,)
+            f"SELECT {_REQ_COLS} FROM turn_requests WHERE 1{only} ORDER BY requested_at LIMIT ?", (limit,)
         ).fetchall()
     else:
         marks = ", ".join("?" for _ in apps)
         rows = conn.execute(
-            f"SELECT {_REQ_COLS} FROM turn_requests WHERE app_name IN ({marks}) ORDER BY requested_at LIMIT ?",
+            f"SELECT {_REQ_COLS} FROM turn_requests WHERE app_name IN ({marks}){only} ORDER BY requested_at LIMIT ?",
             (*apps, limit),
         ).fetchall()
     return [_req(r) for r in rows]
@@ -178,9 +179,11 @@ class _WorkerTables:
         """Add (or renew) a turn request for a worker."""
         await self._write(_request_tx, request)  # type: ignore[attr-defined]
 
-    async def turn_requests(self, apps: list[str] | None = None, *, limit: int = 200) -> list[TurnRequest]:
-        """Requests for ``apps`` (None: every app), oldest first."""
-        return await self._call(_list_tx, apps, limit)  # type: ignore[attr-defined]
+    async def turn_requests(
+        self, apps: list[str] | None = None, *, limit: int = 200, claimed: bool = False
+    ) -> list[TurnRequest]:
+        """Requests for ``apps`` (None: every app), oldest first (``claimed``: only claimed ones)."""
+        return await self._call(_list_tx, apps, limit, claimed)  # type: ignore[attr-defined]
 
     async def get_turn_request(self, session_id: str, invocation_id: str) -> TurnRequest | None:
         return await self._call(_get_tx, session_id, invocation_id)  # type: ignore[attr-defined]
