@@ -49,6 +49,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.procrastinate_ref import cpu as proc_cpu  # noqa: E402
 from engine import Content, Runner, handoff, operations  # noqa: E402
 from engine.apps import AppRegistry  # noqa: E402
 from engine.store import open_store  # noqa: E402
@@ -90,19 +91,6 @@ class Shape:
 def pct(values: list[float], p: float) -> float:
     values = sorted(values)
     return values[min(len(values) - 1, round(p / 100 * (len(values) - 1)))]
-
-
-def proc_cpu(pids: list[int | None]) -> float:
-    """CPU seconds (user + system) these processes used so far (Linux /proc)."""
-    total = 0.0
-    tick = os.sysconf("SC_CLK_TCK")
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += (int(fields[11]) + int(fields[12])) / tick
-    return total
 
 
 class Pool:
@@ -255,13 +243,7 @@ async def server_commits(url: str) -> int:
 
 async def turn_cost(url: str, sids: list[str], shape: Shape) -> dict[str, float]:
     """One in-process worker (concurrency 2) serves ``sids``' answers, queued before it starts."""
-    store = await open_store(url)
-    try:
-        for sid in sids:
-            done = await handoff.queue_answer(store, sid, shape.answers[sid])
-            assert done.error is None, done.error
-    finally:
-        await store.close()
+    await queue_all(url, sids, shape)
     pg = url.startswith("postgres")
     wstore = await open_store(url, inline=True)  # SQLite: on this thread, so its statements can be traced
     sql: list[str] = []

@@ -25,12 +25,13 @@ import signal
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
-import procrastinate
 
+def make_app(conninfo: str) -> Any:
+    import procrastinate  # only where this script runs, in its own venv (bench_workers imports cpu() alone)
 
-def make_app(conninfo: str) -> procrastinate.App:
     app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=conninfo, min_size=1, max_size=4))
 
     @app.task(name="noop")
@@ -64,7 +65,8 @@ def worker_main(conninfo: str, ready: str) -> None:
     asyncio.run(main())
 
 
-def cpu(pids: list[int]) -> float:
+def cpu(pids: list[int | None]) -> float:
+    """CPU seconds (user + system) these processes used so far (Linux /proc)."""
     tick = os.sysconf("SC_CLK_TCK")
     total = 0.0
     for pid in pids:
