@@ -288,6 +288,15 @@ class AppendAndRelease(Protocol):
 
 
 @runtime_checkable
+class LeaseAndNews(Protocol):
+    """Whether an invocation read at ``after_seq`` stopped mid-run, in one read: its
+    lease row (None: none) and whether it has an event after ``after_seq``
+    (SessionNotFoundError for a missing session), the lease read first."""
+
+    async def lease_and_news(self, session_id: str, invocation_id: str, after_seq: int) -> tuple[Lease | None, bool]: ...
+
+
+@runtime_checkable
 class AppendAndSettle(Protocol):
     """A worker's turn's last write: :class:`AppendAndRelease`'s, and the request it
     ran finished in the same transaction (:class:`~engine.store.workers.Settle`)."""

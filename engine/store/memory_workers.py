@@ -155,6 +155,11 @@ class MemoryWorkerQueue(_Store):
         r.claimed_by = r.claimed_until = None
         return False
 
+    async def lease_and_news(self, session_id: str, invocation_id: str, after_seq: int) -> tuple[Lease | None, bool]:
+        """The invocation's lease row and whether it has an event after ``after_seq``."""
+        lease = await self.get_lease(session_id, invocation_id)  # type: ignore[attr-defined]
+        return lease, bool(await self.invocation_events(session_id, invocation_id, after_seq=after_seq))  # type: ignore[attr-defined]
+
     async def append_and_settle(
         self,
         session_id: str,

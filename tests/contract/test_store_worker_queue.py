@@ -143,6 +143,25 @@ async def test_claim_next_records_the_claimers_graph_version_unless_one_was(stor
     assert [r.graph for r in await q.turn_requests()] == [None, None, None]  # a claim's answer, not a column
 
 
+async def test_lease_and_news_reads_the_lease_and_whether_the_invocation_moved_on(store: Any) -> None:
+    from engine.errors import SessionNotFoundError
+    from engine.store.capabilities import LeaseAndNews
+
+    both = capability(store, LeaseAndNews)
+    assert both is not None
+    sid = await waiting_session(store, "ln")
+    inv = (await store.list_invocations(sid))[0].invocation_id
+    last = (await store.get_session(sid)).last_seq
+    assert await both.lease_and_news(sid, inv, last) == (None, False)
+    assert (await both.lease_and_news(sid, inv, last - 1))[1] is True
+    held = await store.acquire_lease(sid, inv, "me", 60)
+    lease, moved = await both.lease_and_news(sid, inv, last)
+    assert lease is not None and (lease.owner, lease.expires_at, moved) == ("me", held.expires_at, False)
+    assert await both.lease_and_news(sid, "no-such-invocation", 0) == (None, False)
+    with pytest.raises(SessionNotFoundError):
+        await both.lease_and_news("no-such-session", inv, 0)
+
+
 async def test_finish_deletes_or_hands_back_a_request_asked_again(store: Any) -> None:
     q = queue(store)
     await q.request_turn(req("s1", at=1.0))

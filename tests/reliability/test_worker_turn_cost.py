@@ -163,8 +163,8 @@ async def test_a_worker_turn_on_postgresql_is_three_write_transactions(monkeypat
         await store.close()
     sent, statements, writes = ((b - a) / 2 for a, b in zip(*costs, strict=True))
     assert writes == 3  # claim (+ graph version), first write, last write (+ the request's finish)
-    assert statements == 7  # and the invocation's reads: session, log, lease, nothing since
-    assert sent == 7  # one round trip each
+    assert statements == 6  # and the invocation's reads: the session, its log, its lease with nothing since
+    assert sent == 6  # one round trip each
 
 
 # ------------------------------------------------------------------ SQLite
@@ -195,5 +195,5 @@ async def test_a_worker_turn_on_sqlite_is_three_commits(tmp_path: Path) -> None:
         return sum(1 for s in sql if s.lstrip().upper().startswith(heads))
 
     assert (count(three, "COMMIT") - count(one, "COMMIT")) / 2 == 3  # claim, first write, last write (+ finish)
-    assert (len(three) - len(one)) / 2 == 29  # statements, BEGIN and COMMIT included
+    assert (len(three) - len(one)) / 2 == 28  # statements, BEGIN and COMMIT included
     assert not [s for s in three if "SELECT graph" in s]  # recorded by the claim: nothing read back

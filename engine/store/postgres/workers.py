@@ -12,7 +12,8 @@ import asyncpg
 from pydantic_core import to_json
 
 # Row converters and column lists are the SQLite store's: one definition of each, whatever the backend.
-from ..sqlite import _lease_from_row, _prepare
+from ...errors import SessionNotFoundError
+from ..sqlite import _LEASE_COLS, _lease_from_row, _prepare
 from ..sqlite.workers import _REQ_COLS, _WORKER_COLS, _req, _worker
 from ..workers import Settle, TurnRequest, WorkerRecord
 from . import onetrip
@@ -265,6 +266,13 @@ _SETTLE_SQL = (
 lease's release) and :data:`_FINISH_SQL`'s finish of the request it ran, in one
 statement: all or nothing (an append refused fails the whole statement)."""
 
+_LEASE_AND_NEWS_SQL = (
+    f"SELECT {', '.join('l.' + c.strip() for c in _LEASE_COLS.split(','))}, EXISTS (SELECT 1 FROM events e"
+    " WHERE e.session_id = $1 AND e.invocation_id = $2 AND e.seq > $3) FROM sessions s LEFT JOIN leases l"
+    " ON l.session_id = s.id AND l.invocation_id = $2 WHERE s.id = $1"
+)
+"""An invocation's lease and whether it moved on since a read (one snapshot)."""
+
 _INTERRUPTED_PG_SQL = (
     "SELECT s.app_name, i.session_id, i.invocation_id, l.owner, l.acquired_at, l.renewed_at, l.expires_at"
     " FROM sessions s JOIN invocations i ON i.session_id = s.id AND i.status = 'running'"
@@ -350,6 +358,17 @@ class _WorkerSteps(_Core):
         # event's id, and the request is finished again by the worker (deleted stays None).
         last, found = await self._write_batch(fn, session_id, prepared)
         return _stored(session_id, prepared, found if last is None else last)
+
+    async def lease_and_news(self, session_id: str, invocation_id: str, after_seq: int) -> tuple[Any, bool]:
+        """The invocation's lease row and whether it has an event after ``after_seq``: one statement."""
+
+        async def fn(conn: asyncpg.Connection) -> tuple[Any, bool]:
+            row = await conn.fetchrow(_LEASE_AND_NEWS_SQL, session_id, invocation_id, after_seq)
+            if row is None:
+                raise SessionNotFoundError(session_id)
+            return (None if row[0] is None else _lease_from_row(row)), bool(row[-1])
+
+        return await self._run(fn)
 
     async def claim_next_turn(
         self,

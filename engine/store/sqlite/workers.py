@@ -356,6 +356,17 @@ _SETTLED_HELD_SQL = (
 its own process): nothing is left for them to wait for."""
 
 
+def _lease_and_news(conn: sqlite3.Connection, session_id: str, invocation_id: str, after_seq: int) -> tuple[Any, bool]:
+    from .leases import _get_lease
+
+    lease = _get_lease(conn, session_id, invocation_id)  # first: as stopped_mid_run reads them
+    news = conn.execute(
+        "SELECT 1 FROM events WHERE session_id = ? AND invocation_id = ? AND seq > ? LIMIT 1",
+        (session_id, invocation_id, after_seq),
+    ).fetchone()
+    return lease, news is not None
+
+
 def _append_settle_tx(
     conn: sqlite3.Connection,
     session_id: str,
@@ -432,6 +443,10 @@ class _WorkerSteps:
             _append_queue_tx, session_id, invocation_id, owner, ttl, time.time(), prepared, invocation_after, request
         )
         return [StoredEvent(seq=q, session_id=session_id, event=Event.from_json(p.json)) for q, p in zip(seqs, prepared, strict=True)]
+
+    async def lease_and_news(self, session_id: str, invocation_id: str, after_seq: int) -> tuple[Any, bool]:
+        """The invocation's lease row and whether it has an event after ``after_seq``: one call."""
+        return await self._call(_lease_and_news, session_id, invocation_id, after_seq)  # type: ignore[attr-defined]
 
     async def append_and_settle(
         self,
