@@ -113,7 +113,7 @@ class Waker:
         elif (counts := capability(self.store, ChangeCounter)) is not None:
             self._counter = await counts.change_counter()
             path = getattr(self.store, "path", None) if has_capability(self.store, "path") else None
-            if self.queue_only and self.pool is not None and path is not None and fcntl is not None:
+            if self.queue_only and self.pool is not None and path is not None and fcntl is not None and os.path.isfile(path):
                 with contextlib.suppress(OSError):  # a lock file another user owns: poll as before
                     self._lead = FileLead(os.fspath(path), pool_key(self.pool))
 
