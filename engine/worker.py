@@ -262,12 +262,8 @@ class Worker:
         await self._deadline_pass()
         while True:
             await asyncio.sleep(self.heartbeat)
-            try:
-                await self._beat()
-                for (sid, inv) in list(self._running):  # renew the claims of the turns we run
-                    await self.queue.claim_turn_request(
-                        sid, inv, self.worker_id, self.lease_ttl, expected=self.worker_id
-                    )
+            try:  # the worker's row and the claims of the turns it runs: one write
+                await self.queue.put_worker(self.record(), renew=list(self._running), ttl=self.lease_ttl)
                 if not (self._stopping and self._stopping.is_set()):
                     await self._sweep()
                     await self._deadline_pass()

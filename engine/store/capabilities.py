@@ -164,8 +164,12 @@ class WorkerQueue(Protocol):
         (``graph`` when this call records it)."""
         ...
 
-    async def put_worker(self, worker: WorkerRecord) -> None:
-        """Write (or rewrite) a worker's heartbeat row."""
+    async def put_worker(
+        self, worker: WorkerRecord, *, renew: list[tuple[str, str]] | None = None, ttl: float = 30.0
+    ) -> None:
+        """Write (or rewrite) a worker's heartbeat row; and in the same write renew its
+        claims of the requests ``renew`` names ((session, invocation)) for ``ttl``, as
+        ``claim_turn_request(..., expected=worker.worker_id)`` does each (one commit a beat)."""
         ...
 
     async def list_workers(self) -> list[WorkerRecord]:

@@ -242,10 +242,14 @@ class MemoryWorkerQueue(_Store):
         self._check_writable()
         return self._graphs.setdefault((session_id, invocation_id), graph)
 
-    async def put_worker(self, worker: WorkerRecord) -> None:
-        """Write (or rewrite) a worker's heartbeat row."""
+    async def put_worker(
+        self, worker: WorkerRecord, *, renew: list[tuple[str, str]] | None = None, ttl: float = 30.0
+    ) -> None:
+        """Write (or rewrite) a worker's heartbeat row, renewing its claims of ``renew``."""
         self._check_writable()
         self._workers[worker.worker_id] = worker.model_copy(deep=True)
+        for session_id, invocation_id in renew or []:
+            await self.claim_turn_request(session_id, invocation_id, worker.worker_id, ttl, expected=worker.worker_id)
 
     async def list_workers(self) -> list[WorkerRecord]:
         """Every worker row, by start time then id."""

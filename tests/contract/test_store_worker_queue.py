@@ -256,6 +256,29 @@ async def test_graph_versions_and_workers(store: Any) -> None:
     assert [r.worker_id for r in await q.list_workers()] == ["w-b"]
 
 
+async def test_a_heartbeat_renews_the_workers_own_claims_in_the_same_write(store: Any) -> None:
+    q = queue(store)
+    for sid in ("mine", "theirs", "held", "lapsed"):
+        await q.request_turn(req(sid, at=1.0))
+    assert await q.claim_turn_request("mine", "inv1", "w1", 5)
+    assert await q.claim_turn_request("theirs", "inv1", "w2", 60)
+    assert await q.claim_turn_request("held", "inv1", "w1", 5)
+    await q.unclaim_turn_request("held", "inv1", "w1", held="nodes in doubt")
+    assert await q.claim_turn_request("lapsed", "inv1", "w1", -1)  # its claim expired already
+    now = time.time()
+    w = WorkerRecord(worker_id="w1", host="h", pid=1, apps=["app"], started_at=now, heartbeat_at=now, stale_after=6)
+    keys = [(s, "inv1") for s in ("mine", "theirs", "held", "lapsed", "gone")]
+    await q.put_worker(w, renew=keys, ttl=600)
+    rows = {r.session_id: r for r in await q.turn_requests()}
+    assert rows["mine"].claimed_by == "w1" and rows["mine"].claimed_until > now + 500  # renewed
+    assert rows["lapsed"].claimed_by == "w1" and rows["lapsed"].claimed_until > now + 500  # taken again
+    assert rows["theirs"].claimed_by == "w2" and rows["theirs"].claimed_until < now + 100  # another's live claim stands
+    assert (rows["held"].claimed_by, rows["held"].held) == (None, "nodes in doubt")  # held: left alone
+    assert [r.worker_id for r in await q.list_workers()] == ["w1"]
+    await q.put_worker(w.model_copy(update={"state": "draining"}))  # no claims to renew
+    assert [r.state for r in await q.list_workers()] == ["draining"]
+
+
 async def test_read_only_memory_store_writes_no_request() -> None:
     from engine.store.memory import MemoryStore
 

@@ -40,6 +40,7 @@ READS = {
     "event_at",
     "event_rows",
     "invocation_events",
+    "lease_and_news",
     "corrupt_events",
     "list_invocations",
     "invocation_count",

@@ -144,18 +144,18 @@ class _WorkerTables(_Core):
 
         return await self._run(fn)
 
-    async def put_worker(self, worker: WorkerRecord) -> None:
+    async def put_worker(
+        self, worker: WorkerRecord, *, renew: list[tuple[str, str]] | None = None, ttl: float = 30.0
+    ) -> None:
         self._check_writable()
         w = worker
+        now = time.time()
+        keys = [list(c) for c in zip(*(renew or []), strict=True)] or [[], []]
 
         async def fn(conn: asyncpg.Connection) -> None:
             await conn.execute(
-                f"INSERT INTO workers ({_WORKER_COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
-                " ON CONFLICT (worker_id) DO UPDATE SET apps = excluded.apps, versions = excluded.versions,"
-                " current = excluded.current, state = excluded.state, heartbeat_at = excluded.heartbeat_at,"
-                " stale_after = excluded.stale_after",
-                w.worker_id, w.host, w.pid, json.dumps(w.apps), json.dumps(w.versions), json.dumps(w.current),
-                w.state, w.started_at, w.heartbeat_at, w.stale_after,
+                _BEAT_SQL, w.worker_id, w.host, w.pid, json.dumps(w.apps), json.dumps(w.versions), json.dumps(w.current),
+                w.state, w.started_at, w.heartbeat_at, w.stale_after, now + ttl, now, *keys,
             )
 
         await self._run(fn)
@@ -187,6 +187,17 @@ class _WorkerTables(_Core):
 
         return await self._run(fn) if ids else []
 
+
+_BEAT_SQL = (
+    f"WITH w AS (INSERT INTO workers ({_WORKER_COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
+    " ON CONFLICT (worker_id) DO UPDATE SET apps = excluded.apps, versions = excluded.versions,"
+    " current = excluded.current, state = excluded.state, heartbeat_at = excluded.heartbeat_at,"
+    " stale_after = excluded.stale_after RETURNING 1)"
+    " UPDATE turn_requests t SET claimed_by = $1, claimed_until = $11 FROM unnest($13::text[], $14::text[]) AS k(s, i)"
+    " WHERE t.session_id = k.s AND t.invocation_id = k.i AND t.held IS NULL"
+    " AND (t.claimed_by = $1 OR t.claimed_until <= $12)"
+)
+"""A heartbeat: the worker's row and the renewal of the claims it runs, one statement."""
 
 TURNS_CHANNEL = "hitl_turns"
 """Where a request that became runnable is announced too: workers listen here

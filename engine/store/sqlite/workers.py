@@ -152,12 +152,16 @@ def _graph_tx(conn: sqlite3.Connection, session_id: str, invocation_id: str, gra
     return str(row[0])
 
 
-def _put_worker_tx(conn: sqlite3.Connection, w: WorkerRecord) -> None:
+def _put_worker_tx(
+    conn: sqlite3.Connection, w: WorkerRecord, renew: list[tuple[str, str]] | None = None, ttl: float = 30.0
+) -> None:
     conn.execute(
         f"INSERT OR REPLACE INTO workers ({_WORKER_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (w.worker_id, w.host, w.pid, json.dumps(w.apps), json.dumps(w.versions), json.dumps(w.current), w.state,
          w.started_at, w.heartbeat_at, w.stale_after),
     )
+    for session_id, invocation_id in renew or []:  # the claims it runs, renewed in the same commit
+        _claim_tx(conn, session_id, invocation_id, w.worker_id, ttl, w.worker_id)
 
 
 def _list_workers_tx(conn: sqlite3.Connection) -> list[WorkerRecord]:
@@ -212,8 +216,10 @@ class _WorkerTables:
         """The graph version the invocation runs under: ``graph`` unless one was recorded before."""
         return await self._write(_graph_tx, session_id, invocation_id, graph)  # type: ignore[attr-defined]
 
-    async def put_worker(self, worker: WorkerRecord) -> None:
-        await self._write(_put_worker_tx, worker)  # type: ignore[attr-defined]
+    async def put_worker(
+        self, worker: WorkerRecord, *, renew: list[tuple[str, str]] | None = None, ttl: float = 30.0
+    ) -> None:
+        await self._write(_put_worker_tx, worker, renew or [], ttl)  # type: ignore[attr-defined]
 
     async def list_workers(self) -> list[WorkerRecord]:
         return await self._call(_list_workers_tx)  # type: ignore[attr-defined]
