@@ -1,11 +1,19 @@
-"""The help screen: the keys of the screen it was opened over, from the registry."""
+"""The help screen: the keys of the screen it was opened over, from the registry.
+
+Its tables are laid out once per app, content and width (:class:`HelpCache`):
+``?`` on a screen whose help was shown before draws lines already cut, so
+opening the help costs the same the hundredth time as the window it shows.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import ClassVar
+import weakref
+from collections.abc import Callable, Iterable
+from typing import Any, ClassVar
 
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.measure import Measurement
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -69,6 +77,79 @@ def form_keys_table() -> Group:
     return Group(Text("In an answer's form (the field with the focus)", style="bold underline"), table, Text(""))
 
 
+class Drawn:
+    """A renderable laid out once per width: later renders yield the same lines.
+    A Rich table measures and wraps every cell each time it is drawn, and a
+    screen is drawn several times when it is pushed (layout, then paint)."""
+
+    def __init__(self, build: Callable[[], RenderableType]) -> None:
+        self._build = build
+        self._renderable: RenderableType | None = None
+        self.lines: dict[tuple[int, int], list[list[Segment]]] = {}
+        """(max width, min width) -> the rendered lines."""
+        self._measures: dict[tuple[int, int], Measurement] = {}
+
+    @property
+    def renderable(self) -> RenderableType:
+        if self._renderable is None:
+            self._renderable = self._build()
+        return self._renderable
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        key = (options.max_width, options.min_width)
+        lines = self.lines.get(key)
+        if lines is None:
+            lines = self.lines[key] = console.render_lines(self.renderable, options.update(height=None), pad=False)
+        newline = Segment.line()
+        for line in lines:
+            yield from line
+            yield newline
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        key = (options.max_width, options.min_width)
+        if key not in self._measures:
+            self._measures[key] = Measurement.get(console, options, self.renderable)
+        return self._measures[key]
+
+
+class HelpCache:
+    """The help's drawn tables of one app, by what they list (the registry's
+    actions do not change while the app runs; ``read_only`` is part of the key)."""
+
+    def __init__(self) -> None:
+        self.drawn: dict[tuple[Any, ...], Drawn] = {}
+        self.builds = 0
+        """Tables built (a test counts them: one per content, however often ``?`` is pressed)."""
+
+    def body(self, sections: list[tuple[str, list[Action]]], *, read_only: bool) -> Drawn:
+        key = ("table", tuple((title, tuple(a.id for a in acts)) for title, acts in sections), read_only)
+        drawn = self.drawn.get(key)
+        if drawn is None:
+            def build() -> RenderableType:
+                self.builds += 1
+                return help_table(sections, read_only=read_only)
+
+            drawn = self.drawn[key] = Drawn(build)
+        return drawn
+
+    def form_keys(self) -> Drawn:
+        drawn = self.drawn.get(("form",))
+        if drawn is None:
+            drawn = self.drawn[("form",)] = Drawn(form_keys_table)
+        return drawn
+
+
+_CACHES: weakref.WeakKeyDictionary[Any, HelpCache] = weakref.WeakKeyDictionary()
+
+
+def help_cache(app: Any) -> HelpCache:
+    """``app``'s help cache (made on first use)."""
+    cache = _CACHES.get(app)
+    if cache is None:
+        cache = _CACHES[app] = HelpCache()
+    return cache
+
+
 class HelpScreen(ModalScreen[None]):
     """Keys of the current view (``?``); esc closes."""
 
@@ -87,9 +168,10 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with VerticalScroll(classes="modal-box", id="help-box"):
             yield Label(f"Help · {self.title_text}   (esc: close · : command mode · ctrl+p palette)", classes="modal-title")
+            cache = help_cache(self.app)
             if self.form_keys:
-                yield Static(form_keys_table(), id="help-form-keys")
-            yield Static(help_table(self.sections, read_only=self.read_only), id="help-table")
+                yield Static(cache.form_keys(), id="help-form-keys")
+            yield Static(cache.body(self.sections, read_only=self.read_only), id="help-table")
 
     def action_close(self) -> None:
         self.dismiss(None)
