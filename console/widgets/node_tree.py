@@ -157,7 +157,6 @@ class NodeTree(Navigable, Tree[str]):
         self._styles: dict[str, Style] | None = None
         self.marked: set[str] = set()
         """Runs whose open ids are selected for answering: their labels start with ``●``."""
-        self._order_cache: tuple[tuple[int, int, str | None], list[str], dict[str, int]] | None = None
         self.interrupted = False
         """``engine.liveness`` says the invocation stopped mid-run (:meth:`set_liveness`)."""
         self.in_doubt: frozenset[str] = frozenset()
@@ -433,30 +432,44 @@ class NodeTree(Navigable, Tree[str]):
         self.call_after_refresh(self.scroll_to_node, node, animate=False)
         return True
 
-    def _order(self) -> tuple[list[str], dict[str, int]]:
-        """Waiting runs and every run's position, in tree order; one walk per
-        projection position (footers ask often, a loop may have 50,000 runs)."""
-        key = (id(self.proj), self.proj.position if self.proj else 0, self.invocation_id)
-        if self._order_cache is None or self._order_cache[0] != key:
-            proj, inv = self.proj, self.invocation_id
-            if proj is None or inv is None:
-                self._order_cache = (key, [], {})
-            else:
-                order = views.run_order(proj, inv)
-                self._order_cache = (key, views.waiting_paths(proj, inv), {p: i for i, p in enumerate(order)})
-        return self._order_cache[1], self._order_cache[2]
+    def _tree_key(self, path: str) -> tuple[int, ...]:
+        """Where ``path`` is in tree order (depth-first, children in the order they
+        ran): its position among its siblings at each level from the root down.
+        Costs the run's depth, never a walk of the invocation's runs."""
+        proj, inv = self.proj, self.invocation_id
+        if proj is None or inv is None:
+            return ()
+        invocation = proj.invocations.get(inv)
+        key: list[int] = []
+        run = proj.get(inv, path)
+        while run is not None:
+            parent = proj.get(inv, run.parent) if run.parent is not None else None
+            siblings = parent.children if parent is not None else (invocation.roots if invocation else [])
+            key.append(siblings.index(run.path) if run.path in siblings else 0)
+            run = parent
+        return tuple(reversed(key))
 
     def waiting_paths(self) -> list[str]:
-        """WAITING runs that raised open interrupts themselves, in tree order."""
-        return self._order()[0]
+        """WAITING runs that raised open interrupts themselves, in tree order.
+        Found from the invocation's interrupts and ordered by :meth:`_tree_key`:
+        ``n`` never walks every run (a loop may have 50,000)."""
+        proj, inv = self.proj, self.invocation_id
+        if proj is None or inv is None:
+            return []
+        paths = {i.path for i in proj.open_interrupts(inv)}
+        runs = [r for r in (proj.get(inv, p) for p in paths) if r is not None]
+        waiting = [r.path for r in runs if r.status is NodeStatus.WAITING and r.own_pending]
+        return sorted(waiting, key=self._tree_key)
 
     def next_waiting(self, after: str | None) -> str | None:
         """The first waiting run after ``after`` in tree order, wrapping around."""
-        waiting, index = self._order()
+        waiting = self.waiting_paths()
         if not waiting:
             return None
-        pos = index.get(after, -1) if after is not None else -1
-        at = bisect.bisect_right([index[p] for p in waiting], pos)
+        if after is None or self.proj is None or self.proj.get(self.invocation_id or "", after) is None:
+            return waiting[0]
+        pos = self._tree_key(after)
+        at = bisect.bisect_right([self._tree_key(p) for p in waiting], pos)
         return waiting[at % len(waiting)]
 
     def set_all_expanded(self, expanded: bool) -> None:
