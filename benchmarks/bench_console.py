@@ -30,8 +30,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from engine.models import Content, Event, FunctionCall, NodeInfo, NodeStatus, Part, Session  # noqa: E402
+from engine.models import Content, Event, NodeStatus, Session  # noqa: E402
 from engine.projection import Projection  # noqa: E402
+from tests.console.big_store import ask, loop_session  # noqa: E402 (the tests build the same long loop)
+from tests.console.big_store import node_event as node  # noqa: E402
 
 T0 = 1_767_261_600.0
 
@@ -48,22 +50,6 @@ def _store_cls() -> tuple[Any, str]:
 
 
 # --------------------------------------------------------------------------- event shapes
-
-
-def node(inv: str, path: str, ts: float, **kw: Any) -> Event:
-    name, _, run_id = path.rsplit("/", 1)[-1].partition("@")
-    return Event(invocation_id=inv, author=name, timestamp=ts, node_info=NodeInfo(path=path, run_id=run_id, **kw))
-
-
-def ask(inv: str, path: str, iid: str, ts: float) -> Event:
-    call = FunctionCall(
-        id=iid,
-        name="request_input",
-        args={"message": "Approve the refund?", "payload": {"amount": 42.5}, "response_schema": {"type": "boolean"}},
-    )
-    return node(inv, path, ts).model_copy(
-        update={"content": Content(role="model", parts=[Part(function_call=call)]), "long_running_tool_ids": [iid]}
-    )
 
 
 def small_session(k: int, rng: random.Random) -> tuple[Session, list[Event]]:
@@ -100,32 +86,6 @@ def small_session(k: int, rng: random.Random) -> tuple[Session, list[Event]]:
     session = Session(id=f"s{k:06d}", app_name=rng.choice(["refunds", "billing", "support"]), user_id=f"user{k % 997}",
                       created_at=ts)
     return session, evs
-
-
-def loop_session(n_events: int) -> tuple[Session, list[Event], str]:
-    """One invocation that looped ~n/2 times through ``step`` and now waits for a review."""
-    inv = "inv-loop"
-    ts = T0
-    evs = [
-        Event(invocation_id=inv, author="user", timestamp=ts, content=Content.from_text("crawl everything")),
-        node(inv, "crawl@1", ts, lifecycle="start", rerun_on_resume=True, is_container=True, input="crawl everything"),
-    ]
-    i = 0
-    while len(evs) < n_events - 5:
-        i += 1
-        t = ts + i
-        evs.append(node(inv, f"crawl@1/step@{i}", t, lifecycle="start", input={"page": i}))
-        evs.append(node(inv, f"crawl@1/step@{i}", t + 0.5, lifecycle="end", status=NodeStatus.COMPLETED).model_copy(
-            update={"output": {"page": i, "links": i % 17}, "route": "more"}
-        ))
-    t = ts + i + 1
-    evs += [
-        node(inv, "crawl@1/review@1", t, lifecycle="start", input={"pages": i}),
-        ask(inv, "crawl@1/review@1", "review-1", t + 1),
-        node(inv, "crawl@1/review@1", t + 2, lifecycle="end", status=NodeStatus.WAITING),
-        node(inv, "crawl@1", t + 3, lifecycle="end", status=NodeStatus.WAITING),
-    ]
-    return Session(id="long-loop", app_name="crawler", user_id="ops", created_at=ts), evs, inv
 
 
 def chat_session(n_invocations: int, per: int) -> tuple[Session, list[Event], list[str]]:

@@ -5,12 +5,16 @@ the latencies."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from console.screens import help as help_module
 from console.screens.help import HelpScreen
+from console.screens.session import SessionScreen
 from console.screens.sessions import SessionsScreen
+from engine.store.sqlite import SQLiteStore
 
+from .big_store import loop_session
 from .conftest import make_app, settle
 from .scenarios import build_store
 
@@ -55,3 +59,42 @@ async def test_the_help_is_laid_out_once_however_often_it_is_opened(monkeypatch:
             await pilot.press("escape")
             await settle(pilot)
         assert len(tables) == 2
+
+
+async def test_n_on_a_long_loop_visits_the_runs_that_wait_not_the_history(tmp_path: Path, monkeypatch: Any) -> None:
+    """``n`` on a session that looped 2,000 times walked every run of the
+    invocation (twice) to find the next waiting one: now it visits the waiting
+    runs and their ancestors, and the tree is not rebuilt."""
+    store = await SQLiteStore.open(tmp_path / "loop.sqlite")
+    session, events, _inv = loop_session(4000)
+    await store.bulk_load([(session, events)])
+    app = make_app(store)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        app.open_session("long-loop")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, SessionScreen) and not screen.history_loading
+        assert len(screen.proj.nodes) > 1900
+        await pilot.press("g")  # the cursor on the invocation, above the waiting run
+        await settle(pilot)
+        visited: list[str] = []
+        real_get = screen.proj.get
+
+        def get(invocation_id: str, path: str) -> Any:
+            visited.append(path)
+            return real_get(invocation_id, path)
+
+        loads: list[int] = []
+        real_load = screen.tree.load
+        monkeypatch.setattr(screen.proj, "get", get)
+        monkeypatch.setattr(screen.tree, "load", lambda *a, **kw: (loads.append(1), real_load(*a, **kw))[1])
+        await pilot.press("n")
+        await settle(pilot)
+        assert screen.tree.cursor_path == "crawl@1/review@1"
+        assert loads == []
+        assert len(visited) < 50, len(visited)  # the waiting run and its ancestors, not 2,000 runs
+        await pilot.press("n")  # wraps around to the only one
+        await settle(pilot)
+        assert screen.tree.cursor_path == "crawl@1/review@1" and len(visited) < 100
+    await store.close()
