@@ -8,12 +8,10 @@ opening the help costs the same the hundredth time as the window it shows.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any, ClassVar
 
-from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
-from rich.measure import Measurement
-from rich.segment import Segment
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -22,6 +20,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 
 from ..actions import AREA_TITLES, Action
+from ..widgets.drawn import Drawn
 from ..widgets.plain import Label, Static, cells
 
 
@@ -75,41 +74,6 @@ def form_keys_table() -> Group:
     for key, what in FORM_KEYS:
         table.add_row(*cells(key, what))
     return Group(Text("In an answer's form (the field with the focus)", style="bold underline"), table, Text(""))
-
-
-class Drawn:
-    """A renderable laid out once per width: later renders yield the same lines.
-    A Rich table measures and wraps every cell each time it is drawn, and a
-    screen is drawn several times when it is pushed (layout, then paint)."""
-
-    def __init__(self, build: Callable[[], RenderableType]) -> None:
-        self._build = build
-        self._renderable: RenderableType | None = None
-        self.lines: dict[tuple[int, int], list[list[Segment]]] = {}
-        """(max width, min width) -> the rendered lines."""
-        self._measures: dict[tuple[int, int], Measurement] = {}
-
-    @property
-    def renderable(self) -> RenderableType:
-        if self._renderable is None:
-            self._renderable = self._build()
-        return self._renderable
-
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        key = (options.max_width, options.min_width)
-        lines = self.lines.get(key)
-        if lines is None:
-            lines = self.lines[key] = console.render_lines(self.renderable, options.update(height=None), pad=False)
-        newline = Segment.line()
-        for line in lines:
-            yield from line
-            yield newline
-
-    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
-        key = (options.max_width, options.min_width)
-        if key not in self._measures:
-            self._measures[key] = Measurement.get(console, options, self.renderable)
-        return self._measures[key]
 
 
 class HelpCache:

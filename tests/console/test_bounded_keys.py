@@ -14,8 +14,8 @@ from console.screens.session import SessionScreen
 from console.screens.sessions import SessionsScreen
 from engine.store.sqlite import SQLiteStore
 
-from .big_store import loop_session
-from .conftest import make_app, settle
+from .big_store import big_store, loop_session
+from .conftest import details_text, make_app, settle
 from .scenarios import build_store
 
 
@@ -98,3 +98,33 @@ async def test_n_on_a_long_loop_visits_the_runs_that_wait_not_the_history(tmp_pa
         await settle(pilot)
         assert screen.tree.cursor_path == "crawl@1/review@1" and len(visited) < 100
     await store.close()
+
+
+async def test_the_details_pane_lays_a_payload_preview_out_once(monkeypatch: Any) -> None:
+    """The details pane was laid out again on every repaint (focus moving away and
+    back, the layout pass and the paint each wrapped the whole preview): it keeps
+    the lines of each width it was drawn at."""
+    from rich.json import JSON
+
+    renders: list[int] = []
+    real = JSON.__rich__
+
+    def counted(self: JSON) -> Any:
+        renders.append(1)
+        return real(self)
+
+    monkeypatch.setattr(JSON, "__rich__", counted)
+    app = make_app(await big_store())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        app.open_session("big")
+        await settle(pilot)
+        await pilot.press("n")  # the waiting node: its 1 MB payload, previewed
+        await settle(pilot)
+        assert "SKU-000000" in details_text(app)
+        first = len(renders)
+        assert first >= 1
+        for key in ("tab", "shift+tab", "tab", "shift+tab"):
+            await pilot.press(key)
+            await settle(pilot)
+        assert len(renders) == first
