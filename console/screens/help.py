@@ -103,6 +103,30 @@ class HelpCache:
         return drawn
 
 
+    def warm(self, app: Any, sections: list[tuple[str, list[Action]]], *, read_only: bool, form_keys: bool) -> None:
+        """Lay the help of a screen out in a thread worker at the widths its box will
+        have (:func:`help_widths`), so the first ``?`` there shows lines ready too."""
+        todo = [self.body(sections, read_only=read_only), *([self.form_keys()] if form_keys else [])]
+        widths = help_widths(app.size.width)
+        if all((w, w) in d.lines for d in todo for w in widths):
+            return
+
+        def draw() -> None:
+            for w in widths:
+                for drawn in todo:
+                    drawn.draw(app.console, app.console.options.update(width=w))
+
+        app.run_worker(draw, thread=True, group="help-warm", exit_on_error=False)
+
+
+def help_widths(columns: int) -> tuple[int, ...]:
+    """The widths the help's tables are drawn at in a terminal ``columns`` wide: its
+    box (``.modal-box``: 90% of the width, at most 140) less the border and padding,
+    with and without the scrollbar (app.tcss). A wrong guess costs one layout on ``?``."""
+    inner = min(columns * 9 // 10, 140) - 4
+    return (inner - 2, inner)
+
+
 _CACHES: weakref.WeakKeyDictionary[Any, HelpCache] = weakref.WeakKeyDictionary()
 
 

@@ -34,11 +34,17 @@ class Drawn:
             self._renderable = self._build()
         return self._renderable
 
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+    def draw(self, console: Console, options: ConsoleOptions) -> list[list[Segment]]:
+        """The lines at ``options``' width, laid out now unless they were before
+        (safe in a thread worker: a Console renders under its own lock)."""
         key = (options.max_width, options.min_width)
         lines = self.lines.get(key)
         if lines is None:
             lines = self.lines[key] = console.render_lines(self.renderable, options.update(height=None), pad=False)
+        return lines
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        lines = self.draw(console, options)
         newline = Segment.line()
         for line in lines:
             yield from line

@@ -5,8 +5,11 @@ the latencies."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from console.screens import help as help_module
 from console.screens.help import HelpScreen
@@ -59,6 +62,38 @@ async def test_the_help_is_laid_out_once_however_often_it_is_opened(monkeypatch:
             await pilot.press("escape")
             await settle(pilot)
         assert len(tables) == 2
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
+async def test_the_first_question_mark_finds_its_help_laid_out(size: tuple[int, int], monkeypatch: Any) -> None:
+    """A screen's help is laid out in a thread worker when the screen is shown, at
+    the widths its box will have: the first ``?`` lays nothing out either."""
+    from console.screens.help import help_cache
+    from console.widgets.drawn import Drawn
+
+    on_ui: list[tuple[int, int]] = []
+    real = Drawn.draw
+
+    def draw(self: Drawn, console: Any, options: Any) -> Any:
+        if threading.current_thread() is threading.main_thread() and (options.max_width, options.min_width) not in self.lines:
+            on_ui.append((options.max_width, options.min_width))
+        return real(self, console, options)
+
+    monkeypatch.setattr(Drawn, "draw", draw)
+    app = make_app(await build_store())
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        for screen_key in ("", "i"):
+            if screen_key:
+                await pilot.press(screen_key)
+                await settle(pilot)
+            assert help_cache(app).drawn  # laid out before any ? was pressed
+            await pilot.press("question_mark")
+            await settle(pilot)
+            assert isinstance(app.screen, HelpScreen)
+            assert on_ui == []
+            await pilot.press("escape")
+            await settle(pilot)
 
 
 async def test_n_on_a_long_loop_visits_the_runs_that_wait_not_the_history(tmp_path: Path, monkeypatch: Any) -> None:
