@@ -217,7 +217,9 @@ class NodeTree(Navigable, Tree[str]):
     # ------------------------------------------------------------ building
     def load(self, proj: Projection, invocation_id: str, *, cursor_path: str | None = None) -> None:
         """(Re)build the whole tree: on open, on invocation switch, after history loads."""
-        collapsed = {p for p, n in self._by_path.items() if not n.is_expanded} if invocation_id == self.invocation_id else set()
+        same = invocation_id == self.invocation_id
+        collapsed = {p for p, n in self._by_path.items() if not n.is_expanded} if same else set()
+        opened = {p for p, n in self._by_path.items() if p.startswith(FOLD) and n.is_expanded} if same else set()
         keep = cursor_path or (self.cursor_path if invocation_id == self.invocation_id else None)
         if invocation_id != self.invocation_id or not is_mid_run(proj, invocation_id):
             self.interrupted, self.in_doubt, self.queued = False, frozenset(), False  # a verdict holds for one mid-run invocation
@@ -235,9 +237,22 @@ class NodeTree(Navigable, Tree[str]):
             run = proj.get(invocation_id, path)
             if run is not None:
                 self._add_subtree(self.root, run, collapsed)
+        if keep and cursor_path is None and keep not in self._by_path:
+            keep = self._in_place_of(keep, opened)
         if not (keep and self.select_path(keep)):
             _ = self.last_line
             self.move_cursor(self.root)
+
+    def _in_place_of(self, path: str, opened: set[str]) -> str | None:
+        """Where the cursor goes when ``path``, its row, went into a fold of earlier
+        runs (a loop re-ran it since): onto the run that took its place, rather than
+        opening a fold of thousands of runs (a replay step or a live update rebuilt
+        the tree with every earlier run drawn); into the fold when the operator had
+        opened it (``opened``: the fold nodes expanded before the rebuild)."""
+        run = self.proj.get(self.invocation_id, path) if self.proj and self.invocation_id else None
+        if run is None or run.parent is None or FOLD + run.parent in opened:
+            return path
+        return self._shown.get((run.parent, run.name, run.call_key))
 
     def _add_subtree(self, parent: TreeNode[str], run: NodeRun, collapsed: set[str] | frozenset[str] = frozenset()) -> TreeNode[str]:
         assert self.proj is not None

@@ -163,3 +163,31 @@ async def test_the_details_pane_lays_a_payload_preview_out_once(monkeypatch: Any
             await pilot.press(key)
             await settle(pilot)
         assert len(renders) == first
+
+
+async def test_a_replay_step_over_a_new_loop_run_leaves_the_fold_shut(tmp_path: Path) -> None:
+    """``]`` onto the start of a loop's next run, the cursor on the run before it: the
+    tree was rebuilt keeping the cursor on that run, now one of the earlier runs, so
+    the fold of 1,000 earlier runs was opened and drawn (minutes on a 50,000-run
+    loop). The cursor goes to the run that took its place; the fold stays shut."""
+    from console.screens.replay import ReplayScreen, ReplaySource
+    from console.widgets.node_tree import FOLD
+
+    store = await SQLiteStore.open(tmp_path / "loop.sqlite")
+    session, events, _inv = loop_session(4000)
+    await store.bulk_load([(session, events)])
+    # after 2,002 events the last applied is the end of step@1000; the next starts step@1001
+    app = make_app(store, replay=ReplaySource(session_id="long-loop", at=2002))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, ReplayScreen)
+        tree = screen.tree
+        assert tree.cursor_path == "crawl@1/step@1000"
+        await pilot.press("right_square_bracket")
+        await settle(pilot)
+        assert screen.position == 2003
+        assert tree.cursor_path == "crawl@1/step@1001"
+        assert FOLD + "crawl@1" in tree._folds  # never populated
+        assert tree.last_line < 20
+    await store.close()
