@@ -341,6 +341,8 @@ KEYS: dict[str, list[str]] = {
     "session, 1 MB payload": ["n", "down", "up", "n", "question_mark", "escape", "tab", "down", "shift+tab"],
     "session, long loop": ["G", "g", "n", "down", "question_mark", "escape", "tab", "G", "shift+tab"],
     "answer editor, 1 MB payload": ["ctrl+t", "ctrl+t", "y", "question_mark", "escape"],
+    "replay, long loop": ["right_square_bracket", "left_square_bracket", "right_square_bracket", "question_mark",
+                          "escape"],
     "replay, diff open": ["right", "left", "right", "escape", "right_square_bracket", "left_square_bracket"],
 }
 """Keys pressed on each screen (each timed from the press until the console is quiet:
@@ -417,6 +419,7 @@ async def measure_keys(db: str, big_db: str, loop_events: int) -> dict[str, Any]
         app.push_screen(ReplayScreen(ReplaySource(session_id="long-loop", at=max(0, loop_events - 8000))))
         await until(lambda: isinstance(app.screen, ReplayScreen) and app.screen.frame is not None, 0.01)
         await quiet(pilot)
+        await keys(pilot, "replay, long loop")  # ] onto a loop's next run: the tree rebuilt
         t = time.perf_counter()
         await pilot.press("m", "G", "d")
         await until(lambda: isinstance(app.screen, DiffScreen) and app.screen.rows is not None, 0.01)
