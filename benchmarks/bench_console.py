@@ -30,8 +30,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from engine.models import Content, Event, FunctionCall, NodeInfo, NodeStatus, Part, Session  # noqa: E402
+from engine.models import Content, Event, NodeStatus, Session  # noqa: E402
 from engine.projection import Projection  # noqa: E402
+from tests.console.big_store import ask, loop_session  # noqa: E402 (the tests build the same long loop)
+from tests.console.big_store import node_event as node  # noqa: E402
 
 T0 = 1_767_261_600.0
 
@@ -48,22 +50,6 @@ def _store_cls() -> tuple[Any, str]:
 
 
 # --------------------------------------------------------------------------- event shapes
-
-
-def node(inv: str, path: str, ts: float, **kw: Any) -> Event:
-    name, _, run_id = path.rsplit("/", 1)[-1].partition("@")
-    return Event(invocation_id=inv, author=name, timestamp=ts, node_info=NodeInfo(path=path, run_id=run_id, **kw))
-
-
-def ask(inv: str, path: str, iid: str, ts: float) -> Event:
-    call = FunctionCall(
-        id=iid,
-        name="request_input",
-        args={"message": "Approve the refund?", "payload": {"amount": 42.5}, "response_schema": {"type": "boolean"}},
-    )
-    return node(inv, path, ts).model_copy(
-        update={"content": Content(role="model", parts=[Part(function_call=call)]), "long_running_tool_ids": [iid]}
-    )
 
 
 def small_session(k: int, rng: random.Random) -> tuple[Session, list[Event]]:
@@ -100,32 +86,6 @@ def small_session(k: int, rng: random.Random) -> tuple[Session, list[Event]]:
     session = Session(id=f"s{k:06d}", app_name=rng.choice(["refunds", "billing", "support"]), user_id=f"user{k % 997}",
                       created_at=ts)
     return session, evs
-
-
-def loop_session(n_events: int) -> tuple[Session, list[Event], str]:
-    """One invocation that looped ~n/2 times through ``step`` and now waits for a review."""
-    inv = "inv-loop"
-    ts = T0
-    evs = [
-        Event(invocation_id=inv, author="user", timestamp=ts, content=Content.from_text("crawl everything")),
-        node(inv, "crawl@1", ts, lifecycle="start", rerun_on_resume=True, is_container=True, input="crawl everything"),
-    ]
-    i = 0
-    while len(evs) < n_events - 5:
-        i += 1
-        t = ts + i
-        evs.append(node(inv, f"crawl@1/step@{i}", t, lifecycle="start", input={"page": i}))
-        evs.append(node(inv, f"crawl@1/step@{i}", t + 0.5, lifecycle="end", status=NodeStatus.COMPLETED).model_copy(
-            update={"output": {"page": i, "links": i % 17}, "route": "more"}
-        ))
-    t = ts + i + 1
-    evs += [
-        node(inv, "crawl@1/review@1", t, lifecycle="start", input={"pages": i}),
-        ask(inv, "crawl@1/review@1", "review-1", t + 1),
-        node(inv, "crawl@1/review@1", t + 2, lifecycle="end", status=NodeStatus.WAITING),
-        node(inv, "crawl@1", t + 3, lifecycle="end", status=NodeStatus.WAITING),
-    ]
-    return Session(id="long-loop", app_name="crawler", user_id="ops", created_at=ts), evs, inv
 
 
 def chat_session(n_invocations: int, per: int) -> tuple[Session, list[Event], list[str]]:
@@ -381,9 +341,12 @@ KEYS: dict[str, list[str]] = {
     "session, 1 MB payload": ["n", "down", "up", "n", "question_mark", "escape", "tab", "down", "shift+tab"],
     "session, long loop": ["G", "g", "n", "down", "question_mark", "escape", "tab", "G", "shift+tab"],
     "answer editor, 1 MB payload": ["ctrl+t", "ctrl+t", "y", "question_mark", "escape"],
+    "replay, long loop": ["right_square_bracket", "left_square_bracket", "right_square_bracket", "question_mark",
+                          "escape"],
     "replay, diff open": ["right", "left", "right", "escape", "right_square_bracket", "left_square_bracket"],
 }
-"""Keys pressed on each screen (each timed from the press until the console is quiet)."""
+"""Keys pressed on each screen (each timed from the press until the console is quiet:
+wall time, which a loaded machine inflates, and the console process's CPU time)."""
 
 
 async def measure_keys(db: str, big_db: str, loop_events: int) -> dict[str, Any]:
@@ -398,7 +361,9 @@ async def measure_keys(db: str, big_db: str, loop_events: int) -> dict[str, Any]
     from console.screens.sessions import SessionsScreen
     from engine.store import open_store
 
-    worst: dict[str, tuple[float, str]] = {}
+    worst: dict[str, tuple[float, str, float]] = {}
+    """screen -> (the slowest key's wall time, the key, its CPU time)."""
+    worst_cpu: dict[str, tuple[float, str]] = {}
     extra: dict[str, Any] = {}
 
     async def quiet(pilot: Any) -> None:
@@ -408,12 +373,14 @@ async def measure_keys(db: str, big_db: str, loop_events: int) -> dict[str, Any]
 
     async def keys(pilot: Any, screen: str) -> None:
         for key in KEYS[screen]:
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             await pilot.press(key)
             await quiet(pilot)
-            took = time.perf_counter() - t
-            if took > worst.get(screen, (0.0, ""))[0]:
-                worst[screen] = (took, key)
+            took, cpu = time.perf_counter() - t, time.process_time() - c  # CPU: the console's own (this process)
+            if took > worst.get(screen, (0.0, "", 0.0))[0]:
+                worst[screen] = (took, key, cpu)
+            if cpu > worst_cpu.get(screen, (0.0, ""))[0]:
+                worst_cpu[screen] = (cpu, key)
 
     big = await open_store(big_db)
     app = HitlApp(big, poll_interval=None, refresh_interval=None, cursor_blink=False)
@@ -452,6 +419,7 @@ async def measure_keys(db: str, big_db: str, loop_events: int) -> dict[str, Any]
         app.push_screen(ReplayScreen(ReplaySource(session_id="long-loop", at=max(0, loop_events - 8000))))
         await until(lambda: isinstance(app.screen, ReplayScreen) and app.screen.frame is not None, 0.01)
         await quiet(pilot)
+        await keys(pilot, "replay, long loop")  # ] onto a loop's next run: the tree rebuilt
         t = time.perf_counter()
         await pilot.press("m", "G", "d")
         await until(lambda: isinstance(app.screen, DiffScreen) and app.screen.rows is not None, 0.01)
@@ -460,7 +428,7 @@ async def measure_keys(db: str, big_db: str, loop_events: int) -> dict[str, Any]
         await quiet(pilot)
         await keys(pilot, "replay, diff open")
     await long.close()
-    return {"worst": worst, **extra}
+    return {"worst": worst, "worst_cpu": worst_cpu, **extra}
 
 
 async def make_big(path: str) -> None:
@@ -545,8 +513,10 @@ def main() -> int:
                  f"1 MB session opens in {keys['big_open_s'] * 1000:.0f} ms; its editor in "
                  f"{keys['big_editor_s'] * 1000:.0f} ms; diff of {keys['diff_changes']:,} changes in "
                  f"{keys['diff_s'] * 1000:.0f} ms (a worker)"))
-    for screen, (took, key) in keys["worst"].items():
-        rows.append((f"  {screen}", "", f"{took * 1000:.0f} ms", "< 100 ms", f"worst key: {key}"))
+    for screen, (took, key, cpu) in keys["worst"].items():
+        most_cpu, cpu_key = keys["worst_cpu"][screen]
+        rows.append((f"  {screen}", "", f"{took * 1000:.0f} ms", "< 100 ms",
+                     f"worst key: {key} (CPU {cpu * 1000:.0f} ms); most CPU: {cpu_key} {most_cpu * 1000:.0f} ms"))
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     head = ("measurement", "size", "result", "target", "note")
     widths = [max(w, len(h)) for w, h in zip(widths, head, strict=True)]

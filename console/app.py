@@ -52,7 +52,7 @@ from .screens.answer_dialogs import QUIT_NOW, QuitGuard
 from .screens.audit import AuditFilterError, AuditQuery, AuditScreen
 from .screens.base import HitlScreen
 from .screens.command import ActionsProvider, CommandError, CommandLine, parse_command
-from .screens.help import FORM_KEY_NAMES, HelpScreen, sections_for
+from .screens.help import FORM_KEY_NAMES, HelpScreen, help_cache, sections_for
 from .screens.inbox import InboxScreen
 from .screens.loaders import one_line
 from .screens.replay import ReplayScreen, ReplaySource
@@ -561,6 +561,16 @@ class HitlApp(App[None]):
         screen = self.screen
         if isinstance(screen, HelpScreen):
             return
+        title, sections, form_keys = self.help_for(screen)
+        self.push_screen(HelpScreen(title, sections, read_only=self.read_only, form_keys=form_keys))
+
+    def warm_help(self, screen: Screen[Any]) -> None:
+        """Lay ``screen``'s help out in the background (its first ``?`` shows it at once)."""
+        _title, sections, form_keys = self.help_for(screen)
+        help_cache(self).warm(self, sections, read_only=self.read_only, form_keys=form_keys)
+
+    def help_for(self, screen: Screen[Any]) -> tuple[str, list[tuple[str, list[Action]]], bool]:
+        """The help of ``screen``: its title, sections and whether it lists an answer form's keys."""
         by_screen = {
             s: for_screen(s) for s in ("app", "sessions", "inbox", "session", "log", "replay", "answer", "audit")
         }
@@ -572,8 +582,7 @@ class HitlApp(App[None]):
             getattr(screen, "AREA", ""), "Console"
         )
         taken = FORM_KEY_NAMES if "answer" in areas else ()
-        self.push_screen(HelpScreen(title, sections_for(areas, by_screen, taken), read_only=self.read_only,
-                                    form_keys="answer" in areas))
+        return title, sections_for(areas, by_screen, taken), "answer" in areas
 
     def action_command_line(self) -> None:
         """``:`` opens the command line -- bound with priority, so that it is open

@@ -3,7 +3,10 @@
 filters (``operator=``, ``session=``, ``action=``, ``since=``, ``until=``; times as
 ``hitl audit --since`` takes them: ``2h``, ``2026-01-31``, epoch seconds), the
 same "what" column (:func:`engine.views.audit_what`). ``enter`` opens the
-session at the invocation written to; pages load as the cursor nears the end."""
+session at the invocation written to; pages load as the cursor nears the end.
+A narrow window shows TIME, ACTION and WHAT (what was answered) and then the
+other columns while they fit (:data:`SHOWN_BY_WIDTH`), as the inbox does: the
+table never scrolls sideways to show what was written."""
 
 from __future__ import annotations
 
@@ -25,7 +28,7 @@ from ..text import audit_what
 from ..times import date_time, zone_name
 from ..widgets.event_log import answered_parts
 from ..widgets.footer import FittedFooter
-from ..widgets.format import id_list, short, shown, to_json
+from ..widgets.format import choose_columns, fit_widths, id_list, short, shown, to_json
 from ..widgets.plain import DataTable, Static
 from .base import PagedTableScreen, SortableRows
 from .loaders import one_line
@@ -42,6 +45,15 @@ COLUMNS = (
     ("what", "WHAT"),
     ("reason", "REASON"),
 )
+
+SHOWN_BY_WIDTH = ("session", "operator", "reason", "invocation")
+"""Beside TIME, ACTION and WHAT (always shown), the columns a narrow audit view
+shows, most wanted first, each while it fits at its :data:`READABLE` width."""
+READABLE = {"what": 30, "session": 20, "operator": 12, "reason": 20, "invocation": 14}
+"""The width a column needs to be worth showing (less when its values are shorter)."""
+LONGEST = {"operator": 24, "session": 40, "invocation": 14, "what": 60, "reason": 60}
+"""The most of a value a column shows when there is room (the rest is cut with ``…``)."""
+MINIMUM = {"what": 16, "session": 9, "operator": 5, "reason": 6, "invocation": 8}
 
 
 class AuditFilterError(ValueError):
@@ -142,6 +154,9 @@ class AuditScreen(SortableRows, PagedTableScreen):
         self._generation = 0
         self.answered: dict[str, str] = {}
         """Per answer record (its key): what was answered, ``id="value"``, masked."""
+        self.shown: tuple[str, ...] = tuple(k for k, _ in COLUMNS)
+        """The columns shown (chosen by width: :meth:`_widths`)."""
+        self.columns_set: tuple[str, ...] = ()
 
     def compose(self) -> ComposeResult:
         yield self.compose_title("hitl ▸ Audit")
@@ -152,8 +167,7 @@ class AuditScreen(SortableRows, PagedTableScreen):
 
     def on_mount(self) -> None:
         table = self.query_one("#audit-table", DataTable)
-        for key, label in COLUMNS:
-            table.add_column(_label(key, label), key=key)
+        self._set_columns(self.shown)
         table.focus()
         self.watch(table, "scroll_y", self._scrolled, init=False)
         self.reload()
@@ -231,17 +245,56 @@ class AuditScreen(SortableRows, PagedTableScreen):
         self._show_rows()
 
     # ------------------------------------------------------------ drawing
-    def _cells(self, r: AuditRecord) -> list[Text | str]:
+    def _texts(self, r: AuditRecord) -> dict[str, str]:
+        """Each column's value of ``r``, masked and whole (cut to its width by :meth:`_cells`)."""
         red = self.hitl.redactor
-        return [
-            date_time(r.at),
-            r.action,
-            short(r.operator or "-", 24, red),
-            short(r.session_id, 40, red),
-            short(r.invocation_id or "-", 14, red),
-            short(self._what(r), 60, red),
-            short(r.reason or "-", 60, red),
-        ]
+        return {
+            "time": date_time(r.at),
+            "action": r.action,
+            "operator": red.text(r.operator or "-"),
+            "session": red.text(r.session_id),
+            "invocation": red.text(r.invocation_id or "-"),
+            "what": red.text(self._what(r)),
+            "reason": red.text(r.reason or "-"),
+        }
+
+    def _cells(self, r: AuditRecord, widths: dict[str, int]) -> list[Text | str]:
+        texts = self._texts(r)
+        return [texts[k] if k in ("time", "action") else short(texts[k], widths[k]) for k in self.shown]
+
+    def _widths(self, rows: list[AuditRecord]) -> dict[str, int]:
+        """The columns shown and their widths, fitted to the table's width: TIME and
+        ACTION are never cut, WHAT always shows; the others are chosen by
+        :data:`SHOWN_BY_WIDTH` while each fits at a readable width, then
+        :func:`fit_widths` sizes the chosen ones (REASON gives way first)."""
+        texts = [self._texts(r) for r in rows]
+        header = {k: self.header_label(k, _label(k, label)) for k, label in COLUMNS}
+        longest = {k: max((len(t[k]) for t in texts), default=0) for k in header}
+        natural = {k: max(min(longest[k], most), len(header[k])) for k, most in LONGEST.items()}
+        table = self.query_one("#audit-table", DataTable)
+        overflow = len(rows) + 1 > (table.size.height or self.size.height)
+        scrollbar = table.styles.scrollbar_size_vertical if overflow else 0
+        fixed = sum(max(longest[k], len(header[k])) + 2 for k in ("time", "action")) + scrollbar
+        width = table.size.width or self.size.width or 80
+        chosen = choose_columns(natural, width - fixed, first=("what",), then=SHOWN_BY_WIDTH, readable=READABLE)
+        self.shown = tuple(k for k, _ in COLUMNS if k in ("time", "action", *chosen))
+        room = width - fixed - 2 * len(chosen)
+        return fit_widths({k: natural[k] for k in chosen}, room,
+                          order=tuple(k for k in ("reason", "session", "operator", "invocation", "what") if k in chosen),
+                          minimum={k: min(MINIMUM[k], natural[k]) for k in chosen})
+
+    def _set_columns(self, keys: tuple[str, ...]) -> None:
+        """Show the columns ``keys`` (in :data:`COLUMNS` order); their rows are re-added."""
+        table = self.query_one("#audit-table", DataTable)
+        table.clear(columns=True)
+        for key, label in COLUMNS:
+            if key in keys:
+                table.add_column(self.header_label(key, _label(key, label)), key=key)
+        self.columns_set = keys
+
+    def on_resize(self) -> None:
+        if self.rows:
+            self._show_rows()
 
     def _what(self, r: AuditRecord) -> str:
         answered = self.answered.get(_key(r))
@@ -251,9 +304,12 @@ class AuditScreen(SortableRows, PagedTableScreen):
         table = self.query_one("#audit-table", DataTable)
         current = self.selected
         rows = self.sorted_rows(self.rows)
+        widths = self._widths(rows)
+        if self.shown != self.columns_set:
+            self._set_columns(self.shown)
         table.clear()
         for r in rows:
-            table.add_row(*self._cells(r), key=_key(r))
+            table.add_row(*self._cells(r, widths), key=_key(r))
         if current is not None and current in rows:
             table.move_cursor(row=rows.index(current), animate=False)
         empty = self.loaded_once and not self.rows
@@ -277,7 +333,8 @@ class AuditScreen(SortableRows, PagedTableScreen):
     def sort_changed(self) -> None:
         table = self.query_one("#audit-table", DataTable)
         for key, label in COLUMNS:
-            table.set_column_label(key, self.header_label(key, _label(key, label)))
+            if key in self.columns_set:
+                table.set_column_label(key, self.header_label(key, _label(key, label)))
         self._show_rows()
 
     # ------------------------------------------------------------ selection

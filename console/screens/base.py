@@ -163,6 +163,10 @@ class HitlScreen(Screen[None]):
             return True
         return self.hitl.action_state(entry, self)
 
+    def on_screen_resume(self) -> None:
+        """This screen's help is laid out in the background: ``?`` is answered at once."""
+        self.hitl.warm_help(self)
+
     def on_back(self) -> bool:
         """Handle ``esc`` locally (close a filter...); False lets the app go back."""
         return False

@@ -1,9 +1,15 @@
-"""The help screen: the keys of the screen it was opened over, from the registry."""
+"""The help screen: the keys of the screen it was opened over, from the registry.
+
+Its tables are laid out once per app, content and width (:class:`HelpCache`):
+``?`` on a screen whose help was shown before draws lines already cut, so
+opening the help costs the same the hundredth time as the window it shows.
+"""
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -14,6 +20,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 
 from ..actions import AREA_TITLES, Action
+from ..widgets.drawn import Drawn
 from ..widgets.plain import Label, Static, cells
 
 
@@ -69,6 +76,68 @@ def form_keys_table() -> Group:
     return Group(Text("In an answer's form (the field with the focus)", style="bold underline"), table, Text(""))
 
 
+class HelpCache:
+    """The help's drawn tables of one app, by what they list (the registry's
+    actions do not change while the app runs; ``read_only`` is part of the key)."""
+
+    def __init__(self) -> None:
+        self.drawn: dict[tuple[Any, ...], Drawn] = {}
+        self.builds = 0
+        """Tables built (a test counts them: one per content, however often ``?`` is pressed)."""
+
+    def body(self, sections: list[tuple[str, list[Action]]], *, read_only: bool) -> Drawn:
+        key = ("table", tuple((title, tuple(a.id for a in acts)) for title, acts in sections), read_only)
+        drawn = self.drawn.get(key)
+        if drawn is None:
+            def build() -> RenderableType:
+                self.builds += 1
+                return help_table(sections, read_only=read_only)
+
+            drawn = self.drawn[key] = Drawn(build)
+        return drawn
+
+    def form_keys(self) -> Drawn:
+        drawn = self.drawn.get(("form",))
+        if drawn is None:
+            drawn = self.drawn[("form",)] = Drawn(form_keys_table)
+        return drawn
+
+
+    def warm(self, app: Any, sections: list[tuple[str, list[Action]]], *, read_only: bool, form_keys: bool) -> None:
+        """Lay the help of a screen out in a thread worker at the widths its box will
+        have (:func:`help_widths`), so the first ``?`` there shows lines ready too."""
+        todo = [self.body(sections, read_only=read_only), *([self.form_keys()] if form_keys else [])]
+        widths = help_widths(app.size.width)
+        if all((w, w) in d.lines for d in todo for w in widths):
+            return
+
+        def draw() -> None:
+            for w in widths:
+                for drawn in todo:
+                    drawn.draw(app.console, app.console.options.update(width=w))
+
+        app.run_worker(draw, thread=True, group="help-warm", exit_on_error=False)
+
+
+def help_widths(columns: int) -> tuple[int, ...]:
+    """The widths the help's tables are drawn at in a terminal ``columns`` wide: its
+    box (``.modal-box``: 90% of the width, at most 140) less the border and padding,
+    with and without the scrollbar (app.tcss). A wrong guess costs one layout on ``?``."""
+    inner = min(columns * 9 // 10, 140) - 4
+    return (inner - 2, inner)
+
+
+_CACHES: weakref.WeakKeyDictionary[Any, HelpCache] = weakref.WeakKeyDictionary()
+
+
+def help_cache(app: Any) -> HelpCache:
+    """``app``'s help cache (made on first use)."""
+    cache = _CACHES.get(app)
+    if cache is None:
+        cache = _CACHES[app] = HelpCache()
+    return cache
+
+
 class HelpScreen(ModalScreen[None]):
     """Keys of the current view (``?``); esc closes."""
 
@@ -87,9 +156,10 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with VerticalScroll(classes="modal-box", id="help-box"):
             yield Label(f"Help · {self.title_text}   (esc: close · : command mode · ctrl+p palette)", classes="modal-title")
+            cache = help_cache(self.app)
             if self.form_keys:
-                yield Static(form_keys_table(), id="help-form-keys")
-            yield Static(help_table(self.sections, read_only=self.read_only), id="help-table")
+                yield Static(cache.form_keys(), id="help-form-keys")
+            yield Static(cache.body(self.sections, read_only=self.read_only), id="help-table")
 
     def action_close(self) -> None:
         self.dismiss(None)

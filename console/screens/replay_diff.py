@@ -4,14 +4,14 @@ A diff across a long history folds every event up to the later position: the
 :class:`DiffScreen` opens at once, folds the events in a thread worker on its
 own :class:`~engine.replay.Replay` cursor (the screen's cursor is never
 touched), says how far it got, and ``esc`` cancels it. The changes are shown a
-page at a time (``→``/``←``): a page is what the pane lays out, however many
-changes there are.
+page at a time (``→``/``←``): a page is as many rows as the pane has lines, so
+what a key lays out is bounded by the window, however many changes there are.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from rich.console import Group
 from rich.text import Text
@@ -29,8 +29,8 @@ from engine.replay import DiffRow, Replay, diff
 from ..widgets.plain import Label
 from ..widgets.replay_panels import ReplayPanel, change_table
 
-PAGE = 200
-"""Changes per page of the diff."""
+MIN_PAGE = 5
+"""Rows of a page in the smallest pane."""
 STEP = 1000
 """Events folded between two progress reports (and cancel checks)."""
 
@@ -55,7 +55,10 @@ class DiffScreen(ModalScreen[None]):
         """The changes (None while they are computed)."""
         self.done_events = 0
         """Events folded so far (the progress shown)."""
-        self.page = 0
+        self.start = 0
+        """The first change the page shows."""
+        self.counts = ""
+        """How many changes of each kind (counted once, when the diff is done)."""
         self.redactor = redactor
         """Masks the values shown (the app's Redactor)."""
 
@@ -69,8 +72,9 @@ class DiffScreen(ModalScreen[None]):
         if self.rows is None:
             return f"{head} · computing: {self.done_events:,} of {self.second:,} events folded   (esc: cancel)"
         n = len(self.rows)
-        pages = (n + PAGE - 1) // PAGE
-        paging = f" · page {self.page + 1} of {pages} (→/←)" if pages > 1 else ""
+        size = self.page_size()
+        pages = (n + size - 1) // size
+        paging = f" · page {self.start // size + 1} of {pages} (→/←)" if pages > 1 else ""
         return f"{head} · {n:,} change{'s' if n != 1 else ''}{paging}   (esc: close)"
 
     def on_mount(self) -> None:
@@ -100,9 +104,31 @@ class DiffScreen(ModalScreen[None]):
         if self.is_attached:
             self.query_one("#diff-title", Label).update(self._title())
 
+    def page_size(self) -> int:
+        """Rows of a page: the lines the pane can grow to (its and its box's
+        max-height on this screen) but the counts line. A long value folds onto
+        more lines and the pane scrolls; a page never outgrows the window."""
+        if not self.is_attached or not self.size.height:
+            return MIN_PAGE
+        box, body = self.query_one("#diff-box"), self.query_one(ReplayPanel)
+
+        def capped(widget: Any, room: int) -> int:
+            most = widget.styles.max_height
+            return room if most is None else min(room, int(most.resolve(self.size, self.app.size)))
+
+        room = capped(box, self.size.height) - box.styles.gutter.height
+        room -= self.query_one("#diff-title").outer_size.height
+        room = capped(body, room) - body.styles.gutter.height
+        return max(room - 1, MIN_PAGE)
+
     def _done(self, rows: list[DiffRow]) -> None:
         order = {"node": 0, "interrupt": 1, "state": 2}
         self.rows = sorted(rows, key=lambda r: order.get(r.area, 3))  # stable: keeps each area's order
+        self.counts = " · ".join(
+            f"{n:,} {title}{'s' if n > 1 else ''}"
+            for area, title in (("node", "node run"), ("interrupt", "interrupt"), ("state", "state key"))
+            if (n := sum(r.area == area for r in self.rows))
+        )
         if self.is_attached:
             self._draw()
 
@@ -113,13 +139,10 @@ class DiffScreen(ModalScreen[None]):
         if not self.rows:
             body.show(Text("nothing changed between these two positions"))
             return
-        counts = [
-            f"{n:,} {title}{'s' if n > 1 else ''}"
-            for area, title in (("node", "node run"), ("interrupt", "interrupt"), ("state", "state key"))
-            if (n := sum(r.area == area for r in self.rows))
-        ]
-        page = self.rows[self.page * PAGE : (self.page + 1) * PAGE]
-        body.show(Group(Text(" · ".join(counts), style="bold"),
+        size = self.page_size()
+        self.start -= self.start % size  # a resize changes the page size: start at a page boundary
+        page = self.rows[self.start : self.start + size]
+        body.show(Group(Text(self.counts, style="bold"),
                         change_table(page, body.style_map, red=self.redactor, width=60)))
         body.scroll_home(animate=False)
         body.focus()
@@ -127,11 +150,16 @@ class DiffScreen(ModalScreen[None]):
     def action_page(self, delta: int) -> None:
         if not self.rows:
             return
-        pages = (len(self.rows) + PAGE - 1) // PAGE
-        page = max(0, min(pages - 1, self.page + delta))
-        if page != self.page:
-            self.page = page
+        size = self.page_size()
+        last = (len(self.rows) - 1) // size * size
+        start = max(0, min(last, self.start - self.start % size + delta * size))
+        if start != self.start:
+            self.start = start
             self._draw()
+
+    def on_resize(self) -> None:
+        if self.rows:
+            self.call_after_refresh(self._draw)  # once the pane has its new height
 
     def action_close(self) -> None:
         self.workers.cancel_group(self, "replay-diff")

@@ -11,6 +11,7 @@ for a worker of the app). Triage puts what stopped mid-run first, then what is
 queued; a session answered in full and queued has nothing for an operator to
 answer, so only the list by activity (``o``) and ``status=queued`` show it
 (the summary line counts it, the title bar says when no worker serves its app).
+A turn a worker *held* (nodes in doubt) is listed with what stopped mid-run.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from textual.timer import Timer
 from textual.widgets import Input
 
 from engine.home import HomeSummary, home_summary
-from engine.liveness import page_health, page_verdicts, turn_requests_by_invocation
+from engine.liveness import page_health, page_verdicts, queued_turns, turn_requests_by_invocation
 from engine.status import (
     INTERRUPTED_FILTER,
     QUEUED_FILTER,
@@ -56,6 +57,8 @@ TRIAGE_STATUSES = (None, SessionStatus.WAITING, SessionStatus.RUNNING, INTERRUPT
 """Status filters the triage order applies to (the others list by last activity)."""
 REFRESH_CAP = 1000
 """A periodic refresh re-reads at most this many rows (the ones near the top)."""
+HELD_READ = 1000
+"""Turn requests read to find the held ones (oldest first: a held one waits for an operator)."""
 
 COLUMNS = (
     ("status", "STATUS"),
@@ -241,6 +244,8 @@ class SessionsScreen(SortableRows, PagedTableScreen):
                         status=status, text=text, owner=owner, app_name=query.app_name,
                         user_id=query.user_id, limit=prefix_size,
                     )).items
+                if query.status != SessionStatus.RUNNING:
+                    prefix += await self._held(query, text, owner, {s.id for s in (*prefix, *items)}, prefix_size)
                 known = {s.id for s in items}
                 items = [s for s in dict((s.id, s) for s in prefix).values() if s.id not in known] + items
             # Liveness for the first paint: one read of the page's lease rows (engine.liveness);
@@ -252,8 +257,9 @@ class SessionsScreen(SortableRows, PagedTableScreen):
             looks_stopped, looks_queued, judge = page_verdicts(((s.id, s.status) for s in items), leases, requests)
             stopped: dict[str, tuple[bool, bool]] = {}
             queued: set[str] = set()
-            for sid in judge:
-                first = ((True, False) if sid in looks_stopped else None, sid in looks_queued)
+            held = {sid for (sid, _inv), r in requests.items() if r.held is not None}
+            for sid in judge:  # a held turn: stopped, whatever the index says (nodes in doubt: after the paint)
+                first = ((True, False) if sid in looks_stopped or sid in held else None, sid in looks_queued)
                 verdict, is_queued = self.verdicts.get(sid, first)
                 if verdict is not None:
                     stopped[sid] = verdict
@@ -270,6 +276,27 @@ class SessionsScreen(SortableRows, PagedTableScreen):
         items = [s for s in items if self._listed(s, stopped, queued, query)]
         self.post_message(SessionsLoaded(query, items, page.next_cursor, append=append, stopped=stopped,
                                          queued=queued, judge=to_judge, generation=generation, dues=dues))
+
+    async def _held(
+        self, query: SessionQuery, text: str | None, owner: str | None, known: set[str], limit: int
+    ) -> list[SessionSummary]:
+        """Sessions whose turn a worker held (a node in doubt waits for an acknowledged
+        re-drive): work, and counted as interrupted by the summary line, whatever the
+        index says -- an answer left to a worker leaves its session waiting with no open
+        interrupt, which the triage read (oldest open interrupt first) never lists.
+        Found from the turn requests (one read), each looked up by its id (at most
+        ``limit``; under a text filter, among the sessions that match it)."""
+        out: list[SessionSummary] = []
+        for (sid, _inv), req in (await queued_turns(self.hitl.store, limit=HELD_READ)).items():
+            if req.held is None or sid in known or (query.app_name and req.app_name != query.app_name):
+                continue
+            page = await self.hitl.store.list_sessions(text=text or sid, owner=owner, app_name=req.app_name,
+                                                       user_id=query.user_id, limit=PAGE)
+            out += [s for s in page.items if s.id == sid]
+            known.add(sid)
+            if len(out) >= limit:
+                break
+        return out
 
     def _listed(
         self, s: SessionSummary, stopped: dict[str, tuple[bool, bool]], queued: set[str], query: SessionQuery

@@ -22,6 +22,7 @@ from engine.schema_view import schema_text
 from engine.views import approval_progress, display_status
 
 from ..text import clean, literal
+from .drawn import Drawn
 from .format import STATUS_CLASSES, STATUS_ICON, date_time, status_class
 from .plain import Static
 from .preview import cut_note, preview_json
@@ -257,4 +258,5 @@ class Details(VerticalScroll, can_focus=True):
     def show(self, renderable: RenderableType, title: str) -> None:
         self.border_title = title
         self.shown = renderable
-        self.query_one("#details-body", Static).update(renderable)
+        body = renderable if isinstance(renderable, str | Text) else Drawn(lambda: renderable)  # laid out once per width
+        self.query_one("#details-body", Static).update(body)

@@ -157,7 +157,6 @@ class NodeTree(Navigable, Tree[str]):
         self._styles: dict[str, Style] | None = None
         self.marked: set[str] = set()
         """Runs whose open ids are selected for answering: their labels start with ``●``."""
-        self._order_cache: tuple[tuple[int, int, str | None], list[str], dict[str, int]] | None = None
         self.interrupted = False
         """``engine.liveness`` says the invocation stopped mid-run (:meth:`set_liveness`)."""
         self.in_doubt: frozenset[str] = frozenset()
@@ -218,7 +217,9 @@ class NodeTree(Navigable, Tree[str]):
     # ------------------------------------------------------------ building
     def load(self, proj: Projection, invocation_id: str, *, cursor_path: str | None = None) -> None:
         """(Re)build the whole tree: on open, on invocation switch, after history loads."""
-        collapsed = {p for p, n in self._by_path.items() if not n.is_expanded} if invocation_id == self.invocation_id else set()
+        same = invocation_id == self.invocation_id
+        collapsed = {p for p, n in self._by_path.items() if not n.is_expanded} if same else set()
+        opened = {p for p, n in self._by_path.items() if p.startswith(FOLD) and n.is_expanded} if same else set()
         keep = cursor_path or (self.cursor_path if invocation_id == self.invocation_id else None)
         if invocation_id != self.invocation_id or not is_mid_run(proj, invocation_id):
             self.interrupted, self.in_doubt, self.queued = False, frozenset(), False  # a verdict holds for one mid-run invocation
@@ -236,9 +237,22 @@ class NodeTree(Navigable, Tree[str]):
             run = proj.get(invocation_id, path)
             if run is not None:
                 self._add_subtree(self.root, run, collapsed)
+        if keep and cursor_path is None and keep not in self._by_path:
+            keep = self._in_place_of(keep, opened)
         if not (keep and self.select_path(keep)):
             _ = self.last_line
             self.move_cursor(self.root)
+
+    def _in_place_of(self, path: str, opened: set[str]) -> str | None:
+        """Where the cursor goes when ``path``, its row, went into a fold of earlier
+        runs (a loop re-ran it since): onto the run that took its place, rather than
+        opening a fold of thousands of runs (a replay step or a live update rebuilt
+        the tree with every earlier run drawn); into the fold when the operator had
+        opened it (``opened``: the fold nodes expanded before the rebuild)."""
+        run = self.proj.get(self.invocation_id, path) if self.proj and self.invocation_id else None
+        if run is None or run.parent is None or FOLD + run.parent in opened:
+            return path
+        return self._shown.get((run.parent, run.name, run.call_key))
 
     def _add_subtree(self, parent: TreeNode[str], run: NodeRun, collapsed: set[str] | frozenset[str] = frozenset()) -> TreeNode[str]:
         assert self.proj is not None
@@ -433,30 +447,44 @@ class NodeTree(Navigable, Tree[str]):
         self.call_after_refresh(self.scroll_to_node, node, animate=False)
         return True
 
-    def _order(self) -> tuple[list[str], dict[str, int]]:
-        """Waiting runs and every run's position, in tree order; one walk per
-        projection position (footers ask often, a loop may have 50,000 runs)."""
-        key = (id(self.proj), self.proj.position if self.proj else 0, self.invocation_id)
-        if self._order_cache is None or self._order_cache[0] != key:
-            proj, inv = self.proj, self.invocation_id
-            if proj is None or inv is None:
-                self._order_cache = (key, [], {})
-            else:
-                order = views.run_order(proj, inv)
-                self._order_cache = (key, views.waiting_paths(proj, inv), {p: i for i, p in enumerate(order)})
-        return self._order_cache[1], self._order_cache[2]
+    def _tree_key(self, path: str) -> tuple[int, ...]:
+        """Where ``path`` is in tree order (depth-first, children in the order they
+        ran): its position among its siblings at each level from the root down.
+        Costs the run's depth, never a walk of the invocation's runs."""
+        proj, inv = self.proj, self.invocation_id
+        if proj is None or inv is None:
+            return ()
+        invocation = proj.invocations.get(inv)
+        key: list[int] = []
+        run = proj.get(inv, path)
+        while run is not None:
+            parent = proj.get(inv, run.parent) if run.parent is not None else None
+            siblings = parent.children if parent is not None else (invocation.roots if invocation else [])
+            key.append(siblings.index(run.path) if run.path in siblings else 0)
+            run = parent
+        return tuple(reversed(key))
 
     def waiting_paths(self) -> list[str]:
-        """WAITING runs that raised open interrupts themselves, in tree order."""
-        return self._order()[0]
+        """WAITING runs that raised open interrupts themselves, in tree order.
+        Found from the invocation's interrupts and ordered by :meth:`_tree_key`:
+        ``n`` never walks every run (a loop may have 50,000)."""
+        proj, inv = self.proj, self.invocation_id
+        if proj is None or inv is None:
+            return []
+        paths = {i.path for i in proj.open_interrupts(inv)}
+        runs = [r for r in (proj.get(inv, p) for p in paths) if r is not None]
+        waiting = [r.path for r in runs if r.status is NodeStatus.WAITING and r.own_pending]
+        return sorted(waiting, key=self._tree_key)
 
     def next_waiting(self, after: str | None) -> str | None:
         """The first waiting run after ``after`` in tree order, wrapping around."""
-        waiting, index = self._order()
+        waiting = self.waiting_paths()
         if not waiting:
             return None
-        pos = index.get(after, -1) if after is not None else -1
-        at = bisect.bisect_right([index[p] for p in waiting], pos)
+        if after is None or self.proj is None or self.proj.get(self.invocation_id or "", after) is None:
+            return waiting[0]
+        pos = self._tree_key(after)
+        at = bisect.bisect_right([self._tree_key(p) for p in waiting], pos)
         return waiting[at % len(waiting)]
 
     def set_all_expanded(self, expanded: bool) -> None:

@@ -36,3 +36,35 @@ async def test_every_counted_session_is_listed_in_the_attention_order(size) -> N
         assert listed == stopped + failed + waiting  # the attention order
         line = str(table.get_row(failed[0])[0])
         assert "FAILED" in line
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
+async def test_a_held_turn_is_counted_and_listed(size, tmp_path) -> None:
+    """An answer left to a worker that found a node in doubt is held for an
+    operator's acknowledged re-drive: the summary line counts it (interrupted)
+    and the home list shows it, first -- its index still says waiting with no
+    open interrupt, so the triage read (open interrupts, running, failed) missed it."""
+    from engine import handoff
+    from engine.store.sqlite import SQLiteStore
+    from tests.reliability.test_queued_display import HELD, _ghost_sessions
+
+    db = tmp_path / "held.sqlite"
+    async with SQLiteStore.open(db) as store:
+        invs = await _ghost_sessions(store, 3)
+        for sid in invs:
+            assert (await handoff.queue_answer(store, sid, {"boo": True}, operator="op")).error is None
+        assert await store.claim_turn_request("g-0", invs["g-0"], "w-1", 30)
+        await store.unclaim_turn_request("g-0", invs["g-0"], "w-1", held=HELD)
+    app = make_app(None, db_path=db)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, SessionsScreen)
+        s = screen.summary
+        assert s is not None and (s.interrupted, s.queued, s.waiting) == (1, 2, 0)
+        assert "1 interrupted" in str(screen.query_one("#sessions-summary").render())
+        table = screen.query_one(DataTable)
+        listed = [str(k.value) for k in table.rows]
+        assert listed == ["g-0"], listed  # counted, so listed; the two queued ones wait for a worker
+        assert "g-0" in screen.stopped
+        assert "INTERRUPTED" in str(table.get_row("g-0")[0])

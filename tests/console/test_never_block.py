@@ -8,6 +8,7 @@ import io
 import threading
 from typing import Any
 
+import pytest
 from textual.widgets import TextArea
 
 from console.screens.answer import AnswerScreen
@@ -144,33 +145,50 @@ async def test_a_replay_diff_runs_in_a_worker_shows_progress_and_esc_cancels(mon
         assert "change" in str(modal.query_one("#diff-title").render())
 
 
-async def test_a_diff_of_thousands_of_changes_is_paged() -> None:
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+async def test_a_diff_of_thousands_of_changes_is_paged(size: tuple[int, int]) -> None:
+    """A page is what the pane shows: a key lays out a window's worth of rows,
+    never a fixed 200 (a page of 200 folded rows took a second to draw)."""
     from rich.console import Console
 
-    from console.screens.replay_diff import PAGE, DiffScreen
+    from console.screens.replay_diff import DiffScreen
     from engine.models import Content, Event
 
     events = [Event(invocation_id="i", author="user", timestamp=1.0, content=Content.from_text("x"),
-                    state_delta={f"k{n:04d}": n}) for n in range(PAGE * 2 + 5)]
+                    state_delta={f"k{n:04d}": n}) for n in range(4005)]
     app = make_app(MemoryStore())
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with app.run_test(size=size) as pilot:
         await settle(pilot)
         modal = DiffScreen(0, len(events), list(range(1, len(events) + 1)), events, app.redactor)
         app.push_screen(modal)
         await settle(pilot)
-        assert modal.rows is not None and len(modal.rows) == PAGE * 2 + 5
+        assert modal.rows is not None and len(modal.rows) == 4005
+        body = modal.query_one("#diff-body")
+        per_page = modal.page_size()
+        assert per_page < size[1]  # the pane's lines, not the whole diff
+        pages = (4005 + per_page - 1) // per_page
 
         def shown() -> str:
-            console = Console(width=120, record=True, file=io.StringIO())
-            console.print(modal.query_one("#diff-body").shown)
+            console = Console(width=size[0], record=True, file=io.StringIO())
+            console.print(body.shown)
             return console.export_text()
 
-        assert "page 1 of 3" in str(modal.query_one("#diff-title").render())
-        assert "k0000 " in shown() and f"k{PAGE:04d} " not in shown()
+        def listed() -> list[str]:
+            return [line.split()[1] for line in shown().splitlines() if line.startswith("state")]
+
+        title = str(modal.query_one("#diff-title").render())
+        assert f"page 1 of {pages}" in title and "4,005 changes" in title
+        assert listed() == [f"k{n:04d}" for n in range(per_page)]
+        assert "4,005 state keys" in shown()
         await pilot.press("right")
         await settle(pilot)
-        assert "page 2 of 3" in str(modal.query_one("#diff-title").render())
-        assert f"k{PAGE:04d} " in shown()
+        assert f"page 2 of {pages}" in str(modal.query_one("#diff-title").render())
+        assert listed() == [f"k{n:04d}" for n in range(per_page, 2 * per_page)]
+        # every row of a page is in view: nothing of it is below the pane
+        assert body.virtual_size.height <= body.scrollable_content_region.height + 1
+        await pilot.press("left", "left")
+        await settle(pilot)
+        assert listed()[0] == "k0000"
 
 
 async def test_the_editor_for_24_ids_opens_with_the_first_and_fills_in() -> None:
