@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from console.times import age, zone_name
+from engine.models import stored_kind
 from engine.owners import INTERRUPTED, QUEUED
 from engine.status import (
     INTERRUPTED_FILTER,
@@ -22,6 +23,7 @@ from engine.status import (
 
 from .group import cli
 from .loads import (
+    EVENTS_PAGE,
     _event_pages,
     event_rows,
     latest_projection,
@@ -38,6 +40,7 @@ from .render import event_summary, health_line, render_tree, schema_blocks, tree
 if TYPE_CHECKING:
     from engine.models import Event
     from engine.redact import Redactor
+    from engine.store.capabilities import EventRows as EventRowsStore
 
 
 # ------------------------------------------------------------------- sessions
@@ -358,17 +361,26 @@ def events(session_id: str, after: int, limit: int | None, tail: bool, interval:
             printed = 0
             due = max(header.last_seq - after, 0) if limit is None else min(limit, max(header.last_seq - after, 0))
             progress = None if tail else Progress(f"events {session_id}", due)
+            # Lines go out a batch at a time (one write, not one per event), and
+            # each as it comes when following the log.
+            batch = EventLines(red, opts.json, size=1 if tail else 500)
+            rows = None if tail else capability(store, EventRows)
+            if rows is not None and not opts.json:  # the stored text, a page at a time
+                try:
+                    await _stored_lines(red, rows, store, session_id, after, due, batch, progress)
+                finally:
+                    batch.flush()
+                    if progress is not None:
+                        progress.done()
+                return
             if tail:  # woken by notifications where the store has them (PostgreSQL), else polling
                 from engine.store.tail import follow
 
                 source: Any = follow(store, session_id, after_seq=after, interval=interval)
-            elif capability(store, EventRows) is not None:  # the stored text: what shows nothing to mask is not walked
+            elif rows is not None:  # the stored text: what shows nothing to mask is not walked
                 source = _masked_rows(red, store, session_id, after, due)
             else:
                 source = _event_pages(store, session_id, after, limit)
-            # Lines go out a batch at a time (one write, not one per event), and
-            # each as it comes when following the log.
-            batch = EventLines(red, opts.json, size=1 if tail else 500)
             try:
                 async for stored in source:
                     if isinstance(stored, tuple):
@@ -400,6 +412,45 @@ async def _masked_rows(red: Redactor, store: Any, session_id: str, after: int, c
         yield seq, event if red.inert(raw) else red.event(event)
 
 
+async def _stored_lines(
+    red: Redactor, rows: EventRowsStore, store: Any, session_id: str, after: int, count: int, batch: EventLines,
+    progress: Progress | None,
+) -> None:
+    """The text lines of ``count`` events after ``after``, read a page of stored
+    text at a time. A page whose text, all rows together, shows nothing to learn
+    or mask (:meth:`~engine.redact.Redactor.inert`: what it finds in none of the
+    joined rows is in none of them) is read as plain JSON, no Event built; in
+    another page each row is tested, and one that is not inert is parsed and
+    masked as ever -- after the lines before it went out masked with what was
+    known then, as one line at a time would have it."""
+    from pydantic_core import from_json
+
+    from engine.models import Event
+
+    EVENT_KEYS = Event.model_fields.keys()
+    last, left = after, count
+    while left > 0:
+        page = await rows.event_rows(session_id, after_seq=last, limit=min(EVENTS_PAGE, left))
+        if not page:
+            return
+        page_inert = red.inert("\n".join(raw for _, raw in page))
+        for seq, raw in page:
+            if page_inert or red.inert(raw):
+                try:
+                    data = from_json(raw)
+                    if type(data) is dict and data.keys() <= EVENT_KEYS:
+                        batch.add_data(seq, data)
+                        continue
+                except (ValueError, TypeError, KeyError, AttributeError):  # not an event's shape: parsed below
+                    pass
+            batch.flush()  # it learns from the event first; a bad row: the store says what is wrong
+            event = parse_row(raw) or await reread(store, session_id, seq)
+            batch.add_data(seq, red.event(event).model_dump(mode="json", exclude_none=True))
+        if progress is not None:
+            progress.tick(len(page))
+        last, left = page[-1][0], left - len(page)
+
+
 class EventLines:
     """``hitl events`` output, written ``size`` lines at a time: the same bytes
     as one ``out``/``out_json`` call per event."""
@@ -407,19 +458,33 @@ class EventLines:
     def __init__(self, red: Redactor, as_json: bool, size: int) -> None:
         self.red, self.as_json, self.size = red, as_json, size
         self.lines: list[str] = []
+        """Lines ready to write."""
+        self.text: list[str] = []
+        """Text lines not masked yet (:meth:`flush` masks them together)."""
 
     def add(self, seq: int, e: Event) -> None:
-        red = self.red
+        data = e.model_dump(mode="json", exclude_none=True)
         if self.as_json:
-            line = json_text(red, {"seq": seq, **e.model_dump(mode="json", exclude_none=True)}, masked=True)
+            self.lines.append(json_text(self.red, {"seq": seq, **data}, masked=True))
+            if len(self.lines) >= self.size:
+                self.flush()
         else:
-            text = f"{seq:>6}  {clock(e.timestamp)}  {e.kind:<9} {(e.path or '-'):<40} {event_summary(e)}"
-            line = line_text(red, text.rstrip())
-        self.lines.append(line)
-        if len(self.lines) >= self.size:
+            self.add_data(seq, data)
+
+    def add_data(self, seq: int, data: dict[str, Any]) -> None:
+        """The text line of the (masked) event whose JSON form is ``data``."""
+        kind = stored_kind(data)
+        path = (data.get("node_info") or {}).get("path") or "-"
+        self.text.append(f"{seq:>6}  {clock(data.get('timestamp'))}  {kind:<9} {path:<40} {event_summary(data, kind)}".rstrip())
+        if len(self.text) >= self.size:
             self.flush()
 
     def flush(self) -> None:
+        if self.text:  # masked as one text: the lines as they are when it finds nothing (the usual case)
+            joined = "\n".join(self.text)
+            self.lines.append(joined if line_text(self.red, joined) == joined else "\n".join(
+                line_text(self.red, t) for t in self.text))
+            self.text = []
         if self.lines:
             click.echo("\n".join(self.lines))
             self.lines = []
