@@ -461,6 +461,8 @@ class EventLines:
         """Lines ready to write."""
         self.text: list[str] = []
         """Text lines not masked yet (:meth:`flush` masks them together)."""
+        self._ts: object = None
+        self._clock = clock(None)
 
     def add(self, seq: int, e: Event) -> None:
         data = e.model_dump(mode="json", exclude_none=True)
@@ -474,8 +476,12 @@ class EventLines:
     def add_data(self, seq: int, data: dict[str, Any]) -> None:
         """The text line of the (masked) event whose JSON form is ``data``."""
         kind = stored_kind(data)
-        path = (data.get("node_info") or {}).get("path") or "-"
-        self.text.append(f"{seq:>6}  {clock(data.get('timestamp'))}  {kind:<9} {path:<40} {event_summary(data, kind)}".rstrip())
+        info = data.get("node_info")
+        path = (info.get("path") if info else None) or "-"
+        ts = data.get("timestamp")
+        if ts != self._ts:  # a turn's events share their time: formatted once
+            self._ts, self._clock = ts, clock(ts)
+        self.text.append(f"{seq:>6}  {self._clock}  {kind:<9} {path:<40} {event_summary(data, kind)}".rstrip())
         if len(self.text) >= self.size:
             self.flush()
 
