@@ -133,15 +133,28 @@ def out(red: Redactor, text: str = "") -> None:
 
 def out_lines(red: Redactor, lines: Iterable[str], batch: int = 500) -> None:
     """:func:`out` for each of ``lines``, written ``batch`` lines at a time (the
-    same bytes; one write per batch instead of per line)."""
+    same bytes; one write per batch instead of per line). Each batch is masked
+    with what ``red`` knows when it is written: lines made without teaching it."""
     chunk: list[str] = []
     for line in lines:
-        chunk.append(line_text(red, line))
+        chunk.append(line)
         if len(chunk) >= batch:
-            click.echo("\n".join(chunk))
+            click.echo(masked_lines(red, chunk))
             chunk = []
     if chunk:
-        click.echo("\n".join(chunk))
+        click.echo(masked_lines(red, chunk))
+
+
+def masked_lines(red: Redactor, lines: list[str]) -> str:
+    """``"\\n".join(line_text(red, line) for line in lines)``, masked as one text:
+    the lines as they are when that changes nothing (a log's usual case: one
+    pass of each pattern instead of one per line). Exact: what masks or cleans
+    part of one line changes the joined text too, and then each line is masked
+    on its own."""
+    joined = "\n".join(lines)
+    if line_text(red, joined) == joined:
+        return joined
+    return "\n".join(line_text(red, line) for line in lines)
 
 
 def line_text(red: Redactor, text: str) -> str:

@@ -33,7 +33,7 @@ from .loads import (
     session_projection,
 )
 from .options import _duration, _opts, _seq, common, open_store, page_of
-from .output import clock, id_list, json_text, line_text, more, out, out_json, out_lines, run, short, table
+from .output import clock, id_list, json_text, masked_lines, more, out, out_json, out_lines, run, short, table
 from .progress import Progress, bulk_read
 from .render import event_summary, health_line, render_tree, schema_blocks, tree_rows
 
@@ -486,10 +486,8 @@ class EventLines:
             self.flush()
 
     def flush(self) -> None:
-        if self.text:  # masked as one text: the lines as they are when it finds nothing (the usual case)
-            joined = "\n".join(self.text)
-            self.lines.append(joined if line_text(self.red, joined) == joined else "\n".join(
-                line_text(self.red, t) for t in self.text))
+        if self.text:
+            self.lines.append(masked_lines(self.red, self.text))
             self.text = []
         if self.lines:
             click.echo("\n".join(self.lines))

@@ -177,8 +177,10 @@ async def _diff_ends(
     """The projections after events ``first`` and ``second``, as the Replay cursor
     gives them (its events masked by ``red``, which knows every secret up to the
     later one first), in one fold page by page: no event list, no checkpoint
-    copies. Two reads: the first learns the secrets (parsing only the events
-    whose text shows something to learn), the second masks what needs it and folds."""
+    copies. One read when every page's text is inert (nothing to learn or mask:
+    then the masked events are the events); else, from the first page that is
+    not, two: the first learns the secrets (parsing only the events whose text
+    shows something to learn), the second masks what needs it and folds."""
     from engine.projection import Projection
     from engine.store.capabilities import EventRows, capability
 
@@ -187,6 +189,7 @@ async def _diff_ends(
     rows = capability(store, EventRows)
     assert rows is not None
     parse = _event_parser()
+    upto = max(first, second)
 
     async def pages() -> AsyncIterator[list[tuple[int, str]]]:
         last = 0
@@ -200,7 +203,32 @@ async def _diff_ends(
         except ValueError:  # pydantic's ValidationError too: the store says what is wrong
             return await reread(store, session_id, seq)
 
-    upto = max(first, second)
+    async def fold(telling: set[int] | None) -> tuple[Projection, Projection] | None:
+        """The two ends; ``telling`` None: the one read, None when a page is not inert."""
+        progress = Progress(f"replay {session_id}", upto)
+        proj = Projection()
+        ends = {0: Projection()} if 0 in (first, second) else {}
+        async for page in pages():
+            text = "\n".join(raw for _, raw in page)
+            if telling is None and not red.inert(text):
+                return None
+            knows = telling is not None and red.knows_some_of(text)  # else none of its rows has a known secret
+            for seq, raw in page:
+                try:
+                    event = parse(raw)
+                except ValueError:
+                    event = await event_of(seq, raw)
+                if telling is not None and (seq in telling or (knows and red.knows_some_of(raw))):
+                    event = red.event(event)  # (else masking changes nothing)
+                proj.apply(event, seq)
+                if seq in (first, second):
+                    ends[seq] = proj.fork()
+            progress.tick(len(page))
+        progress.done()
+        return ends.get(first, proj), ends.get(second, proj)
+
+    if (found := await fold(None)) is not None:
+        return found
     telling: set[int] = set()  # the seqs of the events with something to learn (few)
     async for page in pages():  # a page whose joined text learns nothing: none of its rows does
         if not red.learns_nothing("\n".join(raw for _, raw in page)):
@@ -208,25 +236,9 @@ async def _diff_ends(
                 if not red.learns_nothing(raw):
                     telling.add(seq)
                     red.learn_events([await event_of(seq, raw)])
-    progress = Progress(f"replay {session_id}", upto)
-    proj = Projection()
-    apply = proj.apply
-    ends = {0: Projection()} if 0 in (first, second) else {}
-    async for page in pages():
-        knows = red.knows_some_of("\n".join(raw for _, raw in page))  # else none of its rows has a known secret
-        for seq, raw in page:
-            try:
-                event = parse(raw)
-            except ValueError:
-                event = await event_of(seq, raw)
-            masked = red.event(event) if seq in telling or (knows and red.knows_some_of(raw)) else event  # else: the same
-            apply(masked, seq)
-            if seq in (first, second):
-                ends[seq] = proj.fork()
-                apply = proj.apply
-        progress.tick(len(page))
-    progress.done()
-    return ends.get(first, proj), ends.get(second, proj)
+    found = await fold(telling)
+    assert found is not None
+    return found
 
 
 def _print_diff(
