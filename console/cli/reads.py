@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from console.times import age, zone_name
-from engine.models import stored_kind
 from engine.owners import INTERRUPTED, QUEUED
 from engine.status import (
     INTERRUPTED_FILTER,
@@ -463,6 +462,9 @@ class EventLines:
         """Text lines not masked yet (:meth:`flush` masks them together)."""
         self._ts: object = None
         self._clock = clock(None)
+        from engine.models import stored_kind  # (here: the module is loaded by the commands that list, too)
+
+        self._kind = stored_kind
 
     def add(self, seq: int, e: Event) -> None:
         data = e.model_dump(mode="json", exclude_none=True)
@@ -475,7 +477,7 @@ class EventLines:
 
     def add_data(self, seq: int, data: dict[str, Any]) -> None:
         """The text line of the (masked) event whose JSON form is ``data``."""
-        kind = stored_kind(data)
+        kind = self._kind(data)
         info = data.get("node_info")
         path = (info.get("path") if info else None) or "-"
         ts = data.get("timestamp")
