@@ -23,6 +23,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .event_kinds import ACTION_KINDS
+
 REQUEST_INPUT_FUNCTION = "request_input"
 """Function-call name used for interrupts built by ``RequestInput``."""
 REQUEST_INPUT_FUNCTIONS = (REQUEST_INPUT_FUNCTION, "adk_request_input")
@@ -245,34 +247,6 @@ class Event(_Model):
         if self.state_delta:
             return "state"
         return "event"
-
-
-ACTION_KINDS = ("redrive", "cancel", "fail", "claim", "assign", "release", "approve")
-"""Operator actions that are an event's kind (:attr:`Event.kind`)."""
-
-
-def stored_kind(data: dict[str, Any]) -> str:
-    """:attr:`Event.kind` of the event whose JSON form (``Event.to_json``, as the
-    store keeps it) is ``data``: a long event log's lines read it without building
-    each Event (tests/engine/test_stored_kind.py holds the two to the same answer)."""
-    info = data.get("node_info")
-    if info is None and data.get("author") == "user":
-        parts = (data.get("content") or {}).get("parts") or ()
-        if any(p.get("function_response") is not None for p in parts):
-            return "response"
-        action = (data.get("custom_metadata") or {}).get("action")
-        return action if action in ACTION_KINDS else "message"
-    if info and info.get("lifecycle"):
-        return str(info["lifecycle"])
-    if data.get("long_running_tool_ids"):
-        return "interrupt"
-    if data.get("error_code"):
-        return "error"
-    if data.get("output") is not None:
-        return "output"
-    if data.get("state_delta"):
-        return "state"
-    return "event"
 
 
 class Session(_Model):

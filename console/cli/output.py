@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import signal
 import sys
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable, Iterator
+from contextlib import contextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
@@ -69,13 +70,22 @@ def run(red: Redactor, coro: Coroutine[Any, Any, T], *, on_interrupt: str | None
     import asyncio  # only a command that runs a coroutine pays for it
 
     try:
-        return asyncio.run(_interruptible(coro))
-    except HitlError as exc:
-        raise OperatorError(red.text(" ".join(str(exc).split())), type(exc).__name__) from None
+        with operator_errors(red):
+            return asyncio.run(_interruptible(coro))
     except (KeyboardInterrupt, asyncio.CancelledError):
         if on_interrupt is None:
             raise KeyboardInterrupt from None  # click: "Aborted!"
         raise OperatorError(on_interrupt) from None
+
+
+@contextmanager
+def operator_errors(red: Redactor) -> Iterator[None]:
+    """What :func:`run` does with an operator error, for a body that runs without
+    asyncio (a fast path): exit 1 without a traceback, its line masked by ``red``."""
+    try:
+        yield
+    except HitlError as exc:
+        raise OperatorError(red.text(" ".join(str(exc).split())), type(exc).__name__) from None
 
 
 async def _interruptible(coro: Coroutine[Any, Any, T]) -> T:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Generator
 from contextlib import nullcontext, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,7 +32,20 @@ from .loads import (
     session_projection,
 )
 from .options import _duration, _opts, _seq, common, open_store, page_of
-from .output import clock, id_list, json_text, masked_lines, more, out, out_json, out_lines, run, short, table
+from .output import (
+    clock,
+    id_list,
+    json_text,
+    masked_lines,
+    more,
+    operator_errors,
+    out,
+    out_json,
+    out_lines,
+    run,
+    short,
+    table,
+)
 from .progress import Progress, bulk_read
 from .render import event_summary, health_line, render_tree, schema_blocks, tree_rows
 
@@ -40,6 +53,7 @@ if TYPE_CHECKING:
     from engine.models import Event
     from engine.redact import Redactor
     from engine.store.capabilities import EventRows as EventRowsStore
+    from engine.store.sqlite.event_log import EventLog
 
 
 # ------------------------------------------------------------------- sessions
@@ -397,6 +411,26 @@ def events(session_id: str, after: int, limit: int | None, tail: bool, interval:
                 if progress is not None:
                     progress.done()
 
+    # The fast path, as `hitl sessions` has: a SQLite file's rows read with plain
+    # sqlite3, no store (pydantic, asyncio) unless a row needs its Event. None when
+    # it cannot answer (a URL, no such file or session, another schema): the store
+    # path then answers or refuses the usual way.
+    target = opts.db_path()
+    if isinstance(target, Path) and not tail and not opts.json:
+        from engine.store.sqlite.event_log import open_event_log
+
+        log = open_event_log(target, session_id)
+        if log is not None:
+            due = max(log.last_seq - after, 0) if limit is None else min(limit, max(log.last_seq - after, 0))
+            progress = Progress(f"events {session_id}", due)
+            batch = EventLines(red, False, size=500)
+            with suppress(KeyboardInterrupt), operator_errors(red), bulk_read(), log:
+                try:
+                    _log_lines(red, log, after, due, batch, progress)
+                finally:
+                    batch.flush()
+                    progress.done()
+            return
     # (a follow runs for ever: it collects as usual)
     with suppress(KeyboardInterrupt), nullcontext() if tail else bulk_read():
         run(red, body())
@@ -416,38 +450,67 @@ async def _stored_lines(
     progress: Progress | None,
 ) -> None:
     """The text lines of ``count`` events after ``after``, read a page of stored
-    text at a time. A page whose text, all rows together, shows nothing to learn
-    or mask (:meth:`~engine.redact.Redactor.inert`: what it finds in none of the
-    joined rows is in none of them) is read as plain JSON, no Event built; in
-    another page each row is tested, and one that is not inert is parsed and
-    masked as ever -- after the lines before it went out masked with what was
-    known then, as one line at a time would have it."""
-    from pydantic_core import from_json
-
-    from engine.models import Event
-
-    EVENT_KEYS = Event.model_fields.keys()
+    text at a time (:func:`_page_lines`); a row it needs as an Event is parsed
+    here, or read through the store, which says what is wrong with it."""
     last, left = after, count
-    while left > 0:
-        page = await rows.event_rows(session_id, after_seq=last, limit=min(EVENTS_PAGE, left))
-        if not page:
-            return
-        page_inert = red.inert("\n".join(raw for _, raw in page))
-        for seq, raw in page:
-            if page_inert or red.inert(raw):
-                try:
-                    data = from_json(raw)
-                    if type(data) is dict and data.keys() <= EVENT_KEYS:
-                        batch.add_data(seq, data)
-                        continue
-                except (ValueError, TypeError, KeyError, AttributeError):  # not an event's shape: parsed below
-                    pass
-            batch.flush()  # it learns from the event first; a bad row: the store says what is wrong
-            event = parse_row(raw) or await reread(store, session_id, seq)
-            batch.add_data(seq, red.event(event).model_dump(mode="json", exclude_none=True))
+    while left > 0 and (page := await rows.event_rows(session_id, after_seq=last, limit=min(EVENTS_PAGE, left))):
+        lines = _page_lines(red, page, batch)
+        with suppress(StopIteration):
+            seq, raw = next(lines)
+            while True:
+                seq, raw = lines.send(parse_row(raw) or await reread(store, session_id, seq))
         if progress is not None:
             progress.tick(len(page))
         last, left = page[-1][0], left - len(page)
+
+
+def _log_lines(red: Redactor, log: EventLog, after: int, count: int, batch: EventLines, progress: Progress) -> None:
+    """:func:`_stored_lines` on a SQLite file read with plain sqlite3
+    (:mod:`engine.store.sqlite.event_log`): the store's modules are loaded only
+    for a row that needs its Event (a bad one: CorruptEventError, as the store says it)."""
+    last, left = after, count
+    while left > 0 and (page := log.rows(last, min(EVENTS_PAGE, left))):
+        lines = _page_lines(red, page, batch)
+        with suppress(StopIteration):
+            seq, raw = next(lines)
+            while True:
+                from engine.store.sqlite.rows import _parse_event
+
+                seq, raw = lines.send(_parse_event(log.session_id, seq, raw))
+        progress.tick(len(page))
+        last, left = page[-1][0], left - len(page)
+
+
+def _page_lines(red: Redactor, page: list[tuple[int, str]], batch: EventLines) -> Generator[tuple[int, str], Event, None]:
+    """The lines of a page of stored rows, into ``batch``. A page whose text, all
+    rows together, shows nothing to learn or mask (:meth:`~engine.redact.Redactor.inert`:
+    what it finds in none of the joined rows is in none of them) is read as
+    plain JSON, no Event built; in another page each row is tested. A row that
+    is not inert (or not an event's shape as plain JSON) is yielded as
+    ``(seq, text)`` and its Event sent back, then masked as ever -- after the
+    lines before it went out masked with what was known then, as one line at a
+    time would have it."""
+    from pydantic_core import from_json
+
+    page_inert = red.inert("\n".join(raw for _, raw in page))
+    for seq, raw in page:
+        if page_inert or red.inert(raw):
+            try:
+                data = from_json(raw)
+                if type(data) is dict and data.keys() <= _EVENT_KEYS:
+                    batch.add_data(seq, data)
+                    continue
+            except (ValueError, TypeError, KeyError, AttributeError):  # not an event's shape: parsed below
+                pass
+        batch.flush()  # it learns from the event first
+        event = yield seq, raw
+        batch.add_data(seq, red.event(event).model_dump(mode="json", exclude_none=True))
+
+
+_EVENT_KEYS = frozenset(("id", "invocation_id", "author", "timestamp", "node_info", "content", "long_running_tool_ids",
+                         "output", "route", "state_delta", "error_code", "error_message", "custom_metadata"))
+"""The fields of :class:`~engine.models.Event` (tests/cli/test_event_log_speed_paths.py
+holds them equal): a JSON object with another key is parsed as an Event, which refuses it."""
 
 
 class EventLines:
@@ -462,7 +525,7 @@ class EventLines:
         """Text lines not masked yet (:meth:`flush` masks them together)."""
         self._ts: object = None
         self._clock = clock(None)
-        from engine.models import stored_kind  # (here: the module is loaded by the commands that list, too)
+        from engine.event_kinds import stored_kind  # (here: the module is loaded by the commands that list, too)
 
         self._kind = stored_kind
 

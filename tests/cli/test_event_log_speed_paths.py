@@ -5,6 +5,8 @@ cache. Timings: benchmarks/bench_read_scale.py."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -125,7 +127,8 @@ def _events() -> st.SearchStrategy[object]:
 def test_the_kind_of_a_stored_event_is_the_events_kind(event: object) -> None:
     import json
 
-    from engine.models import Event, stored_kind
+    from engine.event_kinds import stored_kind
+    from engine.models import Event
 
     assert isinstance(event, Event)
     assert stored_kind(json.loads(event.to_json())) == event.kind
@@ -162,3 +165,42 @@ def test_lines_masked_together_are_the_lines_masked_one_by_one(lines: list[str],
     with mock.patch("console.cli.reads.click.echo", written.append):
         batch.flush()
     assert written == ["\n".join(line_text(red, t) for t in lines)]
+
+
+def test_the_event_keys_the_log_reads_as_json_are_the_events_fields() -> None:
+    from console.cli.reads import _EVENT_KEYS
+    from engine.models import Event
+
+    assert set(Event.model_fields) == _EVENT_KEYS
+
+
+def test_hitl_events_on_a_sqlite_file_starts_without_pydantic(tmp_path: Path) -> None:
+    """The plain-sqlite3 read of a log (engine.store.sqlite.event_log) gives the
+    store path's lines, and loads no model for a log that needs none."""
+    import asyncio
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from sample_sessions.demo import FIXTURE_EPOCH, build_demo_db
+
+    db = tmp_path / "demo.sqlite"
+    asyncio.run(build_demo_db(db, epoch=FIXTURE_EPOCH, long_iterations=3, sessions=0))
+    probe = (
+        "import sys\nfrom console.cli.group import main\n"
+        "sys.argv = ['hitl', '--db', sys.argv[1], 'events', 'deploy-long-1']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print('MODELS', 'pydantic' in sys.modules, 'engine.models' in sys.modules)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    fast = subprocess.run([sys.executable, "-c", probe, str(db)], capture_output=True, text=True, env=env, check=True)
+    lines, _, loaded = fast.stdout.rpartition("MODELS ")
+    assert loaded.split() == ["False", "False"]
+    # the store path (a sqlite: URL) prints the same lines
+    slow = subprocess.run([sys.executable, "-m", "console.cli", "--db", f"sqlite:///{db}", "events", "deploy-long-1"],
+                          capture_output=True, text=True, env=env, check=True)
+    assert lines == slow.stdout and len(lines.splitlines()) > 30
+    assert json.loads(subprocess.run([sys.executable, "-m", "console.cli", "--db", str(db), "--json", "show",
+                                      "deploy-long-1"], capture_output=True, text=True, env=env,
+                                     check=True).stdout)["session"]["last_seq"] == len(lines.splitlines())
