@@ -12,8 +12,7 @@ import sqlite3
 from pathlib import Path
 from types import TracebackType
 
-from ...errors import StoreError
-from .listing import APPLICATION_ID, LISTING_SCHEMA_VERSION, _probe
+from .listing import open_read_only
 
 
 class EventLog:
@@ -46,13 +45,8 @@ def open_event_log(path: str | Path, session_id: str) -> EventLog | None:
     """The event log of ``session_id`` in the hitl-console SQLite file at ``path``,
     opened read-only; None when this fast path cannot answer (no such file or
     session, another schema version, any SQLite error): the store path answers."""
-    try:
-        uri = f"{Path(path).resolve().as_uri()}?mode=ro"
-        info = _probe(uri, 5.0)  # the store's probe: a file declined here is never touched
-        if info.application_id not in (0, APPLICATION_ID) or info.version != LISTING_SCHEMA_VERSION:
-            return None
-        conn = sqlite3.connect(uri, uri=True, isolation_level=None)
-    except (sqlite3.Error, ValueError, OSError, StoreError):
+    conn = open_read_only(path)
+    if conn is None:
         return None
     try:
         conn.execute("PRAGMA query_only = ON")
