@@ -111,20 +111,24 @@ def render_plan(red: Redactor, plan: ResumePlan, session_id: str, next_lines: li
     return lines
 
 
+_USER_KINDS = frozenset(("message", "response", "redrive", "cancel"))
+
+
 def event_summary(data: dict[str, Any], kind: str) -> str:
     """One line of what an event says (no projection needed), from its JSON form
     ``data`` (the stored text parsed, or a masked event's ``model_dump(mode="json",
     exclude_none=True)``) and its ``kind`` (:func:`engine.models.stored_kind`)."""
-    meta = data.get("custom_metadata") or {}
-    who = f" by {meta['operator']}" if meta.get("operator") else ""
-    parts = (data.get("content") or {}).get("parts") or ()
-    if kind == "message":
-        return f"new invocation: {short(''.join(p['text'] for p in parts if p.get('text')), 60)}"
-    if kind == "response":
-        answers = (p["function_response"] for p in parts if p.get("function_response") is not None)
-        return f"answers {', '.join(fr['id'] for fr in answers)}{who}"
-    if kind in ("redrive", "cancel"):
-        return f"{kind}{who}" + (f" ({short(meta['reason'], 40)})" if meta.get("reason") else "")
+    if kind in _USER_KINDS:  # (node records, most of a log, skip what only these read)
+        meta = data.get("custom_metadata") or {}
+        who = f" by {meta['operator']}" if meta.get("operator") else ""
+        parts = (data.get("content") or {}).get("parts") or ()
+        if kind == "message":
+            return f"new invocation: {short(''.join(p['text'] for p in parts if p.get('text')), 60)}"
+        if kind == "response":
+            answers = (p["function_response"] for p in parts if p.get("function_response") is not None)
+            return f"answers {', '.join(fr['id'] for fr in answers)}{who}"
+        if kind in ("redrive", "cancel"):
+            return f"{kind}{who}" + (f" ({short(meta['reason'], 40)})" if meta.get("reason") else "")
     if kind == "interrupt":
         return f"asks {', '.join(data.get('long_running_tool_ids') or [])}"
     if data.get("error_code"):
