@@ -1,7 +1,8 @@
-"""Workers (issue 18) next to the in-process resume, on SQLite and PostgreSQL.
+"""Workers next to the in-process resume and a reference queue, on SQLite and PostgreSQL.
 
-    python benchmarks/bench_workers.py [--sessions N] [--latency N]
+    python benchmarks/bench_workers.py [--shape one|crash] [--sessions N] [--latency N]
     HITL_TEST_PG_URL=postgresql://... python benchmarks/bench_workers.py   # adds PostgreSQL
+    ... --reference /tmp/procr/bin/python   # procrastinate side by side (its own venv)
 
 * answer -> settled latency (p50, p99): an answer queued without the code
   (:func:`engine.handoff.queue_answer`) until the invocation settles, run by one
@@ -9,21 +10,35 @@
   the ``data_version`` poll on SQLite) -- next to :func:`engine.operations.answer`
   in the answering process (the app's code there);
 * turns per second with 1, 4 and 16 worker processes (concurrency 2 each):
-  N answers queued at once, until every turn settled -- next to N in-process
-  answers one after another in one process.
+  *answered live*, N answers queued one after another while the workers run,
+  until every turn settled; *backlog*, N answers queued before the workers are
+  let go (as the reference's jobs are deferred before its workers take them) --
+  next to N in-process answers one after another in one process; the CPU the
+  worker processes used per turn (from /proc, read just before they stop);
+* what one worker turn costs the store, counted: N answers queued, then one
+  in-process worker serves them all -- messages sent to the server (round trips)
+  and transactions committed on it (PostgreSQL: ``pg_stat_database``, every
+  connection of the benchmark's database, reads included), statements and
+  commits (SQLite), and that worker's CPU per turn;
+* with ``--reference PYTHON`` (a venv with procrastinate: see
+  ``benchmarks/procrastinate_ref.py``): its no-op jobs per second with the same
+  worker process counts on the same server, in the same run, and our ratio.
 
-The app is ``tests.reliability.crash_app`` (one turn: ~20 events, 5 side
-effects). Numbers are printed, never asserted. Prints one table, with the
-CPU seconds the worker processes used per throughput run (from /proc, read just
-before they stop) and the load average when it ended (the machine may be shared).
+``--shape one`` (the default): ``prep -> ask -> after``, an answer's turn runs one
+node; ``--shape crash``: ``tests.reliability.crash_app`` (one turn: ~20 events, 5
+side effects). Numbers are printed, never asserted; the load average is printed
+with them (the machine may be shared).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import asyncio.selector_events
+import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -34,13 +49,43 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.procrastinate_ref import cpu as proc_cpu  # noqa: E402
 from engine import Content, Runner, handoff, operations  # noqa: E402
 from engine.apps import AppRegistry  # noqa: E402
 from engine.store import open_store  # noqa: E402
-from tests.reliability import crash_app  # noqa: E402
-from tests.reliability.worker_procs import APPROVE, context, worker_child  # noqa: E402
+from engine.worker import Worker  # noqa: E402
+from tests.reliability.worker_procs import APPROVE, context, worker_apps, worker_child  # noqa: E402
 
-APP = crash_app.APP
+COUNTS = (1, 4, 16)
+
+
+class Shape:
+    """The app the workers serve, and the answer each session's interrupt takes."""
+
+    def __init__(self, name: str) -> None:
+        self.spec = "one" if name == "one" else "crash"
+        [(self.app, self.workflow)] = worker_apps({"app": self.spec}).items()
+        self.answers: dict[str, dict[str, Any]] = {}
+
+    async def make_sessions(self, url: str, n: int, prefix: str) -> list[str]:
+        store = await open_store(url)
+        try:
+            runner = Runner(self.app, self.workflow, store)
+            sids = []
+            for i in range(n):
+                sid = f"{prefix}{i:04d}"
+                async for _ in runner.run("u", sid, Content.from_text(f"order-{i}")):
+                    pass
+                sids.append(sid)
+            if self.spec == "crash":
+                self.answers.update(dict.fromkeys(sids, APPROVE))
+            else:
+                for sid in sids:
+                    rows = (await store.open_interrupts(session_id=sid, limit=10)).items
+                    self.answers[sid] = {r.interrupt_id: "yes" for r in rows}
+            return sids
+        finally:
+            await store.close()
 
 
 def pct(values: list[float], p: float) -> float:
@@ -48,27 +93,13 @@ def pct(values: list[float], p: float) -> float:
     return values[min(len(values) - 1, round(p / 100 * (len(values) - 1)))]
 
 
-async def make_sessions(url: str, n: int, prefix: str) -> list[str]:
-    store = await open_store(url)
-    try:
-        runner = Runner(APP, crash_app.workflow, store)
-        sids = []
-        for i in range(n):
-            sid = f"{prefix}{i:04d}"
-            async for _ in runner.run("u", sid, Content.from_text(f"order-{i}")):
-                pass
-            sids.append(sid)
-        return sids
-    finally:
-        await store.close()
-
-
 class Pool:
-    def __init__(self, url: str, tmp: str, count: int) -> None:
+    def __init__(self, url: str, tmp: str, count: int, shape: Shape, *, hold: bool = False) -> None:
         ctx = context()
         ready = os.path.join(tmp, f"ready-{uuid.uuid4().hex[:6]}")
+        self.go = f"{ready}.go" if hold else None
         spec = {"db": url, "effects": os.path.join(tmp, "effects"), "concurrency": 2, "ready": ready,
-                "heartbeat": 1.0}
+                "heartbeat": 1.0, "app": shape.spec, "go": self.go}
         self.procs = [ctx.Process(target=worker_child, args=(spec,), daemon=True) for _ in range(count)]
         for p in self.procs:
             p.start()
@@ -77,18 +108,15 @@ class Pool:
             if os.path.exists(ready) and len(Path(ready).read_text().split()) >= count:
                 break
             time.sleep(0.05)
+        time.sleep(0.2)  # their first look at the queue and their listeners are done
 
     def cpu(self) -> float:
-        """CPU seconds (user + system) the worker processes used so far (Linux /proc)."""
-        total = 0.0
-        tick = os.sysconf("SC_CLK_TCK")
-        for p in self.procs:
-            try:
-                fields = Path(f"/proc/{p.pid}/stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            total += (int(fields[11]) + int(fields[12])) / tick
-        return total
+        return proc_cpu([p.pid for p in self.procs])
+
+    def release(self) -> None:
+        """Let workers started with ``hold`` run (each starts, then claims)."""
+        assert self.go is not None
+        Path(self.go).touch()
 
     def stop(self) -> None:
         for p in self.procs:
@@ -97,13 +125,13 @@ class Pool:
             p.join(60)
 
 
-async def latency_worker(url: str, sids: list[str]) -> list[float]:
+async def latency_worker(url: str, sids: list[str], shape: Shape) -> list[float]:
     store = await open_store(url)
     out = []
     try:
         for sid in sids:
             t0 = time.perf_counter()
-            done = await handoff.queue_answer(store, sid, APPROVE)
+            done = await handoff.queue_answer(store, sid, shape.answers[sid])
             assert done.error is None, done.error
             state = await handoff.follow(store, sid, done.invocation_id, timeout=60)
             assert state == "settled", state
@@ -113,15 +141,15 @@ async def latency_worker(url: str, sids: list[str]) -> list[float]:
     return out
 
 
-async def latency_local(url: str, sids: list[str]) -> list[float]:
+async def latency_local(url: str, sids: list[str], shape: Shape) -> list[float]:
     store = await open_store(url)
     registry = AppRegistry()
-    registry.register(APP, crash_app.workflow)
+    registry.register(shape.app, shape.workflow)
     out = []
     try:
         for sid in sids:
             t0 = time.perf_counter()
-            done = await operations.answer(store, sid, APPROVE, registry=registry)
+            done = await operations.answer(store, sid, shape.answers[sid], registry=registry)
             assert done.error is None, done.error
             out.append(time.perf_counter() - t0)
     finally:
@@ -129,12 +157,12 @@ async def latency_local(url: str, sids: list[str]) -> list[float]:
     return out
 
 
-async def throughput_worker(url: str, sids: list[str]) -> float:
+async def throughput_worker(url: str, sids: list[str], shape: Shape) -> float:
     store = await open_store(url)
     try:
         t0 = time.perf_counter()
         for sid in sids:
-            done = await handoff.queue_answer(store, sid, APPROVE)
+            done = await handoff.queue_answer(store, sid, shape.answers[sid])
             assert done.error is None, done.error
         while await store.turn_requests(limit=1):  # type: ignore[attr-defined]
             await asyncio.sleep(0.01)
@@ -143,75 +171,220 @@ async def throughput_worker(url: str, sids: list[str]) -> float:
         await store.close()
 
 
-async def throughput_local(url: str, sids: list[str]) -> float:
+async def queue_all(url: str, sids: list[str], shape: Shape) -> None:
+    store = await open_store(url)
+    try:
+        for sid in sids:
+            done = await handoff.queue_answer(store, sid, shape.answers[sid])
+            assert done.error is None, done.error
+    finally:
+        await store.close()
+
+
+async def drained(url: str) -> None:
+    store = await open_store(url)
+    try:
+        while await store.turn_requests(limit=1):  # type: ignore[attr-defined]
+            await asyncio.sleep(0.005)
+    finally:
+        await store.close()
+
+
+def throughput_backlog(url: str, tmp: str, count: int, sids: list[str], shape: Shape) -> tuple[float, float]:
+    """Turns/s and worker CPU per turn of ``count`` worker processes released on a
+    backlog of ``sids``' answers (queued before they go, as the reference's jobs are)."""
+    pool = Pool(url, tmp, count, shape, hold=True)
+    try:
+        asyncio.run(queue_all(url, sids, shape))
+        idle = pool.cpu()
+        t0 = time.perf_counter()
+        pool.release()
+        asyncio.run(drained(url))
+        rate = len(sids) / (time.perf_counter() - t0)
+        return rate, (pool.cpu() - idle) / len(sids)
+    finally:
+        pool.stop()
+
+
+async def throughput_local(url: str, sids: list[str], shape: Shape) -> float:
     t0 = time.perf_counter()
-    await latency_local(url, sids)
+    await latency_local(url, sids, shape)
     return len(sids) / (time.perf_counter() - t0)
 
 
-def bench(url: str, tmp: str, n_lat: int, n_tp: int) -> dict[str, Any]:
-    res: dict[str, Any] = {}
-    sids = asyncio.run(make_sessions(url, n_lat, "lw"))
-    pool = Pool(url, tmp, 1)
+class Sent:
+    """Messages this process sent over socket transports (asyncpg writes once per round trip)."""
+
+    count = 0
+
+    @classmethod
+    def install(cls) -> None:
+        transport = asyncio.selector_events._SelectorSocketTransport  # type: ignore[attr-defined]
+        write = transport.write
+
+        def counting(self: Any, data: Any) -> None:
+            cls.count += 1
+            write(self, data)
+
+        transport.write = counting
+
+
+async def server_commits(url: str) -> int:
+    """Transactions committed in the benchmark's database so far (every connection)."""
+    import asyncpg
+
+    conn = await asyncpg.connect(url.split("&schema=")[0].split("?schema=")[0])
     try:
-        lat = asyncio.run(latency_worker(url, sids))
+        await conn.execute("SELECT pg_stat_clear_snapshot()")
+        return int(await conn.fetchval("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()"))
+    finally:
+        await conn.close()
+
+
+async def turn_cost(url: str, sids: list[str], shape: Shape) -> dict[str, float]:
+    """One in-process worker (concurrency 2) serves ``sids``' answers, queued before it starts."""
+    await queue_all(url, sids, shape)
+    pg = url.startswith("postgres")
+    wstore = await open_store(url, inline=True)  # SQLite: on this thread, so its statements can be traced
+    sql: list[str] = []
+    results: list[Any] = []
+    worker = Worker(wstore, {shape.app: shape.workflow}, concurrency=2, heartbeat=60, deadlines=False,
+                    on_result=results.append)
+    if not pg:
+        wstore._driver._raw.set_trace_callback(sql.append)  # type: ignore[attr-defined]
+    await asyncio.sleep(0.5 if pg else 0.05)  # let the statistics collector settle
+    c0 = await server_commits(url) if pg else 0
+    s0, cpu0 = Sent.count, time.process_time()
+    task = asyncio.ensure_future(worker.run())
+    while len(results) < len(sids) and not task.done():
+        await asyncio.sleep(0.002)
+    cpu, sent = time.process_time() - cpu0, Sent.count - s0
+    worker.stop()
+    await task
+    await wstore.close()
+    await asyncio.sleep(0.6 if pg else 0)  # pg_stat_database is updated at most every 500 ms
+    n = len(sids)
+    out = {"cpu": cpu / n, "outcomes": float(sum(r.outcome == "ran" for r in results))}
+    if pg:
+        out["round trips"] = sent / n
+        out["commits"] = (await server_commits(url) - c0 - 1) / n
+    else:
+        out["statements"] = sum(1 for s in sql if not s.upper().startswith(("BEGIN", "COMMIT", "PRAGMA"))) / n
+        out["commits"] = sum(1 for s in sql if s.upper().startswith("COMMIT")) / n
+    return out
+
+
+def bench(url: str, tmp: str, n_lat: int, n_tp: int, shape: Shape) -> dict[str, Any]:
+    res: dict[str, Any] = {}
+    sids = asyncio.run(shape.make_sessions(url, n_tp, "cost"))
+    res["cost"] = asyncio.run(turn_cost(url, sids, shape))
+    sids = asyncio.run(shape.make_sessions(url, n_lat, "lw"))
+    pool = Pool(url, tmp, 1, shape)
+    try:
+        lat = asyncio.run(latency_worker(url, sids, shape))
     finally:
         pool.stop()
     res["worker latency"] = lat
-    sids = asyncio.run(make_sessions(url, n_lat, "ll"))
-    res["local latency"] = asyncio.run(latency_local(url, sids))
-    for count in (1, 4, 16):
-        sids = asyncio.run(make_sessions(url, n_tp, f"t{count}-"))
-        pool = Pool(url, tmp, count)
+    sids = asyncio.run(shape.make_sessions(url, n_lat, "ll"))
+    res["local latency"] = asyncio.run(latency_local(url, sids, shape))
+    for count in COUNTS:
+        sids = asyncio.run(shape.make_sessions(url, n_tp, f"t{count}-"))
+        pool = Pool(url, tmp, count, shape)
         try:
             idle = pool.cpu()
             c0 = time.process_time()
-            res[f"tp {count}"] = asyncio.run(throughput_worker(url, sids))
+            res[f"tp {count}"] = asyncio.run(throughput_worker(url, sids, shape))
             res[f"cpu {count}"] = (pool.cpu() - idle) / n_tp
             res[f"cpu answer {count}"] = (time.process_time() - c0) / n_tp
         finally:
             pool.stop()
-    sids = asyncio.run(make_sessions(url, n_tp, "tl"))
+    for count in COUNTS:
+        sids = asyncio.run(shape.make_sessions(url, n_tp, f"b{count}-"))
+        res[f"tpb {count}"], res[f"cpub {count}"] = throughput_backlog(url, tmp, count, sids, shape)
+    sids = asyncio.run(shape.make_sessions(url, n_tp, "tl"))
     c0 = time.process_time()
-    res["tp local"] = asyncio.run(throughput_local(url, sids))
+    res["tp local"] = asyncio.run(throughput_local(url, sids, shape))
     res["cpu local"] = (time.process_time() - c0) / n_tp
     return res
+
+
+def reference(python: str, url: str, jobs: int) -> dict[str, Any]:
+    """procrastinate's no-op jobs/s on the same server (its own venv: procrastinate_ref.py)."""
+    script = Path(__file__).with_name("procrastinate_ref.py")
+    done = subprocess.run(
+        [python, str(script), url, "--jobs", str(jobs), "--workers", *map(str, COUNTS)],
+        capture_output=True, text=True, timeout=900, check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"the reference queue failed:\n{done.stderr[-2000:]}")
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--latency", type=int, default=40, help="answers timed one by one")
-    ap.add_argument("--sessions", type=int, default=60, help="answers queued at once per throughput run")
+    ap.add_argument("--sessions", type=int, default=200, help="answers queued at once per throughput run")
     ap.add_argument("--only", choices=["SQLite", "PostgreSQL"], help="one backend")
+    ap.add_argument("--shape", choices=["one", "crash"], default="one",
+                    help="one: an answer's turn runs one node (default); crash: the crash app's ~20-event turn")
+    ap.add_argument("--reference", metavar="PYTHON", default=os.environ.get("HITL_BENCH_PROCRASTINATE"),
+                    help="the python of a venv with procrastinate: its jobs/s side by side (PostgreSQL)")
     args = ap.parse_args()
+    Sent.install()
+    shape = Shape(args.shape)
+    pg = os.environ.get("HITL_BENCH_PG_URL") or os.environ.get("HITL_TEST_PG_URL")
     with tempfile.TemporaryDirectory() as tmp:
         targets = {"SQLite": os.path.join(tmp, "bench.sqlite")}
-        pg = os.environ.get("HITL_BENCH_PG_URL") or os.environ.get("HITL_TEST_PG_URL")
         if pg:
             targets["PostgreSQL"] = f"{pg}{'&' if '?' in pg else '?'}schema=bw_{uuid.uuid4().hex[:12]}"
         if args.only:
             targets = {args.only: targets[args.only]}
-        results = {name: bench(url, tmp, args.latency, args.sessions) for name, url in targets.items()}
+        results = {name: bench(url, tmp, args.latency, args.sessions, shape) for name, url in targets.items()}
+        ref = reference(args.reference, pg, args.sessions) if args.reference and pg and "PostgreSQL" in targets else None
     names = list(results)
-    print(f"\nworkers vs in-process resume ({args.latency} timed answers, {args.sessions} per throughput run; "
-          f"{os.cpu_count()} cores)\n")
-    print(f"{'':<42}" + "".join(f"{n:>14}" for n in names))
+    print(f"\nworkers vs in-process resume, shape {args.shape!r} ({args.latency} timed answers, "
+          f"{args.sessions} per throughput run; {os.cpu_count()} cores)\n")
+    print(f"{'':<46}" + "".join(f"{n:>14}" for n in names))
 
     def row(label: str, fn: Any) -> None:
-        print(f"{label:<42}" + "".join(f"{fn(results[n]):>14}" for n in names))
+        cells = []
+        for n in names:
+            try:
+                cells.append(fn(results[n]))
+            except KeyError:
+                cells.append("-")
+        print(f"{label:<46}" + "".join(f"{c:>14}" for c in cells))
 
     ms = lambda v: f"{v * 1000:.1f} ms"  # noqa: E731
     row("answer->settled via worker  p50", lambda r: ms(statistics.median(r["worker latency"])))
     row("answer->settled via worker  p99", lambda r: ms(pct(r["worker latency"], 99)))
     row("answer, run in-process      p50", lambda r: ms(statistics.median(r["local latency"])))
     row("answer, run in-process      p99", lambda r: ms(pct(r["local latency"], 99)))
-    for count in (1, 4, 16):
-        row(f"turns/s, {count:>2} worker process(es)", lambda r, c=count: f"{r[f'tp {c}']:.1f}")
+    for count in COUNTS:
+        row(f"turns/s, {count:>2} worker process(es), answered live", lambda r, c=count: f"{r[f'tp {c}']:.1f}")
+    for count in COUNTS:
+        row(f"turns/s, {count:>2} worker process(es), backlog", lambda r, c=count: f"{r[f'tpb {c}']:.1f}")
+        if ref is not None:
+            row(f"  reference jobs/s, {count:>2}, backlog",
+                lambda r, c=count: f"{ref[str(c)]:.1f}" if r is results.get("PostgreSQL") else "-")
+            row(f"  ours / reference, {count:>2}",
+                lambda r, c=count: f"{r[f'tpb {c}'] / ref[str(c)]:.2f}x" if r is results.get("PostgreSQL") else "-")
     row("turns/s, in-process, one after another", lambda r: f"{r['tp local']:.1f}")
-    for count in (1, 4, 16):
-        row(f"worker CPU per turn, {count:>2} worker(s)", lambda r, c=count: ms(r[f"cpu {c}"]))
+    for count in COUNTS:
+        row(f"worker CPU per turn, {count:>2} worker(s), live", lambda r, c=count: ms(r[f"cpu {c}"]))
+    for count in COUNTS:
+        row(f"worker CPU per turn, {count:>2} worker(s), backlog", lambda r, c=count: ms(r[f"cpub {c}"]))
+    if ref is not None:
+        for count in COUNTS:
+            row(f"reference worker CPU per job, {count:>2}",
+                lambda r, c=count: ms(ref["cpu"][str(c)]) if r is results.get("PostgreSQL") else "-")
+    for count in COUNTS:
         row(f"answering CPU per turn, {count:>2} worker(s)", lambda r, c=count: ms(r[f"cpu answer {c}"]))
     row("CPU per turn, in-process", lambda r: ms(r["cpu local"]))
+    row("one worker, in-process: CPU per turn", lambda r: ms(r["cost"]["cpu"]))
+    row("  round trips per turn (PostgreSQL)", lambda r: f"{r['cost']['round trips']:.2f}")
+    row("  statements per turn (SQLite)", lambda r: f"{r['cost']['statements']:.2f}")
+    row("  commits per turn (server-wide on PostgreSQL)", lambda r: f"{r['cost']['commits']:.2f}")
     print(f"\nload average at the end: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
 
 

@@ -58,7 +58,7 @@ from .models import NodeStatus
 from .owners import _OPEN_OWNERS, INTERRUPTED, QUEUED, new_owner, owner_live, owner_state  # noqa: F401 (re-exported: owner ids live in engine.owners, which needs no pydantic)
 from .status import DisplayStatus, InvocationState, SessionStatus
 from .store.base import Lease, SessionStore
-from .store.capabilities import WorkerQueue, capability
+from .store.capabilities import LeaseAndNews, WorkerQueue, capability
 
 if TYPE_CHECKING:
     from .projection import Projection
@@ -365,6 +365,9 @@ async def stopped_mid_run(
     let go). Returns (stopped, the lease row read)."""
     if not is_mid_run(proj, invocation_id):
         return False, None
+    if (both := capability(store, LeaseAndNews)) is not None:  # one read (a worker's every continuation)
+        lease, moved = await both.lease_and_news(session_id, invocation_id, proj.position)
+        return not lease_is_live(lease) and not moved, lease
     lease = await store.get_lease(session_id, invocation_id)
     if lease_is_live(lease):
         return False, lease

@@ -12,7 +12,8 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from . import checkpoints, telemetry
 from .context import Context, InvocationContext, NodeFailed, NodeRunner
@@ -49,7 +50,10 @@ from .operator_actions import answer_events, catch_up, check_not_cancelled, chec
 from .projection import Projection
 from .resume import ResumeTarget, load_invocation, validate_responses
 from .store.base import LoadedInvocation, SessionStore, append_and_release, build_records, has_capability
-from .store.capabilities import AcquireAndAppend, require
+from .store.capabilities import AcquireAndAppend, AppendAndSettle, capability, require
+
+if TYPE_CHECKING:
+    from .store.workers import Settle
 
 log = logging.getLogger(__name__)
 
@@ -123,6 +127,7 @@ class _Lease:
     first: list[StoredEvent] = field(default_factory=list)
     on_lost: Callable[[], object] | None = None
     """Called when another process takes the invocation over (the Runner cancels the turn)."""
+    settle: Settle | None = None  # a worker's request, finished by the last write when that settles the turn
 
     def attach(self, keeper: LeaseKeeper) -> None:
         keeper._on_lost = self.on_lost
@@ -252,6 +257,7 @@ class Runner:
         new_invocation_id: str | None = None,
         only_mid_run: bool = False,
         batch: str | None = None,
+        settle: Settle | None = None,
     ) -> AsyncIterator[Event]:
         """The turn itself (see :meth:`run`)."""
         target: ResumeTarget | None = None
@@ -311,7 +317,7 @@ class Runner:
             only_mid_run,
             batch,
         )
-        box = _Lease()
+        box = _Lease(settle=settle)
         inv_ctx: InvocationContext | None = None
         try:
             owner = new_owner()
@@ -636,10 +642,12 @@ class Runner:
                 after.apply(event, i)
             snapshot = (after.position, after.compact(inv).to_dict())
             await keeper.stop()
+            write = partial(append_and_release, self.store)  # a worker's turn that settles: with its request's finish
+            if box.settle and not is_mid_run(after, inv) and (both := capability(self.store, AppendAndSettle)):
+                write = partial(both.append_and_settle, settle=box.settle)  # (settle.deleted says it did)
             try:
-                written = await append_and_release(
-                    self.store, inv_ctx.session_id, inv, held, owner=keeper.owner,
-                    expected_seq=inv_ctx.last_seq, snapshot=snapshot,
+                written = await write(
+                    inv_ctx.session_id, inv, held, owner=keeper.owner, expected_seq=inv_ctx.last_seq, snapshot=snapshot
                 )
             except ConflictError:
                 pass  # another invocation of the session appended meanwhile: two writes

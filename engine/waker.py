@@ -6,6 +6,15 @@ announces only requests that became runnable (one idle worker of a pool leads:
 another connection commits) every few milliseconds, never a fixed long sleep.
 Below both :mod:`engine.worker` and :mod:`engine.handoff` (which follows a
 worker's turn), so neither imports the other for it.
+
+A pool of workers on one SQLite file polls as one (:class:`FileLead`): every
+commit changes the counter, so each idle worker polling it would wake and try
+a claim only one can win (and 16 idle pollers cost a core's tenth doing
+nothing). Only the idle worker holding the pool's lock file (``flock``, on
+this host) polls the store; the others try the lock now and then without
+touching the store, and take over when the leader is busy or gone (the kernel
+drops a dead process's lock). Busy workers still claim when a turn of theirs
+ends, and every worker claims at its heartbeat, as on PostgreSQL.
 """
 
 from __future__ import annotations
@@ -13,7 +22,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import os
+import tempfile
 from typing import Any
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - no flock (Windows): every idle worker polls
+    fcntl = None  # type: ignore[assignment]
 
 from .store.base import SessionStore, has_capability
 from .store.capabilities import ChangeCounter, Notifications, TurnNotifications, capability, require
@@ -24,6 +40,42 @@ def pool_key(apps: list[str]) -> int:
     (a signed 64-bit integer, as ``pg_advisory_lock`` takes)."""
     digest = hashlib.blake2b("\0".join(sorted(apps)).encode(), digest_size=8, person=b"hitl-pool").digest()
     return int.from_bytes(digest, "big", signed=True)
+
+
+class FileLead:
+    """The lead of a worker pool on one store file: an exclusive, non-blocking
+    ``flock`` on a lock file named after the store's real path and the pool, in
+    the temporary directory (nothing is written next to the store). ``try_take``
+    and ``resign`` are single system calls; closing (or dying) lets it go."""
+
+    def __init__(self, store_path: str, key: int) -> None:
+        name = f"{os.path.realpath(store_path)}\0{key}".encode()
+        digest = hashlib.blake2b(name, digest_size=8, person=b"hitl-lead").hexdigest()
+        self.path = os.path.join(tempfile.gettempdir(), f"hitl-pool-{digest}.lock")
+        self._fd: int | None = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        self.held = False
+        self.terms = 0
+        """How many times it took the lead (tests)."""
+
+    def try_take(self) -> bool:
+        if not self.held and self._fd is not None:
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                return False
+            self.held = True
+            self.terms += 1
+        return self.held
+
+    def resign(self) -> None:
+        if self.held and self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+        self.held = False
+
+    def close(self) -> None:
+        fd, self._fd, self.held = self._fd, None, False
+        if fd is not None:
+            os.close(fd)
 
 
 class Waker:
@@ -46,6 +98,10 @@ class Waker:
         self._event = asyncio.Event()
         self._listener: Any = None
         self._counter: int | None = None
+        self._lead: FileLead | None = None
+        self._room = True
+        self.lead_poll = 0.05
+        """Seconds between a follower's tries of the pool's lock file (SQLite)."""
 
     async def start(self) -> None:
         notify = has_capability(self.store, "notify")
@@ -56,6 +112,19 @@ class Waker:
             self._listener = await listens.notifications(self._notified)
         elif (counts := capability(self.store, ChangeCounter)) is not None:
             self._counter = await counts.change_counter()
+            path = getattr(self.store, "path", None) if has_capability(self.store, "path") else None
+            if self.queue_only and self.pool is not None and path is not None and fcntl is not None and os.path.isfile(path):
+                with contextlib.suppress(OSError):  # a lock file another user owns: poll as before
+                    self._lead = FileLead(os.fspath(path), pool_key(self.pool))
+
+    @property
+    def leader(self) -> bool | None:
+        """Whether this worker leads its pool now (None: no pool lead on this store)."""
+        if self._lead is not None:
+            return self._lead.held
+        if self._listener is not None and hasattr(self._listener, "leader"):
+            return bool(self._listener.leader)
+        return None
 
     def _notified(self, _session_id: str | None, q: int | None) -> None:
         if not self.queue_only or q is None or q == 0:  # None: the LISTEN connection was re-made
@@ -70,6 +139,9 @@ class Waker:
         room hands the pool's lead to the next idle worker."""
         if self._listener is not None and hasattr(self._listener, "set_room"):
             self._listener.set_room(room)
+        self._room = room
+        if not room and self._lead is not None:
+            self._lead.resign()
 
     async def wait(self, timeout: float) -> None:
         loop = asyncio.get_running_loop()
@@ -83,6 +155,16 @@ class Waker:
             if self._event.is_set():
                 self._event.clear()
                 return
+            if self._lead is not None and not self._lead.held:
+                # a follower: the leader polls the store; try the lead now and then
+                if self._room and self._lead.try_take():
+                    return  # the lead is ours: claim what became runnable meanwhile
+                left = deadline - loop.time()
+                if left <= 0:
+                    return
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._event.wait(), min(self.lead_poll, left))
+                continue
             counter = await require(self.store, ChangeCounter, "polling for changes").change_counter()
             if counter != self._counter:
                 self._counter = counter
@@ -94,6 +176,9 @@ class Waker:
                 await asyncio.wait_for(self._event.wait(), min(self.poll, left))
 
     async def close(self) -> None:
+        if self._lead is not None:
+            self._lead.close()
+            self._lead = None
         if self._listener is not None:
             await self._listener.close()
             self._listener = None

@@ -22,7 +22,9 @@ serves those requests for its apps:
    worker that lost the lease cannot write and its turn ends (LeaseLostError);
 3. it deletes the request once the invocation is no longer mid-run, or hands
    it back at once when it was requested again while the turn ran
-   (``finish_turn_request``). A turn killed mid-run leaves the request, so
+   (``finish_turn_request``) -- in the turn's last write when that write
+   settles the invocation (``append_and_settle``: the events, the lease's
+   release and the request's finish, one commit), else on its own. A turn killed mid-run leaves the request, so
    another worker continues it -- unless a node is in doubt (started, no end
    record): the Runner refuses that re-drive (InDoubtError) and the request is
    *held* until an operator sends an acknowledged re-drive
@@ -95,7 +97,7 @@ from .nodes import BaseNode
 from .owners import new_owner, owner_live
 from .store.base import SessionStore
 from .store.capabilities import WorkerQueue, require
-from .store.workers import TurnRequest, WorkerRecord
+from .store.workers import Settle, TurnRequest, WorkerRecord
 from .waker import Waker, pool_key  # noqa: F401 (pool_key re-exported: engine.worker is where callers find it)
 
 log = logging.getLogger(__name__)
@@ -185,6 +187,8 @@ class Worker:
     _refused: dict[tuple[str, str], float] = field(default_factory=dict, init=False)
     """(session, invocation) -> the ``requested_at`` of the request this worker refused
     (another graph version): not claimed again until it is requested again."""
+    _runners: dict[str, Any] = field(default_factory=dict, init=False)
+    """app -> its Runner, built at its first turn and kept (stateless between turns)."""
     _stopping: asyncio.Event | None = field(default=None, init=False)
     _waker: Waker | None = field(default=None, init=False)
     started_at: float = field(default_factory=time.time, init=False)
@@ -258,12 +262,8 @@ class Worker:
         await self._deadline_pass()
         while True:
             await asyncio.sleep(self.heartbeat)
-            try:
-                await self._beat()
-                for (sid, inv) in list(self._running):  # renew the claims of the turns we run
-                    await self.queue.claim_turn_request(
-                        sid, inv, self.worker_id, self.lease_ttl, expected=self.worker_id
-                    )
+            try:  # the worker's row and the claims of the turns it runs: one write
+                await self.queue.put_worker(self.record(), renew=list(self._running), ttl=self.lease_ttl)
                 if not (self._stopping and self._stopping.is_set()):
                     await self._sweep()
                     await self._deadline_pass()
@@ -282,7 +282,7 @@ class Worker:
             skip = {(sid, inv, at) for (sid, inv), at in self._refused.items()}
             try:
                 req = await self.queue.claim_next_turn(
-                    list(self.apps), self.worker_id, self.lease_ttl, skip=skip
+                    list(self.apps), self.worker_id, self.lease_ttl, skip=skip, versions=self.versions
                 )
             except HitlError as exc:
                 log.warning("claiming a turn request failed: %s", exc)
@@ -337,7 +337,7 @@ class Worker:
                 log.info("adopted %s/%s: interrupted mid-run, no request for it", sid, inv)
                 if self._waker is not None:
                     self._waker.poke()
-        for req in await self.queue.turn_requests(apps):
+        for req in await self.queue.turn_requests(apps, claimed=True):  # (not the backlog: it is claim_next_turn's)
             if len(self._running) >= self.concurrency:
                 break
             key = (req.session_id, req.invocation_id)
@@ -388,12 +388,16 @@ class Worker:
 
         sid, inv = req.session_id, req.invocation_id
         version = self.versions[req.app_name]
-        runner = Runner(
-            req.app_name, self.apps[req.app_name], self.store, lease_ttl=self.lease_ttl, lease_wait=self.lease_wait,
-            deadline_rules=self.deadline_rules,
-        )
+        runner = self._runners.get(req.app_name)
+        if runner is None:  # one per app for the worker's life: a turn builds nothing of its own
+            runner = self._runners[req.app_name] = Runner(
+                req.app_name, self.apps[req.app_name], self.store, lease_ttl=self.lease_ttl,
+                lease_wait=self.lease_wait, deadline_rules=self.deadline_rules,
+            )
         pay = req.payload
         count = 0
+        # the turn's last write finishes the request when the turn settles the invocation
+        settle = Settle(self.worker_id, req.requested_at)
 
         def stored(_s: Any) -> None:
             running.started = True
@@ -403,7 +407,9 @@ class Worker:
             if req.kind == "start":  # started already (a worker died after the start)? then continue it
                 with contextlib.suppress(InvocationNotFoundError, SessionNotFoundError):
                     proj = await load_invocation(self.store, sid, inv)
-            recorded = await self.queue.invocation_graph(sid, inv, version)
+            # recorded by the claim (claim_next_turn); a request taken over from a dead
+            # worker (claim_turn_request) records and reads it here
+            recorded = req.graph or await self.queue.invocation_graph(sid, inv, version)
             if recorded != version:
                 note = (
                     f"refused by {self.name}: invocation {inv} was started under graph version {recorded} "
@@ -416,7 +422,7 @@ class Worker:
                 content = Content.from_text(str(pay.get("text", "")))
                 turn = runner.run(
                     str(pay.get("user_id", "user")), sid, content, state_delta=pay.get("state_delta"),
-                    new_invocation_id=inv, on_stored=stored, trace_parent=pay.get("traceparent"),
+                    new_invocation_id=inv, on_stored=stored, trace_parent=pay.get("traceparent"), settle=settle,
                 )
             else:
                 if proj is not None and not is_mid_run(proj, inv):
@@ -434,6 +440,7 @@ class Worker:
                     only_mid_run=req.kind != "redrive",
                     on_stored=stored,
                     trace_parent=pay.get("traceparent"),
+                    settle=settle,
                 )
             outcome = "ran"
             try:
@@ -466,7 +473,8 @@ class Worker:
         except HitlError as exc:  # a store failure mid-turn: left mid-run for the next worker
             await self._unclaim(req, note=f"{self.name}: {exc}")
             return self._result(TurnResult(req, "stopped", str(exc), count))
-        await self._drop(req)
+        if settle.deleted is None:  # not finished by the turn's last write: finish it now
+            await self._drop(req)
         return self._result(TurnResult(req, outcome, detail, count))
 
     async def _drop(self, req: TurnRequest) -> None:

@@ -49,7 +49,7 @@ from ..errors import StoreError
 if TYPE_CHECKING:
     from ..models import Event, StoredEvent
     from .base import Capability, InterruptRecord, Lease, LoadedInvocation
-    from .workers import TurnRequest, WorkerRecord
+    from .workers import Settle, TurnRequest, WorkerRecord
 
 C = TypeVar("C")
 
@@ -67,8 +67,11 @@ class WorkerQueue(Protocol):
         ``requested_at``; no longer held; a claim stands)."""
         ...
 
-    async def turn_requests(self, apps: list[str] | None = None, *, limit: int = 200) -> list[TurnRequest]:
-        """Requests of ``apps`` (None: every app), oldest first."""
+    async def turn_requests(
+        self, apps: list[str] | None = None, *, limit: int = 200, claimed: bool = False
+    ) -> list[TurnRequest]:
+        """Requests of ``apps`` (None: every app), oldest first (``claimed``: only
+        those a worker claims -- a heartbeat's look for dead claimers reads no backlog)."""
         ...
 
     async def get_turn_request(self, session_id: str, invocation_id: str) -> TurnRequest | None:
@@ -101,10 +104,19 @@ class WorkerQueue(Protocol):
         ...
 
     async def claim_next_turn(
-        self, apps: list[str], owner: str, ttl: float, *, skip: set[tuple[str, str, float]] | None = None
+        self,
+        apps: list[str],
+        owner: str,
+        ttl: float,
+        *,
+        skip: set[tuple[str, str, float]] | None = None,
+        versions: dict[str, str] | None = None,
     ) -> TurnRequest | None:
         """Claim the oldest runnable request of ``apps`` (not held; unclaimed or its
-        claim expired) that is not in ``skip`` ((session, invocation, requested_at))."""
+        claim expired) that is not in ``skip`` ((session, invocation, requested_at)).
+        In the same transaction, record ``versions[app]`` as its invocation's graph
+        version unless one was recorded (as :meth:`invocation_graph`); the request
+        returned carries the recorded one in ``graph`` (None: none recorded)."""
         ...
 
     async def finish_turn_request(self, session_id: str, invocation_id: str, owner: str, requested_at: float) -> bool:
@@ -152,8 +164,12 @@ class WorkerQueue(Protocol):
         (``graph`` when this call records it)."""
         ...
 
-    async def put_worker(self, worker: WorkerRecord) -> None:
-        """Write (or rewrite) a worker's heartbeat row."""
+    async def put_worker(
+        self, worker: WorkerRecord, *, renew: list[tuple[str, str]] | None = None, ttl: float = 30.0
+    ) -> None:
+        """Write (or rewrite) a worker's heartbeat row; and in the same write renew its
+        claims of the requests ``renew`` names ((session, invocation)) for ``ttl``, as
+        ``claim_turn_request(..., expected=worker.worker_id)`` does each (one commit a beat)."""
         ...
 
     async def list_workers(self) -> list[WorkerRecord]:
@@ -270,6 +286,33 @@ class AppendAndRelease(Protocol):
         events: list[Event],
         *,
         owner: str,
+        expected_seq: int | None = None,
+        snapshot: tuple[int, dict[str, Any]] | None = None,
+    ) -> list[StoredEvent]: ...
+
+
+@runtime_checkable
+class LeaseAndNews(Protocol):
+    """Whether an invocation read at ``after_seq`` stopped mid-run, in one read: its
+    lease row (None: none) and whether it has an event after ``after_seq``
+    (SessionNotFoundError for a missing session), the lease read first."""
+
+    async def lease_and_news(self, session_id: str, invocation_id: str, after_seq: int) -> tuple[Lease | None, bool]: ...
+
+
+@runtime_checkable
+class AppendAndSettle(Protocol):
+    """A worker's turn's last write: :class:`AppendAndRelease`'s, and the request it
+    ran finished in the same transaction (:class:`~engine.store.workers.Settle`)."""
+
+    async def append_and_settle(
+        self,
+        session_id: str,
+        invocation_id: str,
+        events: list[Event],
+        *,
+        owner: str,
+        settle: Settle,
         expected_seq: int | None = None,
         snapshot: tuple[int, dict[str, Any]] | None = None,
     ) -> list[StoredEvent]: ...

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from .workers import TurnRequest, WorkerRecord
+from .workers import Settle, TurnRequest, WorkerRecord
 
 if TYPE_CHECKING:
     from ..models import Event, StoredEvent
@@ -62,9 +62,14 @@ class MemoryWorkerQueue(_Store):
         self._check_writable()
         self._put_request(request)
 
-    async def turn_requests(self, apps: list[str] | None = None, *, limit: int = 200) -> list[TurnRequest]:
-        """Requests for ``apps`` (None: every app), oldest first."""
-        rows = [r for r in self._requests.values() if apps is None or r.app_name in apps]
+    async def turn_requests(
+        self, apps: list[str] | None = None, *, limit: int = 200, claimed: bool = False
+    ) -> list[TurnRequest]:
+        """Requests for ``apps`` (None: every app), oldest first (``claimed``: only claimed ones)."""
+        rows = [
+            r for r in self._requests.values()
+            if (apps is None or r.app_name in apps) and (not claimed or r.claimed_by is not None)
+        ]
         return self._oldest(rows, limit)
 
     async def get_turn_request(self, session_id: str, invocation_id: str) -> TurnRequest | None:
@@ -111,9 +116,16 @@ class MemoryWorkerQueue(_Store):
             del self._requests[key]
 
     async def claim_next_turn(
-        self, apps: list[str], owner: str, ttl: float, *, skip: set[tuple[str, str, float]] | None = None
+        self,
+        apps: list[str],
+        owner: str,
+        ttl: float,
+        *,
+        skip: set[tuple[str, str, float]] | None = None,
+        versions: dict[str, str] | None = None,
     ) -> TurnRequest | None:
-        """Claim the oldest runnable request of ``apps`` not in ``skip``."""
+        """Claim the oldest runnable request of ``apps`` not in ``skip`` (recording
+        ``versions[app]`` as its graph version unless one was)."""
         self._check_writable()
         now, skip = time.time(), skip or set()
         runnable = [
@@ -125,7 +137,10 @@ class MemoryWorkerQueue(_Store):
             return None
         r = min(runnable, key=lambda r: r.requested_at)
         r.claimed_by, r.claimed_until = owner, now + ttl
-        return r.model_copy(deep=True)
+        key = (r.session_id, r.invocation_id)
+        if versions and r.app_name in versions:
+            self._graphs.setdefault(key, versions[r.app_name])
+        return r.model_copy(deep=True, update={"graph": self._graphs.get(key)})
 
     async def finish_turn_request(self, session_id: str, invocation_id: str, owner: str, requested_at: float) -> bool:
         """Delete the claimed request, or unclaim it when it was requested again. True: deleted."""
@@ -139,6 +154,29 @@ class MemoryWorkerQueue(_Store):
             return True
         r.claimed_by = r.claimed_until = None
         return False
+
+    async def lease_and_news(self, session_id: str, invocation_id: str, after_seq: int) -> tuple[Lease | None, bool]:
+        """The invocation's lease row and whether it has an event after ``after_seq``."""
+        lease = await self.get_lease(session_id, invocation_id)  # type: ignore[attr-defined]
+        return lease, bool(await self.invocation_events(session_id, invocation_id, after_seq=after_seq))  # type: ignore[attr-defined]
+
+    async def append_and_settle(
+        self,
+        session_id: str,
+        invocation_id: str,
+        events: list[Event],
+        *,
+        owner: str,
+        settle: Settle,
+        expected_seq: int | None = None,
+        snapshot: tuple[int, dict[str, Any]] | None = None,
+    ) -> list[StoredEvent]:
+        """A worker's turn's last write, then the finish of its request (no await between)."""
+        written = await self.append_and_release(  # type: ignore[attr-defined]
+            session_id, invocation_id, events, owner=owner, expected_seq=expected_seq, snapshot=snapshot
+        )
+        settle.deleted = await self.finish_turn_request(session_id, invocation_id, settle.owner, settle.requested_at)
+        return written
 
     async def append_and_queue(
         self,
@@ -204,10 +242,14 @@ class MemoryWorkerQueue(_Store):
         self._check_writable()
         return self._graphs.setdefault((session_id, invocation_id), graph)
 
-    async def put_worker(self, worker: WorkerRecord) -> None:
-        """Write (or rewrite) a worker's heartbeat row."""
+    async def put_worker(
+        self, worker: WorkerRecord, *, renew: list[tuple[str, str]] | None = None, ttl: float = 30.0
+    ) -> None:
+        """Write (or rewrite) a worker's heartbeat row, renewing its claims of ``renew``."""
         self._check_writable()
         self._workers[worker.worker_id] = worker.model_copy(deep=True)
+        for session_id, invocation_id in renew or []:
+            await self.claim_turn_request(session_id, invocation_id, worker.worker_id, ttl, expected=worker.worker_id)
 
     async def list_workers(self) -> list[WorkerRecord]:
         """Every worker row, by start time then id."""

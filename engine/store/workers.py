@@ -28,6 +28,7 @@ Domain rows only (no SQL: each backend has its statements in its own package).
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -54,6 +55,24 @@ class TurnRequest(BaseModel):
     """Why workers leave the request alone (None: runnable), e.g. nodes in doubt."""
     note: str | None = None
     """The last thing a worker said about it (a refusal: another graph version)."""
+    graph: str | None = None
+    """The graph version its invocation runs under, as the claim that took it read it
+    (``claim_next_turn`` records the claimer's when none was): None elsewhere."""
+
+
+@dataclass
+class Settle:
+    """A worker's claim of the request whose turn it runs, finished by the turn's
+    last write in the same transaction (``append_and_settle``) when that write
+    leaves the invocation settled: the request deleted, or handed back when it was
+    requested again since ``requested_at`` -- as ``finish_turn_request``."""
+
+    owner: str
+    """The claimer (the worker's id), not the turn's lease owner."""
+    requested_at: float
+    deleted: bool | None = None
+    """Set by the write: True deleted, False handed back; None: not finished by the
+    turn (its last write was another, or did not run) -- the worker finishes it."""
 
 
 class WorkerRecord(BaseModel):

@@ -118,6 +118,48 @@ async def test_claim_next_takes_the_oldest_runnable(store: Any) -> None:
     assert await q.claim_turn_request("new", "inv1", "w3", 60)
     await q.unclaim_turn_request("new", "inv1", "w3", held="wait")
     assert await q.claim_next_turn(["app"], "w4", 60) is None  # the rest is claimed or held
+    assert [r.session_id for r in await q.turn_requests(["app"], claimed=True)] == ["old", "mid"]
+    assert [r.session_id for r in await q.turn_requests(claimed=True)] == ["old", "mid"]
+
+
+async def test_claim_next_records_the_claimers_graph_version_unless_one_was(store: Any) -> None:
+    """A worker's claim and the graph version its invocation runs under are one
+    write: the first claimer's version is recorded, a later claim returns that one."""
+    q = queue(store)
+    await q.request_turn(req("s1", at=1.0))
+    await q.request_turn(req("s2", at=2.0))
+    await q.request_turn(req("s3", at=3.0, app="other"))
+    got = await q.claim_next_turn(["app"], "w1", 60, versions={"app": "v1", "other": "o1"})
+    assert got is not None and (got.session_id, got.graph) == ("s1", "v1")
+    assert await q.invocation_graph("s1", "inv1", "v2") == "v1"  # recorded by the claim
+    assert await q.invocation_graph("s2", "inv1", "v0") == "v0"  # recorded before its claim
+    got = await q.claim_next_turn(["app"], "w2", 60, versions={"app": "v2"})
+    assert got is not None and (got.session_id, got.graph) == ("s2", "v0")  # the one recorded first
+    got = await q.claim_next_turn(["other"], "w3", 60)  # no versions: records nothing, reads none
+    assert got is not None and (got.session_id, got.graph) == ("s3", None)
+    await q.unclaim_turn_request("s1", "inv1", "w1")
+    got = await q.claim_next_turn(["app"], "w4", 60, versions={"app": "v9"})
+    assert got is not None and (got.session_id, got.graph) == ("s1", "v1")  # claimed again: still its first
+    assert [r.graph for r in await q.turn_requests()] == [None, None, None]  # a claim's answer, not a column
+
+
+async def test_lease_and_news_reads_the_lease_and_whether_the_invocation_moved_on(store: Any) -> None:
+    from engine.errors import SessionNotFoundError
+    from engine.store.capabilities import LeaseAndNews
+
+    both = capability(store, LeaseAndNews)
+    assert both is not None
+    sid = await waiting_session(store, "ln")
+    inv = (await store.list_invocations(sid))[0].invocation_id
+    last = (await store.get_session(sid)).last_seq
+    assert await both.lease_and_news(sid, inv, last) == (None, False)
+    assert (await both.lease_and_news(sid, inv, last - 1))[1] is True
+    held = await store.acquire_lease(sid, inv, "me", 60)
+    lease, moved = await both.lease_and_news(sid, inv, last)
+    assert lease is not None and (lease.owner, lease.expires_at, moved) == ("me", held.expires_at, False)
+    assert await both.lease_and_news(sid, "no-such-invocation", 0) == (None, False)
+    with pytest.raises(SessionNotFoundError):
+        await both.lease_and_news("no-such-session", inv, 0)
 
 
 async def test_finish_deletes_or_hands_back_a_request_asked_again(store: Any) -> None:
@@ -212,6 +254,29 @@ async def test_graph_versions_and_workers(store: Any) -> None:
     await q.drop_worker("w-a")
     await q.drop_worker("nobody")
     assert [r.worker_id for r in await q.list_workers()] == ["w-b"]
+
+
+async def test_a_heartbeat_renews_the_workers_own_claims_in_the_same_write(store: Any) -> None:
+    q = queue(store)
+    for sid in ("mine", "theirs", "held", "lapsed"):
+        await q.request_turn(req(sid, at=1.0))
+    assert await q.claim_turn_request("mine", "inv1", "w1", 5)
+    assert await q.claim_turn_request("theirs", "inv1", "w2", 60)
+    assert await q.claim_turn_request("held", "inv1", "w1", 5)
+    await q.unclaim_turn_request("held", "inv1", "w1", held="nodes in doubt")
+    assert await q.claim_turn_request("lapsed", "inv1", "w1", -1)  # its claim expired already
+    now = time.time()
+    w = WorkerRecord(worker_id="w1", host="h", pid=1, apps=["app"], started_at=now, heartbeat_at=now, stale_after=6)
+    keys = [(s, "inv1") for s in ("mine", "theirs", "held", "lapsed", "gone")]
+    await q.put_worker(w, renew=keys, ttl=600)
+    rows = {r.session_id: r for r in await q.turn_requests()}
+    assert rows["mine"].claimed_by == "w1" and rows["mine"].claimed_until > now + 500  # renewed
+    assert rows["lapsed"].claimed_by == "w1" and rows["lapsed"].claimed_until > now + 500  # taken again
+    assert rows["theirs"].claimed_by == "w2" and rows["theirs"].claimed_until < now + 100  # another's live claim stands
+    assert (rows["held"].claimed_by, rows["held"].held) == (None, "nodes in doubt")  # held: left alone
+    assert [r.worker_id for r in await q.list_workers()] == ["w1"]
+    await q.put_worker(w.model_copy(update={"state": "draining"}))  # no claims to renew
+    assert [r.state for r in await q.list_workers()] == ["draining"]
 
 
 async def test_read_only_memory_store_writes_no_request() -> None:

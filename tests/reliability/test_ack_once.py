@@ -134,8 +134,9 @@ async def _kill_loop(db: str, tmp: Path) -> tuple[int, int, dict[str, list[str]]
             ):
                 break
             assert time.monotonic() < deadline, f"not settled after {LOOP_BOUND}s: {states}"
-            if time.monotonic() >= next_external and external < 10:
-                victim = rng.choice([p for p in procs if p.is_alive()])
+            alive = [p for p in procs if p.is_alive()]
+            if time.monotonic() >= next_external and external < 10 and alive:  # (all may have killed themselves just now)
+                victim = rng.choice(alive)
                 os.kill(victim.pid, signal.SIGKILL)
                 external += 1
                 next_external = time.monotonic() + rng.uniform(0.3, 0.8)

@@ -23,6 +23,7 @@ from engine.errors import HitlError, ReadOnlyError
 from engine.models import Session
 from engine.redact import DEFAULT_SECRET_PATTERNS, MASK, is_secret_key, mask, mask_event, secret_patterns
 from engine.store.sqlite import SQLiteStore
+from engine.store.workers import Settle
 from tests.cli.conftest import json_lines, ok, operator_error
 
 from . import secret_app
@@ -39,6 +40,7 @@ READS = {
     "event_at",
     "event_rows",
     "invocation_events",
+    "lease_and_news",
     "corrupt_events",
     "list_invocations",
     "invocation_count",
@@ -84,6 +86,9 @@ def _write_calls(store: SQLiteStore, lines: list[str]) -> dict[str, Any]:
         "release_lease": lambda: store.release_lease("refund-waiting-1", "inv", "me"),
         "acquire_and_append": lambda: store.acquire_and_append("refund-waiting-1", "inv", [ev], owner="me", ttl=60),
         "append_and_release": lambda: store.append_and_release("refund-waiting-1", "inv", [ev], owner="me"),
+        "append_and_settle": lambda: store.append_and_settle(
+            "refund-waiting-1", "inv", [ev], owner="me", settle=Settle("me", 1.0)
+        ),
         "checkpoint": lambda: store.checkpoint(),
         **_worker_write_calls(store),
     }

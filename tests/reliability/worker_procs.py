@@ -19,6 +19,19 @@ from typing import Any
 from tests.reliability.workers import PRELOAD
 
 APPROVE = {"finance": {"approved": True}, "risk": {"approved": True}}
+ONE_NODE_APP = "one_node"
+"""The app of ``spec["app"] == "one"``: ``prep -> ask -> after`` (an answer's turn runs one node)."""
+
+
+def worker_apps(spec: dict[str, Any]) -> dict[str, Any]:
+    """The apps a worker child serves: the crash app, or the one-node app (``spec["app"]``)."""
+    if spec.get("app") == "one":
+        from tests.engine.test_turn_cost import SIMPLE
+
+        return {ONE_NODE_APP: SIMPLE}
+    from tests.reliability import crash_app
+
+    return {crash_app.APP: crash_app.workflow}
 
 
 def context() -> multiprocessing.context.BaseContext:
@@ -37,12 +50,10 @@ def worker_child(spec: dict[str, Any]) -> None:
 async def _worker_main(spec: dict[str, Any]) -> None:
     from engine.store import open_store
     from engine.worker import Worker
-    from tests.reliability import crash_app
-
     store = await open_store(spec["db"], busy_timeout=30)
     try:
         worker = Worker(
-            store, {crash_app.APP: crash_app.workflow}, concurrency=spec.get("concurrency", 2),
+            store, worker_apps(spec), concurrency=spec.get("concurrency", 2),
             heartbeat=spec.get("heartbeat", 0.5), drain_timeout=spec.get("drain_timeout", 30.0),
         )
         loop = asyncio.get_running_loop()
@@ -51,9 +62,26 @@ async def _worker_main(spec: dict[str, Any]) -> None:
         if ready:
             with open(ready, "a", encoding="utf-8") as fh:
                 fh.write(f"{os.getpid()}\n")
+        if spec.get("go"):
+            _hold_claims(store, spec["go"])
         await worker.run()
     finally:
         await store.close()
+
+
+def _hold_claims(store: Any, go: str) -> None:
+    """A benchmark's backlog: the worker starts (listens, beats, sweeps), but its
+    first claim waits until the file ``go`` exists -- every worker idle and
+    listening when the queued answers are let go at once."""
+    claim = store.claim_next_turn
+
+    async def held(*a: Any, **kw: Any) -> Any:
+        while not os.path.exists(go):
+            await asyncio.sleep(0.005)
+        store.claim_next_turn = claim
+        return await claim(*a, **kw)
+
+    store.claim_next_turn = held
 
 
 def answer_child(spec: dict[str, Any]) -> None:

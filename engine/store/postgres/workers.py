@@ -9,15 +9,19 @@ from collections.abc import Callable
 from typing import Any
 
 import asyncpg
+from pydantic_core import to_json
 
 # Row converters and column lists are the SQLite store's: one definition of each, whatever the backend.
-from ..sqlite import _lease_from_row, _prepare
+from ...errors import SessionNotFoundError
+from ..sqlite import _LEASE_COLS, _lease_from_row, _prepare
 from ..sqlite.workers import _REQ_COLS, _WORKER_COLS, _req, _worker
-from ..workers import TurnRequest, WorkerRecord
+from ..workers import Settle, TurnRequest, WorkerRecord
+from . import onetrip
 from .core import _Core
+from .errors import _raise_append_error
 from .listen import Listener
 from .schema import NOTIFY_CHANNEL
-from .statements import _append_many_args, _stored
+from .statements import _APPEND_RELEASE_SQL, _append_many_args, _stored
 from .writes import _acquire_append
 
 
@@ -41,13 +45,19 @@ class _WorkerTables(_Core):
 
         await self._run(fn)
 
-    async def turn_requests(self, apps: list[str] | None = None, *, limit: int = 200) -> list[TurnRequest]:
+    async def turn_requests(
+        self, apps: list[str] | None = None, *, limit: int = 200, claimed: bool = False
+    ) -> list[TurnRequest]:
+        only = " AND claimed_by IS NOT NULL" if claimed else ""
+
         async def fn(conn: asyncpg.Connection) -> list[TurnRequest]:
             if apps is None:
-                rows = await conn.fetch(f"SELECT {_REQ_COLS} FROM turn_requests ORDER BY requested_at LIMIT $1", limit)
+                rows = await conn.fetch(
+                    f"SELECT {_REQ_COLS} FROM turn_requests WHERE true{only} ORDER BY requested_at LIMIT $1", limit
+                )
             else:
                 rows = await conn.fetch(
-                    f"SELECT {_REQ_COLS} FROM turn_requests WHERE app_name = ANY($1::text[])"
+                    f"SELECT {_REQ_COLS} FROM turn_requests WHERE app_name = ANY($1::text[]){only}"
                     " ORDER BY requested_at LIMIT $2",
                     list(apps), limit,
                 )
@@ -134,18 +144,18 @@ class _WorkerTables(_Core):
 
         return await self._run(fn)
 
-    async def put_worker(self, worker: WorkerRecord) -> None:
+    async def put_worker(
+        self, worker: WorkerRecord, *, renew: list[tuple[str, str]] | None = None, ttl: float = 30.0
+    ) -> None:
         self._check_writable()
         w = worker
+        now = time.time()
+        keys = [list(c) for c in zip(*(renew or []), strict=True)] or [[], []]
 
         async def fn(conn: asyncpg.Connection) -> None:
             await conn.execute(
-                f"INSERT INTO workers ({_WORKER_COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
-                " ON CONFLICT (worker_id) DO UPDATE SET apps = excluded.apps, versions = excluded.versions,"
-                " current = excluded.current, state = excluded.state, heartbeat_at = excluded.heartbeat_at,"
-                " stale_after = excluded.stale_after",
-                w.worker_id, w.host, w.pid, json.dumps(w.apps), json.dumps(w.versions), json.dumps(w.current),
-                w.state, w.started_at, w.heartbeat_at, w.stale_after,
+                _BEAT_SQL, w.worker_id, w.host, w.pid, json.dumps(w.apps), json.dumps(w.versions), json.dumps(w.current),
+                w.state, w.started_at, w.heartbeat_at, w.stale_after, now + ttl, now, *keys,
             )
 
         await self._run(fn)
@@ -177,6 +187,17 @@ class _WorkerTables(_Core):
 
         return await self._run(fn) if ids else []
 
+
+_BEAT_SQL = (
+    f"WITH w AS (INSERT INTO workers ({_WORKER_COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
+    " ON CONFLICT (worker_id) DO UPDATE SET apps = excluded.apps, versions = excluded.versions,"
+    " current = excluded.current, state = excluded.state, heartbeat_at = excluded.heartbeat_at,"
+    " stale_after = excluded.stale_after RETURNING 1)"
+    " UPDATE turn_requests t SET claimed_by = $1, claimed_until = $11 FROM unnest($13::text[], $14::text[]) AS k(s, i)"
+    " WHERE t.session_id = k.s AND t.invocation_id = k.i AND t.held IS NULL"
+    " AND (t.claimed_by = $1 OR t.claimed_until <= $12)"
+)
+"""A heartbeat: the worker's row and the renewal of the claims it runs, one statement."""
 
 TURNS_CHANNEL = "hitl_turns"
 """Where a request that became runnable is announced too: workers listen here
@@ -210,17 +231,25 @@ _QUEUE_SQL = (
 leave the request (none when ``$4``, its kind, is NULL) and wake the workers."""
 
 _CLAIM_NEXT_SQL = (
-    "UPDATE turn_requests t SET claimed_by = $2, claimed_until = $3"
+    "WITH c AS (UPDATE turn_requests t SET claimed_by = $2, claimed_until = $3"
     " FROM (SELECT session_id, invocation_id FROM turn_requests q WHERE app_name = ANY($1::text[]) AND held IS NULL"
     " AND (claimed_by IS NULL OR claimed_until <= $4) AND NOT EXISTS (SELECT 1 FROM"
     " unnest($5::text[], $6::text[], $7::double precision[]) AS x(s, i, r)"
     " WHERE x.s = q.session_id AND x.i = q.invocation_id AND x.r = q.requested_at)"
-    " ORDER BY requested_at LIMIT 1 FOR UPDATE SKIP LOCKED) c"
-    " WHERE t.session_id = c.session_id AND t.invocation_id = c.invocation_id"
-    f" RETURNING {', '.join('t.' + c for c in _REQ_COLS.split(', '))}"
+    " ORDER BY requested_at LIMIT 1 FOR UPDATE SKIP LOCKED) n"
+    " WHERE t.session_id = n.session_id AND t.invocation_id = n.invocation_id"
+    f" RETURNING {', '.join('t.' + c for c in _REQ_COLS.split(', '))}),"
+    " g AS (INSERT INTO invocation_graphs (session_id, invocation_id, graph)"
+    " SELECT c.session_id, c.invocation_id, v.graph FROM c JOIN unnest($8::text[], $9::text[]) AS v(app, graph)"
+    " ON v.app = c.app_name ON CONFLICT DO NOTHING RETURNING graph)"
+    f" SELECT {', '.join('c.' + c for c in _REQ_COLS.split(', '))}, coalesce((SELECT graph FROM g),"
+    " (SELECT x.graph FROM invocation_graphs x WHERE x.session_id = c.session_id AND x.invocation_id = c.invocation_id))"
+    " FROM c"
 )
 """Claim the oldest runnable request in one statement: rows another worker is
-claiming right now are skipped (``SKIP LOCKED``), not waited for or raced."""
+claiming right now are skipped (``SKIP LOCKED``), not waited for or raced; and
+record the claimer's graph version for its invocation unless one was (the claim
+returns the recorded one last)."""
 
 _FINISH_SQL = (
     "WITH d AS (DELETE FROM turn_requests WHERE session_id = $1 AND invocation_id = $2 AND claimed_by = $3"
@@ -233,6 +262,27 @@ _FINISH_SQL = (
 )
 """Delete the finished request, or hand it back when it was requested again; ``q``
 0 (runnable: workers wake) or -1 (gone: only followers care)."""
+
+_SETTLE_SQL = (
+    f"WITH a AS MATERIALIZED ({_APPEND_RELEASE_SQL} AS last),"
+    " d AS (DELETE FROM turn_requests WHERE session_id = $24 AND invocation_id = $25 AND claimed_by = $26"
+    " AND requested_at = $27 RETURNING 1),"
+    " u AS (UPDATE turn_requests SET claimed_by = NULL, claimed_until = NULL WHERE session_id = $24"
+    " AND invocation_id = $25 AND claimed_by = $26 AND requested_at <> $27 RETURNING 1)"
+    " SELECT (SELECT last FROM a), EXISTS (SELECT 1 FROM d), pg_notify($28, json_build_object('s', $24::text,"
+    " 'q', CASE WHEN EXISTS (SELECT 1 FROM u) THEN 0 ELSE -1 END)::text)::text,"
+    " (SELECT pg_notify($29, json_build_object('s', $24::text, 'q', 0)::text) FROM u)::text"
+)
+"""A worker's turn's last write (``hitl_append_release``: its events, snapshot and
+lease's release) and :data:`_FINISH_SQL`'s finish of the request it ran, in one
+statement: all or nothing (an append refused fails the whole statement)."""
+
+_LEASE_AND_NEWS_SQL = (
+    f"SELECT {', '.join('l.' + c.strip() for c in _LEASE_COLS.split(','))}, EXISTS (SELECT 1 FROM events e"
+    " WHERE e.session_id = $1 AND e.invocation_id = $2 AND e.seq > $3) FROM sessions s LEFT JOIN leases l"
+    " ON l.session_id = s.id AND l.invocation_id = $2 WHERE s.id = $1"
+)
+"""An invocation's lease and whether it moved on since a read (one snapshot)."""
 
 _INTERRUPTED_PG_SQL = (
     "SELECT s.app_name, i.session_id, i.invocation_id, l.owner, l.acquired_at, l.renewed_at, l.expires_at"
@@ -285,8 +335,60 @@ class _WorkerSteps(_Core):
         last, found = await self._write_batch(fn, session_id, prepared)
         return _stored(session_id, prepared, found if last is None else last)
 
+    async def append_and_settle(
+        self,
+        session_id: str,
+        invocation_id: str,
+        events: list[Any],
+        *,
+        owner: str,
+        settle: Settle,
+        expected_seq: int | None = None,
+        snapshot: tuple[int, dict[str, Any]] | None = None,
+    ) -> list[Any]:
+        """``append_and_release`` and ``finish_turn_request`` in one statement
+        (:data:`_SETTLE_SQL`): one round trip and one commit for both."""
+        self._check_writable()
+        prepared = [_prepare(e) for e in events]
+        args = _append_many_args(session_id, prepared, expected_seq, owner)
+        snap_seq, snap_text = (None, None) if snapshot is None else (snapshot[0], to_json(snapshot[1]).decode())
+        extra = (session_id, invocation_id, settle.owner, settle.requested_at, NOTIFY_CHANNEL, TURNS_CHANNEL)
+
+        async def fn(conn: asyncpg.Connection) -> int:
+            try:
+                [(last, deleted, _, _)] = await onetrip.fetch(
+                    conn, _SETTLE_SQL, (invocation_id, snap_seq, snap_text, *args, *extra), "ibtt"
+                )
+            except asyncpg.PostgresError as e:
+                _raise_append_error(e, session_id, invocation_id, owner, expected_seq)
+                raise
+            settle.deleted = bool(deleted)
+            return int(last)
+
+        # All or none committed; a connection lost after the commit: found by the first
+        # event's id, and the request is finished again by the worker (deleted stays None).
+        last, found = await self._write_batch(fn, session_id, prepared)
+        return _stored(session_id, prepared, found if last is None else last)
+
+    async def lease_and_news(self, session_id: str, invocation_id: str, after_seq: int) -> tuple[Any, bool]:
+        """The invocation's lease row and whether it has an event after ``after_seq``: one statement."""
+
+        async def fn(conn: asyncpg.Connection) -> tuple[Any, bool]:
+            row = await conn.fetchrow(_LEASE_AND_NEWS_SQL, session_id, invocation_id, after_seq)
+            if row is None:
+                raise SessionNotFoundError(session_id)
+            return (None if row[0] is None else _lease_from_row(row)), bool(row[-1])
+
+        return await self._run(fn)
+
     async def claim_next_turn(
-        self, apps: list[str], owner: str, ttl: float, *, skip: set[tuple[str, str, float]] | None = None
+        self,
+        apps: list[str],
+        owner: str,
+        ttl: float,
+        *,
+        skip: set[tuple[str, str, float]] | None = None,
+        versions: dict[str, str] | None = None,
     ) -> TurnRequest | None:
         self._check_writable()
         if not apps:
@@ -294,10 +396,13 @@ class _WorkerSteps(_Core):
         now = time.time()
         skip = skip or set()
         cols = [list(c) for c in zip(*skip, strict=True)] if skip else [[], [], []]
+        known = versions or {}
 
         async def fn(conn: asyncpg.Connection) -> TurnRequest | None:
-            row = await conn.fetchrow(_CLAIM_NEXT_SQL, list(apps), owner, now + ttl, now, *cols)
-            return _req(row) if row else None
+            row = await conn.fetchrow(
+                _CLAIM_NEXT_SQL, list(apps), owner, now + ttl, now, *cols, list(known), list(known.values())
+            )
+            return _req(row).model_copy(update={"graph": row[-1]}) if row else None
 
         return await self._run(fn)
 

@@ -8,7 +8,7 @@ import sqlite3
 import time
 from typing import Any
 
-from ..workers import TurnRequest, WorkerRecord
+from ..workers import Settle, TurnRequest, WorkerRecord
 
 _REQ_COLS = (
     "app_name, session_id, invocation_id, kind, payload, requested_at, claimed_by, claimed_until, held, note"
@@ -84,15 +84,16 @@ def _request_tx(conn: sqlite3.Connection, r: TurnRequest) -> None:
     )
 
 
-def _list_tx(conn: sqlite3.Connection, apps: list[str] | None, limit: int) -> list[TurnRequest]:
+def _list_tx(conn: sqlite3.Connection, apps: list[str] | None, limit: int, claimed: bool = False) -> list[TurnRequest]:
+    only = " AND claimed_by IS NOT NULL" if claimed else ""
     if apps is None:
         rows = conn.execute(
-            f"SELECT {_REQ_COLS} FROM turn_requests ORDER BY requested_at LIMIT ?", (limit,)
+            f"SELECT {_REQ_COLS} FROM turn_requests WHERE 1{only} ORDER BY requested_at LIMIT ?", (limit,)
         ).fetchall()
     else:
         marks = ", ".join("?" for _ in apps)
         rows = conn.execute(
-            f"SELECT {_REQ_COLS} FROM turn_requests WHERE app_name IN ({marks}) ORDER BY requested_at LIMIT ?",
+            f"SELECT {_REQ_COLS} FROM turn_requests WHERE app_name IN ({marks}){only} ORDER BY requested_at LIMIT ?",
             (*apps, limit),
         ).fetchall()
     return [_req(r) for r in rows]
@@ -139,22 +140,28 @@ def _drop_tx(
 
 
 def _graph_tx(conn: sqlite3.Connection, session_id: str, invocation_id: str, graph: str) -> str:
-    conn.execute(
+    cur = conn.execute(
         "INSERT OR IGNORE INTO invocation_graphs (session_id, invocation_id, graph) VALUES (?, ?, ?)",
         (session_id, invocation_id, graph),
     )
+    if cur.rowcount == 1:
+        return graph  # recorded now: nothing to read back
     row = conn.execute(
         "SELECT graph FROM invocation_graphs WHERE session_id = ? AND invocation_id = ?", (session_id, invocation_id)
     ).fetchone()
     return str(row[0])
 
 
-def _put_worker_tx(conn: sqlite3.Connection, w: WorkerRecord) -> None:
+def _put_worker_tx(
+    conn: sqlite3.Connection, w: WorkerRecord, renew: list[tuple[str, str]] | None = None, ttl: float = 30.0
+) -> None:
     conn.execute(
         f"INSERT OR REPLACE INTO workers ({_WORKER_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (w.worker_id, w.host, w.pid, json.dumps(w.apps), json.dumps(w.versions), json.dumps(w.current), w.state,
          w.started_at, w.heartbeat_at, w.stale_after),
     )
+    for session_id, invocation_id in renew or []:  # the claims it runs, renewed in the same commit
+        _claim_tx(conn, session_id, invocation_id, w.worker_id, ttl, w.worker_id)
 
 
 def _list_workers_tx(conn: sqlite3.Connection) -> list[WorkerRecord]:
@@ -176,9 +183,11 @@ class _WorkerTables:
         """Add (or renew) a turn request for a worker."""
         await self._write(_request_tx, request)  # type: ignore[attr-defined]
 
-    async def turn_requests(self, apps: list[str] | None = None, *, limit: int = 200) -> list[TurnRequest]:
-        """Requests for ``apps`` (None: every app), oldest first."""
-        return await self._call(_list_tx, apps, limit)  # type: ignore[attr-defined]
+    async def turn_requests(
+        self, apps: list[str] | None = None, *, limit: int = 200, claimed: bool = False
+    ) -> list[TurnRequest]:
+        """Requests for ``apps`` (None: every app), oldest first (``claimed``: only claimed ones)."""
+        return await self._call(_list_tx, apps, limit, claimed)  # type: ignore[attr-defined]
 
     async def get_turn_request(self, session_id: str, invocation_id: str) -> TurnRequest | None:
         return await self._call(_get_tx, session_id, invocation_id)  # type: ignore[attr-defined]
@@ -207,8 +216,10 @@ class _WorkerTables:
         """The graph version the invocation runs under: ``graph`` unless one was recorded before."""
         return await self._write(_graph_tx, session_id, invocation_id, graph)  # type: ignore[attr-defined]
 
-    async def put_worker(self, worker: WorkerRecord) -> None:
-        await self._write(_put_worker_tx, worker)  # type: ignore[attr-defined]
+    async def put_worker(
+        self, worker: WorkerRecord, *, renew: list[tuple[str, str]] | None = None, ttl: float = 30.0
+    ) -> None:
+        await self._write(_put_worker_tx, worker, renew or [], ttl)  # type: ignore[attr-defined]
 
     async def list_workers(self) -> list[WorkerRecord]:
         return await self._call(_list_workers_tx)  # type: ignore[attr-defined]
@@ -283,7 +294,13 @@ def _any_runnable(conn: sqlite3.Connection, apps: list[str], now: float, skip: s
 
 
 def _claim_next_tx(
-    conn: sqlite3.Connection, apps: list[str], owner: str, ttl: float, now: float, skip: set[tuple[str, str, float]]
+    conn: sqlite3.Connection,
+    apps: list[str],
+    owner: str,
+    ttl: float,
+    now: float,
+    skip: set[tuple[str, str, float]],
+    versions: dict[str, str] | None = None,
 ) -> TurnRequest | None:
     for row in conn.execute(_runnable_sql(apps), (*apps, now, len(skip) + 1)).fetchall():
         req = _req(row)
@@ -293,7 +310,15 @@ def _claim_next_tx(
             "UPDATE turn_requests SET claimed_by = ?, claimed_until = ? WHERE session_id = ? AND invocation_id = ?",
             (owner, now + ttl, req.session_id, req.invocation_id),
         )
-        return req.model_copy(update={"claimed_by": owner, "claimed_until": now + ttl})
+        if versions and req.app_name in versions:  # the graph it runs under, recorded with the claim
+            graph: str | None = _graph_tx(conn, req.session_id, req.invocation_id, versions[req.app_name])
+        else:
+            row = conn.execute(
+                "SELECT graph FROM invocation_graphs WHERE session_id = ? AND invocation_id = ?",
+                (req.session_id, req.invocation_id),
+            ).fetchone()
+            graph = None if row is None else str(row[0])
+        return req.model_copy(update={"claimed_by": owner, "claimed_until": now + ttl, "graph": graph})
     return None
 
 
@@ -335,6 +360,35 @@ _SETTLED_HELD_SQL = (
 )
 """Held requests whose invocation is no longer mid-run (an operator re-drove it in
 its own process): nothing is left for them to wait for."""
+
+
+def _lease_and_news(conn: sqlite3.Connection, session_id: str, invocation_id: str, after_seq: int) -> tuple[Any, bool]:
+    from .leases import _get_lease
+
+    lease = _get_lease(conn, session_id, invocation_id)  # first: as stopped_mid_run reads them
+    news = conn.execute(
+        "SELECT 1 FROM events WHERE session_id = ? AND invocation_id = ? AND seq > ? LIMIT 1",
+        (session_id, invocation_id, after_seq),
+    ).fetchone()
+    return lease, news is not None
+
+
+def _append_settle_tx(
+    conn: sqlite3.Connection,
+    session_id: str,
+    invocation_id: str,
+    prepared: list[Any],
+    expected_seq: int | None,
+    owner: str,
+    snapshot: tuple[int, str] | None,
+    claimer: str,
+    requested_at: float,
+) -> tuple[list[int], bool]:
+    """A worker's turn's last write and the finish of the request it ran: all or nothing."""
+    from .leases import _append_release_tx
+
+    seqs = _append_release_tx(conn, session_id, invocation_id, prepared, expected_seq, owner, snapshot)
+    return seqs, _finish_tx(conn, session_id, invocation_id, claimer, requested_at)
 
 
 def _interrupted(conn: sqlite3.Connection, apps: list[str], limit: int) -> list[tuple[str, str, str, Any]]:
@@ -396,18 +450,56 @@ class _WorkerSteps:
         )
         return [StoredEvent(seq=q, session_id=session_id, event=Event.from_json(p.json)) for q, p in zip(seqs, prepared, strict=True)]
 
+    async def lease_and_news(self, session_id: str, invocation_id: str, after_seq: int) -> tuple[Any, bool]:
+        """The invocation's lease row and whether it has an event after ``after_seq``: one call."""
+        return await self._call(_lease_and_news, session_id, invocation_id, after_seq)  # type: ignore[attr-defined]
+
+    async def append_and_settle(
+        self,
+        session_id: str,
+        invocation_id: str,
+        events: list[Any],
+        *,
+        owner: str,
+        settle: Settle,
+        expected_seq: int | None = None,
+        snapshot: tuple[int, dict[str, Any]] | None = None,
+    ) -> list[Any]:
+        """``append_and_release`` and ``finish_turn_request`` in one transaction (one
+        commit: a worker's turn settles its request with its last write)."""
+        from pydantic_core import to_json
+
+        from ...models import Event, StoredEvent
+        from .rows import _prepare
+
+        self._check_writable()  # type: ignore[attr-defined]
+        prepared = [_prepare(e) for e in events]
+        snap = None if snapshot is None else (snapshot[0], to_json(snapshot[1]).decode())
+        seqs, settle.deleted = await self._write(  # type: ignore[attr-defined]
+            _append_settle_tx, session_id, invocation_id, prepared, expected_seq, owner, snap, settle.owner,
+            settle.requested_at,
+        )
+        return [StoredEvent(seq=q, session_id=session_id, event=Event.from_json(p.json)) for q, p in zip(seqs, prepared, strict=True)]
+
     async def claim_next_turn(
-        self, apps: list[str], owner: str, ttl: float, *, skip: set[tuple[str, str, float]] | None = None
+        self,
+        apps: list[str],
+        owner: str,
+        ttl: float,
+        *,
+        skip: set[tuple[str, str, float]] | None = None,
+        versions: dict[str, str] | None = None,
     ) -> TurnRequest | None:
         """Claim the oldest runnable request of ``apps`` (not held; unclaimed or its
         claim expired), skipping ``skip`` ((session, invocation, requested_at) this
-        worker refused): one read, and one write transaction only when there is one."""
+        worker refused), and record ``versions[app]`` as its graph version unless one
+        was: one read, and one write transaction only when there is one."""
         self._check_writable()  # type: ignore[attr-defined]
         skip = skip or set()
         now = time.time()
         if not apps or not await self._call(_any_runnable, apps, now, skip):  # type: ignore[attr-defined]
             return None
-        return await self._write(_claim_next_tx, apps, owner, ttl, time.time(), skip)  # type: ignore[attr-defined]
+        return await self._write(_claim_next_tx, apps, owner, ttl, time.time(), skip, versions)  # type: ignore[attr-defined]
 
     async def finish_turn_request(self, session_id: str, invocation_id: str, owner: str, requested_at: float) -> bool:
         """The claimed request's turn is done: delete it, or hand it back when it
