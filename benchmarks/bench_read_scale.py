@@ -25,6 +25,11 @@ machine) and wall seconds of both, the ratio and whether the target (at most a
 third of the original's time) is met, and the load average before and after::
 
     python benchmarks/bench_read_scale.py --db big.sqlite --before /tmp/before --repeat 3
+
+When the two trees' schemas differ (the original refuses a newer store, this one
+reads an older store only once migrated), ``--before-db`` names the original's
+copy of the same store: build it with the original tree, then copy it and run
+``hitl migrate`` on the copy with this one for ``--db``.
 """
 
 from __future__ import annotations
@@ -140,12 +145,14 @@ def tree_command(tree: Path) -> tuple[list[str], dict[str, str]]:
     return [sys.executable, "-m", "console.cli"], {**ENV, "PYTHONPATH": str(tree), "HITL_TEST_NO_INSTALL": "1"}
 
 
-def compare(db: Path, before: Path, repeat: int) -> int:
-    """The five slow reads, ``before`` and this tree interleaved: a table of medians."""
+def compare(db: Path, before: Path, repeat: int, before_db: Path | None = None) -> int:
+    """The five slow reads, ``before`` and this tree interleaved: a table of medians.
+    ``before_db``: the original tree's copy of the store (default ``db``)."""
     import statistics
 
     global ENV
     db = db.resolve()  # the commands run in their trees
+    dbs = {"original": (before_db or db).resolve(), "now": db}
     now = Path(__file__).resolve().parents[1]
     trees = {"original": before.resolve(), "now": now}
     base_env = ENV
@@ -167,9 +174,9 @@ def compare(db: Path, before: Path, repeat: int) -> int:
             subprocess.run([sys.executable, "-m", "console.cli", "--db", str(db), "export", SESSION], check=True,
                            stdout=fh, env={**ENV, "PYTHONPATH": str(now)}, cwd=now)
         size = export.stat().st_size / 2**20
-        for tree in trees.values():  # warm each tree's bytecode, not counted
+        for tag, tree in trees.items():  # warm each tree's bytecode, not counted
             argv, ENV = tree_command(tree)
-            measure([*argv, "--db", str(db), "events", SESSION, "--limit", "1"])
+            measure([*argv, "--db", str(dbs[tag]), "events", SESSION, "--limit", "1"])
             ENV = base_env
         for _ in range(repeat):
             for name, args in [*cases, (f"import ({size:.0f} MB file)", None)]:
@@ -177,13 +184,13 @@ def compare(db: Path, before: Path, repeat: int) -> int:
                     argv, ENV = tree_command(tree)
                     if args is None:  # into a consistent copy of the store, -wal included
                         target = Path(work) / f"copy-{tag}.sqlite"
-                        src, dst = sqlite3.connect(db), sqlite3.connect(target)
+                        src, dst = sqlite3.connect(dbs[tag]), sqlite3.connect(target)
                         src.backup(dst)
                         src.close()
                         dst.close()
                         cmd = [*argv, "--db", str(target), "import", str(export), "--as", "bench-import", "--reason", "b"]
                     else:
-                        cmd = [*argv, "--db", str(db), *args]
+                        cmd = [*argv, "--db", str(dbs[tag]), *args]
                     seconds, cpu, _mib, code = measure(cmd)
                     ENV = base_env
                     failed += code != 0
@@ -213,6 +220,8 @@ def main() -> int:
     ap.add_argument("--iterations", type=int, default=9100, help="loop iterations when building (~11 events each)")
     ap.add_argument("--before", type=Path, metavar="TREE", help="compare the five slow reads with this checkout")
     ap.add_argument("--repeat", type=int, default=3, help="with --before: runs of each command per tree")
+    ap.add_argument("--before-db", type=Path, metavar="PATH",
+                    help="with --before: the original tree's copy of --db, when it cannot read --db's schema")
     args = ap.parse_args()
     global ENV
     cache = tempfile.mkdtemp(prefix="hitl-bench-pyc-")
@@ -221,7 +230,7 @@ def main() -> int:
         if args.db is None:
             ap.error("--before needs --db (a store with a long deploy-long-1: build one with hitl demo --long-iterations)")
         try:
-            return compare(args.db, args.before, args.repeat)
+            return compare(args.db, args.before, args.repeat, args.before_db)
         finally:
             shutil.rmtree(cache, ignore_errors=True)
     base = hitl()

@@ -122,6 +122,11 @@ def assemble(*parts: str | tuple[Any, str | Style] | Text) -> Text:
 
 
 # ------------------------------------------------------------ short values
+_COMPACT_JSON = json.JSONEncoder(default=str, ensure_ascii=False, separators=(",", ":")).encode
+"""``json.dumps(value, default=str, ensure_ascii=False, separators=(",", ":"))``
+without building an encoder per call (a long event log shortens every output)."""
+
+
 def short(
     value: Any,
     width: int = 40,
@@ -145,7 +150,7 @@ def short(
     if isinstance(value, str) and not quoted:
         text = value
     elif compact:
-        text = json.dumps(value, default=str, ensure_ascii=False, separators=(",", ":"))
+        text = _COMPACT_JSON(value)
     else:
         text = to_json(value)
     text = clean(" ".join(text.split()), one_line=True)

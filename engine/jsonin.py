@@ -82,6 +82,15 @@ def loads(text: str, what: str) -> Any:
 
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
+
+
+def plain_json(text: str) -> bool:
+    """Whether :func:`loads` of ``text`` needs none of its checks beyond the
+    parse: too few brackets to nest past the limit, no lone surrogate possible.
+    A fast reader (an import's event lines) parses such text directly."""
+    return (
+        text.count("[") + text.count("{") <= MAX_JSON_DEPTH and _SURROGATE_ESCAPE.search(text) is None and _is_text(text)
+    )
 _TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[\]{}]')
 
 

@@ -23,6 +23,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .event_kinds import ACTION_KINDS
+
 REQUEST_INPUT_FUNCTION = "request_input"
 """Function-call name used for interrupts built by ``RequestInput``."""
 REQUEST_INPUT_FUNCTIONS = (REQUEST_INPUT_FUNCTION, "adk_request_input")
@@ -231,7 +233,7 @@ class Event(_Model):
         if self.author == "user" and self.node_info is None:
             if self.function_responses:
                 return "response"
-            if self.action in ("redrive", "cancel", "fail", "claim", "assign", "release", "approve"):
+            if self.action in ACTION_KINDS:
                 return self.action
             return "message"
         if self.node_info and self.node_info.lifecycle:

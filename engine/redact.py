@@ -180,7 +180,7 @@ class Redactor:
         """key -> is_secret (keys repeat across events: decide each once)."""
         self._learned: set[str] = set()
         """Ids of events already learned from."""
-        self._gate_words: re.Pattern[bytes] | None = None
+        self._gate_words: tuple[bytes, ...] | None = None
 
     def fork(self) -> Redactor:
         """An independent copy (same policy, the secrets learned so far) for a
@@ -302,11 +302,11 @@ class Redactor:
         # (the author key names no secret: _NOT_SECRET_KEYS)
         normed = raw.replace('"author":', ":").encode().lower().translate(None, _NOT_ALNUM_BYTES)
         words = self._gate_words
-        if words is None:  # the shortest suffice ("pass" stands for "password" too), in one search
+        if words is None:  # the shortest suffice ("pass" stands for "password" too)
             every = {*self._pats, *_FREE_TEXT_WORDS}
-            shortest = sorted(w for w in every if not any(o != w and o in w for o in every))
-            words = self._gate_words = re.compile("|".join(map(re.escape, shortest)).encode())
-        return words.search(normed) is None
+            words = self._gate_words = tuple(sorted(w.encode() for w in every if not any(o != w and o in w for o in every)))
+        # (a substring test per word: several times faster than one alternation's search on a long text)
+        return not any(w in normed for w in words)
 
     def inert(self, raw: str) -> bool:
         """:meth:`learns_nothing`, and no secret learned so far is in ``raw``:

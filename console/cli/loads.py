@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from engine.errors import HitlError, InvocationNotFoundError, require_id
@@ -48,10 +48,16 @@ async def session_projection(
     progress = Progress(f"reading {session_id}", total)
     proj, seq = Projection(), 0
     apply = proj.apply
-    if capability(store, EventRows) is not None:  # the stored text, parsed here: no StoredEvent per event
-        async for seq, raw in event_rows(store, session_id, None):
-            apply(parse_row(raw) or await reread(store, session_id, seq), seq)
-            progress.tick()
+    if (rows := capability(store, EventRows)) is not None:  # the stored text, parsed here: no StoredEvent per event
+        parse = _event_parser()
+        while page := await rows.event_rows(session_id, after_seq=seq, limit=EVENTS_PAGE):
+            for seq, raw in page:  # (a page at a time: no generator step per event)
+                try:
+                    event = parse(raw)
+                except ValueError:  # pydantic's ValidationError too: the store says what is wrong
+                    event = await reread(store, session_id, seq)
+                apply(event, seq)
+            progress.tick(len(page))
     else:
         while page := await store.events(session_id, after_seq=seq, limit=EVENTS_PAGE):
             for s in page:
@@ -133,12 +139,23 @@ async def event_rows(store: Any, session_id: str, upto: int | None, after: int =
 def parse_row(raw: str) -> Event | None:
     """The event stored as the JSON text ``raw``; None when it does not parse
     (:func:`reread` then says what is wrong with it)."""
-    from engine.models import Event
-
     try:
-        return Event.__pydantic_validator__.validate_json(raw)  # Event.from_json without its Python layers
+        return _event_parser()(raw)
     except ValueError:  # pydantic's ValidationError too
         return None
+
+
+def _event_parser() -> Callable[[str], Event]:
+    """Event.from_json without its Python layers, strict: raises ValueError
+    (pydantic's ValidationError too) for a text that is not an event as the
+    store writes it -- the caller then reads it through the store (:func:`reread`),
+    which parses the lenient way or names what is wrong. Strict parsing tries no
+    coercion: a tenth cheaper on a long log, the same events."""
+    from functools import partial
+
+    from engine.models import Event
+
+    return partial(Event.__pydantic_validator__.validate_json, strict=True)
 
 
 async def reread(store: Any, session_id: str, seq: int) -> Event:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import signal
 import sys
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable, Iterator
+from contextlib import contextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
@@ -74,13 +75,22 @@ def run(red: Redactor, coro: Coroutine[Any, Any, T], *, on_interrupt: str | None
     import asyncio  # only a command that runs a coroutine pays for it
 
     try:
-        return asyncio.run(_interruptible(coro))
-    except HitlError as exc:
-        raise OperatorError(red.text(" ".join(str(exc).split())), type(exc).__name__) from None
+        with operator_errors(red):
+            return asyncio.run(_interruptible(coro))
     except (KeyboardInterrupt, asyncio.CancelledError):
         if on_interrupt is None:
             raise KeyboardInterrupt from None  # click: "Aborted!"
         raise OperatorError(on_interrupt) from None
+
+
+@contextmanager
+def operator_errors(red: Redactor) -> Iterator[None]:
+    """What :func:`run` does with an operator error, for a body that runs without
+    asyncio (a fast path): exit 1 without a traceback, its line masked by ``red``."""
+    try:
+        yield
+    except HitlError as exc:
+        raise OperatorError(red.text(" ".join(str(exc).split())), type(exc).__name__) from None
 
 
 async def _interruptible(coro: Coroutine[Any, Any, T]) -> T:
@@ -138,15 +148,28 @@ def out(red: Redactor, text: str = "") -> None:
 
 def out_lines(red: Redactor, lines: Iterable[str], batch: int = 500) -> None:
     """:func:`out` for each of ``lines``, written ``batch`` lines at a time (the
-    same bytes; one write per batch instead of per line)."""
+    same bytes; one write per batch instead of per line). Each batch is masked
+    with what ``red`` knows when it is written: lines made without teaching it."""
     chunk: list[str] = []
     for line in lines:
-        chunk.append(line_text(red, line))
+        chunk.append(line)
         if len(chunk) >= batch:
-            click.echo("\n".join(chunk))
+            click.echo(masked_lines(red, chunk))
             chunk = []
     if chunk:
-        click.echo("\n".join(chunk))
+        click.echo(masked_lines(red, chunk))
+
+
+def masked_lines(red: Redactor, lines: list[str]) -> str:
+    """``"\\n".join(line_text(red, line) for line in lines)``, masked as one text:
+    the lines as they are when that changes nothing (a log's usual case: one
+    pass of each pattern instead of one per line). Exact: what masks or cleans
+    part of one line changes the joined text too, and then each line is masked
+    on its own."""
+    joined = "\n".join(lines)
+    if line_text(red, joined) == joined:
+        return joined
+    return "\n".join(line_text(red, line) for line in lines)
 
 
 def line_text(red: Redactor, text: str) -> str:

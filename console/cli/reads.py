@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Generator
 from contextlib import nullcontext, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,6 +21,7 @@ from engine.status import (
 )
 
 from .loads import (
+    EVENTS_PAGE,
     _event_pages,
     event_rows,
     latest_projection,
@@ -30,13 +31,28 @@ from .loads import (
     session_projection,
 )
 from .options import _duration, _opts, _seq, common, open_store, page_of
-from .output import clock, id_list, json_text, line_text, more, out, out_json, out_lines, run, short, table
+from .output import (
+    clock,
+    id_list,
+    json_text,
+    masked_lines,
+    more,
+    operator_errors,
+    out,
+    out_json,
+    out_lines,
+    run,
+    short,
+    table,
+)
 from .progress import Progress, bulk_read
 from .render import event_summary, health_line, render_tree, schema_blocks, tree_rows
 
 if TYPE_CHECKING:
     from engine.models import Event
     from engine.redact import Redactor
+    from engine.store.capabilities import EventRows as EventRowsStore
+    from engine.store.sqlite.event_log import EventLog
 
 
 # ------------------------------------------------------------------- sessions
@@ -357,17 +373,26 @@ def events(session_id: str, after: int, limit: int | None, tail: bool, interval:
             printed = 0
             due = max(header.last_seq - after, 0) if limit is None else min(limit, max(header.last_seq - after, 0))
             progress = None if tail else Progress(f"events {session_id}", due)
+            # Lines go out a batch at a time (one write, not one per event), and
+            # each as it comes when following the log.
+            batch = EventLines(red, opts.json, size=1 if tail else 500)
+            rows = None if tail else capability(store, EventRows)
+            if rows is not None and not opts.json:  # the stored text, a page at a time
+                try:
+                    await _stored_lines(red, rows, store, session_id, after, due, batch, progress)
+                finally:
+                    batch.flush()
+                    if progress is not None:
+                        progress.done()
+                return
             if tail:  # woken by notifications where the store has them (PostgreSQL), else polling
                 from engine.store.tail import follow
 
                 source: Any = follow(store, session_id, after_seq=after, interval=interval)
-            elif capability(store, EventRows) is not None:  # the stored text: what shows nothing to mask is not walked
+            elif rows is not None:  # the stored text: what shows nothing to mask is not walked
                 source = _masked_rows(red, store, session_id, after, due)
             else:
                 source = _event_pages(store, session_id, after, limit)
-            # Lines go out a batch at a time (one write, not one per event), and
-            # each as it comes when following the log.
-            batch = EventLines(red, opts.json, size=1 if tail else 500)
             try:
                 async for stored in source:
                     if isinstance(stored, tuple):
@@ -385,6 +410,26 @@ def events(session_id: str, after: int, limit: int | None, tail: bool, interval:
                 if progress is not None:
                     progress.done()
 
+    # The fast path, as `hitl sessions` has: a SQLite file's rows read with plain
+    # sqlite3, no store (pydantic, asyncio) unless a row needs its Event. None when
+    # it cannot answer (a URL, no such file or session, another schema): the store
+    # path then answers or refuses the usual way.
+    target = opts.db_path()
+    if isinstance(target, Path) and not tail and not opts.json:
+        from engine.store.sqlite.event_log import open_event_log
+
+        log = open_event_log(target, session_id)
+        if log is not None:
+            due = max(log.last_seq - after, 0) if limit is None else min(limit, max(log.last_seq - after, 0))
+            progress = Progress(f"events {session_id}", due)
+            batch = EventLines(red, False, size=500)
+            with suppress(KeyboardInterrupt), operator_errors(red), bulk_read(), log:
+                try:
+                    _log_lines(red, log, after, due, batch, progress)
+                finally:
+                    batch.flush()
+                    progress.done()
+            return
     # (a follow runs for ever: it collects as usual)
     with suppress(KeyboardInterrupt), nullcontext() if tail else bulk_read():
         run(red, body())
@@ -399,6 +444,74 @@ async def _masked_rows(red: Redactor, store: Any, session_id: str, after: int, c
         yield seq, event if red.inert(raw) else red.event(event)
 
 
+async def _stored_lines(
+    red: Redactor, rows: EventRowsStore, store: Any, session_id: str, after: int, count: int, batch: EventLines,
+    progress: Progress | None,
+) -> None:
+    """The text lines of ``count`` events after ``after``, read a page of stored
+    text at a time (:func:`_page_lines`); a row it needs as an Event is parsed
+    here, or read through the store, which says what is wrong with it."""
+    last, left = after, count
+    while left > 0 and (page := await rows.event_rows(session_id, after_seq=last, limit=min(EVENTS_PAGE, left))):
+        lines = _page_lines(red, page, batch)
+        with suppress(StopIteration):
+            seq, raw = next(lines)
+            while True:
+                seq, raw = lines.send(parse_row(raw) or await reread(store, session_id, seq))
+        if progress is not None:
+            progress.tick(len(page))
+        last, left = page[-1][0], left - len(page)
+
+
+def _log_lines(red: Redactor, log: EventLog, after: int, count: int, batch: EventLines, progress: Progress) -> None:
+    """:func:`_stored_lines` on a SQLite file read with plain sqlite3
+    (:mod:`engine.store.sqlite.event_log`): the store's modules are loaded only
+    for a row that needs its Event (a bad one: CorruptEventError, as the store says it)."""
+    last, left = after, count
+    while left > 0 and (page := log.rows(last, min(EVENTS_PAGE, left))):
+        lines = _page_lines(red, page, batch)
+        with suppress(StopIteration):
+            seq, raw = next(lines)
+            while True:
+                from engine.store.sqlite.rows import _parse_event
+
+                seq, raw = lines.send(_parse_event(log.session_id, seq, raw))
+        progress.tick(len(page))
+        last, left = page[-1][0], left - len(page)
+
+
+def _page_lines(red: Redactor, page: list[tuple[int, str]], batch: EventLines) -> Generator[tuple[int, str], Event, None]:
+    """The lines of a page of stored rows, into ``batch``. A page whose text, all
+    rows together, shows nothing to learn or mask (:meth:`~engine.redact.Redactor.inert`:
+    what it finds in none of the joined rows is in none of them) is read as
+    plain JSON, no Event built; in another page each row is tested. A row that
+    is not inert (or not an event's shape as plain JSON) is yielded as
+    ``(seq, text)`` and its Event sent back, then masked as ever -- after the
+    lines before it went out masked with what was known then, as one line at a
+    time would have it."""
+    from pydantic_core import from_json
+
+    page_inert = red.inert("\n".join(raw for _, raw in page))
+    for seq, raw in page:
+        if page_inert or red.inert(raw):
+            try:
+                data = from_json(raw)
+                if type(data) is dict and data.keys() <= _EVENT_KEYS:
+                    batch.add_data(seq, data)
+                    continue
+            except (ValueError, TypeError, KeyError, AttributeError):  # not an event's shape: parsed below
+                pass
+        batch.flush()  # it learns from the event first
+        event = yield seq, raw
+        batch.add_data(seq, red.event(event).model_dump(mode="json", exclude_none=True))
+
+
+_EVENT_KEYS = frozenset(("id", "invocation_id", "author", "timestamp", "node_info", "content", "long_running_tool_ids",
+                         "output", "route", "state_delta", "error_code", "error_message", "custom_metadata"))
+"""The fields of :class:`~engine.models.Event` (tests/cli/test_event_log_speed_paths.py
+holds them equal): a JSON object with another key is parsed as an Event, which refuses it."""
+
+
 class EventLines:
     """``hitl events`` output, written ``size`` lines at a time: the same bytes
     as one ``out``/``out_json`` call per event."""
@@ -406,19 +519,40 @@ class EventLines:
     def __init__(self, red: Redactor, as_json: bool, size: int) -> None:
         self.red, self.as_json, self.size = red, as_json, size
         self.lines: list[str] = []
+        """Lines ready to write."""
+        self.text: list[str] = []
+        """Text lines not masked yet (:meth:`flush` masks them together)."""
+        self._ts: object = None
+        self._clock = clock(None)
+        from engine.event_kinds import stored_kind  # (here: the module is loaded by the commands that list, too)
+
+        self._kind = stored_kind
 
     def add(self, seq: int, e: Event) -> None:
-        red = self.red
+        data = e.model_dump(mode="json", exclude_none=True)
         if self.as_json:
-            line = json_text(red, {"seq": seq, **e.model_dump(mode="json", exclude_none=True)}, masked=True)
+            self.lines.append(json_text(self.red, {"seq": seq, **data}, masked=True))
+            if len(self.lines) >= self.size:
+                self.flush()
         else:
-            text = f"{seq:>6}  {clock(e.timestamp)}  {e.kind:<9} {(e.path or '-'):<40} {event_summary(e)}"
-            line = line_text(red, text.rstrip())
-        self.lines.append(line)
-        if len(self.lines) >= self.size:
+            self.add_data(seq, data)
+
+    def add_data(self, seq: int, data: dict[str, Any]) -> None:
+        """The text line of the (masked) event whose JSON form is ``data``."""
+        kind = self._kind(data)
+        info = data.get("node_info")
+        path = (info.get("path") if info else None) or "-"
+        ts = data.get("timestamp")
+        if ts != self._ts:  # a turn's events share their time: formatted once
+            self._ts, self._clock = ts, clock(ts)
+        self.text.append(f"{seq:>6}  {self._clock}  {kind:<9} {path:<40} {event_summary(data, kind)}".rstrip())
+        if len(self.text) >= self.size:
             self.flush()
 
     def flush(self) -> None:
+        if self.text:
+            self.lines.append(masked_lines(self.red, self.text))
+            self.text = []
         if self.lines:
             click.echo("\n".join(self.lines))
             self.lines = []

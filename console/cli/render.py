@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from engine.owners import INTERRUPTED
 
 if TYPE_CHECKING:
-    from engine import Event, Projection
+    from engine import Projection
     from engine.liveness import InvocationHealth
     from engine.redact import Redactor
     from engine.resume import ResumePlan
@@ -111,24 +111,32 @@ def render_plan(red: Redactor, plan: ResumePlan, session_id: str, next_lines: li
     return lines
 
 
-def event_summary(event: Event) -> str:
-    """One line of what an event says (no projection needed)."""
-    meta = event.custom_metadata or {}
-    who = f" by {meta['operator']}" if meta.get("operator") else ""
-    kind = event.kind
-    if kind == "message":
-        return f"new invocation: {short(event.content.text if event.content else '', 60)}"
-    if kind == "response":
-        return f"answers {', '.join(fr.id for fr in event.function_responses)}{who}"
-    if kind in ("redrive", "cancel"):
-        return f"{kind}{who}" + (f" ({short(meta['reason'], 40)})" if meta.get("reason") else "")
+_USER_KINDS = frozenset(("message", "response", "redrive", "cancel"))
+
+
+def event_summary(data: dict[str, Any], kind: str) -> str:
+    """One line of what an event says (no projection needed), from its JSON form
+    ``data`` (the stored text parsed, or a masked event's ``model_dump(mode="json",
+    exclude_none=True)``) and its ``kind`` (:func:`engine.models.stored_kind`)."""
+    if kind in _USER_KINDS:  # (node records, most of a log, skip what only these read)
+        meta = data.get("custom_metadata") or {}
+        who = f" by {meta['operator']}" if meta.get("operator") else ""
+        parts = (data.get("content") or {}).get("parts") or ()
+        if kind == "message":
+            return f"new invocation: {short(''.join(p['text'] for p in parts if p.get('text')), 60)}"
+        if kind == "response":
+            answers = (p["function_response"] for p in parts if p.get("function_response") is not None)
+            return f"answers {', '.join(fr['id'] for fr in answers)}{who}"
+        if kind in ("redrive", "cancel"):
+            return f"{kind}{who}" + (f" ({short(meta['reason'], 40)})" if meta.get("reason") else "")
     if kind == "interrupt":
-        return f"asks {', '.join(event.long_running_tool_ids or [])}"
-    if event.error_code:
-        return f"{event.error_code}: {short(event.error_message, 60)}"
-    if kind == "end" and event.node_info and event.node_info.status:
-        return f"{event.node_info.status.value} {short(event.output, 50)}".rstrip()
-    return short(event.output, 60)
+        return f"asks {', '.join(data.get('long_running_tool_ids') or [])}"
+    if data.get("error_code"):
+        return f"{data['error_code']}: {short(data.get('error_message'), 60)}"
+    status = (data.get("node_info") or {}).get("status")
+    if kind == "end" and status:
+        return f"{status} {short(data.get('output'), 50)}".rstrip()
+    return short(data.get("output"), 60)
 
 
 def schema_blocks(red: Redactor, schemas: list[tuple[str, Any]], indent: str = "  ") -> list[str]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from engine.store.base import SessionStore
     from engine.views import Frame
 
-from .loads import _event_pages, event_rows, learn_projection, parse_row, reread
+from .loads import _event_pages, learn_projection, reread
 from .options import _opts, _seq, common, open_store
 from .output import clock, out, out_json, out_lines, run, short
 from .progress import Progress, bulk_read
@@ -176,30 +176,68 @@ async def _diff_ends(
     """The projections after events ``first`` and ``second``, as the Replay cursor
     gives them (its events masked by ``red``, which knows every secret up to the
     later one first), in one fold page by page: no event list, no checkpoint
-    copies. Two reads: the first learns the secrets (parsing only the events
-    whose text shows something to learn), the second masks what needs it and folds."""
+    copies. One read when every page's text is inert (nothing to learn or mask:
+    then the masked events are the events); else, from the first page that is
+    not, two: the first learns the secrets (parsing only the events whose text
+    shows something to learn), the second masks what needs it and folds."""
     from engine.projection import Projection
+    from engine.store.capabilities import EventRows, capability
 
+    from .loads import EVENTS_PAGE, _event_parser
+
+    rows = capability(store, EventRows)
+    assert rows is not None
+    parse = _event_parser()
     upto = max(first, second)
+
+    async def pages() -> AsyncIterator[list[tuple[int, str]]]:
+        last = 0
+        while last < upto and (page := await rows.event_rows(session_id, after_seq=last, limit=min(EVENTS_PAGE, upto - last))):
+            yield page
+            last = page[-1][0]
+
+    async def event_of(seq: int, raw: str) -> Event:
+        try:
+            return parse(raw)
+        except ValueError:  # pydantic's ValidationError too: the store says what is wrong
+            return await reread(store, session_id, seq)
+
+    async def fold(telling: set[int] | None) -> tuple[Projection, Projection] | None:
+        """The two ends; ``telling`` None: the one read, None when a page is not inert."""
+        progress = Progress(f"replay {session_id}", upto)
+        proj = Projection()
+        ends = {0: Projection()} if 0 in (first, second) else {}
+        async for page in pages():
+            text = "\n".join(raw for _, raw in page)
+            if telling is None and not red.inert(text):
+                return None
+            knows = telling is not None and red.knows_some_of(text)  # else none of its rows has a known secret
+            for seq, raw in page:
+                try:
+                    event = parse(raw)
+                except ValueError:
+                    event = await event_of(seq, raw)
+                if telling is not None and (seq in telling or (knows and red.knows_some_of(raw))):
+                    event = red.event(event)  # (else masking changes nothing)
+                proj.apply(event, seq)
+                if seq in (first, second):
+                    ends[seq] = proj.fork()
+            progress.tick(len(page))
+        progress.done()
+        return ends.get(first, proj), ends.get(second, proj)
+
+    if (found := await fold(None)) is not None:
+        return found
     telling: set[int] = set()  # the seqs of the events with something to learn (few)
-    async for seq, raw in event_rows(store, session_id, upto):
-        if not red.learns_nothing(raw):
-            telling.add(seq)
-            red.learn_events([parse_row(raw) or await reread(store, session_id, seq)])
-    progress = Progress(f"replay {session_id}", upto)
-    proj = Projection()
-    ends = {0: Projection()} if 0 in (first, second) else {}
-    position = 0
-    async for seq, raw in event_rows(store, session_id, upto):
-        event = parse_row(raw) or await reread(store, session_id, seq)
-        masked = red.event(event) if seq in telling or red.knows_some_of(raw) else event  # else: the same
-        proj.apply(masked, seq)
-        position += 1
-        if position in (first, second):
-            ends[position] = proj.fork()
-        progress.tick()
-    progress.done()
-    return ends.get(first, proj), ends.get(second, proj)
+    async for page in pages():  # a page whose joined text learns nothing: none of its rows does
+        if not red.learns_nothing("\n".join(raw for _, raw in page)):
+            for seq, raw in page:
+                if not red.learns_nothing(raw):
+                    telling.add(seq)
+                    red.learn_events([await event_of(seq, raw)])
+    found = await fold(telling)
+    assert found is not None
+    return found
 
 
 def _print_diff(

@@ -27,6 +27,7 @@ result through their normal append path, so derived rows are rebuilt.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -34,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from ..errors import HitlError
-from ..jsonin import JSONInputError, loads, where_invalid
+from ..jsonin import JSONInputError, loads, plain_json, where_invalid
 from ..models import Event, Session, StoredEvent
 from .base import SessionStore
 from .capabilities import EventRows, capability
@@ -227,10 +228,43 @@ class ExportReader:
             return session
         raise ImportFormatError(max(self._last_line, 1), "the file is empty (no header line)")
 
+    def _event_lines(self) -> Iterator[tuple[int, dict[str, Any] | Event]]:
+        """(line number, JSON object) of each non-blank line not read yet, or
+        (line number, Event) for a line as an export writes it --
+        ``{"seq":N,"event":{...}}`` with N the next seq -- whose event passes the
+        model parsed straight from its text (one parse, no dict in between). A
+        line that does not is read the general way (:meth:`_objects`), which
+        says what is wrong with it, as it always did."""
+        validate = Event.__pydantic_validator__.validate_json
+        match = _EXPORT_LINE.fullmatch
+        expected = 1
+        for n, raw in self._lines:
+            self._last_line = n
+            text = _decode(raw, n)
+            m = match(text)
+            if m is not None and int(m[1]) == expected and plain_json(text):
+                try:
+                    yield n, validate(m[2])
+                    expected += 1
+                    continue
+                except ValueError:  # pydantic's ValidationError too: the general way names the problem
+                    pass
+            if text.strip():
+                yield n, _json_object(text, n)
+                expected += 1
+
     def events(self) -> Iterator[Event]:
         replay = _Replay()
         count = 0
-        for n, obj in self._objects():
+        for n, obj in self._event_lines():
+            if isinstance(obj, Event):  # a line as an export writes it, its seq the next one: checked
+                event = obj
+                seq = count = count + 1
+                replay.check(event, seq, n)
+                if self.checkpoints is not None:
+                    self.checkpoints.add(event, seq)
+                yield event
+                continue
             if len(obj) != 2 or "seq" not in obj or "event" not in obj:
                 raise ImportFormatError(n, f"an event line has exactly the keys 'seq' and 'event' (got {sorted(obj)})")
             seq = obj["seq"]
@@ -251,6 +285,10 @@ class ExportReader:
                 self._last_line,
                 f"the header says {self.session.last_seq} events but the file has {count} (truncated or edited file)",
             )
+
+
+_EXPORT_LINE = re.compile(r'\{"seq":(0|[1-9][0-9]{0,17}),"event":(\{.*\})\}[ \t\n\r]*', re.DOTALL)
+"""An event line as :func:`event_line` writes it (JSON's own whitespace after it)."""
 
 
 class _Replay:

@@ -5,6 +5,8 @@ cache. Timings: benchmarks/bench_read_scale.py."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -94,3 +96,111 @@ def test_a_plain_event_passes_the_text_check_and_a_secret_one_does_not() -> None
     assert not red.learns_nothing(plain.model_copy(update={"output": {"api_key": "k-123"}}).to_json())
     red.learn(["hosts-secret"])
     assert not red.inert(plain.model_copy(update={"output": "hosts-secret"}).to_json())
+
+
+# ``hitl events`` reads a page of stored rows as plain JSON when the page's text is
+# inert: the kind, the summary and the masking of its lines come out as the
+# Event's would (the golden outputs pin the whole lines: tests/cli/test_reads_identical.py).
+def _events() -> st.SearchStrategy[object]:
+    from engine.models import Content, Event, FunctionResponse, NodeInfo, NodeStatus, Part
+
+    infos = st.one_of(st.none(), st.builds(
+        NodeInfo, path=st.sampled_from(["wf@1", "wf@1/a@2"]), run_id=st.just("1"),
+        lifecycle=st.sampled_from([None, "start", "end"]), status=st.sampled_from([None, *NodeStatus])))
+    parts = st.lists(st.one_of(
+        st.builds(Part, text=st.sampled_from(["hi", "", "token=abc"])),
+        st.builds(Part, function_response=st.builds(FunctionResponse, id=st.sampled_from(["g-1", "g-2"]),
+                                                    response=json_values))), max_size=3)
+    return st.builds(
+        Event, invocation_id=st.just("i"), author=st.sampled_from(["user", "deploy", ""]), node_info=infos,
+        content=st.one_of(st.none(), st.builds(Content, parts=parts)),
+        long_running_tool_ids=st.one_of(st.none(), st.lists(st.sampled_from(["g-1", "g-2"]), max_size=2)),
+        output=json_values, state_delta=st.one_of(st.none(), st.dictionaries(st.sampled_from(KEYS), scalars, max_size=2)),
+        error_code=st.sampled_from([None, "", "TimeoutError"]), error_message=st.sampled_from([None, "slow"]),
+        custom_metadata=st.one_of(st.none(), st.fixed_dictionaries({"action": st.sampled_from(
+            ["resume", "redrive", "cancel", "fail", "claim", "assign", "release", "approve", "other"])})),
+    )
+
+
+@settings(max_examples=400, deadline=None)
+@given(event=_events())
+def test_the_kind_of_a_stored_event_is_the_events_kind(event: object) -> None:
+    import json
+
+    from engine.event_kinds import stored_kind
+    from engine.models import Event
+
+    assert isinstance(event, Event)
+    assert stored_kind(json.loads(event.to_json())) == event.kind
+    assert stored_kind(event.model_dump(mode="json", exclude_none=True)) == event.kind
+
+
+@settings(max_examples=300, deadline=None)
+@given(events=st.lists(_events(), min_size=1, max_size=6), known=st.lists(st.sampled_from(SECRETS), max_size=2))
+def test_a_page_is_inert_only_when_each_of_its_rows_is(events: list[object], known: list[str]) -> None:
+    red = Redactor()
+    red.learn(known)
+    raws = [e.to_json() for e in events]  # type: ignore[attr-defined]
+    if red.inert("\n".join(raws)):
+        assert all(red.inert(raw) for raw in raws)
+    if red.learns_nothing("\n".join(raws)):
+        assert all(red.learns_nothing(raw) for raw in raws)
+
+
+@settings(max_examples=300, deadline=None)
+@given(lines=st.lists(st.lists(st.one_of(st.sampled_from(WORDS + SECRETS), st.text(max_size=10)), max_size=4).map(" ".join),
+                      min_size=1, max_size=8),
+       known=st.lists(st.sampled_from(SECRETS), max_size=2))
+def test_lines_masked_together_are_the_lines_masked_one_by_one(lines: list[str], known: list[str]) -> None:
+    from unittest import mock
+
+    from console.cli.output import line_text
+    from console.cli.reads import EventLines
+
+    red = Redactor()
+    red.learn(known)
+    written: list[str] = []
+    batch = EventLines(red, False, size=len(lines) + 1)
+    batch.text = list(lines)
+    with mock.patch("console.cli.reads.click.echo", written.append):
+        batch.flush()
+    assert written == ["\n".join(line_text(red, t) for t in lines)]
+
+
+def test_the_event_keys_the_log_reads_as_json_are_the_events_fields() -> None:
+    from console.cli.reads import _EVENT_KEYS
+    from engine.models import Event
+
+    assert set(Event.model_fields) == _EVENT_KEYS
+
+
+def test_hitl_events_on_a_sqlite_file_starts_without_pydantic(tmp_path: Path) -> None:
+    """The plain-sqlite3 read of a log (engine.store.sqlite.event_log) gives the
+    store path's lines, and loads no model for a log that needs none."""
+    import asyncio
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from sample_sessions.demo import FIXTURE_EPOCH, build_demo_db
+
+    db = tmp_path / "demo.sqlite"
+    asyncio.run(build_demo_db(db, epoch=FIXTURE_EPOCH, long_iterations=3, sessions=0))
+    probe = (
+        "import sys\nfrom console.cli.group import main\n"
+        "sys.argv = ['hitl', '--db', sys.argv[1], 'events', 'deploy-long-1']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print('MODELS', 'pydantic' in sys.modules, 'engine.models' in sys.modules)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    fast = subprocess.run([sys.executable, "-c", probe, str(db)], capture_output=True, text=True, env=env, check=True)
+    lines, _, loaded = fast.stdout.rpartition("MODELS ")
+    assert loaded.split() == ["False", "False"]
+    # the store path (a sqlite: URL) prints the same lines
+    slow = subprocess.run([sys.executable, "-m", "console.cli", "--db", f"sqlite:///{db}", "events", "deploy-long-1"],
+                          capture_output=True, text=True, env=env, check=True)
+    assert lines == slow.stdout and len(lines.splitlines()) > 30
+    assert json.loads(subprocess.run([sys.executable, "-m", "console.cli", "--db", str(db), "--json", "show",
+                                      "deploy-long-1"], capture_output=True, text=True, env=env,
+                                     check=True).stdout)["session"]["last_seq"] == len(lines.splitlines())

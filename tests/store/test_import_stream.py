@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import re
 from pathlib import Path
 
 import pytest
@@ -85,3 +86,43 @@ def test_bounded_lines_stops_a_stream_at_the_limit(monkeypatch: pytest.MonkeyPat
     assert next(lines) == b"line one\n"
     with pytest.raises(InputError, match="more than 95 bytes"):
         list(lines)
+
+
+def _spaced(line: str) -> str:
+    """The same line as ``json.dumps`` spaces it: read the general way, not as an export writes it."""
+    import json
+
+    return json.dumps(json.loads(line), ensure_ascii=False) + "\n"
+
+
+def test_lines_as_an_export_writes_them_read_as_any_other_lines(export: list[str]) -> None:
+    spaced = [export[0], *map(_spaced, export[1:])]
+    assert spaced[1] != export[1]  # (the general way's input)
+    fast, general = ExportReader(export, checkpoints=True), ExportReader(spaced, checkpoints=True)
+    assert [e.to_json() for e in fast.events()] == [e.to_json() for e in general.events()]
+    assert fast.checkpoints is not None and general.checkpoints is not None
+    assert fast.checkpoints.rows == general.checkpoints.rows
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda line: line.replace('"seq":3,', '"seq":4,'),  # out of order
+        lambda line: line.replace('"seq":3,', '"seq":03,'),  # not JSON
+        lambda line: line.replace('"event":{', '"event":{"extra":1,'),  # not an event
+        lambda line: re.sub(r'"author":"[^"]*"', '"author":5', line),  # a field of the wrong type
+        lambda line: line.rstrip("\n") + "x\n",  # trailing garbage
+        lambda line: line.replace('"event":{', '"event":{"output":"\\ud800",'),  # a lone surrogate
+        lambda line: line.replace('"event":{', '"event":{"output":' + "[" * 101 + "]" * 101 + ","),  # too deep
+    ],
+)
+def test_an_edited_line_is_refused_as_the_general_way_refuses_it(export: list[str], edit: object) -> None:
+    assert callable(edit)
+    bad = [*export[:3], edit(export[3]), *export[4:]]
+    spaced = [export[0], *map(_spaced, export[1:3]), edit(export[3]), *map(_spaced, export[4:])]
+    messages = []
+    for lines in (bad, spaced):
+        with pytest.raises(ImportFormatError) as exc:
+            list(ExportReader(lines).events())
+        messages.append(str(exc.value))
+    assert messages[0] == messages[1] and messages[0].startswith("line 4: ")

@@ -390,10 +390,10 @@ def interrupt_cursor(raised_at: float, session_id: str, raised_seq: int, interru
     return _encode_cursor(raised_at, session_id, raised_seq, interrupt_id)
 
 
-def _read_file(path: str | Path, read: Callable[[sqlite3.Connection], T]) -> T | None:
-    """``read`` on a read-only connection to the hitl-console SQLite file at ``path``
-    (``hitl_lower`` registered), or None when the file is not one this module
-    reads (see :func:`list_session_rows`) or ``read`` fails on it."""
+def open_read_only(path: str | Path) -> sqlite3.Connection | None:
+    """A read-only connection to the hitl-console SQLite file at ``path``, or None
+    when it is not one these plain reads answer for (no such file, not a
+    hitl-console file, another schema version, any SQLite error)."""
     try:
         uri = f"{Path(path).resolve().as_uri()}?mode=ro"
         # First the store's probe (immutable when nothing waits in a -wal): a file
@@ -401,8 +401,17 @@ def _read_file(path: str | Path, read: Callable[[sqlite3.Connection], T]) -> T |
         info = _probe(uri, 5.0)
         if info.application_id not in (0, APPLICATION_ID) or info.version != LISTING_SCHEMA_VERSION:
             return None
-        conn = sqlite3.connect(uri, uri=True, isolation_level=None)
+        return sqlite3.connect(uri, uri=True, isolation_level=None)
     except (sqlite3.Error, ValueError, OSError, StoreError):
+        return None
+
+
+def _read_file(path: str | Path, read: Callable[[sqlite3.Connection], T]) -> T | None:
+    """``read`` on a read-only connection to the hitl-console SQLite file at ``path``
+    (``hitl_lower`` registered), or None when the file is not one this module
+    reads (see :func:`list_session_rows`) or ``read`` fails on it."""
+    conn = open_read_only(path)
+    if conn is None:
         return None
     try:
         conn.execute("PRAGMA query_only = ON")
