@@ -496,7 +496,7 @@ def _page_lines(red: Redactor, page: list[tuple[int, str]], batch: EventLines) -
         if page_inert or red.inert(raw):
             try:
                 data = from_json(raw)
-                if type(data) is dict and data.keys() <= _EVENT_KEYS:
+                if type(data) is dict and data.keys() <= _EVENT_KEYS and _plain_shape(data):
                     batch.add_data(seq, data)
                     continue
             except (ValueError, TypeError, KeyError, AttributeError):  # not an event's shape: parsed below
@@ -504,6 +504,18 @@ def _page_lines(red: Redactor, page: list[tuple[int, str]], batch: EventLines) -
         batch.flush()  # it learns from the event first
         event = yield seq, raw
         batch.add_data(seq, red.event(event).model_dump(mode="json", exclude_none=True))
+
+
+def _plain_shape(data: dict[str, Any]) -> bool:
+    """What a line reads of an event's JSON has the Event's types (its ids, time and
+    node path): else the row is parsed as an Event, which names what is wrong with it."""
+    info = data.get("node_info")
+    return (
+        all(type(data.get(k, "")) is str for k in ("id", "invocation_id", "author"))
+        and type(data.get("timestamp", 0.0)) in (int, float)
+        and (info is None or (type(info) is dict and type(info.get("path")) is str))
+        and type(data.get("content") or {}) is dict
+    )
 
 
 _EVENT_KEYS = frozenset(("id", "invocation_id", "author", "timestamp", "node_info", "content", "long_running_tool_ids",

@@ -279,6 +279,26 @@ def _raw(db: Path) -> sqlite3.Connection:
     return sqlite3.connect(db, isolation_level=None)
 
 
+@pytest.mark.parametrize("edit", [
+    {"node_info": {"x": 1}},  # an event's keys, a node without its path
+    {"node_info": "refund@1"},
+    {"timestamp": "yesterday"},
+    {"author": 7},
+    {"content": [1, 2]},
+])
+def test_events_names_a_row_of_the_wrong_shape_corrupted(hitl: Hitl, db: Path, edit: dict[str, object]) -> None:
+    """``hitl events`` reads clean rows as plain JSON; a row that is JSON with only an
+    event's keys but the wrong inner shape is still named corrupted, never printed."""
+    conn = _raw(db)
+    seq, text = conn.execute(
+        "SELECT seq, json FROM events WHERE session_id = 'refund-multi-1' AND kind = 'start' ORDER BY seq LIMIT 1"
+    ).fetchone()
+    conn.execute("UPDATE events SET json = ? WHERE session_id = 'refund-multi-1' AND seq = ?",
+                 (json.dumps({**json.loads(text), **edit}), seq))
+    conn.close()
+    operator_error(hitl("events", "refund-multi-1"), f"event {seq} of session refund-multi-1 is corrupted")
+
+
 def test_cli_on_corrupted_rows(hitl: Hitl, db: Path) -> None:
     invs = [i["invocation_id"] for i in json.loads(ok(hitl("--json", "show", "refund-multi-1")))["invocations"]]
     conn = _raw(db)
