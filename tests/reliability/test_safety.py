@@ -34,6 +34,7 @@ from .conftest import REPO, Hitl, logical_dump
 READS = {
     "get_session",
     "deadline_timers",  # builds the timers object; its writes are refused by the read-only connection
+    "notification_ledger",  # builds the ledger object; likewise
     "metric_reads",
     "list_sessions",
     "events",
