@@ -16,7 +16,7 @@ from ..base import (
     InvocationSummary,
     SessionSummary,
 )
-from .packing import pack, unpack
+from ..sql.packing import pack, unpack
 from .rows import (
     _INTERRUPT_COLS,
     _INVOCATION_COLS,

@@ -460,7 +460,8 @@ class SQLiteStore(_WorkerTables, _WorkerSteps):
         return await self._call(_get_checkpoint, session_id, at_most)
 
     async def put_projection_checkpoints(self, session_id: str, rows: list[tuple[int, dict[str, Any] | bytes]]) -> None:
-        from .checkpoints import _put_checkpoints, encoded
+        from ..sql.packing import encoded
+        from .checkpoints import _put_checkpoints
 
         await self._write(_put_checkpoints, session_id, [(q, encoded(d)) for q, d in rows])
 
