@@ -13,7 +13,8 @@ from ..base import AuditRecord, Lease, Page
 
 # Row converters, cursors and the event preparation are the SQLite store's: one
 # definition of each, whatever the backend.
-from ..sqlite import _AUDIT_COLS, _LEASE_COLS, _audit_from_row, _decode_cursor, _encode_cursor, _lease_from_row
+from ..sql.cursors import decode_cursor, encode_cursor
+from ..sqlite import _AUDIT_COLS, _LEASE_COLS, _audit_from_row, _lease_from_row
 from .core import _Core
 from .statements import _RELEASE_SQL, _cols, _Query
 
@@ -171,11 +172,11 @@ class _Leases(_Core):
         if until is not None:
             q.where(f"at < {q.arg(float(until))}")
         if cursor:
-            at, no = _decode_cursor(cursor, (float, int))
+            at, no = decode_cursor(cursor, (float, int))
             a, b = q.arg(at), q.arg(no)
             q.where(f"at <= {a} AND (at < {a} OR id < {b})")
         sql = f"SELECT {_AUDIT_COLS} FROM audit{q.where_sql()} ORDER BY at DESC, id DESC LIMIT {q.arg(limit + 1)}"
         rows = await self._run(lambda conn: conn.fetch(sql, *q.args))
         page = rows[:limit]
-        nxt = _encode_cursor(page[-1][1], page[-1][0]) if len(rows) > limit else None
+        nxt = encode_cursor(page[-1][1], page[-1][0]) if len(rows) > limit else None
         return Page(items=[_audit_from_row(r) for r in page], next_cursor=nxt)

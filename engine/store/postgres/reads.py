@@ -9,14 +9,13 @@ import asyncpg
 from ...errors import CorruptEventError, SessionNotFoundError
 from ...models import Session, StoredEvent
 from ..base import InterruptRecord, InvocationSummary, LoadedInvocation, Page, SessionOrder, SessionSummary
+from ..sql.cursors import decode_cursor, encode_cursor
 
 # Row converters, cursors and the event preparation are the SQLite store's: one
 # definition of each, whatever the backend.
 from ..sqlite import (
     _INTERRUPT_COLS,
     _INVOCATION_COLS,
-    _decode_cursor,
-    _encode_cursor,
     _interrupt_from_row,
     _invocation_from_row,
     _parse_event,
@@ -90,7 +89,7 @@ class _Reads(_Core):
         if oldest:
             q.where("oldest_open_at IS NOT NULL")
         if cursor:
-            ts, sid = _decode_cursor(cursor, (float, str))
+            ts, sid = decode_cursor(cursor, (float, str))
             a, b = q.arg(ts), q.arg(sid)
             if oldest:
                 q.where(f"oldest_open_at >= {a} AND (oldest_open_at > {a} OR id > {b})")
@@ -104,7 +103,7 @@ class _Reads(_Core):
         nxt = None
         if len(rows) > limit:
             last = page[-1]
-            nxt = _encode_cursor(last.oldest_open_at if oldest else last.updated_at, last.id)
+            nxt = encode_cursor(last.oldest_open_at if oldest else last.updated_at, last.id)
         return Page(items=page, next_cursor=nxt)
 
     async def invocation_count(self, session_id: str) -> int:
@@ -264,7 +263,7 @@ class _Reads(_Core):
         if raised_before is not None:
             q.where(f"raised_at < {q.arg(float(raised_before))}")
         if cursor:
-            ts, sid, seq, iid = _decode_cursor(cursor, (float, str, int, str))
+            ts, sid, seq, iid = decode_cursor(cursor, (float, str, int, str))
             q.where(
                 f"(raised_at, session_id, raised_seq, interrupt_id) > ({q.arg(ts)}, {q.arg(sid)}, "
                 f"{q.arg(seq)}, {q.arg(iid)})"
@@ -278,7 +277,7 @@ class _Reads(_Core):
         nxt = None
         if len(rows) > limit:
             last = page[-1]
-            nxt = _encode_cursor(last.raised_at, last.session_id, last.raised_seq, last.interrupt_id)
+            nxt = encode_cursor(last.raised_at, last.session_id, last.raised_seq, last.interrupt_id)
         return Page(items=page, next_cursor=nxt)
 
     async def get_snapshot(self, session_id: str, invocation_id: str) -> tuple[int, dict[str, Any]] | None:

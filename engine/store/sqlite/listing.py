@@ -43,6 +43,7 @@ from typing import Any, Literal, TypeVar
 
 from ...errors import StoreError
 from ...owners import owner_live
+from ..sql.cursors import decode_cursor, encode_cursor
 
 T = TypeVar("T")
 
@@ -171,20 +172,6 @@ def _lower(value: Any) -> Any:
     return value.lower() if isinstance(value, str) else value
 
 
-def _encode_cursor(*key: Any) -> str:
-    return json.dumps(list(key), separators=(",", ":"))
-
-
-def _decode_cursor(cursor: str, types: tuple[type, ...]) -> list[Any]:
-    try:
-        key = json.loads(cursor)
-        if isinstance(key, list) and len(key) == len(types):
-            return [float(v) if t is float else t(v) for v, t in zip(key, types, strict=True)]
-    except (ValueError, TypeError):
-        pass
-    raise ValueError(f"invalid page cursor {cursor!r}; pass back a next_cursor this store returned")
-
-
 def session_page_query(
     *,
     app_name: str | None = None,
@@ -227,7 +214,7 @@ def session_page_query(
     if oldest:
         where.append("oldest_open_at IS NOT NULL")
     if cursor:
-        ts, sid = _decode_cursor(cursor, (float, str))
+        ts, sid = decode_cursor(cursor, (float, str))
         # Keyset: rows after (ts, sid) in index order. The first term is a
         # plain range on the index, the second resolves ties.
         if oldest:
@@ -245,7 +232,7 @@ def session_page_query(
 
 def page_cursor(oldest_open_at: float | None, updated_at: float, session_id: str, order: str) -> str:
     """The next-page cursor after a page whose last row is this one."""
-    return _encode_cursor(oldest_open_at if order == "oldest_open" else updated_at, session_id)
+    return encode_cursor(oldest_open_at if order == "oldest_open" else updated_at, session_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -376,7 +363,7 @@ def interrupt_page_query(
         params.append(raised_before)
     if cursor:
         where.append("(raised_at, session_id, raised_seq, interrupt_id) > (?, ?, ?, ?)")
-        params += _decode_cursor(cursor, (float, str, int, str))
+        params += decode_cursor(cursor, (float, str, int, str))
     sql = (
         f"SELECT {_INTERRUPT_COLS} FROM interrupts WHERE {' AND '.join(where)}"
         " ORDER BY raised_at, session_id, raised_seq, interrupt_id LIMIT ?"
@@ -387,7 +374,7 @@ def interrupt_page_query(
 
 def interrupt_cursor(raised_at: float, session_id: str, raised_seq: int, interrupt_id: str) -> str:
     """The next-page cursor of the inbox after a page whose last row is this one."""
-    return _encode_cursor(raised_at, session_id, raised_seq, interrupt_id)
+    return encode_cursor(raised_at, session_id, raised_seq, interrupt_id)
 
 
 def _read_file(path: str | Path, read: Callable[[sqlite3.Connection], T]) -> T | None:

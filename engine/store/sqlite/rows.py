@@ -26,7 +26,7 @@ from ..base import (
     index_effects,
 )
 from ..owner_index import OwnerChange
-from .listing import _INTERRUPT_COLS, _SUMMARY_COLS, _decode_cursor, _encode_cursor, session_owners  # noqa: F401 (re-exported)
+from .listing import _INTERRUPT_COLS, _SUMMARY_COLS, session_owners  # noqa: F401 (re-exported)
 
 T = TypeVar("T")
 

@@ -33,6 +33,7 @@ from ..base import (
     import_record,
 )
 from ..metric_rows import StoreMetrics
+from ..sql.cursors import decode_cursor, encode_cursor
 from .append import _append_many_tx, _append_tx, _bulk_tx, _create_tx, _import_tx
 from .connection import (
     _AiosqliteDriver,
@@ -74,7 +75,7 @@ from .reads import (
     _read_events,
     _snapshot_and_events,
 )
-from .rows import _AUDIT_COLS, _decode_cursor, _encode_cursor, _in_write_tx, _prepare
+from .rows import _AUDIT_COLS, _in_write_tx, _prepare
 from .schema import _SYNCHRONOUS, default_db_path
 from .workers import _WorkerSteps, _WorkerTables
 
@@ -603,7 +604,7 @@ class SQLiteStore(_WorkerTables, _WorkerSteps):
             where.append("at < ?")
             params.append(until)
         if cursor:
-            at, no = _decode_cursor(cursor, (float, int))
+            at, no = decode_cursor(cursor, (float, int))
             where.append("at <= ? AND (at < ? OR id < ?)")
             params += [at, at, no]
         sql = f"SELECT {_AUDIT_COLS} FROM audit"
@@ -613,7 +614,7 @@ class SQLiteStore(_WorkerTables, _WorkerSteps):
         params.append(limit + 1)
         rows = await self._call(_audit_rows, sql, params)
         page = rows[:limit]
-        nxt = _encode_cursor(page[-1][1].at, page[-1][0]) if len(rows) > limit else None
+        nxt = encode_cursor(page[-1][1].at, page[-1][0]) if len(rows) > limit else None
         return Page(items=[r for _, r in page], next_cursor=nxt)
 
     # ------------------------------------------------------------- overview
