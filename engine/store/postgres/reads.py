@@ -9,32 +9,38 @@ import asyncpg
 from ...errors import CorruptEventError, SessionNotFoundError
 from ...models import Session, StoredEvent
 from ..base import InterruptRecord, InvocationSummary, LoadedInvocation, Page, SessionOrder, SessionSummary
+from ..sql.columns import INTERRUPT_COLS, INVOCATION_COLS, owner_condition
 from ..sql.cursors import decode_cursor, encode_cursor
 
 # Row converters, cursors and the event preparation are the SQLite store's: one
 # definition of each, whatever the backend.
 from ..sqlite import (
-    _INTERRUPT_COLS,
-    _INVOCATION_COLS,
     _interrupt_from_row,
     _invocation_from_row,
     _parse_event,
     _session_from_row,
     _summary_from_row,
 )
-from ..sqlite.listing import _SUMMARY_COLS_PG, owner_condition
 from . import onetrip
 from .core import _Core
-from .statements import _ANSWER_READS_SQL, _LOAD_INVOCATION_SQL, _SESSION_COLS_PG, _cols, _Query, _snapshot_from
+from .statements import (
+    _ANSWER_READS_SQL,
+    _LOAD_INVOCATION_SQL,
+    _SESSION_COLS_PG,
+    _SUMMARY_COLS_PG,
+    _cols,
+    _Query,
+    _snapshot_from,
+)
 
-_INTERRUPT_NULLS = ", NULL" * len(_INTERRUPT_COLS.split(","))
+_INTERRUPT_NULLS = ", NULL" * len(INTERRUPT_COLS.split(","))
 """The interrupt columns of :data:`_ANSWER_READS_SQL`'s other rows."""
 
 _ANSWER_READS_TYPES = "iit" + "t" * 9 + "iftti" + "tf"
 """Its columns' types (:func:`.onetrip.fetch`): kind, seq, data, then the interrupt's
-(:data:`_INTERRUPT_COLS`: ids and call as text, raised seq and time, status,
+(:data:`INTERRUPT_COLS`: ids and call as text, raised seq and time, status,
 resolution, owner and when it was owned)."""
-assert len(_ANSWER_READS_TYPES) == 3 + len(_INTERRUPT_COLS.split(","))
+assert len(_ANSWER_READS_TYPES) == 3 + len(INTERRUPT_COLS.split(","))
 
 _GET_SESSION_SQL = f"SELECT {_SESSION_COLS_PG} FROM sessions WHERE id = $1"
 
@@ -221,7 +227,7 @@ class _Reads(_Core):
 
     async def list_invocations(self, session_id: str) -> list[InvocationSummary]:
         return await self._session_rows(
-            f"SELECT {_cols('v', _INVOCATION_COLS)} FROM sessions s LEFT JOIN invocations v"
+            f"SELECT {_cols('v', INVOCATION_COLS)} FROM sessions s LEFT JOIN invocations v"
             " ON v.session_id = s.id WHERE s.id = $1 ORDER BY v.started_seq",
             session_id,
             _invocation_from_row,
@@ -229,7 +235,7 @@ class _Reads(_Core):
 
     async def lookup_interrupts(self, session_id: str, interrupt_ids: list[str]) -> list[InterruptRecord]:
         return await self._session_rows(
-            f"SELECT {_cols('i', _INTERRUPT_COLS)} FROM sessions s LEFT JOIN interrupts i"
+            f"SELECT {_cols('i', INTERRUPT_COLS)} FROM sessions s LEFT JOIN interrupts i"
             " ON i.session_id = s.id AND i.interrupt_id = ANY($2::text[])"
             " WHERE s.id = $1 ORDER BY i.raised_seq, i.invocation_id, i.interrupt_id",
             session_id,
@@ -269,7 +275,7 @@ class _Reads(_Core):
                 f"{q.arg(seq)}, {q.arg(iid)})"
             )
         sql = (
-            f"SELECT {_INTERRUPT_COLS} FROM interrupts{q.where_sql()}"
+            f"SELECT {INTERRUPT_COLS} FROM interrupts{q.where_sql()}"
             f" ORDER BY raised_at, session_id, raised_seq, interrupt_id LIMIT {q.arg(limit + 1)}"
         )
         rows = await self._run(lambda conn: conn.fetch(sql, *q.args))
@@ -301,7 +307,7 @@ class _Reads(_Core):
         (``invocation_id``, else the first open id's), ``snapshot_and_events``,
         in one statement (capability ``answer_reads``): what an answer reads
         before its first write -- one round trip instead of two."""
-        sql = _ANSWER_READS_SQL.format(cols=_INTERRUPT_COLS, nulls=_INTERRUPT_NULLS)
+        sql = _ANSWER_READS_SQL.format(cols=INTERRUPT_COLS, nulls=_INTERRUPT_NULLS)
 
         async def fn(conn: asyncpg.Connection) -> tuple[list[InterruptRecord], LoadedInvocation | None]:
             # One round trip on a new connection too: a resume's first read.

@@ -13,7 +13,8 @@ from ...models import Event, StoredEvent
 
 # Row converters, cursors and the event preparation are the SQLite store's: one
 # definition of each, whatever the backend.
-from ..sqlite import _SESSION_COLS, _Prepared
+from ..sql.columns import SESSION_COLS, summary_cols
+from ..sqlite import _Prepared
 
 _PUT_SNAPSHOT_SQL = (
     "INSERT INTO snapshots (session_id, invocation_id, seq, data) VALUES ($1, $2, $3, $4)"
@@ -90,7 +91,9 @@ class _Query:
         return (" WHERE " + " AND ".join(self._where)) if self._where else ""
 
 
-_SESSION_COLS_PG = _SESSION_COLS.replace("state", "state::text")
+_SESSION_COLS_PG = SESSION_COLS.replace("state", "state::text")
+_SUMMARY_COLS_PG = summary_cols("json_agg")
+"""A session summary row's columns in PostgreSQL (``json_agg`` is NULL, not ``[]``, over no row)."""
 
 
 def _cols(alias: str, cols: str) -> str:

@@ -5,6 +5,8 @@
 and read them into the same records. What does not depend on the dialect lives
 here, and each backend imports it from here (never from the other backend):
 
+``columns``
+    The tables, described once, and the columns each store reads them by.
 ``cursors``
     Page cursors: the sort key of a page's last row as an opaque string.
 ``packing``

@@ -1,29 +1,7 @@
 """SQLite session store, the default backend, on aiosqlite.
 
 Tables (schema version :data:`SCHEMA_VERSION`, kept in ``PRAGMA user_version``):
-
-``sessions``
-    One row per session: identity, state (JSON), ``last_seq``, and the summary
-    the sessions screen lists (status, open interrupts, oldest open, last event,
-    counts), maintained in the same transaction as every append.
-``events``
-    The append-only log, primary key ``(session_id, seq)``; the event's JSON plus
-    a few columns copied out of it for indexes (invocation, path, kind).
-``invocations``
-    Per invocation: status (from root lifecycle records), start seq and message.
-``interrupts``
-    The interrupt index: interrupt id -> invocation, node path, call; open or not.
-``snapshots``
-    Cached projections of one invocation at some seq.
-``leases``
-    Which process runs a turn of an invocation, until when (schema 3).
-``audit``
-    Operator writes: answers, re-drives and cancels (derived from their events)
-    and imports (written in the import's transaction) (schema 3).
-
-Everything but ``events``, the session's identity, leases and import audit rows
-is derived: the one definition of how an event changes it is
-:func:`engine.store.base.index_effects`.
+those of every SQL store, described once in :mod:`engine.store.sql.columns`.
 
 Concurrency and durability
     WAL journal: readers never block the writer nor each other. Every append is
@@ -61,7 +39,8 @@ Modules
     ``reads``: sessions, events, derived rows, snapshots. ``leases``: leases and
     audit rows. ``store``: :class:`SQLiteStore` over those units of work.
 
-All SQL of the project lives in this package (and :mod:`engine.store.postgres`).
+All SQL of the project lives in this package, :mod:`engine.store.postgres` and
+:mod:`engine.store.sql` (what both share).
 """
 
 from types import ModuleType
@@ -78,12 +57,6 @@ _LAZY = {
     "schema_version": "connection",
     "sqlite3_uri_path": "connection",
     # one definition of each, whatever the backend (engine.store.postgres uses them)
-    "_AUDIT_COLS": "rows",
-    "_INTERRUPT_COLS": "rows",
-    "_INVOCATION_COLS": "rows",
-    "_LEASE_COLS": "rows",
-    "_SESSION_COLS": "rows",
-    "_SUMMARY_COLS": "rows",
     "_audit_from_row": "rows",
     "_interrupt_from_row": "rows",
     "_invocation_from_row": "rows",
@@ -104,12 +77,6 @@ if TYPE_CHECKING:
     from .connection import _AiosqliteDriver, _InlineDriver, _ThreadDriver, no_room, schema_version, sqlite3_uri_path
     from .listing import default_db_path
     from .rows import (
-        _AUDIT_COLS,
-        _INTERRUPT_COLS,
-        _INVOCATION_COLS,
-        _LEASE_COLS,
-        _SESSION_COLS,
-        _SUMMARY_COLS,
         _audit_from_row,
         _interrupt_from_row,
         _invocation_from_row,
@@ -166,12 +133,6 @@ __all__ = [
     "_AiosqliteDriver",
     "_InlineDriver",
     "_ThreadDriver",
-    "_AUDIT_COLS",
-    "_INTERRUPT_COLS",
-    "_INVOCATION_COLS",
-    "_LEASE_COLS",
-    "_SESSION_COLS",
-    "_SUMMARY_COLS",
     "_audit_from_row",
     "_interrupt_from_row",
     "_invocation_from_row",

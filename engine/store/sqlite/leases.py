@@ -14,9 +14,10 @@ from ..base import (
     AuditRecord,
     Lease,
 )
+from ..sql.columns import LEASE_COLS
 from .append import _append_batch, _append_many_tx, _create_tx
 from .reads import _put_snapshot, _upsert_snapshot
-from .rows import _LEASE_COLS, _audit_from_row, _lease_from_row, _Prepared, _require_session
+from .rows import _audit_from_row, _lease_from_row, _Prepared, _require_session
 
 
 def _acquire_lease_tx(
@@ -29,7 +30,7 @@ def _acquire_lease_tx(
     now: float,
 ) -> Lease:
     row = conn.execute(
-        f"SELECT {_LEASE_COLS} FROM leases WHERE session_id = ? AND invocation_id = ?", (session_id, invocation_id)
+        f"SELECT {LEASE_COLS} FROM leases WHERE session_id = ? AND invocation_id = ?", (session_id, invocation_id)
     ).fetchone()
     acquired = now
     if row is None:
@@ -49,7 +50,7 @@ def _acquire_lease_tx(
         expires_at=now + ttl,
     )
     conn.execute(
-        f"INSERT OR REPLACE INTO leases ({_LEASE_COLS}) VALUES (?, ?, ?, ?, ?, ?)",
+        f"INSERT OR REPLACE INTO leases ({LEASE_COLS}) VALUES (?, ?, ?, ?, ?, ?)",
         (session_id, invocation_id, owner, lease.acquired_at, lease.renewed_at, lease.expires_at),
     )
     return lease
@@ -60,7 +61,7 @@ def _renew_lease_tx(
 ) -> Lease:
     _require_session(conn, session_id)
     row = conn.execute(
-        f"SELECT {_LEASE_COLS} FROM leases WHERE session_id = ? AND invocation_id = ?", (session_id, invocation_id)
+        f"SELECT {LEASE_COLS} FROM leases WHERE session_id = ? AND invocation_id = ?", (session_id, invocation_id)
     ).fetchone()
     if row is None or row[2] != owner:
         raise LeaseLostError(session_id, invocation_id, owner, _lease_from_row(row).holder if row else None)
@@ -132,7 +133,7 @@ def _acquire_append_tx(
         expires_at=now + ttl,
     )
     conn.execute(
-        f"INSERT OR REPLACE INTO leases ({_LEASE_COLS}) VALUES (?, ?, ?, ?, ?, ?)",
+        f"INSERT OR REPLACE INTO leases ({LEASE_COLS}) VALUES (?, ?, ?, ?, ?, ?)",
         (session_id, invocation_id, owner, lease.acquired_at, lease.renewed_at, lease.expires_at),
     )
     return lease, seqs, state or {}
@@ -140,7 +141,7 @@ def _acquire_append_tx(
 
 def _get_lease(conn: sqlite3.Connection, session_id: str, invocation_id: str) -> Lease | None:
     row = conn.execute(
-        f"SELECT {_LEASE_COLS} FROM leases WHERE session_id = ? AND invocation_id = ?", (session_id, invocation_id)
+        f"SELECT {LEASE_COLS} FROM leases WHERE session_id = ? AND invocation_id = ?", (session_id, invocation_id)
     ).fetchone()
     if row is None:
         _require_session(conn, session_id)
@@ -150,14 +151,14 @@ def _get_lease(conn: sqlite3.Connection, session_id: str, invocation_id: str) ->
 def _list_leases(conn: sqlite3.Connection, session_id: str) -> list[Lease]:
     _require_session(conn, session_id)
     rows = conn.execute(
-        f"SELECT {_LEASE_COLS} FROM leases WHERE session_id = ? ORDER BY invocation_id", (session_id,)
+        f"SELECT {LEASE_COLS} FROM leases WHERE session_id = ? ORDER BY invocation_id", (session_id,)
     )
     return [_lease_from_row(r) for r in rows]
 
 
 def _leases_of(conn: sqlite3.Connection, session_ids: str) -> list[Lease]:
     rows = conn.execute(
-        f"SELECT {_LEASE_COLS} FROM leases WHERE session_id IN (SELECT value FROM json_each(?))"
+        f"SELECT {LEASE_COLS} FROM leases WHERE session_id IN (SELECT value FROM json_each(?))"
         " ORDER BY session_id, invocation_id",
         (session_ids,),
     )

@@ -16,11 +16,9 @@ from ..base import (
     InvocationSummary,
     SessionSummary,
 )
+from ..sql.columns import INTERRUPT_COLS, INVOCATION_COLS, SESSION_COLS
 from ..sql.packing import pack, unpack
 from .rows import (
-    _INTERRUPT_COLS,
-    _INVOCATION_COLS,
-    _SESSION_COLS,
     _interrupt_from_row,
     _invocation_from_row,
     _parse_event,
@@ -50,7 +48,7 @@ def _last_checkpoint(conn: sqlite3.Connection, session_id: str) -> tuple[int, in
 
 
 def _get_session(conn: sqlite3.Connection, session_id: str) -> Session:
-    row = conn.execute(f"SELECT {_SESSION_COLS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    row = conn.execute(f"SELECT {SESSION_COLS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
     if row is None:
         raise SessionNotFoundError(session_id)
     return _session_from_row(row)
@@ -170,7 +168,7 @@ def _corrupt_events(conn: sqlite3.Connection, session_id: str) -> list[int]:
 def _list_invocations(conn: sqlite3.Connection, session_id: str) -> list[InvocationSummary]:
     _require_session(conn, session_id)
     rows = conn.execute(
-        f"SELECT {_INVOCATION_COLS} FROM invocations WHERE session_id = ? ORDER BY started_seq", (session_id,)
+        f"SELECT {INVOCATION_COLS} FROM invocations WHERE session_id = ? ORDER BY started_seq", (session_id,)
     )
     return [_invocation_from_row(r) for r in rows]
 
@@ -194,7 +192,7 @@ def _lookup_interrupts(conn: sqlite3.Connection, session_id: str, ids: list[str]
     else:
         match, params = "IN (SELECT value FROM json_each(?))", [session_id, json.dumps(ids)]
     rows = conn.execute(
-        f"SELECT {_INTERRUPT_COLS} FROM interrupts WHERE session_id = ? AND interrupt_id {match}"
+        f"SELECT {INTERRUPT_COLS} FROM interrupts WHERE session_id = ? AND interrupt_id {match}"
         " ORDER BY raised_seq, invocation_id, interrupt_id",
         params,
     ).fetchall()

@@ -26,7 +26,7 @@ from ..base import (
     index_effects,
 )
 from ..owner_index import OwnerChange
-from .listing import _INTERRUPT_COLS, _SUMMARY_COLS, session_owners  # noqa: F401 (re-exported)
+from ..sql.columns import session_owners
 
 T = TypeVar("T")
 
@@ -34,12 +34,6 @@ T = TypeVar("T")
 # Rows are the store's own, written from validated records into typed columns:
 # they are made with model_construct (no validation), so that a read builds no
 # validator (a read command pays neither the build nor the validation).
-
-_SESSION_COLS = "id, app_name, user_id, state, created_at, updated_at, last_seq"
-_INVOCATION_COLS = "session_id, invocation_id, status, started_seq, started_at, updated_at, message"
-_LEASE_COLS = "session_id, invocation_id, owner, acquired_at, renewed_at, expires_at"
-_AUDIT_COLS = "id, at, action, operator, reason, session_id, invocation_id, seq, event_id, details"
-
 
 def _session_from_row(r: tuple[Any, ...]) -> Session:
     return Session.model_construct(

@@ -33,6 +33,7 @@ from ..base import (
     import_record,
 )
 from ..metric_rows import StoreMetrics
+from ..sql.columns import AUDIT_COLS
 from ..sql.cursors import decode_cursor, encode_cursor
 from .append import _append_many_tx, _append_tx, _bulk_tx, _create_tx, _import_tx
 from .connection import (
@@ -75,7 +76,7 @@ from .reads import (
     _read_events,
     _snapshot_and_events,
 )
-from .rows import _AUDIT_COLS, _in_write_tx, _prepare
+from .rows import _in_write_tx, _prepare
 from .schema import _SYNCHRONOUS, default_db_path
 from .workers import _WorkerSteps, _WorkerTables
 
@@ -607,7 +608,7 @@ class SQLiteStore(_WorkerTables, _WorkerSteps):
             at, no = decode_cursor(cursor, (float, int))
             where.append("at <= ? AND (at < ? OR id < ?)")
             params += [at, at, no]
-        sql = f"SELECT {_AUDIT_COLS} FROM audit"
+        sql = f"SELECT {AUDIT_COLS} FROM audit"
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY at DESC, id DESC LIMIT ?"
