@@ -15,7 +15,7 @@ from ..sql.columns import AUDIT_COLS, LEASE_COLS
 # Row converters, cursors and the event preparation are the SQLite store's: one
 # definition of each, whatever the backend.
 from ..sql.cursors import decode_cursor, encode_cursor
-from ..sqlite import _audit_from_row, _lease_from_row
+from ..sql.rows import audit_from_row, lease_from_row
 from .core import _Core
 from .statements import _RELEASE_SQL, _cols, _Query
 
@@ -57,8 +57,8 @@ class _Leases(_Core):
                 )
                 if held is None:  # released meanwhile: a busy answer would be wrong, try again
                     raise asyncpg.SerializationError("lease row vanished")
-                raise InvocationBusyError(invocation_id, _lease_from_row(held))
-            return _lease_from_row(row)
+                raise InvocationBusyError(invocation_id, lease_from_row(held))
+            return lease_from_row(row)
 
         return await self._run(fn)
 
@@ -93,7 +93,7 @@ class _Leases(_Core):
                         expires_at=0,
                     ).holder
                 raise LeaseLostError(session_id, invocation_id, owner, holder)
-            return _lease_from_row(row)
+            return lease_from_row(row)
 
         return await self._run(fn)
 
@@ -128,7 +128,7 @@ class _Leases(_Core):
             )
             if row is None:
                 raise SessionNotFoundError(session_id)
-            return None if row[0] is None else _lease_from_row(row)
+            return None if row[0] is None else lease_from_row(row)
 
         return await self._run(fn)
 
@@ -137,7 +137,7 @@ class _Leases(_Core):
             f"SELECT {_cols('l', LEASE_COLS)} FROM sessions s LEFT JOIN leases l ON l.session_id = s.id"
             " WHERE s.id = $1 ORDER BY l.invocation_id",
             session_id,
-            _lease_from_row,
+            lease_from_row,
         )
 
     async def leases_of(self, session_ids: list[str]) -> list[Lease]:
@@ -147,7 +147,7 @@ class _Leases(_Core):
                 " ORDER BY l.session_id, l.invocation_id",
                 list(session_ids),
             )
-            return [_lease_from_row(r) for r in rows]
+            return [lease_from_row(r) for r in rows]
 
         return await self._run(fn)
 
@@ -180,4 +180,4 @@ class _Leases(_Core):
         rows = await self._run(lambda conn: conn.fetch(sql, *q.args))
         page = rows[:limit]
         nxt = encode_cursor(page[-1][1], page[-1][0]) if len(rows) > limit else None
-        return Page(items=[_audit_from_row(r) for r in page], next_cursor=nxt)
+        return Page(items=[audit_from_row(r) for r in page], next_cursor=nxt)

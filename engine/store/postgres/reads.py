@@ -11,16 +11,7 @@ from ...models import Session, StoredEvent
 from ..base import InterruptRecord, InvocationSummary, LoadedInvocation, Page, SessionOrder, SessionSummary
 from ..sql.columns import INTERRUPT_COLS, INVOCATION_COLS, owner_condition
 from ..sql.cursors import decode_cursor, encode_cursor
-
-# Row converters, cursors and the event preparation are the SQLite store's: one
-# definition of each, whatever the backend.
-from ..sqlite import (
-    _interrupt_from_row,
-    _invocation_from_row,
-    _parse_event,
-    _session_from_row,
-    _summary_from_row,
-)
+from ..sql.rows import interrupt_from_row, invocation_from_row, parse_event, session_from_row, summary_from_row
 from . import onetrip
 from .core import _Core
 from .statements import (
@@ -54,7 +45,7 @@ class _Reads(_Core):
             row = await onetrip.fetchrow(conn, _GET_SESSION_SQL, (session_id,), "ttttffi")
             if row is None:
                 raise SessionNotFoundError(session_id)
-            return _session_from_row(row)
+            return session_from_row(row)
 
         return await self._run(fn)
 
@@ -105,7 +96,7 @@ class _Reads(_Core):
         order_by = " ORDER BY oldest_open_at, id" if oldest else " ORDER BY updated_at DESC, id"
         sql += f"{order_by} LIMIT {q.arg(limit + 1)}"
         rows = await self._run(lambda conn: conn.fetch(sql, *q.args))
-        page = [_summary_from_row(r) for r in rows[:limit]]
+        page = [summary_from_row(r) for r in rows[:limit]]
         nxt = None
         if len(rows) > limit:
             last = page[-1]
@@ -153,7 +144,7 @@ class _Reads(_Core):
                 if last is None:
                     raise SessionNotFoundError(session_id)
                 raise IndexError(f"session {session_id} has no event {seq} (it has {last})")
-            return StoredEvent(seq=seq, session_id=session_id, event=_parse_event(session_id, seq, text))
+            return StoredEvent(seq=seq, session_id=session_id, event=parse_event(session_id, seq, text))
 
         return await self._run(fn)
 
@@ -195,7 +186,7 @@ class _Reads(_Core):
                 if seq is None:
                     break
                 try:
-                    event = _parse_event(session_id, seq, text)
+                    event = parse_event(session_id, seq, text)
                 except CorruptEventError:
                     if skip_corrupt:
                         continue
@@ -218,7 +209,7 @@ class _Reads(_Core):
                     "SELECT seq, json FROM events WHERE session_id = $1 ORDER BY seq", session_id
                 ):
                     try:
-                        _parse_event(session_id, seq, text)
+                        parse_event(session_id, seq, text)
                     except CorruptEventError:
                         bad.append(seq)
             return bad
@@ -230,7 +221,7 @@ class _Reads(_Core):
             f"SELECT {_cols('v', INVOCATION_COLS)} FROM sessions s LEFT JOIN invocations v"
             " ON v.session_id = s.id WHERE s.id = $1 ORDER BY v.started_seq",
             session_id,
-            _invocation_from_row,
+            invocation_from_row,
         )
 
     async def lookup_interrupts(self, session_id: str, interrupt_ids: list[str]) -> list[InterruptRecord]:
@@ -239,7 +230,7 @@ class _Reads(_Core):
             " ON i.session_id = s.id AND i.interrupt_id = ANY($2::text[])"
             " WHERE s.id = $1 ORDER BY i.raised_seq, i.invocation_id, i.interrupt_id",
             session_id,
-            _interrupt_from_row,
+            interrupt_from_row,
             list(interrupt_ids),
         )
 
@@ -279,7 +270,7 @@ class _Reads(_Core):
             f" ORDER BY raised_at, session_id, raised_seq, interrupt_id LIMIT {q.arg(limit + 1)}"
         )
         rows = await self._run(lambda conn: conn.fetch(sql, *q.args))
-        page = [_interrupt_from_row(r) for r in rows[:limit]]
+        page = [interrupt_from_row(r) for r in rows[:limit]]
         nxt = None
         if len(rows) > limit:
             last = page[-1]
@@ -316,7 +307,7 @@ class _Reads(_Core):
             if not marker:
                 raise SessionNotFoundError(session_id)
             records = sorted(
-                (_interrupt_from_row(tuple(r)[3:]) for r in rows if r[0] == 3),
+                (interrupt_from_row(tuple(r)[3:]) for r in rows if r[0] == 3),
                 key=lambda i: (i.raised_seq, i.invocation_id, i.interrupt_id),
             )
             inv = marker[0][2]
@@ -330,7 +321,7 @@ class _Reads(_Core):
                     if snap is None:  # unreadable: read the invocation the usual way (rare)
                         return records, LoadedInvocation(inv, *await self.snapshot_and_events(session_id, inv))
                 elif r[0] == 1:
-                    events.append(StoredEvent(seq=r[1], session_id=session_id, event=_parse_event(session_id, r[1], r[2])))
+                    events.append(StoredEvent(seq=r[1], session_id=session_id, event=parse_event(session_id, r[1], r[2])))
             return records, LoadedInvocation(inv, snap, events)
 
         return await self._run(fn)
@@ -357,12 +348,12 @@ class _Reads(_Core):
                             invocation_id,
                         )
                         return None, [
-                            StoredEvent(seq=q, session_id=session_id, event=_parse_event(session_id, q, t))
+                            StoredEvent(seq=q, session_id=session_id, event=parse_event(session_id, q, t))
                             for _, q, t in rows
                         ]
                 else:
                     events.append(
-                        StoredEvent(seq=seq, session_id=session_id, event=_parse_event(session_id, seq, text))
+                        StoredEvent(seq=seq, session_id=session_id, event=parse_event(session_id, seq, text))
                     )
             return snap, events
 

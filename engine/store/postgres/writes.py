@@ -21,7 +21,8 @@ from ..owner_index import check_owner_change
 
 # Row converters, cursors and the event preparation are the SQLite store's: one
 # definition of each, whatever the backend.
-from ..sqlite import _prepare, _Prepared, _session_from_row
+from ..sql.rows import session_from_row
+from ..sqlite import _prepare, _Prepared
 from . import onetrip
 from .core import _Core
 from .errors import _raise_append_error
@@ -61,7 +62,7 @@ class _Writes(_Core):
             )
             if row is None:
                 raise ConflictError(f"session {sid!r} already exists")
-            return _session_from_row(row)
+            return session_from_row(row)
 
         return await self._run(fn, reconnect=False)  # a retry after a commit would say 'already exists'
 

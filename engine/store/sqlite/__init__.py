@@ -57,15 +57,8 @@ _LAZY = {
     "schema_version": "connection",
     "sqlite3_uri_path": "connection",
     # one definition of each, whatever the backend (engine.store.postgres uses them)
-    "_audit_from_row": "rows",
-    "_interrupt_from_row": "rows",
-    "_invocation_from_row": "rows",
-    "_lease_from_row": "rows",
-    "_parse_event": "rows",
     "_prepare": "rows",
     "_Prepared": "rows",
-    "_session_from_row": "rows",
-    "_summary_from_row": "rows",
     "APPLICATION_ID": "schema",
     "SCHEMA_VERSION": "schema",
     "default_db_path": "listing",
@@ -77,15 +70,8 @@ if TYPE_CHECKING:
     from .connection import _AiosqliteDriver, _InlineDriver, _ThreadDriver, no_room, schema_version, sqlite3_uri_path
     from .listing import default_db_path
     from .rows import (
-        _audit_from_row,
-        _interrupt_from_row,
-        _invocation_from_row,
-        _lease_from_row,
-        _parse_event,
         _prepare,
         _Prepared,
-        _session_from_row,
-        _summary_from_row,
     )
     from .schema import APPLICATION_ID, SCHEMA_VERSION
     from .store import SQLiteStore
@@ -133,13 +119,6 @@ __all__ = [
     "_AiosqliteDriver",
     "_InlineDriver",
     "_ThreadDriver",
-    "_audit_from_row",
-    "_interrupt_from_row",
-    "_invocation_from_row",
-    "_lease_from_row",
-    "_parse_event",
     "_prepare",
     "_Prepared",
-    "_session_from_row",
-    "_summary_from_row",
 ]

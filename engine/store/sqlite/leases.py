@@ -15,9 +15,10 @@ from ..base import (
     Lease,
 )
 from ..sql.columns import LEASE_COLS
+from ..sql.rows import audit_from_row, lease_from_row
 from .append import _append_batch, _append_many_tx, _create_tx
 from .reads import _put_snapshot, _upsert_snapshot
-from .rows import _audit_from_row, _lease_from_row, _Prepared, _require_session
+from .rows import _Prepared, _require_session
 
 
 def _acquire_lease_tx(
@@ -36,7 +37,7 @@ def _acquire_lease_tx(
     if row is None:
         _require_session(conn, session_id)
     else:
-        held = _lease_from_row(row)
+        held = lease_from_row(row)
         if held.owner not in (owner, steal_from) and not held.expired(now):
             raise InvocationBusyError(invocation_id, held)
         if held.owner == owner:
@@ -64,12 +65,12 @@ def _renew_lease_tx(
         f"SELECT {LEASE_COLS} FROM leases WHERE session_id = ? AND invocation_id = ?", (session_id, invocation_id)
     ).fetchone()
     if row is None or row[2] != owner:
-        raise LeaseLostError(session_id, invocation_id, owner, _lease_from_row(row).holder if row else None)
+        raise LeaseLostError(session_id, invocation_id, owner, lease_from_row(row).holder if row else None)
     conn.execute(
         "UPDATE leases SET renewed_at = ?, expires_at = ? WHERE session_id = ? AND invocation_id = ?",
         (now, now + ttl, session_id, invocation_id),
     )
-    return _lease_from_row((*row[:4], now, now + ttl))
+    return lease_from_row((*row[:4], now, now + ttl))
 
 
 def _release_lease_tx(
@@ -145,7 +146,7 @@ def _get_lease(conn: sqlite3.Connection, session_id: str, invocation_id: str) ->
     ).fetchone()
     if row is None:
         _require_session(conn, session_id)
-    return _lease_from_row(row) if row else None
+    return lease_from_row(row) if row else None
 
 
 def _list_leases(conn: sqlite3.Connection, session_id: str) -> list[Lease]:
@@ -153,7 +154,7 @@ def _list_leases(conn: sqlite3.Connection, session_id: str) -> list[Lease]:
     rows = conn.execute(
         f"SELECT {LEASE_COLS} FROM leases WHERE session_id = ? ORDER BY invocation_id", (session_id,)
     )
-    return [_lease_from_row(r) for r in rows]
+    return [lease_from_row(r) for r in rows]
 
 
 def _leases_of(conn: sqlite3.Connection, session_ids: str) -> list[Lease]:
@@ -162,8 +163,8 @@ def _leases_of(conn: sqlite3.Connection, session_ids: str) -> list[Lease]:
         " ORDER BY session_id, invocation_id",
         (session_ids,),
     )
-    return [_lease_from_row(r) for r in rows]
+    return [lease_from_row(r) for r in rows]
 
 
 def _audit_rows(conn: sqlite3.Connection, sql: str, params: list[Any]) -> list[tuple[int, AuditRecord]]:
-    return [(r[0], _audit_from_row(r)) for r in conn.execute(sql, params)]
+    return [(r[0], audit_from_row(r)) for r in conn.execute(sql, params)]
