@@ -11,9 +11,6 @@ from pydantic_core import to_json
 from ...errors import InvocationBusyError, LeaseLostError, SessionNotFoundError
 from ..base import AuditRecord, Lease, Page
 from ..sql.columns import AUDIT_COLS, LEASE_COLS
-
-# Row converters, cursors and the event preparation are the SQLite store's: one
-# definition of each, whatever the backend.
 from ..sql.cursors import decode_cursor, encode_cursor
 from ..sql.rows import audit_from_row, lease_from_row
 from .core import _Core

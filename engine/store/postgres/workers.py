@@ -13,10 +13,10 @@ import asyncpg
 # Row converters and column lists: one definition of each, whatever the backend.
 from ..sql.columns import REQUEST_COLS as _REQ_COLS
 from ..sql.columns import WORKER_COLS as _WORKER_COLS
+from ..sql.prepared import prepare as _prepare
 from ..sql.rows import lease_from_row as _lease_from_row
 from ..sql.rows import request_from_row as _req
 from ..sql.rows import worker_from_row as _worker
-from ..sqlite import _prepare
 from ..workers import TurnRequest, WorkerRecord
 from .core import _Core
 from .listen import Listener

@@ -9,6 +9,10 @@ here, and each backend imports it from here (never from the other backend):
     The tables, described once, and the columns each store reads them by.
 ``cursors``
     Page cursors: the sort key of a page's last row as an opaque string.
+``rows``
+    Rows read back into records (builds pydantic models: not for the fast paths).
+``prepared``
+    An event reduced to what the append transaction writes.
 ``packing``
     How the large caches (seek checkpoints, snapshots) are stored and read back.
 

@@ -33,9 +33,8 @@ Schema migrations
 
 Modules
     ``schema``: tables, migrations, schema version. ``connection``: probing a
-    file, the drivers, error translation, per-connection PRAGMAs. ``rows``: row
-    converters, cursors, an event prepared for the append path, the write
-    transaction. ``append``: the append path (and import, bulk load).
+    file, the drivers, error translation, per-connection PRAGMAs. ``rows``: the write
+    transaction, the session check. ``append``: the append path (and import, bulk load).
     ``reads``: sessions, events, derived rows, snapshots. ``leases``: leases and
     audit rows. ``store``: :class:`SQLiteStore` over those units of work.
 
@@ -57,8 +56,6 @@ _LAZY = {
     "schema_version": "connection",
     "sqlite3_uri_path": "connection",
     # one definition of each, whatever the backend (engine.store.postgres uses them)
-    "_prepare": "rows",
-    "_Prepared": "rows",
     "APPLICATION_ID": "schema",
     "SCHEMA_VERSION": "schema",
     "default_db_path": "listing",
@@ -69,10 +66,6 @@ if TYPE_CHECKING:
     from ...errors import ConflictError
     from .connection import _AiosqliteDriver, _InlineDriver, _ThreadDriver, no_room, schema_version, sqlite3_uri_path
     from .listing import default_db_path
-    from .rows import (
-        _prepare,
-        _Prepared,
-    )
     from .schema import APPLICATION_ID, SCHEMA_VERSION
     from .store import SQLiteStore
 
@@ -92,8 +85,6 @@ def _submodule(module: str) -> ModuleType:
         from ... import errors as m
     elif module == "connection":
         from . import connection as m
-    elif module == "rows":
-        from . import rows as m
     elif module == "listing":
         from . import listing as m
     elif module == "schema":
@@ -119,6 +110,4 @@ __all__ = [
     "_AiosqliteDriver",
     "_InlineDriver",
     "_ThreadDriver",
-    "_prepare",
-    "_Prepared",
 ]

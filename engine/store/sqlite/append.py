@@ -26,7 +26,7 @@ from ..base import (
     session_status,
 )
 from ..owner_index import check_owner_change
-from .rows import _prepare, _Prepared
+from ..sql.prepared import Prepared, prepare
 
 
 def _create_tx(
@@ -56,7 +56,7 @@ _UPDATED_AT_RESOLUTION = 1.0
 
 
 def _append_many_tx(
-    conn: sqlite3.Connection, session_id: str, prepared: list[_Prepared], expected_seq: int | None, lease_owner: str | None
+    conn: sqlite3.Connection, session_id: str, prepared: list[Prepared], expected_seq: int | None, lease_owner: str | None
 ) -> list[int]:
     """Several appends in the caller's one transaction (``append_events``)."""
     return _append_batch(conn, session_id, prepared, expected_seq, lease_owner)[0]
@@ -106,7 +106,7 @@ _INSERT_EVENTS_CHUNK = 500
 
 
 def _append_tx(
-    conn: sqlite3.Connection, session_id: str, p: _Prepared, expected_seq: int | None, lease_owner: str | None = None
+    conn: sqlite3.Connection, session_id: str, p: Prepared, expected_seq: int | None, lease_owner: str | None = None
 ) -> int:
     """One append (see :func:`_append_batch`)."""
     return _append_batch(conn, session_id, [p], expected_seq, lease_owner)[0][0]
@@ -127,7 +127,7 @@ class _InvocationChange:
 def _append_batch(
     conn: sqlite3.Connection,
     session_id: str,
-    prepared: list[_Prepared],
+    prepared: list[Prepared],
     expected_seq: int | None,
     lease_owner: str | None,
     *,
@@ -408,7 +408,7 @@ def _owner_change(
     conn: sqlite3.Connection,
     session_id: str,
     inv: str,
-    p: _Prepared,
+    p: Prepared,
     new_rows: dict[tuple[str, str], list[Any]],
     stored_answers: dict[tuple[str, str], tuple[str, int]],
     owned: dict[tuple[str, str], tuple[str | None, float | None]],
@@ -455,7 +455,7 @@ def _import_tx(
     conn: sqlite3.Connection,
     session_id: str,
     session: Session,
-    events: list[_Prepared],
+    events: list[Prepared],
     record: AuditRecord,
     checkpoints: list[tuple[int, str]],
 ) -> None:
@@ -493,6 +493,6 @@ def _bulk_tx(conn: sqlite3.Connection, batch: list[tuple[Session, list[Event]]])
             session.created_at,
         )
         if events:
-            _append_batch(conn, session.id, [_prepare(e) for e in events], 0, None, created=created)
+            _append_batch(conn, session.id, [prepare(e) for e in events], 0, None, created=created)
             n += len(events)
     return n

@@ -15,10 +15,11 @@ from ..base import (
     Lease,
 )
 from ..sql.columns import LEASE_COLS
+from ..sql.prepared import Prepared
 from ..sql.rows import audit_from_row, lease_from_row
 from .append import _append_batch, _append_many_tx, _create_tx
 from .reads import _put_snapshot, _upsert_snapshot
-from .rows import _Prepared, _require_session
+from .rows import _require_session
 
 
 def _acquire_lease_tx(
@@ -91,7 +92,7 @@ def _append_release_tx(
     conn: sqlite3.Connection,
     session_id: str,
     invocation_id: str,
-    prepared: list[_Prepared],
+    prepared: list[Prepared],
     expected_seq: int | None,
     owner: str,
     snapshot: tuple[int, str] | None,
@@ -114,7 +115,7 @@ def _acquire_append_tx(
     owner: str,
     ttl: float,
     now: float,
-    prepared: list[_Prepared],
+    prepared: list[Prepared],
     expected_seq: int | None,
     invocation_after: int | None,
     create: tuple[str, str] | None = None,

@@ -35,6 +35,7 @@ from ..base import (
 from ..metric_rows import StoreMetrics
 from ..sql.columns import AUDIT_COLS
 from ..sql.cursors import decode_cursor, encode_cursor
+from ..sql.prepared import prepare
 from .append import _append_many_tx, _append_tx, _bulk_tx, _create_tx, _import_tx
 from .connection import (
     _AiosqliteDriver,
@@ -76,7 +77,7 @@ from .reads import (
     _read_events,
     _snapshot_and_events,
 )
-from .rows import _in_write_tx, _prepare
+from .rows import _in_write_tx
 from .schema import _SYNCHRONOUS, default_db_path
 from .workers import _WorkerSteps, _WorkerTables
 
@@ -370,7 +371,7 @@ class SQLiteStore(_WorkerTables, _WorkerSteps):
         self, session_id: str, event: Event, *, expected_seq: int | None = None, lease_owner: str | None = None
     ) -> StoredEvent:
         self._check_writable()
-        p = _prepare(event)
+        p = prepare(event)
         seq = await self._write(_append_tx, session_id, p, expected_seq, lease_owner)
         return StoredEvent(seq=seq, session_id=session_id, event=Event.from_json(p.json))
 
@@ -378,7 +379,7 @@ class SQLiteStore(_WorkerTables, _WorkerSteps):
         self, session_id: str, events: list[Event], *, expected_seq: int | None = None, lease_owner: str | None = None
     ) -> list[StoredEvent]:
         self._check_writable()
-        prepared = [_prepare(e) for e in events]
+        prepared = [prepare(e) for e in events]
         seqs = await self._write(_append_many_tx, session_id, prepared, expected_seq, lease_owner)
         return [StoredEvent(seq=q, session_id=session_id, event=Event.from_json(p.json)) for q, p in zip(seqs, prepared, strict=True)]
 
@@ -499,7 +500,7 @@ class SQLiteStore(_WorkerTables, _WorkerSteps):
 
         reader = jsonl.ExportReader(lines, checkpoints=True)
         sid = session_id or reader.session.id
-        prepared = [_prepare(e) for e in reader.events()]
+        prepared = [prepare(e) for e in reader.events()]
         record = import_record(sid, len(prepared), operator, reason, source, reader.session.id)
         rows = reader.checkpoints.rows if reader.checkpoints is not None else []
         await self._write(_import_tx, sid, reader.session, prepared, record, rows)
@@ -543,7 +544,7 @@ class SQLiteStore(_WorkerTables, _WorkerSteps):
         ``create=(app_name, user_id)`` creates the session first, in the same
         transaction (capability ``create_in_first_write``)."""
         self._check_writable()
-        prepared = [_prepare(e) for e in events]
+        prepared = [prepare(e) for e in events]
         lease, seqs, state = await self._write(
             _acquire_append_tx, session_id, invocation_id, owner, ttl, time.time(), prepared, expected_seq,
             invocation_after, create,
@@ -564,7 +565,7 @@ class SQLiteStore(_WorkerTables, _WorkerSteps):
         """A turn's last events, its snapshot and its lease's release in one
         transaction (see :func:`engine.store.base.append_and_release`)."""
         self._check_writable()
-        prepared = [_prepare(e) for e in events]
+        prepared = [prepare(e) for e in events]
         snap = None if snapshot is None else (snapshot[0], to_json(snapshot[1]).decode())
         seqs = await self._write(_append_release_tx, session_id, invocation_id, prepared, expected_seq, owner, snap)
         return [StoredEvent(seq=q, session_id=session_id, event=Event.from_json(p.json)) for q, p in zip(seqs, prepared, strict=True)]

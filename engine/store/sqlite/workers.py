@@ -372,7 +372,7 @@ class _WorkerSteps:
         added (None: nothing to run) and the lease released. A worker that sees
         the request sees the answer, and finds the lease free."""
         from ...models import Event, StoredEvent
-        from .rows import _prepare
+        from ..sql.prepared import prepare as _prepare
 
         self._check_writable()  # type: ignore[attr-defined]
         prepared = [_prepare(e) for e in events]
