@@ -13,6 +13,8 @@ here, and each backend imports it from here (never from the other backend):
     Rows read back into records (builds pydantic models: not for the fast paths).
 ``prepared``
     An event reduced to what the append transaction writes.
+``overview``
+    The home summary's aggregate statements that read the same in both dialects.
 ``packing``
     How the large caches (seek checkpoints, snapshots) are stored and read back.
 
