@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator
 from contextlib import nullcontext, suppress
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -111,12 +110,9 @@ def sessions(
     # asyncio. None when it cannot answer (a URL, no such file, an older or newer
     # schema, a bad cursor): the store path then answers, or refuses the usual way.
     # (``--db sqlite:///PATH`` names the same file and takes the store path.)
-    target = _opts().db_path()
-    fast = None
-    if isinstance(target, Path):
-        from engine.store.sqlite.listing import list_session_rows
+    from engine.store.factory import session_rows
 
-        fast = list_session_rows(target, **filters)
+    fast = session_rows(_opts().db_path(), **filters)
     if fast is not None:
         items = [(r.summary_dict(), list(r.interrupted), list(r.queued)) for r in fast.items]
         next_cursor = fast.next_cursor
@@ -323,12 +319,11 @@ def inbox(
     # sqlite3 into plain rows, no pydantic model, no asyncio. None when it cannot
     # answer (a URL, no such file, another schema, a bad cursor): the store path then
     # answers or refuses the usual way. A FILTER needs the bulk selection (the store path).
-    target = _opts().db_path()
     fast = None
-    if isinstance(target, Path) and not terms:
-        from engine.store.sqlite.inbox_rows import list_interrupt_rows
+    if not terms:
+        from engine.store.factory import interrupt_rows
 
-        fast = list_interrupt_rows(target, app_name=app_name, session_id=session_id, limit=limit, cursor=cursor)
+        fast = interrupt_rows(_opts().db_path(), app_name=app_name, session_id=session_id, limit=limit, cursor=cursor)
     if fast is not None:
         show(fast)
     else:

@@ -225,7 +225,7 @@ def test_its_schema_version_is_the_stores() -> None:
 def test_it_imports_neither_pydantic_nor_asyncio() -> None:
     probe = (
         "import sys, json; from engine.store.sqlite.listing import list_session_rows; "
-        "from engine.store.sqlite import default_db_path; "
+        "from engine.store.factory import default_db_path; "
         "print(json.dumps(sorted(sys.modules)))"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=REPO)

@@ -55,7 +55,6 @@ _LAZY = {
     "no_room": "connection",
     "schema_version": "connection",
     "sqlite3_uri_path": "connection",
-    # one definition of each, whatever the backend (engine.store.postgres uses them)
     "APPLICATION_ID": "schema",
     "SCHEMA_VERSION": "schema",
     "default_db_path": "listing",
