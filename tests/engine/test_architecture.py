@@ -72,6 +72,16 @@ def _type_checking(test: ast.expr) -> bool:
     return ast.unparse(test).endswith("TYPE_CHECKING")
 
 
+def from_module(node: ast.ImportFrom, package: str) -> str:
+    """The absolute name of the module a ``from ... import`` in ``package`` names."""
+    base = node.module or ""
+    if node.level:
+        anchor = package.split(".")
+        anchor = anchor[: len(anchor) - (node.level - 1)]
+        base = ".".join([*anchor, *([base] if base else [])])
+    return base
+
+
 def _imports(tree: ast.Module, here: str, is_package: bool, known: set[str]) -> set[str]:
     """The project modules ``here`` imports when it runs: at module level and in
     functions, not under ``if TYPE_CHECKING:``. ``from pkg import name`` counts
@@ -87,11 +97,7 @@ def _imports(tree: ast.Module, here: str, is_package: bool, known: set[str]) -> 
         if isinstance(node, ast.Import):
             out.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")
-                anchor = anchor[: len(anchor) - (node.level - 1)]
-                base = ".".join([*anchor, *([base] if base else [])])
+            base = from_module(node, package)
             for a in node.names:
                 full = f"{base}.{a.name}"
                 out.add(full if full in known else base)
@@ -183,11 +189,7 @@ def imported_names(tree: ast.Module, here: str, is_package: bool) -> list[tuple[
         if isinstance(node, ast.Import):
             found += [(node.lineno, a.name) for a in node.names]
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")
-                anchor = anchor[: len(anchor) - (node.level - 1)]
-                base = ".".join([*anchor, *([base] if base else [])])
+            base = from_module(node, package)
             found.append((node.lineno, base))
             found += [(node.lineno, f"{base}.{a.name}") for a in node.names]
     return found
