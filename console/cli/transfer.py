@@ -102,7 +102,7 @@ def migrate() -> None:
 
     async def body() -> None:
         if store_kind(target) == "sqlite":
-            before, after = await migrate_sqlite(Path(target))
+            before, after = await migrate_sqlite(target)
         else:
             store = await open_target(target, migrate=False, inline=True, **opts.store_options())
             try:

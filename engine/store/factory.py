@@ -129,11 +129,12 @@ def interrupt_rows(target: Path | str, **filters: Any) -> InterruptRows | None:
     return list_interrupt_rows(target, **filters)
 
 
-async def migrate_sqlite(path: Path) -> tuple[int, int]:
-    """(version before, after) of the SQLite file at ``path``: a writer migrates on open."""
+async def migrate_sqlite(target: str | os.PathLike[str]) -> tuple[int, int]:
+    """(version before, after) of the SQLite file ``target`` names (a path or a
+    ``sqlite:`` URL): a writer migrates on open."""
     from .sqlite import SCHEMA_VERSION, SQLiteStore, schema_version
 
-    path = path.expanduser()
+    path = sqlite_path(target)
     if not path.exists():
         # Never create a store here: a mistyped --db would leave a new empty file.
         raise HitlError(f"no session database at {path}; check --db / $HITL_DB")
