@@ -1,7 +1,8 @@
 """SQLite session store, the default backend, on aiosqlite.
 
-Tables (schema version :data:`SCHEMA_VERSION`, kept in ``PRAGMA user_version``):
-those of every SQL store, described once in :mod:`engine.store.sql.columns`.
+Tables
+    Those of every SQL store, described once in :mod:`engine.store.sql.columns`;
+    the schema version (:data:`SCHEMA_VERSION`) is kept in ``PRAGMA user_version``.
 
 Concurrency and durability
     WAL journal: readers never block the writer nor each other. Every append is
@@ -33,10 +34,12 @@ Schema migrations
 
 Modules
     ``schema``: tables, migrations, schema version. ``connection``: probing a
-    file, the drivers, error translation, per-connection PRAGMAs. ``rows``: the write
-    transaction, the session check. ``append``: the append path (and import, bulk load).
-    ``reads``: sessions, events, derived rows, snapshots. ``leases``: leases and
-    audit rows. ``store``: :class:`SQLiteStore` over those units of work.
+    file, the drivers, error translation, per-connection PRAGMAs. ``rows``: the
+    write transaction, the session check. ``append``: the append path (and
+    import, bulk load). ``reads``: sessions, events, derived rows, snapshots.
+    ``leases``: leases and audit rows. ``store``: :class:`SQLiteStore` over
+    those units of work. What both SQL stores share (row converters, columns,
+    cursors, the prepared event) is :mod:`engine.store.sql`'s.
 
 All SQL of the project lives in this package, :mod:`engine.store.postgres` and
 :mod:`engine.store.sql` (what both share).
