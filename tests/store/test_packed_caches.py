@@ -11,8 +11,8 @@ from typing import Any
 
 from pydantic_core import to_json
 
-from engine.store.sqlite import SQLiteStore
 from engine.store.sql.packing import PACK_OVER
+from engine.store.sqlite import SQLiteStore
 
 
 def big(n: int = 400) -> dict[str, Any]:
