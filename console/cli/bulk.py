@@ -270,8 +270,7 @@ def bulk_answer(
         """Follow the queued turns (one after the other, one deadline for all) until each settles."""
         import asyncio
 
-        from engine import handoff
-        from engine.resume import load_invocation
+        from engine.routing import follow_outcome
 
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
@@ -279,9 +278,10 @@ def bulk_answer(
         for r in queued:
             g = r.group
             left = max(deadline - loop.time(), 0.0)
-            state = await handoff.follow(store, g.session_id, g.invocation_id, timeout=left)
+            assert r.outcome.after is not None  # a queued answer's invocation, the answer applied
+            state = await follow_outcome(store, r.outcome, after_seq=r.outcome.after.position, timeout=left)
             if state == "settled":
-                st = (await load_invocation(store, g.session_id, g.invocation_id)).invocation_status(g.invocation_id)
+                st = r.outcome.after.invocation_status(g.invocation_id)
                 word = st.value if st is not None else "?"
                 _said("settled", f"  settled  {g.label} -> {word}", session_id=g.session_id,
                       invocation_id=g.invocation_id, status=word)

@@ -46,6 +46,7 @@ from .output import (  # noqa: F401 (finish, print_step, step_dict, summary_line
     summary_line,
 )
 from .render import render_plan
+from .workers import say_queued, settle
 
 
 # --------------------------------------------------------------------- resume
@@ -108,6 +109,7 @@ def resume(
 
     async def body() -> None:
         from engine import operations
+        from engine.routing import routed_to_worker
 
         values = parse_answers([*answers, *answer_opts], red)
         async with open_store(write=not dry_run) as store:
@@ -124,29 +126,21 @@ def resume(
                 else:
                     for line in render_plan(red, plan, session_id, dry.next_runs):
                         out(red, line)
-                if refusal is not None and via != "local" and session.app_name not in opts.registry():
+                if refusal is not None and routed_to_worker(via, session.app_name, opts.registry(), store):
                     out(red, f"the real command would store the answer and leave the turn to a worker of {session.app_name}")
                 elif refusal is not None:
                     fail(f"the real command would refuse (nothing would be written): {refusal}")
                 return
             if store.read_only:
                 raise ReadOnlyError("the store is open read-only (--read-only); nothing was written")
-            # auto: a worker runs the turn when this process has no code registered for the app
-            # (a registered spec that fails to import is an error to fix, not a hand-off).
-            if via == "worker" or (via == "auto" and session.app_name not in opts.registry()):
-                from .workers import resume_via_worker
-
-                await resume_via_worker(
-                    red, store, session, values, inv, operator=_operator(operator), reason=reason,
-                    wait=not no_wait, timeout=wait_timeout, as_json=opts.json, force=force,
-                )
-                return
-            # The runner validates and loads the invocation once; the steps fold its copy.
+            # Here, or left to a worker (engine.routing: auto = a worker when this process has no
+            # code registered for the app). The runner validates and loads the invocation once.
             done = await operations.answer(
                 store, session_id, values, inv, registry=opts.registry, operator=_operator(operator), reason=reason,
                 session=session, on_step=lambda step: print_step(red, step, opts.json), force=force,
+                via=via, wait=not no_wait, timeout=wait_timeout, on_queued=say_queued(red, opts.json),
             )
-            await finish(red, store, done, opts.json)
+            await settle(red, store, done, opts.json, app_name=session.app_name, timeout=wait_timeout)
 
     run(red, body(), on_interrupt=stopped_hint(session_id))
 
@@ -182,19 +176,13 @@ def redrive(
         async with open_store(write=True) as store:
             session = await store.get_session(session_id)
             inv = await resolve_invocation(store, session_id, invocation)
-            if not store.read_only and (via == "worker" or (via == "auto" and session.app_name not in opts.registry())):
-                from .workers import redrive_via_worker
-
-                await redrive_via_worker(
-                    red, store, session, inv, ack=ack_in_doubt, operator=_operator(operator), reason=reason,
-                    wait=not no_wait, timeout=wait_timeout, as_json=opts.json,
-                )
-                return
             done = await operations.redrive(
                 store, session_id, inv, registry=opts.registry, operator=_operator(operator), reason=reason,
                 acknowledge_in_doubt=ack_in_doubt, session=session, on_step=lambda step: print_step(red, step, opts.json),
+                via="local" if store.read_only else via,  # read-only: the engine's own refusal says why not
+                wait=not no_wait, timeout=wait_timeout, on_queued=say_queued(red, opts.json),
             )
-            await finish(red, store, done, opts.json)
+            await settle(red, store, done, opts.json, app_name=session.app_name, timeout=wait_timeout)
 
     run(red, body(), on_interrupt=stopped_hint(session_id))
 

@@ -195,17 +195,10 @@ class AnswerPages:
     async def _answer(self, row: Any, answers: dict[str, Any], operator: str, reason: str | None) -> Any:
         """The answer, as the operator: here, or left to a worker when this server has no code for the app."""
         from engine import operations
-        from engine.bulk import routed_to_worker
 
-        store = self.ctx.db
-        if routed_to_worker("auto", row.app_name, self.ctx.registry(), store):
-            from engine.handoff import queue_answer
-
-            done = await queue_answer(store, row.session_id, answers, row.invocation_id, operator=operator,
-                                      reason=reason)
-        else:
-            done = await operations.answer(store, row.session_id, answers, row.invocation_id,
-                                           registry=self.ctx.registry, operator=operator, reason=reason)
+        store = self.ctx.db  # here, or left to a worker without the app's code (engine.routing); not followed
+        done = await operations.answer(store, row.session_id, answers, row.invocation_id, registry=self.ctx.registry,
+                                       operator=operator, reason=reason, via="auto", wait=False)
         for waker in list(self.ctx.wakers):
             waker.poke()
         return done

@@ -22,7 +22,7 @@ else reaches a client: an unexpected exception is a logged 500 ``internal``.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import web
 
@@ -32,11 +32,6 @@ from engine.errors import (
 
 from . import api_models
 from .api_auth import KeyInUse, KeyReused, TokenBook, TokenRefused, fingerprint
-from .auth import Identity
-
-if TYPE_CHECKING:
-    pass
-
 from .api_core import (
     CONTEXT,
     IDENTITY,
@@ -51,6 +46,7 @@ from .api_core import (
     hitl_error,
     log,
 )
+from .auth import Identity
 
 # ------------------------------------------------------------------ the app
 Handler = Callable[[ApiContext, web.Request], Awaitable[web.StreamResponse]]

@@ -241,3 +241,32 @@ def test_no_postgres_module_imports_sqlite_and_no_surface_imports_a_backend() ->
         "shared SQL lives in engine/store/sql/; a surface opens a store with "
         "engine.store.factory.open_store and narrows it with engine.store.capabilities"
     )
+
+
+def test_no_surface_routes_a_write_or_follows_a_worker_itself() -> None:
+    """Whether a write runs here or in a worker, and following the worker's turn, is
+    engine.routing's (through engine.operations' ``via=``): no module of the console,
+    the CLI, the API or the signed links queues a turn or follows one on its own."""
+    own = {"queue_answer", "request_redrive", "request_start", "follow"}
+    found = []
+    for path in sources():
+        name = module_name(path)
+        if not name.startswith("console."):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("handoff"):
+                found += [f"{name}: imports {a.name}" for a in node.names if a.name in own]
+            if isinstance(node, ast.Attribute) and node.attr in own and ast.unparse(node.value).endswith("handoff"):
+                found.append(f"{name}: {ast.unparse(node)}")
+    assert not found, found
+
+
+def test_no_empty_type_checking_block() -> None:
+    """An ``if TYPE_CHECKING: pass`` left behind by a move says nothing: none in the tree."""
+    empty = []
+    for path in sources():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING")
+                    and all(isinstance(b, ast.Pass) for b in node.body)):
+                empty.append(f"{module_name(path)}:{node.lineno}")
+    assert not empty, empty
