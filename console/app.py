@@ -350,8 +350,7 @@ class HitlApp(App[None]):
     @work(exclusive=True, group="open-store", exit_on_error=False)
     async def _open_store(self) -> None:
         try:
-            from engine.store.factory import open_store, store_label
-            from engine.store.sqlite import default_db_path
+            from engine.store.factory import default_db_path, open_store, store_label
 
             target = self.db_path if self.db_path is not None else default_db_path()
             self._store = await open_store(target, read_only=self.read_only, **self.store_options)

@@ -27,7 +27,7 @@ events keep a seek under ~0.1 s on a loaded machine), stretched for sessions
 whose checkpoint is large (many invocations): never more than
 :data:`BYTES_PER_EVENT` bytes of checkpoint per event on average. The size is
 what the store keeps: SQLite deflates large checkpoints
-(:mod:`engine.store.sqlite.packing`, 15-20 times smaller), so there they stay
+(:mod:`engine.store.sql.packing`, 15-20 times smaller), so there they stay
 closer to every :data:`EVERY` events (seeks fold fewer events; a turn end
 writes one more often).
 

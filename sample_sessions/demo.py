@@ -473,7 +473,7 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     from engine.errors import HitlError
-    from engine.store.sqlite import default_db_path
+    from engine.store.factory import default_db_path
 
     parser = argparse.ArgumentParser(prog="python -m sample_sessions", description=__doc__.split("\n\n")[0])
     parser.add_argument(

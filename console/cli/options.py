@@ -49,8 +49,7 @@ class Options:
     def db_path(self) -> Path | str:
         """The store: --db, else $HITL_DB, else hitl.toml [store] url, else the
         default file. A path, or a URL string (sqlite:, postgresql://, memory:)."""
-        from engine.store.factory import is_url
-        from engine.store.sqlite import default_db_path
+        from engine.store.factory import default_db_path, is_url
 
         target = self.db or os.environ.get("HITL_DB") or self._store_config().get("url")
         if target:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Generator
 from contextlib import nullcontext, suppress
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -52,7 +51,7 @@ if TYPE_CHECKING:
     from engine.models import Event
     from engine.redact import Redactor
     from engine.store.capabilities import EventRows as EventRowsStore
-    from engine.store.sqlite.event_log import EventLog
+    from engine.store.factory import EventLog
 
 
 # ------------------------------------------------------------------- sessions
@@ -127,12 +126,9 @@ def sessions(
     # asyncio. None when it cannot answer (a URL, no such file, an older or newer
     # schema, a bad cursor): the store path then answers, or refuses the usual way.
     # (``--db sqlite:///PATH`` names the same file and takes the store path.)
-    target = _opts().db_path()
-    fast = None
-    if isinstance(target, Path):
-        from engine.store.sqlite.listing import list_session_rows
+    from engine.store.factory import session_rows
 
-        fast = list_session_rows(target, **filters)
+    fast = session_rows(_opts().db_path(), **filters)
     if fast is not None:
         items = [(r.summary_dict(), list(r.interrupted), list(r.queued)) for r in fast.items]
         next_cursor = fast.next_cursor
@@ -339,12 +335,11 @@ def inbox(
     # sqlite3 into plain rows, no pydantic model, no asyncio. None when it cannot
     # answer (a URL, no such file, another schema, a bad cursor): the store path then
     # answers or refuses the usual way. A FILTER needs the bulk selection (the store path).
-    target = _opts().db_path()
     fast = None
-    if isinstance(target, Path) and not terms:
-        from engine.store.sqlite.inbox_rows import list_interrupt_rows
+    if not terms:
+        from engine.store.factory import interrupt_rows
 
-        fast = list_interrupt_rows(target, app_name=app_name, session_id=session_id, limit=limit, cursor=cursor)
+        fast = interrupt_rows(_opts().db_path(), app_name=app_name, session_id=session_id, limit=limit, cursor=cursor)
     if fast is not None:
         show(fast)
     else:
@@ -415,10 +410,10 @@ def events(session_id: str, after: int, limit: int | None, tail: bool, interval:
     # it cannot answer (a URL, no such file or session, another schema): the store
     # path then answers or refuses the usual way.
     target = opts.db_path()
-    if isinstance(target, Path) and not tail and not opts.json:
-        from engine.store.sqlite.event_log import open_event_log
+    if not tail and not opts.json:  # (a URL: event_log says None)
+        from engine.store.factory import event_log
 
-        log = open_event_log(target, session_id)
+        log = event_log(target, session_id)
         if log is not None:
             due = max(log.last_seq - after, 0) if limit is None else min(limit, max(log.last_seq - after, 0))
             progress = Progress(f"events {session_id}", due)
@@ -465,7 +460,7 @@ async def _stored_lines(
 
 def _log_lines(red: Redactor, log: EventLog, after: int, count: int, batch: EventLines, progress: Progress) -> None:
     """:func:`_stored_lines` on a SQLite file read with plain sqlite3
-    (:mod:`engine.store.sqlite.event_log`): the store's modules are loaded only
+    (:func:`engine.store.factory.event_log`): the store's modules are loaded only
     for a row that needs its Event (a bad one: CorruptEventError, as the store says it)."""
     last, left = after, count
     while left > 0 and (page := log.rows(last, min(EVENTS_PAGE, left))):
@@ -473,9 +468,9 @@ def _log_lines(red: Redactor, log: EventLog, after: int, count: int, batch: Even
         with suppress(StopIteration):
             seq, raw = next(lines)
             while True:
-                from engine.store.sqlite.rows import _parse_event
+                from engine.store.sql.rows import parse_event
 
-                seq, raw = lines.send(_parse_event(log.session_id, seq, raw))
+                seq, raw = lines.send(parse_event(log.session_id, seq, raw))
         progress.tick(len(page))
         last, left = page[-1][0], left - len(page)
 

@@ -11,9 +11,9 @@ from console.inputs import (
     MAX_IMPORT_BYTES,
     bounded_lines,
 )
-from engine.errors import HitlError, require_id
+from engine.errors import require_id
+from engine.store.factory import migrate_sqlite, store_kind, store_label
 from engine.store.factory import open_store as open_target
-from engine.store.factory import store_kind, store_label
 
 from .options import _operator, _opts, common, open_store, operator_option, reason_option, require_asyncpg
 from .output import fail, out, out_json, run
@@ -102,7 +102,7 @@ def migrate() -> None:
 
     async def body() -> None:
         if store_kind(target) == "sqlite":
-            before, after = await _migrate_sqlite(Path(target))
+            before, after = await migrate_sqlite(target)
         else:
             store = await open_target(target, migrate=False, inline=True, **opts.store_options())
             try:
@@ -121,19 +121,6 @@ def migrate() -> None:
             out(red, f"{label}: migrated from schema version {before} -> {after}")
 
     run(red, body())
-
-
-async def _migrate_sqlite(path: Path) -> tuple[int, int]:
-    """(version before, after) of the SQLite file at ``path``: a writer migrates on open."""
-    from engine.store.sqlite import SCHEMA_VERSION, SQLiteStore, schema_version
-
-    path = path.expanduser()
-    if not path.exists():
-        # Never create a store here: a mistyped --db would leave a new empty file.
-        raise HitlError(f"no session database at {path}; check --db / $HITL_DB")
-    before = await schema_version(path)
-    await (await SQLiteStore.open(path, inline=True)).close()
-    return before, SCHEMA_VERSION
 
 
 @click.command()

@@ -10,8 +10,14 @@ A store is named by a path or a URL, wherever one is asked for (``--db``,
 ``memory:``
     :class:`~engine.store.memory.MemoryStore` (empty; for tests and demos)
 
-:func:`store_label` is how a store is named in messages: a path as is, a URL
-with its password masked.
+Without one, the store is :func:`default_db_path`. :func:`store_label` is how a
+store is named in messages: a path as is, a URL with its password masked.
+
+The surfaces (CLI, console, API) reach a backend only through this module and
+:mod:`engine.store.capabilities` (a test keeps it so): :func:`session_rows` and
+:func:`interrupt_rows` are the read commands' fast paths, which answer from a
+SQLite file without opening a store (no pydantic, no asyncio: a short start-up
+for a read); :func:`migrate_sqlite` is ``hitl migrate`` on a file.
 """
 
 from __future__ import annotations
@@ -20,13 +26,24 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import StoreError
+from ..errors import HitlError, StoreError
 
 if TYPE_CHECKING:
     from .base import SessionStore
+    from .sqlite.event_log import EventLog
+    from .sqlite.inbox_rows import InterruptRows
+    from .sqlite.listing import SessionRows
 
 _SQLITE_ONLY = ("inline", "synchronous")
 _POSTGRES_ONLY = ("statement_timeout", "min_size", "max_size", "migrate", "password")
+
+
+def default_db_path() -> Path:
+    """The store when none is named: the SQLite file at ``$HITL_DB`` if set, else
+    ``~/.local/share/hitl-console/hitl.sqlite`` (:func:`engine.store.sqlite.listing.default_db_path`)."""
+    from .sqlite.listing import default_db_path as sqlite_default
+
+    return sqlite_default()
 
 
 def store_kind(target: str | os.PathLike[str]) -> str:
@@ -86,6 +103,56 @@ async def open_store(target: str | os.PathLike[str], *, read_only: bool = False,
 
     kept = {k: v for k, v in options.items() if k not in _POSTGRES_ONLY}
     return await SQLiteStore.open(sqlite_path(target), read_only=read_only, **kept)
+
+
+def session_rows(target: Path | str, **filters: Any) -> SessionRows | None:
+    """One page of the sessions listing (:meth:`SessionStore.list_sessions`'s
+    ``filters``) with each session's interrupted and queued invocations, read from
+    the SQLite file ``target`` with plain sqlite3 (:mod:`engine.store.sqlite.listing`).
+    None when this fast path cannot answer: ``target`` is a URL (a string), no such
+    file, another schema version, a bad cursor; the caller then opens the store,
+    which answers or refuses the usual way."""
+    if not isinstance(target, Path):
+        return None
+    from .sqlite.listing import list_session_rows
+
+    return list_session_rows(target, **filters)
+
+
+def event_log(target: Path | str, session_id: str) -> EventLog | None:
+    """A session's stored event rows as text, read from the SQLite file ``target`` with
+    plain sqlite3 (:mod:`engine.store.sqlite.event_log`, ``hitl events``' fast path);
+    None when it cannot answer (a URL, no such file or session, another schema)."""
+    if not isinstance(target, Path):
+        return None
+    from .sqlite.event_log import open_event_log
+
+    return open_event_log(target, session_id)
+
+
+def interrupt_rows(target: Path | str, **filters: Any) -> InterruptRows | None:
+    """One page of the inbox (:meth:`SessionStore.open_interrupts`'s ``app_name``,
+    ``session_id``, ``limit``, ``cursor``) as plain rows, read as :func:`session_rows`
+    reads (:mod:`engine.store.sqlite.inbox_rows`); None when it cannot answer."""
+    if not isinstance(target, Path):
+        return None
+    from .sqlite.inbox_rows import list_interrupt_rows
+
+    return list_interrupt_rows(target, **filters)
+
+
+async def migrate_sqlite(target: str | os.PathLike[str]) -> tuple[int, int]:
+    """(version before, after) of the SQLite file ``target`` names (a path or a
+    ``sqlite:`` URL): a writer migrates on open."""
+    from .sqlite import SCHEMA_VERSION, SQLiteStore, schema_version
+
+    path = sqlite_path(target)
+    if not path.exists():
+        # Never create a store here: a mistyped --db would leave a new empty file.
+        raise HitlError(f"no session database at {path}; check --db / $HITL_DB")
+    before = await schema_version(path)
+    await (await SQLiteStore.open(path, inline=True)).close()
+    return before, SCHEMA_VERSION
 
 
 def is_url(target: object) -> bool:

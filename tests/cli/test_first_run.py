@@ -4,6 +4,7 @@ store with the sample sessions, then opens the console on it."""
 from __future__ import annotations
 
 import asyncio
+import os
 import tempfile
 from pathlib import Path
 
@@ -57,6 +58,21 @@ def test_reads_never_upgrade_an_older_store_hitl_migrate_does(tmp_path):
     assert "refund-waiting-1" in result.output
     again = CliRunner().invoke(cli, ["--db", str(path), "migrate"])
     assert again.exit_code == 0 and "already at schema version" in again.output
+
+
+def test_hitl_migrate_takes_the_file_by_its_sqlite_url_too(tmp_path):
+    from tests.store.test_sqlite_faults import _downgrade_to_v1
+
+    path = tmp_path / "old.sqlite"
+    assert CliRunner().invoke(cli, ["--db", str(path), "demo"]).exit_code == 0
+    _downgrade_to_v1(path)
+    for url in (f"sqlite://{path}", f"sqlite:{os.path.relpath(path)}"):
+        migrated = CliRunner().invoke(cli, ["--db", url, "migrate"])
+        assert migrated.exit_code == 0, migrated.output
+    assert "already at schema version" in migrated.output
+    missing = CliRunner().invoke(cli, ["--db", f"sqlite://{tmp_path}/none.sqlite", "migrate"])
+    assert missing.exit_code == 1 and f"no session database at {tmp_path}/none.sqlite" in missing.output
+    assert not (tmp_path / "none.sqlite").exists()
 
 
 def test_the_first_run_message_keeps_its_words_at_80_columns(monkeypatch):

@@ -72,6 +72,16 @@ def _type_checking(test: ast.expr) -> bool:
     return ast.unparse(test).endswith("TYPE_CHECKING")
 
 
+def from_module(node: ast.ImportFrom, package: str) -> str:
+    """The absolute name of the module a ``from ... import`` in ``package`` names."""
+    base = node.module or ""
+    if node.level:
+        anchor = package.split(".")
+        anchor = anchor[: len(anchor) - (node.level - 1)]
+        base = ".".join([*anchor, *([base] if base else [])])
+    return base
+
+
 def _imports(tree: ast.Module, here: str, is_package: bool, known: set[str]) -> set[str]:
     """The project modules ``here`` imports when it runs: at module level and in
     functions, not under ``if TYPE_CHECKING:``. ``from pkg import name`` counts
@@ -87,11 +97,7 @@ def _imports(tree: ast.Module, here: str, is_package: bool, known: set[str]) -> 
         if isinstance(node, ast.Import):
             out.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")
-                anchor = anchor[: len(anchor) - (node.level - 1)]
-                base = ".".join([*anchor, *([base] if base else [])])
+            base = from_module(node, package)
             for a in node.names:
                 full = f"{base}.{a.name}"
                 out.add(full if full in known else base)
@@ -165,6 +171,76 @@ def test_no_import_circle_at_run_time() -> None:
     for mod, deps in graph.items():  # a module importing its package's __init__ is how Python loads it
         graph[mod] = {d for d in deps if not mod.startswith(d + ".")}
     assert sorted(circles(graph)) == sorted(KNOWN)
+
+
+# ------------------------------------------------------------------ the backends' boundaries
+BACKENDS = ("engine.store.sqlite", "engine.store.postgres", "engine.store.SQLiteStore", "engine.store.PostgresStore")
+SURFACES = ("engine", "console", "sample_sessions")
+"""The product's code; tests and benchmarks exercise the backends themselves."""
+
+
+def imported_names(tree: ast.Module, here: str, is_package: bool) -> list[tuple[int, str]]:
+    """(line, absolute module name) of every import in ``tree``, wherever it stands
+    (in a function, under ``if TYPE_CHECKING:``): ``from pkg import name`` gives
+    both ``pkg`` and ``pkg.name`` (either may be the module)."""
+    package = here if is_package else here.rpartition(".")[0]
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = from_module(node, package)
+            found.append((node.lineno, base))
+            found += [(node.lineno, f"{base}.{a.name}") for a in node.names]
+    return found
+
+
+def _within(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
+def boundary_breaks(source: str, here: str, is_package: bool = False) -> list[str]:
+    """The imports of module ``here`` that cross a backend's boundary: a PostgreSQL
+    module importing the SQLite package, or code outside engine/store importing
+    either backend (it opens one with :func:`engine.store.factory.open_store` and
+    asks it for more with :mod:`engine.store.capabilities`)."""
+    names = imported_names(ast.parse(source), here, is_package)
+    if _within(here, "engine.store.postgres"):
+        banned: tuple[str, ...] = ("engine.store.sqlite",)
+    elif _within(here, "engine.store"):
+        return []
+    else:
+        banned = BACKENDS
+    return sorted({f"line {line}: {name}" for line, name in names if any(_within(name, b) for b in banned)})
+
+
+def test_the_boundary_scan_sees_a_crossing() -> None:
+    pg = ("from ..sqlite import _prepare\nfrom ..sql.rows import session_from_row\n"
+          "from .. import sqlite\nfrom ..sqlite_notes import x\n")
+    assert boundary_breaks(pg, "engine.store.postgres.reads") == [
+        "line 1: engine.store.sqlite", "line 1: engine.store.sqlite._prepare", "line 3: engine.store.sqlite",
+    ]
+    surface = ("from engine.store.factory import open_store\nfrom engine.store.capabilities import capability\n"
+               "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from engine.store.postgres import PostgresStore\n"
+               "def f():\n    import engine.store.sqlite.listing\n    from engine.store import SQLiteStore, open_store\n")
+    assert boundary_breaks(surface, "console.cli.reads") == [
+        "line 5: engine.store.postgres", "line 5: engine.store.postgres.PostgresStore",
+        "line 7: engine.store.sqlite.listing", "line 8: engine.store.SQLiteStore",
+    ]
+    assert boundary_breaks(surface, "engine.store.copy") == []  # the store's own modules may
+
+
+def test_no_postgres_module_imports_sqlite_and_no_surface_imports_a_backend() -> None:
+    files = sorted(p for pkg in SURFACES for p in (ROOT / pkg).rglob("*.py"))
+    found = {
+        str(p.relative_to(ROOT)): breaks
+        for p in files
+        if (breaks := boundary_breaks(p.read_text(), module_name(p), p.name == "__init__.py"))
+    }
+    assert found == {}, (
+        "shared SQL lives in engine/store/sql/; a surface opens a store with "
+        "engine.store.factory.open_store and narrows it with engine.store.capabilities"
+    )
 
 
 def test_no_surface_routes_a_write_or_follows_a_worker_itself() -> None:

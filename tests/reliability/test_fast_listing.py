@@ -22,7 +22,9 @@ from engine.errors import StoreError
 from engine.liveness import interrupted_invocations, new_owner, stopped_invocations
 from engine.models import Content
 from engine.runner import Runner
+from engine.store.factory import interrupt_rows, session_rows
 from engine.store.sqlite import SCHEMA_VERSION, SQLiteStore
+from engine.store.sqlite.inbox_rows import list_interrupt_rows
 from engine.store.sqlite.listing import LISTING_SCHEMA_VERSION, list_session_rows, read_session_rows
 from engine.store.workers import TurnRequest
 
@@ -218,14 +220,24 @@ def test_it_declines_what_it_cannot_read(tmp_path: Path, db: Path) -> None:
     assert list_session_rows(db) is not None
 
 
+def test_the_factory_reads_a_file_this_way_and_declines_a_url(db: Path) -> None:
+    """The CLI's entry points (engine.store.factory): a path is read here, a URL
+    (a string, even ``sqlite://``) is left to the store path."""
+    assert session_rows(db, limit=3) == list_session_rows(db, limit=3) is not None
+    assert interrupt_rows(db, limit=3) == list_interrupt_rows(db, limit=3) is not None
+    assert session_rows(f"sqlite://{db}") is None and interrupt_rows(f"sqlite://{db}") is None
+    assert session_rows("postgresql://nobody@127.0.0.1:9/none") is None
+
+
 def test_its_schema_version_is_the_stores() -> None:
     assert LISTING_SCHEMA_VERSION == SCHEMA_VERSION
 
 
 def test_it_imports_neither_pydantic_nor_asyncio() -> None:
     probe = (
-        "import sys, json; from engine.store.sqlite.listing import list_session_rows; "
-        "from engine.store.sqlite import default_db_path; "
+        "import sys, json, pathlib; from engine.store.factory import default_db_path, interrupt_rows, session_rows; "
+        "missing = pathlib.Path('/nonexistent/hitl.sqlite'); default_db_path(); "
+        "assert session_rows(missing) is None and interrupt_rows(missing) is None; "
         "print(json.dumps(sorted(sys.modules)))"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=REPO)

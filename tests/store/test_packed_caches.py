@@ -1,5 +1,5 @@
 """The SQLite store keeps large cached projections (seek checkpoints, invocation
-snapshots) deflated and reads every form it ever wrote (engine/store/sqlite/packing.py)."""
+snapshots) deflated and reads every form it ever wrote (engine/store/sql/packing.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from typing import Any
 
 from pydantic_core import to_json
 
+from engine.store.sql.packing import PACK_OVER
 from engine.store.sqlite import SQLiteStore
-from engine.store.sqlite.packing import PACK_OVER
 
 
 def big(n: int = 400) -> dict[str, Any]:

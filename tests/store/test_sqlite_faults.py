@@ -24,8 +24,9 @@ import engine.store.sqlite.schema as sqlite_schema
 from engine.errors import CorruptEventError, ReadOnlyError, StoreError
 from engine.models import Event, NodeStatus, Session
 from engine.store import SQLiteStore
+from engine.store.factory import default_db_path
 from engine.store.jsonl import ImportFormatError
-from engine.store.sqlite import SCHEMA_VERSION, default_db_path
+from engine.store.sqlite import SCHEMA_VERSION
 
 from ..contract.builders import answer, end, interrupt, start, user_msg, waiting_session
 

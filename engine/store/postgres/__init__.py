@@ -1,7 +1,8 @@
 """PostgreSQL session store, for teams: many hosts, one server, on asyncpg.
 
-Same tables and the same guarantees as :mod:`engine.store.sqlite` (read its
-docstring for what each table holds); this module says what differs.
+Same tables (:mod:`engine.store.sql.columns` says what each holds) and the
+same guarantees as :mod:`engine.store.sqlite` (read its docstring); this module
+says what differs.
 
 Why asyncpg
     It speaks PostgreSQL's binary protocol natively from asyncio with its own

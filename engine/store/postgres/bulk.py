@@ -17,10 +17,7 @@ from ...models import Event, Session
 from .. import jsonl
 from ..base import import_record, session_status
 from ..owner_index import check_owner_change
-
-# Row converters, cursors and the event preparation are the SQLite store's: one
-# definition of each, whatever the backend.
-from ..sqlite import _prepare, _Prepared
+from ..sql.prepared import Prepared, prepare
 from .core import _Core
 
 
@@ -52,8 +49,8 @@ class _Bulk(_Core):
         sid = session_id or reader.session.id
         events = reader.events()
 
-        def next_chunk(first_seq: int) -> tuple[list[_Prepared], list[tuple[Any, ...]]]:
-            chunk = [_prepare(e) for e in itertools.islice(events, _IMPORT_CHUNK)]
+        def next_chunk(first_seq: int) -> tuple[list[Prepared], list[tuple[Any, ...]]]:
+            chunk = [prepare(e) for e in itertools.islice(events, _IMPORT_CHUNK)]
             return chunk, [_event_row(sid, first_seq + i, p) for i, p in enumerate(chunk)]
 
         async def fn(conn: asyncpg.Connection) -> None:
@@ -62,7 +59,7 @@ class _Bulk(_Core):
                     await conn.execute(_IMPORT_SESSION_SQL, sid, reader.session.app_name, reader.session.user_id)
                 except asyncpg.UniqueViolationError:
                     raise ConflictError(f"session {sid!r} already exists") from None
-                prepared: list[_Prepared] = []
+                prepared: list[Prepared] = []
                 pending: asyncio.Future[Any] | None = None
                 while True:
                     try:
@@ -131,7 +128,7 @@ class _Bulk(_Core):
 
         now = time.time()
         for session, events in sessions:
-            batch.add(session.id, session, [_prepare(e) for e in events], updated_at=session.created_at, now=now)
+            batch.add(session.id, session, [prepare(e) for e in events], updated_at=session.created_at, now=now)
             if len(batch.sessions) >= batch_size:
                 total += await flush(batch)
                 batch = _Batch()
@@ -198,7 +195,7 @@ _IMPORT_CHUNK = 5000
 _EVENT_COLUMNS = ["session_id", "seq", "invocation_id", "event_id", "timestamp", "path", "kind", "json"]
 
 
-def _event_row(sid: str, seq: int, p: _Prepared) -> tuple[Any, ...]:
+def _event_row(sid: str, seq: int, p: Prepared) -> tuple[Any, ...]:
     """The ``events`` row of a prepared event (columns :data:`_EVENT_COLUMNS`)."""
     return (sid, seq, p.invocation_id, p.event_id, p.timestamp, p.path, p.kind, p.json)
 
@@ -223,7 +220,7 @@ class _Batch:
         self.owners: list[tuple[Any, ...]] = []
         """(session, invocation, interrupt id, owner, owned_at) of the interrupts someone owns."""
 
-    def add(self, sid: str, session: Session, prepared: list[_Prepared], *, updated_at: float, now: float) -> None:
+    def add(self, sid: str, session: Session, prepared: list[Prepared], *, updated_at: float, now: float) -> None:
         interrupts: dict[tuple[str, str], list[Any]] = {}
         """(invocation, interrupt id) -> [path, event_id, name, args, raised_seq, raised_at, status,
         resolved_by, resolved_seq]"""

@@ -9,7 +9,7 @@ from typing import Any
 import asyncpg
 
 from ...errors import SessionNotFoundError
-from ..sqlite.checkpoints import _cache_from, encoded
+from ..sql.packing import cache_from, encoded
 from .core import _Core
 
 
@@ -42,7 +42,7 @@ class _Checkpoints(_Core):
             return None if row is None else (int(row[0]), row[1])
 
         found = await self._run(fn)
-        return None if found is None else _cache_from(*found)
+        return None if found is None else cache_from(*found)
 
     async def put_projection_checkpoints(self, session_id: str, rows: list[tuple[int, dict[str, Any] | bytes]]) -> None:
         self._check_writable()

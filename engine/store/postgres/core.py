@@ -15,10 +15,7 @@ from pydantic import ValidationError
 
 from ... import telemetry
 from ...errors import HitlError, ReadOnlyError, SchemaUpgradeNeeded, SessionNotFoundError, StoreError
-
-# Row converters, cursors and the event preparation are the SQLite store's: one
-# definition of each, whatever the backend.
-from ..sqlite import _Prepared
+from ..sql.prepared import Prepared
 from . import onetrip
 from .errors import _CONNECTION_ERRORS, ConnectionLostError, _connect_error, _newer_schema_error, _translate
 from .listen import Listener
@@ -375,7 +372,7 @@ class _Core:
             )
 
     async def _write_batch(
-        self, fn: Callable[[asyncpg.Connection], Awaitable[T]], session_id: str, prepared: list[_Prepared]
+        self, fn: Callable[[asyncpg.Connection], Awaitable[T]], session_id: str, prepared: list[Prepared]
     ) -> tuple[T, None] | tuple[None, int]:
         """Run ``fn``, a statement that appends ``prepared`` (all or none), and return
         ``(its result, None)``. When the connection breaks, the first event's id

@@ -10,10 +10,9 @@ from pydantic_core import to_json
 
 from ...errors import InvocationBusyError, LeaseLostError, SessionNotFoundError
 from ..base import AuditRecord, Lease, Page
-
-# Row converters, cursors and the event preparation are the SQLite store's: one
-# definition of each, whatever the backend.
-from ..sqlite import _AUDIT_COLS, _LEASE_COLS, _audit_from_row, _decode_cursor, _encode_cursor, _lease_from_row
+from ..sql.columns import AUDIT_COLS, LEASE_COLS
+from ..sql.cursors import decode_cursor, encode_cursor
+from ..sql.rows import audit_from_row, lease_from_row
 from .core import _Core
 from .statements import _RELEASE_SQL, _cols, _Query
 
@@ -32,12 +31,12 @@ class _Leases(_Core):
             # owner is us / steal_from / expired; else nothing is written.
             try:
                 row = await conn.fetchrow(
-                    f"INSERT INTO leases ({_LEASE_COLS}) VALUES ($1, $2, $3, $4, $4, $5)"
+                    f"INSERT INTO leases ({LEASE_COLS}) VALUES ($1, $2, $3, $4, $4, $5)"
                     " ON CONFLICT (session_id, invocation_id) DO UPDATE SET owner = excluded.owner,"
                     " acquired_at = CASE WHEN leases.owner = excluded.owner THEN leases.acquired_at"
                     " ELSE excluded.acquired_at END, renewed_at = excluded.renewed_at, expires_at = excluded.expires_at"
                     " WHERE leases.owner = excluded.owner OR leases.owner = $6 OR leases.expires_at <= $4"
-                    f" RETURNING {_LEASE_COLS}",
+                    f" RETURNING {LEASE_COLS}",
                     session_id,
                     invocation_id,
                     owner,
@@ -49,14 +48,14 @@ class _Leases(_Core):
                 raise SessionNotFoundError(session_id) from None
             if row is None:
                 held = await conn.fetchrow(
-                    f"SELECT {_LEASE_COLS} FROM leases WHERE session_id = $1 AND invocation_id = $2",
+                    f"SELECT {LEASE_COLS} FROM leases WHERE session_id = $1 AND invocation_id = $2",
                     session_id,
                     invocation_id,
                 )
                 if held is None:  # released meanwhile: a busy answer would be wrong, try again
                     raise asyncpg.SerializationError("lease row vanished")
-                raise InvocationBusyError(invocation_id, _lease_from_row(held))
-            return _lease_from_row(row)
+                raise InvocationBusyError(invocation_id, lease_from_row(held))
+            return lease_from_row(row)
 
         return await self._run(fn)
 
@@ -68,7 +67,7 @@ class _Leases(_Core):
             row = await conn.fetchrow(
                 "UPDATE leases SET renewed_at = $4, expires_at = $5"
                 " WHERE session_id = $1 AND invocation_id = $2 AND owner = $3"
-                f" RETURNING {_LEASE_COLS}",
+                f" RETURNING {LEASE_COLS}",
                 session_id,
                 invocation_id,
                 owner,
@@ -91,7 +90,7 @@ class _Leases(_Core):
                         expires_at=0,
                     ).holder
                 raise LeaseLostError(session_id, invocation_id, owner, holder)
-            return _lease_from_row(row)
+            return lease_from_row(row)
 
         return await self._run(fn)
 
@@ -119,33 +118,33 @@ class _Leases(_Core):
     async def get_lease(self, session_id: str, invocation_id: str) -> Lease | None:
         async def fn(conn: asyncpg.Connection) -> Lease | None:
             row = await conn.fetchrow(
-                f"SELECT {_cols('l', _LEASE_COLS)} FROM sessions s LEFT JOIN leases l"
+                f"SELECT {_cols('l', LEASE_COLS)} FROM sessions s LEFT JOIN leases l"
                 " ON l.session_id = s.id AND l.invocation_id = $2 WHERE s.id = $1",
                 session_id,
                 invocation_id,
             )
             if row is None:
                 raise SessionNotFoundError(session_id)
-            return None if row[0] is None else _lease_from_row(row)
+            return None if row[0] is None else lease_from_row(row)
 
         return await self._run(fn)
 
     async def list_leases(self, session_id: str) -> list[Lease]:
         return await self._session_rows(
-            f"SELECT {_cols('l', _LEASE_COLS)} FROM sessions s LEFT JOIN leases l ON l.session_id = s.id"
+            f"SELECT {_cols('l', LEASE_COLS)} FROM sessions s LEFT JOIN leases l ON l.session_id = s.id"
             " WHERE s.id = $1 ORDER BY l.invocation_id",
             session_id,
-            _lease_from_row,
+            lease_from_row,
         )
 
     async def leases_of(self, session_ids: list[str]) -> list[Lease]:
         async def fn(conn: asyncpg.Connection) -> list[Lease]:
             rows = await conn.fetch(
-                f"SELECT {_cols('l', _LEASE_COLS)} FROM leases l WHERE l.session_id = ANY($1::text[])"
+                f"SELECT {_cols('l', LEASE_COLS)} FROM leases l WHERE l.session_id = ANY($1::text[])"
                 " ORDER BY l.session_id, l.invocation_id",
                 list(session_ids),
             )
-            return [_lease_from_row(r) for r in rows]
+            return [lease_from_row(r) for r in rows]
 
         return await self._run(fn)
 
@@ -171,11 +170,11 @@ class _Leases(_Core):
         if until is not None:
             q.where(f"at < {q.arg(float(until))}")
         if cursor:
-            at, no = _decode_cursor(cursor, (float, int))
+            at, no = decode_cursor(cursor, (float, int))
             a, b = q.arg(at), q.arg(no)
             q.where(f"at <= {a} AND (at < {a} OR id < {b})")
-        sql = f"SELECT {_AUDIT_COLS} FROM audit{q.where_sql()} ORDER BY at DESC, id DESC LIMIT {q.arg(limit + 1)}"
+        sql = f"SELECT {AUDIT_COLS} FROM audit{q.where_sql()} ORDER BY at DESC, id DESC LIMIT {q.arg(limit + 1)}"
         rows = await self._run(lambda conn: conn.fetch(sql, *q.args))
         page = rows[:limit]
-        nxt = _encode_cursor(page[-1][1], page[-1][0]) if len(rows) > limit else None
-        return Page(items=[_audit_from_row(r) for r in page], next_cursor=nxt)
+        nxt = encode_cursor(page[-1][1], page[-1][0]) if len(rows) > limit else None
+        return Page(items=[audit_from_row(r) for r in page], next_cursor=nxt)

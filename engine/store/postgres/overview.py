@@ -1,5 +1,6 @@
 """The home summary's aggregate reads on PostgreSQL (:meth:`SessionStore.overview`):
-the SQLite store's statements (:mod:`engine.store.sqlite.overview`) in PostgreSQL's
+the statements both dialects share (:mod:`engine.store.sql.overview`) and the
+SQLite store's others (:mod:`engine.store.sqlite.overview`) in PostgreSQL's
 dialect, in one read-only transaction."""
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ import asyncpg
 
 from ..base import StoreOverview
 from ..metric_rows import OPEN_BY_NODE_SQL, QUEUED_BY_APP_SQL, StoreMetrics, store_metrics
-from ..sqlite.overview import OLDEST_SQL, OPEN_BY_APP_SQL, OPEN_BY_OWNER_SQL, STATUS_SQL
+from ..sql.overview import OLDEST_SQL, OPEN_BY_APP_SQL, OPEN_BY_OWNER_SQL, STATUS_SQL
 from .core import _Core
 
 _RUNNING_SQL = (

@@ -9,33 +9,29 @@ import asyncpg
 from ...errors import CorruptEventError, SessionNotFoundError
 from ...models import Session, StoredEvent
 from ..base import InterruptRecord, InvocationSummary, LoadedInvocation, Page, SessionOrder, SessionSummary
-
-# Row converters, cursors and the event preparation are the SQLite store's: one
-# definition of each, whatever the backend.
-from ..sqlite import (
-    _INTERRUPT_COLS,
-    _INVOCATION_COLS,
-    _decode_cursor,
-    _encode_cursor,
-    _interrupt_from_row,
-    _invocation_from_row,
-    _parse_event,
-    _session_from_row,
-    _summary_from_row,
-)
-from ..sqlite.listing import _SUMMARY_COLS_PG, owner_condition
+from ..sql.columns import INTERRUPT_COLS, INVOCATION_COLS, owner_condition
+from ..sql.cursors import decode_cursor, encode_cursor
+from ..sql.rows import interrupt_from_row, invocation_from_row, parse_event, session_from_row, summary_from_row
 from . import onetrip
 from .core import _Core
-from .statements import _ANSWER_READS_SQL, _LOAD_INVOCATION_SQL, _SESSION_COLS_PG, _cols, _Query, _snapshot_from
+from .statements import (
+    _ANSWER_READS_SQL,
+    _LOAD_INVOCATION_SQL,
+    _SESSION_COLS_PG,
+    _SUMMARY_COLS_PG,
+    _cols,
+    _Query,
+    _snapshot_from,
+)
 
-_INTERRUPT_NULLS = ", NULL" * len(_INTERRUPT_COLS.split(","))
+_INTERRUPT_NULLS = ", NULL" * len(INTERRUPT_COLS.split(","))
 """The interrupt columns of :data:`_ANSWER_READS_SQL`'s other rows."""
 
 _ANSWER_READS_TYPES = "iit" + "t" * 9 + "iftti" + "tf"
 """Its columns' types (:func:`.onetrip.fetch`): kind, seq, data, then the interrupt's
-(:data:`_INTERRUPT_COLS`: ids and call as text, raised seq and time, status,
+(:data:`INTERRUPT_COLS`: ids and call as text, raised seq and time, status,
 resolution, owner and when it was owned)."""
-assert len(_ANSWER_READS_TYPES) == 3 + len(_INTERRUPT_COLS.split(","))
+assert len(_ANSWER_READS_TYPES) == 3 + len(INTERRUPT_COLS.split(","))
 
 _GET_SESSION_SQL = f"SELECT {_SESSION_COLS_PG} FROM sessions WHERE id = $1"
 
@@ -49,7 +45,7 @@ class _Reads(_Core):
             row = await onetrip.fetchrow(conn, _GET_SESSION_SQL, (session_id,), "ttttffi")
             if row is None:
                 raise SessionNotFoundError(session_id)
-            return _session_from_row(row)
+            return session_from_row(row)
 
         return await self._run(fn)
 
@@ -90,7 +86,7 @@ class _Reads(_Core):
         if oldest:
             q.where("oldest_open_at IS NOT NULL")
         if cursor:
-            ts, sid = _decode_cursor(cursor, (float, str))
+            ts, sid = decode_cursor(cursor, (float, str))
             a, b = q.arg(ts), q.arg(sid)
             if oldest:
                 q.where(f"oldest_open_at >= {a} AND (oldest_open_at > {a} OR id > {b})")
@@ -100,11 +96,11 @@ class _Reads(_Core):
         order_by = " ORDER BY oldest_open_at, id" if oldest else " ORDER BY updated_at DESC, id"
         sql += f"{order_by} LIMIT {q.arg(limit + 1)}"
         rows = await self._run(lambda conn: conn.fetch(sql, *q.args))
-        page = [_summary_from_row(r) for r in rows[:limit]]
+        page = [summary_from_row(r) for r in rows[:limit]]
         nxt = None
         if len(rows) > limit:
             last = page[-1]
-            nxt = _encode_cursor(last.oldest_open_at if oldest else last.updated_at, last.id)
+            nxt = encode_cursor(last.oldest_open_at if oldest else last.updated_at, last.id)
         return Page(items=page, next_cursor=nxt)
 
     async def invocation_count(self, session_id: str) -> int:
@@ -148,7 +144,7 @@ class _Reads(_Core):
                 if last is None:
                     raise SessionNotFoundError(session_id)
                 raise IndexError(f"session {session_id} has no event {seq} (it has {last})")
-            return StoredEvent(seq=seq, session_id=session_id, event=_parse_event(session_id, seq, text))
+            return StoredEvent(seq=seq, session_id=session_id, event=parse_event(session_id, seq, text))
 
         return await self._run(fn)
 
@@ -190,7 +186,7 @@ class _Reads(_Core):
                 if seq is None:
                     break
                 try:
-                    event = _parse_event(session_id, seq, text)
+                    event = parse_event(session_id, seq, text)
                 except CorruptEventError:
                     if skip_corrupt:
                         continue
@@ -213,7 +209,7 @@ class _Reads(_Core):
                     "SELECT seq, json FROM events WHERE session_id = $1 ORDER BY seq", session_id
                 ):
                     try:
-                        _parse_event(session_id, seq, text)
+                        parse_event(session_id, seq, text)
                     except CorruptEventError:
                         bad.append(seq)
             return bad
@@ -222,19 +218,19 @@ class _Reads(_Core):
 
     async def list_invocations(self, session_id: str) -> list[InvocationSummary]:
         return await self._session_rows(
-            f"SELECT {_cols('v', _INVOCATION_COLS)} FROM sessions s LEFT JOIN invocations v"
+            f"SELECT {_cols('v', INVOCATION_COLS)} FROM sessions s LEFT JOIN invocations v"
             " ON v.session_id = s.id WHERE s.id = $1 ORDER BY v.started_seq",
             session_id,
-            _invocation_from_row,
+            invocation_from_row,
         )
 
     async def lookup_interrupts(self, session_id: str, interrupt_ids: list[str]) -> list[InterruptRecord]:
         return await self._session_rows(
-            f"SELECT {_cols('i', _INTERRUPT_COLS)} FROM sessions s LEFT JOIN interrupts i"
+            f"SELECT {_cols('i', INTERRUPT_COLS)} FROM sessions s LEFT JOIN interrupts i"
             " ON i.session_id = s.id AND i.interrupt_id = ANY($2::text[])"
             " WHERE s.id = $1 ORDER BY i.raised_seq, i.invocation_id, i.interrupt_id",
             session_id,
-            _interrupt_from_row,
+            interrupt_from_row,
             list(interrupt_ids),
         )
 
@@ -264,21 +260,21 @@ class _Reads(_Core):
         if raised_before is not None:
             q.where(f"raised_at < {q.arg(float(raised_before))}")
         if cursor:
-            ts, sid, seq, iid = _decode_cursor(cursor, (float, str, int, str))
+            ts, sid, seq, iid = decode_cursor(cursor, (float, str, int, str))
             q.where(
                 f"(raised_at, session_id, raised_seq, interrupt_id) > ({q.arg(ts)}, {q.arg(sid)}, "
                 f"{q.arg(seq)}, {q.arg(iid)})"
             )
         sql = (
-            f"SELECT {_INTERRUPT_COLS} FROM interrupts{q.where_sql()}"
+            f"SELECT {INTERRUPT_COLS} FROM interrupts{q.where_sql()}"
             f" ORDER BY raised_at, session_id, raised_seq, interrupt_id LIMIT {q.arg(limit + 1)}"
         )
         rows = await self._run(lambda conn: conn.fetch(sql, *q.args))
-        page = [_interrupt_from_row(r) for r in rows[:limit]]
+        page = [interrupt_from_row(r) for r in rows[:limit]]
         nxt = None
         if len(rows) > limit:
             last = page[-1]
-            nxt = _encode_cursor(last.raised_at, last.session_id, last.raised_seq, last.interrupt_id)
+            nxt = encode_cursor(last.raised_at, last.session_id, last.raised_seq, last.interrupt_id)
         return Page(items=page, next_cursor=nxt)
 
     async def get_snapshot(self, session_id: str, invocation_id: str) -> tuple[int, dict[str, Any]] | None:
@@ -302,7 +298,7 @@ class _Reads(_Core):
         (``invocation_id``, else the first open id's), ``snapshot_and_events``,
         in one statement (capability ``answer_reads``): what an answer reads
         before its first write -- one round trip instead of two."""
-        sql = _ANSWER_READS_SQL.format(cols=_INTERRUPT_COLS, nulls=_INTERRUPT_NULLS)
+        sql = _ANSWER_READS_SQL.format(cols=INTERRUPT_COLS, nulls=_INTERRUPT_NULLS)
 
         async def fn(conn: asyncpg.Connection) -> tuple[list[InterruptRecord], LoadedInvocation | None]:
             # One round trip on a new connection too: a resume's first read.
@@ -311,7 +307,7 @@ class _Reads(_Core):
             if not marker:
                 raise SessionNotFoundError(session_id)
             records = sorted(
-                (_interrupt_from_row(tuple(r)[3:]) for r in rows if r[0] == 3),
+                (interrupt_from_row(tuple(r)[3:]) for r in rows if r[0] == 3),
                 key=lambda i: (i.raised_seq, i.invocation_id, i.interrupt_id),
             )
             inv = marker[0][2]
@@ -325,7 +321,7 @@ class _Reads(_Core):
                     if snap is None:  # unreadable: read the invocation the usual way (rare)
                         return records, LoadedInvocation(inv, *await self.snapshot_and_events(session_id, inv))
                 elif r[0] == 1:
-                    events.append(StoredEvent(seq=r[1], session_id=session_id, event=_parse_event(session_id, r[1], r[2])))
+                    events.append(StoredEvent(seq=r[1], session_id=session_id, event=parse_event(session_id, r[1], r[2])))
             return records, LoadedInvocation(inv, snap, events)
 
         return await self._run(fn)
@@ -352,12 +348,12 @@ class _Reads(_Core):
                             invocation_id,
                         )
                         return None, [
-                            StoredEvent(seq=q, session_id=session_id, event=_parse_event(session_id, q, t))
+                            StoredEvent(seq=q, session_id=session_id, event=parse_event(session_id, q, t))
                             for _, q, t in rows
                         ]
                 else:
                     events.append(
-                        StoredEvent(seq=seq, session_id=session_id, event=_parse_event(session_id, seq, text))
+                        StoredEvent(seq=seq, session_id=session_id, event=parse_event(session_id, seq, text))
                     )
             return snap, events
 

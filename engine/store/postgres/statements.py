@@ -10,10 +10,8 @@ import asyncpg
 from pydantic_core import to_json
 
 from ...models import Event, StoredEvent
-
-# Row converters, cursors and the event preparation are the SQLite store's: one
-# definition of each, whatever the backend.
-from ..sqlite import _SESSION_COLS, _Prepared
+from ..sql.columns import SESSION_COLS, summary_cols
+from ..sql.prepared import Prepared
 
 _PUT_SNAPSHOT_SQL = (
     "INSERT INTO snapshots (session_id, invocation_id, seq, data) VALUES ($1, $2, $3, $4)"
@@ -90,7 +88,9 @@ class _Query:
         return (" WHERE " + " AND ".join(self._where)) if self._where else ""
 
 
-_SESSION_COLS_PG = _SESSION_COLS.replace("state", "state::text")
+_SESSION_COLS_PG = SESSION_COLS.replace("state", "state::text")
+_SUMMARY_COLS_PG = summary_cols("json_agg")
+"""A session summary row's columns in PostgreSQL (``json_agg`` is NULL, not ``[]``, over no row)."""
 
 
 def _cols(alias: str, cols: str) -> str:
@@ -125,7 +125,7 @@ _CREATE_ACQUIRE_APPEND_SQL = _call(
 _APPEND_RELEASE_SQL = _call("", "hitl_append_release", 23, _TURN_TEXT)
 
 
-def _stored(session_id: str, prepared: list[_Prepared], last: int | None) -> list[StoredEvent]:
+def _stored(session_id: str, prepared: list[Prepared], last: int | None) -> list[StoredEvent]:
     """The stored events of a batch whose last one got seq ``last``."""
     if not prepared:
         return []
@@ -137,7 +137,7 @@ def _stored(session_id: str, prepared: list[_Prepared], last: int | None) -> lis
 
 
 def _append_many_args(
-    session_id: str, prepared: list[_Prepared], expected_seq: int | None, lease_owner: str | None
+    session_id: str, prepared: list[Prepared], expected_seq: int | None, lease_owner: str | None
 ) -> tuple[Any, ...]:
     """The arguments of ``hitl_append_many``: one array per field of ``hitl_append``'s."""
     cols: list[list[Any]] = [[] for _ in range(16)]

@@ -11,10 +11,15 @@ from typing import Any
 import asyncpg
 from pydantic_core import to_json
 
-# Row converters and column lists are the SQLite store's: one definition of each, whatever the backend.
+# Row converters and column lists: one definition of each, whatever the backend.
 from ...errors import SessionNotFoundError
-from ..sqlite import _LEASE_COLS, _lease_from_row, _prepare
-from ..sqlite.workers import _REQ_COLS, _WORKER_COLS, _req, _worker
+from ..sql.columns import LEASE_COLS as _LEASE_COLS
+from ..sql.columns import REQUEST_COLS as _REQ_COLS
+from ..sql.columns import WORKER_COLS as _WORKER_COLS
+from ..sql.prepared import prepare as _prepare
+from ..sql.rows import lease_from_row as _lease_from_row
+from ..sql.rows import request_from_row as _req
+from ..sql.rows import worker_from_row as _worker
 from ..workers import Settle, TurnRequest, WorkerRecord
 from . import onetrip
 from .core import _Core

@@ -18,10 +18,8 @@ from ...errors import ConflictError, LeaseLostError, SessionNotFoundError
 from ...models import Event, Session, StoredEvent, new_id
 from ..base import Lease
 from ..owner_index import check_owner_change
-
-# Row converters, cursors and the event preparation are the SQLite store's: one
-# definition of each, whatever the backend.
-from ..sqlite import _prepare, _Prepared, _session_from_row
+from ..sql.prepared import Prepared, prepare
+from ..sql.rows import session_from_row
 from . import onetrip
 from .core import _Core
 from .errors import _raise_append_error
@@ -61,7 +59,7 @@ class _Writes(_Core):
             )
             if row is None:
                 raise ConflictError(f"session {sid!r} already exists")
-            return _session_from_row(row)
+            return session_from_row(row)
 
         return await self._run(fn, reconnect=False)  # a retry after a commit would say 'already exists'
 
@@ -80,7 +78,7 @@ class _Writes(_Core):
         self._check_writable()
         if not events:
             return []
-        prepared = [_prepare(e) for e in events]
+        prepared = [prepare(e) for e in events]
 
         args = _append_many_args(session_id, prepared, expected_seq, lease_owner)
 
@@ -130,7 +128,7 @@ class _Writes(_Core):
         creates the session first, in the same statement
         (``hitl_create_acquire_append``; ConflictError when it exists)."""
         self._check_writable()
-        prepared = [_prepare(e) for e in events]
+        prepared = [prepare(e) for e in events]
         args = _append_many_args(session_id, prepared, expected_seq, owner)
         now = args[3]
 
@@ -175,7 +173,7 @@ class _Writes(_Core):
         lease's release in one statement, ``hitl_append_release`` (see
         :func:`engine.store.base.append_and_release`)."""
         self._check_writable()
-        prepared = [_prepare(e) for e in events]
+        prepared = [prepare(e) for e in events]
         args = _append_many_args(session_id, prepared, expected_seq, owner)
         snap_seq, snap_text = (None, None) if snapshot is None else (snapshot[0], to_json(snapshot[1]).decode())
 
@@ -199,7 +197,7 @@ class _Writes(_Core):
 async def _with_owners(
     append: Callable[[asyncpg.Connection], Awaitable[int]],
     session_id: str,
-    prepared: list[_Prepared],
+    prepared: list[Prepared],
     conn: asyncpg.Connection,
 ) -> int:
     """An append with ownership events (rare: claims, assignments, releases): in one

@@ -1,29 +1,8 @@
 """SQLite session store, the default backend, on aiosqlite.
 
-Tables (schema version :data:`SCHEMA_VERSION`, kept in ``PRAGMA user_version``):
-
-``sessions``
-    One row per session: identity, state (JSON), ``last_seq``, and the summary
-    the sessions screen lists (status, open interrupts, oldest open, last event,
-    counts), maintained in the same transaction as every append.
-``events``
-    The append-only log, primary key ``(session_id, seq)``; the event's JSON plus
-    a few columns copied out of it for indexes (invocation, path, kind).
-``invocations``
-    Per invocation: status (from root lifecycle records), start seq and message.
-``interrupts``
-    The interrupt index: interrupt id -> invocation, node path, call; open or not.
-``snapshots``
-    Cached projections of one invocation at some seq.
-``leases``
-    Which process runs a turn of an invocation, until when (schema 3).
-``audit``
-    Operator writes: answers, re-drives and cancels (derived from their events)
-    and imports (written in the import's transaction) (schema 3).
-
-Everything but ``events``, the session's identity, leases and import audit rows
-is derived: the one definition of how an event changes it is
-:func:`engine.store.base.index_effects`.
+Tables
+    Those of every SQL store, described once in :mod:`engine.store.sql.columns`;
+    the schema version (:data:`SCHEMA_VERSION`) is kept in ``PRAGMA user_version``.
 
 Concurrency and durability
     WAL journal: readers never block the writer nor each other. Every append is
@@ -55,13 +34,15 @@ Schema migrations
 
 Modules
     ``schema``: tables, migrations, schema version. ``connection``: probing a
-    file, the drivers, error translation, per-connection PRAGMAs. ``rows``: row
-    converters, cursors, an event prepared for the append path, the write
-    transaction. ``append``: the append path (and import, bulk load).
-    ``reads``: sessions, events, derived rows, snapshots. ``leases``: leases and
-    audit rows. ``store``: :class:`SQLiteStore` over those units of work.
+    file, the drivers, error translation, per-connection PRAGMAs. ``rows``: the
+    write transaction, the session check. ``append``: the append path (and
+    import, bulk load). ``reads``: sessions, events, derived rows, snapshots.
+    ``leases``: leases and audit rows. ``store``: :class:`SQLiteStore` over
+    those units of work. What both SQL stores share (row converters, columns,
+    cursors, the prepared event) is :mod:`engine.store.sql`'s.
 
-All SQL of the project lives in this package (and :mod:`engine.store.postgres`).
+All SQL of the project lives in this package, :mod:`engine.store.postgres` and
+:mod:`engine.store.sql` (what both share).
 """
 
 from types import ModuleType
@@ -77,24 +58,6 @@ _LAZY = {
     "no_room": "connection",
     "schema_version": "connection",
     "sqlite3_uri_path": "connection",
-    # one definition of each, whatever the backend (engine.store.postgres uses them)
-    "_AUDIT_COLS": "rows",
-    "_INTERRUPT_COLS": "rows",
-    "_INVOCATION_COLS": "rows",
-    "_LEASE_COLS": "rows",
-    "_SESSION_COLS": "rows",
-    "_SUMMARY_COLS": "rows",
-    "_audit_from_row": "rows",
-    "_decode_cursor": "rows",
-    "_encode_cursor": "rows",
-    "_interrupt_from_row": "rows",
-    "_invocation_from_row": "rows",
-    "_lease_from_row": "rows",
-    "_parse_event": "rows",
-    "_prepare": "rows",
-    "_Prepared": "rows",
-    "_session_from_row": "rows",
-    "_summary_from_row": "rows",
     "APPLICATION_ID": "schema",
     "SCHEMA_VERSION": "schema",
     "default_db_path": "listing",
@@ -105,25 +68,6 @@ if TYPE_CHECKING:
     from ...errors import ConflictError
     from .connection import _AiosqliteDriver, _InlineDriver, _ThreadDriver, no_room, schema_version, sqlite3_uri_path
     from .listing import default_db_path
-    from .rows import (
-        _AUDIT_COLS,
-        _INTERRUPT_COLS,
-        _INVOCATION_COLS,
-        _LEASE_COLS,
-        _SESSION_COLS,
-        _SUMMARY_COLS,
-        _audit_from_row,
-        _decode_cursor,
-        _encode_cursor,
-        _interrupt_from_row,
-        _invocation_from_row,
-        _lease_from_row,
-        _parse_event,
-        _prepare,
-        _Prepared,
-        _session_from_row,
-        _summary_from_row,
-    )
     from .schema import APPLICATION_ID, SCHEMA_VERSION
     from .store import SQLiteStore
 
@@ -143,8 +87,6 @@ def _submodule(module: str) -> ModuleType:
         from ... import errors as m
     elif module == "connection":
         from . import connection as m
-    elif module == "rows":
-        from . import rows as m
     elif module == "listing":
         from . import listing as m
     elif module == "schema":
@@ -170,21 +112,4 @@ __all__ = [
     "_AiosqliteDriver",
     "_InlineDriver",
     "_ThreadDriver",
-    "_AUDIT_COLS",
-    "_INTERRUPT_COLS",
-    "_INVOCATION_COLS",
-    "_LEASE_COLS",
-    "_SESSION_COLS",
-    "_SUMMARY_COLS",
-    "_audit_from_row",
-    "_decode_cursor",
-    "_encode_cursor",
-    "_interrupt_from_row",
-    "_invocation_from_row",
-    "_lease_from_row",
-    "_parse_event",
-    "_prepare",
-    "_Prepared",
-    "_session_from_row",
-    "_summary_from_row",
 ]

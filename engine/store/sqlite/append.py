@@ -26,7 +26,7 @@ from ..base import (
     session_status,
 )
 from ..owner_index import check_owner_change
-from .rows import _prepare, _Prepared
+from ..sql.prepared import Prepared, prepare
 
 
 def _create_tx(
@@ -56,7 +56,7 @@ _UPDATED_AT_RESOLUTION = 1.0
 
 
 def _append_many_tx(
-    conn: sqlite3.Connection, session_id: str, prepared: list[_Prepared], expected_seq: int | None, lease_owner: str | None
+    conn: sqlite3.Connection, session_id: str, prepared: list[Prepared], expected_seq: int | None, lease_owner: str | None
 ) -> list[int]:
     """Several appends in the caller's one transaction (``append_events``)."""
     return _append_batch(conn, session_id, prepared, expected_seq, lease_owner)[0]
@@ -106,7 +106,7 @@ _INSERT_EVENTS_CHUNK = 500
 
 
 def _append_tx(
-    conn: sqlite3.Connection, session_id: str, p: _Prepared, expected_seq: int | None, lease_owner: str | None = None
+    conn: sqlite3.Connection, session_id: str, p: Prepared, expected_seq: int | None, lease_owner: str | None = None
 ) -> int:
     """One append (see :func:`_append_batch`)."""
     return _append_batch(conn, session_id, [p], expected_seq, lease_owner)[0][0]
@@ -127,7 +127,7 @@ class _InvocationChange:
 def _append_batch(
     conn: sqlite3.Connection,
     session_id: str,
-    prepared: list[_Prepared],
+    prepared: list[Prepared],
     expected_seq: int | None,
     lease_owner: str | None,
     *,
@@ -161,35 +161,97 @@ def _append_batch(
     ``acquired_at`` (None: a new lease)."""
     fresh = created is not None
     invs = list(dict.fromkeys(p.invocation_id for p in prepared))
-    inv0 = invs[0]
     has_delta = any(p.delta for p in prepared)
     final_status = next((p.invocation_status for p in reversed(prepared) if p.invocation_status), None)
     # One invocation whose status becomes something other than running: the
     # session's status then depends on the others', probed in the same read.
     probe = len(invs) == 1 and final_status not in (None, "running")
     touch = len(invs) == 1 and not fresh
-    if created is None:
-        head = _append_head_sql(
-            lease_owner is not None, has_delta or want_state, acquire is not None, invocation_after is not None, probe,
-            touch,
+    head = _read_head(
+        conn, session_id, invs[0], created, lease=lease_owner is not None, state=has_delta or want_state,
+        acquire=acquire, invocation_after=invocation_after, probe=probe, touch=touch,
+    )
+    _check_writer(conn, session_id, invs, head, expected_seq, lease_owner)
+    batch = _fold(conn, session_id, prepared, head)
+    _write_interrupt_changes(conn, session_id, batch)
+    _insert_events_and_interrupts(conn, batch)
+    statuses, n_new = _write_invocations(conn, session_id, batch.changes, update_first=not fresh and not (touch and not head.inv_exists))
+    status = _status_after(conn, session_id, head, final_status, statuses)
+    interrupts_changed = bool(batch.new_rows or batch.stored_answers or batch.cancels)
+    n_open, oldest_open = _open_after(conn, session_id, batch, head.n_open, head.oldest_open)
+    if batch.audits:
+        conn.executemany(
+            "INSERT INTO audit (at, action, operator, reason, session_id, invocation_id, seq, event_id, details)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            batch.audits,
         )
+    _update_session(
+        conn, session_id, head, prepared[-1].timestamp, batch.seqs[-1], status,
+        (n_open, oldest_open) if interrupts_changed else None,
+        head.n_invocations + n_new if n_new else None,
+        batch.state if has_delta else None,
+    )
+    return batch.seqs, batch.state, head.acquired_at
+
+
+@dataclass(slots=True)
+class _Head:
+    """The session row as the batch finds it (the head statement's columns)."""
+
+    app_name: str
+    user_id: str
+    last: int
+    updated_at: float
+    status: str
+    n_open: int
+    oldest_open: float | None
+    n_invocations: int
+    held: str | None
+    """The lease owner of the batch's first invocation (read for fencing)."""
+    state_json: str | None
+    acquired_at: float | None = None
+    """With ``acquire``: the held lease's ``acquired_at`` (None: a new lease)."""
+    inv_exists: bool = True
+    """Whether the batch's one invocation has a row (a new one: no UPDATE tried first)."""
+    others: list[Any] | None = None
+    """With ``probe``: whether the session's other invocations have each status."""
+
+
+def _read_head(
+    conn: sqlite3.Connection,
+    session_id: str,
+    inv0: str,
+    created: tuple[str, str, str, float] | None,
+    *,
+    lease: bool,
+    state: bool,
+    acquire: tuple[str, float] | None,
+    invocation_after: int | None,
+    probe: bool,
+    touch: bool,
+) -> _Head:
+    """The head statement (:func:`_append_head_sql`), or what it would read of a
+    row just inserted (``created``); and the checks of taking the lease
+    (``acquire``) and of the invocation not having moved on (``invocation_after``)."""
+    if created is None:
+        head = _append_head_sql(lease, state, acquire is not None, invocation_after is not None, probe, touch)
         row = conn.execute(head, (inv0, session_id)).fetchone()
         if row is None:
             raise SessionNotFoundError(session_id)
     else:  # what the head would read of the row just inserted, in the head's column order
         c_app, c_user, c_state, c_updated = created
         row = (
-            c_app, c_user, 0, c_updated, "new", 0, None, 0, None, c_state if has_delta or want_state else None,
+            c_app, c_user, 0, c_updated, "new", 0, None, 0, None, c_state if state else None,
             *((None, None) if acquire is not None else ()), *((None,) if invocation_after is not None else ()),
             *((0,) * len(_INVOCATION_STATES) if probe else ()),
         )
-    app_name, user_id, last, updated_at, status, n_open, oldest_open, n_invocations, held, state_json = row[:10]
+    out = _Head(*row[:10])
     extra = list(row[10:])
-    acquired_at = None
     if acquire is not None:
         acquired_at, expires_at = extra[:2]
         del extra[:2]
         owner, now = acquire
+        held = out.held
         if held is not None and held != owner and expires_at > now:
             raise InvocationBusyError(
                 inv0,
@@ -198,23 +260,36 @@ def _append_batch(
                     renewed_at=acquired_at, expires_at=expires_at,
                 ),
             )
-        if held != owner:
-            acquired_at = None
-        held = None
+        out.acquired_at = acquired_at if held == owner else None
+        out.held = None
     if invocation_after is not None:
         inv_last = extra.pop(0)
         if inv_last is not None and inv_last > invocation_after:
             raise ConflictError(f"invocation {inv0} changed since event {invocation_after}; read it again")
-    inv_exists = bool(extra.pop()) if touch else True
-    """Whether the batch's one invocation has a row (a new one: no UPDATE tried first)."""
-    others = extra if probe else None
+    out.inv_exists = bool(extra.pop()) if touch else True
+    out.others = extra if probe else None
+    return out
+
+
+def _check_writer(
+    conn: sqlite3.Connection,
+    session_id: str,
+    invs: list[str],
+    head: _Head,
+    expected_seq: int | None,
+    lease_owner: str | None,
+) -> None:
+    """The session is where the writer expects it (``expected_seq``) and the writer
+    holds the lease of every invocation of the batch (fencing, ``lease_owner``)."""
+    last = head.last
     if expected_seq is not None and expected_seq != last:
         raise ConflictError(
             f"session {session_id} changed (now at event {last}, expected {expected_seq}); reload and retry"
         )
     if lease_owner is not None:
+        held = head.held
         for inv in invs:
-            if inv != inv0:
+            if inv != invs[0]:
                 r = conn.execute(
                     "SELECT owner FROM leases WHERE session_id = ? AND invocation_id = ?", (session_id, inv)
                 ).fetchone()
@@ -224,22 +299,42 @@ def _append_batch(
                     session_id=session_id, invocation_id=inv, owner=held, acquired_at=0, renewed_at=0, expires_at=0
                 ).holder if held is not None else None
                 raise LeaseLostError(session_id, inv, lease_owner, holder)
-    # One pass over the batch, in order: what each event does to the interrupts
-    # raised in this batch (in memory), to rows already stored, and to invocations.
-    new_rows: dict[tuple[str, str], list[Any]] = {}
+
+
+@dataclass(slots=True)
+class _Batch:
+    """What a batch of events does, folded in one pass in order (:func:`_fold`)."""
+
+    seqs: list[int]
+    state: dict[str, Any] | None
+    event_rows: list[Any]
+    new_rows: dict[tuple[str, str], list[Any]]
     """(invocation, id) -> interrupts row raised in this batch, as it ends up."""
-    stored_answers: dict[tuple[str, str], tuple[str, int]] = {}
+    stored_answers: dict[tuple[str, str], tuple[str, int]]
     """(invocation, id) -> (event id, seq): answers to ids raised before this batch."""
+    cancels: list[tuple[int, str]]
+    owned: dict[tuple[str, str], tuple[str | None, float | None]]
+    """(invocation, id) -> (owner, since) of stored rows that ownership events of this batch change."""
+    changes: dict[str, _InvocationChange]
+    audits: list[tuple[Any, ...]]
+
+
+def _fold(conn: sqlite3.Connection, session_id: str, prepared: list[Prepared], head: _Head) -> _Batch:
+    """One pass over the batch, in order: what each event does to the interrupts
+    raised in this batch (in memory), to rows already stored, and to invocations.
+    AlreadyResolvedError: an answer to an id this batch or the index shows is not open."""
+    app_name, user_id = head.app_name, head.user_id
+    new_rows: dict[tuple[str, str], list[Any]] = {}
+    stored_answers: dict[tuple[str, str], tuple[str, int]] = {}
     cancels: list[tuple[int, str]] = []
     cancelled: set[str] = set()
     owned: dict[tuple[str, str], tuple[str | None, float | None]] = {}
-    """(invocation, id) -> (owner, since) of stored rows that ownership events of this batch change."""
     changes: dict[str, _InvocationChange] = {}
     audits: list[tuple[Any, ...]] = []
     event_rows: list[Any] = []
     seqs: list[int] = []
-    state: dict[str, Any] | None = json.loads(state_json) if state_json is not None else None
-    for seq, p in enumerate(prepared, start=last + 1):
+    state: dict[str, Any] | None = json.loads(head.state_json) if head.state_json is not None else None
+    for seq, p in enumerate(prepared, start=head.last + 1):
         inv = p.invocation_id
         seqs.append(seq)
         event_rows += (session_id, seq, inv, p.event_id, p.timestamp, p.path, p.kind, p.json)
@@ -285,6 +380,13 @@ def _append_batch(
         if p.delta:
             assert state is not None
             state.update(p.delta)
+    return _Batch(seqs, state, event_rows, new_rows, stored_answers, cancels, owned, changes, audits)
+
+
+def _write_interrupt_changes(conn: sqlite3.Connection, session_id: str, batch: _Batch) -> None:
+    """What the batch does to interrupts stored before it: answers (AlreadyResolvedError
+    naming the ids that were not open), cancellations and ownership."""
+    stored_answers = batch.stored_answers
     if stored_answers:
         cur = conn.executemany(
             "UPDATE interrupts SET status = 'resolved', resolved_by = ?, resolved_seq = ?"
@@ -303,18 +405,23 @@ def _append_batch(
                 is None
             ]
             raise AlreadyResolvedError(bad)
-    for seq, inv in cancels:
+    for seq, inv in batch.cancels:
         conn.execute(
             "UPDATE interrupts SET status = 'cancelled', resolved_seq = ?"
             " WHERE session_id = ? AND invocation_id = ? AND status = 'open'",
             (seq, session_id, inv),
         )
-    if owned:
+    if batch.owned:
         conn.executemany(
             "UPDATE interrupts SET owner = ?, owned_at = ?"
             " WHERE session_id = ? AND invocation_id = ? AND interrupt_id = ? AND status = 'open'",
-            [(who, at, session_id, inv, iid) for (inv, iid), (who, at) in owned.items()],
+            [(who, at, session_id, inv, iid) for (inv, iid), (who, at) in batch.owned.items()],
         )
+
+
+def _insert_events_and_interrupts(conn: sqlite3.Connection, batch: _Batch) -> None:
+    """The batch's events (multi-row INSERTs) and the interrupts it raised."""
+    event_rows = batch.event_rows
     for i in range(0, len(event_rows), _EVENT_COLS * _INSERT_EVENTS_CHUNK):
         chunk = event_rows[i : i + _EVENT_COLS * _INSERT_EVENTS_CHUNK]
         conn.execute(
@@ -322,19 +429,27 @@ def _append_batch(
             + ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?)"] * (len(chunk) // _EVENT_COLS)),
             chunk,
         )
-    if new_rows:
+    if batch.new_rows:
         conn.executemany(
             "INSERT OR REPLACE INTO interrupts (session_id, invocation_id, interrupt_id, path, event_id, name, args,"
             " raised_seq, raised_at, status, resolved_by, resolved_seq, app_name, user_id, owner, owned_at)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            list(new_rows.values()),
+            list(batch.new_rows.values()),
         )
+
+
+def _write_invocations(
+    conn: sqlite3.Connection, session_id: str, changes: dict[str, _InvocationChange], *, update_first: bool
+) -> tuple[list[str], int]:
+    """The batch's invocation rows: each updated, or inserted when it has none
+    (``update_first`` False: known to have none). Returns the statuses they got
+    (the ones that may change the session's) and how many were inserted."""
     # Most events leave the invocation's status alone: touch updated_at only, and
     # recompute the session's status just when an invocation appears or may change.
     statuses: list[str] = []
-    created: list[tuple[Any, ...]] = []
+    new_invocations: list[tuple[Any, ...]] = []
     for inv, ch in changes.items():
-        if not fresh and not (touch and not inv_exists):  # (touch: the head read says whether the row exists)
+        if update_first:
             cur = conn.execute(
                 "UPDATE invocations SET status = coalesce(?, status), updated_at = ?"
                 " WHERE session_id = ? AND invocation_id = ?",
@@ -345,70 +460,89 @@ def _append_batch(
                     statuses.append(ch.status)
                 continue
         st = ch.status or "running"
-        created.append((session_id, inv, st, ch.first_seq, ch.first_at, ch.updated_at, ch.message))
+        new_invocations.append((session_id, inv, st, ch.first_seq, ch.first_at, ch.updated_at, ch.message))
         statuses.append(st)
-    if created:
+    if new_invocations:
         conn.executemany(
             "INSERT INTO invocations (session_id, invocation_id, status, started_seq, started_at, updated_at, message)"
             " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            created,
+            new_invocations,
         )
-        n_invocations += len(created)
-    new_invocation = bool(created)
-    old_status = status
-    if others is not None:  # probed with the head: the other invocations, plus this one
+    return statuses, len(new_invocations)
+
+
+def _status_after(
+    conn: sqlite3.Connection, session_id: str, head: _Head, final_status: str | None, statuses: list[str]
+) -> str:
+    """The session's status after the batch (:func:`engine.store.base.session_status`)."""
+    if head.others is not None:  # probed with the head: the other invocations, plus this one
         assert final_status is not None
-        present = {st for st, there in zip(_INVOCATION_STATES, others, strict=True) if there} | {final_status}
-        status = session_status([st for st in _INVOCATION_STATES if st in present])  # type: ignore[misc]
-    elif statuses:
+        present = {st for st, there in zip(_INVOCATION_STATES, head.others, strict=True) if there} | {final_status}
+        return session_status([st for st in _INVOCATION_STATES if st in present])  # type: ignore[misc]
+    if statuses:
         if all(s == "running" for s in statuses):
-            status = "running"  # the highest-ranking status: no need to look at the others
-        else:  # index probes (invocations_by_status), not a read of every invocation
-            present = conn.execute(_STATUSES_SQL, (session_id,)).fetchone()
-            status = session_status([s for s, there in zip(_INVOCATION_STATES, present, strict=True) if there])
-    interrupts_changed = bool(new_rows or stored_answers or cancels)
-    if new_rows or cancels or (stored_answers and n_open - len(stored_answers) > 0):
+            return "running"  # the highest-ranking status: no need to look at the others
+        # index probes (invocations_by_status), not a read of every invocation
+        present = conn.execute(_STATUSES_SQL, (session_id,)).fetchone()
+        return session_status([s for s, there in zip(_INVOCATION_STATES, present, strict=True) if there])
+    return head.status
+
+
+def _open_after(
+    conn: sqlite3.Connection, session_id: str, batch: _Batch, n_open: int, oldest_open: float | None
+) -> tuple[int, float | None]:
+    """The session's open interrupts after the batch: (count, oldest raised_at)."""
+    if batch.new_rows or batch.cancels or (batch.stored_answers and n_open - len(batch.stored_answers) > 0):
         n_open, oldest_open = conn.execute(
             "SELECT count(*), min(raised_at) FROM interrupts WHERE session_id = ? AND status = 'open'", (session_id,)
         ).fetchone()
-    elif stored_answers:
+    elif batch.stored_answers:
         n_open, oldest_open = 0, None  # every open interrupt of the session was answered
-    if audits:
-        conn.executemany(
-            "INSERT INTO audit (at, action, operator, reason, session_id, invocation_id, seq, event_id, details)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            audits,
-        )
+    return n_open, oldest_open
+
+
+def _update_session(
+    conn: sqlite3.Connection,
+    session_id: str,
+    head: _Head,
+    last_event_at: float,
+    seq: int,
+    status: str,
+    open_interrupts: tuple[int, float | None] | None,
+    invocation_count: int | None,
+    state: dict[str, Any] | None,
+) -> None:
+    """The session row after the batch; ``open_interrupts``, ``invocation_count``
+    and ``state``: None when the batch left them as they were."""
     # Only columns that changed are SET: SQLite then leaves the four listing
     # indexes alone. updated_at (in all of them) moves at most once a second
     # unless the status changed, which is precise enough to sort by activity
     # and makes a busy session's appends much cheaper.
-    seq = seqs[-1]
-    sets: dict[str, Any] = {"last_seq": seq, "last_event_at": prepared[-1].timestamp, "event_count": seq}
+    sets: dict[str, Any] = {"last_seq": seq, "last_event_at": last_event_at, "event_count": seq}
+    updated_at = head.updated_at
     now = max(time.time(), updated_at)
-    status_changed = status != old_status
+    status_changed = status != head.status
     if status_changed:
         sets["status"] = status
     if status_changed or now - updated_at >= _UPDATED_AT_RESOLUTION:
         sets["updated_at"] = now
-    if interrupts_changed:
-        sets["open_interrupts"], sets["oldest_open_at"] = n_open, oldest_open
-    if new_invocation:
-        sets["invocation_count"] = n_invocations
-    if has_delta:
+    if open_interrupts is not None:
+        sets["open_interrupts"], sets["oldest_open_at"] = open_interrupts
+    if invocation_count is not None:
+        sets["invocation_count"] = invocation_count
+    if state is not None:
         sets["state"] = to_json(state).decode()
     conn.execute(
         f"UPDATE sessions SET {', '.join(f'{k} = ?' for k in sets)} WHERE id = ?",  # keys are fixed names above
         (*sets.values(), session_id),
     )
-    return seqs, state, acquired_at
 
 
 def _owner_change(
     conn: sqlite3.Connection,
     session_id: str,
     inv: str,
-    p: _Prepared,
+    p: Prepared,
     new_rows: dict[tuple[str, str], list[Any]],
     stored_answers: dict[tuple[str, str], tuple[str, int]],
     owned: dict[tuple[str, str], tuple[str | None, float | None]],
@@ -455,7 +589,7 @@ def _import_tx(
     conn: sqlite3.Connection,
     session_id: str,
     session: Session,
-    events: list[_Prepared],
+    events: list[Prepared],
     record: AuditRecord,
     checkpoints: list[tuple[int, str]],
 ) -> None:
@@ -493,6 +627,6 @@ def _bulk_tx(conn: sqlite3.Connection, batch: list[tuple[Session, list[Event]]])
             session.created_at,
         )
         if events:
-            _append_batch(conn, session.id, [_prepare(e) for e in events], 0, None, created=created)
+            _append_batch(conn, session.id, [prepare(e) for e in events], 0, None, created=created)
             n += len(events)
     return n

@@ -3,7 +3,7 @@ and write units of work. A file older than the table (opened read-only, so not
 migrated) has none: reads then find nothing.
 
 ``data`` is written as a BLOB of UTF-8 JSON, deflated when large
-(:mod:`.packing`; rows written before are TEXT or plain JSON; all read alike): SQLite then gives ``length(data)`` from the record header without
+(:mod:`engine.store.sql.packing`; rows written before are TEXT or plain JSON; all read alike): SQLite then gives ``length(data)`` from the record header without
 reading the value's pages, which a turn end's "is one due?" check needs -- a
 checkpoint holds every invocation's latest runs, megabytes on a long session.
 
@@ -18,9 +18,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from pydantic_core import to_json
-
-from .packing import pack, unpack
+from ..sql.packing import cache_from, pack
 from .reads import _missing_table, _require_session
 
 
@@ -34,18 +32,7 @@ def _get_checkpoint(conn: sqlite3.Connection, session_id: str, at_most: int) -> 
         if _missing_table(e):
             return None
         raise
-    return None if row is None else _cache_from(row[0], row[1])
-
-
-def _cache_from(seq: int, text: str | bytes) -> tuple[int, dict[str, Any]] | None:
-    """A cached projection row, parsed; None when unreadable (a cache: as good as none)."""
-    data = unpack(text)
-    return None if data is None else (seq, data)
-
-
-def encoded(data: dict[str, Any] | bytes) -> bytes:
-    """A checkpoint's UTF-8 JSON: as given when already encoded (engine.checkpoints.Builder's rows)."""
-    return data if isinstance(data, bytes) else to_json(data)
+    return None if row is None else cache_from(row[0], row[1])
 
 
 def _put_checkpoints(conn: sqlite3.Connection, session_id: str, rows: list[tuple[int, bytes]]) -> None:

@@ -14,9 +14,12 @@ from ..base import (
     AuditRecord,
     Lease,
 )
+from ..sql.columns import LEASE_COLS
+from ..sql.prepared import Prepared
+from ..sql.rows import audit_from_row, lease_from_row
 from .append import _append_batch, _append_many_tx, _create_tx
 from .reads import _put_snapshot, _upsert_snapshot
-from .rows import _LEASE_COLS, _audit_from_row, _lease_from_row, _Prepared, _require_session
+from .rows import _require_session
 
 
 def _acquire_lease_tx(
@@ -29,13 +32,13 @@ def _acquire_lease_tx(
     now: float,
 ) -> Lease:
     row = conn.execute(
-        f"SELECT {_LEASE_COLS} FROM leases WHERE session_id = ? AND invocation_id = ?", (session_id, invocation_id)
+        f"SELECT {LEASE_COLS} FROM leases WHERE session_id = ? AND invocation_id = ?", (session_id, invocation_id)
     ).fetchone()
     acquired = now
     if row is None:
         _require_session(conn, session_id)
     else:
-        held = _lease_from_row(row)
+        held = lease_from_row(row)
         if held.owner not in (owner, steal_from) and not held.expired(now):
             raise InvocationBusyError(invocation_id, held)
         if held.owner == owner:
@@ -49,7 +52,7 @@ def _acquire_lease_tx(
         expires_at=now + ttl,
     )
     conn.execute(
-        f"INSERT OR REPLACE INTO leases ({_LEASE_COLS}) VALUES (?, ?, ?, ?, ?, ?)",
+        f"INSERT OR REPLACE INTO leases ({LEASE_COLS}) VALUES (?, ?, ?, ?, ?, ?)",
         (session_id, invocation_id, owner, lease.acquired_at, lease.renewed_at, lease.expires_at),
     )
     return lease
@@ -60,15 +63,15 @@ def _renew_lease_tx(
 ) -> Lease:
     _require_session(conn, session_id)
     row = conn.execute(
-        f"SELECT {_LEASE_COLS} FROM leases WHERE session_id = ? AND invocation_id = ?", (session_id, invocation_id)
+        f"SELECT {LEASE_COLS} FROM leases WHERE session_id = ? AND invocation_id = ?", (session_id, invocation_id)
     ).fetchone()
     if row is None or row[2] != owner:
-        raise LeaseLostError(session_id, invocation_id, owner, _lease_from_row(row).holder if row else None)
+        raise LeaseLostError(session_id, invocation_id, owner, lease_from_row(row).holder if row else None)
     conn.execute(
         "UPDATE leases SET renewed_at = ?, expires_at = ? WHERE session_id = ? AND invocation_id = ?",
         (now, now + ttl, session_id, invocation_id),
     )
-    return _lease_from_row((*row[:4], now, now + ttl))
+    return lease_from_row((*row[:4], now, now + ttl))
 
 
 def _release_lease_tx(
@@ -89,7 +92,7 @@ def _append_release_tx(
     conn: sqlite3.Connection,
     session_id: str,
     invocation_id: str,
-    prepared: list[_Prepared],
+    prepared: list[Prepared],
     expected_seq: int | None,
     owner: str,
     snapshot: tuple[int, str] | None,
@@ -112,7 +115,7 @@ def _acquire_append_tx(
     owner: str,
     ttl: float,
     now: float,
-    prepared: list[_Prepared],
+    prepared: list[Prepared],
     expected_seq: int | None,
     invocation_after: int | None,
     create: tuple[str, str] | None = None,
@@ -132,7 +135,7 @@ def _acquire_append_tx(
         expires_at=now + ttl,
     )
     conn.execute(
-        f"INSERT OR REPLACE INTO leases ({_LEASE_COLS}) VALUES (?, ?, ?, ?, ?, ?)",
+        f"INSERT OR REPLACE INTO leases ({LEASE_COLS}) VALUES (?, ?, ?, ?, ?, ?)",
         (session_id, invocation_id, owner, lease.acquired_at, lease.renewed_at, lease.expires_at),
     )
     return lease, seqs, state or {}
@@ -140,29 +143,29 @@ def _acquire_append_tx(
 
 def _get_lease(conn: sqlite3.Connection, session_id: str, invocation_id: str) -> Lease | None:
     row = conn.execute(
-        f"SELECT {_LEASE_COLS} FROM leases WHERE session_id = ? AND invocation_id = ?", (session_id, invocation_id)
+        f"SELECT {LEASE_COLS} FROM leases WHERE session_id = ? AND invocation_id = ?", (session_id, invocation_id)
     ).fetchone()
     if row is None:
         _require_session(conn, session_id)
-    return _lease_from_row(row) if row else None
+    return lease_from_row(row) if row else None
 
 
 def _list_leases(conn: sqlite3.Connection, session_id: str) -> list[Lease]:
     _require_session(conn, session_id)
     rows = conn.execute(
-        f"SELECT {_LEASE_COLS} FROM leases WHERE session_id = ? ORDER BY invocation_id", (session_id,)
+        f"SELECT {LEASE_COLS} FROM leases WHERE session_id = ? ORDER BY invocation_id", (session_id,)
     )
-    return [_lease_from_row(r) for r in rows]
+    return [lease_from_row(r) for r in rows]
 
 
 def _leases_of(conn: sqlite3.Connection, session_ids: str) -> list[Lease]:
     rows = conn.execute(
-        f"SELECT {_LEASE_COLS} FROM leases WHERE session_id IN (SELECT value FROM json_each(?))"
+        f"SELECT {LEASE_COLS} FROM leases WHERE session_id IN (SELECT value FROM json_each(?))"
         " ORDER BY session_id, invocation_id",
         (session_ids,),
     )
-    return [_lease_from_row(r) for r in rows]
+    return [lease_from_row(r) for r in rows]
 
 
 def _audit_rows(conn: sqlite3.Connection, sql: str, params: list[Any]) -> list[tuple[int, AuditRecord]]:
-    return [(r[0], _audit_from_row(r)) for r in conn.execute(sql, params)]
+    return [(r[0], audit_from_row(r)) for r in conn.execute(sql, params)]

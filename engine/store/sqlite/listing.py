@@ -43,6 +43,8 @@ from typing import Any, Literal, TypeVar
 
 from ...errors import StoreError
 from ...owners import owner_live
+from ..sql.columns import INTERRUPT_COLS, owner_condition, session_owners, summary_cols
+from ..sql.cursors import decode_cursor, encode_cursor
 
 T = TypeVar("T")
 
@@ -55,37 +57,8 @@ version is not read here (:func:`list_session_rows` returns None and the caller
 takes the store path, which migrates or refuses it). A test keeps this equal to
 ``SCHEMA_VERSION``: a migration makes whoever adds it look at these statements."""
 
-_SESSION_OWNERS = (
-    "(SELECT {agg}(DISTINCT o.owner) FROM interrupts AS o"
-    " WHERE o.session_id = sessions.id AND o.status = 'open' AND o.owner IS NOT NULL)"
-)
-"""A session's owners: those of its open interrupts (the interrupts' owner index),
-as a JSON array in the row (:func:`session_owners` reads it); ``{agg}`` is the
-dialect's JSON aggregate."""
-_SUMMARY_COLS = (
-    "id, app_name, user_id, status, open_interrupts, oldest_open_at, last_event_at, "
-    "event_count, invocation_count, created_at, updated_at, " + _SESSION_OWNERS.format(agg="json_group_array")
-)
-_SUMMARY_COLS_PG = _SUMMARY_COLS.replace("json_group_array(", "json_agg(")
-"""The same columns in PostgreSQL (``json_agg`` is NULL, not ``[]``, over no row)."""
-
-
-def session_owners(cell: Any) -> tuple[str, ...]:
-    """The owners column of a session row: sorted, distinct (empty: nobody owns an open interrupt)."""
-    return tuple(sorted(set(json.loads(cell)))) if cell else ()
-
-
-def owner_condition(owner: str, arg: Callable[[Any], str]) -> str:
-    """The WHERE term of the owner filter of a sessions listing: a session with an
-    open interrupt owned by ``owner`` (``""``: one nobody owns). ``arg`` binds a
-    value and returns its placeholder (``?`` in SQLite, ``$n`` in PostgreSQL)."""
-    match = "o.owner IS NULL" if owner == "" else f"o.owner = {arg(owner)}"
-    return ("EXISTS (SELECT 1 FROM interrupts AS o WHERE o.session_id = sessions.id"
-            f" AND o.status = 'open' AND {match})")
-_INTERRUPT_COLS = (
-    "interrupt_id, session_id, app_name, user_id, invocation_id, path, event_id, name, args, "
-    "raised_seq, raised_at, status, resolved_by, resolved_seq, owner, owned_at"
-)
+_SUMMARY_COLS = summary_cols("json_group_array")
+"""A session summary row's columns in SQLite."""
 
 
 def default_db_path() -> Path:
@@ -171,20 +144,6 @@ def _lower(value: Any) -> Any:
     return value.lower() if isinstance(value, str) else value
 
 
-def _encode_cursor(*key: Any) -> str:
-    return json.dumps(list(key), separators=(",", ":"))
-
-
-def _decode_cursor(cursor: str, types: tuple[type, ...]) -> list[Any]:
-    try:
-        key = json.loads(cursor)
-        if isinstance(key, list) and len(key) == len(types):
-            return [float(v) if t is float else t(v) for v, t in zip(key, types, strict=True)]
-    except (ValueError, TypeError):
-        pass
-    raise ValueError(f"invalid page cursor {cursor!r}; pass back a next_cursor this store returned")
-
-
 def session_page_query(
     *,
     app_name: str | None = None,
@@ -227,7 +186,7 @@ def session_page_query(
     if oldest:
         where.append("oldest_open_at IS NOT NULL")
     if cursor:
-        ts, sid = _decode_cursor(cursor, (float, str))
+        ts, sid = decode_cursor(cursor, (float, str))
         # Keyset: rows after (ts, sid) in index order. The first term is a
         # plain range on the index, the second resolves ties.
         if oldest:
@@ -245,7 +204,7 @@ def session_page_query(
 
 def page_cursor(oldest_open_at: float | None, updated_at: float, session_id: str, order: str) -> str:
     """The next-page cursor after a page whose last row is this one."""
-    return _encode_cursor(oldest_open_at if order == "oldest_open" else updated_at, session_id)
+    return encode_cursor(oldest_open_at if order == "oldest_open" else updated_at, session_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,7 +224,7 @@ class SessionRow:
     created_at: float
     updated_at: float
     owners: tuple[str, ...] = ()
-    """The owners of its open interrupts (:func:`session_owners`)."""
+    """The owners of its open interrupts (:func:`~engine.store.sql.columns.session_owners`)."""
     interrupted: tuple[str, ...] = ()
     """Ids of the session's invocations interrupted mid-run, in start order."""
     queued: tuple[str, ...] = ()
@@ -353,7 +312,7 @@ def interrupt_page_query(
     cursor: str | None = None,
 ) -> tuple[str, list[Any]]:
     """The statement of one page of the inbox (open interrupts, oldest first):
-    ``limit + 1`` rows of :data:`_INTERRUPT_COLS`. ValueError: a bad limit or cursor."""
+    ``limit + 1`` rows of :data:`~engine.store.sql.columns.INTERRUPT_COLS`. ValueError: a bad limit or cursor."""
     if limit < 1:
         raise ValueError(f"limit must be at least 1, not {limit}")
     # The literal status = 'open' lets SQLite use the partial inbox indexes.
@@ -376,9 +335,9 @@ def interrupt_page_query(
         params.append(raised_before)
     if cursor:
         where.append("(raised_at, session_id, raised_seq, interrupt_id) > (?, ?, ?, ?)")
-        params += _decode_cursor(cursor, (float, str, int, str))
+        params += decode_cursor(cursor, (float, str, int, str))
     sql = (
-        f"SELECT {_INTERRUPT_COLS} FROM interrupts WHERE {' AND '.join(where)}"
+        f"SELECT {INTERRUPT_COLS} FROM interrupts WHERE {' AND '.join(where)}"
         " ORDER BY raised_at, session_id, raised_seq, interrupt_id LIMIT ?"
     )
     params.append(limit + 1)
@@ -387,7 +346,7 @@ def interrupt_page_query(
 
 def interrupt_cursor(raised_at: float, session_id: str, raised_seq: int, interrupt_id: str) -> str:
     """The next-page cursor of the inbox after a page whose last row is this one."""
-    return _encode_cursor(raised_at, session_id, raised_seq, interrupt_id)
+    return encode_cursor(raised_at, session_id, raised_seq, interrupt_id)
 
 
 def open_read_only(path: str | Path) -> sqlite3.Connection | None:

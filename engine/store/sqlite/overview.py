@@ -15,14 +15,8 @@ import sqlite3
 
 from ..base import StoreOverview
 from ..metric_rows import OPEN_BY_NODE_SQL, QUEUED_BY_APP_SQL, StoreMetrics, store_metrics
+from ..sql.overview import OLDEST_SQL, OPEN_BY_APP_SQL, OPEN_BY_OWNER_SQL, STATUS_SQL
 
-STATUS_SQL = "SELECT status, count(*) FROM sessions GROUP BY status"
-OPEN_BY_APP_SQL = "SELECT app_name, count(*) FROM interrupts WHERE status = 'open' GROUP BY app_name"
-OLDEST_SQL = "SELECT min(oldest_open_at) FROM sessions WHERE oldest_open_at IS NOT NULL"
-OPEN_BY_OWNER_SQL = (
-    "SELECT owner, count(*) FROM interrupts WHERE status = 'open' AND owner IS NOT NULL GROUP BY owner"
-)
-"""The home's "yours": open interrupts per owner (the partial index ``interrupts_open_by_owner``)."""
 RUNNING_SQL = (
     "SELECT i.session_id, i.invocation_id, l.owner, l.expires_at FROM sessions AS s"
     " JOIN invocations AS i ON i.session_id = s.id AND i.status = 'running'"

@@ -16,18 +16,10 @@ from ..base import (
     InvocationSummary,
     SessionSummary,
 )
-from .packing import pack, unpack
-from .rows import (
-    _INTERRUPT_COLS,
-    _INVOCATION_COLS,
-    _SESSION_COLS,
-    _interrupt_from_row,
-    _invocation_from_row,
-    _parse_event,
-    _require_session,
-    _session_from_row,
-    _summary_from_row,
-)
+from ..sql.columns import INTERRUPT_COLS, INVOCATION_COLS, SESSION_COLS
+from ..sql.packing import pack, unpack
+from ..sql.rows import interrupt_from_row, invocation_from_row, parse_event, session_from_row, summary_from_row
+from .rows import _require_session
 
 
 def _missing_table(e: sqlite3.OperationalError) -> bool:
@@ -50,14 +42,14 @@ def _last_checkpoint(conn: sqlite3.Connection, session_id: str) -> tuple[int, in
 
 
 def _get_session(conn: sqlite3.Connection, session_id: str) -> Session:
-    row = conn.execute(f"SELECT {_SESSION_COLS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    row = conn.execute(f"SELECT {SESSION_COLS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
     if row is None:
         raise SessionNotFoundError(session_id)
-    return _session_from_row(row)
+    return session_from_row(row)
 
 
 def _list_sessions(conn: sqlite3.Connection, sql: str, params: list[Any]) -> list[SessionSummary]:
-    return [_summary_from_row(r) for r in conn.execute(sql, params)]
+    return [summary_from_row(r) for r in conn.execute(sql, params)]
 
 
 def _read_event_rows(conn: sqlite3.Connection, session_id: str, after_seq: int, limit: int) -> list[tuple[int, str]]:
@@ -99,7 +91,7 @@ def _read_events(
     try:
         for seq, text in cur:
             try:
-                event = _parse_event(session_id, seq, text)
+                event = parse_event(session_id, seq, text)
             except CorruptEventError:
                 if skip_corrupt:
                     continue
@@ -137,7 +129,7 @@ def _snapshot_and_events(
             else:
                 damaged = True  # a cache: an unreadable snapshot is as good as none
         else:
-            events.append(StoredEvent(seq=seq, session_id=session_id, event=_parse_event(session_id, seq, text)))
+            events.append(StoredEvent(seq=seq, session_id=session_id, event=parse_event(session_id, seq, text)))
     if damaged:
         return None, _read_events(conn, session_id, invocation_id, 0, None, False)
     if snap is None and not events:
@@ -153,7 +145,7 @@ def _event_at(conn: sqlite3.Connection, session_id: str, seq: int) -> StoredEven
     ev = conn.execute("SELECT json FROM events WHERE session_id = ? AND seq = ?", (session_id, seq)).fetchone()
     if ev is None:
         raise IndexError(f"session {session_id} has no event {seq} (it has {row[0]})")
-    return StoredEvent(seq=seq, session_id=session_id, event=_parse_event(session_id, seq, ev[0]))
+    return StoredEvent(seq=seq, session_id=session_id, event=parse_event(session_id, seq, ev[0]))
 
 
 def _corrupt_events(conn: sqlite3.Connection, session_id: str) -> list[int]:
@@ -161,7 +153,7 @@ def _corrupt_events(conn: sqlite3.Connection, session_id: str) -> list[int]:
     bad: list[int] = []
     for seq, text in conn.execute("SELECT seq, json FROM events WHERE session_id = ? ORDER BY seq", (session_id,)):
         try:
-            _parse_event(session_id, seq, text)
+            parse_event(session_id, seq, text)
         except CorruptEventError:
             bad.append(seq)
     return bad
@@ -170,9 +162,9 @@ def _corrupt_events(conn: sqlite3.Connection, session_id: str) -> list[int]:
 def _list_invocations(conn: sqlite3.Connection, session_id: str) -> list[InvocationSummary]:
     _require_session(conn, session_id)
     rows = conn.execute(
-        f"SELECT {_INVOCATION_COLS} FROM invocations WHERE session_id = ? ORDER BY started_seq", (session_id,)
+        f"SELECT {INVOCATION_COLS} FROM invocations WHERE session_id = ? ORDER BY started_seq", (session_id,)
     )
-    return [_invocation_from_row(r) for r in rows]
+    return [invocation_from_row(r) for r in rows]
 
 
 def _invocation_count(conn: sqlite3.Connection, session_id: str) -> int:
@@ -194,17 +186,17 @@ def _lookup_interrupts(conn: sqlite3.Connection, session_id: str, ids: list[str]
     else:
         match, params = "IN (SELECT value FROM json_each(?))", [session_id, json.dumps(ids)]
     rows = conn.execute(
-        f"SELECT {_INTERRUPT_COLS} FROM interrupts WHERE session_id = ? AND interrupt_id {match}"
+        f"SELECT {INTERRUPT_COLS} FROM interrupts WHERE session_id = ? AND interrupt_id {match}"
         " ORDER BY raised_seq, invocation_id, interrupt_id",
         params,
     ).fetchall()
     if not rows:
         _require_session(conn, session_id)
-    return [_interrupt_from_row(r) for r in rows]
+    return [interrupt_from_row(r) for r in rows]
 
 
 def _open_interrupts(conn: sqlite3.Connection, sql: str, params: list[Any]) -> list[InterruptRecord]:
-    return [_interrupt_from_row(r) for r in conn.execute(sql, params)]
+    return [interrupt_from_row(r) for r in conn.execute(sql, params)]
 
 
 def _get_snapshot(conn: sqlite3.Connection, session_id: str, invocation_id: str) -> tuple[int, dict[str, Any]] | None:

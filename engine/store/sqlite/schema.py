@@ -13,8 +13,9 @@ from ...errors import (
     StoreError,
 )
 from ...models import Event
+from ..sql.prepared import prepare
 from .listing import APPLICATION_ID, default_db_path  # noqa: F401 (re-exported)
-from .rows import _insert_audit, _prepare
+from .rows import _insert_audit
 
 _SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
 
@@ -188,7 +189,7 @@ def _migrate_3(conn: sqlite3.Connection) -> None:
             event = Event.from_json(text)
         except (ValidationError, ValueError, TypeError):
             continue  # a corrupt row is reported where it is read; it has no audit row
-        p = _prepare(event)
+        p = prepare(event)
         if p.audit is not None:
             _insert_audit(conn, session_id, seq, p)
 

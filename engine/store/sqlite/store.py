@@ -33,6 +33,9 @@ from ..base import (
     import_record,
 )
 from ..metric_rows import StoreMetrics
+from ..sql.columns import AUDIT_COLS
+from ..sql.cursors import decode_cursor, encode_cursor
+from ..sql.prepared import prepare
 from .append import _append_many_tx, _append_tx, _bulk_tx, _create_tx, _import_tx
 from .connection import (
     _AiosqliteDriver,
@@ -74,7 +77,7 @@ from .reads import (
     _read_events,
     _snapshot_and_events,
 )
-from .rows import _AUDIT_COLS, _decode_cursor, _encode_cursor, _in_write_tx, _prepare
+from .rows import _in_write_tx
 from .schema import _SYNCHRONOUS, default_db_path
 from .workers import _WorkerSteps, _WorkerTables
 
@@ -368,7 +371,7 @@ class SQLiteStore(_WorkerTables, _WorkerSteps):
         self, session_id: str, event: Event, *, expected_seq: int | None = None, lease_owner: str | None = None
     ) -> StoredEvent:
         self._check_writable()
-        p = _prepare(event)
+        p = prepare(event)
         seq = await self._write(_append_tx, session_id, p, expected_seq, lease_owner)
         return StoredEvent(seq=seq, session_id=session_id, event=Event.from_json(p.json))
 
@@ -376,7 +379,7 @@ class SQLiteStore(_WorkerTables, _WorkerSteps):
         self, session_id: str, events: list[Event], *, expected_seq: int | None = None, lease_owner: str | None = None
     ) -> list[StoredEvent]:
         self._check_writable()
-        prepared = [_prepare(e) for e in events]
+        prepared = [prepare(e) for e in events]
         seqs = await self._write(_append_many_tx, session_id, prepared, expected_seq, lease_owner)
         return [StoredEvent(seq=q, session_id=session_id, event=Event.from_json(p.json)) for q, p in zip(seqs, prepared, strict=True)]
 
@@ -460,7 +463,8 @@ class SQLiteStore(_WorkerTables, _WorkerSteps):
         return await self._call(_get_checkpoint, session_id, at_most)
 
     async def put_projection_checkpoints(self, session_id: str, rows: list[tuple[int, dict[str, Any] | bytes]]) -> None:
-        from .checkpoints import _put_checkpoints, encoded
+        from ..sql.packing import encoded
+        from .checkpoints import _put_checkpoints
 
         await self._write(_put_checkpoints, session_id, [(q, encoded(d)) for q, d in rows])
 
@@ -496,7 +500,7 @@ class SQLiteStore(_WorkerTables, _WorkerSteps):
 
         reader = jsonl.ExportReader(lines, checkpoints=True)
         sid = session_id or reader.session.id
-        prepared = [_prepare(e) for e in reader.events()]
+        prepared = [prepare(e) for e in reader.events()]
         record = import_record(sid, len(prepared), operator, reason, source, reader.session.id)
         rows = reader.checkpoints.rows if reader.checkpoints is not None else []
         await self._write(_import_tx, sid, reader.session, prepared, record, rows)
@@ -540,7 +544,7 @@ class SQLiteStore(_WorkerTables, _WorkerSteps):
         ``create=(app_name, user_id)`` creates the session first, in the same
         transaction (capability ``create_in_first_write``)."""
         self._check_writable()
-        prepared = [_prepare(e) for e in events]
+        prepared = [prepare(e) for e in events]
         lease, seqs, state = await self._write(
             _acquire_append_tx, session_id, invocation_id, owner, ttl, time.time(), prepared, expected_seq,
             invocation_after, create,
@@ -561,7 +565,7 @@ class SQLiteStore(_WorkerTables, _WorkerSteps):
         """A turn's last events, its snapshot and its lease's release in one
         transaction (see :func:`engine.store.base.append_and_release`)."""
         self._check_writable()
-        prepared = [_prepare(e) for e in events]
+        prepared = [prepare(e) for e in events]
         snap = None if snapshot is None else (snapshot[0], to_json(snapshot[1]).decode())
         seqs = await self._write(_append_release_tx, session_id, invocation_id, prepared, expected_seq, owner, snap)
         return [StoredEvent(seq=q, session_id=session_id, event=Event.from_json(p.json)) for q, p in zip(seqs, prepared, strict=True)]
@@ -602,17 +606,17 @@ class SQLiteStore(_WorkerTables, _WorkerSteps):
             where.append("at < ?")
             params.append(until)
         if cursor:
-            at, no = _decode_cursor(cursor, (float, int))
+            at, no = decode_cursor(cursor, (float, int))
             where.append("at <= ? AND (at < ? OR id < ?)")
             params += [at, at, no]
-        sql = f"SELECT {_AUDIT_COLS} FROM audit"
+        sql = f"SELECT {AUDIT_COLS} FROM audit"
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY at DESC, id DESC LIMIT ?"
         params.append(limit + 1)
         rows = await self._call(_audit_rows, sql, params)
         page = rows[:limit]
-        nxt = _encode_cursor(page[-1][1].at, page[-1][0]) if len(rows) > limit else None
+        nxt = encode_cursor(page[-1][1].at, page[-1][0]) if len(rows) > limit else None
         return Page(items=[r for _, r in page], next_cursor=nxt)
 
     # ------------------------------------------------------------- overview

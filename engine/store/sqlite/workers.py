@@ -8,12 +8,11 @@ import sqlite3
 import time
 from typing import Any
 
+from ..sql.columns import REQUEST_COLS as _REQ_COLS
+from ..sql.columns import WORKER_COLS as _WORKER_COLS
+from ..sql.rows import request_from_row as _req
+from ..sql.rows import worker_from_row as _worker
 from ..workers import Settle, TurnRequest, WorkerRecord
-
-_REQ_COLS = (
-    "app_name, session_id, invocation_id, kind, payload, requested_at, claimed_by, claimed_until, held, note"
-)
-_WORKER_COLS = "worker_id, host, pid, apps, versions, current, state, started_at, heartbeat_at, stale_after"
 
 TABLES = [
     """CREATE TABLE IF NOT EXISTS turn_requests (
@@ -57,20 +56,6 @@ def migrate(conn: sqlite3.Connection) -> None:
     """Turn requests, worker heartbeats and invocation graph versions. Idempotent."""
     for sql in TABLES:
         conn.execute(sql)
-
-
-def _req(row: Any) -> TurnRequest:
-    return TurnRequest(
-        app_name=row[0], session_id=row[1], invocation_id=row[2], kind=row[3], payload=json.loads(row[4]),
-        requested_at=row[5], claimed_by=row[6], claimed_until=row[7], held=row[8], note=row[9],
-    )
-
-
-def _worker(row: Any) -> WorkerRecord:
-    return WorkerRecord(
-        worker_id=row[0], host=row[1], pid=row[2], apps=json.loads(row[3]), versions=json.loads(row[4]),
-        current=json.loads(row[5]), state=row[6], started_at=row[7], heartbeat_at=row[8], stale_after=row[9],
-    )
 
 
 def _request_tx(conn: sqlite3.Connection, r: TurnRequest) -> None:
@@ -392,7 +377,7 @@ def _append_settle_tx(
 
 
 def _interrupted(conn: sqlite3.Connection, apps: list[str], limit: int) -> list[tuple[str, str, str, Any]]:
-    from .rows import _lease_from_row
+    from ..sql.rows import lease_from_row as _lease_from_row
 
     marks = ", ".join("?" for _ in apps)
     rows = conn.execute(_INTERRUPTED_SQL.format(marks=marks), (*apps, limit)).fetchall()
@@ -441,7 +426,7 @@ class _WorkerSteps:
         added (None: nothing to run) and the lease released. A worker that sees
         the request sees the answer, and finds the lease free."""
         from ...models import Event, StoredEvent
-        from .rows import _prepare
+        from ..sql.prepared import prepare as _prepare
 
         self._check_writable()  # type: ignore[attr-defined]
         prepared = [_prepare(e) for e in events]
@@ -470,7 +455,7 @@ class _WorkerSteps:
         from pydantic_core import to_json
 
         from ...models import Event, StoredEvent
-        from .rows import _prepare
+        from ..sql.prepared import prepare as _prepare
 
         self._check_writable()  # type: ignore[attr-defined]
         prepared = [_prepare(e) for e in events]

@@ -1,5 +1,6 @@
-"""How the SQLite store keeps its large caches: seek checkpoints and invocation
-snapshots over :data:`PACK_OVER` bytes of JSON are stored deflated.
+"""How the stores keep their large caches: seek checkpoints and invocation
+snapshots over :data:`PACK_OVER` bytes of JSON are stored deflated (SQLite;
+PostgreSQL compresses large values itself, and stores them as text).
 
 Both are projections (every run of an invocation, or of the whole session):
 repetitive JSON that zlib at level 1 shrinks 15-20 times in about 4 ms per MB,
@@ -15,6 +16,8 @@ from __future__ import annotations
 import json
 import zlib
 from typing import Any
+
+from pydantic_core import to_json
 
 PACK_OVER = 4096
 """JSON longer than this (bytes) is stored deflated."""
@@ -36,3 +39,14 @@ def unpack(data: bytes | str | None) -> dict[str, Any] | None:
     except (ValueError, TypeError, zlib.error):
         return None
     return value if isinstance(value, dict) else None
+
+
+def cache_from(seq: int, text: str | bytes) -> tuple[int, dict[str, Any]] | None:
+    """A cached projection row, parsed; None when unreadable (a cache: as good as none)."""
+    data = unpack(text)
+    return None if data is None else (seq, data)
+
+
+def encoded(data: dict[str, Any] | bytes) -> bytes:
+    """A checkpoint's UTF-8 JSON: as given when already encoded (engine.checkpoints.Builder's rows)."""
+    return data if isinstance(data, bytes) else to_json(data)
