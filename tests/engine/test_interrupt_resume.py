@@ -82,10 +82,7 @@ async def test_only_the_leaf_interrupt_event_is_persisted():
 
 
 async def test_waiting_node_does_not_trigger_downstream(calls):
-    @node
-    async def ask(node_input):
-        yield "prior"
-        yield RequestInput("?", interrupt_id="x")
+    ask = asking("ask", "x", "?", first="prior")
 
     @node
     async def down(node_input):
@@ -269,10 +266,7 @@ async def test_pending_is_observed_between_fr_and_re_execution():
 
 
 async def test_output_and_interrupt_in_same_run_rerun_false_keeps_prior_output():
-    @node
-    async def reviewer(node_input):
-        yield "draft v1"
-        yield RequestInput("sign off?", interrupt_id="sign")
+    reviewer = asking("reviewer", "sign", "sign off?", first="draft v1")
 
     @node
     async def publish(node_input):
