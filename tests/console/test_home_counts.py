@@ -12,7 +12,7 @@ from console.screens.sessions import SessionsScreen
 from engine.status import SessionStatus
 from engine.store import MemoryStore
 
-from .conftest import drive, make_app
+from .conftest import make_app, settle
 from .scenarios import build_store
 
 
@@ -21,7 +21,9 @@ async def test_every_counted_session_is_listed_in_the_attention_order(size) -> N
     store: MemoryStore = await build_store()
     app = make_app(store)
     async with app.run_test(size=size) as pilot:
-        screen = await drive(pilot, expect=SessionsScreen)
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, SessionsScreen)
         s = screen.summary
         assert s is not None and s.failed == 1
         table = screen.query_one(DataTable)
