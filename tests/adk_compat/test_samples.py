@@ -113,14 +113,20 @@ async def test_human_input_with_payload_shows_the_itinerary_and_takes_feedback()
     assert _outputs(done)["summary"] == "liked: the museum"
 
 
+async def _asked_yes_no(wf: Workflow, path: str) -> tuple[Runner, str, list[Any], Any]:
+    """``wf`` started: it waits on one question, at ``path``, asking for Yes/No."""
+    runner, sid, events = await _start(wf)
+    (ask,) = _asks(events)
+    assert ask.node_info.path == path
+    assert ask.get_function_calls()[0].args["message"] == "Please approve this request (Yes/No)"
+    return runner, sid, events, ask
+
+
 async def test_dynamic_human_input_approves_on_yes_and_denies_otherwise() -> None:
     # "Invoke the HITL node dynamically. The workflow pauses here." -> "Request Approved" on yes.
     for reply, outcome in (("Yes", "Request Approved"), ("no", "Request Denied")):
         wf = Workflow(name="approval", edges=[("START", dynamic_human_input.approval_process_node)])
-        runner, sid, events = await _start(wf)
-        (ask,) = _asks(events)
-        assert ask.node_info.path == "approval@1/approval_process_node@1/approval_step@1"
-        assert ask.get_function_calls()[0].args["message"] == "Please approve this request (Yes/No)"
+        runner, sid, events, ask = await _asked_yes_no(wf, "approval@1/approval_process_node@1/approval_step@1")
         assert "approval_process_node" not in _outputs(events)
 
         done = await _answer(runner, sid, ask, {"result": reply})
@@ -139,10 +145,7 @@ async def test_graphs_dynamic_human_input_answer_decides_the_orchestrators_outpu
     # returns "Approved" for "yes" and "Denied" otherwise.
     for reply, outcome in (("yes", "Approved"), ("No", "Denied")):
         wf = Workflow(name="process", edges=[("START", graphs_dynamic_human_input.handle_process)])
-        runner, sid, events = await _start(wf)
-        (ask,) = _asks(events)
-        assert ask.node_info.path == "process@1/handle_process@1/get_user_approval@1"
-        assert ask.get_function_calls()[0].args["message"] == "Please approve this request (Yes/No)"
+        runner, sid, events, ask = await _asked_yes_no(wf, "process@1/handle_process@1/get_user_approval@1")
         done = await _answer(runner, sid, ask, {"result": reply})
         assert _outputs(done)["get_user_approval"] == reply  # rerun_on_resume=False: the answer is its output
         assert _outputs(done)["handle_process"] == outcome

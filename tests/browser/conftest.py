@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from tests.cli_runner import copy_of
+
 from .served import hitl_bin
 
 CHROMIUM_FLAGS = [
@@ -37,9 +39,7 @@ def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def store(demo_db: Path, tmp_path: Path) -> Path:
     """A fresh copy of the demo store for one test."""
-    path = tmp_path / "store.sqlite"
-    shutil.copy(demo_db, path)
-    return path
+    return copy_of(demo_db, tmp_path / "store.sqlite")
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import threading
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -347,6 +348,19 @@ async def open_console(url: str, cookie: str) -> tuple[aiohttp.ClientSession, An
     return http, ws
 
 
+async def close_console(console: tuple[aiohttp.ClientSession, Any]) -> None:
+    await console[1].close()
+    await console[0].close()
+
+
+def run_signed_in(url: str, scenario: Callable[[str, str, str], Awaitable[None]]) -> str:
+    """``scenario(url, alice's cookie, val's cookie)`` run to the end; alice's cookie."""
+    alice = cookie_of(sign_in(url, "alice")[1])
+    val = cookie_of(sign_in(url, "val")[1])
+    asyncio.run(scenario(url, alice, val))
+    return alice
+
+
 def test_console_caps_per_user_and_per_server_say_why(store: Path, tmp_path: Path) -> None:
     """Issue 34: one cookie (a viewer's too) opened 20 consoles."""
     config = write_config(tmp_path, extra="max_consoles = 2\nmax_consoles_per_user = 1")
@@ -369,16 +383,12 @@ def test_console_caps_per_user_and_per_server_say_why(store: Path, tmp_path: Pat
                         http.get(url + "/", headers={"Cookie": alice}) as r:
                     assert r.status == 429
             finally:
-                await second[1].close()
-                await second[0].close()
+                await close_console(second)
         finally:
-            await first[1].close()
-            await first[0].close()
+            await close_console(first)
 
     with serve(store, "--config", str(config), cwd=tmp_path) as served:
-        alice = cookie_of(sign_in(served.url, "alice")[1])
-        val = cookie_of(sign_in(served.url, "val")[1])
-        asyncio.run(scenario(served.url, alice, val))
+        alice = run_signed_in(served.url, scenario)
         served.wait_log("console closed for 'alice'")
         status, _, page = request(served.url + "/", headers={"Cookie": alice})  # closed: free again
         assert status == 200 and 'id="terminal"' in page
@@ -397,13 +407,10 @@ def test_the_server_wide_cap(store: Path, tmp_path: Path, total: int) -> None:
                 assert r.status == 503
                 assert f"This server already runs {total} consoles" in await r.text()
         finally:
-            await first[1].close()
-            await first[0].close()
+            await close_console(first)
 
     with serve(store, "--config", str(config), cwd=tmp_path) as served:
-        alice = cookie_of(sign_in(served.url, "alice")[1])
-        val = cookie_of(sign_in(served.url, "val")[1])
-        asyncio.run(scenario(served.url, alice, val))
+        run_signed_in(served.url, scenario)
 
 
 def consoles_of(server: int) -> list[int]:
@@ -495,8 +502,6 @@ def test_each_connection_is_a_console_process_of_its_own_forked_from_one_parent(
                 await http.close()
 
     with serve(store, "--config", str(config), cwd=tmp_path) as served:
-        alice = cookie_of(sign_in(served.url, "alice")[1])
-        val = cookie_of(sign_in(served.url, "val")[1])
-        asyncio.run(scenario(served.url, alice, val))
+        run_signed_in(served.url, scenario)
         served.wait_count("console closed for", 2)
     assert "Traceback" not in served.log()

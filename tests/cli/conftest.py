@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from console.cli import cli
 from sample_sessions.demo import FIXTURE_EPOCH, build_demo_db
+from tests.cli_runner import Hitl, db, hitl  # noqa: F401  (fixtures over this suite's demo_template)
 
 LONG_ITERATIONS = 6
 BULK = 12
@@ -24,29 +22,6 @@ def demo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("demo") / "demo.sqlite"
     asyncio.run(build_demo_db(path, epoch=FIXTURE_EPOCH, long_iterations=LONG_ITERATIONS, sessions=BULK))
     return path
-
-
-@pytest.fixture
-def db(demo_template: Path, tmp_path: Path) -> Path:
-    """A private copy of the demo store (tests may write to it)."""
-    target = tmp_path / "demo.sqlite"
-    shutil.copy(demo_template, target)
-    return target
-
-
-Hitl = Callable[..., Result]
-
-
-@pytest.fixture
-def hitl(db: Path, monkeypatch: pytest.MonkeyPatch) -> Hitl:
-    """``hitl(*args)`` against the copied store; ``input=`` feeds stdin."""
-    monkeypatch.setenv("USER", "tester")
-    runner = CliRunner()
-
-    def invoke(*args: str, input: str | None = None, db_path: Path | None = None) -> Result:
-        return runner.invoke(cli, ["--db", str(db_path or db), *args], input=input, catch_exceptions=True)
-
-    return invoke
 
 
 def ok(result: Result) -> str:

@@ -73,6 +73,22 @@ async def invocation(store: MemoryStore, session_id: str) -> tuple[str, Projecti
     return inv, await load_invocation(store, session_id, inv)
 
 
+async def label_ids(store: MemoryStore) -> tuple[str, list[str]]:
+    """labels-partial-1's invocation and its open label ids in the order raised."""
+    inv, proj = await invocation(store, "labels-partial-1")
+    return inv, [i.id for i in sorted(proj.open_interrupts(inv), key=lambda i: (i.raised_pos, i.id))]
+
+
+async def new_incident(store: MemoryStore, session_id: str, text: str) -> tuple[str, Projection]:
+    """An incident session ``oncall`` started with ``text`` (it waits on its two
+    choose_mitigation ids): its invocation and projection."""
+    async for _ in Runner("incident", AppRegistry().get("incident"), store).run(
+        "oncall", session_id, Content.from_text(text)
+    ):
+        pass
+    return await invocation(store, session_id)
+
+
 # ------------------------------------------------------------------ a form with sections and lists
 class Address(BaseModel):
     city: str = Field(min_length=1, description="Where the parcel goes")

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
-from collections.abc import Awaitable, Callable, Iterator
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager
+from typing import Any, TypeVar
 
 import pytest
 from rich.console import Console
 from textual.pilot import Pilot
+from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import DataTable
 from textual.worker import WorkerState
 
@@ -93,6 +97,86 @@ async def settle(pilot: Pilot[Any], rounds: int = 2, timeout: float = 60.0) -> N
         await pilot.pause(0.02)
 
 
+S = TypeVar("S", bound=Screen[Any])
+
+
+async def drive(
+    pilot: Pilot[Any],
+    *keys: str,
+    session: str | None = None,
+    path: str | None = None,
+    command: str | None = None,
+    expect: type[S] | None = None,
+    wait: Callable[[Pilot[Any]], Awaitable[None]] | None = None,
+) -> S:
+    """The steps most console tests begin with: settle, open ``session`` (at ``path``)
+    if given, run the command line ``command`` if given, press each key and settle after each; the screen it ends on, which must
+    be an ``expect`` when given. ``wait`` replaces ``settle`` for the files whose
+    lighter wait (no timers) the test was written against."""
+    wait = wait or settle
+    await wait(pilot)
+    if session is not None:
+        pilot.app.open_session(session, path=path)
+        await wait(pilot)
+    if command is not None:
+        pilot.app.run_command(command)
+        await wait(pilot)
+    return await press_each(pilot, *keys, expect=expect, wait=wait)
+
+
+@asynccontextmanager
+async def running(
+    store: Any,
+    size: tuple[int, int],
+    *keys: str,
+    session: str | None = None,
+    path: str | None = None,
+    command: str | None = None,
+    expect: type[S] | None = None,
+    **app_kwargs: Any,
+) -> AsyncIterator[tuple[HitlApp, Pilot[Any], S]]:
+    """``make_app(store, **app_kwargs)`` running at ``size``, driven (``drive``) to
+    where the test starts: the app, its pilot and the screen it is on."""
+    app = make_app(store, **app_kwargs)
+    async with app.run_test(size=size) as pilot:
+        yield app, pilot, await drive(pilot, *keys, session=session, path=path, command=command, expect=expect)
+
+
+async def press_each(
+    pilot: Pilot[Any],
+    *keys: str,
+    expect: type[S] | None = None,
+    wait: Callable[[Pilot[Any]], Awaitable[None]] | None = None,
+) -> S:
+    """Press each key and settle (or ``wait``) after each; the screen it ends on,
+    which must be an ``expect`` when given."""
+    wait = wait or settle
+    for key in keys:
+        await pilot.press(key)
+        await wait(pilot)
+    screen = pilot.app.screen
+    if expect is not None:
+        assert isinstance(screen, expect), type(screen)
+    return screen  # type: ignore[return-value]  # an ``S`` when expected, a Screen otherwise
+
+
+W = TypeVar("W", bound=Widget)
+
+
+def focused(app: HitlApp, widget_type: type[W]) -> W:
+    """The current screen's one ``widget_type``, given the focus."""
+    widget = app.screen.query_one(widget_type)
+    widget.focus()
+    return widget
+
+
+@pytest.fixture
+def operator(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    """The operator is $USER: no hitl.toml in the working directory to name another."""
+    monkeypatch.setenv("USER", "tester")
+    monkeypatch.chdir(tmp_path)
+
+
 def keys_then_settle(*keys: str) -> Callable[[Pilot[Any]], Awaitable[None]]:
     """A ``run_before`` for snapshots: settle, then press each key and settle again."""
 
@@ -142,19 +226,7 @@ async def copy_into(src: MemoryStore, dst: MemoryStore) -> MemoryStore:
     """Copy every session (events, snapshots) of ``src`` into ``dst``."""
     from unittest import mock
 
-    page = await src.list_sessions(limit=10_000)
-    for s in sorted(page.items, key=lambda s: s.created_at):
-        session = await src.get_session(s.id)
-        with mock.patch("engine.store.memory.time", _FixedTime(session.created_at)):
-            await dst.create_session(session.app_name, session.user_id, session.id)
-        for se in await src.events(s.id):
-            with mock.patch("engine.store.memory.time", _FixedTime(se.event.timestamp)):
-                await dst.append_event(s.id, se.event)
-        for inv in await src.list_invocations(s.id):
-            snap = await src.get_snapshot(s.id, inv.invocation_id)
-            if snap is not None:
-                await dst.put_snapshot(s.id, inv.invocation_id, snap[0], snap[1])
-    return dst
+    return await _copy(src, dst, lambda now: mock.patch("engine.store.memory.time", _FixedTime(now)))
 
 
 class _FixedTime:
@@ -167,12 +239,19 @@ class _FixedTime:
 
 async def copy_into_store(src: MemoryStore, dst: Any) -> Any:
     """Copy every session of ``src`` into any store through its public API."""
+    return await _copy(src, dst, lambda now: contextlib.nullcontext())
+
+
+async def _copy(src: MemoryStore, dst: Any, at: Callable[[float], contextlib.AbstractContextManager[Any]]) -> Any:
+    """Every session of ``src`` into ``dst``, each write made under ``at(its original time)``."""
     page = await src.list_sessions(limit=10_000)
     for s in sorted(page.items, key=lambda s: s.created_at):
         session = await src.get_session(s.id)
-        await dst.create_session(session.app_name, session.user_id, session.id)
+        with at(session.created_at):
+            await dst.create_session(session.app_name, session.user_id, session.id)
         for se in await src.events(s.id):
-            await dst.append_event(s.id, se.event)
+            with at(se.event.timestamp):
+                await dst.append_event(s.id, se.event)
         for inv in await src.list_invocations(s.id):
             snap = await src.get_snapshot(s.id, inv.invocation_id)
             if snap is not None:

@@ -9,6 +9,8 @@ import asyncio
 import io
 import json
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -33,14 +35,10 @@ from engine.apps import AppRegistry, default_operator
 from engine.models import NodeStatus
 from engine.store import MemoryStore
 
-from .answer_store import NOW, demo_store, invocation, registry
-from .conftest import make_app
+from .answer_store import NOW, demo_store, invocation, new_incident, registry
+from .conftest import drive, make_app
 
-
-@pytest.fixture(autouse=True)
-def _operator(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
-    monkeypatch.setenv("USER", "tester")
-    monkeypatch.chdir(tmp_path)  # no hitl.toml: the operator comes from $USER
+pytestmark = pytest.mark.usefixtures("operator")  # $USER, no hitl.toml
 
 
 def app_for(store: MemoryStore, **kw: Any) -> Any:
@@ -71,6 +69,17 @@ async def open_session(pilot: Any, session_id: str, path: str | None = None) -> 
     screen = pilot.app.screen
     assert isinstance(screen, SessionScreen)
     return screen
+
+
+@asynccontextmanager
+async def answering(
+    store: MemoryStore, session_id: str, size: tuple[int, int] = (120, 40), **kw: Any
+) -> AsyncIterator[tuple[Any, Any, SessionScreen]]:
+    """``app_for(store, **kw)`` running at ``size`` with ``session_id`` open: the
+    app, its pilot and the session screen."""
+    app = app_for(store, **kw)
+    async with app.run_test(size=size) as pilot:
+        yield app, pilot, await open_session(pilot, session_id)
 
 
 async def editor_screen(pilot: Any, *keys: str) -> AnswerScreen:
@@ -147,9 +156,7 @@ def test_default_operator_prefers_config(tmp_path: Any, monkeypatch: pytest.Monk
 async def test_partial_answer_of_a_parallel_fanout_runs_one_branch() -> None:
     """fan-a answered: ask_a completes and ship_a runs with the answer; fan-b stays open, ship_b never runs."""
     store = await demo_store()
-    app = app_for(store)
-    async with app.run_test(size=(120, 40)) as pilot:
-        session = await open_session(pilot, "fanout-1")
+    async with answering(store, "fanout-1") as (app, pilot, session):
         assert session.tree.cursor_path == "fanout@1/ask_a@1"  # the first waiting node
         await pilot.press("space")
         assert session.selection.ids == ["fan-a"]
@@ -190,15 +197,10 @@ async def test_partial_answer_of_a_parallel_fanout_runs_one_branch() -> None:
 async def test_full_answer_of_a_two_id_leaf_auto_completes_and_feeds_downstream() -> None:
     """incident: choose_mitigation raised two ids; `a` selects both, one message answers both."""
     store = await demo_store()
-    with_runner = Runner("incident", AppRegistry().get("incident"), store)
-    async for _ in with_runner.run("oncall", "incident-new", Content.from_text("cpu 99% on web-3")):
-        pass
-    inv, proj = await invocation(store, "incident-new")
+    inv, proj = await new_incident(store, "incident-new", "cpu 99% on web-3")
     ids = [i.id for i in proj.open_interrupts(inv)]
     assert len(ids) == 2
-    app = app_for(store)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await open_session(pilot, "incident-new")
+    async with answering(store, "incident-new") as (app, pilot, _):
         screen = await editor_screen(pilot, "a", "e")
         assert screen.selected == ids
         assert editor(screen, ids[0]).text == "" and not editor(screen, ids[0]).check.ok  # no action chosen for them
@@ -225,9 +227,7 @@ async def test_answer_to_an_orchestration_node_re_executes_it_with_the_same_run_
     caller = before.get(inv, "labelling@1/label_all@1")
     assert caller is not None and caller.rerun_on_resume and caller.status is NodeStatus.WAITING
     starts, last = caller.starts, (await store.get_session("labels-partial-1")).last_seq
-    app = app_for(store)
-    async with app.run_test(size=(120, 40)) as pilot:
-        session = await open_session(pilot, "labels-partial-1")
+    async with answering(store, "labels-partial-1") as (app, pilot, session):
         target = session.tree.cursor_path
         assert target is not None and target.startswith("labelling@1/label_all@1/label_item@")
         screen = await editor_screen(pilot, "space", "e")
@@ -254,9 +254,7 @@ async def test_answer_to_an_orchestration_node_re_executes_it_with_the_same_run_
 async def test_an_invalid_answer_cannot_be_submitted() -> None:
     store = await demo_store()
     last = (await store.get_session("refund-waiting-1")).last_seq
-    app = app_for(store)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await open_session(pilot, "refund-waiting-1")
+    async with answering(store, "refund-waiting-1") as (app, pilot, _):
         screen = await editor_screen(pilot, "e")  # nothing selected: the cursor node's id
         assert screen.selected == ["finance-order-1001"]
         ed = editor(screen, "finance-order-1001")
@@ -288,9 +286,7 @@ async def test_an_id_answered_meanwhile_is_refused_nothing_written_text_kept() -
     """Another writer answers first: the submit is refused, the editor comes back
     with the text and a reload offer; the reload says who answered it."""
     store = await demo_store()
-    app = app_for(store)
-    async with app.run_test(size=(120, 40)) as pilot:
-        session = await open_session(pilot, "refund-waiting-1")
+    async with answering(store, "refund-waiting-1") as (app, pilot, session):
         screen = await editor_screen(pilot, "A", "e")
         mine = {"finance-order-1001": '{"approved": true, "note": "mine"}',
                 "risk-order-1001": '{"approved": true}'}
@@ -339,9 +335,7 @@ async def test_unknown_id_is_refused_by_the_engine_and_nothing_is_written() -> N
     assert "nothing was written" in (outcome_error(outcome) or "")
     assert (await store.get_session("refund-waiting-1")).last_seq == last
     # The editor says so too, before anything is sent.
-    app = app_for(store)
-    async with app.run_test(size=(120, 40)) as pilot:
-        session = await open_session(pilot, "refund-waiting-1")
+    async with answering(store, "refund-waiting-1") as (app, pilot, session):
         session.action_answer(["no-such-id", "risk-order-1001"])
         await settle(pilot)
         screen = app.screen
@@ -395,9 +389,7 @@ async def write_no_wait(pilot: Any, screen: AnswerScreen, answers: dict[str, str
 
 async def test_read_only_mode_disables_selection_and_answering() -> None:
     store = await demo_store()
-    app = app_for(store, read_only=True)
-    async with app.run_test(size=(120, 40)) as pilot:
-        session = await open_session(pilot, "refund-waiting-1")
+    async with answering(store, "refund-waiting-1", read_only=True) as (app, pilot, session):
         await pilot.press("space", "a", "X")
         await settle(pilot)
         assert app.screen is session and session.selection.ids == []
@@ -410,11 +402,7 @@ async def test_inbox_selection_opens_the_editor_on_that_invocation() -> None:
     store = await demo_store()
     app = app_for(store)
     async with app.run_test(size=(140, 40)) as pilot:
-        await settle(pilot)
-        await pilot.press("i")
-        await settle(pilot)
-        inbox = app.screen
-        assert isinstance(inbox, InboxScreen)
+        inbox = await drive(pilot, "i", expect=InboxScreen, wait=settle)
         while inbox.selected is not None and inbox.selected.session_id != "refund-multi-1":
             await pilot.press("down")
         rec = inbox.selected
@@ -442,9 +430,7 @@ async def test_redrive_a_failed_invocation_is_confirmed_and_audited() -> None:
     store = await demo_store()
     inv, before = await invocation(store, "incident-failed-1")
     assert before.invocation_status(inv) is NodeStatus.FAILED
-    app = app_for(store)
-    async with app.run_test(size=(120, 40)) as pilot:
-        session = await open_session(pilot, "incident-failed-1")
+    async with answering(store, "incident-failed-1") as (app, pilot, session):
         await pilot.press("R")
         await settle(pilot)
         dialog = app.screen
@@ -470,9 +456,7 @@ async def test_redrive_a_failed_invocation_is_confirmed_and_audited() -> None:
 async def test_cancel_needs_a_reason_and_is_audited() -> None:
     store = await demo_store()
     inv, _ = await invocation(store, "refund-waiting-1")
-    app = app_for(store)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await open_session(pilot, "refund-waiting-1")
+    async with answering(store, "refund-waiting-1") as (app, pilot, _):
         await pilot.press("X")
         await settle(pilot)
         dialog = app.screen
@@ -501,9 +485,7 @@ async def test_an_interrupted_invocation_is_refused_in_the_dry_run_and_offered_a
         invocation_id=inv, author="refund",
         node_info=NodeInfo(path="refund@1", run_id="1", lifecycle="start", is_container=True, rerun_on_resume=True)))
     last = (await store.get_session("refund-waiting-1")).last_seq
-    app = app_for(store)
-    async with app.run_test(size=(120, 40)) as pilot:
-        session = await open_session(pilot, "refund-waiting-1")
+    async with answering(store, "refund-waiting-1") as (app, pilot, session):
         screen = await editor_screen(pilot, "e")
         await write_no_wait(pilot, screen, {"finance-order-1001": '{"approved": true}'})
         await wait_until(pilot, lambda: screen.preview is not None)
@@ -520,14 +502,9 @@ async def test_an_interrupted_invocation_is_refused_in_the_dry_run_and_offered_a
 
 async def test_a_partial_answer_to_a_leaf_is_flagged_answered_but_nothing_ran() -> None:
     store = await demo_store()
-    runner = Runner("incident", AppRegistry().get("incident"), store)
-    async for _ in runner.run("oncall", "incident-new", Content.from_text("disk full on db-9")):
-        pass
-    inv, proj = await invocation(store, "incident-new")
+    inv, proj = await new_incident(store, "incident-new", "disk full on db-9")
     first, second = (i.id for i in proj.open_interrupts(inv))
-    app = app_for(store)
-    async with app.run_test(size=(120, 40)) as pilot:
-        session = await open_session(pilot, "incident-new")
+    async with answering(store, "incident-new") as (app, pilot, session):
         session.action_answer([second])
         await settle(pilot)
         screen = app.screen

@@ -20,17 +20,14 @@ from console.widgets.form_fields import ChoiceField, InputField
 from engine.models import NodeStatus
 from engine.store import MemoryStore
 
-from .answer_store import demo_store, invocation, shipping_store
-from .test_answer import app_for, editor, editor_screen, open_session, settle, wait_until
+from .answer_store import demo_store, invocation, label_ids, new_incident, shipping_store
+from .test_answer import answering, app_for, editor, editor_screen, open_session, settle, wait_until
 
 OLD_BOOLEAN_KEYS = ["e", "f7", *'{"approved":true}', "ctrl+s", "ctrl+s"]
 """Before the form: open, select the template's text, type the JSON, submit, confirm (21 keys)."""
 
 
-@pytest.fixture(autouse=True)
-def _operator(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
-    monkeypatch.setenv("USER", "tester")
-    monkeypatch.chdir(tmp_path)
+pytestmark = pytest.mark.usefixtures("operator")  # $USER, no hitl.toml
 
 
 async def answers(store: MemoryStore, session_id: str) -> list[dict[str, Any]]:
@@ -72,9 +69,7 @@ async def test_an_answer_is_invalid_until_the_operator_chooses() -> None:
     """The old `e ctrl+s ctrl+s` (a prefilled false) submits nothing now: the banner says why."""
     store = await demo_store()
     last = (await store.get_session("refund-waiting-1")).last_seq
-    app = app_for(store)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await open_session(pilot, "refund-waiting-1")
+    async with answering(store, "refund-waiting-1") as (app, pilot, _):
         await press(pilot, ["e", "ctrl+s", "ctrl+s"])
         screen = app.screen
         assert isinstance(screen, AnswerScreen)  # no confirmation opened
@@ -98,17 +93,9 @@ async def test_an_answer_is_invalid_until_the_operator_chooses() -> None:
 async def test_an_enum_and_optional_defaults_then_a_second_id() -> None:
     """incident: the action by number key, page_oncall shown with its default, the status page id next."""
     store = await demo_store()
-    from engine import Content, Runner
-    from engine.apps import AppRegistry
-
-    async for _ in Runner("incident", AppRegistry().get("incident"), store).run(
-            "oncall", "incident-new", Content.from_text("cpu 99% on web-3")):
-        pass
-    inv, proj = await invocation(store, "incident-new")
+    inv, proj = await new_incident(store, "incident-new", "cpu 99% on web-3")
     mitigate, notice = [i.id for i in proj.open_interrupts(inv)]
-    app = app_for(store)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await open_session(pilot, "incident-new")
+    async with answering(store, "incident-new") as (app, pilot, _):
         await press(pilot, ["a", "e"])
         screen = app.screen
         assert isinstance(screen, AnswerScreen)
@@ -132,9 +119,7 @@ async def test_an_enum_and_optional_defaults_then_a_second_id() -> None:
 async def test_a_section_and_a_list_with_inline_validation() -> None:
     """shipping: approve, the address section (zip checked against its minimum), tags added and removed."""
     store = await shipping_store()
-    app = app_for(store)
-    async with app.run_test(size=(120, 50)) as pilot:
-        await open_session(pilot, "shipping-1")
+    async with answering(store, "shipping-1", (120, 50)) as (app, pilot, _):
         await press(pilot, ["e"])
         screen = app.screen
         assert isinstance(screen, AnswerScreen) and screen.selected == ["ship-S-1", "note-S-1"]
@@ -165,14 +150,11 @@ async def test_a_section_and_a_list_with_inline_validation() -> None:
 async def test_twenty_four_labels_one_key_each() -> None:
     """labels-partial-1: A (all ids), e, one number key per image (the focus moves on), submit, confirm."""
     store = await demo_store()
-    inv, proj = await invocation(store, "labels-partial-1")
-    ids = [i.id for i in sorted(proj.open_interrupts(inv), key=lambda i: (i.raised_pos, i.id))]
+    inv, ids = await label_ids(store)
     assert len(ids) == 24
     picks = [str(1 + n % 5) for n in range(24)]
     keys = ["A", "e", *picks, "ctrl+s", "ctrl+s"]
-    app = app_for(store)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await open_session(pilot, "labels-partial-1")
+    async with answering(store, "labels-partial-1") as (app, pilot, _):
         await press(pilot, keys)
         await wait_until(pilot, lambda: isinstance(app.screen, OutcomeScreen))
     labels = ["cat", "dog", "bird", "fish", "other"]
@@ -185,8 +167,7 @@ async def test_twenty_four_labels_one_key_each() -> None:
 async def test_apply_to_all_selected_then_edit_the_exception() -> None:
     """24 labels: pick bird once, ctrl+g gives it to the other 23, then the one exception: 7 keys."""
     store = await demo_store()
-    inv, proj = await invocation(store, "labels-partial-1")
-    ids = [i.id for i in sorted(proj.open_interrupts(inv), key=lambda i: (i.raised_pos, i.id))]
+    inv, ids = await label_ids(store)
     app = app_for(store)
     keys = ["A", "e", "3", "ctrl+g", "2", "ctrl+s", "ctrl+s"]  # the focus is on the 2nd image after the first pick
     async with app.run_test(size=(120, 40)) as pilot:
@@ -203,9 +184,7 @@ async def test_apply_to_all_selected_then_edit_the_exception() -> None:
 
 async def test_apply_to_all_skips_other_schemas_and_needs_a_valid_answer() -> None:
     store = await shipping_store()
-    app = app_for(store)
-    async with app.run_test(size=(120, 50)) as pilot:
-        await open_session(pilot, "shipping-1")
+    async with answering(store, "shipping-1", (120, 50)) as (app, pilot, _):
         await press(pilot, ["e", "ctrl+g"])  # nothing answered yet: nothing applied
         screen = app.screen
         assert isinstance(screen, AnswerScreen)
@@ -219,9 +198,7 @@ async def test_json_view_and_back_keep_the_same_value() -> None:
     """ctrl+t shows the form's value as JSON; edited there, ctrl+t shows it in the form; what the form
     cannot show stays JSON (said why), and is still the engine's to refuse."""
     store = await demo_store()
-    app = app_for(store)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await open_session(pilot, "refund-waiting-1")
+    async with answering(store, "refund-waiting-1") as (app, pilot, _):
         await press(pilot, ["e", "y", "ctrl+t"])
         screen = app.screen
         assert isinstance(screen, AnswerScreen)
@@ -252,17 +229,9 @@ async def test_letters_typed_in_a_choice_stay_in_the_field() -> None:
     its cursor to the next option starting with it), never the editor's "select the
     node's / every id" keys; enter then chooses."""
     store = await demo_store()
-    from engine import Content, Runner
-    from engine.apps import AppRegistry
-
-    async for _ in Runner("incident", AppRegistry().get("incident"), store).run(
-            "oncall", "incident-keys", Content.from_text("cpu 99% on web-3")):
-        pass
-    inv, proj = await invocation(store, "incident-keys")
+    inv, proj = await new_incident(store, "incident-keys", "cpu 99% on web-3")
     mitigate = proj.open_interrupts(inv)[0].id
-    app = app_for(store)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await open_session(pilot, "incident-keys")
+    async with answering(store, "incident-keys") as (app, pilot, _):
         app.screen.answering.answer([mitigate])  # the editor over this one id
         await wait_until(pilot, lambda: isinstance(app.screen, AnswerScreen) and bool(app.screen.editors()))
         await settle(pilot)
@@ -283,9 +252,7 @@ async def test_the_answers_pane_is_lit_while_the_focus_is_in_it() -> None:
     """The Answers border is lit while the focus is on one of its fields, also after a
     choice moves the focus on, and not once the focus is on the id list."""
     store = await demo_store()
-    app = app_for(store)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await open_session(pilot, "labels-partial-1")
+    async with answering(store, "labels-partial-1") as (app, pilot, _):
         screen = await editor_screen(pilot, "A", "e")
         box = screen.editors_box
         assert box is not None
@@ -307,9 +274,7 @@ async def test_a_focus_move_does_not_rebuild_the_footer() -> None:
     stay the same widgets (Textual's footer rebuilt them, and reflowed the screen, at
     every focus move). The answers screen's own keys are still shown."""
     store = await demo_store()
-    app = app_for(store)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await open_session(pilot, "labels-partial-1")
+    async with answering(store, "labels-partial-1") as (app, pilot, _):
         screen = await editor_screen(pilot, "A", "e")
         footer = screen.query_one(Footer)
         before = list(footer.query(FooterKey))

@@ -14,18 +14,14 @@ from typing import Any
 
 import pytest
 
-from console.screens.answer import AnswerScreen
-
 from .answer_store import demo_store, shipping_store
-from .test_answer import app_for, settle, wait_until
+from .conftest import drive
+from .test_answer import app_for, editor_screen, settle, wait_until
 
 SIZE = (120, 36)
 
 
-@pytest.fixture(autouse=True)
-def _operator(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
-    monkeypatch.setenv("USER", "tester")
-    monkeypatch.chdir(tmp_path)
+pytestmark = pytest.mark.usefixtures("operator")  # $USER, no hitl.toml
 
 
 def keys_then(session_id: str, *keys: str, form_top: bool = False) -> Any:
@@ -37,13 +33,8 @@ def keys_then(session_id: str, *keys: str, form_top: bool = False) -> Any:
     from run to run (one line apart under load)."""
 
     async def run_before(pilot: Any) -> None:
-        await settle(pilot)
-        pilot.app.open_session(session_id)
-        await settle(pilot)
-        await pilot.press(*keys)
-        await settle(pilot)
-        screen = pilot.app.screen
-        assert isinstance(screen, AnswerScreen)
+        await drive(pilot, session=session_id, wait=settle)
+        screen = await editor_screen(pilot, *keys)
         await wait_until(pilot, lambda: screen.values() is None or screen.preview_for == screen.values())
         await settle(pilot)
         if form_top:

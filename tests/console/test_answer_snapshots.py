@@ -13,30 +13,22 @@ from typing import Any
 
 import pytest
 
-from console.screens.answer import AnswerScreen
 from sample_sessions.clock import frozen_engine
 
 from .answer_store import EPOCH, demo_store
-from .test_answer import app_for, editor, settle, submit, wait_until
+from .conftest import drive
+from .test_answer import app_for, editor, editor_screen, settle, submit, wait_until
 
 SIZE = (120, 36)
 
 
-@pytest.fixture(autouse=True)
-def _operator(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
-    monkeypatch.setenv("USER", "tester")
-    monkeypatch.chdir(tmp_path)
+pytestmark = pytest.mark.usefixtures("operator")  # $USER, no hitl.toml
 
 
 def open_editor(session_id: str, keys: tuple[str, ...], answers: dict[str, str]) -> Any:
     async def run_before(pilot: Any) -> None:
-        await settle(pilot)
-        pilot.app.open_session(session_id)
-        await settle(pilot)
-        await pilot.press(*keys)
-        await settle(pilot)
-        screen = pilot.app.screen
-        assert isinstance(screen, AnswerScreen)
+        await drive(pilot, session=session_id, wait=settle)
+        screen = await editor_screen(pilot, *keys)
         for iid, text in answers.items():
             editor(screen, iid).set_text(text)
         await settle(pilot)

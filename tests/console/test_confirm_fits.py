@@ -3,8 +3,6 @@ scrolled out of the box, the reason field focused in the middle)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from textual.widgets import Button
 
@@ -13,11 +11,7 @@ from console.screens.answer_dialogs import ConfirmWrite
 from .answer_store import demo_store
 from .test_answer import app_for, open_session, settle, wait_until
 
-
-@pytest.fixture(autouse=True)
-def _operator(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
-    monkeypatch.setenv("USER", "tester")
-    monkeypatch.chdir(tmp_path)
+pytestmark = pytest.mark.usefixtures("operator")  # $USER, no hitl.toml
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)])

@@ -5,7 +5,6 @@ list (y copies there)."""
 from __future__ import annotations
 
 import io
-from typing import Any
 
 import pytest
 from rich.console import Console
@@ -16,11 +15,7 @@ from console.screens.help import HelpScreen, form_keys_table
 from .answer_store import demo_store
 from .test_answer import app_for, open_session, settle
 
-
-@pytest.fixture(autouse=True)
-def _operator(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
-    monkeypatch.setenv("USER", "tester")
-    monkeypatch.chdir(tmp_path)
+pytestmark = pytest.mark.usefixtures("operator")  # $USER, no hitl.toml
 
 
 async def test_the_editor_help_lists_y_n_and_digit_answers() -> None:

@@ -24,7 +24,7 @@ from console.widgets.plain import DataTable
 from engine import START, Content, RequestInput, Runner, Workflow, node
 from engine.store import MemoryStore
 
-from .conftest import make_app, settle
+from .conftest import drive, make_app, settle
 from .scenarios import NOW, pin, run_scenarios
 
 LONG_QUESTION = "Approve the refund of 1,250 EUR to the customer whose parcel never arrived in Bergen?"
@@ -133,9 +133,7 @@ async def test_columns_drawn_narrow_widen_with_the_terminal(store):
 
     app = make_app(store)
     async with app.run_test(size=(60, 24)) as pilot:
-        await settle(pilot)
-        home = app.screen
-        assert isinstance(home, SessionsScreen)
+        home = await drive(pilot, expect=SessionsScreen)
         table = home.query_one(DataTable)
         assert any(table.get_cell(r.id, "session").plain.endswith("…") for r in home.rows)
         await pilot.resize_terminal(200, 40)
@@ -188,9 +186,7 @@ async def test_inbox_sorts_by_shift_letter_and_header_click(store):
 async def test_audit_view_sorts_by_shift_letter(store):
     app = make_app(store)
     async with app.run_test(size=(160, 30)) as pilot:
-        await settle(pilot)
-        app.run_command("audit")
-        await settle(pilot)
+        await drive(pilot, command="audit")
         audit = app.screen
         table = audit.query_one("#audit-table", DataTable)
         assert len(audit.rows) > 1
@@ -234,9 +230,7 @@ def test_one_sort_helper_for_every_table_screen():
 async def test_session_footer_fits_80_columns_with_replay_and_graph(store):
     app = make_app(store)
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
-        app.open_session("refund-partial")
-        await settle(pilot)
+        await drive(pilot, session="refund-partial")
         assert isinstance(app.screen, SessionScreen)
         keys = {k.key: k.description for k in shown_keys(app)}
         assert keys.get("t") == "Replay" and keys.get("v") == "Graph", keys
@@ -256,9 +250,7 @@ async def test_session_footer_fits_80_columns_with_replay_and_graph(store):
 async def test_footer_refits_on_resize(store):
     app = make_app(store)
     async with app.run_test(size=(200, 40)) as pilot:
-        await settle(pilot)
-        app.open_session("refund-partial")
-        await settle(pilot)
+        await drive(pilot, session="refund-partial")
         wide = {k.key for k in shown_keys(app)}
         assert {"colon", "i"} <= wide  # room for the app-wide keys too
         await pilot.resize_terminal(80, 24)
@@ -305,9 +297,7 @@ def tree_lines(tree: NodeTree) -> list[str]:
 async def test_node_tree_labels_use_the_trees_width_and_follow_a_resize(store):
     app = make_app(store)
     async with app.run_test(size=(200, 50)) as pilot:
-        await settle(pilot)
-        app.open_session("lost-417")
-        await settle(pilot)
+        await drive(pilot, session="lost-417")
         tree = app.screen.query_one(NodeTree)
         wide = tree_lines(tree)
         ask = next(line for line in wide if "approve@1" in line)

@@ -19,7 +19,7 @@ from console.widgets.schema_form import SchemaForm
 from engine import Content, Runner
 
 from .answer_store import shipping_store
-from .conftest import make_app, settle
+from .conftest import drive, make_app, settle
 from .scenarios import build_store, onboard_wf
 from .test_answer import app_for
 from .test_hostile import screen_text
@@ -45,11 +45,7 @@ async def test_a_string_answer_is_shown_quoted_in_the_tree_and_the_log() -> None
     store = await build_store()
     app = make_app(store, poll_interval=0.1)
     async with app.run_test(size=(120, 34)) as pilot:
-        await settle(pilot)
-        app.open_session("onboard-nested")
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, SessionScreen)
+        screen = await drive(pilot, session="onboard-nested", expect=SessionScreen)
         runner = Runner("onboarding", onboard_wf, store)
 
         async def answer() -> None:
@@ -119,9 +115,7 @@ async def test_the_audit_screen_says_its_zone_and_what_was_answered(size: tuple[
     store = await build_store()
     app = make_app(store)
     async with app.run_test(size=size) as pilot:
-        await settle(pilot)
-        app.run_command("audit session=support-multi")
-        await settle(pilot)
+        await drive(pilot, command="audit session=support-multi")
         await wait_until(pilot, lambda: "1 shown" in screen_text(app))
         text = screen_text(app)
         assert "TIME (UTC)" in text  # the zone, said once, as the session's event log says it
@@ -142,9 +136,7 @@ async def test_the_audit_screen_masks_an_answered_secret() -> None:
         pass
     app = make_app(store)
     async with app.run_test(size=(160, 30)) as pilot:
-        await settle(pilot)
-        app.run_command("audit session=onboard-nested")
-        await settle(pilot)
+        await drive(pilot, command="audit session=onboard-nested")
         await wait_until(pilot, lambda: "1 shown" in screen_text(app))
         text = screen_text(app)
         assert "sign-off=" in text and "sk_live_abcdefghijklmnop1234" not in text, text

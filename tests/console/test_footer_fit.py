@@ -10,11 +10,10 @@ import pytest
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
 
-from console.screens.answer import AnswerScreen
 from console.screens.replay import ReplayScreen
 
 from .answer_store import demo_store
-from .test_answer import app_for, open_session, settle, wait_until
+from .test_answer import app_for, editor_screen, open_session, settle, wait_until
 
 
 def assert_fits(screen: Any) -> None:
@@ -31,14 +30,10 @@ def assert_fits(screen: Any) -> None:
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)])
 async def test_the_editor_and_replay_footers_end_with_the_palette_key(size) -> None:
-    store = await demo_store()
-    app = app_for(store)
+    app = app_for(await demo_store())
     async with app.run_test(size=size) as pilot:
         await open_session(pilot, "labels-partial-1")
-        await pilot.press("A", "e")
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, AnswerScreen)
+        screen = await editor_screen(pilot, "A", "e")
         await wait_until(pilot, lambda: not screen.filling)
         await settle(pilot)
         assert_fits(screen)

@@ -17,7 +17,7 @@ from console.screens.session import SessionScreen
 from engine.store import MemoryStore
 from tests.graphs import FANOUT, LOOP, LOOP_ANSWERS, NESTED, WIDE, stored
 
-from .conftest import make_app, settle
+from .conftest import drive, make_app, settle
 from .scenarios import pin
 
 
@@ -37,11 +37,7 @@ def store() -> MemoryStore:
 
 def open_graph(session_id: str):
     async def run_before(pilot: Pilot[Any]) -> None:
-        await settle(pilot)
-        pilot.app.open_session(session_id)
-        await settle(pilot)
-        await pilot.press("v")
-        await settle(pilot)
+        await drive(pilot, "v", session=session_id)
 
     return run_before
 
@@ -71,11 +67,7 @@ def test_graph_wide_fan_out_folds_to_fit(snap_compare, store):
 async def test_v_opens_the_graph_of_the_shown_invocation_and_esc_goes_back(store) -> None:
     app = make_app(store)
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
-        app.open_session("fanout-1")
-        await settle(pilot)
-        session = app.screen
-        assert isinstance(session, SessionScreen)
+        session = await drive(pilot, session="fanout-1", expect=SessionScreen)
         graph_key = app.active_bindings["v"]  # derived from the registry (session.graph): footer, help, palette
         assert graph_key.binding.id == "session.graph" and graph_key.binding.description == "Graph"
         await pilot.press("v")
@@ -103,9 +95,7 @@ async def test_the_loop_graph_is_redrawn_once_earlier_runs_are_in(store) -> None
     from the latest runs only; the session screen redraws the graph when it is in."""
     app = make_app(store)
     async with app.run_test(size=(120, 36)) as pilot:
-        await settle(pilot)
-        app.open_session("loop-1")
-        await settle(pilot)
+        await drive(pilot, session="loop-1")
         session = app.screen
         assert isinstance(session, SessionScreen) and session.complete
         await pilot.press("v")
@@ -128,11 +118,7 @@ async def test_enter_opens_the_picked_node_in_the_tree_and_e_answers_it(store, s
     first), enter opens it in the node tree, e opens the editor over its open ids."""
     app = make_app(store)
     async with app.run_test(size=size) as pilot:
-        await settle(pilot)
-        app.open_session("fanout-1")
-        await settle(pilot)
-        session = app.screen
-        assert isinstance(session, SessionScreen)
+        session = await drive(pilot, session="fanout-1", expect=SessionScreen)
         await pilot.press("v")
         await settle(pilot)
         graph = app.screen

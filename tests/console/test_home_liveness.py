@@ -20,7 +20,7 @@ from engine.store import MemoryStore
 from engine.store.base import Lease
 from engine.store.workers import TurnRequest
 
-from .conftest import make_app, settle
+from .conftest import drive, make_app, settle
 from .scenarios import build_store
 
 READS = ("leases_of", "list_leases", "get_lease", "list_invocations", "invocation_events", "events", "get_snapshot",
@@ -97,9 +97,7 @@ async def test_a_live_running_session_is_not_listed_in_triage(store):
         path="billing@1", run_id="1", lifecycle="start", is_container=True)))
     app = make_app(store)
     async with app.run_test(size=(120, 30)) as pilot:
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, SessionsScreen)
+        screen = await drive(pilot, expect=SessionsScreen)
         assert "billing-live" not in {r.id for r in screen.rows} and "billing-live" not in screen.stopped
         assert screen.verdicts.get("billing-live", "unjudged") == (None, False)  # judged: not stopped, not queued
 

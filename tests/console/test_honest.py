@@ -14,7 +14,7 @@ from console.screens.sessions import SessionsScreen, SessionTable
 from console.widgets.details import Details
 from engine.store import MemoryStore
 
-from .conftest import make_app, settle
+from .conftest import drive, make_app, settle
 from .scenarios import build_store
 from .test_hostile import screen_text, wait_for
 
@@ -31,9 +31,7 @@ def info(app: Any) -> str:
 async def test_every_active_filter_is_visible_and_0_clears_them(store: MemoryStore) -> None:
     app = make_app(store)
     async with app.run_test(size=(140, 40)) as pilot:
-        await settle(pilot)
-        app.run_command("sessions user=alice")
-        await settle(pilot)
+        await drive(pilot, command="sessions user=alice")
         assert "filter: user=alice" in screen_text(app) and "(0: clear)" in screen_text(app)
         assert {r.user_id for r in app.screen.rows} == {"alice"}
         await pilot.press("0")
@@ -47,9 +45,7 @@ async def test_every_active_filter_is_visible_and_0_clears_them(store: MemorySto
 async def test_the_sessions_table_keeps_focus_after_an_empty_result(store: MemoryStore) -> None:
     app = make_app(store)
     async with app.run_test(size=(140, 40)) as pilot:
-        await settle(pilot)
-        app.run_command("sessions user=nobody")
-        await settle(pilot)
+        await drive(pilot, command="sessions user=nobody")
         assert "No session matches" in screen_text(app)
         await pilot.press("0")
         await settle(pilot)

@@ -43,6 +43,14 @@ async def idle(pilot: Pilot[Any], rounds: int = 3) -> None:
         await pilot.pause()
 
 
+async def enter_line(pilot: Pilot[Any], key: str, text: str) -> None:
+    """``key`` opens a line (filter, command); type ``text``, press enter, wait till idle."""
+    await pilot.press(key)
+    await pilot.press(*text)
+    await pilot.press("enter")
+    await idle(pilot)
+
+
 async def wait_for(pilot: Pilot[Any], predicate: Any, message: str, timeout: float = 20.0) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
@@ -72,10 +80,7 @@ async def drive_everything(h: str) -> None:
         await idle(pilot)
         check(app, "sessions", "APP", "USR", "SID")
         # the filter box, with hostile text typed in
-        await pilot.press("slash")
-        await pilot.press(*"[/x]")
-        await pilot.press("enter")
-        await idle(pilot)
+        await enter_line(pilot, "slash", "[/x]")
         check(app, "sessions filter")
         await pilot.press("escape")
         await idle(pilot)
@@ -144,15 +149,9 @@ async def drive_everything(h: str) -> None:
         await idle(pilot)
         check(app, "help")
         await pilot.press("escape")
-        await pilot.press("colon")
-        await pilot.press(*"open [/x]")
-        await pilot.press("enter")
-        await idle(pilot)
+        await enter_line(pilot, "colon", "open [/x]")
         check(app, ":open [/x]")
-        await pilot.press("colon")
-        await pilot.press(*"sessions user=[/u]")
-        await pilot.press("enter")
-        await idle(pilot)
+        await enter_line(pilot, "colon", "sessions user=[/u]")
         check(app, ":sessions user=[/u]")
         await pilot.press("ctrl+p")
         await pilot.press(*"[/p] [@click=app.quit]")

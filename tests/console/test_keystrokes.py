@@ -10,8 +10,6 @@ every key counted; the store is the oracle afterwards.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from textual.widgets import DataTable
 
@@ -20,16 +18,12 @@ from console.screens.bulk_answer import BulkAnswerScreen
 from console.screens.inbox import InboxScreen
 from tests import bulk_store
 
-from .answer_store import demo_store, invocation
+from .answer_store import demo_store, invocation, label_ids
 from .test_answer import app_for, settle, wait_until
 from .test_answer_form import answers
 from .test_bulk_answer import Keys, console, filter_inbox, open_ids
 
-
-@pytest.fixture(autouse=True)
-def _operator(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
-    monkeypatch.setenv("USER", "tester")
-    monkeypatch.chdir(tmp_path)
+pytestmark = pytest.mark.usefixtures("operator")  # $USER, no hitl.toml
 
 
 async def test_one_boolean_approval_with_a_reason_is_7_keys() -> None:
@@ -57,8 +51,7 @@ async def test_one_boolean_approval_with_a_reason_is_7_keys() -> None:
 
 async def test_24_labels_are_36_keys() -> None:
     store = await demo_store()
-    inv, proj = await invocation(store, "labels-partial-1")
-    ids = [i.id for i in sorted(proj.open_interrupts(inv), key=lambda i: (i.raised_pos, i.id))]
+    inv, ids = await label_ids(store)
     assert len(ids) == 24
     picks = [str(1 + n % 5) for n in range(24)]
     app = app_for(store)

@@ -18,7 +18,7 @@ from console.screens.sessions import SessionsScreen
 from console.widgets.event_log import EventLog
 from engine import Content, Runner
 
-from .conftest import make_app, settle
+from .conftest import drive, make_app, settle
 from .scenarios import build_store, refund_wf
 
 
@@ -41,11 +41,7 @@ async def test_resume_by_another_task_updates_the_tree_in_place():
     store = await build_store()
     app = make_app(store, poll_interval=0.1)
     async with app.run_test(size=(120, 34)) as pilot:
-        await settle(pilot)
-        app.open_session("refund-partial")
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, SessionScreen)
+        screen = await drive(pilot, session="refund-partial", expect=SessionScreen)
         fetch_node = screen.tree.node_for("refund@1/fetch@1")
         legal_node = screen.tree.node_for("refund@1/legal@1")
         assert "WAITING" in label(screen, "refund@1/legal@1")
@@ -87,9 +83,7 @@ async def test_new_invocation_appears_in_the_picker():
     store = await build_store()
     app = make_app(store, poll_interval=0.1)
     async with app.run_test(size=(120, 34)) as pilot:
-        await settle(pilot)
-        app.open_session("refund-done")
-        await settle(pilot)
+        await drive(pilot, session="refund-done")
         screen = app.screen
         assert isinstance(screen, SessionScreen) and len(screen.invocations) == 1
         runner = Runner("refunds", refund_wf, store)
@@ -103,9 +97,7 @@ async def test_sessions_list_refreshes_in_place():
     store = await build_store()
     app = make_app(store, refresh_interval=0.1)
     async with app.run_test(size=(120, 34)) as pilot:
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, SessionsScreen)
+        screen = await drive(pilot, expect=SessionsScreen)
         await pilot.press("o")  # every session by activity (triage lists only what needs attention)
         await settle(pilot)
         runner = Runner("refunds", refund_wf, store)
@@ -148,11 +140,7 @@ async def test_another_process_writes_the_store(kind: str, tmp_path: Path):
     await copy_into_store(seed, store)
     app = make_app(store, poll_interval=0.2 if kind == "sqlite" else 3600)
     async with app.run_test(size=(120, 34)) as pilot:
-        await settle(pilot)
-        app.open_session("refund-partial")
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, SessionScreen)
+        screen = await drive(pilot, session="refund-partial", expect=SessionScreen)
         assert "WAITING" in label(screen, "refund@1")
         if kind == "postgres":
             await wait_until(pilot, lambda: screen._listener is not None)

@@ -18,7 +18,7 @@ from console.widgets.preview import ValueScreen, bounded
 from engine.store import MemoryStore
 
 from .big_store import BIG_ROWS, big_payload, big_store
-from .conftest import details_text, make_app, settle
+from .conftest import details_text, drive, make_app, settle
 
 
 def test_bounded_keeps_a_fixed_budget_whatever_the_size() -> None:
@@ -120,9 +120,7 @@ async def test_a_replay_diff_runs_in_a_worker_shows_progress_and_esc_cancels(mon
     await build_demo(store, epoch=FIXTURE_EPOCH, long_iterations=3)
     app = make_app(store, replay=ReplaySource(session_id="incident-redriven-1", at=3))
     async with app.run_test(size=(90, 26)) as pilot:
-        await settle(pilot)
-        replay = app.screen
-        assert isinstance(replay, ReplayScreen)
+        replay = await drive(pilot, expect=ReplayScreen)
         await pilot.press("m", "G", "d")
         await _wait(pilot, _GatedReplay.started.is_set)
         modal = app.screen
@@ -202,11 +200,7 @@ async def test_the_editor_for_24_ids_opens_with_the_first_and_fills_in() -> None
     store = await demo_store()
     app = make_app(store)
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        app.open_session("labels-partial-1")
-        await settle(pilot)
-        await pilot.press("A")
-        await settle(pilot)
+        await drive(pilot, "A", session="labels-partial-1")
         await pilot.press("e", "1", "2", "3")  # one burst: typed while the editors fill in
         screen = app.screen
         assert isinstance(screen, AnswerScreen)

@@ -11,7 +11,7 @@ from console.screens.inbox import InboxScreen
 from console.screens.sessions import SessionsScreen
 from engine.store import MemoryStore
 
-from .conftest import make_app, settle
+from .conftest import drive, make_app, settle
 from .scenarios import build_store
 
 
@@ -24,9 +24,7 @@ async def store() -> MemoryStore:
 async def test_an_empty_result_leaves_the_filter_box_alone_and_0_clears(store, size):
     app = make_app(store)
     async with app.run_test(size=size) as pilot:
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, SessionsScreen)
+        screen = await drive(pilot, expect=SessionsScreen)
         await pilot.press("0", "slash", *"zzz-nothing", "enter")
         await settle(pilot)
         assert not screen.rows and screen.query_state.text == "zzz-nothing"
@@ -40,11 +38,7 @@ async def test_an_empty_result_leaves_the_filter_box_alone_and_0_clears(store, s
 async def test_an_empty_inbox_filter_keeps_keys_out_of_the_box(store):
     app = make_app(store)
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
-        await pilot.press("i")
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, InboxScreen)
+        screen = await drive(pilot, "i", expect=InboxScreen)
         await pilot.press("slash", *"zzz-nothing", "enter")
         await settle(pilot)
         assert not screen.rows
@@ -61,9 +55,7 @@ async def test_selected_and_unselected_ids_read_without_colour() -> None:
 
     app = make_app(await demo_store())
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        app.open_session("refund-waiting-1", path=None)
-        await settle(pilot)
+        await drive(pilot, session="refund-waiting-1")
         await pilot.press("n", "e")
         await settle(pilot)
         screen = app.screen

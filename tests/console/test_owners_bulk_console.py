@@ -11,6 +11,7 @@ from console.screens.inbox import InboxScreen
 from console.screens.owner_dialogs import AssignTo
 from engine.store.base import SessionStore
 
+from .conftest import drive
 from .test_answer import open_session, settle, submit, wait_until
 from .test_owners_console import console, owner, store  # noqa: F401 (the fixture)
 
@@ -18,11 +19,7 @@ from .test_owners_console import console, owner, store  # noqa: F401 (the fixtur
 async def test_c_and_C_on_marked_inbox_rows(store: SessionStore, tmp_path: Path) -> None:  # noqa: F811
     app = console(store, tmp_path, me="bob")
     async with app.run_test(size=(160, 30)) as pilot:
-        await settle(pilot)
-        await pilot.press("i")
-        await settle(pilot)
-        inbox = pilot.app.screen
-        assert isinstance(inbox, InboxScreen)
+        inbox = await drive(pilot, "i", expect=InboxScreen, wait=settle)
         assert [r.interrupt_id for r in inbox.rows] == ["fan-a", "fan-b"]
         await pilot.press("space", "down", "space")  # mark both rows
         await settle(pilot)

@@ -19,6 +19,7 @@ from engine.store.base import SessionStore
 from tests.contract.builders import open_store
 
 from .answer_store import fanout_wf, registry
+from .conftest import drive
 from .test_answer import app_for, open_session, settle, submit, wait_until
 
 
@@ -115,9 +116,7 @@ async def test_inbox_shows_owner_claims_with_c_and_asks_before_answering(store: 
 
     app = console(store, tmp_path)
     async with app.run_test(size=(160, 30)) as pilot:
-        await settle(pilot)
-        await pilot.press("i")
-        await settle(pilot)
+        await drive(pilot, "i", wait=settle)
         inbox = pilot.app.screen
         assert isinstance(inbox, InboxScreen) and not inbox.owner_column  # nobody owns anything: no column
         assert [r.interrupt_id for r in inbox.rows] == ["fan-a", "fan-b"]

@@ -20,7 +20,7 @@ from engine.store.sqlite import SQLiteStore
 from engine.store.workers import WorkerRecord
 from tests.cli import ghost_app
 
-from .conftest import make_app, settle
+from .conftest import drive, make_app, settle
 from .scenarios import NOW
 
 
@@ -186,9 +186,7 @@ async def test_a_held_turn_says_why_on_the_session_screen(tmp_path: Path, monkey
         await _held(store, "x-held", "nodes in doubt (pay@1): waiting for an acknowledged re-drive")
     app = make_app(None, db_path=db)
     async with app.run_test(size=(160, 30)) as pilot:
-        await settle(pilot)
-        app.open_session("x-held")
-        await settle(pilot)
+        await drive(pilot, session="x-held")
         screen = app.screen
         assert isinstance(screen, SessionScreen) and screen.interrupted and screen.held
         info = str(screen.query_one("#session-info").render())

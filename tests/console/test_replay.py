@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +29,7 @@ from engine.store import MemoryStore
 from engine.store.jsonl import export_lines
 from engine.views import frame_dict
 
-from .conftest import details_text, make_app
+from .conftest import details_text, drive, make_app
 from .replay_store import build_replay_store
 
 SIZE = (90, 26)
@@ -89,16 +91,20 @@ def replay_app(store: MemoryStore, session_id: str, at: int | None = None) -> Hi
     return make_app(store, replay=ReplaySource(session_id=session_id, at=at))
 
 
+@asynccontextmanager
+async def replaying(
+    store: MemoryStore, session_id: str, at: int | None = None
+) -> AsyncIterator[tuple[HitlApp, Pilot[Any], ReplayScreen]]:
+    """The console opened on the replay of ``session_id`` (at ``at``, else the end), settled."""
+    app = replay_app(store, session_id, at)
+    async with app.run_test(size=SIZE) as pilot:
+        yield app, pilot, await drive(pilot, expect=ReplayScreen, wait=settle)
+
+
 async def test_t_on_the_session_screen_opens_the_replay_at_the_end(store):
     app = make_app(store)
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        app.open_session("refund-partial-1")
-        await settle(pilot)
-        await pilot.press("t")
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, ReplayScreen)
+        screen = await drive(pilot, "t", session="refund-partial-1", expect=ReplayScreen, wait=settle)
         assert screen.position == screen.total == 15  # with the auto-completion's record
         await assert_shows_fresh_state(app, store, "refund-partial-1")
         assert "risk_approval@1" in details_text(app) or "refund@1" in details_text(app)
@@ -109,9 +115,7 @@ async def test_t_on_the_session_screen_opens_the_replay_at_the_end(store):
 async def test_the_log_selection_is_where_the_replay_opens(store):
     app = make_app(store)
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        app.open_session("refund-partial-1")
-        await settle(pilot)
+        await drive(pilot, session="refund-partial-1", wait=settle)
         await pilot.press("tab", "tab", "home", "down", "down")  # the log, event 3
         await settle(pilot)
         await pilot.press("t")
@@ -120,11 +124,8 @@ async def test_the_log_selection_is_where_the_replay_opens(store):
 
 
 async def test_stepping_forward_and_back_shows_each_prefix(store):
-    app = replay_app(store, "deploy-waiting-1", at=8)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, ReplayScreen) and screen.position == 8
+    async with replaying(store, "deploy-waiting-1", at=8) as (app, pilot, screen):
+        assert screen.position == 8
         for expected in range(9, 18):  # 10: gate@1's completion record
             await pilot.press("right_square_bracket")
             assert screen.position == expected
@@ -146,11 +147,7 @@ async def test_stepping_forward_and_back_shows_each_prefix(store):
 
 
 async def test_jumping_between_operator_actions_and_to_the_ends(store):
-    app = replay_app(store, "deploy-waiting-1", at=0)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, ReplayScreen)
+    async with replaying(store, "deploy-waiting-1", at=0) as (app, pilot, screen):
         await pilot.press("right_curly_bracket")
         assert screen.position == 9
         text = panel(app)
@@ -173,11 +170,8 @@ async def test_jumping_between_operator_actions_and_to_the_ends(store):
 
 
 async def test_at_n_in_command_mode(store):
-    app = replay_app(store, "incident-failed-1")
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, ReplayScreen) and screen.position == 16
+    async with replaying(store, "incident-failed-1") as (app, pilot, screen):
+        assert screen.position == 16
         await pilot.press("colon", *"at 6", "enter")
         await settle(pilot)
         assert screen.position == 6
@@ -198,11 +192,7 @@ async def test_at_n_in_command_mode(store):
 
 
 async def test_diff_between_the_mark_and_the_cursor(store):
-    app = replay_app(store, "incident-redriven-1", at=16)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, ReplayScreen)
+    async with replaying(store, "incident-redriven-1", at=16) as (app, pilot, screen):
         assert screen.check_action("diff", ()) is None  # nothing marked yet
         await pilot.press("d")
         assert not isinstance(app.screen, DiffScreen)
@@ -229,11 +219,8 @@ async def test_diff_between_the_mark_and_the_cursor(store):
 
 
 async def test_moving_the_log_cursor_moves_the_replay(store):
-    app = replay_app(store, "refund-partial-1")
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, ReplayScreen) and screen.position == 15
+    async with replaying(store, "refund-partial-1") as (app, pilot, screen):
+        assert screen.position == 15
         screen.query_one(ReplayLog).focus()
         await pilot.press("up", "up", "up")  # past finance_approval's completion record
         await settle(pilot)
@@ -253,11 +240,7 @@ async def wait_for(pilot, predicate, message: str, deadline: float = 30.0) -> No
 
 
 async def test_play_runs_to_the_end_then_pauses(store):
-    app = replay_app(store, "refund-partial-1", at=0)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, ReplayScreen)
+    async with replaying(store, "refund-partial-1", at=0) as (app, pilot, screen):
         assert SPEEDS[screen.speed] == 16  # the default: a history plays in seconds, not minutes
         await pilot.press("plus")
         assert SPEEDS[screen.speed] == 32 and "32/s" in str(screen.query_one("#replay-info", Static).render())

@@ -23,6 +23,7 @@ from engine.apps import AppRegistry
 from engine.store import MemoryStore
 from tests.reliability import leaky_app
 
+from .conftest import drive
 from .test_answer import app_for, plain, settle, wait_until
 
 S = leaky_app.SECRETS
@@ -30,10 +31,7 @@ ANSWER = json.dumps({"rotate": True, "password": S["answer_password"]})
 REASON = f"password={S['reason']}"
 
 
-@pytest.fixture(autouse=True)
-def _operator(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
-    monkeypatch.setenv("USER", "tester")
-    monkeypatch.chdir(tmp_path)
+pytestmark = pytest.mark.usefixtures("operator")  # $USER, no hitl.toml
 
 
 async def leaky_store() -> MemoryStore:
@@ -62,11 +60,7 @@ async def test_console_screens_show_no_secret_unless_asked(show: bool) -> None:
     app = app_for(store, registry=reg, show_secrets=show)
     seen: dict[str, str] = {}
     async with app.run_test(size=(160, 50)) as pilot:
-        await settle(pilot)
-        app.open_session("leak-1", path="leaky@1/connect@1")
-        await settle(pilot)
-        session = app.screen
-        assert isinstance(session, SessionScreen)
+        session = await drive(pilot, session="leak-1", path="leaky@1/connect@1", expect=SessionScreen, wait=settle)
         seen["session (connect selected)"] = screen_text(app)
         session.tree.select_path("leaky@1/confirm@1")
         await settle(pilot)

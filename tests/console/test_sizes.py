@@ -19,7 +19,7 @@ from console.screens.replay import ReplaySource
 from engine.store import MemoryStore
 
 from .answer_store import demo_store
-from .conftest import keys_then_settle, make_app, settle
+from .conftest import drive, keys_then_settle, make_app, settle
 from .scenarios import build_store_sync
 from .test_answer import app_for, wait_until
 
@@ -51,9 +51,7 @@ def test_session(snap_compare, store, size):
     log's author and path columns grow with the width."""
 
     async def run_before(pilot: Pilot[Any]) -> None:
-        await settle(pilot)
-        pilot.app.open_session("refund-partial")
-        await settle(pilot)
+        await drive(pilot, session="refund-partial")
 
     app = make_app(store)
     app.store_label = STORE_PATH
@@ -76,10 +74,7 @@ def test_replay(snap_compare, store, size):
     assert snap_compare(app, terminal_size=size, run_before=run_before)
 
 
-@pytest.fixture(autouse=True)
-def _operator(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
-    monkeypatch.setenv("USER", "tester")
-    monkeypatch.chdir(tmp_path)
+pytestmark = pytest.mark.usefixtures("operator")  # $USER, no hitl.toml
 
 
 @pytest.mark.parametrize("size", SIZES, ids=_id)
@@ -88,9 +83,7 @@ def test_answer(snap_compare, size):
     store = asyncio.run(demo_store())
 
     async def run_before(pilot: Pilot[Any]) -> None:
-        await settle(pilot)
-        pilot.app.open_session("labels-partial-1")
-        await settle(pilot)
+        await drive(pilot, session="labels-partial-1")
         await pilot.press("A", "e")
         await settle(pilot)
         screen = pilot.app.screen

@@ -31,11 +31,7 @@ from .answer_store import demo_store, invocation
 from .test_answer import app_for, editor, open_session, settle, wait_until
 from .test_answer import write as ready_to_submit
 
-
-@pytest.fixture(autouse=True)
-def _operator(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
-    monkeypatch.setenv("USER", "tester")
-    monkeypatch.chdir(tmp_path)  # no hitl.toml here: the default operator is $USER
+pytestmark = pytest.mark.usefixtures("operator")  # $USER, no hitl.toml
 
 
 async def to_confirmation(pilot: Any, session_id: str, answers: dict[str, str]) -> tuple[SessionScreen, AnswerScreen]:
@@ -85,16 +81,22 @@ async def slow_pay(node_input: Any) -> str:
 slow_wf = Workflow("slow", [(START, ask_go), (ask_go, slow_pay)])
 
 
-async def test_quit_while_a_console_turn_runs_asks_first_and_waits_for_it() -> None:
-    """ctrl+s, then q (and ctrl+q, ctrl+c) while the turn runs: a dialog whose
-    default is "wait for it"; the app quits once the turn settled; nothing in doubt."""
+async def slow_session(session_id: str) -> tuple[MemoryStore, Any]:
+    """A store with ``session_id`` waiting on ``go`` and an app whose turn, once
+    answered, waits in ``pay`` for ``GATE["release"]`` (a fresh GATE each time)."""
     GATE.update(started=asyncio.Event(), release=asyncio.Event())
     store = MemoryStore()
     reg = AppRegistry()
     reg.register("slow", slow_wf)
-    async for _ in Runner("slow", slow_wf, store).run("u", "slow-1", Content.from_text("x")):
+    async for _ in Runner("slow", slow_wf, store).run("u", session_id, Content.from_text("x")):
         pass
-    app = app_for(store, registry=reg)
+    return store, app_for(store, registry=reg)
+
+
+async def test_quit_while_a_console_turn_runs_asks_first_and_waits_for_it() -> None:
+    """ctrl+s, then q (and ctrl+q, ctrl+c) while the turn runs: a dialog whose
+    default is "wait for it"; the app quits once the turn settled; nothing in doubt."""
+    store, app = await slow_session("slow-1")
     from console.screens.answer_dialogs import QuitGuard
 
     async with app.run_test(size=(120, 40)) as pilot:
@@ -425,13 +427,7 @@ async def test_keys_typed_right_after_e_in_the_inbox_reach_the_editor(monkeypatc
 
 async def test_quit_now_leaves_the_turn_interrupted_mid_run_and_says_how_to_continue() -> None:
     """The explicit third choice: the turn stops, is not cancelled, and the exit message says what to run."""
-    GATE.update(started=asyncio.Event(), release=asyncio.Event())
-    store = MemoryStore()
-    reg = AppRegistry()
-    reg.register("slow", slow_wf)
-    async for _ in Runner("slow", slow_wf, store).run("u", "slow-2", Content.from_text("x")):
-        pass
-    app = app_for(store, registry=reg)
+    store, app = await slow_session("slow-2")
     async with app.run_test(size=(120, 40)) as pilot:
         await to_confirmation(pilot, "slow-2", {"go": "true"})
         await pilot.press("ctrl+s")

@@ -25,11 +25,7 @@ from console.widgets.keys import OrderedTextArea, TextInput
 from .answer_store import demo_store
 from .test_answer import app_for, editor_screen, open_session, settle, wait_until
 
-
-@pytest.fixture(autouse=True)
-def _operator(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
-    monkeypatch.setenv("USER", "tester")
-    monkeypatch.chdir(tmp_path)
+pytestmark = pytest.mark.usefixtures("operator")  # $USER, no hitl.toml
 
 
 async def burst(pilot: Any, *keys: str) -> None:

@@ -29,7 +29,7 @@ from console.widgets.summary import summary_text
 from engine.home import HomeSummary, sparkline
 from engine.store import MemoryStore
 
-from .conftest import make_app, settle
+from .conftest import focused, press_each, running, settle
 from .scenarios import NOW, build_store
 
 TRIAGE = ["billing-stuck", "billing-failed", "drafting-loop", "labelling-fan", "support-multi", "onboard-nested", "refund-partial"]
@@ -62,11 +62,7 @@ def footer_keys(app: HitlApp) -> dict[str, str]:
 
 
 async def test_home_opens_in_triage_order_with_a_summary_line(store):
-    app = make_app(store)
-    async with app.run_test(size=(200, 40)) as pilot:
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, SessionsScreen)
+    async with running(store, (200, 40), expect=SessionsScreen) as (app, pilot, screen):
         assert row_ids(screen.query_one(DataTable)) == TRIAGE
         s = screen.summary
         assert s is not None
@@ -93,9 +89,7 @@ def test_summary_fits_the_width_and_never_cuts_a_count():
 
 
 async def test_slash_searches_ids_users_apps_and_interrupt_ids(store):
-    app = make_app(store)
-    async with app.run_test(size=(120, 30)) as pilot:
-        await settle(pilot)
+    async with running(store, (120, 30)) as (app, pilot, _):
         table = app.screen.query_one(DataTable)
         for text, expected in (("dave", ["labelling-fan"]), ("onboarding", ["onboard-nested"]),
                                ("ops-1", ["refund-partial"]), ("drafting", ["drafting-loop"])):
@@ -111,9 +105,7 @@ async def test_slash_searches_ids_users_apps_and_interrupt_ids(store):
 
 
 async def test_table_keys_move_the_cursor_and_end_then_enter_opens_the_last_row(store):
-    app = make_app(store)
-    async with app.run_test(size=(120, 30)) as pilot:
-        await settle(pilot)
+    async with running(store, (120, 30)) as (app, pilot, _):
         table = app.screen.query_one(DataTable)
         await pilot.press("j", "j")
         assert table.cursor_row == 2
@@ -130,21 +122,14 @@ async def test_table_keys_move_the_cursor_and_end_then_enter_opens_the_last_row(
         await pilot.press("end", "enter")  # was: the view scrolled, the cursor stayed on row 0
         await settle(pilot)
         assert isinstance(app.screen, SessionScreen) and app.screen.session_id == TRIAGE[-1]
-        await pilot.press("escape")
-        await settle(pilot)
+        await press_each(pilot, "escape")
         await pilot.press("home", "enter")
         await settle(pilot)
         assert isinstance(app.screen, SessionScreen) and app.screen.session_id == TRIAGE[0]
 
 
 async def test_inbox_table_keys(store):
-    app = make_app(store)
-    async with app.run_test(size=(120, 30)) as pilot:
-        await settle(pilot)
-        await pilot.press("i")
-        await settle(pilot)
-        inbox = app.screen
-        assert isinstance(inbox, InboxScreen)
+    async with running(store, (120, 30), "i", expect=InboxScreen) as (app, pilot, inbox):
         table = inbox.query_one(DataTable)
         await pilot.press("G")
         assert table.cursor_row == len(inbox.rows) - 1
@@ -158,13 +143,8 @@ async def test_inbox_table_keys(store):
 
 
 async def test_tree_keys_move_the_cursor(store):
-    app = make_app(store)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        app.open_session("refund-partial")
-        await settle(pilot)
-        tree = app.screen.query_one(NodeTree)
-        tree.focus()
+    async with running(store, (120, 40), session="refund-partial") as (app, pilot, _):
+        tree = focused(app, NodeTree)
         await pilot.press("g")
         assert tree.cursor_line == 0 and tree.cursor_path is None  # the invocation line
         await pilot.press("j")
@@ -185,13 +165,8 @@ async def test_tree_keys_move_the_cursor(store):
 
 
 async def test_log_keys_move_the_cursor(store):
-    app = make_app(store)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        app.open_session("drafting-loop")
-        await settle(pilot)
-        log = app.screen.query_one(EventLog)
-        log.focus()
+    async with running(store, (120, 40), session="drafting-loop") as (app, pilot, _):
+        log = focused(app, EventLog)
         await pilot.press("g")
         assert log.cursor == 0
         await pilot.press("j", "j")
@@ -212,11 +187,7 @@ async def test_log_keys_move_the_cursor(store):
 
 
 async def test_audit_table_keys(store):
-    app = make_app(store)
-    async with app.run_test(size=(140, 30)) as pilot:
-        await settle(pilot)
-        app.run_command("audit")
-        await settle(pilot)
+    async with running(store, (140, 30), command="audit") as (app, pilot, _):
         audit = app.screen
         assert isinstance(audit, AuditScreen) and len(audit.rows) >= 3
         table = audit.query_one(DataTable)
@@ -233,11 +204,7 @@ async def test_audit_table_keys(store):
 
 
 async def test_find_in_the_tree_with_semicolon_and_comma_then_n_is_next_waiting_again(store):
-    app = make_app(store)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        app.open_session("refund-partial")
-        await settle(pilot)
+    async with running(store, (120, 40), session="refund-partial") as (app, pilot, _):
         screen = app.screen
         tree = screen.query_one(NodeTree)
         tree.focus()
@@ -261,19 +228,13 @@ async def test_find_in_the_tree_with_semicolon_and_comma_then_n_is_next_waiting_
         assert tree.find_query == ""
         tree.select_path("refund@1/legal@1")
         await settle(pilot)
-        await pilot.press("n")
-        await settle(pilot)
+        await press_each(pilot, "n")
         assert tree.cursor_path == "refund@1/ops@1"
 
 
 async def test_find_in_the_log_and_filter_in_the_inbox(store):
-    app = make_app(store)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        app.open_session("drafting-loop")
-        await settle(pilot)
-        log = app.screen.query_one(EventLog)
-        log.focus()
+    async with running(store, (120, 40), session="drafting-loop") as (app, pilot, _):
+        log = focused(app, EventLog)
         await pilot.press("g", "slash", *"interrupt", "enter")
         await settle(pilot)
         hits = log.matches()
@@ -289,10 +250,7 @@ async def test_find_in_the_log_and_filter_in_the_inbox(store):
         # tests/console/test_bulk_answer.py), as the sessions list's `/` is its own.
         await pilot.press("escape", "escape")
         await settle(pilot)
-        await pilot.press("i")
-        await settle(pilot)
-        inbox = app.screen
-        assert isinstance(inbox, InboxScreen)
+        inbox = await press_each(pilot, "i", expect=InboxScreen)
         everything = len(inbox.rows)
         await pilot.press("slash", *"app=refunds", "enter")
         await settle(pilot)
@@ -303,11 +261,7 @@ async def test_find_in_the_log_and_filter_in_the_inbox(store):
 
 
 async def test_sort_by_shift_letter_and_by_a_header_click(store):
-    app = make_app(store)
-    async with app.run_test(size=(140, 30)) as pilot:
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, SessionsScreen)
+    async with running(store, (140, 30), expect=SessionsScreen) as (app, pilot, screen):
         table = screen.query_one(DataTable)
         apps = lambda: [next(r.app_name for r in screen.rows if r.id == k) for k in row_ids(table)]  # noqa: E731
         await pilot.press("P")  # APP, ascending
@@ -348,12 +302,9 @@ def capture_driver(app: HitlApp) -> list[str]:
 
 
 async def test_y_sends_osc52_and_says_it_cannot_confirm(store):
-    app = make_app(store)
-    async with app.run_test(size=(120, 30)) as pilot:
-        await settle(pilot)
+    async with running(store, (120, 30)) as (app, pilot, _):
         written = capture_driver(app)
-        await pilot.press("y")
-        await settle(pilot)
+        await press_each(pilot, "y")
         sent = "\x1b]52;c;" + base64.b64encode(TRIAGE[0].encode()).decode() + "\a"
         assert sent in written
         said = notes(app)[-1]
@@ -362,11 +313,9 @@ async def test_y_sends_osc52_and_says_it_cannot_confirm(store):
         # the tree: the node path; the log: the event as JSON
         app.open_session("refund-partial")
         await settle(pilot)
-        await pilot.press("y")
-        await settle(pilot)
+        await press_each(pilot, "y")
         assert written[-1] == "\x1b]52;c;" + base64.b64encode(b"refund@1/legal@1").decode() + "\a"
-        log = app.screen.query_one(EventLog)
-        log.focus()
+        focused(app, EventLog)
         await pilot.press("g", "y")
         await settle(pilot)
         copied = base64.b64decode(written[-1][len("\x1b]52;c;") : -1]).decode()
@@ -374,9 +323,7 @@ async def test_y_sends_osc52_and_says_it_cannot_confirm(store):
 
 
 async def test_y_without_a_terminal_says_it_could_not_copy(store):
-    app = make_app(store)
-    async with app.run_test(size=(120, 30)) as pilot:
-        await settle(pilot)
+    async with running(store, (120, 30)) as (app, pilot, _):
         driver, app._driver = app._driver, None
         try:
             await app.screen.query_one(DataTable).action_copy()
@@ -390,29 +337,22 @@ async def test_y_without_a_terminal_says_it_could_not_copy(store):
 
 
 async def test_ctrl_c_quits_like_q(store):
-    app = make_app(store)
-    async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
+    async with running(store, (100, 30)) as (app, pilot, _):
         await pilot.press("ctrl+c")
         await pilot.pause()
         assert app._exit  # type: ignore[attr-defined]
 
 
 async def test_ctrl_c_asks_first_while_a_write_runs(store):
-    app = make_app(store)
-    async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
+    async with running(store, (100, 30)) as (app, pilot, _):
         app.write_started(WriteJob(kind="answer", session_id="refund-partial", invocation_id="inv1",
                                            app_name="refunds", user_id="alice", operator="op", reason=None))
-        await pilot.press("ctrl+c")
-        await settle(pilot)
+        await press_each(pilot, "ctrl+c")
         assert isinstance(app.screen, QuitGuard) and app.is_running
 
 
 async def test_footer_shows_what_applies_from_the_first_paint(store):
-    app = make_app(store)
-    async with app.run_test(size=(160, 30)) as pilot:
-        await settle(pilot)
+    async with running(store, (160, 30)) as (app, pilot, _):
         keys = footer_keys(app)
         assert keys.get("⏎") == "Open" or keys.get("enter") == "Open", keys
         assert keys.get("/") == "Filter" and "y" not in keys  # y (copy) is in the help: the footer keeps its room
@@ -426,9 +366,7 @@ async def test_footer_shows_what_applies_from_the_first_paint(store):
 
 
 async def test_audit_view_filters_like_hitl_audit(store):
-    app = make_app(store)
-    async with app.run_test(size=(160, 30)) as pilot:
-        await settle(pilot)
+    async with running(store, (160, 30)) as (app, pilot, _):
         everything = (await store.audit_log(limit=1000)).items
         app.run_command("audit")
         await settle(pilot)

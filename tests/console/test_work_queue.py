@@ -21,11 +21,7 @@ from .answer_store import demo_store
 from .test_answer import app_for, editor, settle, wait_until
 from .test_trust import open_inbox, toasts
 
-
-@pytest.fixture(autouse=True)
-def _operator(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
-    monkeypatch.setenv("USER", "tester")
-    monkeypatch.chdir(tmp_path)
+pytestmark = pytest.mark.usefixtures("operator")  # $USER, no hitl.toml
 
 
 class HeldWrite:

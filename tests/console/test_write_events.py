@@ -19,11 +19,7 @@ from engine.models import NodeStatus
 from .answer_store import demo_store, invocation
 from .test_answer import app_for, editor_screen, open_session, settle, wait_until, write
 
-
-@pytest.fixture(autouse=True)
-def _operator(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
-    monkeypatch.setenv("USER", "tester")
-    monkeypatch.chdir(tmp_path)
+pytestmark = pytest.mark.usefixtures("operator")  # $USER, no hitl.toml
 
 
 async def test_a_console_write_moves_the_tree_without_reading_its_events_back() -> None:

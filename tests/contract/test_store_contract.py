@@ -41,14 +41,6 @@ from .builders import (
     waiting_session,
 )
 
-
-@pytest.fixture(params=KINDS)
-async def store(request: pytest.FixtureRequest, tmp_path: Path):
-    s = await open_store(request.param, tmp_path)
-    yield s
-    await s.close()
-
-
 HYPO = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 

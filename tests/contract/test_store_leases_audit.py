@@ -22,14 +22,6 @@ from engine.store.jsonl import ImportFormatError
 
 from .builders import KINDS, answer, cancel, dump, location, open_store, user_msg, waiting_session
 
-
-@pytest.fixture(params=KINDS)
-async def store(request: pytest.FixtureRequest, tmp_path: Path):
-    s = await open_store(request.param, tmp_path)
-    yield s
-    await s.close()
-
-
 TTL = 60.0
 
 

@@ -2,25 +2,16 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from engine.home import summarize
 from engine.models import NodeStatus
 from engine.store.base import SessionStore
 
-from .builders import KINDS, answer, end, open_store, start, user_msg, waiting_session
+from .builders import answer, end, start, user_msg, waiting_session
 
 T0 = 1_800_000_000.0
 HOUR = 3600.0
-
-
-@pytest.fixture(params=KINDS)
-async def store(request: pytest.FixtureRequest, tmp_path: Path):
-    s = await open_store(request.param, tmp_path)
-    yield s
-    await s.close()
 
 
 async def test_overview_of_an_empty_store(store: SessionStore) -> None:

@@ -16,14 +16,7 @@ from engine.projection import project
 from engine.store.base import SessionStore
 from engine.store.owner_index import NotOpenError, OwnerChangedError
 
-from .builders import KINDS, answer, interrupt, open_store, waiting_session
-
-
-@pytest.fixture(params=KINDS)
-async def store(request: pytest.FixtureRequest, tmp_path: Path):
-    s = await open_store(request.param, tmp_path)
-    yield s
-    await s.close()
+from .builders import answer, interrupt, waiting_session
 
 
 async def owners(store: SessionStore, sid: str, *ids: str) -> dict[str, str | None]:

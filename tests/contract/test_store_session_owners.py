@@ -8,20 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from engine import ownership
 from engine.store.base import SessionStore
 from engine.store.sqlite.listing import list_session_rows
 
-from .builders import KINDS, answer, open_store, waiting_session
-
-
-@pytest.fixture(params=KINDS)
-async def store(request: pytest.FixtureRequest, tmp_path: Path):
-    s = await open_store(request.param, tmp_path)
-    yield s
-    await s.close()
+from .builders import answer, open_store, waiting_session
 
 
 async def listed(store: SessionStore, **filters: object) -> dict[str, list[str]]:

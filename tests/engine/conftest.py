@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from engine import Content, Event, Runner
+from engine import Content, Event, RequestInput, Runner, node
 from engine.projection import Projection, project
 from engine.store import MemoryStore
 
@@ -56,6 +56,24 @@ class Harness:
 
 def starts(events: list[Event], path: str) -> int:
     return sum(1 for e in events if e.path == path and e.node_info and e.node_info.lifecycle == "start")
+
+
+def asking(
+    name: str, interrupt_id: str, message: str, calls: dict[str, int] | None = None, *, first: str | None = None
+) -> Any:
+    """A leaf ``name`` that asks ``message`` once (``interrupt_id``) and completes with
+    the answer; each execution bumps ``calls[name]`` when ``calls`` is given; ``first``,
+    when given, is an output it yields before asking."""
+
+    @node(name=name)
+    async def ask(node_input: Any) -> Any:
+        if calls is not None:
+            calls[name] = calls.get(name, 0) + 1
+        if first is not None:
+            yield first
+        yield RequestInput(message, interrupt_id=interrupt_id)
+
+    return ask
 
 
 @pytest.fixture

@@ -8,16 +8,14 @@ from typing import Any
 from engine import START, Content, Event, FunctionCall, JoinNode, Part, RequestInput, Workflow, node
 from engine.models import NodeStatus
 
-from .conftest import Harness, starts
+from .conftest import Harness, asking, starts
+from .deploy_loop import deploy, gate, review, verify
 
 # --------------------------------------------------------------------- 3.1
 
 
 async def test_leaf_single_interrupt_then_full_resume(calls):
-    @node
-    async def ask(node_input):
-        calls["ask"] = calls.get("ask", 0) + 1
-        yield RequestInput("ok?", interrupt_id="i1")
+    ask = asking("ask", "i1", "ok?", calls)
 
     @node
     async def after(node_input):
@@ -84,10 +82,7 @@ async def test_only_the_leaf_interrupt_event_is_persisted():
 
 
 async def test_waiting_node_does_not_trigger_downstream(calls):
-    @node
-    async def ask(node_input):
-        yield "prior"
-        yield RequestInput("?", interrupt_id="x")
+    ask = asking("ask", "x", "?", first="prior")
 
     @node
     async def down(node_input):
@@ -101,13 +96,7 @@ async def test_waiting_node_does_not_trigger_downstream(calls):
 
 
 async def test_workflow_runs_other_branches_then_ends_waiting_with_the_union():
-    @node
-    async def a(node_input):
-        yield RequestInput("a?", interrupt_id="ia")
-
-    @node
-    async def b(node_input):
-        yield RequestInput("b?", interrupt_id="ib")
+    a, b = asking("a", "ia", "a?"), asking("b", "ib", "b?")
 
     @node
     async def c(node_input):
@@ -260,13 +249,6 @@ async def test_rerun_true_leaf_partial_answer_re_executes_with_partial_inputs():
 
 
 async def test_pending_is_observed_between_fr_and_re_execution():
-    @node(rerun_on_resume=True)
-    async def review(ctx, node_input):
-        if "r" not in ctx.resume_inputs:
-            yield RequestInput("?", interrupt_id="r")
-        else:
-            yield "done"
-
     h = Harness(Workflow("wf", [(START, review)]))
     await h.start()
     await h.answer({"r": 1})
@@ -284,10 +266,7 @@ async def test_pending_is_observed_between_fr_and_re_execution():
 
 
 async def test_output_and_interrupt_in_same_run_rerun_false_keeps_prior_output():
-    @node
-    async def reviewer(node_input):
-        yield "draft v1"
-        yield RequestInput("sign off?", interrupt_id="sign")
+    reviewer = asking("reviewer", "sign", "sign off?", first="draft v1")
 
     @node
     async def publish(node_input):
@@ -336,10 +315,7 @@ async def test_nested_workflow_interrupt_and_resume(calls):
     async def draft(node_input):
         return "text"
 
-    @node
-    async def approve(node_input):
-        calls["approve"] = calls.get("approve", 0) + 1
-        yield RequestInput("approve draft?", interrupt_id="ap")
+    approve = asking("approve", "ap", "approve draft?", calls)
 
     @node
     async def publish(node_input):
@@ -359,21 +335,6 @@ async def test_nested_workflow_interrupt_and_resume(calls):
 
 
 async def test_loop_retrigger_gets_new_run_id_resumed_node_keeps_its_own():
-    @node
-    async def deploy(ctx, node_input):
-        n = ctx.state.get("n", 0) + 1
-        ctx.state["n"] = n
-        return n
-
-    @node
-    async def gate(node_input):
-        yield RequestInput(f"deploy #{node_input} ok?", interrupt_id=f"gate-{node_input}")
-
-    @node
-    async def verify(ctx, node_input):
-        ctx.route = "ok" if node_input == "good" else "retry"
-        return node_input
-
     @node
     async def done(node_input):
         return "shipped"

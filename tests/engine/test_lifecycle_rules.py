@@ -34,6 +34,20 @@ def ask(iid: str, schema: Any = None, name: str | None = None):
     return asker
 
 
+async def started_to_use(iid: str, schema: Any) -> tuple[Harness, list[Any]]:
+    """``ask(iid, schema) -> use`` started (waiting on ``iid``); the list ``use``
+    appends each input it gets to."""
+    got: list[Any] = []
+
+    @node
+    async def use(node_input):
+        got.append(node_input)
+
+    h = Harness(Workflow("wf", [(START, ask(iid, schema), use)]))
+    await h.start()
+    return h, got
+
+
 # --------------------------------------------------------------- 3.2 completion records
 class CountingStore(MemoryStore):
     """Records every multi-event append (one transaction each)."""
@@ -105,14 +119,7 @@ REFUND_DICT = {
 
 @pytest.mark.parametrize("schema", [Refund, REFUND_DICT], ids=["pydantic-model", "json-schema-dict"])
 async def test_answers_are_validated_and_coerced_before_persisting(schema):
-    got: list[Any] = []
-
-    @node
-    async def use(node_input):
-        got.append(node_input)
-
-    h = Harness(Workflow("wf", [(START, ask("r", schema), use)]))
-    await h.start()
+    h, got = await started_to_use("r", schema)
     plan = await plan_resume(h.store, h.session_id, Content.from_responses({"r": {"amount": "42"}}))
     (change,) = [c for c in plan.changes if c.effect == "auto-complete"]
     assert change.output == {"amount": 42, "note": None}  # the dry run shows the coerced value
@@ -136,14 +143,7 @@ async def test_answers_are_validated_and_coerced_before_persisting(schema):
     ],
 )
 async def test_answers_are_coerced_for_python_types_and_json_schema(schema, answer, expected):
-    got: list[Any] = []
-
-    @node
-    async def use(node_input):
-        got.append(node_input)
-
-    h = Harness(Workflow("wf", [(START, ask("x", schema), use)]))
-    await h.start()
+    h, got = await started_to_use("x", schema)
     await h.answer({"x": answer})
     assert got == [expected] and type(got[0]) is type(expected)
 

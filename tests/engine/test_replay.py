@@ -8,37 +8,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine import START, RequestInput, Workflow, WorkflowFailed, node
+from engine import START, Workflow, WorkflowFailed, node
 from engine.projection import project
 from engine.replay import Replay, diff
 
 from .conftest import Harness
-
-
-@node
-async def deploy(ctx, node_input):
-    n = ctx.state.get("n", 0) + 1
-    ctx.state["n"] = n
-    return n
-
-
-@node
-async def gate(node_input):
-    yield RequestInput(f"ship #{node_input}?", interrupt_id=f"gate-{node_input}")
-
-
-@node
-async def verify(ctx, node_input):
-    ctx.route = "ok" if node_input == "good" else "retry"
-    return node_input
-
-
-@node(rerun_on_resume=True)
-async def review(ctx, node_input):
-    if "r" not in ctx.resume_inputs:
-        yield RequestInput("review", interrupt_id="r")
-    else:
-        yield "reviewed"
+from .deploy_loop import deploy, gate, review, verify
 
 
 @node

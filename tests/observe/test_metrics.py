@@ -17,8 +17,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from console import metrics_http
 from engine import Content, Runner, handoff, metrics
 from engine.store import open_store
-from engine.worker import Worker
 from tests.contract.builders import pg_fresh_url
+from tests.observe.worker_turn import worker_settles
 from tests.reliability import crash_app
 from tests.reliability.worker_procs import APPROVE
 
@@ -93,13 +93,7 @@ async def test_a_workers_counters_move_when_it_runs_a_turn(store: Any) -> None:
         before = samples((await _get(port, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")).split(b"\r\n\r\n", 1)[1].decode())
         inv = (await store.open_interrupts(session_id="w1", limit=1)).items[0].invocation_id
         assert (await handoff.queue_answer(store, "w1", APPROVE, operator="ann")).error is None
-        worker = Worker(store, {crash_app.APP: crash_app.workflow}, heartbeat=0.2)
-        task = asyncio.ensure_future(worker.run())
-        try:
-            assert await handoff.follow(store, "w1", inv, timeout=60) == "settled"
-        finally:
-            worker.stop()
-            await task
+        await worker_settles(store, "w1", inv)
         raw = await _get(port, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
         head, body = raw.split(b"\r\n\r\n", 1)
         assert head.startswith(b"HTTP/1.1 200 OK") and b"text/plain; version=0.0.4" in head

@@ -5,7 +5,6 @@ PostgreSQL), and nothing at all when tracing is off."""
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -21,8 +20,8 @@ from opentelemetry.trace import StatusCode
 from engine import START, Content, RequestInput, Runner, Workflow, handoff, node, operations, telemetry
 from engine.apps import AppRegistry
 from engine.store import open_store
-from engine.worker import Worker
 from tests.contract.builders import pg_fresh_url
+from tests.observe.worker_turn import worker_settles
 from tests.reliability import crash_app
 from tests.reliability.worker_procs import APPROVE
 
@@ -151,13 +150,7 @@ async def test_a_turn_queued_for_a_worker_continues_the_trace_of_the_answer(
         assert done.error is None
         req = await store.get_turn_request("s1", inv)  # type: ignore[attr-defined]
         assert req is not None and req.payload["traceparent"].startswith("00-")
-        worker = Worker(store, {crash_app.APP: crash_app.workflow}, heartbeat=0.2)
-        task = asyncio.ensure_future(worker.run())
-        try:
-            assert await handoff.follow(store, "s1", inv, timeout=60) == "settled"
-        finally:
-            worker.stop()
-            await task
+        await worker_settles(store, "s1", inv)
         got = by_name(spans)
         [act] = got["hitl.action answer"]
         assert act.attributes["hitl.via"] == "worker"

@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from engine import START, RequestInput, Workflow, node
+from tests.reliability.crash_app import read_effects as count_lines  # the same file shape: a line per append
 
 APP = "ack_ledger"
 EFFECT_NODES = ("charge", "ledger", "notify")
@@ -42,19 +43,6 @@ def _append(name: str, line: str) -> None:
         os.write(fd, f"{line}\n".encode())
     finally:
         os.close(fd)
-
-
-def count_lines(path: str | os.PathLike[str]) -> dict[str, int]:
-    """Line -> how many times it was appended."""
-    counts: dict[str, int] = {}
-    try:
-        with open(path, encoding="utf-8") as fh:
-            for line in fh:
-                if line.endswith("\n"):
-                    counts[line[:-1]] = counts.get(line[:-1], 0) + 1
-    except FileNotFoundError:
-        pass
-    return counts
 
 
 def _plan(session_id: str) -> dict[str, str]:

@@ -5,16 +5,15 @@ for "nothing was written" checks."""
 from __future__ import annotations
 
 import asyncio
-import shutil
 import sqlite3
-from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
 
-from console.cli import cli
+from engine import Content, Runner
 from sample_sessions.demo import FIXTURE_EPOCH, build_demo_db
+from tests.cli_runner import Hitl, db, hitl  # noqa: F401  (fixtures over this suite's demo_template)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -26,27 +25,32 @@ def demo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-@pytest.fixture
-def db(demo_template: Path, tmp_path: Path) -> Path:
-    """A private copy of the demo store."""
-    target = tmp_path / "demo.sqlite"
-    shutil.copy(demo_template, target)
-    return target
+async def start_orders(runner: Runner, store: Any, n: int) -> dict[str, str]:
+    """``n`` sessions ``s00``, ``s01``... each started with an order (``order-<i>``);
+    session -> its invocation."""
+    out = {}
+    for i in range(n):
+        sid = f"s{i:02d}"
+        async for _ in runner.run("u", sid, Content.from_text(f"order-{i}")):
+            pass
+        out[sid] = (await store.list_invocations(sid))[0].invocation_id
+    return out
 
 
-Hitl = Callable[..., Result]
-
-
-@pytest.fixture
-def hitl(db: Path, monkeypatch: pytest.MonkeyPatch) -> Hitl:
-    """``hitl(*args)`` against the copied store (``db_path=`` for another one)."""
-    monkeypatch.setenv("USER", "tester")
-    runner = CliRunner()
-
-    def invoke(*args: str, input: str | bytes | None = None, db_path: Path | None = None) -> Result:
-        return runner.invoke(cli, ["--db", str(db_path or db), *args], input=input, catch_exceptions=True)
-
-    return invoke
+def read_commands(session: str) -> dict[str, list[str]]:
+    """The CLI commands (by case name) that read ``session`` back, for the tests
+    that check no output shows a secret (each adds its own cases)."""
+    return {
+        "show": ["show", session],
+        "show json": ["--json", "show", session],
+        "show all": ["show", session, "--all-runs"],
+        "events": ["events", session],
+        "events json": ["--json", "events", session],
+        "replay": ["replay", session],
+        "inbox json": ["--json", "inbox", "--session", session],
+        "audit json": ["--json", "audit", "--session", session],
+        "sessions json": ["--json", "sessions"],
+    }
 
 
 def logical_dump(path: Path) -> list[str]:

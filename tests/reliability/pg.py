@@ -5,8 +5,11 @@ demo store copied into one."""
 from __future__ import annotations
 
 import asyncio
+import asyncio.selector_events
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from engine.store.copy import copy_store
 from engine.store.postgres import PostgresStore
@@ -34,3 +37,18 @@ async def pg_dump(url: str) -> dict[str, Any]:
 
 def run(coro: Any) -> Any:
     return asyncio.run(coro)
+
+
+def count_sent(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """``sent[0]``: how many messages this process sends over socket transports from
+    now on (asyncpg writes once per round trip: a statement and its Sync)."""
+    sent = [0]
+    transport = asyncio.selector_events._SelectorSocketTransport  # type: ignore[attr-defined]
+    write = transport.write
+
+    def counting(self: Any, data: Any) -> None:
+        sent[0] += 1
+        write(self, data)
+
+    monkeypatch.setattr(transport, "write", counting)
+    return sent

@@ -30,12 +30,13 @@ from typing import Any
 
 import pytest
 
-from engine import Content, Runner, handoff
+from engine import Runner, handoff
 from engine.liveness import invocation_health
 from engine.models import NodeStatus
 from engine.resume import load_invocation
 from engine.store import open_store
 from tests.reliability import ack_app
+from tests.reliability.conftest import start_orders
 
 SESSIONS = 20
 WORKERS = 3
@@ -66,14 +67,7 @@ def _context() -> Any:
 
 
 async def _make_sessions(store: Any) -> dict[str, str]:
-    runner = Runner(ack_app.APP, ack_app.workflow, store)
-    invs = {}
-    for i in range(SESSIONS):
-        sid = f"s{i:02d}"
-        async for _ in runner.run("u", sid, Content.from_text(f"order-{i}")):
-            pass
-        invs[sid] = (await store.list_invocations(sid))[0].invocation_id
-    return invs
+    return await start_orders(Runner(ack_app.APP, ack_app.workflow, store), store, SESSIONS)
 
 
 async def _operator_pass(

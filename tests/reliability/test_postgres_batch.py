@@ -5,7 +5,6 @@ and every store call a resume makes is one round trip to the server."""
 
 from __future__ import annotations
 
-import asyncio.selector_events
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ from engine.store.sqlite import SQLiteStore
 from tests.contract.builders import answer, dump, end, interrupt, pg_fresh_url, start, user_msg
 from tests.engine.test_turn_cost import SIMPLE
 
-from .pg import pg_dump
+from .pg import count_sent, pg_dump
 
 _SESSION_TIMES = ("created_at", "updated_at")
 
@@ -144,16 +143,7 @@ async def test_bulk_load_is_all_or_nothing_per_batch_and_refuses_an_existing_ses
 def sent(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """``sent[0]``: how many messages this process has sent over socket transports
     so far (asyncpg writes once per round trip: a statement and its Sync)."""
-    sent = [0]
-    transport = asyncio.selector_events._SelectorSocketTransport  # type: ignore[attr-defined]
-    write = transport.write
-
-    def counting(self: Any, data: Any) -> None:
-        sent[0] += 1
-        write(self, data)
-
-    monkeypatch.setattr(transport, "write", counting)
-    return sent
+    return count_sent(monkeypatch)
 
 
 @pytest.fixture

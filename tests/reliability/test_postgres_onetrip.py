@@ -4,7 +4,6 @@ exactly as given, whatever it holds, and none may change the statement."""
 
 from __future__ import annotations
 
-import asyncio.selector_events
 import types
 from typing import Any
 
@@ -17,6 +16,7 @@ from engine.models import Content, Event
 from engine.store.postgres import PostgresStore, onetrip
 from tests.contract.builders import pg_fresh_url, pg_url
 from tests.engine.test_turn_cost import SIMPLE
+from tests.reliability.pg import count_sent
 
 NASTY = [
     "",
@@ -82,15 +82,7 @@ async def test_a_statements_second_use_on_a_connection_binds_its_values_and_retu
 
 
 async def test_a_nul_character_is_refused_before_anything_is_sent(conn: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    sent = [0]
-    transport = asyncio.selector_events._SelectorSocketTransport  # type: ignore[attr-defined]
-    write = transport.write
-
-    def counting(self: Any, data: Any) -> None:
-        sent[0] += 1
-        write(self, data)
-
-    monkeypatch.setattr(transport, "write", counting)
+    sent = count_sent(monkeypatch)
     with pytest.raises(StoreError, match="NUL"):
         await onetrip.fetch(conn, "SELECT $1::text", ("a\x00'); DROP TABLE x; --",), "t")
     assert sent[0] == 0

@@ -11,6 +11,7 @@ import json
 import sqlite3
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ from engine.store.workers import Settle
 from tests.cli.conftest import json_lines, ok, operator_error
 
 from . import secret_app
-from .conftest import REPO, Hitl, logical_dump
+from .conftest import REPO, Hitl, logical_dump, read_commands
 
 # ------------------------------------------------------------------ read-only
 
@@ -119,18 +120,26 @@ def _worker_write_calls(store: SQLiteStore) -> dict[str, Any]:
     }
 
 
+async def refuses_every_write(
+    store: Any, cls: type, reads: set[str], write_calls: Callable[[Any, list[str]], dict[str, Any]]
+) -> None:
+    """Every public method of ``cls``, the read-only ``store``'s class, is one of ``reads`` or one of
+    ``write_calls(store, lines)``, and each of those is refused, nothing written."""
+    public = {n for n, v in inspect.getmembers(cls) if not n.startswith("_") and callable(v)} - {"open"}
+    lines = [line async for line in store.export_session("refund-waiting-1")]
+    writes = write_calls(store, lines)
+    # Every public method is either a known read or a write tested here: a new
+    # method must be classified before this test passes again.
+    assert public == reads | set(writes), sorted(public ^ (reads | set(writes)))
+    for call in writes.values():
+        with pytest.raises(ReadOnlyError, match="read-only; nothing was written"):
+            await call()
+
+
 async def test_no_write_path_of_a_read_only_sqlite_store_is_reachable(db: Path) -> None:
     before, before_bytes = logical_dump(db), db.read_bytes()
-    public = {n for n, v in inspect.getmembers(SQLiteStore) if not n.startswith("_") and callable(v)} - {"open"}
     async with SQLiteStore.open(db, read_only=True) as store:
-        lines = [line async for line in store.export_session("refund-waiting-1")]
-        writes = _write_calls(store, lines)
-        # Every public method is either a known read or a write tested here: a new
-        # method must be classified before this test passes again.
-        assert public == READS | set(writes), sorted(public ^ (READS | set(writes)))
-        for call in writes.values():
-            with pytest.raises(ReadOnlyError, match="read-only; nothing was written"):
-                await call()
+        await refuses_every_write(store, SQLiteStore, READS, _write_calls)
         # Below the Python checks, the connection itself cannot write (mode=ro, query_only).
         assert store._driver is not None
         with pytest.raises(sqlite3.OperationalError, match="readonly|read-only|query_only"):
@@ -338,17 +347,9 @@ def test_cli_output_masks_secrets_unless_show_secrets(hitl: Hitl, db: Path, secr
     outputs["resume"] = ok(hitl("resume", secret_session, answer, *app, "--operator", "ann"))
     invocation = _invocation(hitl, secret_session)
     commands = {
-        "show": ["show", secret_session],
-        "show json": ["--json", "show", secret_session],
-        "show all": ["show", secret_session, "--all-runs"],
-        "events": ["events", secret_session],
-        "events json": ["--json", "events", secret_session],
-        "replay": ["replay", secret_session],
+        **read_commands(secret_session),
         "replay at": ["replay", secret_session, "--at", "6"],
         "replay json": ["--json", "replay", secret_session, "--at", "9"],
-        "inbox json": ["--json", "inbox", "--session", secret_session],
-        "audit json": ["--json", "audit", "--session", secret_session],
-        "sessions json": ["--json", "sessions"],
     }
     for name, argv in commands.items():
         outputs[name] = ok(hitl(*argv))

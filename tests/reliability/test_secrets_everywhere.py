@@ -12,17 +12,15 @@ shows them (the data is intact).
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
 
-from console.cli import cli
 from tests.cli.conftest import ok, operator_error
+from tests.cli_runner import copy_of, hitl_on
 
 from . import leaky_app
-from .conftest import Hitl
+from .conftest import Hitl, read_commands
 
 APP = ["--app", "leaky=tests.reliability.leaky_app:workflow"]
 S = leaky_app.SECRETS
@@ -58,21 +56,13 @@ def seed(hitl: Hitl, db: Path) -> tuple[str, dict[str, str]]:
 
 
 COMMANDS = {
-    "show": ["show", "leak-1"],
-    "show json": ["--json", "show", "leak-1"],
-    "show all": ["show", "leak-1", "--all-runs"],
-    "events": ["events", "leak-1"],
-    "events json": ["--json", "events", "leak-1"],
-    "replay": ["replay", "leak-1"],
+    **read_commands("leak-1"),
     "replay json": ["--json", "replay", "leak-1"],
+    "replay diff": ["replay", "leak-1", "--at", "12", "--diff-from", "2"],
+    "audit": ["audit", "--session", "leak-1"],
     "replay at": ["replay", "leak-1", "--at", "8"],
     "replay at json": ["--json", "replay", "leak-1", "--at", "12"],
     "replay diff json": ["--json", "replay", "leak-1", "--at", "12", "--diff-from", "2"],
-    "replay diff": ["replay", "leak-1", "--at", "12", "--diff-from", "2"],
-    "inbox json": ["--json", "inbox", "--session", "leak-1"],
-    "audit": ["audit", "--session", "leak-1"],
-    "audit json": ["--json", "audit", "--session", "leak-1"],
-    "sessions json": ["--json", "sessions"],
 }
 """Every read output of the seeded session (the writes' outputs are added by ``seed``)."""
 
@@ -80,13 +70,8 @@ COMMANDS = {
 @pytest.fixture(scope="module")
 def rendered(demo_template: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, str], Hitl]:
     """The seeded session's every output, once for the module's cases."""
-    db = tmp_path_factory.mktemp("secrets") / "demo.sqlite"
-    shutil.copy(demo_template, db)
-    runner = CliRunner()
-
-    def hitl(*args: str, input: str | bytes | None = None, db_path: Path | None = None) -> Result:
-        return runner.invoke(cli, ["--db", str(db_path or db), *args], input=input, catch_exceptions=True)
-
+    db = copy_of(demo_template, tmp_path_factory.mktemp("secrets") / "demo.sqlite")
+    hitl = hitl_on(db)
     session, outputs = seed(hitl, db)
     assert session == "leak-1"
     for name, argv in COMMANDS.items():

@@ -7,17 +7,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
 
-from console.cli import cli
 from tests.cli.conftest import ok
+from tests.cli_runner import copy_of, hitl_on
 
 from . import leaky_app
-from .conftest import Hitl
+from .conftest import Hitl, read_commands
 
 APP = ["--app", "leaky=tests.reliability.leaky_app:workflow"]
 S = leaky_app.SECRETS
@@ -25,32 +23,19 @@ NEW = "fresh-pw-0101"
 """The password the operator answers with, and then types in their reason."""
 
 COMMANDS = {
-    "show": ["show", "leak-2"],
-    "show json": ["--json", "show", "leak-2"],
-    "show all": ["show", "leak-2", "--all-runs"],
-    "events": ["events", "leak-2"],
-    "events json": ["--json", "events", "leak-2"],
-    "replay": ["replay", "leak-2"],
+    **read_commands("leak-2"),
     "replay json": ["--json", "replay", "leak-2"],
     "replay diff": ["replay", "leak-2", "--at", "12", "--diff-from", "2"],
-    "inbox": ["inbox", "--session", "leak-2"],
-    "inbox json": ["--json", "inbox", "--session", "leak-2"],
     "audit": ["audit", "--session", "leak-2"],
-    "audit json": ["--json", "audit", "--session", "leak-2"],
+    "inbox": ["inbox", "--session", "leak-2"],
     "audit all": ["audit"],
-    "sessions json": ["--json", "sessions"],
 }
 
 
 @pytest.fixture(scope="module")
 def rendered(demo_template: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, str], Hitl, Path]:
-    db = tmp_path_factory.mktemp("free-text") / "demo.sqlite"
-    shutil.copy(demo_template, db)
-    runner = CliRunner()
-
-    def hitl(*args: str, input: str | bytes | None = None) -> Result:
-        return runner.invoke(cli, ["--db", str(db), *args], input=input, catch_exceptions=True)
-
+    db = copy_of(demo_template, tmp_path_factory.mktemp("free-text") / "demo.sqlite")
+    hitl = hitl_on(db)
     async def go() -> None:
         from engine import Content, Runner
         from engine.store.sqlite import SQLiteStore

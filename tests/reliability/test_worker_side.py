@@ -31,7 +31,7 @@ from engine.store import open_store
 from engine.store.workers import TurnRequest
 from engine.worker import Waker, Worker
 from tests.reliability import crash_app, test_workers
-from tests.reliability.test_workers import _make_sessions, _reference, wait_for
+from tests.reliability.test_workers import _make_sessions, _reference, one_session, wait_for
 from tests.reliability.worker_procs import APPROVE
 from tests.reliability.workers import context, crash_child
 
@@ -85,8 +85,7 @@ def effects_env(tmp_path: Path) -> Any:
 def test_a_killed_in_process_turn_with_nothing_in_doubt_is_continued_by_one_worker(
     db: str, tmp_path: Path, effects_env: Path
 ) -> None:
-    invs = asyncio.run(_make_sessions(db, 1))
-    sid, inv = next(iter(invs.items()))
+    sid, inv = one_session(db)
     proc = in_process_turn(db, tmp_path, sid, kill_after_first_write=True)  # dies right after its first commit
     proc.join(60)
     assert proc.exitcode == -signal.SIGKILL
@@ -134,8 +133,7 @@ def test_a_killed_in_process_turn_with_nothing_in_doubt_is_continued_by_one_work
 def test_a_killed_in_process_turn_in_doubt_is_held_not_run_until_acknowledged(
     db: str, tmp_path: Path, effects_env: Path
 ) -> None:
-    invs = asyncio.run(_make_sessions(db, 1))
-    sid, inv = next(iter(invs.items()))
+    sid, inv = one_session(db)
     proc = in_process_turn(db, tmp_path, sid, pause_at_effect="pay")  # pay did its effect, then sleeps
     try:
         wait_for(lambda: "pay" in crash_app.read_effects(effects_env).__repr__(), "pay did its side effect")
@@ -189,8 +187,7 @@ def test_a_killed_in_process_turn_in_doubt_is_held_not_run_until_acknowledged(
 
 
 def test_a_held_request_goes_once_its_invocation_was_redriven_elsewhere(db: str, tmp_path: Path) -> None:
-    invs = asyncio.run(_make_sessions(db, 1))
-    sid, inv = next(iter(invs.items()))
+    sid, inv = one_session(db)
 
     async def body() -> None:
         store = await open_store(db)
@@ -233,8 +230,7 @@ async def test_an_answer_left_to_a_worker_is_one_transaction(tmp_path: Path) -> 
 
 
 def test_an_answer_waits_for_a_held_lease_and_is_still_one_write(db: str, tmp_path: Path) -> None:
-    invs = asyncio.run(_make_sessions(db, 1))
-    sid, inv = next(iter(invs.items()))
+    sid, inv = one_session(db)
 
     async def body() -> None:
         store = await open_store(db)

@@ -34,6 +34,7 @@ from engine.store import open_store
 from engine.store.memory import MemoryStore
 from engine.worker import Worker
 from tests.reliability import crash_app
+from tests.reliability.conftest import start_orders
 from tests.reliability.worker_procs import APPROVE, answer_child, context, worker_child
 
 SESSIONS = 50
@@ -65,16 +66,14 @@ async def _make_sessions(url: str, n: int) -> dict[str, str]:
     """``n`` crash-app sessions waiting on finance and risk; session -> invocation."""
     store = await open_store(url)
     try:
-        runner = Runner(APP, crash_app.workflow, store)
-        out = {}
-        for i in range(n):
-            sid = f"s{i:02d}"
-            async for _ in runner.run("u", sid, Content.from_text(f"order-{i}")):
-                pass
-            out[sid] = (await store.list_invocations(sid))[0].invocation_id
-        return out
+        return await start_orders(Runner(APP, crash_app.workflow, store), store, n)
     finally:
         await store.close()
+
+
+def one_session(url: str) -> tuple[str, str]:
+    """One crash-app session waiting on finance and risk: (session, invocation)."""
+    return next(iter(run(_make_sessions(url, 1)).items()))
 
 
 async def _reference(n: int) -> dict[str, dict[str, Any]]:
@@ -274,8 +273,7 @@ def test_sigkill_random_workers(db: str, tmp_path: Path) -> None:
 
 # ----------------------------------------------------------------- no worker alive
 def test_answer_without_a_live_worker_is_queued_then_runs(db: str, tmp_path: Path) -> None:
-    invs = run(_make_sessions(db, 1))
-    sid, inv = next(iter(invs.items()))
+    sid, inv = one_session(db)
 
     async def body() -> None:
         store = await open_store(db)
@@ -365,8 +363,7 @@ def test_sigterm_drains_a_running_turn(db: str, tmp_path: Path) -> None:
 
 # ----------------------------------------------------------------- version skew
 def test_other_graph_version_is_refused(db: str, tmp_path: Path) -> None:
-    invs = run(_make_sessions(db, 1))
-    sid, inv = next(iter(invs.items()))
+    sid, inv = one_session(db)
 
     async def body() -> None:
         store = await open_store(db)

@@ -23,8 +23,9 @@ from engine import Content, Runner, checkpoints
 from engine.store.copy import copy_store
 from engine.store.sqlite import SCHEMA_VERSION, SQLiteStore
 from engine.store.sqlite.schema import _MIGRATIONS, _migrate_projection_checkpoints
-from sample_sessions.demo import FIXTURE_EPOCH, build_demo_db
 from tests.engine.test_turn_cost import Traced, chain, drain
+
+from .demo_file import demo_file
 
 EVERY = 10
 
@@ -89,12 +90,7 @@ async def test_a_turn_that_crosses_no_multiple_pays_nothing(tmp_path: Path) -> N
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("ckpt") / "demo.sqlite"
-    asyncio.run(build_demo_db(path, epoch=FIXTURE_EPOCH, long_iterations=6, sessions=0))
-    conn = sqlite3.connect(path)
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    conn.close()
-    return path
+    return demo_file(tmp_path_factory.mktemp("ckpt") / "demo.sqlite", long_iterations=6)
 
 
 def replay_json(db: Path, session: str, at: int, *flags: str) -> Any:

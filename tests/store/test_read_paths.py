@@ -14,17 +14,13 @@ from click.testing import CliRunner
 from console.cli import cli
 from engine.errors import StoreError
 from engine.store.sqlite import SCHEMA_VERSION, SQLiteStore
-from sample_sessions.demo import FIXTURE_EPOCH, build_demo_db
+
+from .demo_file import demo_file
 
 
 @pytest.fixture(scope="module")
 def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("read-paths") / "demo.sqlite"
-    asyncio.run(build_demo_db(path, epoch=FIXTURE_EPOCH, long_iterations=2, sessions=0))
-    conn = sqlite3.connect(path)
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    conn.close()
-    return path
+    return demo_file(tmp_path_factory.mktemp("read-paths") / "demo.sqlite", long_iterations=2)
 
 
 def hitl(db: Path | str, *args: str) -> tuple[int, str]:

@@ -139,14 +139,19 @@ async def test_read_only_file_for_a_writer(tmp_path: Path, make_read_only: Calla
         assert {s.id for s in (await store.list_sessions()).items} == {"s1", "s2"}
 
 
+async def refused_untouched(path: Path, match: str, read_only: bool = False) -> None:
+    """Opening ``path`` fails with an error matching ``match``; its bytes are as they were."""
+    before = path.read_bytes()
+    with pytest.raises(StoreError, match=match):
+        await SQLiteStore.open(path, read_only=read_only)
+    assert path.read_bytes() == before
+
+
 @pytest.mark.parametrize("read_only", [False, True])
 async def test_not_a_database_is_refused_untouched(tmp_path: Path, read_only: bool) -> None:
     path = tmp_path / "notes.txt"
     path.write_bytes(b"these are my notes, not a database\n" * 200)
-    before = path.read_bytes()
-    with pytest.raises(StoreError, match=r"notes\.txt is not a usable SQLite database"):
-        await SQLiteStore.open(path, read_only=read_only)
-    assert path.read_bytes() == before
+    await refused_untouched(path, r"notes\.txt is not a usable SQLite database", read_only=read_only)
 
 
 async def test_sqlite_file_of_another_application_is_refused_untouched(tmp_path: Path) -> None:
@@ -154,10 +159,7 @@ async def test_sqlite_file_of_another_application_is_refused_untouched(tmp_path:
     conn = _raw(path)
     conn.execute("CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT)")
     conn.close()
-    before = path.read_bytes()
-    with pytest.raises(StoreError, match="another application.*customers"):
-        await SQLiteStore.open(path)
-    assert path.read_bytes() == before
+    await refused_untouched(path, "another application.*customers")
 
 
 # ---------------------------------------------------------------------- locks
@@ -192,10 +194,7 @@ async def test_newer_schema_is_refused_and_file_left_unchanged(tmp_path: Path, r
     conn = _raw(path)
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     conn.close()
-    before = path.read_bytes()
-    with pytest.raises(StoreError, match=f"schema version {SCHEMA_VERSION + 1}, newer.*upgrade hitl-console"):
-        await SQLiteStore.open(path, read_only=read_only)
-    assert path.read_bytes() == before
+    await refused_untouched(path, f"schema version {SCHEMA_VERSION + 1}, newer.*upgrade hitl-console", read_only=read_only)
 
 
 async def test_empty_file_is_initialised(tmp_path: Path) -> None:
