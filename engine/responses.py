@@ -25,6 +25,7 @@ import copy
 import json
 import math
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .quick_schema import surely_invalid, surely_valid
@@ -199,16 +200,11 @@ def _view(node: Any, root: dict[str, Any], value: Any) -> Any:
     node = _resolve(node, root)
     if not isinstance(node, dict):
         return value
-    for key in ("anyOf", "oneOf"):
-        branches = node.get(key)
-        if branches:
-            for b in branches:
-                seen = _view(b, root, value)
-                if _is_valid(b, root, seen):
-                    return seen
-            return value
-    if isinstance(node.get("allOf"), list) and len(node["allOf"]) == 1:
-        return _view({**{k: v for k, v in node.items() if k != "allOf"}, **node["allOf"][0]}, root, value)
+    if branches := _branches(node):
+        seen = _first_fit(branches, lambda b: _view(b, root, value), lambda b, v: _is_valid(b, root, v))
+        return value if seen is _NO else seen
+    if (merged := _one_all_of(node)) is not None:
+        return _view(merged, root, value)
     if isinstance(value, dict) and "properties" in node:
         props = node["properties"] or {}
         required = set(node.get("required") or [])
@@ -223,14 +219,45 @@ def _view(node: Any, root: dict[str, Any], value: Any) -> Any:
                 out[k] = _view(extra, root, v) if isinstance(extra, dict) else v
         return out
     if isinstance(value, list):
-        prefix = node.get("prefixItems")
-        items = node.get("items")
-        out_list = []
-        for i, v in enumerate(value):
-            sub = prefix[i] if isinstance(prefix, list) and i < len(prefix) else items
-            out_list.append(_view(sub, root, v) if isinstance(sub, dict) else v)
-        return out_list
+        return _each_item(node, value, lambda sub, v: _view(sub, root, v))
     return value
+
+
+def _branches(node: dict[str, Any]) -> list[Any] | None:
+    """The schema's ``anyOf`` branches, else its ``oneOf`` ones; None when it has neither."""
+    for key in ("anyOf", "oneOf"):
+        if branches := node.get(key):
+            return list(branches)
+    return None
+
+
+def _first_fit(branches: list[Any], make: Callable[[Any], Any], fits: Callable[[Any, Any], bool]) -> Any:
+    """``make(branch)`` of the first of ``branches`` whose result ``fits`` it; ``_NO`` when none does."""
+    for b in branches:
+        candidate = make(b)
+        if fits(b, candidate):
+            return candidate
+    return _NO
+
+
+def _one_all_of(node: dict[str, Any]) -> dict[str, Any] | None:
+    """A schema whose ``allOf`` has one entry, as one schema (that entry merged in); else None."""
+    all_of = node.get("allOf")
+    if not (isinstance(all_of, list) and len(all_of) == 1):
+        return None
+    return {**{k: v for k, v in node.items() if k != "allOf"}, **all_of[0]}
+
+
+def _each_item(node: dict[str, Any], value: list[Any], fn: Callable[[dict[str, Any], Any], Any]) -> list[Any]:
+    """``fn(schema, item)`` for each item of an array ``value`` whose item schema (its
+    ``prefixItems`` entry, else ``items``) is an object; other items as they are."""
+    prefix = node.get("prefixItems")
+    items = node.get("items")
+    out = []
+    for i, v in enumerate(value):
+        sub = prefix[i] if isinstance(prefix, list) and i < len(prefix) else items
+        out.append(fn(sub, v) if isinstance(sub, dict) else v)
+    return out
 
 
 def _allows_null(node: Any, root: dict[str, Any]) -> bool:
@@ -247,20 +274,15 @@ def _coerce(node: Any, root: dict[str, Any], value: Any) -> Any:
     node = _resolve(node, root)
     if not isinstance(node, dict):
         return value
-    for key in ("anyOf", "oneOf"):
-        branches = node.get(key)
-        if branches:
-            if any(_matches(b, root, value) for b in branches):
-                # Smart mode: an exact match keeps the value (defaults still filled in).
-                branch = next(b for b in branches if _matches(b, root, value))
-                return _coerce(branch, root, value)
-            for b in branches:
-                candidate = _coerce(b, root, value)
-                if _matches(b, root, candidate):
-                    return candidate
-            return value
-    if isinstance(node.get("allOf"), list) and len(node["allOf"]) == 1:
-        return _coerce({**{k: v for k, v in node.items() if k != "allOf"}, **node["allOf"][0]}, root, value)
+    if branches := _branches(node):
+        if any(_matches(b, root, value) for b in branches):
+            # Smart mode: an exact match keeps the value (defaults still filled in).
+            branch = next(b for b in branches if _matches(b, root, value))
+            return _coerce(branch, root, value)
+        candidate = _first_fit(branches, lambda b: _coerce(b, root, value), lambda b, v: _matches(b, root, v))
+        return value if candidate is _NO else candidate
+    if (merged := _one_all_of(node)) is not None:
+        return _coerce(merged, root, value)
     typ = node.get("type")
     types = typ if isinstance(typ, list) else [typ] if typ else []
     if value is None or (types and _primitive_type(value) in types and not isinstance(value, (dict, list))):
@@ -318,13 +340,7 @@ def _coerce_to(t: str, node: dict[str, Any], root: dict[str, Any], value: Any) -
     elif t == "object" and isinstance(value, dict):
         return _coerce_object(node, root, value)
     elif t == "array" and isinstance(value, list):
-        prefix = node.get("prefixItems")
-        items = node.get("items")
-        out = []
-        for i, v in enumerate(value):
-            sub = prefix[i] if isinstance(prefix, list) and i < len(prefix) else items
-            out.append(_coerce(sub, root, v) if isinstance(sub, dict) else v)
-        return out
+        return _each_item(node, value, lambda sub, v: _coerce(sub, root, v))
     return _NO
 
 

@@ -89,7 +89,9 @@ class AnswerPages:
         verb = "answered" if row.status == "resolved" else "cancelled"
         return None, f"already {verb} by {who}" + (f" at {_when(when)}" if when else "")
 
-    async def page(self, request: web.Request) -> web.StreamResponse:
+    async def _open(self, request: web.Request, gone_status: int) -> tuple[Any, Any] | web.StreamResponse:
+        """The link and its open interrupt's row, or the page saying why there is nothing
+        to answer (a link that does not work; one already answered, with ``gone_status``)."""
         try:
             link = await self._link(request)
         except _Refused as r:
@@ -97,7 +99,15 @@ class AnswerPages:
                                 status_class="error")
         row, gone = await self._state(link)
         if row is None:
-            return self._render(request, 200, heading="Nothing to answer", status_line=gone, status_class="done")
+            return self._render(request, gone_status, heading="Nothing to answer", status_line=gone,
+                                status_class="done")
+        return link, row
+
+    async def page(self, request: web.Request) -> web.StreamResponse:
+        opened = await self._open(request, 200)
+        if not isinstance(opened, tuple):
+            return opened
+        link, row = opened
         return self._render(request, **self._form(link, row))
 
     def _form(self, link: Any, row: Any, **extra: Any) -> dict[str, Any]:
@@ -161,14 +171,10 @@ class AnswerPages:
     async def post(self, request: web.Request) -> web.StreamResponse:
         from engine import operations
 
-        try:
-            link = await self._link(request)
-        except _Refused as r:
-            return self._render(request, r.status, heading="This link does not work", status_line=r.message,
-                                status_class="error")
-        row, gone = await self._state(link)
-        if row is None:
-            return self._render(request, 409, heading="Nothing to answer", status_line=gone, status_class="done")
+        opened = await self._open(request, 409)
+        if not isinstance(opened, tuple):
+            return opened
+        link, row = opened
         form = await request.post()
         action = str(form.get("action", "submit"))
         reason = str(form.get("reason", "")).strip()[:2000] or None

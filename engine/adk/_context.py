@@ -45,15 +45,10 @@ class State(MutableMapping[str, Any]):
         return bool(getattr(self._state, "_delta", None))
 
 
-class _Session:
-    """``ctx.session``: the session's id, app, user and state (the same state as ``ctx.state``)."""
+class _OfInvocation:
+    """The app and user of the engine context's invocation (``ctx.session`` and ``ctx`` both say them)."""
 
-    def __init__(self, ctx: EngineContext) -> None:
-        self._ctx = ctx
-
-    @property
-    def id(self) -> str:
-        return self._ctx.invocation.session_id
+    _ctx: EngineContext
 
     @property
     def app_name(self) -> str:
@@ -62,6 +57,17 @@ class _Session:
     @property
     def user_id(self) -> str:
         return self._ctx.invocation.user_id
+
+
+class _Session(_OfInvocation):
+    """``ctx.session``: the session's id, app, user and state (the same state as ``ctx.state``)."""
+
+    def __init__(self, ctx: EngineContext) -> None:
+        self._ctx = ctx
+
+    @property
+    def id(self) -> str:
+        return self._ctx.invocation.session_id
 
     @property
     def state(self) -> State:
@@ -79,7 +85,7 @@ class _Actions:
         return dict(self._ctx.state._delta)
 
 
-class Context:
+class Context(_OfInvocation):
     """The context an ADK node body receives."""
 
     def __init__(self, engine_ctx: EngineContext, to_engine: Callable[[Any], Any]) -> None:
@@ -117,14 +123,6 @@ class Context:
     @property
     def invocation_id(self) -> str:
         return self._ctx.invocation_id
-
-    @property
-    def app_name(self) -> str:
-        return self._ctx.invocation.app_name
-
-    @property
-    def user_id(self) -> str:
-        return self._ctx.invocation.user_id
 
     @property
     def node_name(self) -> str:

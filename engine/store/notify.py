@@ -124,6 +124,27 @@ class MemoryLedger:
         return sorted(rows, key=lambda r: (-r.updated_at, r.key, r.channel))[:limit]
 
 
+DELIVERIES_TABLE = """CREATE TABLE IF NOT EXISTS notify_deliveries (
+    key TEXT NOT NULL,
+    channel TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    session_id TEXT,
+    subject TEXT NOT NULL DEFAULT '',
+    status TEXT NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    next_at {double} NOT NULL DEFAULT 0,
+    claimed_by TEXT,
+    claimed_until {double},
+    last_error TEXT,
+    created_at {double} NOT NULL,
+    updated_at {double} NOT NULL,
+    sent_at {double},
+    PRIMARY KEY (key, channel)
+){after}"""
+"""The deliveries table, described once: ``double`` is the dialect's type for a time,
+``after`` what follows the columns (SQLite's ``WITHOUT ROWID``)."""
+
+
 def ledger(store: Any) -> Ledger:
     """The ledger of ``store``'s backend (each store builds its own: this module stays
     below the backends, whose ledgers read its row model)."""

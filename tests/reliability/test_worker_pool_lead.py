@@ -97,20 +97,25 @@ async def test_a_request_wakes_one_idle_worker_and_no_other_claims() -> None:
             await queue.close()
 
 
+async def answer_all_and_settle(url: str, invs: dict[str, str]) -> None:
+    """Answer every session's interrupt (left to the pool), then follow each turn until it settles."""
+    queue = await open_store(url)
+    try:
+        for sid in invs:
+            assert (await handoff.queue_answer(queue, sid, APPROVE, operator="ann")).error is None
+        for sid, inv in invs.items():
+            assert await handoff.follow(queue, sid, inv, timeout=60) == "settled"
+    finally:
+        await queue.close()
+
+
 async def test_a_full_leader_hands_the_lead_on_and_a_gone_one_loses_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HITL_CRASH_DELAY", "0.5")  # turns that last, so the first worker is busy when the second request comes
     url = pg_fresh_url()
     invs = await _make_sessions(url, 2)
     async with Pool(url, 2, concurrency=1) as pool:
         first = next(i for i, li in enumerate(pool.listeners()) if li.leader)
-        queue = await open_store(url)
-        try:
-            for sid in invs:
-                assert (await handoff.queue_answer(queue, sid, APPROVE, operator="ann")).error is None
-            for sid, inv in invs.items():
-                assert await handoff.follow(queue, sid, inv, timeout=60) == "settled"
-        finally:
-            await queue.close()
+        await answer_all_and_settle(url, invs)
         await until(lambda: sum(len(r) for r in pool.results) == 2, "both results")
         assert [len(r) for r in pool.results] == [1, 1]  # the busy leader handed the second one on
         other = 1 - first

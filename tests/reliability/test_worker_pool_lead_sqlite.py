@@ -14,7 +14,7 @@ import pytest
 
 from engine import handoff
 from engine.store import open_store
-from tests.reliability.test_worker_pool_lead import Pool, until
+from tests.reliability.test_worker_pool_lead import Pool, answer_all_and_settle, until
 from tests.reliability.test_workers import _make_sessions
 from tests.reliability.worker_procs import APPROVE
 
@@ -74,14 +74,7 @@ async def test_a_full_leader_hands_the_lead_on_and_a_gone_one_lets_it_go(
     url = str(tmp_path / "pool.sqlite")
     invs = await _make_sessions(url, 2)
     async with SQLitePool(url, 2, concurrency=1) as pool:
-        queue = await open_store(url)
-        try:
-            for sid in invs:
-                assert (await handoff.queue_answer(queue, sid, APPROVE, operator="ann")).error is None
-            for sid, inv in invs.items():
-                assert await handoff.follow(queue, sid, inv, timeout=60) == "settled"
-        finally:
-            await queue.close()
+        await answer_all_and_settle(url, invs)
         await until(lambda: sum(len(r) for r in pool.results) == 2, "both results")
         assert [len(r) for r in pool.results] == [1, 1]  # the busy leader handed the second one on
         await until(lambda: pool.leaders() == 1, "a leader again")

@@ -6,25 +6,9 @@ from typing import Any
 
 import asyncpg
 
-from ..notify import COLUMNS, Delivery, from_row
+from ..notify import COLUMNS, DELIVERIES_TABLE, Delivery, from_row
 
-TABLE = """CREATE TABLE IF NOT EXISTS notify_deliveries (
-    key TEXT NOT NULL,
-    channel TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    session_id TEXT,
-    subject TEXT NOT NULL DEFAULT '',
-    status TEXT NOT NULL,
-    attempts INTEGER NOT NULL DEFAULT 0,
-    next_at DOUBLE PRECISION NOT NULL DEFAULT 0,
-    claimed_by TEXT,
-    claimed_until DOUBLE PRECISION,
-    last_error TEXT,
-    created_at DOUBLE PRECISION NOT NULL,
-    updated_at DOUBLE PRECISION NOT NULL,
-    sent_at DOUBLE PRECISION,
-    PRIMARY KEY (key, channel)
-)"""
+TABLE = DELIVERIES_TABLE.format(double="DOUBLE PRECISION", after="")
 
 
 async def _exists(conn: asyncpg.Connection) -> bool:

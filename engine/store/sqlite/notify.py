@@ -5,25 +5,9 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from ..notify import COLUMNS, Delivery, from_row
+from ..notify import COLUMNS, DELIVERIES_TABLE, Delivery, from_row
 
-TABLE = """CREATE TABLE IF NOT EXISTS notify_deliveries (
-    key TEXT NOT NULL,
-    channel TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    session_id TEXT,
-    subject TEXT NOT NULL DEFAULT '',
-    status TEXT NOT NULL,
-    attempts INTEGER NOT NULL DEFAULT 0,
-    next_at REAL NOT NULL DEFAULT 0,
-    claimed_by TEXT,
-    claimed_until REAL,
-    last_error TEXT,
-    created_at REAL NOT NULL,
-    updated_at REAL NOT NULL,
-    sent_at REAL,
-    PRIMARY KEY (key, channel)
-) WITHOUT ROWID"""
+TABLE = DELIVERIES_TABLE.format(double="REAL", after=" WITHOUT ROWID")
 
 
 def _exists(conn: sqlite3.Connection) -> bool:
