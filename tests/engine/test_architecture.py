@@ -270,3 +270,9 @@ def test_no_empty_type_checking_block() -> None:
                     and all(isinstance(b, ast.Pass) for b in node.body)):
                 empty.append(f"{module_name(path)}:{node.lineno}")
     assert not empty, empty
+
+
+def test_no_module_over_700_lines() -> None:
+    """A module a reader can hold: none of the engine's, the console's or the sample apps' is over 700 lines."""
+    long = {module_name(p): n for p in sources() if (n := len(p.read_text(encoding="utf-8").splitlines())) > 700}
+    assert not long, long
