@@ -34,7 +34,7 @@ from textual import work
 from textual.actions import SkipAction
 from textual.actions import parse as parse_action
 from textual.app import App, ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Input, TextArea
 
@@ -73,7 +73,9 @@ class HitlApp(App[None]):
 
     CSS_PATH = "app.tcss"
     TITLE = "hitl console"
-    BINDINGS: ClassVar[list[Binding]] = [b for b in bindings("app") if b.action != "command_palette"]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        b for b in bindings("app") if not (isinstance(b, Binding) and b.action == "command_palette")
+    ]
     COMMAND_PALETTE_BINDING = BY_ID["app.palette"].key or "ctrl+p"
     COMMANDS: ClassVar[set[Any]] = App.COMMANDS | {ActionsProvider}
 

@@ -14,7 +14,7 @@ from typing import Any, ClassVar, get_args
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import BindingType
 
 from engine.redact import learn_written
 from engine.store.base import AuditAction, AuditRecord
@@ -119,7 +119,7 @@ def _key(r: AuditRecord) -> str:
 class AuditScreen(SortableRows, PagedTableScreen):
     AREA = "audit"
     HELP_AREAS = ("audit",)
-    BINDINGS: ClassVar[list[Binding]] = bindings("audit")
+    BINDINGS: ClassVar[list[BindingType]] = bindings("audit")
     SORT_KEYS: ClassVar[dict[str, Callable[[Any], Any]]] = {
         "time": lambda r: r.at,  # ▲: oldest first (the view's own order is newest first)
         "action": lambda r: r.action,

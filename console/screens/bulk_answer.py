@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 from rich.text import Text
 from textual import events, on, work
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, ProgressBar
@@ -79,7 +79,7 @@ def bulk_command(where: str, groups: list[Group], value: Any, operator: str | No
 class BulkAnswerScreen(ModalScreen[BulkResult | None]):
     """One answer, its dry run per invocation, then the batch and its results."""
 
-    BINDINGS: ClassVar[list[Binding]] = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding(CONFIRM_KEY, "submit", "Submit", show=False),
         Binding(BACK_KEY, "close", "Close", show=False),
     ]

@@ -9,7 +9,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 
@@ -72,7 +72,7 @@ def form_keys_table() -> Group:
 class HelpScreen(ModalScreen[None]):
     """Keys of the current view (``?``); esc closes."""
 
-    BINDINGS: ClassVar[list[Binding]] = [Binding("escape,question_mark,q", "close", "Close", show=False)]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,question_mark,q", "close", "Close", show=False)]
 
     def __init__(
         self, title: str, sections: list[tuple[str, list[Action]]], *, read_only: bool, form_keys: bool = False

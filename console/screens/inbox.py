@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import BindingType
 from textual.widgets import Input
 
 from engine import bulk
@@ -100,7 +100,7 @@ class InboxScreen(SortableRows, PagedTableScreen):
 
     AREA = "inbox"
     HELP_AREAS = ("inbox",)
-    BINDINGS: ClassVar[list[Binding]] = bindings("inbox")
+    BINDINGS: ClassVar[list[BindingType]] = bindings("inbox")
     SORT_KEYS: ClassVar[dict[str, Callable[[Any], Any]]] = {
         "status": lambda r: 0,  # by liveness: :meth:`sort_key`
         "age": lambda r: -r.raised_at,  # ▲: youngest first (the inbox's own order is oldest first)

@@ -30,7 +30,7 @@ from typing import ClassVar
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.timer import Timer
 from textual.widgets import Input, Tree
@@ -124,7 +124,7 @@ def read_file(path: Path) -> tuple[Session, list[StoredEvent]]:
 class ReplayScreen(HitlScreen):
     AREA = "replay"
     HELP_AREAS = ("replay",)
-    BINDINGS: ClassVar[list[Binding]] = bindings("replay")
+    BINDINGS: ClassVar[list[BindingType]] = bindings("replay")
 
     def __init__(self, source: ReplaySource) -> None:
         super().__init__(classes="replay-screen")

@@ -37,7 +37,7 @@ from typing import ClassVar
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import BindingType
 from textual.containers import Horizontal
 from textual.widgets import Tree
 
@@ -88,7 +88,7 @@ class SessionScreen(GraphKeys, HitlScreen):
 
     AREA = "session"
     HELP_AREAS = ("session", "log")
-    BINDINGS: ClassVar[list[Binding]] = bindings("session")
+    BINDINGS: ClassVar[list[BindingType]] = bindings("session")
 
     def __init__(self, session_id: str, invocation_id: str | None = None, path: str | None = None) -> None:
         super().__init__(classes="session-screen")

@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import BindingType
 from textual.timer import Timer
 from textual.widgets import Input
 
@@ -90,7 +90,7 @@ class SessionTable(StatusTable):
 class SessionsScreen(SortableRows, PagedTableScreen):
     AREA = "sessions"
     HELP_AREAS = ("sessions",)
-    BINDINGS: ClassVar[list[Binding]] = bindings("sessions")
+    BINDINGS: ClassVar[list[BindingType]] = bindings("sessions")
     SORT_KEYS: ClassVar[dict[str, Callable[[Any], Any]]] = {
         "status": lambda r: str(r.status),
         "open": lambda r: r.open_interrupts,

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import TextArea
@@ -103,7 +103,7 @@ def cut_note() -> str:
 class ValueScreen(ModalScreen[None]):
     """One value in full, read-only; built in a thread worker."""
 
-    BINDINGS: ClassVar[list[Binding]] = [Binding("escape,q", "dismiss_screen", "Close", show=False)]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q", "dismiss_screen", "Close", show=False)]
 
     def __init__(self, title: str, value: Any, red: Redactor) -> None:
         super().__init__(classes="value-screen")
