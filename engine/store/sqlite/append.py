@@ -22,6 +22,7 @@ from ...errors import (
 from ...models import Event, Session
 from ..base import (
     AuditRecord,
+    InvocationState,
     Lease,
     session_status,
 )
@@ -62,7 +63,7 @@ def _append_many_tx(
     return _append_batch(conn, session_id, prepared, expected_seq, lease_owner)[0]
 
 
-_INVOCATION_STATES = ("running", "waiting", "failed", "completed", "cancelled")
+_INVOCATION_STATES: tuple[InvocationState, ...] = ("running", "waiting", "failed", "completed", "cancelled")
 
 
 @functools.cache
@@ -332,7 +333,7 @@ def _append_batch(
     # Most events leave the invocation's status alone: touch updated_at only, and
     # recompute the session's status just when an invocation appears or may change.
     statuses: list[str] = []
-    created: list[tuple[Any, ...]] = []
+    new_invocations: list[tuple[Any, ...]] = []
     for inv, ch in changes.items():
         if not fresh and not (touch and not inv_exists):  # (touch: the head read says whether the row exists)
             cur = conn.execute(
@@ -345,21 +346,21 @@ def _append_batch(
                     statuses.append(ch.status)
                 continue
         st = ch.status or "running"
-        created.append((session_id, inv, st, ch.first_seq, ch.first_at, ch.updated_at, ch.message))
+        new_invocations.append((session_id, inv, st, ch.first_seq, ch.first_at, ch.updated_at, ch.message))
         statuses.append(st)
-    if created:
+    if new_invocations:
         conn.executemany(
             "INSERT INTO invocations (session_id, invocation_id, status, started_seq, started_at, updated_at, message)"
             " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            created,
+            new_invocations,
         )
-        n_invocations += len(created)
-    new_invocation = bool(created)
+        n_invocations += len(new_invocations)
+    new_invocation = bool(new_invocations)
     old_status = status
     if others is not None:  # probed with the head: the other invocations, plus this one
         assert final_status is not None
         present = {st for st, there in zip(_INVOCATION_STATES, others, strict=True) if there} | {final_status}
-        status = session_status([st for st in _INVOCATION_STATES if st in present])  # type: ignore[misc]
+        status = session_status([st for st in _INVOCATION_STATES if st in present])
     elif statuses:
         if all(s == "running" for s in statuses):
             status = "running"  # the highest-ranking status: no need to look at the others
@@ -457,7 +458,7 @@ def _import_tx(
     session: Session,
     events: list[_Prepared],
     record: AuditRecord,
-    checkpoints: list[tuple[int, str]],
+    checkpoints: list[tuple[int, bytes]],
 ) -> None:
     created = _create_tx(
         conn,
