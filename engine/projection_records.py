@@ -225,7 +225,8 @@ class Change:
 def _record(obj: object) -> dict[str, Any]:
     """A record as JSON-safe fields, without the copy-on-write generation."""
     values = obj.__dict__
-    return {name: values[name] for name in _field_names(type(obj))}
+    # a class is hashable: mypy checks type[object] against Hashable's instance __hash__
+    return {name: values[name] for name in _field_names(type(obj))}  # type: ignore[arg-type]
 
 
 @functools.cache
