@@ -90,7 +90,7 @@ def _import_commands(module: str) -> None:
         raise LookupError(f"no command module {module!r}")
 
 
-class LazyCommands(dict):  # type: ignore[type-arg]
+class LazyCommands(dict):
     """The group's ``commands``: looking a command up imports the module that
     registers it; listing them all imports every one (click's own lookups, and
     code that iterates ``cli.commands``, see every command either way)."""

@@ -15,6 +15,7 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import BindingType
+from textual.coordinate import Coordinate
 
 from engine.redact import learn_written
 from engine.store.base import AuditAction, AuditRecord
@@ -286,7 +287,7 @@ class AuditScreen(SortableRows, PagedTableScreen):
         table = self.query_one("#audit-table", DataTable)
         if not table.row_count or table.cursor_row < 0 or table.cursor_row >= len(self.rows):
             return None
-        key = str(table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value)
+        key = str(table.coordinate_to_cell_key(Coordinate(table.cursor_row, 0)).row_key.value)
         return next((r for r in self.rows if _key(r) == key), None)
 
     def copy_row(self, key: str) -> tuple[str, str]:

@@ -31,6 +31,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import BindingType
+from textual.coordinate import Coordinate
 from textual.widgets import Input
 
 from engine import bulk
@@ -393,7 +394,7 @@ class InboxScreen(SortableRows, PagedTableScreen):
         if not table.row_count:
             return None
         try:
-            return str(table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value)
+            return str(table.coordinate_to_cell_key(Coordinate(table.cursor_row, 0)).row_key.value)
         except Exception:  # noqa: BLE001
             return None
 

@@ -23,6 +23,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import BindingType
+from textual.coordinate import Coordinate
 from textual.timer import Timer
 from textual.widgets import Input
 
@@ -511,7 +512,7 @@ class SessionsScreen(SortableRows, PagedTableScreen):
         if not table.row_count or table.cursor_row < 0:
             return None
         try:
-            return str(table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value)
+            return str(table.coordinate_to_cell_key(Coordinate(table.cursor_row, 0)).row_key.value)
         except Exception:  # noqa: BLE001 -- no row under the cursor
             return None
 
