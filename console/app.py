@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from textual import work
 from textual.actions import SkipAction
@@ -62,6 +62,9 @@ from .text import clean
 from .themes import save_theme, status_variables
 from .times import use_utc
 from .widgets.plain import Static
+
+if TYPE_CHECKING:
+    from engine.permissions import Policy
 
 SESSION_STATUSES = set(SESSION_FILTERS)
 _S = TypeVar("_S", bound=Screen[Any])
@@ -204,15 +207,18 @@ class HitlApp(App[None]):
 
     async def action_quit(self) -> None:
         """``q``, ``ctrl+q``, ``:quit``: at once, unless a write started here is still running."""
+        self._quit()
+
+    def action_help_quit(self) -> None:
+        """Textual's own ``ctrl+c`` binding: quits like ``q`` (the registry binds
+        ``ctrl+c`` to ``app.quit`` too), asking first while a write runs."""
+        self._quit()
+
+    def _quit(self) -> None:
         if self.running_writes:
             self._ask_before_quitting()
             return
         self.exit()
-
-    async def action_help_quit(self) -> None:
-        """Textual's own ``ctrl+c`` binding: quits like ``q`` (the registry binds
-        ``ctrl+c`` to ``app.quit`` too), asking first while a write runs."""
-        await self.action_quit()
 
     def _ask_before_quitting(self) -> None:
         if self._quit_guard is not None:
@@ -261,7 +267,7 @@ class HitlApp(App[None]):
         return self.operator or self.config.operator
 
     @property
-    def policy(self) -> Any:
+    def policy(self) -> Policy:
         """Groups, who may answer and the stale-claim age (:mod:`engine.permissions`):
         the config file's; a malformed one allows everything here and the writes refuse saying why."""
         from engine.errors import HitlError

@@ -89,6 +89,10 @@ class AnsweringHost(Protocol):
 
     def post_message(self, message: Any) -> bool: ...
 
+    def start_write(self, job: WriteJob, draft: AnswerDraft | None) -> None:
+        """Run a write (the editor's submit, a re-drive, a cancel)."""
+        ...
+
     def run_worker(
         self, work: Coroutine[Any, Any, None], *, group: str, exclusive: bool, exit_on_error: bool
     ) -> Worker[None]: ...

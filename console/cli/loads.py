@@ -136,12 +136,13 @@ def parse_row(raw: str) -> Event | None:
     from engine.models import Event
 
     try:
-        return Event.__pydantic_validator__.validate_json(raw)  # Event.from_json without its Python layers
+        event: Event = Event.__pydantic_validator__.validate_json(raw)  # Event.from_json without its Python layers
+        return event
     except ValueError:  # pydantic's ValidationError too
         return None
 
 
-async def reread(store: Any, session_id: str, seq: int) -> Event:
+async def reread(store: SessionStore, session_id: str, seq: int) -> Event:
     """The event at ``seq`` read through the store, which raises CorruptEventError
     naming what is wrong with a row that does not parse."""
     return (await store.event_at(session_id, seq)).event

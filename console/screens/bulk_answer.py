@@ -27,6 +27,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, ProgressBar
+from textual.widgets.data_table import ColumnKey
 
 from engine import bulk
 from engine.bulk import BulkPlan, BulkResult, Group, ItemPlan, ItemResult
@@ -273,7 +274,7 @@ class BulkAnswerScreen(ModalScreen[BulkResult | None]):
         self.query_one("#bulk-progress", ProgressBar).remove_class("-hidden")
         self.query_one("#bulk-summary", Static).update(f"answering {len(self.groups)} invocations…")
         table = self.query_one("#bulk-items", DataTable)
-        table.columns["what"].label = Text("RESULT")
+        table.columns[ColumnKey("what")].label = Text("RESULT")
         for g in self.groups:
             self._set_row(g, "queued", "", "dim")
         self._keys_changed()

@@ -84,7 +84,7 @@ class ReplaySource:
 
 
 async def read_history(
-    store: SessionStore, session_id: str, progress: Callable[[int, int], None] | None = None
+    store: SessionStore, session_id: str, progress: Callable[[int, int], object] | None = None
 ) -> tuple[Session, list[StoredEvent], list[int]]:
     """Every readable event of a session, in chunks; corrupt rows are reported, not fatal."""
     session = await store.get_session(session_id)

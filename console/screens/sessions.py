@@ -267,7 +267,7 @@ class SessionsScreen(SortableRows, PagedTableScreen):
             return
         if generation != self._generation:
             return  # the query changed meanwhile
-        to_judge = {s.id: s.status for s in items if s.id in judge}  # listed or not: a live turn may sit beside a stopped one
+        to_judge: dict[str, str] = {s.id: s.status for s in items if s.id in judge}  # listed or not: a live turn may sit beside a stopped one
         items = [s for s in items if self._listed(s, stopped, queued, query)]
         self.post_message(SessionsLoaded(query, items, page.next_cursor, append=append, stopped=stopped,
                                          queued=queued, judge=to_judge, generation=generation, dues=dues))
@@ -413,7 +413,7 @@ class SessionsScreen(SortableRows, PagedTableScreen):
 
     def _cells(self, table: SessionTable, r: SessionSummary, now: float, widths: dict[str, int]) -> list[Text | str]:
         red = self.hitl.redactor
-        cells = [
+        cells: list[Text | str] = [
             table.status_cell(r.status, self.stopped.get(r.id, (False, False)), r.id in self.queued),
             Text(str(r.open_interrupts) if r.open_interrupts else "", justify="right"),
             Text(age(r.oldest_open_at, now) if r.oldest_open_at is not None else "", justify="right"),

@@ -360,7 +360,7 @@ class NodeTree(Navigable, Tree[str]):
 
     def nav_text(self, index: int) -> str | None:
         node = self.get_node_at_line(index)
-        return None if node is None else node.label.plain
+        return None if node is None else str(node.label)  # a Text's str is its plain text
 
     def matches(self) -> list[int]:
         """``/`` searches folded runs too: a fold whose runs (or their children)
