@@ -198,10 +198,10 @@ def draw_graph(graph: InvocationGraph, width: int = MAX_WIDTH) -> Canvas:
     canvas = _draw(graph, graph.root)
     while canvas.width > width:
         folded = _fold_widest(graph)
-        if folded is None:
+        if folded is None or folded.root is None:
             break
         graph = folded
-        canvas = _draw(graph, graph.root)  # type: ignore[arg-type]
+        canvas = _draw(graph, folded.root)
     return canvas
 
 

@@ -59,10 +59,10 @@ PREFIX = "/api/v1"
 VERSION = "1.0.0"
 MAX_BODY = 4 * 1024 * 1024
 """Largest request body read (an answer is at most ~1 MB of JSON; a bulk item list more)."""
-CONTEXT: web.AppKey[ApiContext] = web.AppKey("hitl_api", object)  # type: ignore[arg-type]
+CONTEXT: web.AppKey[ApiContext] = web.AppKey("hitl_api")
 ROUTE_TABLE: web.AppKey[dict[tuple[str, str], api_models.Route]] = web.AppKey("hitl_api_routes", dict)
-IDENTITY: web.RequestKey[Identity] = web.RequestKey("hitl_identity", object)  # type: ignore[arg-type]
-REDACTOR: web.RequestKey[Any] = web.RequestKey("hitl_redactor", object)
+IDENTITY: web.RequestKey[Identity] = web.RequestKey("hitl_identity")
+REDACTOR: web.RequestKey[Redactor] = web.RequestKey("hitl_redactor")
 
 
 class ApiError(Exception):
@@ -159,7 +159,7 @@ def one_line(red: Redactor | None, text: str) -> str:
     return Redactor(DEFAULT_SECRET_PATTERNS).text(masked)  # as the CLI's error lines: the defaults always
 
 
-def hitl_error(exc: HitlError, red: Redactor | None = None) -> ApiError:
+def hitl_error(exc: BaseException, red: Redactor | None = None) -> ApiError:
     return ApiError(status_of(exc), error_code(exc), one_line(red, str(exc)))
 
 
@@ -379,7 +379,7 @@ async def _idempotent(
             err = hitl_error(exc, request.get(REDACTOR))
             response = _json(err.status, error_body(err.code, err.message))
         assert isinstance(response, web.Response)
-        return response.status, response.body or b""  # type: ignore[return-value]
+        return response.status, response.body if isinstance(response.body, bytes) else b""  # _json's: bytes
 
     from engine.store.idempotency import keys_of
 
