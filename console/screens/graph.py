@@ -144,8 +144,8 @@ class GraphScreen(HitlScreen):
         if node is None:
             return
         self.app.pop_screen()
-        self.session.tree.select_path(node.path)
-        self.session.tree.focus()
+        self.session.run_tree.select_path(node.path)
+        self.session.run_tree.focus()
 
     def can_answer_node(self) -> bool:
         node = self.picked_node

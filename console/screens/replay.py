@@ -161,16 +161,16 @@ class ReplayScreen(HitlScreen):
         yield FittedFooter()
 
     def on_mount(self) -> None:
-        self.tree.border_title = "Nodes"
+        self.run_tree.border_title = "Nodes"
         self.query_one("#details", Details).border_title = "Details"
         self.query_one("#replay-state", ReplayPanel).border_title = "Session state"
         self.query_one("#replay-event", ReplayPanel).border_title = "Event"
         self.log_widget.border_title = f"Events · times: {zone_label()}"  # the zone, said once
-        self.tree.focus()
+        self.run_tree.focus()
         self._load()
 
     @property
-    def tree(self) -> NodeTree:
+    def run_tree(self) -> NodeTree:
         return self.query_one(NodeTree)
 
     @property
@@ -265,8 +265,8 @@ class ReplayScreen(HitlScreen):
         single_step = (
             old is not None
             and frame.position == old.position + 1
-            and self.tree.proj is frame.projection
-            and self.tree.invocation_id == frame.invocation_id
+            and self.run_tree.proj is frame.projection
+            and self.run_tree.invocation_id == frame.invocation_id
         )
         self._draw_tree(frame, single_step)
         self._draw_event(frame)
@@ -305,7 +305,7 @@ class ReplayScreen(HitlScreen):
         return None
 
     def _draw_tree(self, frame: Frame, single_step: bool) -> None:
-        tree = self.tree
+        tree = self.run_tree
         inv = frame.invocation_id
         if inv is None:
             tree.proj, tree.invocation_id = None, None
@@ -337,7 +337,7 @@ class ReplayScreen(HitlScreen):
         if frame is None or inv is None:
             details.show(Text("No event applied yet.", "dim"), "Details")
             return
-        path = self.tree.cursor_path
+        path = self.run_tree.cursor_path
         st = details.style_map
         if path is not None and frame.projection.get(inv, path) is not None:
             details.show(node_details(frame.projection, inv, path, st, red=self.hitl.redactor), f"Node {path}")

@@ -152,7 +152,7 @@ def show_all(screen: Any) -> None:
     in a :class:`ValueScreen`."""
     from .details import node_values
 
-    inv, path = screen.invocation_id, screen.tree.cursor_path
+    inv, path = screen.invocation_id, screen.run_tree.cursor_path
     if screen.detail_mode == "event" and screen.event_shown is not None:
         se = screen.event_shown
         title, value = f"event {se.seq}", se.event.model_dump(mode="json", exclude_none=True)

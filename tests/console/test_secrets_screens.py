@@ -68,7 +68,7 @@ async def test_console_screens_show_no_secret_unless_asked(show: bool) -> None:
         session = app.screen
         assert isinstance(session, SessionScreen)
         seen["session (connect selected)"] = screen_text(app)
-        session.tree.select_path("leaky@1/confirm@1")
+        session.run_tree.select_path("leaky@1/confirm@1")
         await settle(pilot)
         seen["session (confirm selected)"] = screen_text(app)
 
