@@ -37,7 +37,7 @@ import contextlib
 import time
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, Protocol, TypeGuard, TypeVar, runtime_checkable
+from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -242,7 +242,7 @@ class SessionSummary(BaseModel):
 
 
 from .metric_rows import StoreMetrics  # noqa: E402 -- the protocol's metric_reads returns it
-from .owner_index import AUDITED_ACTIONS, OwnerChange, owner_effects  # noqa: E402,F401 -- index_effects uses them
+from .owner_index import AUDITED_ACTIONS, OwnerChange, audited, owner_effects  # noqa: E402,F401 -- index_effects uses them
 
 
 class StoreOverview(BaseModel):
@@ -301,10 +301,6 @@ _END_STATUS: dict[NodeStatus, InvocationState] = {
 }
 
 
-def _audited(action: str | None) -> TypeGuard[AuditAction]:
-    return action in AUDITED_ACTIONS
-
-
 def index_effects(event: Event) -> IndexEffects:
     """The one definition of how an event changes the interrupt index and the
     invocation status. Root lifecycle records decide the invocation status; an
@@ -324,9 +320,8 @@ def index_effects(event: Event) -> IndexEffects:
             elif event.action in ("cancel", "fail"):  # fail: a deadline's outcome, closing interrupts as a cancel
                 eff.cancel_invocation = True
                 eff.invocation_status = "cancelled" if event.action == "cancel" else "failed"
-                eff.audit = ("cancel" if event.action == "cancel" else "fail", *who,
-                             {k: meta.get(k) for k in ("path", "error_code") if event.action == "fail"})
-            elif _audited(event.action):  # claim, assign, release, approve
+                eff.audit = ("cancel" if event.action == "cancel" else "fail", *who, {k: meta.get(k) for k in ("path", "error_code") if event.action == "fail"})
+            elif audited(event.action):  # claim, assign, release, approve
                 eff.owners, details = owner_effects(meta)
                 eff.audit = (event.action, *who, details)
             elif event.action == "redrive":
