@@ -45,10 +45,10 @@ from engine.store.base import SessionStore
 from engine.store.capabilities import WorkerQueue, capability
 
 from .actions import ACTIONS, BY_COMMAND, BY_ID, READ_ONLY_DRY_RUN, Action, bindings, for_screen, lookup
+from .answering.jobs import WriteJob
 from .config import ConsoleConfig
 from .messages import SessionQuery
 from .screens.answer_dialogs import QUIT_NOW, QuitGuard
-from .screens.answer_jobs import WriteJob
 from .screens.audit import AuditFilterError, AuditQuery, AuditScreen
 from .screens.base import HitlScreen
 from .screens.command import ActionsProvider, CommandError, CommandLine, parse_command

@@ -27,12 +27,13 @@ if TYPE_CHECKING:
     from engine.bulk import BulkPlan, BulkResult, ItemResult
     from engine.home import HomeSummary
     from engine.liveness import InvocationHealth
+    from engine.outcome import Outcome
     from engine.replay import Replay
 
+    from .answering.jobs import WriteJob
     from .answering.selection import AnswerDraft
-    from .screens.answer_jobs import WriteJob
     from .screens.audit import AuditQuery
-    from .widgets.answer_views import Outcome, Preview
+    from .widgets.answer_views import Preview
 
 
 @dataclass

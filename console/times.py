@@ -18,6 +18,8 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime
 
+from engine.ages import readable_age as format_age
+
 _SETTINGS = {"utc": False}
 """Process-wide, like the terminal the operator reads: set once by ``hitl --utc`` / HitlApp(utc=)."""
 
@@ -35,22 +37,6 @@ def _dt(ts: float) -> datetime:
     if _SETTINGS["utc"]:
         return datetime.fromtimestamp(ts, UTC)
     return datetime.fromtimestamp(ts).astimezone()  # the local zone (honours TZ after tzset)
-
-
-def format_age(seconds: float | None) -> str:
-    """``45s``, ``12m``, ``3h05m``, ``2d04h``; ``-`` for None. Negative ages (clock skew) read ``0s``."""
-    if seconds is None:
-        return "-"
-    s = max(int(seconds), 0)
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m"
-    if s < 86400:
-        h, m = divmod(s // 60, 60)
-        return f"{h}h{m:02d}m"
-    d, h = divmod(s // 3600, 24)
-    return f"{d}d{h:02d}h"
 
 
 def age(then: float | None, now: float | None = None) -> str:

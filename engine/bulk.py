@@ -54,6 +54,7 @@ from .bulk_filter import (  # noqa: F401 (re-exported: engine.bulk is the bulk-a
 )
 from .errors import HitlError
 from .operations import DryRun, Outcome, one_line
+from .routing import Via, routed_to_worker  # noqa: F401 (re-exported: the rule bulk answers follow)
 from .store.capabilities import WorkerQueue, capability
 
 if TYPE_CHECKING:
@@ -70,25 +71,6 @@ VERDICTS: tuple[Verdict, ...] = ("auto-complete", "re-execute", "keep waiting", 
 
 ResultStatus = Literal["applied", "queued", "refused", "failed", "interrupted"]
 RESULT_STATUSES: tuple[ResultStatus, ...] = ("applied", "queued", "refused", "failed", "interrupted")
-
-Via = Literal["auto", "local", "worker"]
-"""Where an answer's turn runs: here (``local``), in a worker, or ``auto`` (a worker
-when no code is registered here for the app), as ``hitl resume --via``."""
-
-
-def routed_to_worker(via: str, app_name: str | None, registry: Any, store: Any) -> bool:
-    """Whether an answer for ``app_name`` is left to a worker: ``via="worker"``, or
-    ``auto`` with a built registry that has no code for the app, on a store that
-    keeps turn requests (elsewhere ``auto`` answers here, and says why not)."""
-    from .apps import AppRegistry
-
-    if via == "worker":
-        return True
-    return (
-        via == "auto" and isinstance(registry, AppRegistry) and app_name not in registry
-        and capability(store, WorkerQueue) is not None
-    )
-
 
 # ------------------------------------------------------------------ selecting
 async def select(

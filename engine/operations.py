@@ -50,6 +50,14 @@ from .outcome import (  # noqa: F401 (re-exported: engine.operations is where ca
     one_line,
 )
 from .outcome import refused as _refused
+from .routing import (
+    Via,
+    answer_via_worker,
+    redrive_via_worker,
+    routed_to_worker,
+    start_routed_to_worker,
+    start_via_worker,
+)
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -103,6 +111,10 @@ async def answer(
     batch: str | None = None,
     force: bool = False,
     policy: Policy | None = None,
+    via: Via = "local",
+    wait: bool = True,
+    timeout: float | None = None,
+    on_queued: Callable[[Outcome], None] | None = None,
 ) -> Outcome:
     """Answer ``answers`` (``{interrupt_id: value}``) and run what they unblock.
 
@@ -111,11 +123,22 @@ async def answer(
     ``on_step`` is called after each persisted event; ``batch``: the bulk answer
     (:mod:`engine.bulk`) this one is part of, recorded on the answer. First the
     checks of :mod:`engine.answer_gate` (``force``: answer an interrupt someone
-    else owns; ``policy``: who may answer, default the process's hitl.toml)."""
+    else owns; ``policy``: who may answer, default the process's hitl.toml).
+    ``via``: here or in a worker (:mod:`engine.routing`; ``wait``, ``timeout`` and
+    ``on_queued`` apply to a turn left to a worker)."""
     from .answer_gate import gated
     from .models import Content
 
     outcome = Outcome("answer", session_id, invocation_id, operator, reason, answered=list(answers))
+    if via != "local":
+        if isinstance(app := await _route(outcome, store, session, registry, via), Outcome):
+            return app  # refused: reading the session or building the registry failed
+        if app is not None:
+            return await answer_via_worker(
+                store, session_id, answers, invocation_id, app_name=app, operator=operator, reason=reason,
+                on_step=on_step, force=force, policy=policy, batch=batch, wait=wait, timeout=timeout,
+                on_queued=on_queued,
+            )
     if (stop := await gated(outcome, store, answers, force=force, policy=policy, batch=batch)) is not None:
         return stop
     content = Content.from_responses(answers)
@@ -136,10 +159,23 @@ async def redrive(
     preload: bool = False,
     session_state: bool = False,
     on_step: Callable[[Step], None] | None = None,
+    via: Via = "local",
+    wait: bool = True,
+    timeout: float | None = None,
+    on_queued: Callable[[Outcome], None] | None = None,
 ) -> Outcome:
     """Continue a failed or interrupted invocation (completed nodes are kept;
-    nodes in doubt run again only with ``acknowledge_in_doubt``)."""
+    nodes in doubt run again only with ``acknowledge_in_doubt``). ``via``: here or
+    in a worker, as for :func:`answer`."""
     outcome = Outcome("redrive", session_id, invocation_id, operator, reason)
+    if via != "local":
+        if isinstance(app := await _route(outcome, store, session, registry, via), Outcome):
+            return app  # refused: reading the session or building the registry failed
+        if app is not None:
+            return await redrive_via_worker(
+                store, session_id, invocation_id, app_name=app, acknowledge_in_doubt=acknowledge_in_doubt,
+                operator=operator, reason=reason, on_step=on_step, wait=wait, timeout=timeout, on_queued=on_queued,
+            )
     return await _turn(
         outcome, store, registry, session, preload, session_state, on_step, acknowledge_in_doubt=acknowledge_in_doubt
     )
@@ -206,17 +242,33 @@ async def start(
     user_id: str,
     registry: AppRegistry | Callable[[], AppRegistry] | None = None,
     on_step: Callable[[Step], None] | None = None,
+    via: Via = "local",
+    wait: bool = True,
+    timeout: float | None = None,
+    on_queued: Callable[[Outcome], None] | None = None,
+    operator: str | None = None,
 ) -> Outcome:
     """Start a new invocation of ``app_name`` in ``session_id`` (created by the
     first write when it does not exist) with the text ``message``, in this
     process, and run it until it waits, completes or fails. Refused before
     anything is written: an unknown or unimportable app, an empty message, a
-    session of another app, a session with an invocation running right now."""
+    session of another app, a session with an invocation running right now.
+    ``via``: here or in a worker, as for :func:`answer` (``operator``: who asked, recorded
+    on a start left to a worker)."""
     from .errors import EmptyMessageError, SessionNotFoundError, require_id
     from .liveness import lease_is_live
     from .models import Content
 
     outcome = Outcome("start", session_id, None)
+    if via != "local":
+        try:
+            built = None if registry is None else _registry(registry)
+            to_worker = await start_routed_to_worker(via, app_name, built, store)
+        except HitlError as exc:
+            return _refused(outcome, exc)
+        if to_worker:
+            return await start_via_worker(store, app_name, session_id, message, user_id=user_id, operator=operator,
+                                          on_step=on_step, wait=wait, timeout=timeout, on_queued=on_queued)
     try:
         require_id(session_id, "the session id")
         require_id(user_id, "the user id")
@@ -244,6 +296,22 @@ async def start(
             yield event
 
     return await _fold(outcome, store, events(), False, on_step, latest)
+
+
+async def _route(
+    outcome: Outcome, store: SessionStore, session: Session | None,
+    registry: AppRegistry | Callable[[], AppRegistry] | None, via: Via,
+) -> str | Outcome | None:
+    """The app whose worker runs this session's turn (:func:`engine.routing.routed_to_worker`),
+    None (it runs here), or ``outcome`` refused with the HitlError reading the session or
+    building the registry met (a registered app whose code fails to import is an error to
+    fix, not a hand-off)."""
+    try:
+        app = (session or await store.get_session(outcome.session_id)).app_name
+        built = None if registry is None else _registry(registry)  # none given: ``auto`` runs here
+    except HitlError as exc:
+        return _refused(outcome, exc)
+    return app if routed_to_worker(via, app, built, store) else None
 
 
 async def dry_run(

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from .errors import AlreadyResolvedError, ConflictError, InvocationBusyError, LeaseLostError
+from .errors import AlreadyResolvedError, ConflictError, HitlError, InvocationBusyError, LeaseLostError
 
 if TYPE_CHECKING:
     from .models import Event, NodeStatus
@@ -69,6 +69,12 @@ class Outcome:
     approval: str | None = None
     """An answer under a multi-approver rule that did not meet it yet: its approval
     was recorded (``written`` holds the ``approve`` event), e.g. ``1 of 2 approvals``."""
+    queued: str | None = None
+    """The turn was left to a worker (:mod:`engine.routing`): the line saying so, or that
+    no worker of the app is alive. None: it ran here (or nothing was left to run)."""
+    followed: str | None = None
+    """A turn left to a worker, followed: ``settled``, ``timeout`` (still queued or running:
+    nothing failed) or why the turn is held. None: not followed (``wait=False``)."""
 
     @property
     def wrote(self) -> bool:
@@ -112,9 +118,13 @@ class Outcome:
             raise self.error
 
 
-def one_line(exc: BaseException) -> str:
-    """An exception's message on one line (whitespace folded)."""
-    return " ".join(str(exc).split())
+def one_line(exc: BaseException, limit: int | None = None) -> str:
+    """What an operator sees for an error: its message on one line (whitespace folded),
+    never a traceback; an exception that is not the engine's own is named by its type
+    (``KeyError: 'x'``); cut at ``limit`` characters when given (a toast, a pane)."""
+    text = str(exc) if isinstance(exc, HitlError) else f"{type(exc).__name__}: {exc}"
+    text = " ".join(text.split())
+    return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"
 
 
 def nothing_written(text: str) -> str:

@@ -27,6 +27,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from .ages import readable_age
 from .errors import HitlError, ReadOnlyError, require_id
 from .models import Event
 from .operator_actions import operator_metadata
@@ -55,9 +56,7 @@ class OwnedByOtherError(HitlError):
 def _since(at: float | None) -> str:
     if at is None:
         return ""
-    from .bulk_filter import format_age
-
-    return f" (for {format_age(max(0.0, time.time() - at))})"
+    return f" (for {readable_age(time.time() - at)})"
 
 
 @dataclass

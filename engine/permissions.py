@@ -32,7 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .bulk_filter import Where, format_age, parse_age, parse_where
+from .ages import readable_age
+from .bulk_filter import Where, parse_age, parse_where
 from .errors import HitlError, ResumeRejected
 
 DEFAULT_STALE_AFTER = 4 * 3600.0
@@ -145,12 +146,12 @@ class Policy:
         return owned_at is not None and (now if now is not None else time.time()) - owned_at >= self.stale_after
 
     def owner_label(self, owner: str | None, owned_at: float | None, now: float | None = None) -> str:
-        """The OWNER cell: ``ann``, ``@finance``, ``ann (stale 5h)``, or ``""``."""
+        """The OWNER cell: ``ann``, ``@finance``, ``ann (stale 5h00m)``, or ``""``."""
         if not owner:
             return ""
         if self.is_stale(owned_at, now):
             assert owned_at is not None
-            return f"{owner} (stale {format_age((now or time.time()) - owned_at)})"
+            return f"{owner} (stale {readable_age((now or time.time()) - owned_at)})"
         return owner
 
 

@@ -7,6 +7,8 @@ The session screen and the inbox each *own* the pieces; none of them is a mixin:
   operator typed). Plain objects, no Textual.
 * :mod:`.prompts` -- what the re-drive and cancel confirmations say, from the
   invocation's health (plain functions, no Textual).
+* :mod:`.jobs` -- :class:`~.jobs.WriteJob` (one write as confirmed) and :func:`~.jobs.execute`,
+  which runs it through :mod:`engine.operations` (no widgets).
 * :mod:`.writes` -- runs one write in an app worker and posts what happens as
   messages (:class:`~console.messages.WriteEvent`, :class:`~console.messages.WriteDone`).
 * :mod:`.session_side` -- the session screen's answering: selection on the tree,

@@ -27,10 +27,10 @@ from engine.views import allowed_actions
 from ..messages import HealthChecked, WriteDone
 from ..screens.answer import AnswerScreen
 from ..screens.answer_dialogs import ConfirmWrite, OutcomeScreen, WriteChoice
-from ..screens.answer_jobs import WriteJob
 from ..screens.loaders import one_line
 from ..screens.owner_dialogs import AnswerOwned
-from ..widgets.answer_views import selection_summary, write_command
+from ..widgets.answer_views import outcome_error, selection_summary, shown_open, write_command
+from .jobs import WriteJob
 from .owners import ask_assignee, change_owners, owned_by_others
 from .prompts import invocation_prompt
 from .selection import AnswerDraft, InterruptSelection
@@ -278,7 +278,8 @@ class SessionAnswering:
             if choice is None:
                 return
             job = WriteJob(
-                kind, session.id, inv, session.app_name, session.user_id, choice.operator, choice.reason,
+                kind=kind, session_id=session.id, invocation_id=inv, app_name=session.app_name,
+                user_id=session.user_id, operator=choice.operator, reason=choice.reason,
                 acknowledge_in_doubt=choice.acknowledge_in_doubt,
                 command=command(choice.operator, choice.reason, choice.acknowledge_in_doubt),
             )
@@ -328,23 +329,24 @@ class SessionAnswering:
         if not o.written:
             # Said twice on purpose: a toast where the operator is looking now, and
             # the banner of the editor that reopens with their text.
-            h.hitl.notify(o.error or "nothing was written", title=f"Not submitted ({job_kind(message.job)})",
+            error = outcome_error(o)
+            h.hitl.notify(error or "nothing was written", title=f"Not submitted ({job_kind(message.job)})",
                           severity="error", timeout=10)
             if message.draft is None:
-                h.error(o.error or "nothing was written")
+                h.error(error or "nothing was written")
             elif h.session is not None:
-                message.draft.error = o.error
+                message.draft.error = error
                 message.draft.conflict = o.error_kind == "conflict"
                 self.open_editor(message.draft)
             return
         if message.draft is not None:
-            message.draft.settled(o.still_open)
+            message.draft.settled(shown_open(o))
         h.selection.clear()
         self.render()
 
         def show() -> None:
             self.render()
-            h.hitl.push_screen(OutcomeScreen(o, h.hitl.redactor))
+            h.hitl.push_screen(OutcomeScreen(o, h.hitl.redactor, message.job.command))
 
         # The tree catches up with everything the write appended, then the outcome shows over it.
         h.poll_then(show)

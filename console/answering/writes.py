@@ -1,7 +1,7 @@
 """Running one console write (answer, re-drive, cancel) in an app worker.
 
-:func:`start_write` runs a :class:`~console.screens.answer_jobs.WriteJob` through
-:func:`~console.screens.answer_jobs.execute` in a worker of the *app* (it
+:func:`start_write` runs a :class:`~console.answering.jobs.WriteJob` through
+:func:`~console.answering.jobs.execute` in a worker of the *app* (it
 outlives the screen: a running turn is never cancelled because the operator
 navigated away) and posts to the screen that started it what happens, as
 messages: a :class:`~console.messages.WriteEvent` for every event the write
@@ -19,7 +19,8 @@ from engine import Event
 from engine.apps import AppRegistry
 
 from ..messages import WriteDone, WriteEvent
-from ..screens.answer_jobs import WriteJob, execute
+from ..widgets.answer_views import outcome_error
+from .jobs import WriteJob, execute
 
 if TYPE_CHECKING:
     from ..app import HitlApp
@@ -58,12 +59,11 @@ def start_write(app: HitlApp, to: Receiver, job: WriteJob, draft: AnswerDraft | 
 
     async def run() -> None:
         try:
-            outcome = await execute(
-                store, registry, job, on_event, app.redactor, on_queued=lambda line: app.notify(line, timeout=8)
-            )
+            outcome = await execute(store, registry, job, on_event, on_queued=lambda line: app.notify(line, timeout=8))
             if not to.post_message(WriteDone(job, outcome, draft)):
-                severity = "error" if outcome.error else "information"
-                app.notify(outcome.error or f"{job.kind}: {outcome.events} events written", severity=severity)
+                error = outcome_error(outcome)
+                app.notify(error or f"{job.kind}: {len(outcome.written)} events written",
+                           severity="error" if error else "information")
         finally:
             app.write_settled(job)  # a quit that waited for this turn may go ahead now
 

@@ -8,7 +8,6 @@ from console.text import audit_what
 from console.times import zone_name
 from engine.redact import learn_written
 
-from .group import cli
 from .options import _opts, _when, common, open_store, page_of
 from .output import clock, id_list, more, out, out_json, run, short, table
 
@@ -16,7 +15,7 @@ from .output import clock, id_list, more, out, out_json, run, short, table
 AUDIT_ACTIONS = ("answer", "redrive", "cancel", "import")
 
 
-@cli.command()
+@click.command()
 @common
 @click.option("--operator", metavar="NAME", help="Only writes by this operator.")
 @click.option("--session", "session_id", metavar="SESSION", help="Only writes to this session.")

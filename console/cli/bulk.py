@@ -34,7 +34,6 @@ from console.inputs import MAX_ANSWER_FILE_BYTES, decode, loads, quote_hint, rea
 from engine.errors import HitlError, ReadOnlyError
 from engine.jsonin import where_invalid
 
-from .group import cli
 from .loads import resolve_invocation
 from .options import _duration, _operator, _opts, app_spec_option, common, open_store, operator_option, reason_option
 from .options import via_options as resume_via_options
@@ -131,7 +130,7 @@ def _bar(total: int, label: str) -> Any:
     return click.progressbar(length=total, label=label, file=sys.stderr, show_pos=True)
 
 
-@cli.command("bulk-answer")
+@click.command("bulk-answer")
 @common
 @app_spec_option
 @click.argument("terms", nargs=-1, metavar="[FILTER]...")
@@ -271,8 +270,7 @@ def bulk_answer(
         """Follow the queued turns (one after the other, one deadline for all) until each settles."""
         import asyncio
 
-        from engine import handoff
-        from engine.resume import load_invocation
+        from engine.routing import follow_outcome
 
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
@@ -280,9 +278,11 @@ def bulk_answer(
         for r in queued:
             g = r.group
             left = max(deadline - loop.time(), 0.0)
-            state = await handoff.follow(store, g.session_id, g.invocation_id, timeout=left)
+            done_here = r.outcome
+            assert done_here is not None and done_here.after is not None  # a queued answer: written, then left
+            state = await follow_outcome(store, done_here, after_seq=done_here.after.position, timeout=left)
             if state == "settled":
-                st = (await load_invocation(store, g.session_id, g.invocation_id)).invocation_status(g.invocation_id)
+                st = done_here.after.invocation_status(g.invocation_id)
                 word = st.value if st is not None else "?"
                 _said("settled", f"  settled  {g.label} -> {word}", session_id=g.session_id,
                       invocation_id=g.invocation_id, status=word)

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import click
 
-from .group import cli
 from .options import _opts, common
 from .output import fail, out, out_json, run
 
 
 # ----------------------------------------------------------------------- demo
-@cli.command()
+@click.command()
 @common
 @click.option("--sessions", "count", type=click.IntRange(0), default=0, help="Add N bulk sessions for scale tests.")
 @click.option("--fresh", is_flag=True, help="Delete the database first.")
@@ -58,6 +57,4 @@ def demo(count: int, fresh: bool, epoch: float | None, long_iterations: int | No
     run(red, body())
 
 
-from console.serve.command import serve  # noqa: E402 -- it uses this package's options
-
-cli.add_command(serve)
+from console.serve.command import serve  # noqa: E402, F401 -- `hitl serve`, found here by the group

@@ -15,6 +15,7 @@ import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import click
@@ -61,33 +62,53 @@ COMMANDS: dict[str, tuple[str, str]] = {
 ``hitl --help`` lists it). Adding a command means adding its row here."""
 
 
-def _import_commands(module: str) -> None:
-    """Import one command module, which registers its commands on :data:`cli`.
+def _import_commands(module: str) -> ModuleType:
+    """Import one command module; its commands are the ``click.Command`` objects it
+    defines (they are not registered by the module: it never imports this group).
     Plain import statements: code is imported by name only in the app registry."""
     if module == "audit":
-        from . import audit  # noqa: F401
+        from . import audit
+        return audit
     elif module == "bulk":
-        from . import bulk  # noqa: F401
+        from . import bulk
+        return bulk
     elif module == "demo":
-        from . import demo  # noqa: F401
+        from . import demo
+        return demo
     elif module == "notify":
-        from . import notify  # noqa: F401
+        from . import notify
+        return notify
     elif module == "owners":
-        from . import owners  # noqa: F401
+        from . import owners
+        return owners
     elif module == "reads":
-        from . import reads  # noqa: F401
+        from . import reads
+        return reads
     elif module == "replay":
-        from . import replay  # noqa: F401
+        from . import replay
+        return replay
     elif module == "start":
-        from . import start  # noqa: F401
+        from . import start
+        return start
     elif module == "transfer":
-        from . import transfer  # noqa: F401
+        from . import transfer
+        return transfer
     elif module == "workers":
-        from . import workers  # noqa: F401
+        from . import workers
+        return workers
     elif module == "writes":
-        from . import writes  # noqa: F401
+        from . import writes
+        return writes
     else:
         raise LookupError(f"no command module {module!r}")
+
+
+def _command_of(module: ModuleType, name: str) -> click.Command:
+    """The command called ``name`` that ``module`` defines."""
+    for value in vars(module).values():
+        if isinstance(value, click.Command) and value.name == name:
+            return value
+    raise LookupError(f"console.cli.{module.__name__.rsplit('.', 1)[-1]} defines no command {name!r}")
 
 
 class LazyCommands(dict):
@@ -98,7 +119,7 @@ class LazyCommands(dict):
     def _load(self, name: str) -> None:
         entry = COMMANDS.get(name)
         if entry is not None and not dict.__contains__(self, name):
-            _import_commands(entry[0])
+            dict.__setitem__(self, name, _command_of(_import_commands(entry[0]), name))
 
     def _load_all(self) -> None:
         for name in COMMANDS:

@@ -10,7 +10,6 @@ import click
 
 from console.times import age
 
-from .group import cli
 from .options import _opts, common, open_store, watch_options
 from .output import fail, log_lines, out, out_json, run, serve_metrics, short, table
 
@@ -28,7 +27,7 @@ def _config() -> NotifyConfig:
         fail(str(exc))
 
 
-@cli.command("notify")
+@click.command("notify")
 @common
 @click.option("--once", is_flag=True, help="Send what is due now, then exit (else: keep sending until Ctrl-C/SIGTERM).")
 @click.option("--poll", type=click.FloatRange(0.05), default=1.0, show_default=True,
@@ -100,7 +99,7 @@ def _policy() -> Any:
         fail(str(exc))
 
 
-@cli.command("notifications")
+@click.command("notifications")
 @common
 @click.option("--status", type=click.Choice(["pending", "sent", "failed"]), help="Only deliveries in this state.")
 @click.option("--limit", type=click.IntRange(1, 10_000), default=50, show_default=True)
@@ -138,7 +137,7 @@ def notifications(status: str | None, limit: int) -> None:
     run(red, body())
 
 
-@cli.command("link")
+@click.command("link")
 @common
 @click.argument("session_id", metavar="SESSION")
 @click.argument("interrupt_id", metavar="ID")

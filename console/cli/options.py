@@ -127,12 +127,6 @@ def require_asyncpg(target: str | os.PathLike[str]) -> None:
              "pip install 'hitl-console[postgres]' (or pip install asyncpg)", "MissingDependency")
 
 
-def json_requested() -> bool:
-    """Whether the running command was given ``--json`` (False outside a command)."""
-    ctx = click.get_current_context(silent=True)
-    return bool(ctx is not None and getattr(ctx.find_root().obj, "json", False))
-
-
 def _opts() -> Options:
     return click.get_current_context().find_root().ensure_object(Options)
 

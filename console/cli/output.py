@@ -33,6 +33,13 @@ command's context has closed): the default patterns, masked even with
 
 
 # ------------------------------------------------------------------- errors
+def json_requested() -> bool:
+    """Whether the running command was given ``--json`` (False outside a command). The
+    only read of click's context outside options.py: a flag, never the Redactor."""
+    ctx = click.get_current_context(silent=True)
+    return bool(ctx is not None and getattr(ctx.find_root().obj, "json", False))
+
+
 class OperatorError(click.ClickException):
     """A HitlError surfaced as exit code 1 with a one-line reason. Under ``--json``
     the line is JSON on stdout, ``{"error": "...", "code": "..."}`` (``code``: the
@@ -43,8 +50,6 @@ class OperatorError(click.ClickException):
     def __init__(self, message: str, code: str = "error") -> None:
         super().__init__(message)
         self.code = code
-        from .options import json_requested  # (options imports this module)
-
         self.as_json = json_requested()  # now: show() runs after the context closed
 
     def show(self, file: Any = None) -> None:

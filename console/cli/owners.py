@@ -12,7 +12,6 @@ from typing import Any
 
 import click
 
-from .group import cli
 from .loads import resolve_invocation
 from .options import _operator, _opts, common, open_store, operator_option, reason_option
 from .output import out, out_json, run
@@ -50,7 +49,7 @@ def _owner_command(action: str, session_id: str, ids: tuple[str, ...], invocatio
     run(red, body())
 
 
-def _register(action: str, doc: str) -> None:
+def _register(action: str, doc: str) -> click.Command:
     """``hitl claim`` / ``assign`` (with ``--to``) / ``release``: one command each."""
 
     def command(session_id: str, ids: tuple[str, ...], invocation: str | None, operator: str | None,
@@ -68,9 +67,9 @@ def _register(action: str, doc: str) -> None:
     ]
     for option in reversed(options):
         command = option(command)
-    cli.command(name=action)(command)
+    return click.command(name=action)(command)
 
 
-_register("claim", "Claim open interrupts for yourself (the operator): others are asked before answering them.")
-_register("assign", "Assign open interrupts to an operator or a group.")
-_register("release", "Release open interrupts: nobody owns them any more.")
+claim = _register("claim", "Claim open interrupts for yourself (the operator): others are asked before answering them.")
+assign = _register("assign", "Assign open interrupts to an operator or a group.")
+release = _register("release", "Release open interrupts: nobody owns them any more.")

@@ -20,7 +20,6 @@ from engine.status import (
     stored_filter,
 )
 
-from .group import cli
 from .loads import (
     _event_pages,
     event_rows,
@@ -41,7 +40,7 @@ if TYPE_CHECKING:
 
 
 # ------------------------------------------------------------------- sessions
-@cli.command()
+@click.command()
 @common
 @click.option("--app", "app_name", metavar="NAME", help="Only this app.")
 @click.option("--user", "user_id", metavar="USER", help="Only this user.")
@@ -158,7 +157,7 @@ def sessions(
 
 
 # ----------------------------------------------------------------------- show
-@cli.command()
+@click.command()
 @common
 @click.argument("session_id", metavar="SESSION")
 @click.option("--invocation", "invocation", metavar="INV", help="Only this invocation (id or unique prefix).")
@@ -238,7 +237,7 @@ def show(session_id: str, invocation: str | None, all_runs: bool, graph: bool, s
 
 
 # ---------------------------------------------------------------------- inbox
-@cli.command()
+@click.command()
 @common
 @click.option("--app", "app_name", metavar="NAME", help="Only this app.")
 @click.option("--session", "session_id", metavar="SESSION", help="Only this session.")
@@ -336,7 +335,7 @@ def inbox(
         run(red, body())
 
 
-@cli.command()
+@click.command()
 @common
 @click.argument("session_id", metavar="SESSION")
 @click.option("--after", type=click.IntRange(0), callback=_seq, default=0, metavar="SEQ", help="Only events after this seq.")

@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from engine.store.base import SessionStore
     from engine.views import Frame
 
-from .group import cli
 from .loads import _event_pages, event_rows, learn_projection, parse_row, reread
 from .options import _opts, _seq, common, open_store
 from .output import clock, out, out_json, out_lines, run, short
@@ -29,7 +28,7 @@ from .progress import Progress, bulk_read
 from .render import render_tree, tree_rows
 
 
-@cli.command()
+@click.command()
 @common
 @click.argument("session_id", metavar="SESSION", required=False)
 @click.option("--at", "at", type=click.IntRange(0), callback=_seq, metavar="N", help="Show the node tree as of event N.")

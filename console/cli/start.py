@@ -15,26 +15,19 @@ from typing import TYPE_CHECKING
 import click
 
 if TYPE_CHECKING:
+    from engine.bulk import Via
     from engine.operations import Step
-    from engine.store.base import SessionStore
 
-from .group import cli
 from .options import _opts, app_spec_option, common, open_store, via_options
-from .output import finish, out, out_json, print_step, run, stopped_hint
-
-
-async def _worker_only(store: SessionStore, app_name: str) -> bool:
-    """No code for ``app_name`` here, and a live worker serves it."""
-    from engine.handoff import live_workers
-
-    return app_name not in _opts().registry() and bool(await live_workers(store, app_name))
+from .output import out, out_json, print_step, run, stopped_hint
+from .workers import say_queued, settle
 
 
 def _login() -> str:
     return os.environ.get("USER") or os.environ.get("LOGNAME") or "user"
 
 
-@cli.command()
+@click.command()
 @common
 @app_spec_option
 @click.argument("app_name", metavar="APP")
@@ -43,7 +36,7 @@ def _login() -> str:
 @click.option("--user", "user_id", metavar="U", help="Its user (default: $USER; an existing session keeps its own).")
 @via_options("start")
 def start(
-    app_name: str, message: str, session_id: str | None, user_id: str | None, via: str, no_wait: bool,
+    app_name: str, message: str, session_id: str | None, user_id: str | None, via: Via, no_wait: bool,
     wait_timeout: float,
 ) -> None:
     """Start a run of APP with the text MESSAGE, here, until it waits or ends.
@@ -75,17 +68,11 @@ def start(
             print_step(red, s, opts.json)
 
         async with open_store(write=True) as store:
-            if not store.read_only and (via == "worker" or (via == "auto" and await _worker_only(store, app_name))):
-                from .workers import start_via_worker
-
-                await start_via_worker(
-                    red, store, app_name, sid, message, user_id=user_id or _login(),
-                    wait=not no_wait, timeout=wait_timeout, as_json=opts.json,
-                )
-                return
             done = await operations.start(
-                store, app_name, sid, message, user_id=user_id or _login(), registry=opts.registry, on_step=step
+                store, app_name, sid, message, user_id=user_id or _login(), registry=opts.registry, on_step=step,
+                via="local" if store.read_only else via,  # read-only: the engine's own refusal says why not
+                wait=not no_wait, timeout=wait_timeout, on_queued=say_queued(red, opts.json, session_id=sid),
             )
-            await finish(red, store, done, opts.json)
+            await settle(red, store, done, opts.json, app_name=app_name, timeout=wait_timeout)
 
     run(red, body(), on_interrupt=stopped_hint(sid))

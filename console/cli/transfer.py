@@ -15,14 +15,13 @@ from engine.errors import HitlError, require_id
 from engine.store.factory import open_store as open_target
 from engine.store.factory import store_kind, store_label
 
-from .group import cli
 from .options import _operator, _opts, common, open_store, operator_option, reason_option, require_asyncpg
 from .output import fail, out, out_json, run
 from .progress import Progress, bulk_read, counted
 
 
 # -------------------------------------------------------------- export/import
-@cli.command(name="export")
+@click.command(name="export")
 @common
 @click.argument("session_id", metavar="SESSION")
 def export_cmd(session_id: str) -> None:
@@ -56,7 +55,7 @@ def export_cmd(session_id: str) -> None:
         run(red, body())
 
 
-@cli.command(name="import")
+@click.command(name="import")
 @common
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
 @click.option("--as", "as_id", metavar="SESSION", help="Import under a new session id.")
@@ -89,7 +88,7 @@ def import_cmd(file: str, as_id: str | None, operator: str | None, reason: str |
         run(red, body())
 
 
-@cli.command()
+@click.command()
 @common
 def migrate() -> None:
     """Upgrade the store's schema to this hitl's version (a writer also does it when
@@ -137,7 +136,7 @@ async def _migrate_sqlite(path: Path) -> tuple[int, int]:
     return before, SCHEMA_VERSION
 
 
-@cli.command()
+@click.command()
 @common
 @click.option("--from", "source", required=True, metavar="PATH_OR_URL", help="The store to copy.")
 @click.option("--to", "dest", required=True, metavar="PATH_OR_URL", help="The store to copy into (created if new).")

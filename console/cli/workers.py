@@ -13,19 +13,19 @@ from console.times import age
 from engine.errors import HitlError
 from engine.store.capabilities import WorkerQueue, capability
 
-from .group import cli
 from .options import _opts, app_spec_option, common, open_store, watch_options
 from .output import fail, id_list, log_lines, out, out_json, run, serve_metrics
 
 if TYPE_CHECKING:
-    from engine.models import Session
-    from engine.operations import Step
+    from collections.abc import Callable
+
+    from engine.operations import Outcome
     from engine.redact import Redactor
     from engine.store.base import SessionStore
 
 
 # ------------------------------------------------------------------ hitl worker
-@cli.command("worker")
+@click.command("worker")
 @common
 @app_spec_option
 @click.option("--concurrency", type=click.IntRange(1, 256), default=4, show_default=True,
@@ -160,7 +160,7 @@ def _notifications(store: Any, red: Any) -> tuple[Any, Any] | None:
 
 
 # ------------------------------------------------------------------ hitl workers
-@cli.command("workers")
+@click.command("workers")
 @common
 @click.option("--all", "show_all", is_flag=True, help="Also list stale workers (killed, or gone without a goodbye).")
 def workers(show_all: bool) -> None:
@@ -203,144 +203,44 @@ def workers(show_all: bool) -> None:
 
 
 # ------------------------------------------------------------------ resume --via worker
-async def resume_via_worker(
-    red: Redactor,
-    store: SessionStore,
-    session: Session,
-    values: dict[str, Any],
-    invocation_id: str | None,
-    *,
-    operator: str | None,
-    reason: str | None,
-    wait: bool,
-    timeout: float,
-    as_json: bool,
-    force: bool = False,
-) -> None:
-    """Answer without the app's code: validate against the stored schema, append,
-    leave the turn to a worker, then follow its events until the turn settles."""
-    from engine import handoff
+def say_queued(red: Redactor, as_json: bool, **extra: Any) -> Callable[[Outcome], None]:
+    """``on_queued`` for :mod:`engine.operations`: the line saying the turn was left to
+    a worker (or that no worker of the app is alive), printed before the follow starts."""
 
-    from .output import finish, print_step
+    def say(done: Outcome) -> None:
+        assert done.invocation_id is not None and done.queued is not None
+        _say(red, as_json, "queued", done.invocation_id, done.queued, **extra)
 
-    last: list[Any] = []
+    return say
 
-    def step(s: Step) -> None:
-        last[:] = [s]
-        print_step(red, s, as_json)
 
-    done = await handoff.queue_answer(
-        store, session.id, values, invocation_id, operator=operator, reason=reason, on_step=step, force=force
-    )
-    done.raise_error()
-    if done.approval is not None:  # one approval of a multi-approver rule: nothing to run yet
+async def settle(red: Redactor, store: SessionStore, done: Outcome, as_json: bool, *, app_name: str,
+                 timeout: float) -> None:
+    """After a write through :mod:`engine.operations`: a turn run here ends with its
+    summary (:func:`~console.cli.output.finish`); a turn left to a worker with how the
+    follow ended -- settled, still queued after ``timeout``, held, or not followed (--no-wait)."""
+    from .output import finish
+
+    if done.queued is None:
         await finish(red, store, done, as_json)
         return
     inv = done.invocation_id
-    assert inv is not None and done.after is not None
-    from engine.liveness import is_mid_run
-
-    if not is_mid_run(done.after, inv):  # a partial answer: nothing to run
-        await finish(red, store, done, as_json)
-        return
-    after_seq = last[0].seq if last and last[0].seq is not None else 0
-    await _queued(red, store, session.id, session.app_name, inv, f"answered, queued for a worker of {session.app_name}",
-                  done.after, after_seq, wait=wait, timeout=timeout, as_json=as_json)
-
-
-async def start_via_worker(
-    red: Redactor,
-    store: SessionStore,
-    app_name: str,
-    session_id: str,
-    text: str,
-    *,
-    user_id: str,
-    wait: bool,
-    timeout: float,
-    as_json: bool,
-) -> None:
-    """A start without the app's code: a start request a worker of ``app_name``
-    picks up (:func:`engine.handoff.request_start`), followed like an answer."""
-    from engine import handoff
-    from engine.projection import Projection
-
-    inv = await handoff.request_start(store, app_name, session_id, text, user_id=user_id)
-    await _queued(red, store, session_id, app_name, inv,
-                  f"start of session {session_id} queued for a worker of {app_name} (invocation {inv})",
-                  Projection(), 0, wait=wait, timeout=timeout, as_json=as_json, session_id=session_id)
-
-
-async def _queued(
-    red: Redactor, store: SessionStore, sid: str, app_name: str, inv: str, line: str, proj: Any,
-    after_seq: int, *, wait: bool, timeout: float, as_json: bool, **extra: Any,
-) -> None:
-    """Say the turn is queued (or that no worker of the app is alive), then follow
-    it until it settles -- or, with --no-wait, say how to follow it."""
-    from engine import handoff
-    from engine.operations import Step
-
-    notice = await handoff.worker_notice(store, app_name)
-    _say(red, as_json, "queued", inv, notice or line, **extra)
-    if not wait:
-        _say(red, as_json, "queued", inv, f"not waiting (--no-wait): follow it with `hitl events {sid} --tail`")
-        return
-    await _follow(red, store, sid, app_name, inv, proj, after_seq, timeout, as_json, Step)
-
-
-async def redrive_via_worker(
-    red: Redactor,
-    store: SessionStore,
-    session: Session,
-    invocation_id: str,
-    *,
-    ack: bool,
-    operator: str | None,
-    reason: str | None,
-    wait: bool,
-    timeout: float,
-    as_json: bool,
-) -> None:
-    """A re-drive without the app's code: refused up front as the real one would
-    be, else queued for a worker and followed like an answer."""
-    from engine import handoff
-    from engine.resume import load_invocation
-
-    proj = await load_invocation(store, session.id, invocation_id)
-    await handoff.request_redrive(
-        store, session.id, invocation_id, acknowledge_in_doubt=ack, operator=operator, reason=reason
-    )
-    await _queued(red, store, session.id, session.app_name, invocation_id,
-                  f"re-drive queued for a worker of {session.app_name}", proj, proj.position,
-                  wait=wait, timeout=timeout, as_json=as_json)
-
-
-async def _follow(
-    red: Redactor, store: SessionStore, session_id: str, app_name: str, inv: str, proj: Any, after_seq: int,
-    timeout: float, as_json: bool, step_cls: Any,
-) -> None:
-    """Print the worker's events until the invocation settles, then one closing line."""
-    from engine import handoff
-
-    from .output import print_step
-
-    def event(stored: Any) -> None:
-        change = proj.apply(stored.event, stored.seq)
-        print_step(red, step_cls(stored.event, change, proj, stored.seq), as_json)
-
-    state = await handoff.follow(store, session_id, inv, after_seq=after_seq, timeout=timeout, on_event=event)
-    if state == "settled":
-        status = proj.invocation_status(inv)
-        open_ids = [i.id for i in proj.open_interrupts(inv)]
+    assert inv is not None
+    if done.followed is None:
+        _say(red, as_json, "queued", inv, f"not waiting (--no-wait): follow it with `hitl events {done.session_id} --tail`")
+    elif done.followed == "settled":
+        assert done.after is not None
+        status = done.after.invocation_status(inv)
+        open_ids = [i.id for i in done.after.open_interrupts(inv)]
         _say(red, as_json, "summary", inv,
              f"invocation {inv}: {status.value if status else '?'}" + (f"; open: {id_list(open_ids, 8)}" if open_ids else ""),
              status=status.value if status else None, open=open_ids)
-    elif state == "timeout":
+    elif done.followed == "timeout":
         _say(red, as_json, "queued", inv,
              f"stored and queued for a worker; the turn has not settled after {timeout:g}s "
              f"(it runs when a worker of {app_name} takes it)")
     else:
-        _say(red, as_json, "held", inv, f"stored; the turn waits: {state}")
+        _say(red, as_json, "held", inv, f"stored; the turn waits: {done.followed}")
 
 
 def _say(red: Redactor, as_json: bool, kind: str, inv: str, line: str, **extra: Any) -> None:

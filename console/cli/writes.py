@@ -20,9 +20,9 @@ from engine.errors import HitlError, ReadOnlyError
 from engine.jsonin import where_invalid
 
 if TYPE_CHECKING:
+    from engine.bulk import Via
     from engine.redact import Redactor
 
-from .group import cli
 from .loads import resolve_invocation
 from .options import (
     _operator,
@@ -47,6 +47,7 @@ from .output import (  # noqa: F401 (finish, print_step, step_dict, summary_line
     summary_line,
 )
 from .render import render_plan
+from .workers import say_queued, settle
 
 
 # --------------------------------------------------------------------- resume
@@ -74,7 +75,7 @@ def parse_answers(pairs: Iterable[str], red: Redactor) -> dict[str, Any]:
     return answers
 
 
-@cli.command()
+@click.command()
 @common
 @app_spec_option
 @click.argument("session_id", metavar="SESSION")
@@ -94,7 +95,7 @@ def resume(
     answer_opts: tuple[str, ...],
     invocation: str | None,
     dry_run: bool,
-    via: str,
+    via: Via,
     no_wait: bool,
     wait_timeout: float,
     operator: str | None,
@@ -109,6 +110,7 @@ def resume(
 
     async def body() -> None:
         from engine import operations
+        from engine.routing import routed_to_worker
 
         values = parse_answers([*answers, *answer_opts], red)
         async with open_store(write=not dry_run) as store:
@@ -125,34 +127,26 @@ def resume(
                 else:
                     for line in render_plan(red, plan, session_id, dry.next_runs):
                         out(red, line)
-                if refusal is not None and via != "local" and session.app_name not in opts.registry():
+                if refusal is not None and routed_to_worker(via, session.app_name, opts.registry(), store):
                     out(red, f"the real command would store the answer and leave the turn to a worker of {session.app_name}")
                 elif refusal is not None:
                     fail(f"the real command would refuse (nothing would be written): {refusal}")
                 return
             if store.read_only:
                 raise ReadOnlyError("the store is open read-only (--read-only); nothing was written")
-            # auto: a worker runs the turn when this process has no code registered for the app
-            # (a registered spec that fails to import is an error to fix, not a hand-off).
-            if via == "worker" or (via == "auto" and session.app_name not in opts.registry()):
-                from .workers import resume_via_worker
-
-                await resume_via_worker(
-                    red, store, session, values, inv, operator=_operator(operator), reason=reason,
-                    wait=not no_wait, timeout=wait_timeout, as_json=opts.json, force=force,
-                )
-                return
-            # The runner validates and loads the invocation once; the steps fold its copy.
+            # Here, or left to a worker (engine.routing: auto = a worker when this process has no
+            # code registered for the app). The runner validates and loads the invocation once.
             done = await operations.answer(
                 store, session_id, values, inv, registry=opts.registry, operator=_operator(operator), reason=reason,
                 session=session, on_step=lambda step: print_step(red, step, opts.json), force=force,
+                via=via, wait=not no_wait, timeout=wait_timeout, on_queued=say_queued(red, opts.json),
             )
-            await finish(red, store, done, opts.json)
+            await settle(red, store, done, opts.json, app_name=session.app_name, timeout=wait_timeout)
 
     run(red, body(), on_interrupt=stopped_hint(session_id))
 
 
-@cli.command()
+@click.command()
 @common
 @app_spec_option
 @click.argument("session_id", metavar="SESSION")
@@ -167,7 +161,7 @@ def resume(
 @operator_option
 @reason_option
 def redrive(
-    session_id: str, invocation: str, ack_in_doubt: bool, via: str, no_wait: bool, wait_timeout: float,
+    session_id: str, invocation: str, ack_in_doubt: bool, via: Via, no_wait: bool, wait_timeout: float,
     operator: str | None, reason: str | None,
 ) -> None:
     """Continue a failed or interrupted invocation: completed nodes are kept, never run again.
@@ -183,24 +177,18 @@ def redrive(
         async with open_store(write=True) as store:
             session = await store.get_session(session_id)
             inv = await resolve_invocation(store, session_id, invocation)
-            if not store.read_only and (via == "worker" or (via == "auto" and session.app_name not in opts.registry())):
-                from .workers import redrive_via_worker
-
-                await redrive_via_worker(
-                    red, store, session, inv, ack=ack_in_doubt, operator=_operator(operator), reason=reason,
-                    wait=not no_wait, timeout=wait_timeout, as_json=opts.json,
-                )
-                return
             done = await operations.redrive(
                 store, session_id, inv, registry=opts.registry, operator=_operator(operator), reason=reason,
                 acknowledge_in_doubt=ack_in_doubt, session=session, on_step=lambda step: print_step(red, step, opts.json),
+                via="local" if store.read_only else via,  # read-only: the engine's own refusal says why not
+                wait=not no_wait, timeout=wait_timeout, on_queued=say_queued(red, opts.json),
             )
-            await finish(red, store, done, opts.json)
+            await settle(red, store, done, opts.json, app_name=session.app_name, timeout=wait_timeout)
 
     run(red, body(), on_interrupt=stopped_hint(session_id))
 
 
-@cli.command()
+@click.command()
 @common
 @click.argument("session_id", metavar="SESSION")
 @click.argument("invocation", metavar="INVOCATION")

@@ -67,6 +67,7 @@ from engine.projection import Interrupt, Projection
 from engine.resume import load_invocation, next_runs, plan_resume
 
 from ..actions import bindings
+from ..answering.jobs import WriteJob
 from ..answering.selection import AnswerDraft
 from ..answering.writes import app_registry
 from ..messages import AnswerLoaded, PreviewReady
@@ -78,7 +79,6 @@ from ..widgets.format import short, short_id
 from ..widgets.marks import MarkedSelectionList
 from ..widgets.plain import Static
 from .answer_dialogs import ConfirmWrite, WriteChoice
-from .answer_jobs import WriteJob
 from .base import HitlScreen
 from .loaders import one_line
 
@@ -545,7 +545,8 @@ class AnswerScreen(HitlScreen):
             if choice is None:
                 return
             job = WriteJob(
-                "answer", d.session_id, d.invocation_id, d.app_name, d.user_id, choice.operator, choice.reason,
+                kind="answer", session_id=d.session_id, invocation_id=d.invocation_id, app_name=d.app_name,
+                user_id=d.user_id, operator=choice.operator, reason=choice.reason,
                 answers=values, command=command(choice.operator, choice.reason, False), force=d.force,
             )
             self._save_texts()

@@ -24,10 +24,11 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input
 
+from engine.outcome import Outcome
 from engine.redact import Redactor
 
 from ..actions import BY_ID
-from ..widgets.answer_views import Outcome, outcome_renderable
+from ..widgets.answer_views import outcome_renderable
 from ..widgets.keys import TextInput
 from ..widgets.plain import Label, Static
 
@@ -168,16 +169,18 @@ class OutcomeScreen(ModalScreen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,enter,q", "close", "Close", show=False)]
 
-    def __init__(self, outcome: Outcome, redactor: Redactor) -> None:
+    def __init__(self, outcome: Outcome, redactor: Redactor, command: str = "") -> None:
         super().__init__(classes="modal")
         self.outcome = outcome
         self.redactor = redactor
+        self.command = command
+        """The same write from a shell (shown under the outcome)."""
 
     def compose(self) -> ComposeResult:
         o = self.outcome
         with VerticalScroll(classes="modal-box", id="outcome-box"):
             yield Label(f"Outcome · session {o.session_id}   (esc / enter: close)", classes="modal-title")
-            yield Static(outcome_renderable(o, self.redactor), id="outcome-body")
+            yield Static(outcome_renderable(o, self.redactor, self.command), id="outcome-body")
 
     def action_close(self) -> None:
         self.dismiss(None)

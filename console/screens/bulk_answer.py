@@ -33,6 +33,7 @@ from engine import bulk
 from engine.bulk import BulkPlan, BulkResult, Group, ItemPlan, ItemResult
 from engine.views import distinguishing_fields
 
+from ..answering.jobs import WriteJob
 from ..answering.writes import app_registry
 from ..messages import BulkFinished, BulkItemDone, BulkPlanFailed, BulkPlanned
 from ..text import literal
@@ -40,7 +41,6 @@ from ..widgets.bulk_input import BulkAnswerInput
 from ..widgets.format import short, short_id
 from ..widgets.plain import Label, Static
 from .answer_dialogs import BACK_KEY, CONFIRM_KEY, ConfirmWrite, WriteChoice
-from .answer_jobs import WriteJob
 from .loaders import one_line
 
 if TYPE_CHECKING:
@@ -335,8 +335,9 @@ def start_bulk(app: HitlApp, to: BulkAnswerScreen, groups: list[Group], value: A
     """Submit in an app worker (it outlives the dialog); each item is a running write
     for the quit guard while it runs. ``to`` gets BulkItemDone / BulkFinished."""
     store, registry = app.store, app_registry(app)
-    jobs = [WriteJob("answer", g.session_id, g.invocation_id, g.app_name or "", "", operator, reason,
-                     answers={i: value for i in g.interrupt_ids}) for g in groups]
+    jobs = [WriteJob(kind="answer", session_id=g.session_id, invocation_id=g.invocation_id, app_name=g.app_name or "",
+                     user_id="", operator=operator, reason=reason, answers={i: value for i in g.interrupt_ids})
+            for g in groups]
 
     def told(r: ItemResult, n: int, total: int) -> None:
         app.write_settled(jobs[n - 1])

@@ -47,7 +47,7 @@ from ..answering.owners import ask_assignee, change_owners, owned_by_others
 from ..answering.selection import AnswerDraft
 from ..messages import InboxLoaded, StoreFailed, WriteDone
 from ..text import literal
-from ..widgets.answer_views import outcome_line
+from ..widgets.answer_views import outcome_error, outcome_line
 from ..widgets.footer import FittedFooter
 from ..widgets.format import age, choose_columns, fit_widths, short, short_id, short_tail
 from ..widgets.keys import TextInput
@@ -336,7 +336,7 @@ class InboxScreen(SortableRows, PagedTableScreen):
         return [cells[k]() for k in self.shown]
 
     def _owner_cell(self, r: InterruptRecord, now: float, width: int) -> Text:
-        """The owner; the operator's own in bold, a stale claim in yellow (``ann (stale 5h)``)."""
+        """The owner; the operator's own in bold, a stale claim in yellow (``ann (stale 5h00m)``)."""
         text = literal(short(self._owner_label(r, now), width, self.hitl.redactor))
         if self.hitl.policy.is_stale(r.owned_at, now):
             text.stylize("yellow")
@@ -606,15 +606,16 @@ class InboxScreen(SortableRows, PagedTableScreen):
         job, o = message.job, message.outcome
         self.sending -= {(job.session_id, i) for i in job.answers}
         self.action_refresh()
+        error = outcome_error(o)
         if not o.written:
-            self.notify(o.error or "nothing was written", title="Not submitted (answer)", severity="error", timeout=10)
+            self.notify(error or "nothing was written", title="Not submitted (answer)", severity="error", timeout=10)
             if message.draft is not None:
-                message.draft.error = o.error
+                message.draft.error = error
                 message.draft.conflict = o.error_kind == "conflict"
                 first = next((r for r in self.rows if r.invocation_id == job.invocation_id), None)
                 self._open_editor(message.draft, first.path if first else None)
             return
-        self.notify(outcome_line(o), severity="warning" if o.error else "information", timeout=6)
+        self.notify(outcome_line(o), severity="warning" if error else "information", timeout=6)
 
     def can_bulk_answer(self) -> bool:
         return bool(self.marks) or (not self.where.empty and bool(self.rows))

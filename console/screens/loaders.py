@@ -16,8 +16,9 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from engine.errors import CorruptEventError, HitlError
+from engine.errors import CorruptEventError
 from engine.models import StoredEvent
+from engine.outcome import one_line as engine_one_line
 from engine.projection import Projection
 from engine.status import InvocationState
 from engine.store.base import InvocationSummary, SessionStore
@@ -43,10 +44,8 @@ async def listen(store: SessionStore, callback: Callable[[str | None, int | None
 
 
 def one_line(exc: BaseException) -> str:
-    """What an operator sees for an error: its message, one line, never a traceback."""
-    text = str(exc) if isinstance(exc, HitlError) else f"{type(exc).__name__}: {exc}"
-    text = " ".join(text.split())
-    return text if len(text) <= 300 else text[:299] + "…"
+    """An error as the console's panes and toasts say it (:func:`engine.outcome.one_line`, cut at 300)."""
+    return engine_one_line(exc, limit=300)
 
 
 def _gaps(after_seq: int, events: list[StoredEvent], upto: int | None) -> list[int]:

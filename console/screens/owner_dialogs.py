@@ -18,7 +18,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label
 
-from engine.bulk_filter import format_age
+from engine.ages import readable_age
 
 from ..text import literal
 from ..widgets.plain import Static
@@ -28,7 +28,7 @@ def owned_lines(owned: list[tuple[str, str, float | None]], now: float | None = 
     """``refund-1 is claimed by ann (for 12m)``, one line per id."""
     now = time.time() if now is None else now
     return "\n".join(
-        f"  {iid} is claimed by {who}" + (f" (for {format_age(max(0.0, now - at))})" if at is not None else "")
+        f"  {iid} is claimed by {who}" + (f" (for {readable_age(now - at)})" if at is not None else "")
         for iid, who, at in owned
     )
 

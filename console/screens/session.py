@@ -49,6 +49,7 @@ from engine.store.base import InvocationSummary, has_capability
 from engine.views import change_paths, focus_path, latest_run
 
 from ..actions import bindings
+from ..answering.jobs import WriteJob
 from ..answering.selection import AnswerDraft, InterruptSelection
 from ..answering.session_side import SessionAnswering, WorkQueue
 from ..messages import (
@@ -74,7 +75,6 @@ from ..widgets.format import short, short_id
 from ..widgets.node_tree import FOLD, NodeTree, liveness_word
 from ..widgets.plain import Static
 from ..widgets.preview import show_all
-from .answer_jobs import WriteJob
 from .base import HitlScreen
 from .graph import GraphKeys
 from .loaders import CHUNK, listen, load_history, load_view, one_line, read_events

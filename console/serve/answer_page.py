@@ -29,7 +29,7 @@ from aiohttp import web
 from engine.errors import HitlError
 
 if TYPE_CHECKING:
-    from .api import ApiContext
+    from .api_core import ApiContext
 
 PREFIX = "/answer/"
 SLACK_ACTIONS = PREFIX + "slack/actions"
@@ -195,17 +195,10 @@ class AnswerPages:
     async def _answer(self, row: Any, answers: dict[str, Any], operator: str, reason: str | None) -> Any:
         """The answer, as the operator: here, or left to a worker when this server has no code for the app."""
         from engine import operations
-        from engine.bulk import routed_to_worker
 
-        store = self.ctx.db
-        if routed_to_worker("auto", row.app_name, self.ctx.registry(), store):
-            from engine.handoff import queue_answer
-
-            done = await queue_answer(store, row.session_id, answers, row.invocation_id, operator=operator,
-                                      reason=reason)
-        else:
-            done = await operations.answer(store, row.session_id, answers, row.invocation_id,
-                                           registry=self.ctx.registry, operator=operator, reason=reason)
+        store = self.ctx.db  # here, or left to a worker without the app's code (engine.routing); not followed
+        done = await operations.answer(store, row.session_id, answers, row.invocation_id, registry=self.ctx.registry,
+                                       operator=operator, reason=reason, via="auto", wait=False)
         for waker in list(self.ctx.wakers):
             waker.poke()
         return done
@@ -257,7 +250,7 @@ class AnswerPages:
         return say(f"{decision}d by {operator}")
 
     async def _refusal(self, request: web.Request, link: Any, exc: BaseException, red: Any) -> web.Response:
-        from .api import one_line
+        from .api_core import one_line
 
         row, gone = await self._state(link)
         if row is None:

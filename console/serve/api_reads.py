@@ -18,7 +18,7 @@ from aiohttp import web
 from engine.errors import HitlError
 
 from . import api_models as m
-from .api import VERSION, ApiContext, ApiError, _json, parse_query, respond
+from .api_core import VERSION, ApiContext, ApiError, _json, parse_query, respond
 
 if TYPE_CHECKING:
     from engine.redact import Redactor

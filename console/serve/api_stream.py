@@ -28,7 +28,7 @@ from typing import Any
 from aiohttp import web
 
 from . import api_models as m
-from .api import ApiContext, parse_query
+from .api_core import ApiContext, parse_query
 
 IDLE = 15.0
 """Seconds between keep-alive comments on a quiet stream."""

@@ -23,7 +23,7 @@ from engine.errors import require_id
 from engine.store.capabilities import WorkerQueue, capability
 
 from . import api_models as m
-from .api import IDENTITY, ApiContext, ApiError, hitl_error, one_line, parse_body, respond
+from .api_core import IDENTITY, ApiContext, ApiError, hitl_error, one_line, parse_body, respond
 from .config import valid_name
 
 if TYPE_CHECKING:
@@ -78,7 +78,7 @@ def _result(done: Outcome, steps: Steps, red: Redactor, **extra: Any) -> m.Write
         message = summary_line(proj, inv, len(done.written)) if proj is not None and inv else "done"
     else:
         outcome = "failed" if done.error_kind == "failed" else "interrupted"
-        from .api import error_code
+        from .api_core import error_code
 
         message = one_line(red, str(done.error))
         error = m.ErrorBody(code=error_code(done.error), message=message)
@@ -88,6 +88,15 @@ def _result(done: Outcome, steps: Steps, red: Redactor, **extra: Any) -> m.Write
         status=status.value if status is not None else None, open=done.still_open, ran=done.ran,
         events=steps.items, message=message, error=error, **extra,
     )
+
+
+async def _queued(ctx: ApiContext, result: m.WriteResult, done: Outcome, app: str) -> m.WriteResult:
+    """A write whose turn was left to a worker (engine.routing) says so: ``queued``, for
+    which app, and the notice when no worker of it is alive."""
+    if done.queued is not None:
+        result.outcome, result.queued_for, result.notice = "queued", app, await _notice(ctx, app)
+        result.message = done.queued
+    return result
 
 
 async def _invocation(ctx: ApiContext, session_id: str, text: str | None) -> str | None:
@@ -105,7 +114,7 @@ async def _notice(ctx: ApiContext, app: str) -> str | None:
 # ------------------------------------------------------------------ answer
 async def answer(ctx: ApiContext, request: web.Request) -> web.Response:
     from engine import operations
-    from engine.bulk import routed_to_worker
+    from engine.routing import routed_to_worker
 
     sid = request.match_info["session_id"]
     b: m.AnswerRequest = await parse_body(request, m.AnswerRequest)
@@ -117,16 +126,15 @@ async def answer(ctx: ApiContext, request: web.Request) -> web.Response:
     store = ctx.db
     session = await store.get_session(sid)
     inv = await _invocation(ctx, sid, b.invocation_id)
-    to_worker = routed_to_worker(b.via, session.app_name, ctx.registry(), store)
-    if b.dry_run:
-        return await _dry_run(ctx, red, session, b.answers, inv, to_worker)
+    if b.dry_run:  # (what the real answer would say: the route is engine.routing's)
+        return await _dry_run(ctx, red, session, b.answers, inv,
+                              routed_to_worker(b.via, session.app_name, ctx.registry(), store))
     operator = operator_name(who, b.operator)
-    if to_worker:
-        return await _queue_answer(ctx, red, session, b, inv, operator)
     steps = Steps()
     done = await operations.answer(store, sid, b.answers, inv, registry=ctx.registry, operator=operator,
-                                   reason=b.reason, session=session, on_step=steps, force=b.force)
-    return respond(_result(done, steps, red), red)
+                                   reason=b.reason, session=session, on_step=steps, force=b.force,
+                                   via=b.via, wait=False)
+    return respond(await _queued(ctx, _result(done, steps, red), done, session.app_name), red)
 
 
 async def _dry_run(ctx: ApiContext, red: Redactor, session: Any, answers: dict[str, Any], inv: str | None,
@@ -144,22 +152,6 @@ async def _dry_run(ctx: ApiContext, red: Redactor, session: Any, answers: dict[s
     result = m.DryRunResult(**{**plan, "changes": red.value(plan["changes"])}, next=dry.next_runs,
                             would_run=dry.would_run, refusal=dry.refusal, worker=to_worker and dry.refusal is not None,
                             lines=[red.text(line) for line in lines])
-    return respond(result, red)
-
-
-async def _queue_answer(ctx: ApiContext, red: Redactor, session: Any, b: m.AnswerRequest, inv: str | None,
-                        operator: str) -> web.Response:
-    from engine import handoff
-    from engine.liveness import is_mid_run
-
-    steps = Steps()
-    done = await handoff.queue_answer(ctx.db, session.id, b.answers, inv, operator=operator, reason=b.reason,
-                                      on_step=steps, force=b.force)
-    result = _result(done, steps, red)
-    if done.after is not None and done.invocation_id is not None and is_mid_run(done.after, done.invocation_id):
-        notice = await _notice(ctx, session.app_name)
-        result.outcome, result.queued_for, result.notice = "queued", session.app_name, notice
-        result.message = notice or f"answered, queued for a worker of {session.app_name}"
     return respond(result, red)
 
 
@@ -257,8 +249,7 @@ async def _full_ref(ctx: ApiContext, ref: bulk.ItemRef) -> bulk.ItemRef:
 
 # ------------------------------------------------------------------ redrive, cancel
 async def redrive(ctx: ApiContext, request: web.Request) -> web.Response:
-    from engine import handoff, operations
-    from engine.bulk import routed_to_worker
+    from engine import operations
 
     sid = request.match_info["session_id"]
     b: m.RedriveRequest = await parse_body(request, m.RedriveRequest)
@@ -269,19 +260,11 @@ async def redrive(ctx: ApiContext, request: web.Request) -> web.Response:
     inv = await _invocation(ctx, sid, request.match_info["invocation_id"])
     assert inv is not None
     operator = operator_name(who, b.operator)
-    if routed_to_worker(b.via, session.app_name, ctx.registry(), store):
-        await handoff.request_redrive(store, sid, inv, acknowledge_in_doubt=b.ack_in_doubt, operator=operator,
-                                      reason=b.reason)
-        notice = await _notice(ctx, session.app_name)
-        return respond(m.WriteResult(
-            kind="redrive", outcome="queued", session_id=sid, invocation_id=inv, operator=operator,
-            message=notice or f"re-drive queued for a worker of {session.app_name}", queued_for=session.app_name,
-            notice=notice,
-        ), red)
     steps = Steps()
     done = await operations.redrive(store, sid, inv, registry=ctx.registry, operator=operator, reason=b.reason,
-                                    acknowledge_in_doubt=b.ack_in_doubt, session=session, on_step=steps)
-    return respond(_result(done, steps, red), red)
+                                    acknowledge_in_doubt=b.ack_in_doubt, session=session, on_step=steps,
+                                    via=b.via, wait=False)
+    return respond(await _queued(ctx, _result(done, steps, red), done, session.app_name), red)
 
 
 async def cancel(ctx: ApiContext, request: web.Request) -> web.Response:
@@ -310,7 +293,7 @@ async def cancel(ctx: ApiContext, request: web.Request) -> web.Response:
 
 # ------------------------------------------------------------------ start
 async def start(ctx: ApiContext, request: web.Request) -> web.Response:
-    from engine import handoff, operations
+    from engine import operations
     from engine.models import new_id
 
     b: m.StartRequest = await parse_body(request, m.StartRequest)
@@ -319,17 +302,9 @@ async def start(ctx: ApiContext, request: web.Request) -> web.Response:
     store = ctx.db
     sid = b.session_id or f"{b.app_name}-{new_id()[:8]}"
     user = b.user_id or "api"
-    here = b.app_name in ctx.registry()
-    if b.via == "worker" or (b.via == "auto" and not here and await handoff.live_workers(store, b.app_name)):
-        if capability(store, WorkerQueue) is None:
-            raise ApiError(422, "no_workers", "this store keeps no turn requests: no worker can start it (via=local)")
-        inv = await handoff.request_start(store, b.app_name, sid, b.text, user_id=user, operator=who.name)
-        notice = await _notice(ctx, b.app_name)
-        return respond(m.WriteResult(
-            kind="start", outcome="queued", session_id=sid, invocation_id=inv, operator=who.name,
-            message=notice or f"start of session {sid} queued for a worker of {b.app_name} (invocation {inv})",
-            queued_for=b.app_name, notice=notice,
-        ), red)
+    if b.via == "worker" and capability(store, WorkerQueue) is None:
+        raise ApiError(422, "no_workers", "this store keeps no turn requests: no worker can start it (via=local)")
     steps = Steps()
-    done = await operations.start(store, b.app_name, sid, b.text, user_id=user, registry=ctx.registry, on_step=steps)
-    return respond(_result(done, steps, red), red)
+    done = await operations.start(store, b.app_name, sid, b.text, user_id=user, registry=ctx.registry, on_step=steps,
+                                  via=b.via, wait=False, operator=who.name)
+    return respond(await _queued(ctx, _result(done, steps, red), done, b.app_name), red)

@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 from aiohttp import web
 
 from .answer_page import PREFIX as ANSWER_PREFIX
-from .api import PREFIX as API_PREFIX
+from .api_core import PREFIX as API_PREFIX
 from .auth import COOKIE, Identity
 from .config import valid_name
 

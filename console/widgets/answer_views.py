@@ -13,19 +13,19 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from engine.models import NodeStatus
+from engine.outcome import Outcome, nothing_written, one_line
 from engine.redact import MASK, Redactor
 from engine.replay import DiffRow
 from engine.resume import ResumePlan
 
-from .format import STATUS_ICON, short
+from .format import STATUS_ICON, short, shown, to_json
 from .plain import cells
 
 EFFECT_STYLE = {
@@ -140,50 +140,62 @@ def preview_renderable(preview: Preview | None, *, redactor: Redactor, stale: bo
 
 
 # ------------------------------------------------------------------ outcome
-@dataclass
-class Outcome:
-    """What a write did (answer, re-drive, cancel), for the before/after view."""
+# The engine's Outcome (engine/outcome.py) is the one a write returns, here as everywhere;
+# these read it the way the console shows it.
+def outcome_error(o: Outcome) -> str | None:
+    """The write's error as the console says it (None: none): a failure's message, an
+    interruption with how to continue, or the refusal ending in "nothing was written"."""
+    if o.error is None:
+        return None
+    if o.error_kind == "failed":
+        return str(o.error)
+    if o.error_kind == "interrupted":
+        return (f"stopped mid-run after {len(o.written)} events: {one_line(o.error, 300)}; "
+                "the invocation is interrupted: continue it with a re-drive (R)")
+    return nothing_written(one_line(o.error, 300))
 
-    kind: str
-    """``answer``, ``redrive`` or ``cancel``."""
-    session_id: str
-    invocation_id: str
-    operator: str | None
-    reason: str | None
-    events: int = 0
-    """Events this write appended (0: nothing was written)."""
-    rows: list[DiffRow] = field(default_factory=list)
-    status_before: NodeStatus | None = None
-    status_after: NodeStatus | None = None
-    still_open: list[str] = field(default_factory=list)
-    error: str | None = None
-    error_kind: str | None = None
-    """``rejected`` / ``conflict`` (nothing written), ``failed`` (a node failed:
-    written, the invocation is FAILED) or ``interrupted`` (stopped mid-run)."""
-    answered: list[str] = field(default_factory=list)
-    command: str = ""
-    approval: str | None = None
-    """An answer under a multi-approver rule short of it: ``1 of 2 approvals`` (recorded, nothing ran)."""
 
-    @property
-    def written(self) -> bool:
-        return self.events > 0
+def nothing_ran(o: Outcome) -> bool:
+    """An answer was stored and no node ran (a partial answer to a leaf)."""
+    return o.kind == "answer" and len(o.written) == 1 and o.error is None and o.approval is None
 
-    @property
-    def nothing_ran(self) -> bool:
-        """An answer was stored and no node ran (a partial answer to a leaf)."""
-        return self.kind == "answer" and self.events == 1 and self.error is None and self.approval is None
+
+def shown_open(o: Outcome) -> list[str]:
+    """The ids still open after the write, as the outcome names them (an approval short of
+    its rule: the ids it answered; nothing written: none)."""
+    if not o.written:
+        return []
+    return list(o.answered) if o.approval is not None else o.still_open
+
+
+def shown_rows(o: Outcome, red: Redactor) -> list[DiffRow]:
+    """The before/after rows, an answered interrupt's saying who answered it and what
+    (masked: the diff's text is raw JSON, with no operator), a cancelled one that it closed."""
+    if not o.written or o.approval is not None:
+        return []
+    rows = []
+    for row in o.rows:
+        itr = (o.after.interrupts.get((o.invocation_id, row.key))
+               if row.area == "interrupt" and o.after is not None and o.invocation_id is not None else None)
+        if itr is not None and itr.resolved:
+            by = f" by {itr.operator}" if itr.operator else ""
+            row = replace(row, after=f"answered{by}: {to_json(shown(itr.response, red))}")
+        elif itr is not None and itr.cancelled:
+            row = replace(row, after="closed (cancelled)")
+        rows.append(row)
+    return rows
 
 
 def _value(v: Any, red: Redactor) -> str:
     return "-" if v is None else short(v, 48, red)
 
 
-def outcome_renderable(o: Outcome, redactor: Redactor) -> RenderableType:
+def outcome_renderable(o: Outcome, redactor: Redactor, command: str = "") -> RenderableType:
     """Before/after: flags first (nothing ran, failed, interrupted), then node
     statuses, outputs, re-executions and new runs, interrupts, session state
-    (masked by ``redactor``, the app's)."""
+    (masked by ``redactor``, the app's); ``command``: the same write from a shell."""
     red = redactor
+    events, error, still_open, rows = len(o.written), outcome_error(o), shown_open(o), shown_rows(o, redactor)
     parts: list[RenderableType] = []
     verb = {"answer": "Answered", "redrive": "Re-drove", "cancel": "Cancelled"}[o.kind]
     head = Text(f"{verb} ", "bold")
@@ -198,34 +210,34 @@ def outcome_renderable(o: Outcome, redactor: Redactor) -> RenderableType:
     parts.append(
         Text.assemble(
             ("invocation ", "dim"),
-            o.invocation_id,
+            o.invocation_id or "?",  # None: no invocation known yet
             ("  ", ""),
             (f"{STATUS_ICON.get(before, '')} {before} → {STATUS_ICON.get(after, '')} {after}", "bold"),
-            (f"  · {o.events} event{'s' if o.events != 1 else ''} written", "dim"),
+            (f"  · {events} event{'s' if events != 1 else ''} written", "dim"),
         )
     )
     if o.approval is not None:
         parts.append(Text(f"⏳ Approval recorded: {o.approval}. The answer is applied when the rule is met.",
                           "bold yellow"))
-    if o.nothing_ran:
-        open_ids = ", ".join(o.still_open) or "-"
+    if nothing_ran(o):
+        open_ids = ", ".join(still_open) or "-"
         parts.append(
             Text(f"⚠ Answered, but nothing ran: the answered node keeps waiting for {open_ids}.", "bold yellow")
         )
-    if o.error:
+    if error:
         style = "bold red" if o.error_kind in ("failed", "interrupted") else "bold yellow"
-        parts.append(Text(f"✗ {red.text(o.error)}", style))
-    nodes = [r for r in o.rows if r.area == "node"]
-    itrs = [r for r in o.rows if r.area == "interrupt"]
-    state = [r for r in o.rows if r.area == "state"]
+        parts.append(Text(f"✗ {red.text(error)}", style))
+    nodes = [r for r in rows if r.area == "node"]
+    itrs = [r for r in rows if r.area == "interrupt"]
+    state = [r for r in rows if r.area == "state"]
     parts.append(_rows_table("node runs", nodes, red, executions=True))
     if itrs:
         parts.append(_rows_table("interrupts", itrs, red))
     parts.append(_rows_table("session state", state, red) if state else Text("session state  unchanged", "dim"))
-    if o.still_open and not o.nothing_ran:
-        parts.append(Text.assemble(("still open  ", "dim"), ", ".join(o.still_open)))
-    if o.command:
-        parts.append(Text.assemble(("same from a shell: ", "dim"), (f"$ {red.text(o.command)}", "bold")))
+    if still_open and not nothing_ran(o):
+        parts.append(Text.assemble(("still open  ", "dim"), ", ".join(still_open)))
+    if command:
+        parts.append(Text.assemble(("same from a shell: ", "dim"), (f"$ {red.text(command)}", "bold")))
     return Group(*parts)
 
 
@@ -235,11 +247,12 @@ def outcome_line(o: Outcome) -> str:
     before = o.status_before.value if o.status_before else "-"
     after = o.status_after.value if o.status_after else "-"
     line = f"Answered {', '.join(o.answered) or '-'} in {o.session_id}: {before} → {after}"
-    line += f" · {o.events} event{'s' if o.events != 1 else ''} written"
-    if o.nothing_ran:
-        line += f" · nothing ran, still open: {', '.join(o.still_open) or '-'}"
-    if o.error:
-        line += f" · {o.error}"
+    events, error = len(o.written), outcome_error(o)
+    line += f" · {events} event{'s' if events != 1 else ''} written"
+    if nothing_ran(o):
+        line += f" · nothing ran, still open: {', '.join(shown_open(o)) or '-'}"
+    if error:
+        line += f" · {error}"
     return line
 
 

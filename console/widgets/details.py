@@ -200,26 +200,6 @@ def node_details(
     return Group(*parts)
 
 
-def node_values(proj: Projection, invocation_id: str, path: str) -> dict[str, Any] | None:
-    """Every value of one node run, whole (what the "show all" viewer serialises
-    in a worker; the pane shows previews of them)."""
-    run = proj.get(invocation_id, path)
-    if run is None:
-        return None
-    out: dict[str, Any] = {}
-    for key, value in (("input", run.input), ("output", run.output), ("route", run.route)):
-        if value is not None:
-            out[key] = value
-    asks = {}
-    for iid in run.interrupt_ids:
-        itr = proj.interrupts.get((invocation_id, iid))
-        if itr is not None:
-            asks[iid] = {"args": itr.args, **({"answer": itr.response} if itr.resolved else {})}
-    if asks:
-        out["interrupts"] = asks
-    return out
-
-
 def invocation_details(proj: Projection, invocation_id: str, st: Styles, *, red: Redactor) -> RenderableType:
     inv = proj.invocations.get(invocation_id)
     if inv is None:

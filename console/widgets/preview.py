@@ -14,7 +14,7 @@ read-only text area, which draws only the lines in view.
 from __future__ import annotations
 
 from itertools import islice
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import work
 from textual.app import ComposeResult
@@ -28,6 +28,9 @@ from engine.redact import Redactor
 
 from ..text import to_json
 from .plain import Static
+
+if TYPE_CHECKING:
+    from engine.projection import Projection
 
 BUDGET = 120
 """Items (container entries and scalars) a preview keeps over the whole value."""
@@ -147,11 +150,29 @@ class ValueScreen(ModalScreen[None]):
         self.dismiss(None)
 
 
+def node_values(proj: Projection, invocation_id: str, path: str) -> dict[str, Any] | None:
+    """Every value of one node run, whole (what the "show all" viewer serialises
+    in a worker; the pane shows previews of them)."""
+    run = proj.get(invocation_id, path)
+    if run is None:
+        return None
+    out: dict[str, Any] = {}
+    for key, value in (("input", run.input), ("output", run.output), ("route", run.route)):
+        if value is not None:
+            out[key] = value
+    asks = {}
+    for iid in run.interrupt_ids:
+        itr = proj.interrupts.get((invocation_id, iid))
+        if itr is not None:
+            asks[iid] = {"args": itr.args, **({"answer": itr.response} if itr.resolved else {})}
+    if asks:
+        out["interrupts"] = asks
+    return out
+
+
 def show_all(screen: Any) -> None:
     """The session screen's ``w``: the selected event's (log focused) or node's values
     in a :class:`ValueScreen`."""
-    from .details import node_values
-
     inv, path = screen.invocation_id, screen.run_tree.cursor_path
     if screen.detail_mode == "event" and screen.event_shown is not None:
         se = screen.event_shown

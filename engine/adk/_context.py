@@ -9,7 +9,7 @@ the engine's context: nothing is kept here.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Callable, Iterator, MutableMapping
 from typing import Any
 
 from ..context import Context as EngineContext
@@ -82,8 +82,11 @@ class _Actions:
 class Context:
     """The context an ADK node body receives."""
 
-    def __init__(self, engine_ctx: EngineContext) -> None:
+    def __init__(self, engine_ctx: EngineContext, to_engine: Callable[[Any], Any]) -> None:
         self._ctx = engine_ctx
+        self._to_engine = to_engine
+        """Makes an ADK node (or a function) an engine node for :meth:`run_node`: given by
+        the node wrappers (engine.adk._nodes), which also build this context."""
 
     @property
     def state(self) -> State:
@@ -159,9 +162,7 @@ class Context:
         id); the child's path still gets the engine's next numeric run id, since run
         ids are unique stored facts here. While the child waits for a human this
         raises the engine's interrupt, which ends the caller WAITING."""
-        from ._nodes import to_engine
-
-        return await self._ctx.run_node(to_engine(node), node_input, key=run_id)
+        return await self._ctx.run_node(self._to_engine(node), node_input, key=run_id)
 
     def __repr__(self) -> str:
         return f"<adk Context {self.node_path}>"

@@ -41,4 +41,4 @@ class NodeRunner:
         self.run_id = run_id
 
     async def run(self, node_input: Any = None, resume_inputs: dict[str, Any] | None = None) -> Context:
-        return Context(await self._runner.run(node_input, resume_inputs=resume_inputs))
+        return Context(await self._runner.run(node_input, resume_inputs=resume_inputs), to_engine)

@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, fie
 
 from .. import nodes as en
 from ..parallel import ParallelWorker as EngineParallelWorker
+from ._context import Context
 from ._events import Event, RequestInput, _plain, to_engine_event, to_engine_request
 from ._types import Content, Part, content_text, to_engine_content
 
@@ -452,9 +453,7 @@ class AdaptedNode(en.BaseNode):
         """(DEFAULT_ROUTE, the routes of the node's other edges), set by a Workflow with such an edge."""
 
     async def run(self, ctx: Any, node_input: Any) -> Any:
-        from ._context import Context
-
-        actx = Context(ctx)
+        actx = Context(ctx, to_engine)
         async for item in self.adk.run(ctx=actx, node_input=node_input):
             out = _to_engine_item(item, ctx)
             if out is not None:

@@ -43,6 +43,7 @@ from .owner_index import check_owner_change
 
 if TYPE_CHECKING:
     from .deadlines import Timers
+    from .notify import Ledger
 
 
 def _audit_cursor(cursor: str) -> tuple[float, int]:
@@ -640,6 +641,12 @@ class MemoryStore(MemoryWorkerQueue):
         self._sessions[sid].session.created_at = header.created_at
         self._add_audit(import_record(sid, len(parsed.events), operator, reason, source, header.id))
         return await self.get_session(sid)
+
+    def notification_ledger(self) -> Ledger:
+        """The notification ledger of this store (:mod:`engine.store.notify`)."""
+        from .notify import MemoryLedger
+
+        return MemoryLedger(self)
 
     def deadline_timers(self) -> Timers:
         """The deadline timers of this store (:mod:`engine.store.deadlines`)."""

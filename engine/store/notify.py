@@ -125,18 +125,10 @@ class MemoryLedger:
 
 
 def ledger(store: Any) -> Ledger:
-    """The ledger of ``store``'s backend."""
-    from .sqlite import SQLiteStore
-
-    if isinstance(store, SQLiteStore):
-        from .sqlite.notify import SQLiteLedger
-
-        return SQLiteLedger(store)
-    if type(store).__name__ == "PostgresStore":
-        from .postgres.notify import PostgresLedger
-
-        return PostgresLedger(store)
-    return MemoryLedger(store)
+    """The ledger of ``store``'s backend (each store builds its own: this module stays
+    below the backends, whose ledgers read its row model)."""
+    built: Ledger = store.notification_ledger()
+    return built
 
 
 async def failing_channels(store: Any, scan: int = 500) -> list[str]:

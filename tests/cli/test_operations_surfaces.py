@@ -60,23 +60,24 @@ def test_a_cli_resume_loads_the_invocation_once(hitl: Hitl, db: Path, loads: lis
 
 
 def test_console_writes_go_through_engine_operations(calls: list[str]) -> None:
-    from console.screens.answer_jobs import WriteJob, execute
+    from console.answering.jobs import WriteJob, execute
     from tests.console.answer_store import demo_store, invocation, registry
 
     async def go() -> list[Any]:
         store = await demo_store()
         inv, _ = await invocation(store, "refund-waiting-1")
-        job = WriteJob("answer", "refund-waiting-1", inv, "refund_approval", "alice", "tester", None,
-                       answers={"finance-order-1001": {"approved": True}})
+        job = WriteJob(kind="answer", session_id="refund-waiting-1", invocation_id=inv, app_name="refund_approval",
+                       user_id="alice", operator="tester", reason=None, answers={"finance-order-1001": {"approved": True}})
         seen: list[Any] = []
         answered = await execute(store, registry(), job, lambda event, seq: seen.append((event, seq)))
-        cancelled = await execute(store, registry(), WriteJob("cancel", "refund-waiting-1", inv, "refund_approval",
-                                                              "alice", "tester", "dup"))
+        cancelled = await execute(store, registry(), WriteJob(
+            kind="cancel", session_id="refund-waiting-1", invocation_id=inv, app_name="refund_approval", user_id="alice",
+            operator="tester", reason="dup"))
         return [answered, cancelled, seen]
 
     answered, cancelled, seen = asyncio.run(go())
     assert calls == ["answer", "cancel"]
-    assert answered.events == len(seen) and answered.written and answered.error is None
+    assert len(answered.written) == len(seen) and answered.written and answered.error is None
     seqs = [seq for _, seq in seen]  # each event with its position, in order, contiguous (one writer)
     assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))
     assert cancelled.written and cancelled.status_after is not None and cancelled.status_after.value == "CANCELLED"

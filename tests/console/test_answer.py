@@ -14,13 +14,20 @@ from typing import Any
 import pytest
 from rich.console import Console
 
+from console.answering.jobs import WriteJob, execute
 from console.screens.answer import AnswerScreen
 from console.screens.answer_dialogs import ConfirmWrite, OutcomeScreen
-from console.screens.answer_jobs import WriteJob, execute
 from console.screens.inbox import InboxScreen
 from console.screens.session import SessionScreen
 from console.widgets.answer_editor import AnswerEditor, check_answer, json_highlights
-from console.widgets.answer_views import outcome_renderable, preview_renderable, resume_command
+from console.widgets.answer_views import (
+    nothing_ran,
+    outcome_error,
+    outcome_renderable,
+    preview_renderable,
+    resume_command,
+    shown_open,
+)
 from engine import Content, Runner
 from engine.apps import AppRegistry, default_operator
 from engine.models import NodeStatus
@@ -204,7 +211,7 @@ async def test_full_answer_of_a_two_id_leaf_auto_completes_and_feeds_downstream(
         assert "mitigate runs, with choose_mitigation's output" in screen.preview.downstream  # type: ignore[union-attr]
         outcome = (await submit(pilot)).outcome
         # mitigate fails on its first call in a session (the sample's pager 503): written, FAILED, said so.
-        assert outcome.error_kind == "failed" and "PAGER_503" in (outcome.error or "")
+        assert outcome.error_kind == "failed" and "PAGER_503" in (outcome_error(outcome) or "")
     _, proj = await invocation(store, "incident-new")
     leaf = proj.get(inv, "incident@1/choose_mitigation@1")
     assert leaf is not None and leaf.status is NodeStatus.COMPLETED and leaf.auto_completed and leaf.starts == 1
@@ -324,12 +331,12 @@ async def test_unknown_id_is_refused_by_the_engine_and_nothing_is_written() -> N
     store = await demo_store()
     inv, _ = await invocation(store, "refund-waiting-1")
     last = (await store.get_session("refund-waiting-1")).last_seq
-    job = WriteJob("answer", "refund-waiting-1", inv, "refund_approval", "alice", "tester", None,
-                   answers={"no-such-id": True})
+    job = WriteJob(kind="answer", session_id="refund-waiting-1", invocation_id=inv, app_name="refund_approval",
+                   user_id="alice", operator="tester", reason=None, answers={"no-such-id": True})
     outcome = await execute(store, registry(), job)
-    assert outcome.events == 0 and outcome.error_kind == "rejected"
-    assert "no open interrupt with id no-such-id" in (outcome.error or "")
-    assert "nothing was written" in (outcome.error or "")
+    assert not outcome.written and outcome.error_kind == "rejected"
+    assert "no open interrupt with id no-such-id" in (outcome_error(outcome) or "")
+    assert "nothing was written" in (outcome_error(outcome) or "")
     assert (await store.get_session("refund-waiting-1")).last_seq == last
     # The editor says so too, before anything is sent.
     app = app_for(store)
@@ -347,8 +354,8 @@ async def test_two_concurrent_submitters_exactly_one_wins() -> None:
     inv, _ = await invocation(store, "refund-waiting-1")
 
     def job(op: str, approved: bool) -> WriteJob:
-        return WriteJob("answer", "refund-waiting-1", inv, "refund_approval", "alice", op, None,
-                        answers={"finance-order-1001": {"approved": approved}})
+        return WriteJob(kind="answer", session_id="refund-waiting-1", invocation_id=inv, app_name="refund_approval",
+                        user_id="alice", operator=op, reason=None, answers={"finance-order-1001": {"approved": approved}})
 
     one, two = await asyncio.gather(execute(store, registry(), job("ann", True)),
                                     execute(store, registry(), job("bob", False)))
@@ -356,7 +363,8 @@ async def test_two_concurrent_submitters_exactly_one_wins() -> None:
     losers = [o for o in (one, two) if not o.written]
     assert len(winners) == 1 and len(losers) == 1
     assert losers[0].error_kind == "conflict"
-    assert "finance-order-1001" in (losers[0].error or "") and "nothing was written" in (losers[0].error or "")
+    lost = outcome_error(losers[0]) or ""
+    assert "finance-order-1001" in lost and "nothing was written" in lost
     responses = [se.event for se in await store.events("refund-waiting-1") if se.event.kind == "response"]
     assert len(responses) == 1
     assert responses[0].custom_metadata["operator"] == winners[0].operator  # type: ignore[index]
@@ -447,7 +455,8 @@ async def test_redrive_a_failed_invocation_is_confirmed_and_audited() -> None:
         await wait_until(pilot, lambda: isinstance(app.screen, OutcomeScreen))
         outcome = app.screen.outcome  # type: ignore[attr-defined]
         assert outcome.error is None and outcome.status_after is NodeStatus.COMPLETED
-        assert "hitl redrive incident-failed-1" in outcome.command and "--reason back" in outcome.command
+        command = app.screen.command  # type: ignore[attr-defined]
+        assert "hitl redrive incident-failed-1" in command and "--reason back" in command
         await pilot.press("escape")
         await settle(pilot)
         assert "COMPLETED" in str(session.run_tree.root.label)
@@ -527,7 +536,7 @@ async def test_a_partial_answer_to_a_leaf_is_flagged_answered_but_nothing_ran() 
         assert screen.preview is not None and not screen.preview.plan.runs_anything  # type: ignore[union-attr]
         assert "nothing runs" in plain(preview_renderable(screen.preview, redactor=app.redactor))
         outcome = (await submit(pilot)).outcome
-        assert outcome.nothing_ran and outcome.events == 1 and outcome.still_open == [first]
+        assert nothing_ran(outcome) and len(outcome.written) == 1 and shown_open(outcome) == [first]
         assert "Answered, but nothing ran" in plain(outcome_renderable(outcome, app.redactor))
 
 

@@ -15,9 +15,9 @@ import pytest
 from textual.message import Message
 
 from console import messages
+from console.answering.jobs import WriteJob
 from console.answering.prompts import WritePrompt, invocation_prompt
 from console.answering.selection import AnswerDraft, InterruptSelection
-from console.screens.answer_jobs import WriteJob
 from engine import Event
 from engine.liveness import InvocationHealth
 from engine.models import NodeStatus
@@ -135,7 +135,8 @@ def test_every_console_message_is_a_small_dataclass_in_one_module() -> None:
 
 
 def test_high_rate_messages_replace_a_queued_one() -> None:
-    job = WriteJob("answer", "s1", "inv-a", "app", "u", "ann", None)
+    job = WriteJob(kind="answer", session_id="s1", invocation_id="inv-a", app_name="app", user_id="u", operator="ann",
+                   reason=None)
     event = Event(invocation_id="inv-a", author="user")
     first, second = messages.WriteEvent(job, event, 1, 5), messages.WriteEvent(job, event, 2, 6)
     assert not first.can_replace(second)  # each carries an event the session screen applies
@@ -199,7 +200,7 @@ def test_the_app_builds_the_one_redactor_and_renderers_are_given_it() -> None:
     assert app.redactor.patterns == ("iban",) and not app.redactor.show
     assert app.redactor.value({"iban": "DE00", "note": "x"}) == {"iban": "***", "note": "x"}
     cli = ROOT / "console" / "cli"  # each CLI command builds its own (console/cli/options.py)
-    api = ROOT / "console" / "serve" / "api.py"  # and so does each HTTP API request (one per request)
+    api = ROOT / "console" / "serve" / "api_core.py"  # and so does each HTTP API request (one per request)
     built = [str(p.relative_to(ROOT)) for p in _console_modules()
              if p.name not in ("cli.py", "app.py", "format.py") and cli not in p.parents and p != api
              and "Redactor(" in p.read_text(encoding="utf-8")]

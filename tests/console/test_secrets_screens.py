@@ -117,16 +117,18 @@ def test_renderers_use_the_redactor_they_are_given() -> None:
     ``mask``/``mask_event`` helpers any more."""
     from pathlib import Path
 
-    from console.widgets.answer_views import Outcome, Preview, outcome_renderable, preview_renderable
+    from console.widgets.answer_views import Preview, outcome_renderable, preview_renderable
+    from engine.models import Event
+    from engine.outcome import Outcome
     from engine.redact import Redactor
     from engine.replay import DiffRow
 
     secret = S["answer_password"]
     preview = Preview(command=f"hitl resume leak-1 'rotate={{\"password\":\"{secret}\"}}'", error=f"password={secret}")
     outcome = Outcome(
-        "answer", "leak-1", "inv", "ann", f"password={secret}", events=2, error=f"failed with {secret}",
+        "answer", "leak-1", "inv", "ann", f"password={secret}", error=RuntimeError(f"failed with {secret}"),
+        error_kind="failed", written=[Event(invocation_id="inv", author="user") for _ in range(2)],
         rows=[DiffRow("state", "api_key", None, secret), DiffRow("node", "a@1 output", None, {"password": secret})],
-        command=preview.command,
     )
     hiding, showing = Redactor(), Redactor(show=True)
     hiding.learn_from({"password": secret})
@@ -135,9 +137,9 @@ def test_renderers_use_the_redactor_they_are_given() -> None:
     # No module keeps a Redactor for renderers to fall back on: the app's is passed to each.
     assert not hasattr(fmt, "configure_secrets") and not hasattr(fmt, "redactor") and not hasattr(fmt, "_SECRETS")
     assert secret not in plain(preview_renderable(preview, redactor=hiding))
-    assert secret not in plain(outcome_renderable(outcome, hiding))
+    assert secret not in plain(outcome_renderable(outcome, hiding, preview.command))
     assert secret in plain(preview_renderable(preview, redactor=showing))
-    assert plain(outcome_renderable(outcome, showing)).count(secret) >= 3
+    assert plain(outcome_renderable(outcome, showing, preview.command)).count(secret) >= 3
     root = Path(__file__).resolve().parents[2]
     bare = re.compile(r"from engine\.redact import[^\n]*\bmask(_event)?\b")
     offenders = [
@@ -153,15 +155,17 @@ def test_renderers_use_the_redactor_they_are_given() -> None:
 async def test_the_after_views_answered_row_follows_the_apps_redactor(show: bool) -> None:
     """The before/after diff quotes each answer ("answered by X: {...}") through the
     app's Redactor: masked by default, shown with --show-secrets."""
-    from console.screens.answer_jobs import WriteJob, execute
+    from console.answering.jobs import WriteJob, execute
+    from console.widgets.answer_views import shown_rows
     from engine.redact import Redactor
 
     store = await leaky_store()
     reg = AppRegistry()
     reg.register("leaky", leaky_app.workflow)
     (inv,) = [i.invocation_id for i in await store.list_invocations("leak-1")]
-    job = WriteJob("answer", "leak-1", inv, "leaky", "u", "tester", "r", answers={"rotate": json.loads(ANSWER)})
-    outcome = await execute(store, reg, job, red=Redactor(show=show))
-    (row,) = [r for r in outcome.rows if r.area == "interrupt"]
+    job = WriteJob(kind="answer", session_id="leak-1", invocation_id=inv, app_name="leaky", user_id="u",
+                   operator="tester", reason="r", answers={"rotate": json.loads(ANSWER)})
+    outcome = await execute(store, reg, job)
+    (row,) = [r for r in shown_rows(outcome, Redactor(show=show)) if r.area == "interrupt"]
     assert row.after.startswith("answered by tester: ")
     assert (S["answer_password"] in row.after) is show, row.after

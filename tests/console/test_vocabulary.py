@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
+from console.answering.jobs import WriteJob
 from console.app import HitlApp
 from console.screens.answer_dialogs import QuitGuard
-from console.screens.answer_jobs import WriteJob
 from console.screens.audit import AuditScreen
 from console.screens.inbox import InboxScreen
 from console.screens.session import SessionScreen
@@ -402,7 +402,8 @@ async def test_ctrl_c_asks_first_while_a_write_runs(store):
     app = make_app(store)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
-        app.write_started(WriteJob("answer", "refund-partial", "inv1", "refunds", "alice", "op", None))
+        app.write_started(WriteJob(kind="answer", session_id="refund-partial", invocation_id="inv1",
+                                           app_name="refunds", user_id="alice", operator="op", reason=None))
         await pilot.press("ctrl+c")
         await settle(pilot)
         assert isinstance(app.screen, QuitGuard) and app.is_running

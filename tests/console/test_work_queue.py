@@ -14,7 +14,8 @@ from console.answering import writes
 from console.screens.answer import AnswerScreen
 from console.screens.answer_dialogs import ConfirmWrite
 from console.screens.inbox import InboxScreen
-from console.widgets.answer_views import Outcome
+from engine.errors import AlreadyResolvedError
+from engine.outcome import Outcome
 
 from .answer_store import demo_store
 from .test_answer import app_for, editor, settle, wait_until
@@ -112,7 +113,7 @@ async def test_the_next_answer_can_be_typed_while_the_first_turn_runs(monkeypatc
 async def test_a_refused_answer_from_the_inbox_reopens_its_editor_with_the_text(monkeypatch: pytest.MonkeyPatch) -> None:
     store = await demo_store()
     inbox_row: dict[str, Any] = {}
-    refused = Outcome("answer", "", "", "tester", None, error="finance-order-1001 was answered meanwhile",
+    refused = Outcome("answer", "", "", "tester", None, error=AlreadyResolvedError(["finance-order-1001"], " meanwhile"),
                       error_kind="conflict")
     held = HeldWrite(monkeypatch, refused)
     app = app_for(store)

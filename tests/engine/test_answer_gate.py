@@ -138,7 +138,8 @@ def test_a_claim_older_than_stale_after_is_shown_stale() -> None:
     policy = policy_from({"owners": {"stale_after": "2h"}})
     assert policy.stale_after == 7200
     assert policy.owner_label("ann", 1000.0, 1000.0 + 7199) == "ann"
-    assert policy.owner_label("ann", 1000.0, 1000.0 + 5 * 3600) == "ann (stale 5h)"
+    assert policy.owner_label("ann", 1000.0, 1000.0 + 5 * 3600) == "ann (stale 5h00m)"
+    assert policy.owner_label("ann", 0.0, 1615 * 60) == "ann (stale 1d02h)"  # read as a person would, not 1615m
     assert policy.owner_label(None, None, 0) == ""
     from engine.permissions import PolicyError
 

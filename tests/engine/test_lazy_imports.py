@@ -160,20 +160,19 @@ def test_inbox_on_a_sqlite_file_loads_no_model_and_no_asyncio(demo_db: Path, arg
 
 def test_the_command_table_matches_the_commands() -> None:
     """`hitl --help` lists the commands from group.COMMANDS without importing them:
-    each row names the module that registers the command and its short help as
+    each row names the module that defines the command and its short help as
     click makes it from the command's own docstring, at every width."""
     code = (
         "import importlib, json\n"
         "from click.utils import make_default_short_help\n"
-        "from console.cli.group import COMMANDS, cli\n"
+        "from console.cli.group import COMMANDS, _command_of, cli\n"
         "bad = []\n"
         "for name, (mod, text) in COMMANDS.items():\n"
-        "    importlib.import_module('console.cli.' + mod)\n"
-        "    if not dict.__contains__(cli.commands, name): bad.append((name, 'not registered by ' + mod)); continue\n"
-        "    cmd = dict.__getitem__(cli.commands, name)\n"
+        "    try: cmd = _command_of(importlib.import_module('console.cli.' + mod), name)\n"
+        "    except LookupError: bad.append((name, 'not defined by ' + mod)); continue\n"
         "    for limit in range(10, 300):\n"
         "        if cmd.get_short_help_str(limit) != make_default_short_help(text, limit): bad.append((name, limit)); break\n"
-        "extra = set(dict.keys(cli.commands)) - set(COMMANDS)\n"
+        "extra = set(cli.commands) - set(COMMANDS)\n"
         "print(json.dumps([bad, sorted(extra)]))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)

@@ -15,6 +15,7 @@ from .writes import _Writes
 
 if TYPE_CHECKING:
     from ..deadlines import Timers
+    from ..notify import Ledger
 
 
 class PostgresStore(_Reads, _Writes, _Leases, _Bulk, _Checkpoints, _WorkerTables, _WorkerSteps, _Overview):
@@ -27,6 +28,12 @@ class PostgresStore(_Reads, _Writes, _Leases, _Bulk, _Checkpoints, _WorkerTables
 
     read_only: bool
     """True when opened read-only: the server refuses every write."""
+
+    def notification_ledger(self) -> Ledger:
+        """The notification ledger of this store (:mod:`engine.store.notify`)."""
+        from .notify import PostgresLedger
+
+        return PostgresLedger(self)
 
     def deadline_timers(self) -> Timers:
         """The deadline timers of this store (:mod:`engine.store.deadlines`)."""

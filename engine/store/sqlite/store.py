@@ -80,6 +80,7 @@ from .workers import _WorkerSteps, _WorkerTables
 
 if TYPE_CHECKING:
     from ..deadlines import Timers
+    from ..notify import Ledger
 
 T = TypeVar("T")
 
@@ -260,6 +261,12 @@ class SQLiteStore(_WorkerTables, _WorkerSteps):
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+    def notification_ledger(self) -> Ledger:
+        """The notification ledger of this store (:mod:`engine.store.notify`)."""
+        from .notify import SQLiteLedger
+
+        return SQLiteLedger(self)
 
     def deadline_timers(self) -> Timers:
         """The deadline timers of this store (:mod:`engine.store.deadlines`)."""
