@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from textual.actions import parse
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 
 from engine.status import STATUS_CYCLE
 
@@ -355,8 +355,9 @@ def for_screen(screen: str) -> list[Action]:
     return [a for a in ACTIONS if screen in a.screens]
 
 
-def bindings(screen: str) -> list[Binding]:
-    """The Textual bindings of one screen (or ``app``/``log``), from the registry."""
+def bindings(screen: str) -> list[BindingType]:
+    """The Textual bindings of one screen (or ``app``/``log``), from the registry
+    (typed as Textual's ``BINDINGS`` is, so a screen assigns them as they are)."""
     return [a.binding() for a in for_screen(screen) if a.key is not None]
 
 

@@ -28,13 +28,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from textual import work
 from textual.actions import SkipAction
 from textual.actions import parse as parse_action
 from textual.app import App, ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Input, TextArea
 
@@ -63,6 +63,9 @@ from .themes import save_theme, status_variables
 from .times import use_utc
 from .widgets.plain import Static
 
+if TYPE_CHECKING:
+    from engine.permissions import Policy
+
 SESSION_STATUSES = set(SESSION_FILTERS)
 _S = TypeVar("_S", bound=Screen[Any])
 
@@ -73,7 +76,9 @@ class HitlApp(App[None]):
 
     CSS_PATH = "app.tcss"
     TITLE = "hitl console"
-    BINDINGS: ClassVar[list[Binding]] = [b for b in bindings("app") if b.action != "command_palette"]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        b for b in bindings("app") if not (isinstance(b, Binding) and b.action == "command_palette")
+    ]
     COMMAND_PALETTE_BINDING = BY_ID["app.palette"].key or "ctrl+p"
     COMMANDS: ClassVar[set[Any]] = App.COMMANDS | {ActionsProvider}
 
@@ -202,15 +207,18 @@ class HitlApp(App[None]):
 
     async def action_quit(self) -> None:
         """``q``, ``ctrl+q``, ``:quit``: at once, unless a write started here is still running."""
+        self._quit()
+
+    def action_help_quit(self) -> None:
+        """Textual's own ``ctrl+c`` binding: quits like ``q`` (the registry binds
+        ``ctrl+c`` to ``app.quit`` too), asking first while a write runs."""
+        self._quit()
+
+    def _quit(self) -> None:
         if self.running_writes:
             self._ask_before_quitting()
             return
         self.exit()
-
-    async def action_help_quit(self) -> None:
-        """Textual's own ``ctrl+c`` binding: quits like ``q`` (the registry binds
-        ``ctrl+c`` to ``app.quit`` too), asking first while a write runs."""
-        await self.action_quit()
 
     def _ask_before_quitting(self) -> None:
         if self._quit_guard is not None:
@@ -259,7 +267,7 @@ class HitlApp(App[None]):
         return self.operator or self.config.operator
 
     @property
-    def policy(self) -> Any:
+    def policy(self) -> Policy:
         """Groups, who may answer and the stale-claim age (:mod:`engine.permissions`):
         the config file's; a malformed one allows everything here and the writes refuse saying why."""
         from engine.errors import HitlError

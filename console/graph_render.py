@@ -28,7 +28,7 @@ keeps every node.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -41,6 +41,7 @@ from engine.status import DisplayStatus
 from .widgets.format import STATUS_ICON
 
 if TYPE_CHECKING:
+    from rich.style import Style
     from rich.text import Text
 
 MAX_WIDTH = 120
@@ -197,10 +198,10 @@ def draw_graph(graph: InvocationGraph, width: int = MAX_WIDTH) -> Canvas:
     canvas = _draw(graph, graph.root)
     while canvas.width > width:
         folded = _fold_widest(graph)
-        if folded is None:
+        if folded is None or folded.root is None:
             break
         graph = folded
-        canvas = _draw(graph, graph.root)  # type: ignore[arg-type]
+        canvas = _draw(graph, folded.root)
     return canvas
 
 
@@ -362,7 +363,7 @@ def plain_lines(graph: InvocationGraph) -> list[str]:
     return ["".join(ch for ch, _ in row).rstrip() for row in draw_graph(graph).rows()]
 
 
-def rich_text(graph: InvocationGraph, styles: dict[str, str]) -> Text:
+def rich_text(graph: InvocationGraph, styles: Mapping[str, str | Style]) -> Text:
     """The picture for the console: ``styles`` maps a style class to a Rich style."""
     from rich.text import Text  # not for the CLI's plain text
 

@@ -65,24 +65,32 @@ def __getattr__(name: str) -> Any:
 def _submodule(module: str) -> ModuleType:
     # Static imports: the product imports code by name only in its app registry.
     if module == "context":
-        from . import context as m
+        from . import context
+        return context
     elif module == "errors":
-        from . import errors as m
+        from . import errors
+        return errors
     elif module == "models":
-        from . import models as m
+        from . import models
+        return models
     elif module == "nodes":
-        from . import nodes as m
+        from . import nodes
+        return nodes
     elif module == "operator_actions":
-        from . import operator_actions as m
+        from . import operator_actions
+        return operator_actions
     elif module == "parallel":
-        from . import parallel as m
+        from . import parallel
+        return parallel
     elif module == "projection":
-        from . import projection as m
+        from . import projection
+        return projection
     elif module == "runner":
-        from . import runner as m
+        from . import runner
+        return runner
     else:
-        from . import workflow as m
-    return m
+        from . import workflow
+        return workflow
 
 
 def __dir__() -> list[str]:

@@ -83,10 +83,11 @@ async def check(
     needing = [(r, a) for r in rows if (a := pol.approval(r.app_name, r.path, r.args)) is not None]
     if not needing:
         return Gate()
-    gate = Gate(invocation_id=needing[0][0].invocation_id)
+    inv = needing[0][0].invocation_id
+    gate = Gate(invocation_id=inv)
     from .loading import load_invocation
 
-    proj = await load_invocation(store, session_id, gate.invocation_id)  # type: ignore[arg-type]
+    proj = await load_invocation(store, session_id, inv)
     for r, rule in needing:
         itr = proj.interrupts.get((r.invocation_id, r.interrupt_id))
         value = answers[r.interrupt_id]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -24,12 +25,12 @@ from typing import Any
 CONFIG_NAME = "hitl.toml"
 
 
-def user_config_path(env: dict[str, str] | None = None) -> Path:
+def user_config_path(env: Mapping[str, str] | None = None) -> Path:
     """``$XDG_CONFIG_HOME/hitl/hitl.toml``, else ``~/.config/hitl/hitl.toml`` (an
     empty or relative ``$XDG_CONFIG_HOME`` is ignored, as the XDG spec says)."""
-    env = os.environ if env is None else env
-    base = env.get("XDG_CONFIG_HOME", "")
-    root = Path(base) if base and Path(base).is_absolute() else Path(env.get("HOME") or Path.home()) / ".config"
+    environ = os.environ if env is None else env
+    base = environ.get("XDG_CONFIG_HOME", "")
+    root = Path(base) if base and Path(base).is_absolute() else Path(environ.get("HOME") or Path.home()) / ".config"
     return root / "hitl" / CONFIG_NAME
 
 

@@ -141,6 +141,7 @@ async def queue_answer(
                 await keeper.close(clean=True)
     except HitlError as exc:
         return _refused(outcome, exc)
+    assert outcome.before is not None  # write() set it before it wrote
     outcome.after = outcome.before.fork()
     for stored in written:
         outcome.written.append(stored.event)

@@ -74,7 +74,8 @@ class InvocationContext:
         """Session state as this turn sees it (``temp:`` keys live only here)."""
         self.deadline_rules: tuple[Any, ...] = ()
         """hitl.toml deadline rules stamped on the interrupts this turn raises (engine.deadlines)."""
-        self.queue: asyncio.Queue[StoredEvent] = asyncio.Queue()
+        self.queue: asyncio.Queue[StoredEvent | None] = asyncio.Queue()
+        """The turn's events as they are stored, for the stream; None: the turn's task ended."""
         self._reserved: dict[tuple[str | None, str], int] = {}
         self._held: list[Event] = []
         """End records not written yet (see the module docstring)."""

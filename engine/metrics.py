@@ -94,7 +94,7 @@ ANSWERS = Counter("hitl_answers", "Answers written by this process, by surface a
 NOTIFICATIONS = Counter("hitl_notifications", "Notifications sent, by channel and result.", ("channel", "result"))
 SIGNINS = Counter("hitl_serve_signins", "Sign-ins on hitl serve, by result.", ("result",))
 
-FAMILIES: tuple[_Family, ...] = (TURNS, TURN_SECONDS, CLAIMS, LEASE_LOSSES, ANSWERS, NOTIFICATIONS, SIGNINS)
+FAMILIES: tuple[Counter | Histogram, ...] = (TURNS, TURN_SECONDS, CLAIMS, LEASE_LOSSES, ANSWERS, NOTIFICATIONS, SIGNINS)
 
 STORE_GAUGES: dict[str, tuple[str, tuple[str, ...]]] = {
     "hitl_open_interrupts": ("Open interrupts waiting for a human, by app and node.", ("app", "node")),

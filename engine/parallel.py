@@ -81,18 +81,18 @@ class ParallelWorker(BaseNode):
             # Cancelled from outside, or an item failed: the others stop and record it
             # (one that ignores its cancellation is abandoned after a grace period).
             await ctx.cancel_children([t for t in started if not t.done()])
-        failed = [t.exception() for t in started if t.done() and _failure(t)]
+        failed = [e for t in started if t.done() and _failure(t) and (e := t.exception()) is not None]
         if failed:
             # Every item that failed in this turn, in item order; the lowest index's is raised.
             first = failed[0]
             if isinstance(first, NodeFailed):
                 first.failures = [f for f in failed if isinstance(f, NodeFailed)]
-            raise first  # type: ignore[misc]
-        waiting = [t.exception() for t in started if isinstance(t.exception(), NodeInterrupted)]
+            raise first
+        waiting = [e for t in started if isinstance(e := t.exception(), NodeInterrupted)]
         if waiting:
             # The items' ids are on ctx.interrupt_ids already: the worker ends WAITING
             # (items not started yet wait for a slot a waiting item holds).
-            raise NodeInterrupted([i for exc in waiting for i in exc.ids])  # type: ignore[union-attr]
+            raise NodeInterrupted([i for exc in waiting for i in exc.ids])
         yield [t.result() for t in started]
 
 

@@ -49,7 +49,7 @@ checkpoints and steps or jumps from the nearest one.
 from __future__ import annotations
 
 import itertools
-from typing import Any
+from typing import Any, Protocol, Self, TypeVar
 
 from .models import Event, NodeStatus, leaf_name, leaf_run_id, parent_path
 from .projection_records import Change, Interrupt, Invocation, NodeRun, _record, _run_no
@@ -59,6 +59,18 @@ from .store.owner_index import OWNER_ACTIONS, owner_change
 __all__ = ["Change", "Interrupt", "Invocation", "NodeRun", "Projection", "project"]
 
 _GEN = itertools.count(1)
+
+
+class _Record(Protocol):
+    """A copy-on-write record (engine/projection_records.py)."""
+
+    _gen: int
+
+    def clone(self, gen: int) -> Self: ...
+
+
+K = TypeVar("K")
+R = TypeVar("R", bound=_Record)
 
 
 class Projection:
@@ -83,7 +95,7 @@ class Projection:
         shared with a fork and are cloned before their first change here."""
 
     # ------------------------------------------------------- copy-on-write
-    def _own(self, table: dict[Any, Any], key: Any) -> Any:
+    def _own(self, table: dict[K, R], key: K) -> R:
         obj = table[key]
         if obj._gen == self._gen:
             return obj

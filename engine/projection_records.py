@@ -222,10 +222,11 @@ class Change:
     """Session state keys the event's ``state_delta`` set (``temp:`` keys excluded)."""
 
 
-def _record(obj: Any) -> dict[str, Any]:
+def _record(obj: object) -> dict[str, Any]:
     """A record as JSON-safe fields, without the copy-on-write generation."""
     values = obj.__dict__
-    return {name: values[name] for name in _field_names(type(obj))}
+    # a class is hashable: mypy checks type[object] against Hashable's instance __hash__
+    return {name: values[name] for name in _field_names(type(obj))}  # type: ignore[arg-type]
 
 
 @functools.cache

@@ -145,7 +145,7 @@ def _bound(test: Any) -> Any:
             return False  # draft 4's boolean exclusive bounds: left to jsonschema
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             return True  # applies to numbers only
-        return test(value, rule)
+        return bool(test(value, rule))
 
     return check
 

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import bisect
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from .models import Event, NodeStatus, StoredEvent
 from .projection import Change, Projection
+from .projection_records import Interrupt, NodeRun
 
 
 @dataclass
@@ -187,7 +188,20 @@ def markers_for(event: Event, change: Change, after: Projection) -> list[Marker]
     return out
 
 
-def diff(before: Projection, after: Projection) -> list[DiffRow]:
+class Rows(Protocol):
+    """What :func:`diff` reads of a projection (or of a slice of one: engine.views)."""
+
+    @property
+    def nodes(self) -> Mapping[tuple[str, str], NodeRun]: ...
+
+    @property
+    def interrupts(self) -> Mapping[tuple[str, str], Interrupt]: ...
+
+    @property
+    def state(self) -> Mapping[str, Any]: ...
+
+
+def diff(before: Rows, after: Rows) -> list[DiffRow]:
     """What changed between two projections: node runs (status, output, new
     runs), interrupts (opened, answered, cancelled) and session state keys."""
     rows: list[DiffRow] = []

@@ -184,7 +184,7 @@ def _is_valid(node: Any, root: dict[str, Any], value: Any) -> bool:
 
     defs = {k: root[k] for k in ("$defs", "definitions") if k in root and k not in node}
     validator = jsonschema.validators.validator_for(root)({**node, **defs})
-    return validator.is_valid(value)
+    return bool(validator.is_valid(value))
 
 
 def _matches(node: Any, root: dict[str, Any], value: Any) -> bool:

@@ -566,12 +566,11 @@ class Runner:
                 yield event
             return
         coro = root.runner.run(root.node_input, resume_inputs=root.resume_inputs, start_written=True)
-        done = object()
         task = asyncio.ensure_future(coro)
-        task.add_done_callback(lambda _: inv_ctx.queue.put_nowait(done))  # type: ignore[arg-type]
+        task.add_done_callback(lambda _: inv_ctx.queue.put_nowait(None))
         box.watch(task.cancel)  # another process took the invocation over: stop
         try:
-            while (item := await inv_ctx.queue.get()) is not done:
+            while (item := await inv_ctx.queue.get()) is not None:
                 seen(item)
                 yield item.event
             exc = task.exception() if not task.cancelled() else asyncio.CancelledError()
@@ -675,8 +674,9 @@ def _stored_so_far(inv_ctx: InvocationContext, seen: Callable[[StoredEvent], Non
     """The turn's stored events not streamed yet (each told to ``seen`` first)."""
     while not inv_ctx.queue.empty():
         item = inv_ctx.queue.get_nowait()
-        seen(item)
-        yield item.event
+        if item is not None:  # None: the turn's task ended
+            seen(item)
+            yield item.event
 
 
 def _store_error_in(exc: BaseException) -> StoreError | None:

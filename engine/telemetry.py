@@ -34,9 +34,10 @@ import inspect
 import os
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
-F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
+P = ParamSpec("P")
+R = TypeVar("R")
 
 _TRACER_NAME = "hitl-console"
 
@@ -235,7 +236,7 @@ def node_ended(span: Any, status: str, attempt: int, error: BaseException | None
 # ------------------------------------------------------------------ operator actions
 
 
-def action(name: str, *, via: str = "here") -> Callable[[F], F]:
+def action(name: str, *, via: str = "here") -> Callable[[Callable[P, Awaitable[R]]], Callable[P, Awaitable[R]]]:
     """Decorate an operator write (:mod:`engine.operations`, :mod:`engine.handoff`)
     to run inside a ``hitl.action NAME`` span when tracing is on (current inside,
     so the turn it runs, or the request it queues, is its child). The span names
@@ -243,11 +244,11 @@ def action(name: str, *, via: str = "here") -> Callable[[F], F]:
     and the batch -- never an answer's value or a reason. ``via``: ``here`` (run
     in this process) or ``worker`` (queued)."""
 
-    def wrap(fn: F) -> F:
+    def wrap(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
         signature = inspect.signature(fn)
 
         @functools.wraps(fn)
-        async def traced(*args: Any, **kwargs: Any) -> Any:
+        async def traced(*args: P.args, **kwargs: P.kwargs) -> R:
             tr = tracer()
             if tr is None:
                 return _counted(await fn(*args, **kwargs))
@@ -264,7 +265,7 @@ def action(name: str, *, via: str = "here") -> Callable[[F], F]:
                     span.set_attribute("hitl.batch", str(bound["batch"]))
                 return _counted(await fn(*args, **kwargs))
 
-        def _counted(result: Any) -> Any:
+        def _counted(result: R) -> R:
             """An answer written is counted by surface (``hitl_answers_total``)."""
             if name == "answer" and getattr(result, "error", True) is None and getattr(result, "written", None):
                 from . import metrics
@@ -272,6 +273,6 @@ def action(name: str, *, via: str = "here") -> Callable[[F], F]:
                 metrics.ANSWERS.inc(surface=surface(), via=via)
             return result
 
-        return traced  # type: ignore[return-value]
+        return traced
 
     return wrap

@@ -147,7 +147,7 @@ def effects(frame: Frame) -> list[DiffRow]:
     nodes = [(inv, p) for p in change.paths]
     itrs = [(inv, i) for i in change.interrupts]
     keys = set(change.state_keys)
-    return diff(_slice(frame.before, nodes, itrs, keys), _slice(frame.projection, nodes, itrs, keys))  # type: ignore[arg-type]
+    return diff(_slice(frame.before, nodes, itrs, keys), _slice(frame.projection, nodes, itrs, keys))
 
 
 def status_changes(rows: list[DiffRow]) -> dict[str, str]:

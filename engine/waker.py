@@ -29,7 +29,7 @@ from typing import Any
 try:
     import fcntl
 except ImportError:  # pragma: no cover - no flock (Windows): every idle worker polls
-    fcntl = None  # type: ignore[assignment]
+    fcntl = None  # type: ignore[assignment]  # the module's name, None where it does not exist
 
 from .store.base import SessionStore, has_capability
 from .store.capabilities import ChangeCounter, Notifications, TurnNotifications, capability, require

@@ -154,7 +154,8 @@ class TurnResult:
 @dataclass
 class _Running:
     request: TurnRequest
-    task: asyncio.Task[TurnResult]
+    task: asyncio.Task[TurnResult] = field(init=False)
+    """Set right after: the turn's coroutine takes this record."""
     started: bool = False
     """The turn wrote its first event (before that, a drain hands it back)."""
     since: float = field(default_factory=time.monotonic)
@@ -300,9 +301,9 @@ class Worker:
     def _start(self, req: TurnRequest) -> None:
         key = (req.session_id, req.invocation_id)
         metrics.CLAIMS.inc(app=req.app_name)
-        running = _Running(req, None)  # type: ignore[arg-type]
+        running = _Running(req)
         running.task = asyncio.ensure_future(self._serve(req, running))
-        running.task.add_done_callback(lambda _t, k=key: self._done(k))
+        running.task.add_done_callback(lambda _t: self._done(key))
         self._running[key] = running
 
     async def _sweep(self) -> None:
@@ -373,11 +374,11 @@ class Worker:
 
     def _done(self, key: tuple[str, str]) -> None:
         running = self._running.pop(key, None)
-        if running is not None and not running.task.cancelled() and running.task.exception() is not None:
-            log.error("a turn of %s/%s failed in the worker", *key, exc_info=running.task.exception())
-        done = running is not None and not running.task.cancelled() and running.task.exception() is None
-        if done and self.on_result is not None:
-            self.on_result(running.task.result())
+        if running is not None and not running.task.cancelled():
+            if running.task.exception() is not None:
+                log.error("a turn of %s/%s failed in the worker", *key, exc_info=running.task.exception())
+            elif self.on_result is not None:
+                self.on_result(running.task.result())
         if self._waker is not None:
             self._waker.poke()  # a slot is free: claim (the loop then says whether there is room)
 

@@ -68,7 +68,7 @@ class AnsweringHost(Protocol):
     def hitl(self) -> HitlApp: ...
 
     @property
-    def tree(self) -> NodeTree: ...
+    def run_tree(self) -> NodeTree: ...
 
     @property
     def session(self) -> Session | None:
@@ -88,6 +88,10 @@ class AnsweringHost(Protocol):
     def error(self, text: str) -> None: ...
 
     def post_message(self, message: Any) -> bool: ...
+
+    def start_write(self, job: WriteJob, draft: AnswerDraft | None) -> None:
+        """Run a write (the editor's submit, a re-drive, a cancel)."""
+        ...
 
     def run_worker(
         self, work: Coroutine[Any, Any, None], *, group: str, exclusive: bool, exit_on_error: bool
@@ -116,7 +120,7 @@ class SessionAnswering:
     def node_ids(self, *, below: bool) -> list[str]:
         """Open ids of the node under the cursor (``below``: and of the nodes below it)."""
         h = self.host
-        inv, path, proj = h.invocation_id, h.tree.cursor_path, h.proj
+        inv, path, proj = h.invocation_id, h.run_tree.cursor_path, h.proj
         if inv is None:
             return []
         if path is None:
@@ -142,7 +146,7 @@ class SessionAnswering:
                 itr = h.proj.interrupts.get((inv, i))
                 if itr is not None:
                     paths.add(itr.path)
-        h.tree.set_marked(paths)
+        h.run_tree.set_marked(paths)
         if not sel:
             h.show_selection_bar(None)
             return

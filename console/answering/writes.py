@@ -11,9 +11,9 @@ with the outcome. No widgets here.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from textual.message_pump import MessagePump
+from textual.message import Message
 
 from engine import Event
 from engine.apps import AppRegistry
@@ -30,6 +30,12 @@ KIND_WORDS = {"answer": "answer", "redrive": "re-drive", "cancel": "cancel"}
 """How a job's kind is said to the operator."""
 
 
+class Receiver(Protocol):
+    """Where a write's messages go: the screen that runs it, or the list it was started from."""
+
+    def post_message(self, message: Message) -> bool: ...
+
+
 def job_kind(job: WriteJob) -> str:
     return KIND_WORDS.get(job.kind, job.kind)
 
@@ -40,7 +46,7 @@ def app_registry(app: HitlApp) -> AppRegistry:
     return reg if isinstance(reg, AppRegistry) else AppRegistry()
 
 
-def start_write(app: HitlApp, to: MessagePump, job: WriteJob, draft: AnswerDraft | None) -> None:
+def start_write(app: HitlApp, to: Receiver, job: WriteJob, draft: AnswerDraft | None) -> None:
     """Run ``job``; ``to`` receives its WriteEvent and WriteDone messages. When
     ``to`` is gone by the end, the outcome is said where the operator is (a toast)."""
     store, registry = app.store, app_registry(app)

@@ -67,7 +67,7 @@ def audit(
                     short(red.text(r.reason or ""), 40) or "-",
                 ]
             )
-        out(red, 
+        out(red,
             table(rows, [f"TIME ({zone_name()})", "ACTION", "OPERATOR", "SESSION", "INVOCATION", "WHAT", "REASON"])
             if rows
             else "no operator writes match"

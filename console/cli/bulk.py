@@ -40,7 +40,7 @@ from .options import via_options as resume_via_options
 from .output import fail, out, out_json, run, short
 
 if TYPE_CHECKING:
-    from engine.bulk import BulkPlan, Group, ItemPlan, ItemResult
+    from engine.bulk import BulkPlan, Group, ItemPlan, ItemResult, Via
     from engine.redact import Redactor
 
 MAX_ITEMS_FILE_BYTES = 16 * 1024 * 1024
@@ -156,7 +156,7 @@ def bulk_answer(
     text: str | None,
     session_id: str | None,
     dry_run: bool,
-    via: str,
+    via: Via,  # click.Choice of exactly these
     no_wait: bool,
     wait_timeout: float,
     operator: str | None,
@@ -212,7 +212,7 @@ def bulk_answer(
     async def _dry(store: Any, groups: list[Group], value: Any, where_text: str) -> None:
         bar = _bar(len(groups), "dry run")
         with bar if bar is not None else nullcontext():
-            plan = await bulk.dry_run(store, groups, value, registry=opts.registry, via=via,  # type: ignore[arg-type]
+            plan = await bulk.dry_run(store, groups, value, registry=opts.registry, via=via,
                                       on_progress=(lambda n, t: bar.update(1)) if bar is not None else None)
         if opts.json:
             out_json(red, {"kind": "dry_run", "summary": plan.summary(), "filter": where_text,
@@ -240,7 +240,7 @@ def bulk_answer(
 
         with bar if bar is not None else nullcontext():
             done = await bulk.submit(store, groups, value, registry=opts.registry, operator=who, reason=why,
-                                     on_result=told, via=via, on_notice=notice)  # type: ignore[arg-type]
+                                     on_result=told, via=via, on_notice=notice)
         if bar is not None:  # the lines waited for the bar to finish
             for r in done.results:
                 (out_json(red, {"kind": "item", **_result_json(r)}) if opts.json else out(red, "  " + r.line()))
@@ -278,10 +278,11 @@ def bulk_answer(
         for r in queued:
             g = r.group
             left = max(deadline - loop.time(), 0.0)
-            assert r.outcome.after is not None  # a queued answer's invocation, the answer applied
-            state = await follow_outcome(store, r.outcome, after_seq=r.outcome.after.position, timeout=left)
+            done_here = r.outcome
+            assert done_here is not None and done_here.after is not None  # a queued answer: written, then left
+            state = await follow_outcome(store, done_here, after_seq=done_here.after.position, timeout=left)
             if state == "settled":
-                st = r.outcome.after.invocation_status(g.invocation_id)
+                st = done_here.after.invocation_status(g.invocation_id)
                 word = st.value if st is not None else "?"
                 _said("settled", f"  settled  {g.label} -> {word}", session_id=g.session_id,
                       invocation_id=g.invocation_id, status=word)

@@ -42,7 +42,7 @@ def demo(count: int, fresh: bool, epoch: float | None, long_iterations: int | No
             store_options=opts.store_options(),
         )
         if opts.json:
-            out_json(red, 
+            out_json(red,
                 {
                     "db": store_label(path),
                     "created": report.created,

@@ -67,30 +67,40 @@ def _import_commands(module: str) -> ModuleType:
     defines (they are not registered by the module: it never imports this group).
     Plain import statements: code is imported by name only in the app registry."""
     if module == "audit":
-        from . import audit as mod
+        from . import audit
+        return audit
     elif module == "bulk":
-        from . import bulk as mod
+        from . import bulk
+        return bulk
     elif module == "demo":
-        from . import demo as mod
+        from . import demo
+        return demo
     elif module == "notify":
-        from . import notify as mod
+        from . import notify
+        return notify
     elif module == "owners":
-        from . import owners as mod
+        from . import owners
+        return owners
     elif module == "reads":
-        from . import reads as mod
+        from . import reads
+        return reads
     elif module == "replay":
-        from . import replay as mod
+        from . import replay
+        return replay
     elif module == "start":
-        from . import start as mod
+        from . import start
+        return start
     elif module == "transfer":
-        from . import transfer as mod
+        from . import transfer
+        return transfer
     elif module == "workers":
-        from . import workers as mod
+        from . import workers
+        return workers
     elif module == "writes":
-        from . import writes as mod
+        from . import writes
+        return writes
     else:
         raise LookupError(f"no command module {module!r}")
-    return mod
 
 
 def _command_of(module: ModuleType, name: str) -> click.Command:
@@ -101,7 +111,7 @@ def _command_of(module: ModuleType, name: str) -> click.Command:
     raise LookupError(f"console.cli.{module.__name__.rsplit('.', 1)[-1]} defines no command {name!r}")
 
 
-class LazyCommands(dict):  # type: ignore[type-arg]
+class LazyCommands(dict):
     """The group's ``commands``: looking a command up imports the module that
     registers it; listing them all imports every one (click's own lookups, and
     code that iterates ``cli.commands``, see every command either way)."""

@@ -59,11 +59,11 @@ async def session_projection(
                 apply(event, seq)
             progress.tick(len(page))
     else:
-        while page := await store.events(session_id, after_seq=seq, limit=EVENTS_PAGE):
-            for s in page:
+        while stored := await store.events(session_id, after_seq=seq, limit=EVENTS_PAGE):
+            for s in stored:
                 apply(s.event, s.seq)
-            seq = page[-1].seq
-            progress.tick(len(page))
+            seq = stored[-1].seq
+            progress.tick(len(stored))
     progress.done()
     learn_projection(red, proj)
     return proj
@@ -158,7 +158,7 @@ def _event_parser() -> Callable[[str], Event]:
     return partial(Event.__pydantic_validator__.validate_json, strict=True)
 
 
-async def reread(store: Any, session_id: str, seq: int) -> Event:
+async def reread(store: SessionStore, session_id: str, seq: int) -> Event:
     """The event at ``seq`` read through the store, which raises CorruptEventError
     naming what is wrong with a row that does not parse."""
     return (await store.event_at(session_id, seq)).event

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
+from click.decorators import FC
 
 from console.times import use_utc
 from engine.errors import HitlError
@@ -140,7 +141,7 @@ def _setter(name: str) -> Callable[[click.Context, click.Parameter, Any], None]:
     return callback
 
 
-def _global(*decls: str, name: str, **kw: Any) -> Callable[[T], T]:
+def _global(*decls: str, name: str, **kw: Any) -> Callable[[FC], FC]:
     return click.option(*decls, expose_value=False, callback=_setter(name), **kw)
 
 

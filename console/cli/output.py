@@ -314,7 +314,7 @@ def _summary(red: Redactor, proj: Projection, inv: str, count: int, as_json: boo
     status = proj.invocation_status(inv)
     open_ids = [i.id for i in proj.open_interrupts(inv)]
     if as_json:
-        out_json(red, 
+        out_json(red,
             {"kind": "summary", "invocation_id": inv, "status": status.value if status else None, "open": open_ids}
         )
         return

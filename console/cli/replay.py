@@ -160,7 +160,7 @@ def _print_frame(red: Redactor, frame: Frame, as_json: bool) -> None:
     assert step is not None
     event = step.event
     notes = [m.text for m in frame.markers]
-    out(red, 
+    out(red,
         f"{step.seq:>6}  {clock(event.timestamp)}  {event.kind:<9} {(event.path or '-'):<40} {'; '.join(notes)}".rstrip()
     )
     changed = status_changes(frame.effects)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import click
 
 if TYPE_CHECKING:
+    from engine.bulk import Via
     from engine.operations import Step
 
 from .options import _opts, app_spec_option, common, open_store, via_options
@@ -35,7 +36,7 @@ def _login() -> str:
 @click.option("--user", "user_id", metavar="U", help="Its user (default: $USER; an existing session keeps its own).")
 @via_options("start")
 def start(
-    app_name: str, message: str, session_id: str | None, user_id: str | None, via: str, no_wait: bool,
+    app_name: str, message: str, session_id: str | None, user_id: str | None, via: Via, no_wait: bool,
     wait_timeout: float,
 ) -> None:
     """Start a run of APP with the text MESSAGE, here, until it waits or ends.

@@ -80,7 +80,7 @@ def import_cmd(file: str, as_id: str | None, operator: str | None, reason: str |
         if _opts().json:
             out_json(red, {**session.model_dump(), "state": red.value(session.state)})
         else:
-            out(red, 
+            out(red,
                 f"imported session {session.id} ({session.app_name}, user {session.user_id}, {session.last_seq} events)"
             )
 
@@ -168,7 +168,7 @@ def copy(source: str, dest: str, operator: str | None) -> None:
         finally:
             await src.close()
         if opts.json:
-            out_json(red, 
+            out_json(red,
                 {
                     "from": src_label,
                     "to": dst_label,
@@ -180,7 +180,7 @@ def copy(source: str, dest: str, operator: str | None) -> None:
                 }
             )
         else:
-            out(red, 
+            out(red,
                 f"copied {len(report.copied)} of {report.total} sessions ({report.events} events) "
                 f"from {src_label} to {dst_label}"
                 + (f"; {len(report.skipped)} already there (resumed)" if report.skipped else "")

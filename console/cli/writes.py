@@ -20,6 +20,7 @@ from engine.errors import HitlError, ReadOnlyError
 from engine.jsonin import where_invalid
 
 if TYPE_CHECKING:
+    from engine.bulk import Via
     from engine.redact import Redactor
 
 from .loads import resolve_invocation
@@ -94,7 +95,7 @@ def resume(
     answer_opts: tuple[str, ...],
     invocation: str | None,
     dry_run: bool,
-    via: str,
+    via: Via,
     no_wait: bool,
     wait_timeout: float,
     operator: str | None,
@@ -160,7 +161,7 @@ def resume(
 @operator_option
 @reason_option
 def redrive(
-    session_id: str, invocation: str, ack_in_doubt: bool, via: str, no_wait: bool, wait_timeout: float,
+    session_id: str, invocation: str, ack_in_doubt: bool, via: Via, no_wait: bool, wait_timeout: float,
     operator: str | None, reason: str | None,
 ) -> None:
     """Continue a failed or interrupted invocation: completed nodes are kept, never run again.

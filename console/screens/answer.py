@@ -55,7 +55,7 @@ from rich.console import Group
 from rich.text import Text
 from textual import events, on, work
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widget import Widget
 from textual.widgets import SelectionList
@@ -110,7 +110,7 @@ class AnswerScreen(HitlScreen):
 
     AREA = "answer"
     HELP_AREAS = ("answer",)
-    BINDINGS: ClassVar[list[Binding]] = bindings("answer")
+    BINDINGS: ClassVar[list[BindingType]] = bindings("answer")
     AUTO_FOCUS = "#answer-editors .form-field, #answer-editors JsonArea"
     """The first answer's first field (or its JSON text), as soon as the screen shows (no editor yet: nothing, until loaded)."""
 

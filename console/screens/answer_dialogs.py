@@ -19,7 +19,7 @@ from typing import ClassVar
 from rich.console import RenderableType
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input
@@ -49,7 +49,7 @@ class WriteChoice:
 class ConfirmWrite(ModalScreen[WriteChoice | None]):
     """Confirm a write: operator, reason, acknowledgement; the command updates as you type."""
 
-    BINDINGS: ClassVar[list[Binding]] = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding(CONFIRM_KEY, "confirm", "Confirm", show=False),
         Binding(BACK_KEY, "back", "Back", show=False),
     ]
@@ -167,7 +167,7 @@ class ConfirmWrite(ModalScreen[WriteChoice | None]):
 class OutcomeScreen(ModalScreen[None]):
     """Before/after of one write: statuses, outputs, re-executions, new runs, state."""
 
-    BINDINGS: ClassVar[list[Binding]] = [Binding("escape,enter,q", "close", "Close", show=False)]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,enter,q", "close", "Close", show=False)]
 
     def __init__(self, outcome: Outcome, redactor: Redactor, command: str = "") -> None:
         super().__init__(classes="modal")
@@ -196,7 +196,7 @@ class QuitGuard(ModalScreen[str | None]):
     :data:`QUIT_NOW` (stop them mid-run and quit) or :data:`QUIT_STAY`/None.
     While the app waits, the dialog stays up and says so (``#quit-status``)."""
 
-    BINDINGS: ClassVar[list[Binding]] = [Binding(BACK_KEY, "stay", "Keep working", show=False)]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding(BACK_KEY, "stay", "Keep working", show=False)]
 
     def __init__(self, running: list[str]) -> None:
         super().__init__(classes="modal")

@@ -17,7 +17,8 @@ from typing import Any, ClassVar, get_args
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import BindingType
+from textual.coordinate import Coordinate
 
 from engine.redact import learn_written
 from engine.store.base import AuditAction, AuditRecord
@@ -131,7 +132,7 @@ def _key(r: AuditRecord) -> str:
 class AuditScreen(SortableRows, PagedTableScreen):
     AREA = "audit"
     HELP_AREAS = ("audit",)
-    BINDINGS: ClassVar[list[Binding]] = bindings("audit")
+    BINDINGS: ClassVar[list[BindingType]] = bindings("audit")
     SORT_KEYS: ClassVar[dict[str, Callable[[Any], Any]]] = {
         "time": lambda r: r.at,  # ▲: oldest first (the view's own order is newest first)
         "action": lambda r: r.action,
@@ -343,7 +344,7 @@ class AuditScreen(SortableRows, PagedTableScreen):
         table = self.query_one("#audit-table", DataTable)
         if not table.row_count or table.cursor_row < 0 or table.cursor_row >= len(self.rows):
             return None
-        key = str(table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value)
+        key = str(table.coordinate_to_cell_key(Coordinate(table.cursor_row, 0)).row_key.value)
         return next((r for r in self.rows if _key(r) == key), None)
 
     def copy_row(self, key: str) -> tuple[str, str]:

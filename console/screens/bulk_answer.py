@@ -23,10 +23,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 from rich.text import Text
 from textual import events, on, work
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, ProgressBar
+from textual.widgets.data_table import ColumnKey
 
 from engine import bulk
 from engine.bulk import BulkPlan, BulkResult, Group, ItemPlan, ItemResult
@@ -79,7 +80,7 @@ def bulk_command(where: str, groups: list[Group], value: Any, operator: str | No
 class BulkAnswerScreen(ModalScreen[BulkResult | None]):
     """One answer, its dry run per invocation, then the batch and its results."""
 
-    BINDINGS: ClassVar[list[Binding]] = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding(CONFIRM_KEY, "submit", "Submit", show=False),
         Binding(BACK_KEY, "close", "Close", show=False),
     ]
@@ -273,7 +274,7 @@ class BulkAnswerScreen(ModalScreen[BulkResult | None]):
         self.query_one("#bulk-progress", ProgressBar).remove_class("-hidden")
         self.query_one("#bulk-summary", Static).update(f"answering {len(self.groups)} invocations…")
         table = self.query_one("#bulk-items", DataTable)
-        table.columns["what"].label = Text("RESULT")
+        table.columns[ColumnKey("what")].label = Text("RESULT")
         for g in self.groups:
             self._set_row(g, "queued", "", "dim")
         self._keys_changed()

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from textual import events
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.containers import Horizontal
 from textual.css.query import NoMatches
@@ -83,7 +83,7 @@ def parse_command(text: str) -> Command:
 class CommandLine(ModalScreen[str | None]):
     """The ``:`` prompt at the bottom of the screen."""
 
-    BINDINGS: ClassVar[list[Binding]] = [Binding("escape", "close", "Close", show=False)]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "close", "Close", show=False)]
 
     def __init__(self) -> None:
         super().__init__(id="command-line", classes="modal")

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import BindingType
 from textual.containers import ScrollableContainer
 
 from engine.graph_view import GraphNode, InvocationGraph, invocation_graph
@@ -64,7 +64,7 @@ class GraphKeys:
 class GraphScreen(HitlScreen):
     AREA = "graph"
     HELP_AREAS = ("graph",)
-    BINDINGS: ClassVar[list[Binding]] = bindings("graph")
+    BINDINGS: ClassVar[list[BindingType]] = bindings("graph")
 
     def __init__(self, session: SessionScreen) -> None:
         super().__init__(classes="graph-screen")
@@ -144,8 +144,8 @@ class GraphScreen(HitlScreen):
         if node is None:
             return
         self.app.pop_screen()
-        self.session.tree.select_path(node.path)
-        self.session.tree.focus()
+        self.session.run_tree.select_path(node.path)
+        self.session.run_tree.focus()
 
     def can_answer_node(self) -> bool:
         node = self.picked_node

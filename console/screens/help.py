@@ -15,7 +15,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 
@@ -141,7 +141,7 @@ def help_cache(app: Any) -> HelpCache:
 class HelpScreen(ModalScreen[None]):
     """Keys of the current view (``?``); esc closes."""
 
-    BINDINGS: ClassVar[list[Binding]] = [Binding("escape,question_mark,q", "close", "Close", show=False)]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,question_mark,q", "close", "Close", show=False)]
 
     def __init__(
         self, title: str, sections: list[tuple[str, list[Action]]], *, read_only: bool, form_keys: bool = False

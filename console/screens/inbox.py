@@ -30,7 +30,8 @@ from typing import Any, ClassVar
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import BindingType
+from textual.coordinate import Coordinate
 from textual.widgets import Input
 
 from engine import bulk
@@ -100,7 +101,7 @@ class InboxScreen(SortableRows, PagedTableScreen):
 
     AREA = "inbox"
     HELP_AREAS = ("inbox",)
-    BINDINGS: ClassVar[list[Binding]] = bindings("inbox")
+    BINDINGS: ClassVar[list[BindingType]] = bindings("inbox")
     SORT_KEYS: ClassVar[dict[str, Callable[[Any], Any]]] = {
         "status": lambda r: 0,  # by liveness: :meth:`sort_key`
         "age": lambda r: -r.raised_at,  # ▲: youngest first (the inbox's own order is oldest first)
@@ -393,7 +394,7 @@ class InboxScreen(SortableRows, PagedTableScreen):
         if not table.row_count:
             return None
         try:
-            return str(table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value)
+            return str(table.coordinate_to_cell_key(Coordinate(table.cursor_row, 0)).row_key.value)
         except Exception:  # noqa: BLE001
             return None
 

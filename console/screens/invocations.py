@@ -6,7 +6,7 @@ from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import OptionList
@@ -37,7 +37,7 @@ def invocation_option(n: int, inv: InvocationSummary, now: float, current: bool,
 class InvocationPicker(ModalScreen[str | None]):
     """Choose one invocation of a session (enter), or keep the current one (esc)."""
 
-    BINDINGS: ClassVar[list[Binding]] = [Binding("escape", "dismiss_none", "Close", show=False)]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss_none", "Close", show=False)]
 
     def __init__(self, invocations: list[InvocationSummary], current: str | None, now: float, red: Redactor) -> None:
         super().__init__(classes="modal")

@@ -13,7 +13,7 @@ from typing import ClassVar
 
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label
@@ -36,7 +36,7 @@ def owned_lines(owned: list[tuple[str, str, float | None]], now: float | None = 
 class AnswerOwned(ModalScreen[bool]):
     """Ask before answering ids someone else owns; True: answer anyway (forced)."""
 
-    BINDINGS: ClassVar[list[Binding]] = [Binding("escape,n", "back", "Back", show=False),
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,n", "back", "Back", show=False),
                                          Binding("y", "anyway", "Answer anyway", show=False)]
 
     def __init__(self, owned: list[tuple[str, str, float | None]], now: float | None = None) -> None:
@@ -68,7 +68,7 @@ class AnswerOwned(ModalScreen[bool]):
 class AssignTo(ModalScreen[str | None]):
     """Who to assign ids to: an operator name or ``@group``."""
 
-    BINDINGS: ClassVar[list[Binding]] = [Binding("escape", "back", "Back", show=False)]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "back", "Back", show=False)]
 
     def __init__(self, what: str, groups: list[str]) -> None:
         super().__init__(classes="modal")

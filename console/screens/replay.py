@@ -30,7 +30,7 @@ from typing import ClassVar
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.timer import Timer
 from textual.widgets import Input, Tree
@@ -84,7 +84,7 @@ class ReplaySource:
 
 
 async def read_history(
-    store: SessionStore, session_id: str, progress: Callable[[int, int], None] | None = None
+    store: SessionStore, session_id: str, progress: Callable[[int, int], object] | None = None
 ) -> tuple[Session, list[StoredEvent], list[int]]:
     """Every readable event of a session, in chunks; corrupt rows are reported, not fatal."""
     session = await store.get_session(session_id)
@@ -124,7 +124,7 @@ def read_file(path: Path) -> tuple[Session, list[StoredEvent]]:
 class ReplayScreen(HitlScreen):
     AREA = "replay"
     HELP_AREAS = ("replay",)
-    BINDINGS: ClassVar[list[Binding]] = bindings("replay")
+    BINDINGS: ClassVar[list[BindingType]] = bindings("replay")
 
     def __init__(self, source: ReplaySource) -> None:
         super().__init__(classes="replay-screen")
@@ -161,16 +161,16 @@ class ReplayScreen(HitlScreen):
         yield FittedFooter()
 
     def on_mount(self) -> None:
-        self.tree.border_title = "Nodes"
+        self.run_tree.border_title = "Nodes"
         self.query_one("#details", Details).border_title = "Details"
         self.query_one("#replay-state", ReplayPanel).border_title = "Session state"
         self.query_one("#replay-event", ReplayPanel).border_title = "Event"
         self.log_widget.border_title = f"Events · times: {zone_label()}"  # the zone, said once
-        self.tree.focus()
+        self.run_tree.focus()
         self._load()
 
     @property
-    def tree(self) -> NodeTree:
+    def run_tree(self) -> NodeTree:
         return self.query_one(NodeTree)
 
     @property
@@ -265,8 +265,8 @@ class ReplayScreen(HitlScreen):
         single_step = (
             old is not None
             and frame.position == old.position + 1
-            and self.tree.proj is frame.projection
-            and self.tree.invocation_id == frame.invocation_id
+            and self.run_tree.proj is frame.projection
+            and self.run_tree.invocation_id == frame.invocation_id
         )
         self._draw_tree(frame, single_step)
         self._draw_event(frame)
@@ -305,7 +305,7 @@ class ReplayScreen(HitlScreen):
         return None
 
     def _draw_tree(self, frame: Frame, single_step: bool) -> None:
-        tree = self.tree
+        tree = self.run_tree
         inv = frame.invocation_id
         if inv is None:
             tree.proj, tree.invocation_id = None, None
@@ -337,7 +337,7 @@ class ReplayScreen(HitlScreen):
         if frame is None or inv is None:
             details.show(Text("No event applied yet.", "dim"), "Details")
             return
-        path = self.tree.cursor_path
+        path = self.run_tree.cursor_path
         st = details.style_map
         if path is not None and frame.projection.get(inv, path) is not None:
             details.show(node_details(frame.projection, inv, path, st, red=self.hitl.redactor), f"Node {path}")

@@ -17,7 +17,7 @@ from rich.console import Group
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.worker import get_current_worker
@@ -39,7 +39,7 @@ class DiffScreen(ModalScreen[None]):
     """What changed between two positions: node statuses, outputs, new runs (run
     ids), interrupts and session state keys."""
 
-    BINDINGS: ClassVar[list[Binding]] = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q,d", "close", "Close", show=False),
         Binding("right,pagedown", "page(1)", "Next page", show=False),
         Binding("left,pageup", "page(-1)", "Previous page", show=False),

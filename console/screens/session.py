@@ -37,7 +37,7 @@ from typing import ClassVar
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import BindingType
 from textual.containers import Horizontal
 from textual.widgets import Tree
 
@@ -88,7 +88,7 @@ class SessionScreen(GraphKeys, HitlScreen):
 
     AREA = "session"
     HELP_AREAS = ("session", "log")
-    BINDINGS: ClassVar[list[Binding]] = bindings("session")
+    BINDINGS: ClassVar[list[BindingType]] = bindings("session")
 
     def __init__(self, session_id: str, invocation_id: str | None = None, path: str | None = None) -> None:
         super().__init__(classes="session-screen")
@@ -182,7 +182,7 @@ class SessionScreen(GraphKeys, HitlScreen):
             await close()
 
     @property
-    def tree(self) -> NodeTree:
+    def run_tree(self) -> NodeTree:
         return self.query_one(NodeTree)
 
     @property
@@ -234,7 +234,7 @@ class SessionScreen(GraphKeys, HitlScreen):
         self.tree_seq = view.tree_seq
         self.complete = view.complete
         self._add_corrupt(view.corrupt)
-        tree, log = self.tree, self.log_widget
+        tree, log = self.run_tree, self.log_widget
         cursor = self.wanted_path if first else None
         if cursor is None and first and view.invocation_id:
             cursor = focus_path(view.projection, view.invocation_id)
@@ -279,7 +279,7 @@ class SessionScreen(GraphKeys, HitlScreen):
         # projection are re-read by the next poll (it starts at min(tree_seq, log_seq)).
         self.tree_seq = message.tree_seq
         self._add_corrupt(message.corrupt)
-        self.tree.load(self.proj, message.invocation_id)
+        self.run_tree.load(self.proj, message.invocation_id)
         self._show_details()
         self.render_info()
         self.redraw_graph()  # earlier loop runs tell which edges go back
@@ -333,7 +333,7 @@ class SessionScreen(GraphKeys, HitlScreen):
         if message.token != self._token or message.invocation_id != self.invocation_id:
             return
         state = (message.interrupted, frozenset(message.in_doubt))
-        self.tree.set_liveness(*state, queued=message.queued_for is not None)
+        self.run_tree.set_liveness(*state, queued=message.queued_for is not None)
         if (*state, message.queued_for, message.held) == (self.interrupted, self.in_doubt, self.queued_for, self.held):
             return
         (self.interrupted, self.in_doubt), self.queued_for, self.held = state, message.queued_for, message.held
@@ -383,14 +383,14 @@ class SessionScreen(GraphKeys, HitlScreen):
             return
         self.tree_seq = max(self.tree_seq, message.last_seq)
         if touched:
-            self.tree.update_paths(touched)
+            self.run_tree.update_paths(touched)
         self._add_corrupt(message.corrupt)
         self._extend_log(message)
         if self.follow and touched and inv is not None:
             latest = latest_run(proj, inv, touched)
             if latest is not None:
-                self.tree.select_path(latest)
-        if self.detail_mode == "node" and (self.tree.cursor_path in touched or self.tree.cursor_path is None):
+                self.run_tree.select_path(latest)
+        if self.detail_mode == "node" and (self.run_tree.cursor_path in touched or self.run_tree.cursor_path is None):
             self._show_details()
         if refresh_invocations:
             self._refresh_invocations(self._token)
@@ -486,8 +486,8 @@ class SessionScreen(GraphKeys, HitlScreen):
         if inv is None:
             details.show("This session has no invocation yet.", "Details")
             return
-        path = self.tree.cursor_path
-        node = self.tree.cursor_node
+        path = self.run_tree.cursor_path
+        node = self.run_tree.cursor_node
         if path is not None:
             details.show(
                 node_details(self.proj, inv, path, st, self.in_doubt, red=self.hitl.redactor, interrupted=self.interrupted,
@@ -644,12 +644,12 @@ class SessionScreen(GraphKeys, HitlScreen):
         return bool(self.invocation_id and self.proj.open_interrupts(self.invocation_id))
 
     def action_next_waiting(self) -> None:
-        target = self.tree.next_waiting(self.tree.cursor_path)
+        target = self.run_tree.next_waiting(self.run_tree.cursor_path)
         if target is None:
             self.notify("No WAITING node in this invocation.")
             return
-        self.tree.select_path(target)
-        self.tree.focus()
+        self.run_tree.select_path(target)
+        self.run_tree.focus()
 
     def action_toggle_follow(self) -> None:
         self.follow = not self.follow
@@ -660,14 +660,14 @@ class SessionScreen(GraphKeys, HitlScreen):
             if inv is not None:
                 latest = latest_run(self.proj, inv, [r.path for r in self.proj.runs(inv)])
                 if latest is not None:
-                    self.tree.select_path(latest)
+                    self.run_tree.select_path(latest)
         self.render_info()
 
     def action_expand_all(self) -> None:
-        self.tree.set_all_expanded(True)
+        self.run_tree.set_all_expanded(True)
 
     def action_collapse_all(self) -> None:
-        self.tree.set_all_expanded(False)
+        self.run_tree.set_all_expanded(False)
 
     def can_pick_invocation(self) -> bool:
         return len(self.invocations) > 1

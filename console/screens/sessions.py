@@ -23,7 +23,8 @@ from typing import Any, ClassVar
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import BindingType
+from textual.coordinate import Coordinate
 from textual.timer import Timer
 from textual.widgets import Input
 
@@ -93,7 +94,7 @@ class SessionTable(StatusTable):
 class SessionsScreen(SortableRows, PagedTableScreen):
     AREA = "sessions"
     HELP_AREAS = ("sessions",)
-    BINDINGS: ClassVar[list[Binding]] = bindings("sessions")
+    BINDINGS: ClassVar[list[BindingType]] = bindings("sessions")
     SORT_KEYS: ClassVar[dict[str, Callable[[Any], Any]]] = {
         "status": lambda r: str(r.status),
         "open": lambda r: r.open_interrupts,
@@ -272,7 +273,7 @@ class SessionsScreen(SortableRows, PagedTableScreen):
             return
         if generation != self._generation:
             return  # the query changed meanwhile
-        to_judge = {s.id: s.status for s in items if s.id in judge}  # listed or not: a live turn may sit beside a stopped one
+        to_judge: dict[str, str] = {s.id: s.status for s in items if s.id in judge}  # listed or not: a live turn may sit beside a stopped one
         items = [s for s in items if self._listed(s, stopped, queued, query)]
         self.post_message(SessionsLoaded(query, items, page.next_cursor, append=append, stopped=stopped,
                                          queued=queued, judge=to_judge, generation=generation, dues=dues))
@@ -439,7 +440,7 @@ class SessionsScreen(SortableRows, PagedTableScreen):
 
     def _cells(self, table: SessionTable, r: SessionSummary, now: float, widths: dict[str, int]) -> list[Text | str]:
         red = self.hitl.redactor
-        cells = [
+        cells: list[Text | str] = [
             table.status_cell(r.status, self.stopped.get(r.id, (False, False)), r.id in self.queued),
             Text(str(r.open_interrupts) if r.open_interrupts else "", justify="right"),
             Text(age(r.oldest_open_at, now) if r.oldest_open_at is not None else "", justify="right"),
@@ -538,7 +539,7 @@ class SessionsScreen(SortableRows, PagedTableScreen):
         if not table.row_count or table.cursor_row < 0:
             return None
         try:
-            return str(table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value)
+            return str(table.coordinate_to_cell_key(Coordinate(table.cursor_row, 0)).row_key.value)
         except Exception:  # noqa: BLE001 -- no row under the cursor
             return None
 

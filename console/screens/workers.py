@@ -13,7 +13,7 @@ from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Static
@@ -69,7 +69,7 @@ def worker_lines(workers: list[WorkerRecord], queued: list[TurnRequest], now: fl
 class WorkersScreen(ModalScreen[None]):
     """The workers and the queued turns (esc: close)."""
 
-    BINDINGS: ClassVar[list[Binding]] = [Binding("escape", "dismiss", "Close", show=False)]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss", "Close", show=False)]
 
     def __init__(self, workers: list[WorkerRecord], queued: list[TurnRequest], now: float) -> None:
         super().__init__(classes="modal")

@@ -205,7 +205,7 @@ async def _idempotent(
             err = hitl_error(exc, request.get(REDACTOR))
             response = _json(err.status, error_body(err.code, err.message))
         assert isinstance(response, web.Response)
-        return response.status, response.body or b""  # type: ignore[return-value]
+        return response.status, response.body if isinstance(response.body, bytes) else b""  # _json's: bytes
 
     from engine.store.idempotency import keys_of
 

@@ -20,7 +20,6 @@ from pydantic import BaseModel, ValidationError
 from engine.answer_gate import ClaimedByOtherError
 from engine.errors import (
     BlankIdError,
-    HitlError,
     InvocationNotFoundError,
     ReadOnlyError,
     SessionNotFoundError,
@@ -44,10 +43,10 @@ PREFIX = "/api/v1"
 VERSION = "1.0.0"
 MAX_BODY = 4 * 1024 * 1024
 """Largest request body read (an answer is at most ~1 MB of JSON; a bulk item list more)."""
-CONTEXT: web.AppKey[ApiContext] = web.AppKey("hitl_api", object)  # type: ignore[arg-type]
+CONTEXT: web.AppKey[ApiContext] = web.AppKey("hitl_api")
 ROUTE_TABLE: web.AppKey[dict[tuple[str, str], api_models.Route]] = web.AppKey("hitl_api_routes", dict)
-IDENTITY: web.RequestKey[Identity] = web.RequestKey("hitl_identity", object)  # type: ignore[arg-type]
-REDACTOR: web.RequestKey[Any] = web.RequestKey("hitl_redactor", object)
+IDENTITY: web.RequestKey[Identity] = web.RequestKey("hitl_identity")
+REDACTOR: web.RequestKey[Redactor] = web.RequestKey("hitl_redactor")
 
 
 class ApiError(Exception):
@@ -144,7 +143,7 @@ def one_line(red: Redactor | None, text: str) -> str:
     return Redactor(DEFAULT_SECRET_PATTERNS).text(masked)  # as the CLI's error lines: the defaults always
 
 
-def hitl_error(exc: HitlError, red: Redactor | None = None) -> ApiError:
+def hitl_error(exc: BaseException, red: Redactor | None = None) -> ApiError:
     return ApiError(status_of(exc), error_code(exc), one_line(red, str(exc)))
 
 

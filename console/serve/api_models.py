@@ -395,7 +395,7 @@ def _schema_of(models: list[type[BaseModel]]) -> dict[str, Any]:
     from pydantic.json_schema import models_json_schema
 
     _, top = models_json_schema([(m, "serialization") for m in models], ref_template="#/components/schemas/{model}")
-    return top.get("$defs", {})
+    return dict(top.get("$defs", {}))
 
 
 def _params(route: Route) -> list[dict[str, Any]]:

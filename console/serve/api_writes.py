@@ -15,7 +15,7 @@ without sign-in it is recorded as given, as ``hitl --operator`` is.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from aiohttp import web
 
@@ -27,6 +27,7 @@ from .api_core import IDENTITY, ApiContext, ApiError, hitl_error, one_line, pars
 from .config import valid_name
 
 if TYPE_CHECKING:
+    from engine import bulk
     from engine.operations import Outcome, Step
     from engine.redact import Redactor
 
@@ -62,7 +63,7 @@ def _result(done: Outcome, steps: Steps, red: Redactor, **extra: Any) -> m.Write
     from console.cli.writes import summary_line
 
     if done.error is not None and not done.written:
-        raise hitl_error(done.error, red)  # type: ignore[arg-type]
+        raise hitl_error(done.error, red)
     if done.approval is not None:  # a multi-approver rule: this answer is one approval, nothing ran
         return m.WriteResult(kind="answer", outcome="approval", session_id=done.session_id,
                              invocation_id=done.invocation_id, operator=done.operator, open=list(done.answered),
@@ -71,6 +72,7 @@ def _result(done: Outcome, steps: Steps, red: Redactor, **extra: Any) -> m.Write
     proj = done.after or done.before
     inv = done.invocation_id
     error = None
+    outcome: Literal["applied", "failed", "interrupted"]
     if done.error is None:
         outcome = "applied"
         message = summary_line(proj, inv, len(done.written)) if proj is not None and inv else "done"
@@ -82,7 +84,7 @@ def _result(done: Outcome, steps: Steps, red: Redactor, **extra: Any) -> m.Write
         error = m.ErrorBody(code=error_code(done.error), message=message)
     status = proj.invocation_status(inv) if proj is not None and inv else None
     return m.WriteResult(
-        kind=done.kind, outcome=outcome, session_id=done.session_id, invocation_id=inv, operator=done.operator,  # type: ignore[arg-type]
+        kind=done.kind, outcome=outcome, session_id=done.session_id, invocation_id=inv, operator=done.operator,
         status=status.value if status is not None else None, open=done.still_open, ran=done.ran,
         events=steps.items, message=message, error=error, **extra,
     )
@@ -154,7 +156,7 @@ async def _dry_run(ctx: ApiContext, red: Redactor, session: Any, answers: dict[s
 
 
 # ------------------------------------------------------------------ owners
-async def _owners(action: str, ctx: ApiContext, request: web.Request) -> web.Response:
+async def _owners(action: Literal["claim", "assign", "release"], ctx: ApiContext, request: web.Request) -> web.Response:
     """claim / assign / release (engine.ownership): the caller's name is the operator
     (a body's ``operator`` is recorded as ``NAME via CALLER``, so a token cannot claim
     as someone else); someone else's claim is refused (409) without ``force``."""
@@ -231,14 +233,16 @@ async def bulk_answer(ctx: ApiContext, request: web.Request) -> web.Response:
     ), red)
 
 
-async def _full_ref(ctx: ApiContext, ref: Any) -> Any:
+async def _full_ref(ctx: ApiContext, ref: bulk.ItemRef) -> bulk.ItemRef:
     """The ref with its invocation id completed from a unique prefix; one that does
     not resolve stays as given (its answer is refused saying why), as the CLI."""
+    from console.cli.loads import resolve_invocation
     from engine import bulk
     from engine.errors import HitlError
 
     try:
-        return bulk.ItemRef(ref.session_id, await _invocation(ctx, ref.session_id, ref.invocation_id), ref.interrupt_id)
+        return bulk.ItemRef(ref.session_id, await resolve_invocation(ctx.db, ref.session_id, ref.invocation_id),
+                            ref.interrupt_id)
     except HitlError:
         return ref
 

@@ -24,8 +24,11 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from .config import OperatorEntry, ServeConfig
+
+T = TypeVar("T")
 
 COOKIE = "hitl_session"
 
@@ -166,7 +169,7 @@ class WorkGate:
     def full(self) -> bool:
         return self._inside >= self.running + self.queued
 
-    async def run(self, fn: Callable[..., object], *args: object) -> object:
+    async def run(self, fn: Callable[..., T], *args: object) -> T:
         """Run ``fn(*args)`` on the gate's threads; the caller checked :attr:`full` first."""
         import asyncio
 

@@ -105,7 +105,7 @@ def served_console(base: type[Any]) -> type[Any]:
 
     css = getattr(base, "CSS_PATH", None)
 
-    class ServedConsole(base):  # type: ignore[misc,valid-type]
+    class ServedConsole(base):
         if isinstance(css, str):  # Textual resolves a relative path beside the class that names it
             CSS_PATH = str(Path(inspect.getfile(base)).parent / css)
         _announced = False

@@ -133,7 +133,8 @@ def _parse(section: dict[str, Any], where: str) -> ServeConfig:
         raise ServeConfigError(f"{where}: serve.title must be a non-empty string")
     hours = _number(section, "session_hours", 8, where)
     window = _number(section, "signin_window_seconds", 300, where)
-    whole = {key: _whole(section, key, default, where) for key, default in _WHOLE.items()}
+    # ints, passed by name: mypy cannot match a dict's keys to the fields it fills
+    whole: dict[str, Any] = {key: _whole(section, key, default, where) for key, default in _WHOLE.items()}
     drain = _number(section, "shutdown_seconds", 10, where)
     fork = section.get("fork_consoles", True)
     if not isinstance(fork, bool):

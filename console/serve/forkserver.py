@@ -118,6 +118,7 @@ def share_parsed_css() -> None:
             rules = shared[key] = parse(self, css, read_from, is_default_rules, tie_breaker, scope)
         return rules
 
+    # replacing a method on the class is the point: every Stylesheet of the parent shares the parses
     Stylesheet._parse_rules = parse_once  # type: ignore[method-assign]
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from aiohttp import web
@@ -38,6 +38,7 @@ from .config import valid_name
 if TYPE_CHECKING:
     from .auth import SessionBook
     from .config import ServeConfig
+    from .web import ServeOptions
 
 log = logging.getLogger("hitl.serve")
 
@@ -76,7 +77,7 @@ def _is_ip(name: str) -> bool:
 class Guard:
     """The checks in front of every route (a mixin: the server provides the attributes below)."""
 
-    options: Any
+    options: ServeOptions
     config: ServeConfig
     sessions: SessionBook
     host: str

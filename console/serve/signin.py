@@ -53,9 +53,17 @@ class SignIn:
     limiter: FailureLimiter
     gate: WorkGate | None
     favicon: str
-    mode: str
 
-    # client_address, identity and _secure come from console.serve.guard.Guard.
+    if TYPE_CHECKING:  # Guard's (console/serve/guard.py), mixed into the server beside this
+
+        @property
+        def mode(self) -> str: ...
+
+        def client_address(self, request: web.Request) -> str: ...
+
+        def identity(self, request: web.Request) -> tuple[Identity | None, str | None]: ...
+
+        def _secure(self, request: web.Request) -> bool: ...
 
     def _said(self, name: str) -> str:
         """How the log names a submitted name: a configured one as is, any other by its length only."""

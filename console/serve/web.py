@@ -159,15 +159,15 @@ class ConsoleService(AppService):
     async def _open_app_process(self, width: int = 80, height: int = 24) -> Any:
         if self.forks is not None:
             try:
-                self._process = process = await self.forks.start(
-                    self.argv[3:], {"COLUMNS": str(width), "ROWS": str(height)}
-                )
+                forked = await self.forks.start(self.argv[3:], {"COLUMNS": str(width), "ROWS": str(height)})
             except OSError as exc:
                 log.warning("console fork server failed (%s): starting consoles afresh", exc)
                 self.forks = None
             else:
-                self._stdin = process.stdin
-                return process
+                # a stand-in offering the asyncio Process calls AppService makes (ForkedProcess)
+                self._process = forked  # type: ignore[assignment]
+                self._stdin = forked.stdin
+                return forked
         self._process = process = await asyncio.create_subprocess_exec(
             *self.argv,
             stdin=asyncio.subprocess.PIPE,
@@ -189,7 +189,11 @@ class ConsoleService(AppService):
             with contextlib.suppress(Exception):
                 await self.remote_close()
 
-    async def stop(self, timeout: float = 10.0) -> bool:
+    async def stop(self) -> None:
+        """textual-serve's stop: :meth:`end` within its default deadline."""
+        await self.end()
+
+    async def end(self, timeout: float = 10.0) -> bool:
         """End the console: True when it quit when asked, False when it had to be killed."""
         task, self._task = self._task, None
         if task is None:
@@ -233,7 +237,7 @@ class ConsoleServer(Guard, SignIn, Server):
         self.limiter = make_limiter(config)
         self.gate = make_gate(config)
         self.verifier = Verifier(config) if config.has_operators else None
-        self.services: set[AppService] = set()
+        self.services: set[ConsoleService] = set()
         self.sockets: set[web.WebSocketResponse] = set()
         self.consoles: dict[str, int] = {}
         """Open consoles per signed-in name (``[serve] max_consoles_per_user``)."""
@@ -250,6 +254,7 @@ class ConsoleServer(Guard, SignIn, Server):
             return
         from types import SimpleNamespace
 
+        # textual-serve's environment of a console (it reads only self.debug), before any service exists
         env = AppService._build_environment(SimpleNamespace(debug=self.debug))  # type: ignore[arg-type]
         warm = build_argv(self.options.python, db=self.options.db, read_only=True, config=self.options.config,
                           apps=self.options.apps, show_secrets=False, secret_patterns=self.options.secret_patterns,
@@ -286,7 +291,7 @@ class ConsoleServer(Guard, SignIn, Server):
     async def on_shutdown(self, app: web.Application) -> None:
         """Every console gets ``shutdown_seconds`` to quit (then is killed); every socket is closed."""
         drain = self.config.shutdown_seconds
-        await asyncio.gather(*(s.stop(drain) for s in list(self.services)), return_exceptions=True)
+        await asyncio.gather(*(s.end(drain) for s in list(self.services)), return_exceptions=True)
         await asyncio.gather(*(ws.close(code=1001, message=b"server shutting down") for ws in list(self.sockets)),
                              return_exceptions=True)
         if self.gate is not None:
@@ -395,9 +400,9 @@ class ConsoleServer(Guard, SignIn, Server):
                 await websocket.close(code=1003, message=b"bad frame")
                 return
             kind, data = envelope[0], envelope[1] if len(envelope) > 1 else None
-            if kind == "stdin":
+            if kind == "stdin" and isinstance(data, str):  # (as frame_problem checked)
                 await app_service.send_bytes(data.encode("utf-8"))
-            elif kind == "resize":
+            elif kind == "resize" and isinstance(data, dict):
                 await app_service.set_terminal_size(data["width"], data["height"])
             elif kind == "ping":
                 await websocket.send_json(["pong", data])
@@ -501,7 +506,7 @@ class ConsoleServer(Guard, SignIn, Server):
                 session.closers.discard(closer)
             if service is not None:
                 self.services.discard(service)
-                await service.stop(self.config.shutdown_seconds)
+                await service.end(self.config.shutdown_seconds)
             log.info("console closed for %r", who.name)
         return websocket
 

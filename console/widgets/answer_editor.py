@@ -79,7 +79,18 @@ def check_answer(text: str, schema: dict[str, Any] | None) -> Check:
         if bare_word(text) and "\n" not in text.strip():  # approve, not a typo in an object: a string without quotes
             hint = f' -- a string needs quotes: "{text.strip()}"'
         return Check(errors=[f"line {exc.lineno} col {exc.colno}: {syntax_problem(exc)}{hint}"], syntax=True)
+    except ValueError as exc:
+        return Check(errors=[f"(root): {not_json(exc)}"], syntax=True)
     return Check(value=value, errors=validate_response(schema, unwrap_response(value)))
+
+
+def not_json(exc: ValueError) -> str:
+    """Why ``json.loads`` refused a text: its syntax error, or a number past
+    Python's digit limit (a plain ValueError, whose advice to call
+    ``sys.set_int_max_str_digits`` is for programmers)."""
+    if isinstance(exc, json.JSONDecodeError):
+        return syntax_problem(exc)
+    return str(exc).split(";")[0]
 
 
 def initial_text(itr: Interrupt) -> str:
@@ -334,7 +345,7 @@ class AnswerEditor(Vertical):
                 try:
                     value = json.loads(text)
                 except ValueError as exc:
-                    return f"not JSON yet ({syntax_problem(exc)}): it stays in the JSON view"
+                    return f"not JSON yet ({not_json(exc)}): it stays in the JSON view"
                 if not self.form.set_value(value):
                     return "the form cannot show this answer (a value of another type or an unknown key): " \
                            "it stays in the JSON view"

@@ -176,7 +176,7 @@ def shown_rows(o: Outcome, red: Redactor) -> list[DiffRow]:
     rows = []
     for row in o.rows:
         itr = (o.after.interrupts.get((o.invocation_id, row.key))
-               if row.area == "interrupt" and o.after is not None else None)
+               if row.area == "interrupt" and o.after is not None and o.invocation_id is not None else None)
         if itr is not None and itr.resolved:
             by = f" by {itr.operator}" if itr.operator else ""
             row = replace(row, after=f"answered{by}: {to_json(shown(itr.response, red))}")
@@ -210,7 +210,7 @@ def outcome_renderable(o: Outcome, redactor: Redactor, command: str = "") -> Ren
     parts.append(
         Text.assemble(
             ("invocation ", "dim"),
-            o.invocation_id,
+            o.invocation_id or "?",  # None: no invocation known yet
             ("  ", ""),
             (f"{STATUS_ICON.get(before, '')} {before} → {STATUS_ICON.get(after, '')} {after}", "bold"),
             (f"  · {events} event{'s' if events != 1 else ''} written", "dim"),

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 from rich.style import Style
 from rich.text import Text
 from textual import events
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import reactive
@@ -150,7 +150,7 @@ def corrupt_line(seq: int) -> LogLine:
 class EventLog(Navigable, ScrollView, can_focus=True):
     """Virtualised event log; the screen feeds it pages of :class:`LogLine`."""
 
-    BINDINGS: ClassVar[list[Binding]] = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("up,k", "cursor(-1)", "Up", show=False),
         Binding("down,j", "cursor(1)", "Down", show=False),
         Binding("pageup", "page(-1)", "Page up", show=False),

@@ -18,6 +18,7 @@ another one is dropped. A resize or a change of what applies refits it.
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from textual.app import ComposeResult
@@ -50,7 +51,7 @@ class Shown:
         return len(self.display) + 1 + len(self.binding.description) + 1
 
 
-def footer_keys(candidates: list[Shown], width: int, *, app_wide: set[str]) -> list[Shown]:
+def footer_keys(candidates: list[Shown], width: int, *, app_wide: AbstractSet[str]) -> list[Shown]:
     """The keys of ``candidates`` (in registry order) that fit ``width`` columns, by the
     module docstring's ranking; ``app_wide``: ids of bindings bound on the app."""
     def rank(item: tuple[int, Shown]) -> tuple[bool, bool, bool, int, int]:

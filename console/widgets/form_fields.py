@@ -129,7 +129,7 @@ def typed_here(event: events.Key) -> bool:
     """A letter or digit typed into a focused field belongs to the field, even one it has
     no use for: it must not run the screen's key of the same name (the editor's ``a``
     selects a node's ids). Other keys (``?``, ``:``, ctrl+..., esc) still reach the screen."""
-    return bool(event.character) and event.is_printable and event.character.isalnum() and not event.key.startswith("ctrl")
+    return event.character is not None and event.is_printable and event.character.isalnum() and not event.key.startswith("ctrl")
 
 
 # ------------------------------------------------------------------ choices

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual import on
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.widgets import Input
 
 from ..text import clean
@@ -61,7 +61,7 @@ class FindBar(TextInput):
     """The ``/`` box of a :class:`Navigable` widget: typing moves to the first match,
     ``enter`` keeps the text (``n``/``N`` go on), ``esc`` closes and clears."""
 
-    BINDINGS: ClassVar[list[Binding]] = [Binding("escape", "close", "Close", show=False)]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "close", "Close", show=False)]
 
     def __init__(self, target: Navigable) -> None:
         super().__init__(placeholder="/ find…  (enter: keep, then ; / , · esc: close)", classes="findbar")

@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 
 from rich.style import Style
 from rich.text import Text
-from textual.binding import Binding
+from textual.binding import BindingType
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
@@ -133,7 +133,7 @@ class NodeTree(Navigable, Tree[str]):
     over its visible lines; ``y`` copies the node path under the cursor."""
 
     AREA = "tree"
-    BINDINGS: ClassVar[list[Binding]] = bindings("tree")
+    BINDINGS: ClassVar[list[BindingType]] = bindings("tree")
 
     COMPONENT_CLASSES: ClassVar[set[str]] = Tree.COMPONENT_CLASSES | STATUS_CLASSES | {
         "nodetree--name",
@@ -374,7 +374,7 @@ class NodeTree(Navigable, Tree[str]):
 
     def nav_text(self, index: int) -> str | None:
         node = self.get_node_at_line(index)
-        return None if node is None else node.label.plain
+        return None if node is None else str(node.label)  # a Text's str is its plain text
 
     def matches(self) -> list[int]:
         """``/`` searches folded runs too: a fold whose runs (or their children)

@@ -20,7 +20,8 @@ from typing import Any, ClassVar, TypeVar
 
 from rich.console import RenderableType
 from rich.text import Text
-from textual.binding import Binding
+from textual.binding import BindingType
+from textual.coordinate import Coordinate
 from textual.widgets import DataTable as _DataTable
 from textual.widgets import Label as _Label
 from textual.widgets import Static as _Static
@@ -100,7 +101,7 @@ class DataTable(Navigable, _DataTable[CellType]):
     ``g``/``G``, ``Home``/``End`` move the cursor, ``/`` finds, ``y`` copies the row's key)."""
 
     AREA = "table"
-    BINDINGS: ClassVar[list[Binding]] = bindings("table")
+    BINDINGS: ClassVar[list[BindingType]] = bindings("table")
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """``enter`` is the screen's when it binds one (``⏎ Open`` in the footer, which
@@ -126,7 +127,7 @@ class DataTable(Navigable, _DataTable[CellType]):
         (the sessions list: the session id; the inbox: the interrupt id)."""
         if not self.row_count or self.cursor_row < 0:
             return None
-        key = self.coordinate_to_cell_key((self.cursor_row, 0)).row_key.value
+        key = self.coordinate_to_cell_key(Coordinate(self.cursor_row, 0)).row_key.value
         if key is None:
             return None
         pick = getattr(self.screen, "copy_row", None)

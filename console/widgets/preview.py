@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import TextArea
@@ -106,7 +106,7 @@ def cut_note() -> str:
 class ValueScreen(ModalScreen[None]):
     """One value in full, read-only; built in a thread worker."""
 
-    BINDINGS: ClassVar[list[Binding]] = [Binding("escape,q", "dismiss_screen", "Close", show=False)]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q", "dismiss_screen", "Close", show=False)]
 
     def __init__(self, title: str, value: Any, red: Redactor) -> None:
         super().__init__(classes="value-screen")
@@ -173,7 +173,7 @@ def node_values(proj: Projection, invocation_id: str, path: str) -> dict[str, An
 def show_all(screen: Any) -> None:
     """The session screen's ``w``: the selected event's (log focused) or node's values
     in a :class:`ValueScreen`."""
-    inv, path = screen.invocation_id, screen.tree.cursor_path
+    inv, path = screen.invocation_id, screen.run_tree.cursor_path
     if screen.detail_mode == "event" and screen.event_shown is not None:
         se = screen.event_shown
         title, value = f"event {se.seq}", se.event.model_dump(mode="json", exclude_none=True)

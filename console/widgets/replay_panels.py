@@ -15,7 +15,7 @@ from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widget import Widget
 
@@ -213,7 +213,7 @@ class ReplayLog(EventLog, inherit_bindings=False):
     Only its scrolling keys are its own; ``g``/``G`` and the rest reach the
     Replay screen, whose registry actions move the cursor (and this log with it)."""
 
-    BINDINGS: ClassVar[list[Binding]] = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("up,k", "cursor(-1)", "Up", show=False),
         Binding("down,j", "cursor(1)", "Down", show=False),
         Binding("pageup", "page(-1)", "Page up", show=False),

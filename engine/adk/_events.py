@@ -185,6 +185,7 @@ class Routes(list):
     def __ne__(self, other: object) -> bool:
         return not self.__eq__(other)
 
+    # list declares __hash__ = None; a route is hashed as a tuple of its members
     def __hash__(self) -> int:  # type: ignore[override]
         return hash(tuple(self))
 

@@ -23,7 +23,7 @@ import typing
 import weakref
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, field_validator
 
@@ -31,7 +31,7 @@ from .. import nodes as en
 from ..parallel import ParallelWorker as EngineParallelWorker
 from ._context import Context
 from ._events import Event, RequestInput, _plain, to_engine_event, to_engine_request
-from ._types import Content, content_text, to_engine_content
+from ._types import Content, Part, content_text, to_engine_content
 
 # ---------------------------------------------------------------- retry
 
@@ -92,7 +92,8 @@ def engine_retry(cfg: RetryConfig | None) -> en.RetryConfig | None:
     attempts = 5 if cfg.max_attempts is None else max(cfg.max_attempts, 1)
     retry_on: tuple[type[BaseException], ...] = (Exception,)
     if cfg.exceptions is not None:
-        retry_on = (_ByNameMeta("RetryOn", (Exception,), {"names": tuple(cfg.exceptions)}),)
+        # a subclass of Exception whose isinstance matches by class name
+        retry_on = (cast("type[Exception]", _ByNameMeta("RetryOn", (Exception,), {"names": tuple(cfg.exceptions)})),)
     return _EngineRetry(
         max_attempts=attempts,
         initial_delay=1.0 if cfg.initial_delay is None else cfg.initial_delay,
@@ -122,7 +123,7 @@ class BaseNode(BaseModel):
     output_schema: Any = None
     state_schema: Any = None
 
-    _engine: Any = PrivateAttr(default=None)
+    _engine: en.BaseNode | None = PrivateAttr(default=None)
 
     @field_validator("name")
     @classmethod
@@ -288,7 +289,7 @@ def _coerce(value: Any, hint: Any) -> Any:
         except ValueError:
             value = text
     elif isinstance(value, str) and getattr(hint, "__name__", "") == "Content":
-        return Content(role="user", parts=[{"text": value}])
+        return Content(role="user", parts=[Part(text=value)])
     try:
         return _adapter(hint).validate_python(value)
     except Exception:
@@ -375,8 +376,9 @@ class ParallelWorker(BaseNode):
         built = build_node(node)
         if max_parallel_workers is not None and max_parallel_workers < 1:
             raise ValueError("max_parallel_workers must be greater than or equal to 1")
-        super().__init__(
-            name=built.name, rerun_on_resume=True, retry_config=retry_config, timeout=timeout,
+        # BaseModel's: the signature generated for BaseNode lacks this model's own field
+        BaseModel.__init__(
+            self, name=built.name, rerun_on_resume=True, retry_config=retry_config, timeout=timeout,
             max_parallel_workers=max_parallel_workers,
         )
         self._node = built

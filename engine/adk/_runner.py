@@ -57,8 +57,9 @@ class StoreSessionService:
     """ADK's session service API on any engine store (SQLite, PostgreSQL, memory):
     the sessions a ``Runner`` on it writes are what ``hitl`` shows."""
 
-    def __init__(self, store: SessionStore) -> None:
-        self._store: SessionStore | None = store
+    def __init__(self, store: SessionStore | None) -> None:
+        """``store``: None for a service that opens its store on first use."""
+        self._store = store
 
     @property
     def store(self) -> SessionStore:
@@ -115,7 +116,7 @@ class _OpenedOnFirstUse(StoreSessionService):
     """A service on a store named by a path or URL, opened by its first awaited call."""
 
     def __init__(self, target: str) -> None:
-        super().__init__(None)  # type: ignore[arg-type]
+        super().__init__(None)
         self._target = target
         self._opening: asyncio.Lock | None = None
 
@@ -213,6 +214,8 @@ class Runner:
             app_name = app_name or getattr(root, "name", None)
         if root is None:
             raise ValueError("App root_agent must be provided")
+        if not app_name:
+            raise ValueError("app_name is required: the node has no name to take it from")
         self.app = app
         self.app_name = app_name
         self.node = root

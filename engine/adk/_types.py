@@ -110,7 +110,7 @@ def _fields(obj: Any) -> dict[str, Any]:
         return obj
     dump = getattr(obj, "model_dump", None)
     if dump is not None:
-        return dump(exclude_none=True)
+        return dict(dump(exclude_none=True))
     return {k: getattr(obj, k) for k in ("role", "parts", "text", "function_call", "function_response") if hasattr(obj, k)}
 
 
@@ -137,8 +137,7 @@ def to_engine_content(message: Any) -> EngineContent | None:
             parts.append(EnginePart(function_call=EngineCall(id=c.get("id") or "", name=c.get("name") or "", args=c.get("args") or {})))
         elif p.get("text") is not None:
             parts.append(EnginePart(text=p["text"]))
-    role = data.get("role") if data.get("role") in ("user", "model") else "user"
-    return EngineContent(role=role, parts=parts)
+    return EngineContent(role="model" if data.get("role") == "model" else "user", parts=parts)
 
 
 def from_engine_content(content: EngineContent | None) -> Content | None:

@@ -113,7 +113,7 @@ class NotifyConfig:
 
     def backoff(self, attempts: int) -> float:
         """Seconds before the next try after ``attempts`` failed ones."""
-        return min(self.retry_seconds * (2 ** max(attempts - 1, 0)), self.max_retry_seconds)
+        return min(self.retry_seconds * (2.0 ** max(attempts - 1, 0)), self.max_retry_seconds)
 
 
 def load_notify_config(path: str | Path | None, env: dict[str, str] | None = None) -> NotifyConfig:

@@ -49,14 +49,17 @@ def __getattr__(name: str) -> Any:
 def _submodule(module: str) -> ModuleType:
     # Static imports: the product imports code by name only in its app registry.
     if module == "base":
-        from . import base as m
+        from . import base
+        return base
     elif module == "memory":
-        from . import memory as m
+        from . import memory
+        return memory
     elif module == "factory":
-        from . import factory as m
+        from . import factory
+        return factory
     else:
-        from . import sqlite as m
-    return m
+        from . import sqlite
+        return sqlite
 
 
 def __dir__() -> list[str]:

@@ -43,7 +43,7 @@ from ..errors import SessionNotFoundError
 from ..models import Event, NodeStatus, Session, StoredEvent
 from .capabilities import AnswerReads, AppendAndRelease, LeasesOf, SnapshotAndEvents, capability
 from .metric_rows import StoreMetrics  # the protocol's metric_reads returns it
-from .owner_index import AUDITED_ACTIONS, OwnerChange, owner_effects  # noqa: F401 -- index_effects uses them
+from .owner_index import AUDITED_ACTIONS, OwnerChange, audited, owner_effects  # noqa: F401 -- index_effects uses them
 from .records import (  # noqa: F401 -- the contract's rows, here as ever
     AuditAction,
     AuditRecord,
@@ -103,8 +103,8 @@ def index_effects(event: Event) -> IndexEffects:
             elif event.action in ("cancel", "fail"):  # fail: a deadline's outcome, closing interrupts as a cancel
                 eff.cancel_invocation = True
                 eff.invocation_status = "cancelled" if event.action == "cancel" else "failed"
-                eff.audit = (event.action, *who, {k: meta.get(k) for k in ("path", "error_code") if event.action == "fail"})
-            elif event.action in AUDITED_ACTIONS:  # claim, assign, release, approve
+                eff.audit = ("cancel" if event.action == "cancel" else "fail", *who, {k: meta.get(k) for k in ("path", "error_code") if event.action == "fail"})
+            elif audited(event.action):  # claim, assign, release, approve
                 eff.owners, details = owner_effects(meta)
                 eff.audit = (event.action, *who, details)
             elif event.action == "redrive":

@@ -41,7 +41,7 @@ Every protocol is runtime-checkable; callers never probe a store with
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast, runtime_checkable
 
 from ..errors import StoreError
@@ -218,7 +218,7 @@ class ProjectionCheckpoints(Protocol):
     async def get_projection_checkpoint(self, session_id: str, at_most: int) -> tuple[int, dict[str, Any]] | None: ...
 
     async def put_projection_checkpoints(
-        self, session_id: str, rows: list[tuple[int, dict[str, Any] | bytes]]
+        self, session_id: str, rows: Sequence[tuple[int, dict[str, Any] | bytes]]
     ) -> None: ...
 
 

@@ -13,7 +13,11 @@ made by the first write that needs it (:mod:`engine.store.notify`).
 from __future__ import annotations
 
 import sqlite3
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from .postgres import PostgresStore
+    from .sqlite import SQLiteStore
 
 Begun = Literal["new", "done", "running", "mismatch"]
 
@@ -55,7 +59,7 @@ def _finish_tx(conn: sqlite3.Connection, who: str, key: str, status: int | None,
 
 
 class _SQLite:
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: SQLiteStore) -> None:
         self.store = store
 
     async def begin(self, who: str, key: str, fp: bytes, now: float) -> tuple[Begun, Any]:
@@ -67,7 +71,7 @@ class _SQLite:
 
 # ------------------------------------------------------------------ PostgreSQL
 class _Postgres:
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: PostgresStore) -> None:
         self.store = store
 
     async def _ensure(self, conn: Any) -> None:

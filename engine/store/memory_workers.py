@@ -12,9 +12,20 @@ from typing import TYPE_CHECKING, Any
 from .workers import Settle, TurnRequest, WorkerRecord
 
 if TYPE_CHECKING:
+    from typing import Protocol
+
     from ..models import Event, StoredEvent
     from .base import InvocationSummary, Lease
-    from .capabilities import AcquireAndAppend as _Store  # the store this mixes into: its first write
+    from .capabilities import AcquireAndAppend, AppendAndRelease
+
+    class _Store(AcquireAndAppend, AppendAndRelease, Protocol):
+        """The store this mixes into: its first write and its last, and the reads it makes."""
+
+        async def get_lease(self, session_id: str, invocation_id: str) -> Lease | None: ...
+
+        async def invocation_events(
+            self, session_id: str, invocation_id: str, *, after_seq: int = 0
+        ) -> list[StoredEvent]: ...
 else:
     _Store = object
 
@@ -157,8 +168,8 @@ class MemoryWorkerQueue(_Store):
 
     async def lease_and_news(self, session_id: str, invocation_id: str, after_seq: int) -> tuple[Lease | None, bool]:
         """The invocation's lease row and whether it has an event after ``after_seq``."""
-        lease = await self.get_lease(session_id, invocation_id)  # type: ignore[attr-defined]
-        return lease, bool(await self.invocation_events(session_id, invocation_id, after_seq=after_seq))  # type: ignore[attr-defined]
+        lease = await self.get_lease(session_id, invocation_id)
+        return lease, bool(await self.invocation_events(session_id, invocation_id, after_seq=after_seq))
 
     async def append_and_settle(
         self,
@@ -172,7 +183,7 @@ class MemoryWorkerQueue(_Store):
         snapshot: tuple[int, dict[str, Any]] | None = None,
     ) -> list[StoredEvent]:
         """A worker's turn's last write, then the finish of its request (no await between)."""
-        written = await self.append_and_release(  # type: ignore[attr-defined]
+        written = await self.append_and_release(
             session_id, invocation_id, events, owner=owner, expected_seq=expected_seq, snapshot=snapshot
         )
         settle.deleted = await self.finish_turn_request(session_id, invocation_id, settle.owner, settle.requested_at)

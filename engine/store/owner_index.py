@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, TypeGuard
 
 from ..errors import ConflictError, HitlError
 
@@ -55,6 +55,11 @@ def owner_change(meta: Mapping[str, Any]) -> OwnerChange:
 
 AUDITED_ACTIONS = OWNER_ACTIONS | {"approve"}
 """User-event actions with an audit row of their own beside answer, re-drive and cancel."""
+
+
+def audited(action: str | None) -> TypeGuard[Literal["claim", "assign", "release", "approve"]]:
+    """Whether ``action`` is one of :data:`AUDITED_ACTIONS` (and so an audit row's action)."""
+    return action in AUDITED_ACTIONS
 
 
 def owner_effects(meta: Mapping[str, Any]) -> tuple[OwnerChange | None, dict[str, Any]]:

@@ -157,12 +157,12 @@ async def test_partial_answer_of_a_parallel_fanout_runs_one_branch() -> None:
     """fan-a answered: ask_a completes and ship_a runs with the answer; fan-b stays open, ship_b never runs."""
     store = await demo_store()
     async with answering(store, "fanout-1") as (app, pilot, session):
-        assert session.tree.cursor_path == "fanout@1/ask_a@1"  # the first waiting node
+        assert session.run_tree.cursor_path == "fanout@1/ask_a@1"  # the first waiting node
         await pilot.press("space")
         assert session.selection.ids == ["fan-a"]
         bar = str(session.query_one("#answer-bar").render())
         assert "1 of 2 open selected: fan-a" in bar and "stays open: fan-b" in bar
-        assert "● " in str(session.tree.node_for("fanout@1/ask_a@1").label)  # type: ignore[union-attr]
+        assert "● " in str(session.run_tree.node_for("fanout@1/ask_a@1").label)  # type: ignore[union-attr]
         screen = await editor_screen(pilot, "e")
         ed = editor(screen, "fan-a")
         assert screen.selected == ["fan-a"] and ed.mode == "form" and ed.text == ""  # nothing chosen for the operator
@@ -183,7 +183,7 @@ async def test_partial_answer_of_a_parallel_fanout_runs_one_branch() -> None:
         assert any(r.area == "state" and r.key == "shipped_a" for r in outcome.rows)
         await pilot.press("escape")
         await settle(pilot)
-        assert app.screen is session and "COMPLETED" in str(session.tree.node_for("fanout@1/ship_a@1").label)  # type: ignore[union-attr]
+        assert app.screen is session and "COMPLETED" in str(session.run_tree.node_for("fanout@1/ship_a@1").label)  # type: ignore[union-attr]
         assert session.selection.ids == []
     inv, proj = await invocation(store, "fanout-1")
     assert proj.get(inv, "fanout@1/ask_a@1").status is NodeStatus.COMPLETED  # type: ignore[union-attr]
@@ -228,7 +228,7 @@ async def test_answer_to_an_orchestration_node_re_executes_it_with_the_same_run_
     assert caller is not None and caller.rerun_on_resume and caller.status is NodeStatus.WAITING
     starts, last = caller.starts, (await store.get_session("labels-partial-1")).last_seq
     async with answering(store, "labels-partial-1") as (app, pilot, session):
-        target = session.tree.cursor_path
+        target = session.run_tree.cursor_path
         assert target is not None and target.startswith("labelling@1/label_all@1/label_item@")
         screen = await editor_screen(pilot, "space", "e")
         (iid,) = screen.selected
@@ -237,7 +237,7 @@ async def test_answer_to_an_orchestration_node_re_executes_it_with_the_same_run_
         assert (change.before, change.after, change.effect) == (NodeStatus.WAITING, NodeStatus.PENDING, "re-execute")
         outcome = (await submit(pilot)).outcome
         assert any(r.key == "labelling@1/label_all@1 executions" and r.after == starts + 1 for r in outcome.rows)
-        label = str(session.tree.node_for("labelling@1/label_all@1").label)  # type: ignore[union-attr]
+        label = str(session.run_tree.node_for("labelling@1/label_all@1").label)  # type: ignore[union-attr]
         assert "label_all@1" in label and "↻" in label
     # The store: answer, then PENDING (projected), then a start record of the same run id.
     events = await store.events("labels-partial-1", after_seq=last)
@@ -445,7 +445,7 @@ async def test_redrive_a_failed_invocation_is_confirmed_and_audited() -> None:
         assert "hitl redrive incident-failed-1" in command and "--reason back" in command
         await pilot.press("escape")
         await settle(pilot)
-        assert "COMPLETED" in str(session.tree.root.label)
+        assert "COMPLETED" in str(session.run_tree.root.label)
     _, after = await invocation(store, "incident-failed-1")
     run = after.get(inv, "incident@1/mitigate@1")
     assert run is not None and run.status is NodeStatus.COMPLETED and run.run_id == "1"

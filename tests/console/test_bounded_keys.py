@@ -121,17 +121,17 @@ async def test_n_on_a_long_loop_visits_the_runs_that_wait_not_the_history(tmp_pa
             return real_get(invocation_id, path)
 
         loads: list[int] = []
-        real_load = screen.tree.load
+        real_load = screen.run_tree.load
         monkeypatch.setattr(screen.proj, "get", get)
-        monkeypatch.setattr(screen.tree, "load", lambda *a, **kw: (loads.append(1), real_load(*a, **kw))[1])
+        monkeypatch.setattr(screen.run_tree, "load", lambda *a, **kw: (loads.append(1), real_load(*a, **kw))[1])
         await pilot.press("n")
         await settle(pilot)
-        assert screen.tree.cursor_path == "crawl@1/review@1"
+        assert screen.run_tree.cursor_path == "crawl@1/review@1"
         assert loads == []
         assert len(visited) < 50, len(visited)  # the waiting run and its ancestors, not 2,000 runs
         await pilot.press("n")  # wraps around to the only one
         await settle(pilot)
-        assert screen.tree.cursor_path == "crawl@1/review@1" and len(visited) < 100
+        assert screen.run_tree.cursor_path == "crawl@1/review@1" and len(visited) < 100
     await store.close()
 
 
@@ -182,7 +182,7 @@ async def test_a_replay_step_over_a_new_loop_run_leaves_the_fold_shut(tmp_path: 
         await settle(pilot)
         screen = app.screen
         assert isinstance(screen, ReplayScreen)
-        tree = screen.tree
+        tree = screen.run_tree
         assert tree.cursor_path == "crawl@1/step@1000"
         await pilot.press("right_square_bracket")
         await settle(pilot)

@@ -149,18 +149,18 @@ async def test_find_in_the_node_tree_unfolds_a_folded_run_that_matches(size: tup
     async with opened(await build_store(), size, "drafting-loop") as (app, pilot):
         screen = app.screen
         assert isinstance(screen, SessionScreen)
-        screen.tree.focus()
+        screen.run_tree.focus()
         await settle(pilot)
         await pilot.press("slash", *"review@1", "enter")
         await settle(pilot)
-        assert screen.tree.cursor_path == "drafting@1/review@1"
+        assert screen.run_tree.cursor_path == "drafting@1/review@1"
         assert "drafting@1/review@1" in screen_text(app)  # unfolded, on screen
         await pilot.press("slash", *"decide@", "enter")
         await settle(pilot)
-        first = screen.tree.cursor_path
+        first = screen.run_tree.cursor_path
         await pilot.press("semicolon")
         await settle(pilot)
-        assert {first, screen.tree.cursor_path} == {"drafting@1/decide@1", "drafting@1/decide@2"}
+        assert {first, screen.run_tree.cursor_path} == {"drafting@1/decide@1", "drafting@1/decide@2"}
 
 
 def _info_lines(app: Any, selector: str) -> list[str]:
@@ -193,7 +193,7 @@ async def test_n_is_the_next_waiting_node_even_while_a_find_is_active(size: tupl
     async with opened(await build_store(), size, "refund-partial") as (app, pilot):
         screen = app.screen
         assert isinstance(screen, SessionScreen)
-        tree = screen.tree
+        tree = screen.run_tree
         tree.focus()
         await pilot.press("slash", *"COMPLETED", "enter")
         await settle(pilot)

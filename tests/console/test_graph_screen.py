@@ -132,7 +132,7 @@ async def test_enter_opens_the_picked_node_in_the_tree_and_e_answers_it(store, s
         assert graph.picked_node is not None and graph.picked_node.key == first.key
         await pilot.press("enter")
         await settle(pilot)
-        assert app.screen is session and session.tree.cursor_path == first.path
+        assert app.screen is session and session.run_tree.cursor_path == first.path
         await pilot.press("v")
         await settle(pilot)
         await pilot.press("e")

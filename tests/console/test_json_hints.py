@@ -21,3 +21,10 @@ def test_a_typo_in_an_object_or_a_number_gets_no_quote_hint() -> None:
 def test_the_cli_and_the_console_agree_on_what_a_bare_word_is() -> None:
     for text in ("approve", "yes please", '{"a": 1,}', "12x", "-1x"):
         assert bool(quote_hint(text, "id=")) == ("needs quotes" in " ".join(check_answer(text, None).errors)), text
+
+
+def test_a_number_too_long_to_parse_is_an_error_not_a_traceback() -> None:
+    # json.loads raises a plain ValueError (not a JSONDecodeError) past Python's
+    # 4300-digit limit: the editor says so instead of crashing
+    check = check_answer("1" * 5000, {"type": "integer"})
+    assert not check.ok and check.syntax and "4300 digits" in check.errors[0]

@@ -33,7 +33,7 @@ async def wait_until(pilot: Any, predicate: Any, timeout: float = 30.0) -> None:
 
 
 def label(screen: SessionScreen, path: str) -> str:
-    node = screen.tree.node_for(path)
+    node = screen.run_tree.node_for(path)
     return "" if node is None else node.label.plain  # type: ignore[union-attr]
 
 
@@ -42,8 +42,8 @@ async def test_resume_by_another_task_updates_the_tree_in_place():
     app = make_app(store, poll_interval=0.1)
     async with app.run_test(size=(120, 34)) as pilot:
         screen = await drive(pilot, session="refund-partial", expect=SessionScreen)
-        fetch_node = screen.tree.node_for("refund@1/fetch@1")
-        legal_node = screen.tree.node_for("refund@1/legal@1")
+        fetch_node = screen.run_tree.node_for("refund@1/fetch@1")
+        legal_node = screen.run_tree.node_for("refund@1/legal@1")
         assert "WAITING" in label(screen, "refund@1/legal@1")
         before = screen.query_one(EventLog).total
 
@@ -57,7 +57,7 @@ async def test_resume_by_another_task_updates_the_tree_in_place():
         await wait_until(pilot, lambda: "COMPLETED" in label(screen, "refund@1/legal@1"))
         assert "answered → true" in label(screen, "refund@1/legal@1")
         assert "WAITING" in label(screen, "refund@1/ops@1")  # partial answer: ops still waits
-        assert screen.tree.node_for("refund@1/join@1") is None
+        assert screen.run_tree.node_for("refund@1/join@1") is None
 
         await pilot.press("f")  # follow: the cursor goes where things happen
         await asyncio.create_task(answer({"ops-1": False}))
@@ -66,12 +66,12 @@ async def test_resume_by_another_task_updates_the_tree_in_place():
         await wait_until(
             pilot,
             lambda: all("COMPLETED" in label(screen, p) for p in ("refund@1/pay@1", "refund@1"))
-            and "COMPLETED" in str(screen.tree.root.label),
+            and "COMPLETED" in str(screen.run_tree.root.label),
         )
         # Updated in place: the same TreeNode objects, new ones only for new runs.
-        assert screen.tree.node_for("refund@1/fetch@1") is fetch_node
-        assert screen.tree.node_for("refund@1/legal@1") is legal_node
-        assert screen.tree.cursor_path == "refund@1/pay@1"
+        assert screen.run_tree.node_for("refund@1/fetch@1") is fetch_node
+        assert screen.run_tree.node_for("refund@1/legal@1") is legal_node
+        assert screen.run_tree.cursor_path == "refund@1/pay@1"
         last = (await store.get_session("refund-partial")).last_seq
         await wait_until(pilot, lambda: screen.query_one(EventLog).total == last)
         log = screen.query_one(EventLog)

@@ -62,7 +62,7 @@ async def test_keyboard_to_waiting_node_shows_its_interrupt(store):
 
 async def test_auto_completed_node_shows_resolved_answer(store):
     async with running(store, (100, 34), session="refund-partial", expect=SessionScreen) as (app, pilot, screen):
-        screen.tree.select_path("refund@1/finance@1")
+        screen.run_tree.select_path("refund@1/finance@1")
         await settle(pilot)
         text = details_text(app)
         assert "COMPLETED" in text and "output (answers)" in text
@@ -80,7 +80,7 @@ async def test_inbox_enter_jumps_to_the_node(store):
         await press_each(pilot, "enter")
         screen = app.screen
         assert isinstance(screen, SessionScreen) and screen.session_id == "onboard-nested"
-        assert screen.tree.cursor_path == "onboard@1/review@1/sign_off@1"
+        assert screen.run_tree.cursor_path == "onboard@1/review@1/sign_off@1"
         assert "Sign the onboarding packet?" in details_text(app)
         await press_each(pilot, "escape")
         assert isinstance(app.screen, InboxScreen)
@@ -93,7 +93,7 @@ async def test_inbox_jump_picks_the_right_invocation(store):
             await pilot.press("down")
         screen = await press_each(pilot, "enter", expect=SessionScreen)
         assert screen.invocation_id == "inv2"
-        assert screen.tree.cursor_path == "support@2/triage@1"
+        assert screen.run_tree.cursor_path == "support@2/triage@1"
 
 
 async def test_invocation_picker_switches_tree(store):
@@ -104,7 +104,7 @@ async def test_invocation_picker_switches_tree(store):
         await pilot.press("up", "enter")
         await settle(pilot)
         assert screen.invocation_id == "inv1"
-        assert screen.tree.proj.root("inv1").status.value == "COMPLETED"  # type: ignore[union-attr]
+        assert screen.run_tree.proj.root("inv1").status.value == "COMPLETED"  # type: ignore[union-attr]
 
 
 async def test_loop_history_restores_earlier_runs(store):
@@ -112,7 +112,7 @@ async def test_loop_history_restores_earlier_runs(store):
         assert screen.complete
         runs = sorted(r.path for r in screen.proj.runs("inv1"))
         assert "drafting@1/draft@1" in runs and "drafting@1/review@1" in runs and "drafting@1/review@3" in runs
-        assert screen.tree.node_for("drafting@1/draft@1") is not None
+        assert screen.run_tree.node_for("drafting@1/draft@1") is not None
 
 
 async def test_command_mode(store):

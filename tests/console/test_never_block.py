@@ -48,7 +48,7 @@ async def test_a_megabyte_payload_shows_a_preview_and_w_shows_all() -> None:
         screen = await _open_big(pilot)
         await pilot.press("n")  # the waiting node
         await settle(pilot)
-        assert screen.tree.cursor_path == "bigorder@1/big_order@1"
+        assert screen.run_tree.cursor_path == "bigorder@1/big_order@1"
         text = details_text(app)
         assert "SKU-000000" in text and "SKU-007999" not in text
         assert "more items" in text and "w shows all" in text

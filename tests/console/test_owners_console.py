@@ -50,7 +50,7 @@ async def test_answering_someone_elses_claim_asks_first_then_forces(store: Sessi
     app = console(store, tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
         session = await open_session(pilot, "fanout-1")
-        assert session.tree.cursor_path == "fanout@1/ask_a@1"
+        assert session.run_tree.cursor_path == "fanout@1/ask_a@1"
         await pilot.press("e")
         await settle(pilot)
         dialog = pilot.app.screen

@@ -76,7 +76,7 @@ async def test_a_queued_session_reads_queued_in_the_list_and_on_its_screen(db: P
         assert isinstance(screen, SessionScreen) and screen.queued_for == "ghost" and not screen.interrupted
         info = str(screen.query_one("#session-info").render())
         assert "◷ QUEUED for a worker of ghost" in info and "mid-run" not in info, info
-        assert "QUEUED" in str(screen.tree.root.label)
+        assert "QUEUED" in str(screen.run_tree.root.label)
         assert "no worker for ghost" in _badge(app)
         assert screen.invocation_id == inv
 

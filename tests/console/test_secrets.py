@@ -33,7 +33,7 @@ async def test_secret_values_are_masked_unless_shown(secret_store, show):
     async with app.run_test(size=(120, 36)) as pilot:
         screen = await open_session(pilot, "s-secret")
         await settle(pilot)
-        screen.tree.select_path("wf@1/connect@1")
+        screen.run_tree.select_path("wf@1/connect@1")
         await settle(pilot)
         node_text = details_text(app)
         assert "db1" in node_text  # ordinary values stay visible

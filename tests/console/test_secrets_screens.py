@@ -62,7 +62,7 @@ async def test_console_screens_show_no_secret_unless_asked(show: bool) -> None:
     async with app.run_test(size=(160, 50)) as pilot:
         session = await drive(pilot, session="leak-1", path="leaky@1/connect@1", expect=SessionScreen, wait=settle)
         seen["session (connect selected)"] = screen_text(app)
-        session.tree.select_path("leaky@1/confirm@1")
+        session.run_tree.select_path("leaky@1/confirm@1")
         await settle(pilot)
         seen["session (confirm selected)"] = screen_text(app)
 

@@ -98,7 +98,7 @@ async def test_hitl_show_and_the_console_tree_show_the_same_rows(demo_db: Path, 
                             isinstance(s, SessionScreen)
                             and s.view is not None
                             and s.invocation_id == inv_id
-                            and s.tree.invocation_id == inv_id
+                            and s.run_tree.invocation_id == inv_id
                             and not s.history_loading
                         )
 
@@ -160,6 +160,6 @@ async def test_the_header_and_details_of_a_dead_turn_say_interrupted_and_in_doub
         assert "⚠ INTERRUPTED mid-run, 1 in doubt" in header and "RUNNING" not in header, header
         details = details_text(app, width=140)
         assert "status     ⚠ IN DOUBT  (the log says RUNNING; no process runs it)" in details, details
-        screen.tree.select_path("billing@1")
+        screen.run_tree.select_path("billing@1")
         container = "status     ⚠ INTERRUPTED  (the log says RUNNING; no process runs it)"
         await wait_for(pilot, lambda: container in details_text(app, width=140), "the container's details")

@@ -139,7 +139,7 @@ async def test_inbox_table_keys(store):
         await settle(pilot)
         last = inbox.rows[-1]
         assert isinstance(app.screen, SessionScreen) and app.screen.session_id == last.session_id
-        assert app.screen.tree.cursor_path == last.path
+        assert app.screen.run_tree.cursor_path == last.path
 
 
 async def test_tree_keys_move_the_cursor(store):

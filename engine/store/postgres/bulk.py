@@ -7,7 +7,7 @@ import contextlib
 import itertools
 import time
 from collections.abc import AsyncIterator, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import asyncpg
 from pydantic_core import to_json
@@ -15,10 +15,13 @@ from pydantic_core import to_json
 from ...errors import AlreadyResolvedError, ConflictError
 from ...models import Event, Session
 from .. import jsonl
-from ..base import import_record, session_status
+from ..base import InvocationState, import_record, session_status
 from ..owner_index import check_owner_change
 from ..sql.prepared import Prepared, prepare
 from .core import _Core
+
+if TYPE_CHECKING:
+    from ..base import SessionStore
 
 
 class _Bulk(_Core):
@@ -26,7 +29,7 @@ class _Bulk(_Core):
 
     def export_session(self, session_id: str) -> AsyncIterator[str]:
         """The session as JSON Lines (see :mod:`engine.store.jsonl`), one line per item."""
-        return jsonl.export_lines(self, session_id)
+        return jsonl.export_lines(cast("SessionStore", self), session_id)  # self: a mixin of the whole store
 
     async def import_session(
         self,
@@ -227,7 +230,7 @@ class _Batch:
         open_by_inv: dict[str, set[str]] = {}
         invocations: dict[str, list[Any]] = {}
         """invocation -> [status, started_seq, started_at, updated_at, message]"""
-        counts: dict[str, int] = {}
+        counts: dict[InvocationState, int] = {}
         owners: dict[tuple[str, str], str | None] = {}
         owned_at: dict[tuple[str, str], float] = {}
         state = dict(session.state)
@@ -253,7 +256,7 @@ class _Batch:
             if p.owners is not None:  # as the live path checks it (engine/store/owner_index.py)
                 ch = p.owners
                 check_owner_change(
-                    ch, {i: (rec[6], owners.get((inv, i))) for i in ch.ids if (rec := interrupts.get((inv, i)))}
+                    ch, {i: (known[6], owners.get((inv, i))) for i in ch.ids if (known := interrupts.get((inv, i)))}
                 )
                 for i in ch.ids:
                     owners[inv, i] = ch.owner
@@ -263,9 +266,9 @@ class _Batch:
                     rec = interrupts[inv, iid]
                     rec[6], rec[8] = "cancelled", seq
                 open_here.clear()
-            rec = invocations.get(inv)
-            changed = rec is None or p.invocation_status is not None
-            if rec is None:
+            row = invocations.get(inv)
+            changed = row is None or p.invocation_status is not None
+            if row is None:
                 invocations[inv] = [
                     p.invocation_status or "running",
                     seq,
@@ -275,14 +278,14 @@ class _Batch:
                 ]
                 counts[invocations[inv][0]] = counts.get(invocations[inv][0], 0) + 1
             else:
-                rec[3] = p.timestamp
+                row[3] = p.timestamp
                 if p.invocation_status is not None:
-                    counts[rec[0]] -= 1
-                    rec[0] = p.invocation_status
-                    counts[rec[0]] = counts.get(rec[0], 0) + 1
+                    counts[row[0]] -= 1
+                    row[0] = p.invocation_status
+                    counts[row[0]] = counts.get(row[0], 0) + 1
             before = status
             if changed:
-                status = session_status([k for k, n in counts.items() if n > 0])  # type: ignore[misc]
+                status = session_status([k for k, n in counts.items() if n > 0])
             if status != before or max(now, updated) - updated >= 1.0:
                 updated = max(now, updated)
             if p.audit is not None:

@@ -4,6 +4,7 @@ has none: reads then find nothing."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import asyncpg
@@ -44,7 +45,7 @@ class _Checkpoints(_Core):
         found = await self._run(fn)
         return None if found is None else cache_from(*found)
 
-    async def put_projection_checkpoints(self, session_id: str, rows: list[tuple[int, dict[str, Any] | bytes]]) -> None:
+    async def put_projection_checkpoints(self, session_id: str, rows: Sequence[tuple[int, dict[str, Any] | bytes]]) -> None:
         self._check_writable()
         records = [(session_id, seq, encoded(data).decode()) for seq, data in rows]
 

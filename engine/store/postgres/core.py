@@ -6,9 +6,9 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Generator
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
 
 import asyncpg
 from pydantic import ValidationError
@@ -24,10 +24,11 @@ from .statements import _keep_session, _seq_of_event
 from .urls import _split_schema, mask_url
 
 if TYPE_CHECKING:
-    from .store import PostgresStore
-
+    from ...models import Session
+    from ..base import Lease
 
 T = TypeVar("T")
+S = TypeVar("S", bound="_Core")
 
 
 _RETRIES = 5
@@ -56,18 +57,18 @@ if _QUIET_FLOOR not in logging.getLogger("asyncpg.pool").filters:
     logging.getLogger("asyncpg.pool").addFilter(_QUIET_FLOOR)
 
 
-class _Opener:
+class _Opener(Generic[S]):
     """What :meth:`PostgresStore.open` returns: awaitable, and an async context manager."""
 
-    def __init__(self, cls: type[PostgresStore], **kwargs: Any) -> None:
+    def __init__(self, cls: type[S], **kwargs: Any) -> None:
         self._cls = cls
         self._kwargs = kwargs
-        self._store: PostgresStore | None = None
+        self._store: S | None = None
 
-    def __await__(self):  # type: ignore[no-untyped-def]
+    def __await__(self) -> Generator[Any, None, S]:
         return self._cls._open(**self._kwargs).__await__()
 
-    async def __aenter__(self) -> PostgresStore:
+    async def __aenter__(self) -> S:
         self._store = await self._cls._open(**self._kwargs)
         return self._store
 
@@ -96,6 +97,12 @@ class _Core:
         self._floor_seen = _QuietFloor.failures
         self._connect_args: dict[str, Any] = {}
 
+    if TYPE_CHECKING:  # the other mixins' reads (reads.py, leases.py): a write reads back after a lost connection
+
+        async def get_session(self, session_id: str) -> Session: ...
+
+        async def get_lease(self, session_id: str, invocation_id: str) -> Lease | None: ...
+
     @property
     def url(self) -> str:
         """The store's URL with any password masked: what every message shows."""
@@ -113,14 +120,14 @@ class _Core:
         max_size: int = 10,
         migrate: bool = True,
         password: str | None = None,
-    ) -> _Opener:
+    ) -> _Opener[Self]:
         """Connect to ``url`` (``postgresql://user@host:port/db?sslmode=...&schema=...``;
         the password from the URL, ``PGPASSWORD`` or ``~/.pgpass``/``PGPASSFILE``,
         TLS options as libpq's). A writer creates or upgrades the schema
         (``migrate=False`` leaves it, for ``hitl migrate`` to report first); a
         reader requires the current one. Raises StoreError with the masked URL."""
         return _Opener(
-            cls,  # type: ignore[arg-type]
+            cls,
             url=url,
             read_only=read_only,
             busy_timeout=busy_timeout,
@@ -143,7 +150,7 @@ class _Core:
         max_size: int,
         migrate: bool,
         password: str | None = None,
-    ) -> PostgresStore:
+    ) -> Self:
         dsn, schema = _split_schema(url)
         where = mask_url(url)
         settings = {"lock_timeout": str(int(busy_timeout * 1000)), "application_name": "hitl-console"}
@@ -205,7 +212,7 @@ class _Core:
                 [(version,)] = await onetrip.fetch(conn, "SELECT max(version) FROM hitl_schema", (), "i")
             except (asyncpg.UndefinedTableError, asyncpg.InvalidSchemaNameError):
                 return False
-            return version == SCHEMA_VERSION
+            return bool(version == SCHEMA_VERSION)
 
         return await self._run(fn)
 
@@ -268,7 +275,7 @@ class _Core:
             self.migrated_from = before
         return before, after
 
-    async def __aenter__(self) -> PostgresStore:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

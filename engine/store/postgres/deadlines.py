@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING
 
 import asyncpg
 
 from ..base import AuditRecord
 from ..deadlines import COLUMNS, Timer, TimerStatus, from_row, soonest
+
+if TYPE_CHECKING:
+    from .store import PostgresStore
 
 MIGRATION = [
     """CREATE TABLE IF NOT EXISTS deadline_timers (
@@ -68,7 +71,7 @@ _KEY = "session_id = $1 AND invocation_id = $2 AND interrupt_id = $3 AND raised_
 
 
 class PostgresTimers:
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: PostgresStore) -> None:
         self.store = store
 
     async def due(self, now: float, limit: int = 200) -> list[Timer]:

@@ -68,10 +68,10 @@ def _translate(exc: BaseException, where: str, busy_timeout: float) -> HitlError
     return StoreError(f"database error on {where}: {msg}")
 
 
-def _connect_error(exc: BaseException, where: str) -> StoreError:
+def _connect_error(exc: BaseException, where: str) -> HitlError:
     state = getattr(exc, "sqlstate", None) or ""
     if state:
-        return _translate(exc, where, 0)  # type: ignore[return-value]
+        return _translate(exc, where, 0)
     msg = " ".join(str(exc).split()) or type(exc).__name__
     return StoreError(
         f"cannot connect to the PostgreSQL server of {where} ({msg}); check that it runs and the URL "

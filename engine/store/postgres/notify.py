@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import asyncpg
 
 from ..notify import COLUMNS, DELIVERIES_TABLE, Delivery, from_row
+
+if TYPE_CHECKING:
+    from .store import PostgresStore
 
 TABLE = DELIVERIES_TABLE.format(double="DOUBLE PRECISION", after="")
 
@@ -16,7 +19,7 @@ async def _exists(conn: asyncpg.Connection) -> bool:
 
 
 class PostgresLedger:
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: PostgresStore) -> None:
         self.store = store
 
     async def _ensure(self, conn: asyncpg.Connection) -> None:
@@ -64,7 +67,7 @@ class PostgresLedger:
                     " claimed_by = NULL, claimed_until = NULL, updated_at = $7 WHERE key = $1 AND channel = $2"
                     " AND claimed_by = $3", key, channel, owner, "failed" if give_up else "pending", error, next_at, now,
                 )
-            return status == "UPDATE 1"
+            return bool(status == "UPDATE 1")
 
         return await self.store._run(fn, reconnect=False)
 

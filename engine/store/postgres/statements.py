@@ -167,11 +167,12 @@ def _append_many_args(
 async def _seq_of_event(conn: asyncpg.Connection, *, session_id: str, event_id: str) -> int | None:
     """The seq of event ``event_id`` in the session, if it was stored (a scan of that
     session's log: only after a lost connection)."""
-    return await conn.fetchval(
+    seq = await conn.fetchval(
         "SELECT seq FROM events WHERE session_id = $1 AND event_id = $2 ORDER BY seq DESC LIMIT 1",
         session_id,
         event_id,
     )
+    return None if seq is None else int(seq)
 
 
 async def _keep_session(_conn: asyncpg.Connection) -> None:

@@ -93,7 +93,7 @@ class _WorkerTables(_Core):
                 " AND (claimed_by IS NOT DISTINCT FROM $5 OR claimed_until <= $6)",
                 session_id, invocation_id, owner, now + ttl, expected, now,
             )
-            return status == "UPDATE 1"
+            return bool(status == "UPDATE 1")
 
         return await self._run(fn)
 

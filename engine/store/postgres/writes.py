@@ -138,6 +138,7 @@ class _Writes(_Core):
             )
             return row[0], row[1], row[2]
 
+        row: tuple[float, int | None, str] | None
         if not prepared:
             row = await self._run(fn)  # nothing to find again after a lost connection: the lease alone
         else:
@@ -180,7 +181,7 @@ class _Writes(_Core):
         async def fn(conn: asyncpg.Connection) -> int | None:
             try:
                 [(last,)] = await onetrip.fetch(conn, _APPEND_RELEASE_SQL, (invocation_id, snap_seq, snap_text, *args), "i")
-                return last
+                return None if last is None else int(last)
             except asyncpg.PostgresError as e:
                 _raise_append_error(e, session_id, invocation_id, owner, expected_seq)
                 raise
@@ -207,7 +208,7 @@ async def _with_owners(
     async with conn.transaction():
         if await conn.fetchval("SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE", session_id) is None:
             raise SessionNotFoundError(session_id)
-        changes = []
+        changes: list[tuple[str, str, str | None]] = []
         for p in prepared:
             if p.owners is None:
                 continue

@@ -32,10 +32,12 @@ def pack(data: bytes | str) -> bytes | str:
 
 def unpack(data: bytes | str | None) -> dict[str, Any] | None:
     """A stored cache row, parsed; None when unreadable (a cache: as good as none)."""
+    if data is None:
+        return None
     try:
         if isinstance(data, bytes) and data[:1] == b"x":
             data = zlib.decompress(data)
-        value = json.loads(data)  # type: ignore[arg-type]
+        value = json.loads(data)
     except (ValueError, TypeError, zlib.error):
         return None
     return value if isinstance(value, dict) else None

@@ -84,16 +84,20 @@ def __getattr__(name: str) -> Any:
 def _submodule(module: str) -> ModuleType:
     # Static imports: the product imports code by name only in its app registry.
     if module == "errors":
-        from ... import errors as m
+        from ... import errors
+        return errors
     elif module == "connection":
-        from . import connection as m
+        from . import connection
+        return connection
     elif module == "listing":
-        from . import listing as m
+        from . import listing
+        return listing
     elif module == "schema":
-        from . import schema as m
+        from . import schema
+        return schema
     else:
-        from . import store as m
-    return m
+        from . import store
+        return store
 
 
 def __dir__() -> list[str]:

@@ -22,6 +22,7 @@ from ...errors import (
 from ...models import Event, Session
 from ..base import (
     AuditRecord,
+    InvocationState,
     Lease,
     session_status,
 )
@@ -62,7 +63,7 @@ def _append_many_tx(
     return _append_batch(conn, session_id, prepared, expected_seq, lease_owner)[0]
 
 
-_INVOCATION_STATES = ("running", "waiting", "failed", "completed", "cancelled")
+_INVOCATION_STATES: tuple[InvocationState, ...] = ("running", "waiting", "failed", "completed", "cancelled")
 
 
 @functools.cache
@@ -478,7 +479,7 @@ def _status_after(
     if head.others is not None:  # probed with the head: the other invocations, plus this one
         assert final_status is not None
         present = {st for st, there in zip(_INVOCATION_STATES, head.others, strict=True) if there} | {final_status}
-        return session_status([st for st in _INVOCATION_STATES if st in present])  # type: ignore[misc]
+        return session_status([st for st in _INVOCATION_STATES if st in present])
     if statuses:
         if all(s == "running" for s in statuses):
             return "running"  # the highest-ranking status: no need to look at the others
@@ -591,7 +592,7 @@ def _import_tx(
     session: Session,
     events: list[Prepared],
     record: AuditRecord,
-    checkpoints: list[tuple[int, str]],
+    checkpoints: list[tuple[int, bytes]],
 ) -> None:
     created = _create_tx(
         conn,

@@ -117,7 +117,8 @@ class _AiosqliteDriver:
         return cls(await pending)
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
-        return await self._db._execute(fn, self._raw, *args)
+        result: T = await self._db._execute(fn, self._raw, *args)  # aiosqlite's private API is untyped
+        return result
 
     async def close(self) -> None:
         await self._db.close()

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..base import AuditRecord
 from ..deadlines import COLUMNS, Timer, TimerStatus, from_row, soonest
+
+if TYPE_CHECKING:
+    from .store import SQLiteStore
 
 MIGRATION = [
     """CREATE TABLE IF NOT EXISTS deadline_timers (
@@ -113,7 +116,7 @@ def _due_of_tx(conn: sqlite3.Connection, session_ids: list[str]) -> dict[str, fl
 
 
 class SQLiteTimers:
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: SQLiteStore) -> None:
         self.store = store
 
     async def due(self, now: float, limit: int = 200) -> list[Timer]:

@@ -60,7 +60,7 @@ def read_interrupt_rows(conn: sqlite3.Connection, **filters: Any) -> InterruptRo
     sql, params = interrupt_page_query(**filters)
     limit = params[-1] - 1
     rows = conn.execute(sql, params).fetchall()
-    items = [InterruptRow(*r[:8], json.loads(r[8]), *r[9:]) for r in rows[:limit]]
+    items = [InterruptRow(*(r[:8] + (json.loads(r[8]),) + r[9:])) for r in rows[:limit]]  # args is JSON text
     nxt = None
     if len(rows) > limit:
         last = items[-1]

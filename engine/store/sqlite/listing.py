@@ -37,7 +37,7 @@ import json
 import os
 import sqlite3
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import KW_ONLY, dataclass, fields
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -175,7 +175,12 @@ def session_page_query(
         )
         params += [text.lower()] * 4
     if owner is not None:
-        where.append(owner_condition(owner, lambda v: params.append(v) or "?"))
+
+        def arg(value: Any) -> str:
+            params.append(value)
+            return "?"
+
+        where.append(owner_condition(owner, arg))
     if updated_before is not None:
         where.append("updated_at < ?")
         params.append(updated_before)
@@ -223,6 +228,7 @@ class SessionRow:
     invocation_count: int
     created_at: float
     updated_at: float
+    _: KW_ONLY  # the rest are named: a row's columns fill the fields above in order
     owners: tuple[str, ...] = ()
     """The owners of its open interrupts (:func:`~engine.store.sql.columns.session_owners`)."""
     interrupted: tuple[str, ...] = ()

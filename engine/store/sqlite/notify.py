@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..notify import COLUMNS, DELIVERIES_TABLE, Delivery, from_row
+
+if TYPE_CHECKING:
+    from .store import SQLiteStore
 
 TABLE = DELIVERIES_TABLE.format(double="REAL", after=" WITHOUT ROWID")
 
@@ -75,7 +78,7 @@ def _list_tx(conn: sqlite3.Connection, status: str | None, limit: int) -> list[D
 
 
 class SQLiteLedger:
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: SQLiteStore) -> None:
         self.store = store
 
     async def claim(self, d: Delivery, owner: str, ttl: float, now: float) -> Delivery | None:

@@ -7,7 +7,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Callable, Generator, Iterable
+from collections.abc import AsyncIterator, Callable, Generator, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -462,7 +462,7 @@ class SQLiteStore(_WorkerTables, _WorkerSteps):
 
         return await self._call(_get_checkpoint, session_id, at_most)
 
-    async def put_projection_checkpoints(self, session_id: str, rows: list[tuple[int, dict[str, Any] | bytes]]) -> None:
+    async def put_projection_checkpoints(self, session_id: str, rows: Sequence[tuple[int, dict[str, Any] | bytes]]) -> None:
         from ..sql.packing import encoded
         from .checkpoints import _put_checkpoints
 

@@ -6,13 +6,16 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..sql.columns import REQUEST_COLS as _REQ_COLS
 from ..sql.columns import WORKER_COLS as _WORKER_COLS
 from ..sql.rows import request_from_row as _req
 from ..sql.rows import worker_from_row as _worker
 from ..workers import Settle, TurnRequest, WorkerRecord
+
+T = TypeVar("T")
 
 TABLES = [
     """CREATE TABLE IF NOT EXISTS turn_requests (
@@ -161,67 +164,80 @@ def _data_version(conn: sqlite3.Connection) -> int:
     return int(conn.execute("PRAGMA data_version").fetchone()[0])
 
 
-class _WorkerTables:
+class _StoreCalls:
+    """What the mixins below use of :class:`SQLiteStore` (engine/store/sqlite/store.py),
+    declared so that a unit of work's return type reaches its caller."""
+
+    if TYPE_CHECKING:
+
+        async def _call(self, fn: Callable[..., T], *args: Any) -> T: ...
+
+        async def _write(self, fn: Callable[..., T], *args: Any) -> T: ...
+
+        def _check_writable(self) -> None: ...
+
+
+class _WorkerTables(_StoreCalls):
     """The store calls over the tables above (``self._write``/``self._call`` are the store's)."""
 
     async def request_turn(self, request: TurnRequest) -> None:
         """Add (or renew) a turn request for a worker."""
-        await self._write(_request_tx, request)  # type: ignore[attr-defined]
+        await self._write(_request_tx, request)
 
     async def turn_requests(
         self, apps: list[str] | None = None, *, limit: int = 200, claimed: bool = False
     ) -> list[TurnRequest]:
         """Requests for ``apps`` (None: every app), oldest first (``claimed``: only claimed ones)."""
-        return await self._call(_list_tx, apps, limit, claimed)  # type: ignore[attr-defined]
+        return await self._call(_list_tx, apps, limit, claimed)
 
     async def get_turn_request(self, session_id: str, invocation_id: str) -> TurnRequest | None:
-        return await self._call(_get_tx, session_id, invocation_id)  # type: ignore[attr-defined]
+        return await self._call(_get_tx, session_id, invocation_id)
 
     async def claim_turn_request(
         self, session_id: str, invocation_id: str, owner: str, ttl: float, *, expected: str | None = None
     ) -> bool:
         """Compare-and-swap: claim a runnable request whose claim is ``expected``
         (None: unclaimed; a dead owner's id: take it over) or expired."""
-        return await self._write(_claim_tx, session_id, invocation_id, owner, ttl, expected)  # type: ignore[attr-defined]
+        return await self._write(_claim_tx, session_id, invocation_id, owner, ttl, expected)
 
     async def unclaim_turn_request(
         self, session_id: str, invocation_id: str, owner: str, *, held: str | None = None, note: str | None = None
     ) -> None:
         """Hand a claimed request back (``held``: why workers should leave it alone)."""
-        await self._write(_unclaim_tx, session_id, invocation_id, owner, held, note)  # type: ignore[attr-defined]
+        await self._write(_unclaim_tx, session_id, invocation_id, owner, held, note)
 
     async def drop_turn_request(
         self, session_id: str, invocation_id: str, *, owner: str | None = None, requested_at: float | None = None
     ) -> None:
         """Delete a request (only while ``owner`` holds its claim, and only if it was
         not requested again since ``requested_at``, when given)."""
-        await self._write(_drop_tx, session_id, invocation_id, owner, requested_at)  # type: ignore[attr-defined]
+        await self._write(_drop_tx, session_id, invocation_id, owner, requested_at)
 
     async def invocation_graph(self, session_id: str, invocation_id: str, graph: str) -> str:
         """The graph version the invocation runs under: ``graph`` unless one was recorded before."""
-        return await self._write(_graph_tx, session_id, invocation_id, graph)  # type: ignore[attr-defined]
+        return await self._write(_graph_tx, session_id, invocation_id, graph)
 
     async def put_worker(
         self, worker: WorkerRecord, *, renew: list[tuple[str, str]] | None = None, ttl: float = 30.0
     ) -> None:
-        await self._write(_put_worker_tx, worker, renew or [], ttl)  # type: ignore[attr-defined]
+        await self._write(_put_worker_tx, worker, renew or [], ttl)
 
     async def list_workers(self) -> list[WorkerRecord]:
-        return await self._call(_list_workers_tx)  # type: ignore[attr-defined]
+        return await self._call(_list_workers_tx)
 
     async def drop_worker(self, worker_id: str) -> None:
-        await self._write(_drop_worker_tx, worker_id)  # type: ignore[attr-defined]
+        await self._write(_drop_worker_tx, worker_id)
 
     async def change_counter(self) -> int:
         """Changes when another connection commits (``PRAGMA data_version``): the
         cheap poll a worker or a console waits on instead of a notification."""
-        return await self._call(_data_version)  # type: ignore[attr-defined]
+        return await self._call(_data_version)
 
     # -- the turn requests of a page of sessions (what an operator's page shows): one read
     async def turn_requests_of(self, session_ids: list[str]) -> list[TurnRequest]:
         """Every turn request of these sessions, in one read (what a sessions page,
         ``hitl show`` or the home summary shows as queued or held)."""
-        return await self._call(_requests_of_tx, list(dict.fromkeys(session_ids)))  # type: ignore[attr-defined]
+        return await self._call(_requests_of_tx, list(dict.fromkeys(session_ids)))
 
 
 def _requests_of_tx(conn: sqlite3.Connection, session_ids: list[str]) -> list[TurnRequest]:
@@ -405,7 +421,7 @@ def _drop_held_tx(conn: sqlite3.Connection, r: TurnRequest) -> None:
     )
 
 
-class _WorkerSteps:
+class _WorkerSteps(_StoreCalls):
     """The store calls over the steps above (a mixin of :class:`SQLiteStore`)."""
 
     async def append_and_queue(
@@ -428,16 +444,16 @@ class _WorkerSteps:
         from ...models import Event, StoredEvent
         from ..sql.prepared import prepare as _prepare
 
-        self._check_writable()  # type: ignore[attr-defined]
+        self._check_writable()
         prepared = [_prepare(e) for e in events]
-        seqs = await self._write(  # type: ignore[attr-defined]
+        seqs = await self._write(
             _append_queue_tx, session_id, invocation_id, owner, ttl, time.time(), prepared, invocation_after, request
         )
         return [StoredEvent(seq=q, session_id=session_id, event=Event.from_json(p.json)) for q, p in zip(seqs, prepared, strict=True)]
 
     async def lease_and_news(self, session_id: str, invocation_id: str, after_seq: int) -> tuple[Any, bool]:
         """The invocation's lease row and whether it has an event after ``after_seq``: one call."""
-        return await self._call(_lease_and_news, session_id, invocation_id, after_seq)  # type: ignore[attr-defined]
+        return await self._call(_lease_and_news, session_id, invocation_id, after_seq)
 
     async def append_and_settle(
         self,
@@ -457,10 +473,10 @@ class _WorkerSteps:
         from ...models import Event, StoredEvent
         from ..sql.prepared import prepare as _prepare
 
-        self._check_writable()  # type: ignore[attr-defined]
+        self._check_writable()
         prepared = [_prepare(e) for e in events]
         snap = None if snapshot is None else (snapshot[0], to_json(snapshot[1]).decode())
-        seqs, settle.deleted = await self._write(  # type: ignore[attr-defined]
+        seqs, settle.deleted = await self._write(
             _append_settle_tx, session_id, invocation_id, prepared, expected_seq, owner, snap, settle.owner,
             settle.requested_at,
         )
@@ -479,36 +495,36 @@ class _WorkerSteps:
         claim expired), skipping ``skip`` ((session, invocation, requested_at) this
         worker refused), and record ``versions[app]`` as its graph version unless one
         was: one read, and one write transaction only when there is one."""
-        self._check_writable()  # type: ignore[attr-defined]
+        self._check_writable()
         skip = skip or set()
         now = time.time()
-        if not apps or not await self._call(_any_runnable, apps, now, skip):  # type: ignore[attr-defined]
+        if not apps or not await self._call(_any_runnable, apps, now, skip):
             return None
-        return await self._write(_claim_next_tx, apps, owner, ttl, time.time(), skip, versions)  # type: ignore[attr-defined]
+        return await self._write(_claim_next_tx, apps, owner, ttl, time.time(), skip, versions)
 
     async def finish_turn_request(self, session_id: str, invocation_id: str, owner: str, requested_at: float) -> bool:
         """The claimed request's turn is done: delete it, or hand it back when it
         was requested again meanwhile (a new answer). True: deleted."""
-        return await self._write(_finish_tx, session_id, invocation_id, owner, requested_at)  # type: ignore[attr-defined]
+        return await self._write(_finish_tx, session_id, invocation_id, owner, requested_at)
 
     async def interrupted_turns(self, apps: list[str], *, limit: int = 200) -> list[tuple[str, str, str, Any]]:
         """(app, session, invocation, lease row or None) of the running invocations of
         ``apps`` that no request names (:data:`_INTERRUPTED_SQL`)."""
         if not apps:
             return []
-        return await self._call(_interrupted, apps, limit)  # type: ignore[attr-defined]
+        return await self._call(_interrupted, apps, limit)
 
     async def adopt_turn(self, request: TurnRequest) -> bool:
         """Add ``request`` unless one exists for its invocation (never replacing a
         held or claimed one). True: added."""
-        return await self._write(_adopt_tx, request)  # type: ignore[attr-defined]
+        return await self._write(_adopt_tx, request)
 
     async def settled_held_requests(self, apps: list[str], *, limit: int = 50) -> list[TurnRequest]:
         """Held requests of ``apps`` whose invocation is no longer mid-run (:data:`_SETTLED_HELD_SQL`)."""
         if not apps:
             return []
-        return await self._call(_settled_held, apps, limit)  # type: ignore[attr-defined]
+        return await self._call(_settled_held, apps, limit)
 
     async def drop_held_request(self, request: TurnRequest) -> None:
         """Delete a held request, unless it was requested again since it was read."""
-        await self._write(_drop_held_tx, request)  # type: ignore[attr-defined]
+        await self._write(_drop_held_tx, request)
