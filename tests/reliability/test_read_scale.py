@@ -12,7 +12,9 @@ from typing import Any
 import pytest
 
 from console.cli import loads as cli_mod
+from console.cli import reads as cli_reads
 from engine.store.sqlite import SQLiteStore
+from engine.store.sqlite.event_log import EventLog
 from tests.cli.conftest import ok
 
 from .conftest import Hitl
@@ -36,10 +38,18 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Any]]:
         seen.append(("invocation_events", len(out)))
         return out
 
+    log_rows = EventLog.rows
+
+    def spy_log(self: EventLog, after_seq: int, limit: int) -> Any:
+        seen.append(("events", limit))  # `hitl events`' plain-sqlite3 read of a file: the same page read
+        return log_rows(self, after_seq, limit)
+
     monkeypatch.setattr(SQLiteStore, "events", spy_events)
     monkeypatch.setattr(SQLiteStore, "event_rows", spy_rows)
     monkeypatch.setattr(SQLiteStore, "invocation_events", spy_inv)
+    monkeypatch.setattr(EventLog, "rows", spy_log)
     monkeypatch.setattr(cli_mod, "EVENTS_PAGE", 10)
+    monkeypatch.setattr(cli_reads, "EVENTS_PAGE", 10)  # (reads imported the name)
     return seen
 
 
