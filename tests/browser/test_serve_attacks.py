@@ -226,7 +226,12 @@ async def send_frames(url: str, frames: list[Any]) -> list[str]:
 def test_bad_frames_and_handshakes_close_the_socket_with_one_log_line(store: Path, tmp_path: Path) -> None:
     """Issue 34: bad frames crashed the handler or the console (tracebacks), a 2 MiB stdin
     frame left its console spinning and the server then ignored SIGTERM."""
-    with serve(store, cwd=tmp_path) as served:
+    # Nine sockets one after the other, each console counted until its fork has ended (a
+    # console that is still being forked when its socket closes holds its place): the
+    # per-name cap (4) is another test's subject, not this one's.
+    config = tmp_path / "hitl.toml"
+    config.write_text("[serve]\nmax_consoles_per_user = 20\n", encoding="utf-8")
+    with serve(store, "--config", str(config), cwd=tmp_path) as served:
         for key, version in (("x", "13"), ("dGhlIHNhbXBsZSBub25jZQ==", "99")):
             answer = raw(served.url, ws_upgrade(key=key, version=version))
             assert status_of(answer) == 400, answer[:200]
@@ -235,13 +240,16 @@ def test_bad_frames_and_handshakes_close_the_socket_with_one_log_line(store: Pat
                   '["stdin", "' + "a" * (2 * 1024 * 1024) + '"]']
         ends = asyncio.run(send_frames(served.url, frames))
         assert ends[:-1] == ["closed 1003"] * (len(frames) - 1), ends
-        assert ends[-1] == "closed 1009", ends  # message too big
+        # Too big: the server closes with 1009 while the client is still writing its 2 MiB; a busy
+        # machine's client may see the reset before the close frame (1006). The server's log says which.
+        assert ends[-1] in ("closed 1009", "closed 1006"), ends
         served.wait_count("console closed for", len(frames))
         served.process.terminate()
         assert served.process.wait(timeout=60) is not None  # SIGTERM is honoured (bounded wait, loopback)
     log = served.log()
     assert "Traceback" not in log, log
     assert log.count("bad websocket frame") == len(frames) - 1, log
+    assert "exceeds limit" in log, log  # the oversized frame's one line (aiohttp's "message size ... exceeds limit")
     assert log.count("refused a bad websocket handshake") == 2
 
 
