@@ -11,6 +11,7 @@ from touching another worker's tests.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -44,9 +45,17 @@ _KILL_MODULES = {
 }
 
 
+_SLOW = {line.strip() for line in (Path(__file__).parent / "slow_tests.txt").read_text(encoding="utf-8").splitlines()
+         if line.strip() and not line.startswith("#")}
+"""The measured slow tests (tests/slow_tests.txt): marked ``slow``, left out by ``scripts/test --quick``."""
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    root = Path(__file__).parent.parent
     for item in items:
         path = item.path
+        if f"{path.relative_to(root).as_posix()}::{getattr(item, 'originalname', item.name)}" in _SLOW:
+            item.add_marker(pytest.mark.slow)
         if "browser" in path.parts:
             item.add_marker(pytest.mark.browser)
         if "postgres" in item.nodeid or "postgres" in path.name or "pg" in getattr(item, "fixturenames", ()):
