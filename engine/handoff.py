@@ -144,10 +144,7 @@ async def queue_answer(
     assert outcome.before is not None  # write() set it before it wrote
     outcome.after = outcome.before.fork()
     for stored in written:
-        outcome.written.append(stored.event)
-        change = outcome.after.apply(stored.event, stored.seq)
-        if on_step is not None:
-            on_step(Step(stored.event, change, outcome.after, stored.seq))
+        outcome.fold(stored, on_step)
     return outcome
 
 

@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from .errors import AlreadyResolvedError, ConflictError, HitlError, InvocationBusyError, LeaseLostError
 
 if TYPE_CHECKING:
-    from .models import Event, NodeStatus
+    from collections.abc import Callable
+
+    from .models import Event, NodeStatus, StoredEvent
     from .projection import Change, Projection
     from .replay import DiffRow
 
@@ -75,6 +77,18 @@ class Outcome:
     followed: str | None = None
     """A turn left to a worker, followed: ``settled``, ``timeout`` (still queued or running:
     nothing failed) or why the turn is held. None: not followed (``wait=False``)."""
+    notice: str | None = None
+    """A turn left to a worker while no worker of its app is alive: the line saying the
+    turn waits for one (also :attr:`queued`'s text then). None: a worker serves the app."""
+
+    def fold(self, stored: StoredEvent, on_step: Callable[[Step], None] | None) -> None:
+        """Fold one event this write persisted into :attr:`after` and :attr:`written`,
+        handing the step to ``on_step``: a write's own events and a followed worker's alike."""
+        assert self.after is not None
+        change = self.after.apply(stored.event, stored.seq)
+        self.written.append(stored.event)
+        if on_step is not None:
+            on_step(Step(stored.event, change, self.after, stored.seq))
 
     @property
     def wrote(self) -> bool:

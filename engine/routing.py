@@ -26,9 +26,7 @@ from .outcome import refused as _refused
 from .store.capabilities import WorkerQueue, capability
 
 if TYPE_CHECKING:
-    from .models import StoredEvent
     from .permissions import Policy
-    from .projection import Projection
     from .store.base import SessionStore
 
 Via = Literal["auto", "local", "worker"]
@@ -168,7 +166,8 @@ async def _queued(
     """Say the turn is queued (or that no worker of the app is alive), then follow it."""
     from .handoff import worker_notice
 
-    outcome.queued = await worker_notice(store, app_name) or line
+    outcome.notice = await worker_notice(store, app_name)
+    outcome.queued = outcome.notice or line
     if on_queued is not None:
         on_queued(outcome)
     if wait:
@@ -186,14 +185,6 @@ async def follow_outcome(
     from .handoff import follow
 
     assert outcome.invocation_id is not None and outcome.after is not None
-    proj: Projection = outcome.after
-
-    def event(stored: StoredEvent) -> None:
-        change = proj.apply(stored.event, stored.seq)
-        outcome.written.append(stored.event)
-        if on_step is not None:
-            on_step(Step(stored.event, change, proj, stored.seq))
-
     outcome.followed = await follow(store, outcome.session_id, outcome.invocation_id, after_seq=after_seq,
-                                    timeout=timeout, on_event=event)
+                                    timeout=timeout, on_event=lambda stored: outcome.fold(stored, on_step))
     return outcome.followed

@@ -90,11 +90,11 @@ def _result(done: Outcome, steps: Steps, red: Redactor, **extra: Any) -> m.Write
     )
 
 
-async def _queued(ctx: ApiContext, result: m.WriteResult, done: Outcome, app: str) -> m.WriteResult:
+def _queued(result: m.WriteResult, done: Outcome, app: str) -> m.WriteResult:
     """A write whose turn was left to a worker (engine.routing) says so: ``queued``, for
     which app, and the notice when no worker of it is alive."""
     if done.queued is not None:
-        result.outcome, result.queued_for, result.notice = "queued", app, await _notice(ctx, app)
+        result.outcome, result.queued_for, result.notice = "queued", app, done.notice
         result.message = done.queued
     return result
 
@@ -103,12 +103,6 @@ async def _invocation(ctx: ApiContext, session_id: str, text: str | None) -> str
     from console.cli.loads import resolve_invocation
 
     return None if text is None else await resolve_invocation(ctx.db, session_id, text)
-
-
-async def _notice(ctx: ApiContext, app: str) -> str | None:
-    from engine.handoff import worker_notice
-
-    return await worker_notice(ctx.db, app)
 
 
 # ------------------------------------------------------------------ answer
@@ -134,7 +128,7 @@ async def answer(ctx: ApiContext, request: web.Request) -> web.Response:
     done = await operations.answer(store, sid, b.answers, inv, registry=ctx.registry, operator=operator,
                                    reason=b.reason, session=session, on_step=steps, force=b.force,
                                    via=b.via, wait=False)
-    return respond(await _queued(ctx, _result(done, steps, red), done, session.app_name), red)
+    return respond(_queued(_result(done, steps, red), done, session.app_name), red)
 
 
 async def _dry_run(ctx: ApiContext, red: Redactor, session: Any, answers: dict[str, Any], inv: str | None,
@@ -264,7 +258,7 @@ async def redrive(ctx: ApiContext, request: web.Request) -> web.Response:
     done = await operations.redrive(store, sid, inv, registry=ctx.registry, operator=operator, reason=b.reason,
                                     acknowledge_in_doubt=b.ack_in_doubt, session=session, on_step=steps,
                                     via=b.via, wait=False)
-    return respond(await _queued(ctx, _result(done, steps, red), done, session.app_name), red)
+    return respond(_queued(_result(done, steps, red), done, session.app_name), red)
 
 
 async def cancel(ctx: ApiContext, request: web.Request) -> web.Response:
@@ -307,4 +301,4 @@ async def start(ctx: ApiContext, request: web.Request) -> web.Response:
     steps = Steps()
     done = await operations.start(store, b.app_name, sid, b.text, user_id=user, registry=ctx.registry, on_step=steps,
                                   via=b.via, wait=False, operator=who.name)
-    return respond(await _queued(ctx, _result(done, steps, red), done, b.app_name), red)
+    return respond(_queued(_result(done, steps, red), done, b.app_name), red)

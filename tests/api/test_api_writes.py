@@ -6,6 +6,9 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from .conftest import Api
 
@@ -205,3 +208,22 @@ async def test_an_idempotency_key_holds_across_servers_and_restarts(api: Api) ->
         assert audit["audit"] == []
     finally:
         await other.close()
+
+
+async def test_a_queued_write_asks_who_serves_its_app_once(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The notice that no worker is alive comes with the routed write's outcome: the API
+    does not read the workers again to say it."""
+    import engine.handoff
+
+    asked: list[str | None] = []
+    real = engine.handoff.live_workers
+
+    async def counting(store: Any, app_name: str | None = None) -> Any:
+        asked.append(app_name)
+        return await real(store, app_name)
+
+    monkeypatch.setattr(engine.handoff, "live_workers", counting)
+    status, body, _ = await api.post("/sessions/r-1/answer", {"answers": {"finance-order-1": YES}, "via": "worker"})
+    assert (status, body["outcome"]) == (200, "queued"), body
+    assert "no worker for refund_approval is alive" in body["notice"]
+    assert asked == ["refund_approval"]
