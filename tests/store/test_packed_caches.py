@@ -52,7 +52,8 @@ def test_a_large_checkpoint_and_snapshot_are_stored_deflated_and_read_back(tmp_p
     [(stored_cp,)] = rows(path, "SELECT data FROM projection_checkpoints")
     [(stored_snap,)] = rows(path, "SELECT data FROM snapshots")
     for stored in (stored_cp, stored_snap):
-        assert isinstance(stored, bytes) and zlib.decompress(stored) == raw
+        assert isinstance(stored, bytes) and stored[:1] == b"z" and int.from_bytes(stored[1:9], "big") == len(raw)
+        assert zlib.decompress(stored[9:]) == raw
         assert len(stored) * 5 < len(raw)
 
 
@@ -102,3 +103,29 @@ def test_rows_written_before_packing_read_alike_and_a_damaged_packed_row_is_no_c
         return got
 
     assert asyncio.run(main()) == [(1000, data), (2000, data), None, (4, data), None]
+
+
+def test_a_checkpoint_packed_before_its_length_was_kept_reads_alike_and_says_its_json_size(tmp_path: Path) -> None:
+    """Rows deflated as a bare zlib stream (before the JSON's length was kept with
+    them) are read, and the size the turn end spaces checkpoints by is still that
+    of their JSON, not of the deflated bytes."""
+    path = tmp_path / "s.sqlite"
+    data = big()
+    raw = to_json(data)
+
+    async def make() -> None:
+        await (await _store(path)).close()
+
+    asyncio.run(make())
+    conn = sqlite3.connect(path)
+    conn.execute("INSERT INTO projection_checkpoints (session_id, seq, data) VALUES ('s', 1000, ?)", (zlib.compress(raw, 1),))
+    conn.commit()
+    conn.close()
+
+    async def main() -> Any:
+        store = await SQLiteStore.open(path, inline=True)
+        got = await store.last_projection_checkpoint("s"), await store.get_projection_checkpoint("s", 1000)
+        await store.close()
+        return got
+
+    assert asyncio.run(main()) == ((1000, len(raw)), (1000, data))

@@ -3,9 +3,11 @@ and write units of work. A file older than the table (opened read-only, so not
 migrated) has none: reads then find nothing.
 
 ``data`` is written as a BLOB of UTF-8 JSON, deflated when large
-(:mod:`engine.store.sql.packing`; rows written before are TEXT or plain JSON; all read alike): SQLite then gives ``length(data)`` from the record header without
-reading the value's pages, which a turn end's "is one due?" check needs -- a
-checkpoint holds every invocation's latest runs, megabytes on a long session.
+(:mod:`engine.store.sql.packing`; rows written before are TEXT or plain JSON; all read alike). A turn end's
+"is one due?" check needs the size of the latest one's JSON without loading it -- a
+checkpoint holds every invocation's latest runs, megabytes on a long session:
+``length(data)`` from the record header, and for a packed row the JSON's length
+from its first bytes (an incremental blob read: one page, not the value's pages).
 
 That check (``_last_checkpoint``) lives in :mod:`.reads`, imported with the
 store: a cold ``hitl resume`` whose turn crosses a multiple of

@@ -17,7 +17,7 @@ from ..base import (
     SessionSummary,
 )
 from ..sql.columns import INTERRUPT_COLS, INVOCATION_COLS, SESSION_COLS
-from ..sql.packing import pack, unpack
+from ..sql.packing import HEAD, json_size, pack, unpack
 from ..sql.rows import interrupt_from_row, invocation_from_row, parse_event, session_from_row, summary_from_row
 from .rows import _require_session
 
@@ -31,14 +31,27 @@ def _last_checkpoint(conn: sqlite3.Connection, session_id: str) -> tuple[int, in
     (0, 0): none (see :mod:`.checkpoints`)."""
     try:
         row = conn.execute(
-            "SELECT seq, length(data) FROM projection_checkpoints WHERE session_id = ? ORDER BY seq DESC LIMIT 1",
+            "SELECT rowid, seq, length(data), typeof(data) = 'blob'"
+            " FROM projection_checkpoints WHERE session_id = ? ORDER BY seq DESC LIMIT 1",
             (session_id,),
         ).fetchone()
     except sqlite3.OperationalError as e:
         if _missing_table(e):
             return 0, 0
         raise
-    return (0, 0) if row is None else (int(row[0]), int(row[1] or 0))
+    if row is None:
+        return 0, 0
+    rowid, seq, length, is_blob = row
+    head = None
+    if is_blob:  # its first bytes only: a packed row keeps its JSON's length there
+        with conn.blobopen("projection_checkpoints", "data", rowid, readonly=True) as blob:
+            head = blob.read(HEAD)
+
+    def whole() -> Any:
+        found = conn.execute("SELECT data FROM projection_checkpoints WHERE rowid = ?", (rowid,)).fetchone()
+        return None if found is None else found[0]
+
+    return int(seq), json_size(int(length or 0), head, whole)
 
 
 def _get_session(conn: sqlite3.Connection, session_id: str) -> Session:
