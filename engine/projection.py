@@ -120,35 +120,33 @@ class Projection:
     # ------------------------------------------------------------------ apply
     def apply(self, event: Event, pos: int | None = None) -> Change:
         """Fold one event. ``pos`` is its position (the store's seq); default: next."""
-        return self._apply(event, pos)
-
-    def _apply(self, event: Event, pos: int | None) -> Change:
-        self.position = pos if pos is not None else self.position + 1
-        pos = self.position
-        inv = self._invocation(event, pos)
-        change = Change(pos=pos, invocation_id=event.invocation_id)
+        # Once per event of every fold (a long session's show, replay, import):
+        # each record looked up once, and nothing built for what an event lacks.
+        self.position = pos = pos if pos is not None else self.position + 1
+        iid = event.invocation_id
+        info = event.node_info
+        inv = self.invocations.get(iid)
+        if inv is None:
+            inv = Invocation(id=iid, started_pos=pos, timestamp=event.timestamp, _gen=self._gen)
+            if event.content and info is None:
+                inv.message = event.content.text
+            self.invocations[iid] = inv
+        elif inv._gen != self._gen:
+            inv = self.invocations[iid] = inv.clone(self._gen)
+        inv.last_pos = pos
+        inv.last_timestamp = event.timestamp
+        change = Change(pos, iid)
         if event.state_delta:
             for k, v in event.state_delta.items():
                 if not k.startswith("temp:"):
                     self.state[k] = v
                     change.state_keys.add(k)
-        if event.node_info is None:
+        if info is None:
             if event.author == "user":
                 self._apply_user(event, inv, pos, change)
             return change
         self._apply_node_event(event, pos, change)
         return change
-
-    def _invocation(self, event: Event, pos: int) -> Invocation:
-        if event.invocation_id not in self.invocations:
-            inv = Invocation(id=event.invocation_id, started_pos=pos, timestamp=event.timestamp, _gen=self._gen)
-            if event.content and event.node_info is None:
-                inv.message = event.content.text
-            self.invocations[event.invocation_id] = inv
-        inv = self._own(self.invocations, event.invocation_id)
-        inv.last_pos = pos
-        inv.last_timestamp = event.timestamp
-        return inv
 
     def _apply_user(self, event: Event, inv: Invocation, pos: int, change: Change) -> None:
         frs = event.function_responses
@@ -316,8 +314,13 @@ class Projection:
     def _apply_node_event(self, event: Event, pos: int, change: Change) -> None:
         info = event.node_info
         assert info is not None
-        self._ensure_run(event.invocation_id, info.path)
-        run = self._own(self.nodes, (event.invocation_id, info.path))
+        key = (event.invocation_id, info.path)
+        run = self.nodes.get(key)
+        if run is None:
+            self._ensure_run(event.invocation_id, info.path)
+            run = self.nodes[key]
+        elif run._gen != self._gen:
+            run = self.nodes[key] = run.clone(self._gen)
         run.updated_pos = pos
         change.paths.add(run.path)
         if info.lifecycle == "start":

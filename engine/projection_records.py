@@ -203,7 +203,7 @@ class Invocation:
         return c
 
 
-@dataclass
+@dataclass(slots=True)  # one per event folded: slots make it cheaper to build
 class Change:
     """What one ``apply`` touched; the console redraws only these
     (:func:`engine.views.change_paths` adds interrupt owners and ancestors)."""

@@ -98,6 +98,17 @@ def test_a_plain_event_passes_the_text_check_and_a_secret_one_does_not() -> None
     assert not red.inert(plain.model_copy(update={"output": "hosts-secret"}).to_json())
 
 
+def test_the_text_check_keeps_the_digits_of_a_pattern_that_has_some() -> None:
+    """The check drops digits before its word search only when no word has one (ids
+    and times are a third of a log's text); a secret pattern with a digit keeps them."""
+    red = Redactor(patterns=["x509cert"])
+    assert not red.learns_nothing('{"output":{"x509cert":"abc"}}')
+    assert not red.learns_nothing('{"output":{"x5-09_cert":"abc"}}')
+    assert red.learns_nothing('{"output":{"xcert":"abc"}}')
+    # Without digits in any word, digits between letters are dropped: a false "no" (a walk), never a false "yes".
+    assert not Redactor().learns_nothing('{"output":{"ke3y":"abc"}}')
+
+
 # ``hitl events`` reads a page of stored rows as plain JSON when the page's text is
 # inert: the kind, the summary and the masking of its lines come out as the
 # Event's would (the golden outputs pin the whole lines: tests/cli/test_reads_identical.py).

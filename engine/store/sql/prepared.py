@@ -42,7 +42,8 @@ def prepare(event: Event) -> Prepared:
     # construction, and no comprehension over what an event rarely has.
     if event.state_delta:
         kept = {k: v for k, v in event.state_delta.items() if not k.startswith("temp:")}
-        event = event.model_copy(update={"state_delta": kept or None})
+        if len(kept) != len(event.state_delta):  # (no copy of the event when it has no temp: key)
+            event = event.model_copy(update={"state_delta": kept or None})
     eff = index_effects(event)
     text = event.to_json()
     delta = None
