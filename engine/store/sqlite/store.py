@@ -168,7 +168,8 @@ class SQLiteStore(_WorkerTables, _WorkerSteps):
         By default statements run on aiosqlite's connection thread, so the event
         loop never blocks (what the console needs). ``inline=True`` runs them on
         the loop's own thread, about twice as fast per append, for processes that
-        only run workflows.
+        only run workflows (the file's probe too: such a process starts no thread,
+        and imports neither aiosqlite nor a thread pool).
 
         Raises :class:`StoreError` if the file is missing (read-only), not a
         hitl-console database, from a newer version, not writable (writer) or
