@@ -20,11 +20,9 @@ A session whose app is not registered or cannot be imported can still be read
 
 from __future__ import annotations
 
-import getpass
 import importlib
 import os
 import sys
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -138,7 +136,7 @@ class AppRegistry:
             data = read_toml(p)
         except FileNotFoundError:
             raise AppSpecError(f"config file {str(p)!r} does not exist") from None
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        except (OSError, UnicodeDecodeError, ValueError) as exc:  # ValueError: tomllib.TOMLDecodeError
             raise AppSpecError(f"config file {str(p)!r} cannot be read: {exc}") from None
         from .deadlines import DeadlineConfigError, load_rules
 
@@ -244,17 +242,18 @@ def default_operator(config: str | os.PathLike[str] | None = None) -> str:
     from .configfile import find_config
 
     found = Path(config) if config is not None else find_config()
-    if found is None:
-        found = Path(os.devnull)  # no config file anywhere: $USER
-    path = found
     try:
-        data = read_toml(path)
+        data = read_toml(found) if found is not None else {}  # no config file anywhere: $USER
         name = data.get("console", {}).get("operator")
         if isinstance(name, str) and name.strip():
             return name.strip()
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, AttributeError):
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError):  # ValueError: tomllib.TOMLDecodeError
         pass  # no config, or not ours to judge here: `hitl` reports a bad config
     try:
-        return os.environ.get("USER") or getpass.getuser()
+        if user := os.environ.get("USER"):
+            return user
+        import getpass  # here: $USER is set in an operator's shell
+
+        return getpass.getuser()
     except Exception:  # noqa: BLE001 -- no login name in this environment
         return ""

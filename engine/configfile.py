@@ -16,7 +16,6 @@ current directory first, then the user's config directory --
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
@@ -48,7 +47,8 @@ def find_config(env: dict[str, str] | None = None) -> Path | None:
 def read_toml(path: str | os.PathLike[str]) -> dict[str, Any]:
     """The parsed file (the same object on every call for the same file; do not
     mutate it). Raises FileNotFoundError, OSError, UnicodeDecodeError or
-    tomllib.TOMLDecodeError, which the caller turns into its own message; a
+    tomllib.TOMLDecodeError (a ValueError: callers catch ValueError, so that
+    they need not import tomllib), which the caller turns into its own message; a
     failed read is not cached."""
     p = Path(path).resolve()
     st = p.stat()
@@ -57,6 +57,8 @@ def read_toml(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 @lru_cache(maxsize=8)
 def _parse(resolved: str, mtime_ns: int, size: int) -> dict[str, Any]:
+    import tomllib  # here: most commands find no hitl.toml, and its parser is a dozen modules
+
     return tomllib.loads(Path(resolved).read_text(encoding="utf-8"))
 
 
@@ -67,6 +69,7 @@ def set_value(path: str | os.PathLike[str], table: str, key: str, value: str) ->
     the file is not valid TOML, OSError when it cannot be written."""
     import json
     import re
+    import tomllib
 
     p = Path(path)
     text = p.read_text(encoding="utf-8") if p.exists() else ""

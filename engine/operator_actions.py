@@ -25,7 +25,6 @@ from .models import Event, NodeInfo, NodeStatus
 from .projection import Projection
 from .resume import ResumeTarget, load_invocation
 from .store.base import SessionStore
-from .views import REDRIVABLE, allowed_actions
 
 
 def operator_metadata(action: str, operator: str | None, reason: str | None, batch: str | None = None) -> dict[str, Any]:
@@ -175,6 +174,8 @@ def answer_events(
 
 
 def check_cancellable(proj: Projection, invocation_id: str) -> None:
+    from .views import allowed_actions  # here: a turn never needs the views (nor their replay)
+
     allowed = allowed_actions(proj, invocation_id)
     if allowed.cancelled is not None:
         raise InvocationCancelledError(invocation_id, allowed.cancelled, what="cancel refused")
@@ -192,6 +193,8 @@ def check_not_cancelled(proj: Projection, invocation_id: str, what: str) -> None
 
 def check_redrivable(proj: Projection, invocation_id: str) -> None:
     check_not_cancelled(proj, invocation_id, "re-drive refused")
+    from .views import REDRIVABLE
+
     status = proj.invocation_status(invocation_id)
     if status not in REDRIVABLE:  # the rule the console offers R by (engine.views.allowed_actions)
         raise NotRedrivableError(

@@ -15,7 +15,6 @@ never possible: an unknown scope counts as alive until expiry.
 from __future__ import annotations
 
 import os
-import socket
 import time
 from functools import cache
 from typing import Literal
@@ -87,6 +86,8 @@ _OPEN_OWNERS: set[str] = set()
 
 def new_owner() -> str:
     """A fresh owner id for one turn: ``host:pid:scope:start:token``."""
+    import socket  # here: a listing that never starts a turn does not pay for it
+
     host = socket.gethostname().replace(":", "_") or "host"
     pid = os.getpid()
     owner = f"{host}:{pid}:{_scope()}:{_own_start(pid)}:{os.urandom(4).hex()}"

@@ -30,11 +30,13 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .ages import readable_age
-from .bulk_filter import Where, parse_age, parse_where
 from .errors import HitlError, ResumeRejected
+
+if TYPE_CHECKING:  # the filter grammar is imported when a hitl.toml has rules: an answer without them skips it
+    from .bulk_filter import Where
 
 DEFAULT_STALE_AFTER = 4 * 3600.0
 """Seconds after which a claim is shown stale when ``[owners] stale_after`` is not set."""
@@ -56,11 +58,17 @@ class NotAllowedError(ResumeRejected):
         )
 
 
+def _every_interrupt() -> Where:
+    from .bulk_filter import Where
+
+    return Where()
+
+
 @dataclass(frozen=True)
 class AnswerRule:
     """One ``[[answer]]`` table."""
 
-    where: Where = field(default_factory=Where)
+    where: Where = field(default_factory=_every_interrupt)
     allow: tuple[str, ...] = ()
     """Operators and ``@groups`` allowed to answer (empty: anyone)."""
     approvals: int = 1
@@ -177,6 +185,8 @@ def policy_from(data: Mapping[str, Any], where: str = "hitl.toml") -> Policy:
     owners = data.get("owners", {})
     stale = DEFAULT_STALE_AFTER
     if isinstance(owners, dict) and "stale_after" in owners:
+        from .bulk_filter import parse_age
+
         try:
             stale = parse_age(str(owners["stale_after"]))
         except HitlError as exc:
@@ -190,6 +200,8 @@ def _rule(raw: Any, n: int, groups: Mapping[str, frozenset[str]], where: str) ->
     unknown = set(raw) - {"app", "node", "where", "allow", "approvals", "all_of"}
     if unknown:
         raise PolicyError(f"{where}: [[answer]] number {n}: unknown key {sorted(unknown)[0]!r}")
+    from .bulk_filter import parse_where
+
     terms = [f"{k}={raw[k]}" for k in ("app", "node") if k in raw]
     try:
         w = parse_where([*terms, *([str(raw["where"])] if raw.get("where") else [])])

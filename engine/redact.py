@@ -32,7 +32,6 @@ import json
 import os
 import re
 import sys
-import tomllib
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from pathlib import Path
@@ -576,7 +575,7 @@ def load_patterns(config: str | os.PathLike[str]) -> list[str]:
         data = read_toml(path)
     except FileNotFoundError:
         raise HitlError(f"config file {str(path)!r} does not exist") from None
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, ValueError) as exc:  # ValueError: tomllib.TOMLDecodeError
         raise HitlError(f"config file {str(path)!r} cannot be read: {exc}") from None
     section = data.get("secrets", {})
     patterns = section.get("patterns", []) if isinstance(section, dict) else None

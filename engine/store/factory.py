@@ -165,8 +165,6 @@ def is_url(target: object) -> bool:
 def store_config(config: str | os.PathLike[str] | None) -> dict[str, Any]:
     """The ``[store]`` table of a ``hitl.toml`` ({} when there is none): ``url`` and,
     for PostgreSQL, ``password`` (kept out of the URL so it is never shown)."""
-    import tomllib
-
     from ..configfile import read_toml
 
     if config is None:
@@ -176,7 +174,7 @@ def store_config(config: str | os.PathLike[str] | None) -> dict[str, Any]:
         data = read_toml(path)
     except FileNotFoundError:
         return {}
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, ValueError) as exc:  # ValueError: tomllib.TOMLDecodeError
         raise StoreError(f"cannot read {path}: {exc}") from None
     table = data.get("store", {})
     if not isinstance(table, dict):

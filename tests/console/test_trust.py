@@ -229,7 +229,7 @@ def test_the_config_file_is_parsed_once_for_every_reader(tmp_path: Path, monkeyp
     engine.configfile._parse.cache_clear()
     parses: list[str] = []
     real = tomllib.loads
-    monkeypatch.setattr(engine.configfile.tomllib, "loads", lambda text: parses.append(text) or real(text))
+    monkeypatch.setattr(tomllib, "loads", lambda text: parses.append(text) or real(text))  # configfile imports it when it parses
     team = tmp_path / "team.toml"
     team.write_text('[console]\noperator = "carol"\n[secrets]\npatterns = ["iban"]\n[store]\n')
     monkeypatch.setattr(console.app, "run_app", lambda *a, **kw: None)

@@ -10,15 +10,17 @@ says which one it is."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from ...errors import CorruptEventError
 from ...models import Event, Session
 from ..base import AuditRecord, InterruptRecord, InvocationSummary, Lease, SessionSummary
-from ..workers import TurnRequest, WorkerRecord
 from .columns import session_owners
+
+if TYPE_CHECKING:  # the worker queue's rows: imported by the reads that make them, not by every store
+    from ..workers import TurnRequest, WorkerRecord
 
 
 def session_from_row(r: tuple[Any, ...]) -> Session:
@@ -112,6 +114,8 @@ def parse_event(session_id: str, seq: int, text: Any) -> Event:
 
 
 def request_from_row(row: Any) -> TurnRequest:
+    from ..workers import TurnRequest
+
     return TurnRequest(
         app_name=row[0], session_id=row[1], invocation_id=row[2], kind=row[3], payload=json.loads(row[4]),
         requested_at=row[5], claimed_by=row[6], claimed_until=row[7], held=row[8], note=row[9],
@@ -119,6 +123,8 @@ def request_from_row(row: Any) -> TurnRequest:
 
 
 def worker_from_row(row: Any) -> WorkerRecord:
+    from ..workers import WorkerRecord
+
     return WorkerRecord(
         worker_id=row[0], host=row[1], pid=row[2], apps=json.loads(row[3]), versions=json.loads(row[4]),
         current=json.loads(row[5]), state=row[6], started_at=row[7], heartbeat_at=row[8], stale_after=row[9],

@@ -8,12 +8,9 @@ import os
 import shutil
 import sqlite3
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
-
-import aiosqlite
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ...errors import (
     HitlError,
@@ -32,6 +29,11 @@ from .listing import (  # noqa: F401 (re-exported: the listing probes a file the
     sqlite3_uri_path,
 )
 from .schema import APPLICATION_ID, SCHEMA_VERSION, _migrate, _newer_schema_error, _user_version
+
+if TYPE_CHECKING:  # imported by the drivers that use them: the CLI's inline driver needs neither
+    from concurrent.futures import ThreadPoolExecutor
+
+    import aiosqlite
 
 T = TypeVar("T")
 
@@ -101,12 +103,16 @@ class _AiosqliteDriver:
 
     @staticmethod
     def available() -> bool:
+        import aiosqlite
+
         return callable(getattr(aiosqlite.Connection, "_execute", None)) and isinstance(
             getattr(aiosqlite.Connection, "_conn", None), property
         )
 
     @classmethod
     async def connect(cls, target: str, **kwargs: Any) -> _AiosqliteDriver:
+        import aiosqlite
+
         pending = aiosqlite.connect(target, **kwargs)
         # aiosqlite's connection thread is not a daemon: a script that forgets
         # ``close()`` (or ``async with``) would hang at exit forever. Every unit of
@@ -137,6 +143,8 @@ class _ThreadDriver:
 
     @classmethod
     async def connect(cls, target: str, **kwargs: Any) -> _ThreadDriver:
+        from concurrent.futures import ThreadPoolExecutor
+
         executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hitl-sqlite")
         loop = asyncio.get_running_loop()
         try:

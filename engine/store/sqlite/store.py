@@ -8,6 +8,7 @@ import os
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable, Generator, Iterable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -167,7 +168,8 @@ class SQLiteStore(_WorkerTables, _WorkerSteps):
         By default statements run on aiosqlite's connection thread, so the event
         loop never blocks (what the console needs). ``inline=True`` runs them on
         the loop's own thread, about twice as fast per append, for processes that
-        only run workflows.
+        only run workflows (the file's probe too: such a process starts no thread,
+        and imports neither aiosqlite nor a thread pool).
 
         Raises :class:`StoreError` if the file is missing (read-only), not a
         hitl-console database, from a newer version, not writable (writer) or
@@ -211,7 +213,10 @@ class SQLiteStore(_WorkerTables, _WorkerSteps):
         uri = db_path.as_uri()
         if exists:
             try:
-                info = await asyncio.to_thread(_probe, uri + "?mode=ro", busy_timeout)
+                # inline: this process runs its SQL on the loop's thread anyway (the CLI),
+                # and a thread for one probe would be the only one it starts
+                probe = partial(_probe, uri + "?mode=ro", busy_timeout)
+                info = probe() if inline else await asyncio.to_thread(probe)
             except sqlite3.Error as e:
                 raise _translate(e, db_path, busy_timeout) from e
             _check_file(info, db_path, read_only)
@@ -225,9 +230,10 @@ class SQLiteStore(_WorkerTables, _WorkerSteps):
                 f"the directory {db_path.parent} is not writable (SQLite keeps its -wal file next to the database); "
                 "fix its permissions, or open the database with --read-only"
             )
-        driver_cls: type[_Driver] = _AiosqliteDriver if _AiosqliteDriver.available() else _ThreadDriver
-        if inline:
-            driver_cls = _InlineDriver
+        # inline first: the CLI's driver does not import aiosqlite to ask whether it could use it
+        driver_cls: type[_Driver] = (
+            _InlineDriver if inline else _AiosqliteDriver if _AiosqliteDriver.available() else _ThreadDriver
+        )
         target = uri + ("?mode=ro" if read_only else "?mode=rwc")
         try:
             return await cls._connect(driver_cls, target, db_path, read_only, sync, busy_timeout)

@@ -13,7 +13,9 @@ from ..sql.columns import REQUEST_COLS as _REQ_COLS
 from ..sql.columns import WORKER_COLS as _WORKER_COLS
 from ..sql.rows import request_from_row as _req
 from ..sql.rows import worker_from_row as _worker
-from ..workers import Settle, TurnRequest, WorkerRecord
+
+if TYPE_CHECKING:  # annotations only: the rows are made by ..sql.rows, which imports them when it does
+    from ..workers import Settle, TurnRequest, WorkerRecord
 
 T = TypeVar("T")
 

@@ -1,0 +1,180 @@
+"""What the commands an operator runs cold import, and how the process ends.
+
+``hitl --help``, ``hitl sessions``, ``hitl inbox`` and ``hitl resume`` with the
+app's code registered (``--app``) are whole processes whose cost is mostly
+imports and interpreter exit (``benchmarks/bench_cold.py`` measures them).
+Asserted here on the modules a fresh process loaded and on the state it exits
+in -- deterministic -- never on times.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Nothing a cold command uses: the console UI, the answer-schema validator and the PostgreSQL backend.
+NEVER = {"textual", "rich", "jsonschema", "psycopg", "psycopg_pool", "engine.store.postgres"}
+# What a command reads a hitl.toml with (only when there is one), and what only other paths need.
+NOT_WITHOUT_A_CONFIG = {"tomllib", "getpass"}
+
+APP_SOURCE = """
+from engine import START, RequestInput, Workflow, node
+
+
+@node
+async def ask(node_input):
+    yield RequestInput("ok?")
+
+
+@node
+async def after(node_input):
+    return node_input
+
+
+APP = Workflow("cold", [(START, ask, after)])
+"""
+"""The app ``hitl resume --app cold=cold_app:APP`` registers: one question, one node after it."""
+
+
+def run_cli(tmp: Path, *argv: str) -> tuple[str, set[str], dict[str, Any]]:
+    """``hitl ARGV`` in a fresh interpreter (cwd ``tmp``: no hitl.toml there, none in
+    its config home): stdout, the modules it loaded, and its threads and frozen objects at the end."""
+    probe = (
+        "import gc, json, sys, threading\n"
+        "started, start = [], threading.Thread.start\n"
+        "threading.Thread.start = lambda self: (started.append(self.name), start(self))[1]\n"
+        "from console.cli import main\n"
+        f"sys.argv = ['hitl', *{list(argv)!r}]\n"
+        "try:\n    main()\nexcept SystemExit as exc:\n    assert not exc.code, exc.code\n"
+        "state = {'threads': started, 'frozen': gc.get_freeze_count()}\n"
+        "print(json.dumps([sorted(sys.modules), state]), file=sys.stderr)\n"
+    )
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp), "XDG_CONFIG_HOME": str(tmp / "config"), "USER": "olga",
+           "PYTHONPATH": f"{ROOT}:{tmp}"}
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp, env=env, check=False)
+    assert out.returncode == 0, out.stderr
+    mods, state = json.loads(out.stderr.strip().splitlines()[-1])
+    return out.stdout, set(mods), state
+
+
+def tops(mods: set[str]) -> set[str]:
+    return mods | {m.split(".")[0] for m in mods}
+
+
+@pytest.fixture(scope="module")
+def waiting(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A store whose session ``s`` waits on ``ask`` (the interrupt id returned), and
+    the app's module beside it (``cold_app:APP``, a copy of this file's app)."""
+    import importlib.util
+
+    from engine import Content, Runner
+    from engine.store.sqlite import SQLiteStore
+
+    tmp = tmp_path_factory.mktemp("cold")
+    (tmp / "cold_app.py").write_text(APP_SOURCE, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("cold_app", tmp / "cold_app.py")
+    assert spec is not None and spec.loader is not None
+    app = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(app)
+    db = tmp / "template.sqlite"
+
+    async def build() -> None:
+        store = await SQLiteStore.open(db, inline=True)
+        async for _ in Runner("cold", app.APP, store).run("u", "s", Content.from_text("go")):
+            pass
+        await store.checkpoint()
+        await store.close()
+
+    asyncio.run(build())
+    conn = sqlite3.connect(db)
+    (iid,) = conn.execute("SELECT interrupt_id FROM interrupts WHERE status = 'open'").fetchone()
+    conn.close()
+    return db, iid
+
+
+def fresh(template: Path, tmp: Path) -> Path:
+    db = tmp / "store.sqlite"
+    shutil.copyfile(template, db)
+    return db
+
+
+def test_help_loads_no_store_no_model_no_config_parser(tmp_path: Path) -> None:
+    out, mods, state = run_cli(tmp_path, "--help")
+    assert "Commands:" in out
+    never = NEVER | NOT_WITHOUT_A_CONFIG | {"pydantic", "asyncio", "sqlite3", "socket"}
+    assert not tops(mods) & never, sorted(tops(mods) & never)
+    assert state["frozen"] > 0  # the exit's collection skips the imports' objects
+
+
+@pytest.mark.parametrize("command", ["sessions", "inbox"])
+def test_a_listing_loads_no_model_no_asyncio_no_config_parser(waiting: tuple[Path, str], tmp_path: Path,
+                                                              command: str) -> None:
+    out, mods, state = run_cli(tmp_path, "--db", str(fresh(waiting[0], tmp_path)), command)
+    assert " s " in f" {out.splitlines()[1]} ", out  # the one session, listed
+    never = NEVER | NOT_WITHOUT_A_CONFIG | {"pydantic", "asyncio", "socket", "engine.models"}
+    assert not tops(mods) & never, sorted(tops(mods) & never)
+    assert state["frozen"] > 0
+
+
+def test_resume_with_its_app_loads_only_what_a_turn_uses(waiting: tuple[Path, str], tmp_path: Path) -> None:
+    """The answer runs here (``--app``): the runner, the models and the SQLite store
+    are loaded; the console, the views, the filter grammar of ``[[answer]]`` rules
+    (there are none), the worker queue's records, aiosqlite (the CLI runs its SQL
+    inline) and a thread pool are not -- and the process starts no thread."""
+    db = fresh(waiting[0], tmp_path)
+    shutil.copyfile(waiting[0].with_name("cold_app.py"), tmp_path / "cold_app.py")  # importable from the cwd
+    out, mods, state = run_cli(tmp_path, "--db", str(db), "--app", "cold=cold_app:APP", "resume", "s",
+                               f"{waiting[1]}=true")
+    assert "COMPLETED" in out, out
+    assert {"engine.runner", "engine.store.sqlite.store", "pydantic"} <= mods  # it did run the turn here
+    assert not tops(mods) & (NEVER | NOT_WITHOUT_A_CONFIG), sorted(tops(mods) & (NEVER | NOT_WITHOUT_A_CONFIG))
+    skipped = {"engine.views", "engine.bulk_filter", "engine.deadlines", "engine.store.workers", "aiosqlite",
+               "concurrent.futures.thread", "engine.apps_doc"}
+    assert not mods & skipped, sorted(mods & skipped)
+    assert state["threads"] == []
+    assert state["frozen"] > 0
+    conn = sqlite3.connect(db)
+    statuses = [r[0] for r in conn.execute("SELECT status FROM interrupts")]
+    conn.close()
+    assert statuses == ["resolved"]
+
+
+def test_answer_rules_still_filter_with_the_grammar_imported_late(tmp_path: Path) -> None:
+    """``[[answer]]`` rules are parsed with :mod:`engine.bulk_filter`, imported when a
+    hitl.toml has rules: a rule's ``where`` still decides who may answer."""
+    from engine.permissions import AnswerRule, load_policy
+
+    cfg = tmp_path / "hitl.toml"
+    cfg.write_text('[groups]\nfin = ["ann"]\n[[answer]]\napp = "refunds"\nwhere = "amount>100"\nallow = ["@fin"]\n')
+    policy = load_policy(cfg)
+    (rule,) = policy.rules
+    assert rule.matches("refunds", "wf@1/ask@1", {"payload": {"amount": 500}})
+    assert not rule.matches("refunds", "wf@1/ask@1", {"payload": {"amount": 50}})
+    assert not rule.matches("other", "wf@1/ask@1", {"payload": {"amount": 500}})
+    assert AnswerRule().where.empty and AnswerRule().matches("any", "wf@1/ask@1", {})
+
+
+def test_a_malformed_config_is_still_one_line_for_each_reader(tmp_path: Path) -> None:
+    """Each reader of hitl.toml still turns a TOML syntax error into its own message
+    (tomllib is imported only when a file is parsed, its error caught as the ValueError it is)."""
+    from engine.apps import AppRegistry, default_operator
+    from engine.errors import HitlError
+    from engine.redact import load_patterns
+    from engine.store.factory import store_config
+
+    bad = tmp_path / "hitl.toml"
+    bad.write_text("[secrets\npatterns = 3\n")
+    for read in (load_patterns, store_config, AppRegistry().load_config):
+        with pytest.raises(HitlError, match="cannot (be )?read.*Expected ']'"):
+            read(bad)
+    assert default_operator(bad) == default_operator(tmp_path / "missing.toml")  # falls back to $USER
