@@ -96,6 +96,44 @@ async def test_the_first_question_mark_finds_its_help_laid_out(size: tuple[int, 
             await settle(pilot)
 
 
+async def test_the_help_makes_strips_of_the_lines_it_shows(monkeypatch: Any) -> None:
+    """``?`` turned every line of the help (about 300 at 120 columns) into a strip on
+    each paint, where the box shows 30: a line below the window is now made only
+    when it is scrolled into view, and then it is shown as it was."""
+    from textual.strip import Strip
+
+    from console.screens.help import help_cache
+
+    made: list[str] = []
+    real = Strip.__init__
+
+    def init(self: Strip, segments: Any, cell_length: int | None = None) -> None:
+        segments = list(segments)
+        made.append("".join(s.text for s in segments))
+        real(self, segments, cell_length)
+
+    app = make_app(await build_store())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        monkeypatch.setattr(Strip, "__init__", init)
+        await pilot.press("question_mark")
+        await settle(pilot)
+        assert isinstance(app.screen, HelpScreen)
+        table = app.screen.query_one("#help-table")
+        (drawn,) = [d for key, d in help_cache(app).drawn.items() if key[0] == "table"]
+        lines = drawn.draw(app.console, app.console_options.update(width=table.content_size.width))
+        box = app.screen.query_one("#help-box")
+        assert len(lines) > box.size.height  # the help is taller than its box
+        last = "".join(s.text for s in lines[-2]).strip()  # the blank line after the last section is last
+        assert last and not any(last in m for m in made)  # off screen: never made into a strip
+        await pilot.press("end")
+        await settle(pilot)
+        assert box.scroll_y == box.max_scroll_y > 0
+        assert any(last in m for m in made)  # scrolled into view: drawn
+        shown = [table.render_line(y).text for y in range(len(lines))]
+        assert [t.rstrip() for t in shown] == ["".join(s.text for s in line).rstrip() for line in lines]
+
+
 async def test_n_on_a_long_loop_visits_the_runs_that_wait_not_the_history(tmp_path: Path, monkeypatch: Any) -> None:
     """``n`` on a session that looped 2,000 times walked every run of the
     invocation (twice) to find the next waiting one: now it visits the waiting
