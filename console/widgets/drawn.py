@@ -81,6 +81,12 @@ class DrawnLines(Widget):
         self.strips_made = 0
         """Lines made into strips (a test counts them: bounded by what is shown)."""
 
+    def show(self, drawn: Drawn) -> None:
+        """Show ``drawn`` instead (its height may differ: the layout is redone)."""
+        if drawn is not self.drawn:
+            self.drawn = drawn
+            self.refresh(layout=True)
+
     def lines_at(self, width: int) -> list[list[Segment]]:
         """The lines at ``width`` (laid out now unless they were, e.g. in a worker)."""
         return self.drawn.draw(self.app.console, self.app.console_options.update(width=width, highlight=False))
