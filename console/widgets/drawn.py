@@ -19,6 +19,7 @@ from collections.abc import Callable
 from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.measure import Measurement
 from rich.segment import Segment
+from textual.geometry import Size
 from textual.strip import Strip
 from textual.widget import Widget
 
@@ -78,8 +79,6 @@ class DrawnLines(Widget):
     def __init__(self, drawn: Drawn, *, id: str | None = None, classes: str | None = None) -> None:  # noqa: A002
         super().__init__(id=id, classes=classes)
         self.drawn = drawn
-        self.strips_made = 0
-        """Lines made into strips (a test counts them: bounded by what is shown)."""
 
     def show(self, drawn: Drawn) -> None:
         """Show ``drawn`` instead (its height may differ: the layout is redone)."""
@@ -91,7 +90,7 @@ class DrawnLines(Widget):
         """The lines at ``width`` (laid out now unless they were, e.g. in a worker)."""
         return self.drawn.draw(self.app.console, self.app.console_options.update(width=width, highlight=False))
 
-    def get_content_height(self, container: object, viewport: object, width: int) -> int:
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         return len(self.lines_at(width))
 
     def render_line(self, y: int) -> Strip:
@@ -100,7 +99,6 @@ class DrawnLines(Widget):
         base = self.visual_style.rich_style
         if y >= len(lines):
             return Strip.blank(width, base)
-        self.strips_made += 1
         add = base.__add__ if base else None
         segments = [
             Segment(text if control else clean(text), add(style) if add else style)
