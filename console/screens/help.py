@@ -20,8 +20,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 
 from ..actions import AREA_TITLES, Action
-from ..widgets.drawn import Drawn
-from ..widgets.plain import Label, Static, cells
+from ..widgets.drawn import Drawn, DrawnLines
+from ..widgets.plain import Label, cells
 
 
 def key_text(action: Action) -> str:
@@ -158,8 +158,8 @@ class HelpScreen(ModalScreen[None]):
             yield Label(f"Help · {self.title_text}   (esc: close · : command mode · ctrl+p palette)", classes="modal-title")
             cache = help_cache(self.app)
             if self.form_keys:
-                yield Static(cache.form_keys(), id="help-form-keys")
-            yield Static(cache.body(self.sections, read_only=self.read_only), id="help-table")
+                yield DrawnLines(cache.form_keys(), id="help-form-keys")
+            yield DrawnLines(cache.body(self.sections, read_only=self.read_only), id="help-table")
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -22,7 +22,7 @@ from engine.schema_view import schema_text
 from engine.views import approval_progress, display_status
 
 from ..text import clean, literal
-from .drawn import Drawn
+from .drawn import Drawn, DrawnLines
 from .format import STATUS_CLASSES, STATUS_ICON, date_time, status_class
 from .plain import Static
 from .preview import cut_note, preview_json
@@ -248,7 +248,10 @@ class Details(VerticalScroll, can_focus=True):
     """What the pane currently shows (tests read it as text)."""
 
     def compose(self) -> ComposeResult:
-        yield Static(id="details-body")
+        yield Static(id="details-text")
+        body = DrawnLines(Drawn(Text), id="details-body")  # a rendering: strips made of the lines in view only
+        body.display = False
+        yield body
 
     @property
     def style_map(self) -> Styles:
@@ -258,5 +261,11 @@ class Details(VerticalScroll, can_focus=True):
     def show(self, renderable: RenderableType, title: str) -> None:
         self.border_title = title
         self.shown = renderable
-        body = renderable if isinstance(renderable, str | Text) else Drawn(lambda: renderable)  # laid out once per width
-        self.query_one("#details-body", Static).update(body)
+        text = self.query_one("#details-text", Static)
+        body = self.query_one("#details-body", DrawnLines)
+        plain = isinstance(renderable, str | Text)
+        if plain:
+            text.update(renderable)
+        else:
+            body.show(Drawn(lambda: renderable))  # laid out once per width
+        text.display, body.display = plain, not plain

@@ -5,6 +5,11 @@ then its lines), and a Rich table measures and wraps every cell each time. A
 ``Drawn`` keeps the lines of each width it was drawn at, so the help's tables
 (the same on every ``?``) and a details pane (a bounded preview, drawn again
 for every layout pass) cost one layout per width.
+
+``DrawnLines`` shows a ``Drawn`` a line at a time: a ``Static`` turns every
+line of its content into a strip whenever it is painted, where the screen
+shows 30 of the help's 300; this widget's height is the number of lines and
+only the lines on screen are made into strips.
 """
 
 from __future__ import annotations
@@ -14,6 +19,11 @@ from collections.abc import Callable
 from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.measure import Measurement
 from rich.segment import Segment
+from textual.geometry import Size
+from textual.strip import Strip
+from textual.widget import Widget
+
+from ..text import clean
 
 
 class Drawn:
@@ -55,3 +65,44 @@ class Drawn:
         if key not in self._measures:
             self._measures[key] = Measurement.get(console, options, self.renderable)
         return self._measures[key]
+
+
+class DrawnLines(Widget):
+    """A :class:`Drawn` as a widget that makes strips of the visible lines only
+    (what a ``Static`` of it shows, painted the same: the widget's style under
+    each segment's own, terminal control cleaned from the text)."""
+
+    DEFAULT_CSS = """
+    DrawnLines { height: auto; }
+    """
+
+    def __init__(self, drawn: Drawn, *, id: str | None = None, classes: str | None = None) -> None:  # noqa: A002
+        super().__init__(id=id, classes=classes)
+        self.drawn = drawn
+
+    def show(self, drawn: Drawn) -> None:
+        """Show ``drawn`` instead (its height may differ: the layout is redone)."""
+        if drawn is not self.drawn:
+            self.drawn = drawn
+            self.refresh(layout=True)
+
+    def lines_at(self, width: int) -> list[list[Segment]]:
+        """The lines at ``width`` (laid out now unless they were, e.g. in a worker)."""
+        return self.drawn.draw(self.app.console, self.app.console_options.update(width=width, highlight=False))
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return len(self.lines_at(width))
+
+    def render_line(self, y: int) -> Strip:
+        width = self.content_size.width
+        lines = self.lines_at(width)
+        base = self.visual_style.rich_style
+        if y >= len(lines):
+            return Strip.blank(width, base)
+        add = base.__add__ if base else None
+        segments = [
+            Segment(text if control else clean(text), add(style) if add else style)
+            for text, style, control in lines[y]
+        ]
+        strip = Strip(segments)
+        return strip.crop(0, width) if strip.cell_length > width else strip

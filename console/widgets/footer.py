@@ -178,10 +178,7 @@ class FittedFooter(QuietFooter):
         shown = self.fitted()
         self._drawn = self._shown_what(shown)
         for s in shown:
-            yield FooterKey(
-                s.binding.key, s.display, s.binding.description, s.binding.action,
-                disabled=not s.enabled, tooltip=s.tooltip,
-            ).data_bind(compact=Footer.compact)
+            yield self._key(s)
         palette = self._palette()
         if palette is not None:
             binding, enabled = palette
@@ -190,6 +187,50 @@ class FittedFooter(QuietFooter):
                 classes="-command-palette", disabled=not enabled, tooltip=binding.tooltip or binding.description,
             )
 
+    def _key(self, s: Shown) -> FooterKey:
+        return FooterKey(
+            s.binding.key, s.display, s.binding.description, s.binding.action, disabled=not s.enabled, tooltip=s.tooltip,
+        ).data_bind(compact=Footer.compact)
+
+    async def recompose(self) -> None:
+        """The keys drawn are given what the new ones show, the surplus removed, the
+        missing mounted: Textual's recompose removes and mounts every key, which
+        styles and lays each out again (the editor's ``ctrl+t`` swaps 9 keys for 6)."""
+        keys = list(self.query_children(FooterKey))
+        palette = self._palette()
+        if not self._bindings_ready or not keys or (palette is not None) != keys[-1].has_class("-command-palette"):
+            await super().recompose()
+            return
+        shown = self.fitted()
+        own = keys[:-1] if palette is not None else keys
+        for key, s in zip(own, shown, strict=False):
+            _relabel(key, s.binding.key, s.display, s.binding.description, s.binding.action, s.enabled, s.tooltip)
+        if palette is not None:
+            binding, enabled = palette
+            _relabel(keys[-1], binding.key, self.app.get_key_display(binding), binding.description, binding.action,
+                     enabled, binding.tooltip or binding.description)
+        self._drawn = self._shown_what(shown)
+        if len(own) > len(shown):
+            await self.remove_children(own[len(shown):])
+        elif len(shown) > len(own):
+            await self.mount_all([self._key(s) for s in shown[len(own):]],
+                                 before=keys[-1] if palette is not None else None)
+        self.refresh(layout=True)
+
     def on_resize(self) -> None:
         if self._bindings_ready:
             self.call_after_refresh(self._refit)
+
+
+def _relabel(key: FooterKey, name: str, display: str, description: str, action: str, enabled: bool,
+             tooltip: str) -> None:
+    """``key`` as a new :class:`FooterKey` with these values would be (it draws and
+    clicks by these attributes and its ``-disabled`` class)."""
+    if (key.key, key.key_display, key.description, key.action, key._disabled) != (
+        name, display, description, action, not enabled,
+    ):
+        key.key, key.key_display, key.description, key.action = name, display, description, action
+        key._disabled = not enabled
+        key.set_class(not enabled, "-disabled")
+        key.refresh(layout=True)
+    key.tooltip = tooltip or None

@@ -96,6 +96,106 @@ async def test_the_first_question_mark_finds_its_help_laid_out(size: tuple[int, 
             await settle(pilot)
 
 
+def strips_made(monkeypatch: Any) -> list[str]:
+    """The text of every strip made from now on."""
+    from textual.strip import Strip
+
+    made: list[str] = []
+    real = Strip.__init__
+
+    def init(self: Strip, segments: Any, cell_length: int | None = None) -> None:
+        segments = list(segments)
+        made.append("".join(s.text for s in segments))
+        real(self, segments, cell_length)
+
+    monkeypatch.setattr(Strip, "__init__", init)
+    return made
+
+
+def last_line(lines: list[Any]) -> str:
+    return next(t for t in ("".join(s.text for s in line).strip() for line in reversed(lines)) if t)
+
+
+async def test_the_help_makes_strips_of_the_lines_it_shows(monkeypatch: Any) -> None:
+    """``?`` turned every line of the help (about 300 at 120 columns) into a strip on
+    each paint, where the box shows 30: a line below the window is now made only
+    when it is scrolled into view, and then it is shown as it was."""
+    from console.screens.help import help_cache
+
+    app = make_app(await build_store())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        made = strips_made(monkeypatch)
+        await pilot.press("question_mark")
+        await settle(pilot)
+        assert isinstance(app.screen, HelpScreen)
+        table = app.screen.query_one("#help-table")
+        (drawn,) = [d for key, d in help_cache(app).drawn.items() if key[0] == "table"]
+        lines = drawn.draw(app.console, app.console_options.update(width=table.content_size.width))
+        box = app.screen.query_one("#help-box")
+        assert len(lines) > box.size.height  # the help is taller than its box
+        last = last_line(lines)
+        assert not any(last in m for m in made)  # off screen: never made into a strip
+        await pilot.press("end")
+        await settle(pilot)
+        assert box.scroll_y == box.max_scroll_y > 0
+        assert any(last in m for m in made)  # scrolled into view: drawn
+        shown = [table.render_line(y).text for y in range(len(lines))]
+        assert [t.rstrip() for t in shown] == ["".join(s.text for s in line).rstrip() for line in lines]
+
+
+async def test_the_details_pane_walks_only_the_lines_in_view(monkeypatch: Any) -> None:
+    """The details pane walked every line of a payload's preview (hundreds) at each
+    layout pass to count them, and again to paint them: ``n`` onto the 1 MB payload's
+    node and moving the focus away and back lay it out once and make strips of the
+    lines in view, the rest when scrolled to."""
+    from console.widgets.details import Details
+    from console.widgets.drawn import Drawn
+
+    walked: list[int] = []
+    real = Drawn.__rich_console__
+
+    def whole(self: Drawn, console: Any, options: Any) -> Any:
+        walked.append(1)
+        return real(self, console, options)
+
+    app = make_app(await big_store())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        app.open_session("big")
+        await settle(pilot)
+        monkeypatch.setattr(Drawn, "__rich_console__", whole)
+        made = strips_made(monkeypatch)
+        for key in ("n", "tab", "shift+tab"):
+            await pilot.press(key)
+            await settle(pilot)
+        assert "SKU-000000" in details_text(app)
+        assert walked == []  # neither measured nor painted through the whole preview
+        pane = app.screen.query_one(Details)
+        body = pane.query_one("#details-body")
+        lines = Drawn(lambda: pane.shown).draw(app.console, app.console_options.update(width=body.content_size.width))
+        assert len(lines) > 3 * pane.size.height
+        last = last_line(lines)
+        assert not any(last in m for m in made)
+        pane.scroll_end(animate=False)
+        await settle(pilot)
+        assert any(last in m for m in made)
+
+
+async def test_a_started_console_leaves_its_startup_objects_out_of_full_collections() -> None:
+    """Every full pass of the cyclic collector walked all the console's modules, styles
+    and widgets (40-80 ms, inside whichever key it fell on): once the first screen is
+    up they are frozen, and given back to the collector when the app ends."""
+    import gc
+
+    app = make_app(await build_store())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert isinstance(app.screen, SessionsScreen)
+        assert gc.get_freeze_count() > 10_000
+    assert gc.get_freeze_count() == 0
+
+
 async def test_n_on_a_long_loop_visits_the_runs_that_wait_not_the_history(tmp_path: Path, monkeypatch: Any) -> None:
     """``n`` on a session that looped 2,000 times walked every run of the
     invocation (twice) to find the next waiting one: now it visits the waiting

@@ -43,3 +43,40 @@ async def test_the_editor_and_replay_footers_end_with_the_palette_key(size) -> N
         await settle(pilot)
         assert isinstance(app.screen, ReplayScreen)
         assert_fits(app.screen)
+
+
+async def test_a_footer_whose_keys_change_keeps_its_key_widgets() -> None:
+    """``ctrl+t`` in the editor swaps the footer's 9 keys for 6 and back: Textual's
+    recompose removed and mounted every key (styled and laid out again, most of the
+    key's cost); the keys drawn take the new values, the missing are mounted, and
+    the footer shows what a new one would."""
+    from console.widgets.footer import FittedFooter
+
+    def drawn(footer: FittedFooter) -> list[tuple[object, ...]]:
+        return [(k.key, k.key_display, k.description, k.action, k._disabled, k.has_class("-disabled"))
+                for k in footer.query(FooterKey)]
+
+    def composed(footer: FittedFooter) -> list[tuple[object, ...]]:
+        keys = [(s.binding.key, s.display, s.binding.description, s.binding.action, not s.enabled, not s.enabled)
+                for s in footer.fitted()]
+        palette = footer._palette()
+        assert palette is not None
+        b, enabled = palette
+        return [*keys, (b.key, app.get_key_display(b), b.description, b.action, not enabled, not enabled)]
+
+    app = app_for(await demo_store())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_session(pilot, "labels-partial-1")
+        screen = await editor_screen(pilot, "A", "e")
+        await wait_until(pilot, lambda: not screen.filling)
+        await settle(pilot)
+        footer = screen.query_one(FittedFooter)
+        before = list(footer.query(FooterKey))
+        shown = drawn(footer)
+        for _ in range(2):
+            await pilot.press("ctrl+t")
+            await settle(pilot)
+            assert drawn(footer) == composed(footer)
+        after = list(footer.query(FooterKey))
+        assert drawn(footer) == shown
+        assert len(set(map(id, after)) & set(map(id, before))) >= len(before) - 3  # kept, not mounted again
