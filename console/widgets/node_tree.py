@@ -16,7 +16,7 @@ DOUBT once :meth:`NodeTree.set_liveness` passes ``engine.liveness``'s verdict.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
 from rich.style import Style
@@ -152,7 +152,7 @@ class NodeTree(Navigable, Tree[str]):
         self.proj: Projection | None = None
         self.invocation_id: str | None = None
         self._by_path: dict[str, TreeNode[str]] = {}
-        self._folds: dict[str, list[str]] = {}
+        self._folds: dict[str, Sequence[str]] = {}
         """fold node data -> paths not yet created under it."""
         self._styles: dict[str, Style] | None = None
         self.marked: set[str] = set()
@@ -267,7 +267,7 @@ class NodeTree(Navigable, Tree[str]):
         if kids.folded:
             key = FOLD + run.path
             fold = node.add(self._fold_label(kids.folded), data=key, expand=False, allow_expand=True)
-            self._folds[key] = list(kids.earlier)
+            self._folds[key] = kids.earlier  # lazy for a long loop: read when the fold is opened
             self._by_path[key] = fold
         for child, _ in kids.shown:
             self._shown[(run.path, child.name, child.call_key)] = child.path
