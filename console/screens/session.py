@@ -231,8 +231,7 @@ class SessionScreen(GraphKeys, HitlScreen):
         self.invocations = view.invocations
         self.invocation_id = view.invocation_id
         self.proj = view.projection
-        self.tree_seq = view.tree_seq
-        self.complete = view.complete
+        self.tree_seq, self.complete = view.tree_seq, view.complete
         self._add_corrupt(view.corrupt)
         tree, log = self.run_tree, self.log_widget
         cursor = self.wanted_path if first else None

@@ -171,3 +171,44 @@ async def test_a_long_history_is_kept_out_of_full_collections_while_it_is_shown(
         assert not heap.holding() and gc.get_freeze_count() == 0
     await store.close()
 
+
+
+async def test_opening_a_fold_of_a_long_loop_lists_a_window_of_its_runs(tmp_path: Path) -> None:
+    """``enter`` on ``⋯ 1,996 earlier runs`` built a row for every one of them (a
+    46,000-run loop froze the screen): a fold lists its latest ``FOLD_WINDOW``
+    runs under a fold of the rest, opened the same way; a run deep in it is still
+    reached (its folds opened on the way)."""
+    from console.widgets.node_tree import FOLD_WINDOW
+
+    store = await loop_store(tmp_path)
+    app = make_app(store)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        app.open_session("long-loop")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, SessionScreen) and not screen.history_loading
+        tree = screen.run_tree
+        key = FOLD + "crawl@1"
+        fold = tree._by_path[key]
+        earlier = len(tree._folds[key])
+        assert earlier > 1900 and f"{earlier:,} earlier runs" in str(fold.label)
+        tree.focus()
+        tree.move_cursor(fold)
+        nodes = len(tree._by_path)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert fold.is_expanded and key not in tree._folds
+        assert len(tree._by_path) - nodes == FOLD_WINDOW + 1  # the window and the fold of the rest
+        rest, *window = fold.children
+        assert f"{earlier - FOLD_WINDOW:,} earlier runs" in str(rest.label)
+        assert [n.data for n in window] == [f"crawl@1/step@{i}" for i in range(earlier - FOLD_WINDOW + 1, earlier + 1)]
+        tree.move_cursor(rest)
+        await pilot.press("enter")  # the next window, older runs
+        await settle(pilot)
+        assert len(rest.children) == FOLD_WINDOW + 1
+        assert tree.select_path("crawl@1/step@3")  # deep in the rest: its windows open on the way
+        await settle(pilot)
+        assert tree.cursor_path == "crawl@1/step@3"
+        assert len(tree._by_path) < earlier + 50  # windows opened, every run listed once at most
+    await store.close()
