@@ -98,14 +98,17 @@ def goto(replay: Replay, position: int) -> Frame:
     """Move ``replay`` to ``position`` (clamped) and describe it.
 
     The cursor goes to ``position - 1`` first and forks the projection there
-    (copy-on-write, a few dict copies), then applies the one event at
-    ``position``: the cost is that of one seek."""
+    (copy-on-write, a few dict copies; the replay keeps the fork, so stepping
+    back later starts from it), then applies the one event at ``position``: the
+    cost is that of one seek."""
     position = max(0, min(position, len(replay)))
     if position == 0:
         replay.seek(0)
         return Frame(0, len(replay), None, None, replay.projection)
-    replay.seek(position - 1)
+    if not replay.restore(position - 1):
+        replay.seek(position - 1)
     before = replay.projection.fork()
+    replay.keep(position - 1, before)  # a step back from here starts from it
     step = replay.seek(position)
     return Frame(position, len(replay), step, before, replay.projection)
 

@@ -88,3 +88,31 @@ def test_the_projection_keeps_its_runs_per_status_as_it_folds(monkeypatch: Any) 
         replay.seek(position)
         replay.projection.status_counts(inv)
     assert walks == []  # kept as events are applied, in forks too: never recounted
+
+
+def test_a_step_back_starts_from_a_state_the_replay_kept(monkeypatch: Any) -> None:
+    """``[`` re-folded up to ``checkpoint_every`` events from the checkpoint before
+    the cursor: the frames the cursor stood at keep their state before the event,
+    so stepping back over them applies one event; every frame stays what a fresh
+    replay computes."""
+    import random
+
+    _s, events, _inv = loop_session(1500)
+    pairs = [(i + 1, e) for i, e in enumerate(events)]
+    replay = Replay(pairs, checkpoint_every=128)
+    rng, position = random.Random(5), 700
+    for _ in range(200):
+        position = max(1, min(len(events), position + rng.choice([1, 1, -1, -1, -2, 5, -40, 300, -200])))
+        frame = views.goto(replay, position)
+        fresh = views.goto(Replay(pairs, checkpoint_every=128), position)
+        assert views.frame_dict(frame) == views.frame_dict(fresh), position
+        assert frame.before is not None and fresh.before is not None
+        assert frame.projection.nodes == fresh.projection.nodes and frame.before.nodes == fresh.before.nodes
+    applied: list[int] = []
+    real = Projection.apply
+    monkeypatch.setattr(Projection, "apply", lambda self, *a, **kw: applied.append(1) or real(self, *a, **kw))
+    views.goto(replay, 1000)  # a jump: from a checkpoint
+    for target in (1001, 1002, 1001, 1000, 1001):
+        applied.clear()
+        views.goto(replay, target)
+        assert len(applied) == 1, (target, len(applied))
