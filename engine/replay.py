@@ -127,6 +127,10 @@ class Replay:
             near = max((p for p in self._recent if base < p <= target_base), default=base)
             self.projection = (self._recent[near] if near != base else self._checkpoints[base]).fork()
             self.position = near
+            while self.position < position - 1:
+                self._advance()
+            if self.position > near:  # a jump folded its way here: a step back from it starts here
+                self.keep(self.position, self.projection.fork())
         while self.position < position - 1:
             self._advance()
         return self._apply_next()

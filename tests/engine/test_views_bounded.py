@@ -116,3 +116,7 @@ def test_a_step_back_starts_from_a_state_the_replay_kept(monkeypatch: Any) -> No
         applied.clear()
         views.goto(replay, target)
         assert len(applied) == 1, (target, len(applied))
+    views.goto(replay, 1400)  # a jump again, then straight back one
+    applied.clear()
+    views.goto(replay, 1399)
+    assert len(applied) == 1
