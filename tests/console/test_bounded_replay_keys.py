@@ -33,6 +33,16 @@ async def loop_store(tmp_path: Path) -> SQLiteStore:
     return store
 
 
+async def open_loop(app: Any, pilot: Any) -> SessionScreen:
+    """The long loop's session screen, every run of the loop folded in."""
+    await settle(pilot)
+    app.open_session("long-loop")
+    await settle(pilot)
+    screen = app.screen
+    assert isinstance(screen, SessionScreen) and not screen.history_loading
+    return screen
+
+
 def count_calls(monkeypatch: Any, cls: type, name: str) -> list[int]:
     """Count calls of ``cls.name`` from now on (the returned list grows by one per call)."""
     calls: list[int] = []
@@ -54,10 +64,8 @@ async def test_replay_steps_over_a_long_loop_read_the_rows_not_the_runs(tmp_path
     app = make_app(store, replay=ReplaySource(session_id="long-loop", at=2002))
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, ReplayScreen)
-        tree = screen.run_tree
-        reads = count_calls(monkeypatch, Projection, "get")
+        assert isinstance(screen := app.screen, ReplayScreen) and screen.position == 2002
+        tree, reads = screen.run_tree, count_calls(monkeypatch, Projection, "get")
         # event 2003 starts step@1001; 2002 ends step@1000; 2001 starts step@1000
         for key, position, row, earlier in (
             ("right_square_bracket", 2003, "crawl@1/step@1001", 1000),
@@ -103,11 +111,7 @@ async def test_the_invocation_details_count_runs_without_walking_them(tmp_path: 
     store = await loop_store(tmp_path)
     app = make_app(store)
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        app.open_session("long-loop")
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, SessionScreen) and not screen.history_loading
+        screen = await open_loop(app, pilot)
         runs = count_calls(monkeypatch, Projection, "runs")
         reads = count_calls(monkeypatch, Projection, "get")
         await pilot.press("g")
@@ -183,11 +187,7 @@ async def test_opening_a_fold_of_a_long_loop_lists_a_window_of_its_runs(tmp_path
     store = await loop_store(tmp_path)
     app = make_app(store)
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        app.open_session("long-loop")
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, SessionScreen) and not screen.history_loading
+        screen = await open_loop(app, pilot)
         tree = screen.run_tree
         key = FOLD + "crawl@1"
         fold = tree._by_path[key]
