@@ -254,7 +254,7 @@ async def measure_open(db: str, session_id: str) -> dict[str, Any]:
         opened = await painted(app) - t0
         opened_cpu = time.process_time() - c0
         screen = app.screen
-        tree_nodes = len(screen.tree._by_path)
+        tree_nodes = len(screen.run_tree._by_path)
         complete_at_open = screen.complete
         log = screen.query_one(EventLog)
         await until(lambda: log.line(log.total) is not None)
@@ -326,7 +326,7 @@ async def measure_live(rounds: int = 5) -> dict[str, Any]:
 
             def shown(i: int = i) -> bool:
                 nonlocal node_
-                node_ = screen.tree.node_for(f"live@1/ask{i}@1")
+                node_ = screen.run_tree.node_for(f"live@1/ask{i}@1")
                 return node_ is not None and "COMPLETED" in str(node_.label)
 
             await until(shown, 0.005)

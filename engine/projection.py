@@ -90,6 +90,10 @@ class Projection:
         self._latest: dict[tuple[str, str | None, str], str] = {}
         """(invocation, parent path, name) -> path of the latest run."""
         self._max_run: dict[tuple[str, str | None, str], int] = {}
+        self._counts: dict[str, dict[NodeStatus, int]] = {}
+        """invocation_id -> runs per status, kept as events are applied (a long loop is
+        never recounted): from its first event for an invocation that started here;
+        an invocation put in otherwise (a snapshot, a compaction) is counted when asked."""
         self._gen = next(_GEN)
         """Records whose ``_gen`` equals this may be mutated in place; others are
         shared with a fork and are cloned before their first change here."""
@@ -113,6 +117,7 @@ class Projection:
         other.state = dict(self.state)
         other._latest = dict(self._latest)
         other._max_run = dict(self._max_run)
+        other._counts = {inv: dict(c) for inv, c in self._counts.items()}
         other._gen = next(_GEN)
         self._gen = next(_GEN)  # shared records are now read-only for both
         return other
@@ -131,6 +136,7 @@ class Projection:
             if event.content and info is None:
                 inv.message = event.content.text
             self.invocations[iid] = inv
+            self._counts[iid] = {}  # its runs are all created here: counted as they are
         elif inv._gen != self._gen:
             inv = self.invocations[iid] = inv.clone(self._gen)
         inv.last_pos = pos
@@ -287,6 +293,7 @@ class Projection:
 
     def _set(self, iid: str, path: str, status: NodeStatus, pos: int, change: Change) -> None:
         run = self._own(self.nodes, (iid, path))
+        self._count(iid, run.status, status)
         run.status = status
         run.updated_pos = pos
         change.paths.add(path)
@@ -300,6 +307,7 @@ class Projection:
         self.nodes[key] = NodeRun(
             invocation_id=invocation_id, path=path, name=name, run_id=run_id, parent=parent, _gen=self._gen
         )
+        self._count(invocation_id, None, NodeStatus.PENDING)
         if parent is None:
             self._own(self.invocations, invocation_id).roots.append(path)
         else:
@@ -338,6 +346,7 @@ class Projection:
                 run.is_container = info.is_container
             if info.call_key is not None:
                 run.call_key = info.call_key
+            self._count(event.invocation_id, run.status, NodeStatus.RUNNING)
             run.status = NodeStatus.RUNNING
         if event.long_running_tool_ids:
             for call in event.interrupt_calls:
@@ -367,6 +376,7 @@ class Projection:
             run.has_end = True
             run.output = event.output
             if info.status is not None:
+                self._count(event.invocation_id, run.status, info.status)
                 run.status = info.status
             if run.status is NodeStatus.COMPLETED:
                 run.completed_pos = pos
@@ -376,6 +386,27 @@ class Projection:
     # ---------------------------------------------------------------- queries
     def runs(self, invocation_id: str) -> list[NodeRun]:
         return [r for (inv, _), r in self.nodes.items() if inv == invocation_id]
+
+    def _count(self, invocation_id: str, old: NodeStatus | None, new: NodeStatus) -> None:
+        if old is new:
+            return
+        counts = self._counts.get(invocation_id)
+        if counts is None:
+            return
+        if old is not None:
+            counts[old] -= 1
+        counts[new] = counts.get(new, 0) + 1
+
+    def status_counts(self, invocation_id: str) -> dict[NodeStatus, int]:
+        """How many runs of the invocation are in each status (none: left out).
+        Counted once, then kept as events are applied."""
+        counts = self._counts.get(invocation_id)
+        if counts is None:
+            counts = {}
+            for r in self.runs(invocation_id):
+                counts[r.status] = counts.get(r.status, 0) + 1
+            self._counts[invocation_id] = counts
+        return {s: n for s, n in counts.items() if n}
 
     def get(self, invocation_id: str, path: str) -> NodeRun | None:
         return self.nodes.get((invocation_id, path))

@@ -55,6 +55,10 @@ class Step:
 
 
 OPERATOR_ACTIONS = ("response", "redrive", "cancel")
+RECENT = 12
+"""States :meth:`Replay.keep` holds (each shares its records with the cursor's)."""
+KEEP_BEHIND = 4
+"""States a jump keeps just before where it lands (the first steps back from it)."""
 
 
 class Replay:
@@ -69,6 +73,9 @@ class Replay:
             self.events.append(ev)
         self.checkpoint_every = max(1, checkpoint_every)
         self._checkpoints: dict[int, Projection] = {0: Projection()}
+        self._recent: dict[int, Projection] = {}
+        """States kept around where the cursor stood (:meth:`keep`): a step back
+        starts from one of them rather than from the checkpoint before it."""
         self._checkpoint_positions: list[int] = [0]
         self.actions: list[int] = [i + 1 for i, e in enumerate(self.events) if e.kind in OPERATOR_ACTIONS]
         """Positions of operator actions (FR messages, re-drives, cancels)."""
@@ -119,11 +126,35 @@ class Replay:
         if not (self.position <= target_base and target_base - self.position < self.checkpoint_every):
             i = bisect.bisect_right(self._checkpoint_positions, target_base) - 1
             base = self._checkpoint_positions[i]
-            self.projection = self._checkpoints[base].fork()
-            self.position = base
+            near = max((p for p in self._recent if base < p <= target_base), default=base)
+            self.projection = (self._recent[near] if near != base else self._checkpoints[base]).fork()
+            self.position = near
+            behind = max(near + 1, target_base - KEEP_BEHIND + 1)
+            while self.position < target_base:
+                self._advance()
+                if self.position >= behind:  # a jump folded its way here: steps back from it start there
+                    self.keep(self.position, self.projection.fork())
         while self.position < position - 1:
             self._advance()
         return self._apply_next()
+
+    def keep(self, position: int, projection: Projection) -> None:
+        """``projection`` is the state after ``position`` events, never to be changed
+        (a fork the caller made): keep it, with the ``RECENT - 1`` nearest kept."""
+        self._recent[position] = projection
+        while len(self._recent) > RECENT:  # the one farthest from here goes
+            del self._recent[max(self._recent, key=lambda p: abs(p - position))]
+
+    def restore(self, position: int) -> bool:
+        """Stand at ``position`` from the state kept there, without applying (so
+        without a step to return); False when none is kept (:meth:`seek` then)."""
+        kept = self._recent.get(position)
+        if position == self.position:
+            return True
+        if kept is None:
+            return False
+        self.projection, self.position, self.last_step = kept.fork(), position, None
+        return True
 
     def step(self, delta: int = 1) -> Step | None:
         return self.seek(self.position + delta)

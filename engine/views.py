@@ -46,9 +46,12 @@ What these views cannot see
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import bisect
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 from .models import Event, NodeStatus, parent_path
 from .projection import Change, NodeRun, Projection
@@ -95,14 +98,17 @@ def goto(replay: Replay, position: int) -> Frame:
     """Move ``replay`` to ``position`` (clamped) and describe it.
 
     The cursor goes to ``position - 1`` first and forks the projection there
-    (copy-on-write, a few dict copies), then applies the one event at
-    ``position``: the cost is that of one seek."""
+    (copy-on-write, a few dict copies; the replay keeps the fork, so stepping
+    back later starts from it), then applies the one event at ``position``: the
+    cost is that of one seek."""
     position = max(0, min(position, len(replay)))
     if position == 0:
         replay.seek(0)
         return Frame(0, len(replay), None, None, replay.projection)
-    replay.seek(position - 1)
+    if not replay.restore(position - 1):
+        replay.seek(position - 1)
     before = replay.projection.fork()
+    replay.keep(position - 1, before)  # a step back from here starts from it
     step = replay.seek(position)
     return Frame(position, len(replay), step, before, replay.projection)
 
@@ -209,8 +215,9 @@ class Children:
 
     shown: tuple[tuple[NodeRun, int], ...]
     """The rows: each latest run with how many earlier runs of it are folded."""
-    earlier: tuple[str, ...]
-    """Paths of the folded runs the projection holds, in the order they ran."""
+    earlier: Sequence[str]
+    """Paths of the folded runs the projection holds, in the order they ran
+    (a tuple, or for a long list a lazy sequence: reading it costs the runs)."""
 
     @property
     def folded(self) -> int:
@@ -218,12 +225,19 @@ class Children:
         return sum(n for _, n in self.shown)
 
 
-def visible_children(proj: Projection, run: NodeRun, all_runs: bool = False) -> Children:
+def visible_children(proj: Projection, run: NodeRun, all_runs: bool = False, *, index: bool = True) -> Children:
     """``run``'s children in the order they ran; unless ``all_runs``, only the
-    latest run of each (name, call key), with the count of earlier ones."""
-    kids = [c for c in (proj.get(run.invocation_id, p) for p in run.children) if c is not None]
+    latest run of each (name, call key), with the count of earlier ones.
+
+    A loop's parent may hold tens of thousands of runs: past ``INDEX_FROM``
+    children the rows come from a :class:`_KidIndex` (the work is the number of
+    distinct nodes, not of runs) and ``earlier`` is a lazy sequence over it."""
     if all_runs:
+        kids = [c for c in (proj.get(run.invocation_id, p) for p in run.children) if c is not None]
         return Children(tuple((k, 0) for k in kids), ())
+    if index and len(run.children) >= INDEX_FROM:
+        return _indexed_children(proj, run)
+    kids = [c for c in (proj.get(run.invocation_id, p) for p in run.children) if c is not None]
     latest: dict[tuple[str, str | None], NodeRun] = {}
     seen: dict[tuple[str, str | None], int] = {}
     for k in kids:
@@ -235,14 +249,146 @@ def visible_children(proj: Projection, run: NodeRun, all_runs: bool = False) -> 
     for k in kids:
         if k.path not in shown_paths:
             continue
-        key = (k.name, k.call_key)
-        hidden = seen[key] - 1
-        if k.call_key is None and k.run_id.isdigit():
-            # Run ids count the runs of a (parent, name): a projection loaded from a
-            # snapshot keeps only the latest run, but its id still says how many came before.
-            hidden = max(hidden, int(k.run_id) - 1)
-        shown.append((k, hidden))
+        shown.append((k, _folded_count(k, seen[(k.name, k.call_key)] - 1)))
     return Children(tuple(shown), tuple(k.path for k in kids if k.path not in shown_paths))
+
+
+def _folded_count(run: NodeRun, hidden: int) -> int:
+    """Earlier runs folded into ``run``'s row: those the projection holds, or more."""
+    if run.call_key is None and run.run_id.isdigit():
+        # Run ids count the runs of a (parent, name): a projection loaded from a
+        # snapshot keeps only the latest run, but its id still says how many came before.
+        return max(hidden, int(run.run_id) - 1)
+    return hidden
+
+
+INDEX_FROM = 64
+"""Children of one run from which :func:`visible_children` reads a :class:`_KidIndex`
+(below it, folding the list directly costs less than checking an index)."""
+INDEXES_KEPT = 32
+"""Indexes kept (least recently used dropped): a few large loops per process."""
+_indexes: OrderedDict[tuple[str, str], _KidIndex] = OrderedDict()
+_indexes_lock = threading.Lock()
+_Key = tuple[str, str | None]
+
+
+class _KidIndex:
+    """One run's children grouped by (name, call key): where each group's runs
+    are in the children list. Built once per run, extended by the runs appended
+    since, and it answers for any prefix of what it indexed: the same run in an
+    earlier replay frame, a fork, or the session screen's projection of the same
+    history. A run's group is fixed by its first record (its start), so an entry
+    never changes once indexed."""
+
+    __slots__ = ("at", "missing", "paths", "seen_list", "seen_len")
+
+    def __init__(self) -> None:
+        self.paths: list[str] = []
+        """Copy of the children list indexed (what a later list is checked against)."""
+        self.at: dict[_Key, list[int]] = {}
+        """group -> positions of its runs in ``paths``, ascending."""
+        self.missing: list[int] = []
+        """Positions of paths the projection held no run for (none, but for a hand-made projection)."""
+        self.seen_list: list[str] | None = None
+        """The list object last indexed: appended to in place, it needs no check."""
+        self.seen_len = 0
+
+    def covers(self, children: list[str]) -> bool:
+        """``children`` is a prefix or an extension of what this indexed."""
+        n, m = len(self.paths), len(children)
+        if children is self.seen_list and m >= self.seen_len:
+            return True  # a projection only appends to a run's list of children
+        if m >= n:
+            return children[:n] == self.paths if m > n else children == self.paths
+        return children == self.paths[:m]
+
+    def extend(self, proj: Projection, invocation_id: str, children: list[str]) -> None:
+        for i in range(len(self.paths), len(children)):
+            path = children[i]
+            self.paths.append(path)
+            run = proj.get(invocation_id, path)
+            if run is None:
+                self.missing.append(i)
+            else:
+                self.at.setdefault((run.name, run.call_key), []).append(i)
+        self.seen_list, self.seen_len = children, len(children)
+
+    def rows(self, upto: int) -> tuple[list[int], dict[int, int]]:
+        """For the first ``upto`` children: the positions of the latest run of each
+        group in list order, and how many runs of its group each of them ends."""
+        latest: dict[int, int] = {}
+        for positions in self.at.values():
+            count = bisect.bisect_left(positions, upto)
+            if count:
+                latest[positions[count - 1]] = count
+        return sorted(latest), latest
+
+
+class _Earlier(Sequence[str]):
+    """The folded runs of a long list of children, computed when read: a fold
+    shut in a tree never lists them."""
+
+    def __init__(self, paths: list[str], upto: int, shown: list[int], count: int) -> None:
+        self._paths, self._upto, self._shown, self._count = paths, upto, shown, count
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self._count))]
+        if i < 0:
+            i += self._count
+        if not 0 <= i < self._count:
+            raise IndexError(i)
+        for p in self._shown:  # skip the rows before it (a few: one per node)
+            if p <= i:
+                i += 1
+        return self._paths[i]
+
+    def __iter__(self) -> Iterator[str]:
+        shown = set(self._shown)
+        return (self._paths[i] for i in range(self._upto) if i not in shown)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and tuple(self) == tuple(other)
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+
+def _kid_index(proj: Projection, run: NodeRun) -> _KidIndex:
+    key = (run.invocation_id, run.path)
+    children = run.children
+    with _indexes_lock:
+        index = _indexes.get(key)
+        if index is None or not index.covers(children):
+            index = _KidIndex()
+        if len(children) > len(index.paths) or index.seen_list is None:
+            index.extend(proj, run.invocation_id, children)
+        _indexes[key] = index
+        _indexes.move_to_end(key)
+        while len(_indexes) > INDEXES_KEPT:
+            _indexes.popitem(last=False)
+        return index
+
+
+def _indexed_children(proj: Projection, run: NodeRun) -> Children:
+    index = _kid_index(proj, run)
+    upto = len(run.children)
+    if index.missing and index.missing[0] < upto:
+        return visible_children(proj, run, all_runs=False, index=False)
+    order, ends = index.rows(upto)
+    shown: list[tuple[NodeRun, int]] = []
+    for pos in order:
+        kid = proj.get(run.invocation_id, index.paths[pos])
+        if kid is not None:
+            shown.append((kid, _folded_count(kid, ends[pos] - 1)))
+    return Children(tuple(shown), _Earlier(index.paths, upto, order, upto - len(order)))
 
 
 def _walk(proj: Projection, invocation_id: str, all_runs: bool) -> Iterator[tuple[NodeRun, int, int]]:

@@ -15,6 +15,7 @@ from textual.widget import Widget
 
 from engine.status import DisplayStatus
 
+from .. import heap
 from ..actions import lookup
 from ..text import clean
 from ..widgets.format import STATUS_CLASSES, STATUS_ICON, status_class
@@ -125,6 +126,14 @@ class HitlScreen(Screen[None]):
     @property
     def hitl(self) -> HitlApp:
         return cast("HitlApp", self.app)
+
+    def hold_heap(self) -> None:
+        """This screen has just loaded a long history: keep it out of the garbage
+        collector's full passes while the screen lives (:mod:`console.heap`)."""
+        heap.hold(self)
+
+    def _on_unmount(self) -> None:
+        heap.release(self)  # Textual calls each class's handler: a screen's own on_unmount too
 
     def compose_title(self, text: str | Text) -> TitleBar:
         badge = Text()

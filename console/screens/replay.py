@@ -111,6 +111,15 @@ def start_position(source: ReplaySource, replay: Replay) -> int:
     return len(replay) if source.at is None else max(0, min(source.at, len(replay)))
 
 
+def prepare(replay: Replay, position: int) -> None:
+    """Fold the whole history once (in a thread), leaving a checkpoint every
+    ``checkpoint_every`` events, then stand at ``position``: a jump (``G``,
+    ``:at``, ``}``) then applies at most that many events on the UI's thread,
+    never the distance to the end of a long history."""
+    replay.seek(len(replay))
+    replay.seek(position)
+
+
 def read_file(path: Path) -> tuple[Session, list[StoredEvent]]:
     """An exported session (``hitl export``), validated (blocking: run it in a thread)."""
     from engine.store.jsonl import parse_export
@@ -192,7 +201,7 @@ class ReplayScreen(HitlScreen):
                 )
             replay = Replay(events)
             position = start_position(src, replay)
-            await asyncio.to_thread(replay.seek, position)
+            await asyncio.to_thread(prepare, replay, position)
         except SessionNotFoundError as e:
             self.post_message(HistoryFailed(one_line(e)))
             return
@@ -217,6 +226,7 @@ class ReplayScreen(HitlScreen):
         self.stored = message.events
         self.corrupt = message.corrupt
         self.replay = message.replay
+        self.hold_heap()  # the history and its checkpoints: out of the collector's full passes
         log = self.log_widget
         log.reset(max([0, *(s.seq for s in message.events[-1:]), *message.corrupt]))
         self.seek(message.position)

@@ -231,8 +231,7 @@ class SessionScreen(GraphKeys, HitlScreen):
         self.invocations = view.invocations
         self.invocation_id = view.invocation_id
         self.proj = view.projection
-        self.tree_seq = view.tree_seq
-        self.complete = view.complete
+        self.tree_seq, self.complete = view.tree_seq, view.complete
         self._add_corrupt(view.corrupt)
         tree, log = self.run_tree, self.log_widget
         cursor = self.wanted_path if first else None
@@ -240,6 +239,7 @@ class SessionScreen(GraphKeys, HitlScreen):
             cursor = focus_path(view.projection, view.invocation_id)
         if view.invocation_id is not None:
             tree.load(view.projection, view.invocation_id, cursor_path=cursor)
+            self.hold_heap()  # a long loop's runs: out of the collector's full passes
         log.invocation_id = view.invocation_id
         if first or view.session.last_seq != self.log_seq:
             self.log_seq = view.session.last_seq
@@ -272,14 +272,14 @@ class SessionScreen(GraphKeys, HitlScreen):
     def on_history_loaded(self, message: HistoryLoaded) -> None:
         if message.token != self._token or message.invocation_id != self.invocation_id:
             return
-        self.history_loading = False
-        self.complete = True
+        self.history_loading, self.complete = False, True
         self.proj = message.projection
         # Events after message.tree_seq that a poll already applied to the old
         # projection are re-read by the next poll (it starts at min(tree_seq, log_seq)).
         self.tree_seq = message.tree_seq
         self._add_corrupt(message.corrupt)
         self.run_tree.load(self.proj, message.invocation_id)
+        self.hold_heap()  # now every run of the loop
         self._show_details()
         self.render_info()
         self.redraw_graph()  # earlier loop runs tell which edges go back

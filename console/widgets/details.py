@@ -205,10 +205,7 @@ def invocation_details(proj: Projection, invocation_id: str, st: Styles, *, red:
     inv = proj.invocations.get(invocation_id)
     if inv is None:
         return Text("no events for this invocation yet", style=_s(st, "details--dim"))
-    runs = proj.runs(invocation_id)
-    counts: dict[str, int] = {}
-    for r in runs:
-        counts[r.status.value] = counts.get(r.status.value, 0) + 1
+    counts = {status.value: n for status, n in proj.status_counts(invocation_id).items()}
     rows: list[tuple[str, RenderableType | str]] = [
         ("invocation", invocation_id),
         ("message", red.text(inv.message) or "-"),

@@ -98,8 +98,14 @@ class QuietFooter(Footer):
             what = self._what()
         except NoMatches:  # its screen's check_action asked for a widget already removed: it is being torn down
             return
-        if what != self._drawn:
+        if what != self._drawn and not self._toggled(what):
             await self.recompose()
+
+    def _toggled(self, what: list[tuple[object, ...]]) -> bool:
+        """The same keys, only some now apply and others no longer: set that on the
+        keys drawn (a recompose remounts every key and reflows the whole screen;
+        the replay's ``[`` off the end of the history did that)."""
+        return False
 
     def _read_only_writes(self) -> set[str]:
         """The actions of the write keys a read-only console does not show at all (the
@@ -171,6 +177,24 @@ class FittedFooter(QuietFooter):
         return [(s.binding.id or s.binding.action, s.display, s.binding.description, s.enabled, s.tooltip) for s in shown] + (
             [("palette", palette[1])] if palette is not None else []
         )
+
+    def _toggled(self, what: list[tuple[object, ...]]) -> bool:
+        drawn = self._drawn
+        keys = list(self.query_children(FooterKey))
+        if drawn is None or len(what) != len(drawn) or len(keys) != len(what):
+            return False
+        if any(new[:-2] != old[:-2] for new, old in zip(what, drawn, strict=True) if new[0] != "palette"):
+            return False  # another key, label or order: draw them again
+        for key, new in zip(keys, what, strict=True):
+            enabled = new[-1] if new[0] == "palette" else new[-2]
+            if key._disabled == enabled:  # FooterKey draws and clicks by _disabled and its -disabled class
+                key._disabled = not enabled
+                key.set_class(not enabled, "-disabled")
+                key.refresh()
+            if new[0] != "palette":
+                key.tooltip = str(new[-1]) or None
+        self._drawn = what
+        return True
 
     def compose(self) -> ComposeResult:
         if not self._bindings_ready:

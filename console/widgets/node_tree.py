@@ -16,7 +16,7 @@ DOUBT once :meth:`NodeTree.set_liveness` passes ``engine.liveness``'s verdict.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
 from rich.style import Style
@@ -39,6 +39,9 @@ from .nav import Navigable
 
 ROOT = "#root"
 FOLD = "#fold:"
+FOLD_WINDOW = 200
+"""Earlier runs a fold lists when it is opened: the latest ones, under a fold of
+the rest (opened the same way), so no key lists a 46,000-run loop at once."""
 DATA = 400
 """Characters of a value (output, message, error) a label is built with: wider than any
 terminal; :meth:`NodeTree.render_label` cuts each line at the widget's width."""
@@ -127,6 +130,23 @@ def liveness_word(proj: Projection, invocation_id: str, seen: Any, red: Redactor
     return t
 
 
+class _Window(Sequence[str]):
+    """``paths[start:stop]`` without copying them (a fold's older runs)."""
+
+    def __init__(self, paths: Sequence[str], start: int, stop: int) -> None:
+        self._paths, self._start, self._stop = paths, start, stop
+
+    def __len__(self) -> int:
+        return self._stop - self._start
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if not -len(self) <= i < len(self):
+            raise IndexError(i)
+        return self._paths[self._start + i % len(self)]
+
+
 class NodeTree(Navigable, Tree[str]):
     """The node runs of one invocation. ``node.data`` is the run's path.
     The console's navigation keys (:class:`~console.widgets.nav.Navigable`) move
@@ -152,7 +172,7 @@ class NodeTree(Navigable, Tree[str]):
         self.proj: Projection | None = None
         self.invocation_id: str | None = None
         self._by_path: dict[str, TreeNode[str]] = {}
-        self._folds: dict[str, list[str]] = {}
+        self._folds: dict[str, Sequence[str]] = {}
         """fold node data -> paths not yet created under it."""
         self._styles: dict[str, Style] | None = None
         self.marked: set[str] = set()
@@ -267,7 +287,7 @@ class NodeTree(Navigable, Tree[str]):
         if kids.folded:
             key = FOLD + run.path
             fold = node.add(self._fold_label(kids.folded), data=key, expand=False, allow_expand=True)
-            self._folds[key] = list(kids.earlier)
+            self._folds[key] = kids.earlier  # lazy for a long loop: read when the fold is opened
             self._by_path[key] = fold
         for child, _ in kids.shown:
             self._shown[(run.path, child.name, child.call_key)] = child.path
@@ -318,8 +338,13 @@ class NodeTree(Navigable, Tree[str]):
         if not paths or self.proj is None or self.invocation_id is None:
             return
         fold = self._by_path[key]
-        for p in paths:
-            run = self.proj.get(self.invocation_id, p)
+        cut = max(0, len(paths) - FOLD_WINDOW)
+        if cut:  # the older runs: one fold more, listed when it is opened
+            rest = f"{key}<{cut}"
+            self._by_path[rest] = fold.add(self._fold_label(cut), data=rest, expand=False, allow_expand=True)
+            self._folds[rest] = _Window(paths, 0, cut)
+        for i in range(cut, len(paths)):
+            run = self.proj.get(self.invocation_id, paths[i])
             if run is not None:
                 self._add_subtree(fold, run)
 
@@ -425,11 +450,19 @@ class NodeTree(Navigable, Tree[str]):
                 chain.append(p)
                 run = self.proj.get(self.invocation_id, p)
                 p = run.parent if run else None
-            for anc in reversed(chain):
+            down = chain[::-1]
+            for anc, child in zip(down, [*down[1:], None], strict=True):
                 key = FOLD + anc
                 if key in self._folds:
                     self._populate_fold(key)
                     self._by_path[key].expand()
+                while child is not None and child not in self._by_path:
+                    # an older run: in the fold of the rest, window after window
+                    older = next((k for k in self._folds if k.startswith(key + "<")), None)
+                    if older is None:
+                        break
+                    self._populate_fold(older)
+                    self._by_path[older].expand()
             node = self._by_path.get(path)
         return node
 

@@ -23,6 +23,7 @@ from engine.redact import Redactor
 from engine.replay import DiffRow, Marker
 from engine.views import Frame
 
+from .drawn import Drawn
 from .event_log import EventLog
 from .format import date_time, short, short_id, shown_entry
 from .plain import Static, cells
@@ -158,7 +159,10 @@ class ReplayPanel(VerticalScroll):
         if title is not None:
             self.border_title = title
         self.shown = renderable
-        self.query_one(".replay-body", Static).update(renderable)
+        # laid out once per width: Textual draws a changed pane at least twice (its
+        # height, then its lines), a Rich table measuring every cell each time
+        body = renderable if isinstance(renderable, str | Text) else Drawn(lambda: renderable)
+        self.query_one(".replay-body", Static).update(body)
 
 
 class TimelineBar(Widget):
