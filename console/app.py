@@ -375,7 +375,10 @@ class HitlApp(App[None]):
     def _freeze_startup(self) -> None:
         """Leave what the started console holds (modules, styles, its first screen) out
         of the cyclic collector's full passes: one took 40-80 ms over it, inside
-        whichever key it fell on. Garbage among it is freed when the app ends."""
+        whichever key it fell on. Garbage among it is freed when the app ends, or
+        sooner: the last long-history screen to close (console/heap.py) hands
+        everything back to the collector -- a frozen set kept for the app's life
+        would also keep the cycles of every screen open when a later freeze came."""
         gc.freeze()
 
     async def on_unmount(self) -> None:
