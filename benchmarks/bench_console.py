@@ -339,7 +339,8 @@ KEYS: dict[str, list[str]] = {
     "sessions": ["down", "down", "up", "s", "0", "question_mark", "escape", "G", "g"],
     "inbox": ["down", "up", "question_mark", "escape", "G", "g"],
     "session, 1 MB payload": ["n", "down", "up", "n", "question_mark", "escape", "tab", "down", "shift+tab"],
-    "session, long loop": ["G", "g", "n", "down", "question_mark", "escape", "tab", "G", "shift+tab"],
+    "session, long loop": ["G", "g", "n", "down", "question_mark", "escape", "tab", "G", "shift+tab",
+                           "slash", "s", "p", "i", "n", "enter", "semicolon", "comma"],  # find in the tree
     "answer editor, 1 MB payload": ["ctrl+t", "ctrl+t", "y", "question_mark", "escape"],
     "replay, long loop": ["right_square_bracket", "left_square_bracket", "right_square_bracket", "question_mark",
                           "escape"],

@@ -272,16 +272,15 @@ class SessionScreen(GraphKeys, HitlScreen):
     def on_history_loaded(self, message: HistoryLoaded) -> None:
         if message.token != self._token or message.invocation_id != self.invocation_id:
             return
-        self.history_loading, self.complete = False, True
-        self.proj = message.projection
+        self.complete, self.proj = True, message.projection
         # Events after message.tree_seq that a poll already applied to the old
         # projection are re-read by the next poll (it starts at min(tree_seq, log_seq)).
         self.tree_seq = message.tree_seq
         self._add_corrupt(message.corrupt)
         self.run_tree.load(self.proj, message.invocation_id)
+        self.run_tree.prepare_find(then=lambda: self.render_info(history_loaded=True))
         self.hold_heap()  # now every run of the loop
         self._show_details()
-        self.render_info()
         self.redraw_graph()  # earlier loop runs tell which edges go back
 
     # ------------------------------------------------------------ live
@@ -538,7 +537,8 @@ class SessionScreen(GraphKeys, HitlScreen):
     def current_summary(self) -> InvocationSummary | None:
         return next((i for i in self.invocations if i.invocation_id == self.invocation_id), None)
 
-    def render_info(self) -> None:
+    def render_info(self, *, history_loaded: bool = False) -> None:
+        self.history_loading = self.history_loading and not history_loaded  # the whole loop is in the tree
         view = self.view
         if view is None:
             return

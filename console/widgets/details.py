@@ -19,7 +19,7 @@ from engine.models import NodeStatus, StoredEvent
 from engine.projection import Interrupt, NodeRun, Projection
 from engine.redact import Redactor
 from engine.schema_view import schema_text
-from engine.views import approval_progress, display_status
+from engine.views import approval_progress, display_status, waits_below
 
 from ..text import clean, literal
 from .drawn import Drawn, DrawnLines
@@ -181,7 +181,7 @@ def node_details(
         for c in proj.children(invocation_id, path):
             counts[c.status.value] = counts.get(c.status.value, 0) + 1
         rows.append(("children", ", ".join(f"{n} {s.lower()}" for s, n in counts.items())))
-        below = [i for i in proj.pending_ids(invocation_id, path) if i not in run.own_pending]
+        below = waits_below(proj, invocation_id, path)
         if below:
             rows.append(("waits on", ", ".join(below)))
     parts: list[RenderableType] = [title, _fields(rows, st)]

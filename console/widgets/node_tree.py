@@ -16,7 +16,7 @@ DOUBT once :meth:`NodeTree.set_liveness` passes ``engine.liveness``'s verdict.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, ClassVar
 
 from rich.style import Style
@@ -45,6 +45,13 @@ the rest (opened the same way), so no key lists a 46,000-run loop at once."""
 DATA = 400
 """Characters of a value (output, message, error) a label is built with: wider than any
 terminal; :meth:`NodeTree.render_label` cuts each line at the widget's width."""
+
+FIND_LABELS_HERE = 2 * FOLD_WINDOW
+"""A fold of more runs than this is labelled for ``/`` in a thread, not on a key."""
+
+FIND_OPENS = 64
+"""Folds one ``/`` move opens at most on its way to a match (a fold's window may
+hold another fold: the older runs)."""
 
 
 def run_label(
@@ -130,6 +137,32 @@ def liveness_word(proj: Projection, invocation_id: str, seen: Any, red: Redactor
     return t
 
 
+def _runs_under(proj: Projection, invocation_id: str, paths: Iterable[str]) -> Iterator[NodeRun]:
+    """The runs at ``paths`` and every run below them, depth first."""
+    stack = list(reversed(list(paths)))
+    while stack:
+        run = proj.get(invocation_id, stack.pop())
+        if run is not None:
+            yield run
+            stack.extend(reversed(run.children))
+
+
+def _texts(
+    paths: Sequence[str], runs: Iterable[NodeRun], label: Callable[[NodeRun], Text]
+) -> tuple[Sequence[str], list[str], list[int]]:
+    """(``paths``, the lower-case label of each run under them, depth first, and the
+    index in ``paths`` of the run each one is under): what ``/`` matches a fold by."""
+    index = {p: i for i, p in enumerate(paths)}
+    texts: list[str] = []
+    owners: list[int] = []
+    top = 0
+    for run in runs:
+        top = index.get(run.path, top)
+        texts.append(label(run).plain.lower())
+        owners.append(top)
+    return paths, texts, owners
+
+
 class _Window(Sequence[str]):
     """``paths[start:stop]`` without copying them (a fold's older runs)."""
 
@@ -173,6 +206,13 @@ class NodeTree(Navigable, Tree[str]):
         self.invocation_id: str | None = None
         self._by_path: dict[str, TreeNode[str]] = {}
         self._folds: dict[str, Sequence[str]] = {}
+        self._plain_texts: dict[str, tuple[NodeRun, str]] = {}
+        """path -> (the run, its label's lower-case text): what ``/`` matches folded runs against."""
+        self._preparing: Projection | None = None
+        """The projection whose folds a thread is labelling for ``/`` (:meth:`prepare_find`)."""
+        self._fold_texts: dict[str, tuple[Sequence[str], list[str], list[int]]] = {}
+        """fold key -> (its paths, the texts of its runs and those below them, the index of
+        the run each is under), :meth:`folded_texts`."""
         """fold node data -> paths not yet created under it."""
         self._styles: dict[str, Style] | None = None
         self.marked: set[str] = set()
@@ -247,6 +287,7 @@ class NodeTree(Navigable, Tree[str]):
         self.clear()
         self._by_path.clear()
         self._folds.clear()
+        self._fold_texts.clear()
         self._shown.clear()
         self.root.set_label(
             invocation_label(proj, invocation_id, self.styles_map, self.interrupted, red=self.redactor, queued=self.queued)
@@ -294,9 +335,10 @@ class NodeTree(Navigable, Tree[str]):
             self._add_subtree(node, child, collapsed)
         return node
 
-    def _label(self, run: NodeRun) -> Text:
-        assert self.proj is not None
-        label = run_label(run, self.proj, self.styles_map, views.display_status(run, self.interrupted, self.in_doubt),
+    def _label(self, run: NodeRun, proj: Projection | None = None) -> Text:
+        proj = proj if proj is not None else self.proj
+        assert proj is not None
+        label = run_label(run, proj, self.styles_map, views.display_status(run, self.interrupted, self.in_doubt),
                           red=self.redactor)
         if run.path in self.marked:
             label = Text("● ", self.styles_map.get("marked", Style())) + label
@@ -333,20 +375,40 @@ class NodeTree(Navigable, Tree[str]):
     def _fold_label(self, n: int) -> Text:
         return Text(f"⋯ {n:,} earlier runs (expand to list)", self.styles_map["fold"])
 
-    def _populate_fold(self, key: str) -> None:
+    def _populate_fold(self, key: str, around: int | None = None) -> None:
+        """List a window of the fold's runs: its latest ``FOLD_WINDOW`` (or those
+        around the run at index ``around``, for ``/``), with a fold of the runs
+        before it and, around a run, one of those after it."""
         paths = self._folds.pop(key, None)
         if not paths or self.proj is None or self.invocation_id is None:
             return
         fold = self._by_path[key]
-        cut = max(0, len(paths) - FOLD_WINDOW)
-        if cut:  # the older runs: one fold more, listed when it is opened
-            rest = f"{key}<{cut}"
-            self._by_path[rest] = fold.add(self._fold_label(cut), data=rest, expand=False, allow_expand=True)
-            self._folds[rest] = _Window(paths, 0, cut)
-        for i in range(cut, len(paths)):
+        labelled = self._fold_texts.pop(key, None)
+
+        def carry(sub: str, window: _Window, start: int, stop: int) -> None:
+            """The new fold's texts: a slice of this one's (``/`` labels nothing again)."""
+            if labelled is not None and labelled[0] is paths:
+                owners = labelled[2]
+                a, b = bisect.bisect_left(owners, start), bisect.bisect_left(owners, stop)
+                self._fold_texts[sub] = (window, labelled[1][a:b], [o - start for o in owners[a:b]])
+
+        hi = len(paths) if around is None else min(len(paths), max(around + 1, around + FOLD_WINDOW // 2))
+        lo = max(0, hi - FOLD_WINDOW)
+        if lo:  # the older runs: one fold more, listed when it is opened
+            rest = f"{key}<{lo}"
+            self._by_path[rest] = fold.add(self._fold_label(lo), data=rest, expand=False, allow_expand=True)
+            self._folds[rest] = window = _Window(paths, 0, lo)
+            carry(rest, window, 0, lo)
+        for i in range(lo, hi):
             run = self.proj.get(self.invocation_id, paths[i])
             if run is not None:
                 self._add_subtree(fold, run)
+        if hi < len(paths):  # the later runs (a window opened around an older run)
+            later = f"{key}>{hi}"
+            label = Text(f"⋯ {len(paths) - hi:,} later runs (expand to list)", self.styles_map["fold"])
+            self._by_path[later] = fold.add(label, data=later, expand=False, allow_expand=True)
+            self._folds[later] = window = _Window(paths, hi, len(paths))
+            carry(later, window, hi, len(paths))
 
     def _on_tree_node_expanded(self, event: Tree.NodeExpanded[str]) -> None:
         data = event.node.data
@@ -402,32 +464,123 @@ class NodeTree(Navigable, Tree[str]):
         return None if node is None else str(node.label)  # a Text's str is its plain text
 
     def matches(self) -> list[int]:
-        """``/`` searches folded runs too: a fold whose runs (or their children)
-        match is unfolded first, so the match is a line the cursor can reach."""
-        self._unfold_matches(self.find_query.lower())
-        return super().matches()
-
-    def _unfold_matches(self, needle: str) -> None:
+        """``/`` searches folded runs too, without unfolding them: the lines that
+        match, and the line of each fold holding a run (or a child of one) whose
+        label matches -- :meth:`find_from` opens a fold when the cursor is to land
+        in it. The folded runs' label texts are made off the UI's thread
+        (:meth:`folded_texts`, when a long history loads); a run changed since is
+        labelled here. (Typing a find on a loop of 46,000 runs labelled every one
+        and unfolded every matching window, recursively, on each key: seconds.)"""
+        lines = super().matches()
+        needle = self.find_query.lower()
         proj, inv = self.proj, self.invocation_id
-        if not needle or proj is None or inv is None:
+        if not needle or not self._folds or proj is None or inv is None:
+            return lines
+        found = set(lines)
+        for key, paths in list(self._folds.items()):
+            node = self._by_path.get(key)
+            if node is not None and self._fold_match(key, paths, needle, 1) is not None:
+                parent = node.parent
+                while parent is not None and not parent.is_expanded:  # reachable by the cursor
+                    parent.expand()
+                    parent = parent.parent
+                if node.line >= 0:
+                    found.add(node.line)
+        return sorted(found)
+
+    def _fold_match(self, key: str, paths: Sequence[str], needle: str, direction: int) -> int | None:
+        """The index in ``paths`` of the first (``direction`` < 0: last) of the fold's
+        runs whose label, or that of a run below it, holds ``needle``; None: none."""
+        kept = self._fold_texts.get(key)
+        if kept is None or kept[0] is not paths:  # not labelled yet, or a loop grown since
+            if len(paths) > FIND_LABELS_HERE:  # labelled in a thread; the find goes on when they are
+                self.prepare_find()
+                return None
+            assert self.proj is not None and self.invocation_id is not None
+            kept = self._fold_texts[key] = _texts(paths, _runs_under(self.proj, self.invocation_id, paths), self._label)
+        texts, owners = kept[1], kept[2]
+        order = range(len(texts)) if direction >= 0 else range(len(texts) - 1, -1, -1)
+        return next((owners[k] for k in order if needle in texts[k]), None)
+
+    def _plain(self, run: NodeRun) -> str:
+        """The run's label as lower-case text, kept while the run is the same record
+        (the projection copies a record it changes)."""
+        kept = self._plain_texts.get(run.path)
+        if kept is not None and kept[0] is run:
+            return kept[1]
+        text = self._label(run).plain.lower()
+        self._plain_texts[run.path] = (run, text)
+        return text
+
+    def folded_texts(self, proj: Projection, invocation_id: str) -> dict[str, tuple[Sequence[str], list[str], list[int]]]:
+        """Each fold's runs' labels (and those of the runs below them) as lower-case
+        text, for ``/`` (:meth:`matches`): made in a thread from ``proj``, a fork of
+        the tree's projection (records shared with it are read-only for both).
+        Folded runs are finished ones: the live updates change the runs shown."""
+        return {key: _texts(paths, _runs_under(proj, invocation_id, paths), lambda run: self._label(run, proj))
+                for key, paths in list(self._folds.items())}
+
+    def prepare_find(self, then: Callable[[], None] | None = None) -> None:
+        """Label the folded runs for ``/`` in a thread (:meth:`folded_texts`), then
+        call ``then`` on the UI's thread (also when there is nothing to label);
+        without ``then``, go on with the find being typed."""
+        proj, inv = self.proj, self.invocation_id
+        if proj is None or inv is None or not self._folds:
+            if then is not None:
+                then()
             return
+        if then is None and self._preparing is proj:
+            return  # under way
+        self._preparing = proj
+        fork = proj.fork()  # the thread reads its own projection: live updates apply to ours
 
-        def hit(path: str) -> bool:
-            run = proj.get(inv, path)
-            if run is None:
-                return False
-            return needle in self._label(run).plain.lower() or any(hit(c) for c in run.children)
+        def label() -> None:
+            try:
+                texts = self.folded_texts(fork, inv)
+            except Exception:  # noqa: BLE001 -- a cache: without it / labels on demand
+                texts = {}
+            self.app.call_from_thread(done, texts)
 
-        opened = True
-        while opened:  # an unfolded run may hold folds of its own
-            opened = False
-            for key in [k for k, paths in self._folds.items() if any(hit(p) for p in paths)]:
-                self._populate_fold(key)
-                node: TreeNode[str] | None = self._by_path[key]
-                while node is not None:
-                    node.expand()
-                    node = node.parent
-                opened = True
+        def done(texts: dict[str, tuple[Sequence[str], list[str], list[int]]]) -> None:
+            if self._preparing is proj:
+                self._preparing = None
+            if proj is self.proj:  # else the tree was loaded again meanwhile: its folds differ
+                self._fold_texts.update(texts)
+            if then is not None:
+                then()
+            elif self.find_query and proj is self.proj and self.nav_index() not in self.matches():
+                self.find_from(0, 1, announce=False)
+
+        self.run_worker(label, thread=True, exclusive=True, group="find-texts", exit_on_error=False)
+
+    def find_from(self, offset: int, direction: int, *, announce: bool = True) -> int | None:
+        """As :meth:`Navigable.find_from`; a match that is a fold's line (for the runs
+        folded in it) opens a window of the fold around the matching run and goes on
+        to the match there."""
+        needle = self.find_query.lower()
+        for _ in range(FIND_OPENS):
+            target = super().find_from(offset, direction, announce=False)
+            if target is None:
+                return None  # said so already
+            node = self.cursor_node
+            key = node.data if node is not None else None
+            paths = self._folds.get(key) if key is not None else None
+            if node is None or key is None or paths is None or needle in str(node.label).lower():
+                break  # a run's line, or a fold whose own line matches
+            index = self._fold_match(key, paths, needle, direction)
+            if index is None:
+                break
+            self._populate_fold(key, around=index)
+            node.expand()
+            run_node = self._by_path.get(paths[index])
+            if run_node is None:
+                break
+            if direction < 0:  # from the run's last line back: a match below it comes first
+                while run_node.children and run_node.is_expanded:
+                    run_node = run_node.children[-1]
+            self._go(max(run_node.line, 0))
+            offset = 0
+        return super().find_from(0, direction, announce=True) if announce else self.nav_index()
 
     async def copy_payload(self) -> tuple[str, str] | None:
         path = self.cursor_path

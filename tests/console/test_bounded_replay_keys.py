@@ -5,6 +5,7 @@ footer rebuilt, never a time (benchmarks/bench_console.py measures the latencies
 from __future__ import annotations
 
 import gc
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -211,4 +212,39 @@ async def test_opening_a_fold_of_a_long_loop_lists_a_window_of_its_runs(tmp_path
         await settle(pilot)
         assert tree.cursor_path == "crawl@1/step@3"
         assert len(tree._by_path) < earlier + 50  # windows opened, every run listed once at most
+    await store.close()
+
+
+async def test_typing_a_find_in_a_long_loop_opens_one_window_and_labels_no_folded_run(tmp_path: Path, monkeypatch: Any) -> None:
+    """Typing ``/step@1`` in the tree of a 2,000-run loop labelled every folded run
+    and unfolded every window holding a match, on each key (a 46,000-run loop: seconds
+    per key): the folded runs' texts are made in a thread (when a long history loads,
+    else when a find first needs them), and a key opens at most the one window the
+    cursor lands in, around the matching run."""
+    from console.widgets.node_tree import FOLD_WINDOW, NodeTree
+
+    store = await loop_store(tmp_path)
+    app = make_app(store)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_loop(app, pilot)
+        tree = screen.run_tree
+        tree.focus()
+        nodes = len(tree._by_path)
+        on_ui: list[int] = []
+        label = NodeTree._label
+
+        def counted(self: Any, *args: Any) -> Any:
+            if threading.current_thread() is threading.main_thread():
+                on_ui.append(1)
+            return label(self, *args)
+
+        monkeypatch.setattr(NodeTree, "_label", counted)
+        await pilot.press("slash", *"step@1")
+        await settle(pilot)
+        assert len(tree._by_path) - nodes <= FOLD_WINDOW + 1  # one window opened, not every matching one
+        assert len(on_ui) <= FOLD_WINDOW + 1  # the window's rows on the UI's thread, no folded run's text
+        assert tree.cursor_path is not None and "step@1" in tree.cursor_path
+        await pilot.press("enter", "semicolon")
+        await settle(pilot)
+        assert tree.cursor_path is not None and "step@1" in tree.cursor_path
     await store.close()
