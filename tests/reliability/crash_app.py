@@ -15,7 +15,8 @@ Every effect appends ``<node path>\\n`` to ``$HITL_CRASH_EFFECTS`` with one
 names an effect (node name) after which the process SIGKILLs itself -- the
 exact "side effect done, no end record" window; ``$HITL_CRASH_PAUSE`` names one
 after which the node sleeps for a minute (for tests that stop a turn from
-outside while it is in doubt).
+outside while it is in doubt), with ``$HITL_CRASH_THREAD`` set after starting a
+thread of its own.
 """
 
 from __future__ import annotations
@@ -58,6 +59,12 @@ def delay() -> float:
 
 async def maybe_pause(name: str) -> None:
     if os.environ.get("HITL_CRASH_PAUSE") == name:
+        if os.environ.get("HITL_CRASH_THREAD"):
+            # App code with a thread of its own (a client library's, a to_thread): a
+            # Ctrl-C the kernel hands to that thread must still stop the turn.
+            import threading
+
+            threading.Thread(target=threading.Event().wait, name="app-thread", daemon=True).start()
         await asyncio.sleep(60)
 
 
