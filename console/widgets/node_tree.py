@@ -206,14 +206,12 @@ class NodeTree(Navigable, Tree[str]):
         self.invocation_id: str | None = None
         self._by_path: dict[str, TreeNode[str]] = {}
         self._folds: dict[str, Sequence[str]] = {}
-        self._plain_texts: dict[str, tuple[NodeRun, str]] = {}
-        """path -> (the run, its label's lower-case text): what ``/`` matches folded runs against."""
-        self._preparing: Projection | None = None
-        """The projection whose folds a thread is labelling for ``/`` (:meth:`prepare_find`)."""
+        """fold node data -> paths not yet created under it."""
         self._fold_texts: dict[str, tuple[Sequence[str], list[str], list[int]]] = {}
         """fold key -> (its paths, the texts of its runs and those below them, the index of
         the run each is under), :meth:`folded_texts`."""
-        """fold node data -> paths not yet created under it."""
+        self._preparing: Projection | None = None
+        """The projection whose folds a thread is labelling for ``/`` (:meth:`prepare_find`)."""
         self._styles: dict[str, Style] | None = None
         self.marked: set[str] = set()
         """Runs whose open ids are selected for answering: their labels start with ``●``."""
@@ -467,10 +465,11 @@ class NodeTree(Navigable, Tree[str]):
         """``/`` searches folded runs too, without unfolding them: the lines that
         match, and the line of each fold holding a run (or a child of one) whose
         label matches -- :meth:`find_from` opens a fold when the cursor is to land
-        in it. The folded runs' label texts are made off the UI's thread
-        (:meth:`folded_texts`, when a long history loads); a run changed since is
-        labelled here. (Typing a find on a loop of 46,000 runs labelled every one
-        and unfolded every matching window, recursively, on each key: seconds.)"""
+        in it. A large fold's texts are made off the UI's thread (:meth:`prepare_find`,
+        when a long history loads, else when a find first needs them: until then it
+        is not counted); a small one's here. (Typing a find on a loop of 46,000 runs
+        labelled every one and unfolded every matching window, recursively, on each
+        key: seconds.)"""
         lines = super().matches()
         needle = self.find_query.lower()
         proj, inv = self.proj, self.invocation_id
@@ -501,16 +500,6 @@ class NodeTree(Navigable, Tree[str]):
         texts, owners = kept[1], kept[2]
         order = range(len(texts)) if direction >= 0 else range(len(texts) - 1, -1, -1)
         return next((owners[k] for k in order if needle in texts[k]), None)
-
-    def _plain(self, run: NodeRun) -> str:
-        """The run's label as lower-case text, kept while the run is the same record
-        (the projection copies a record it changes)."""
-        kept = self._plain_texts.get(run.path)
-        if kept is not None and kept[0] is run:
-            return kept[1]
-        text = self._label(run).plain.lower()
-        self._plain_texts[run.path] = (run, text)
-        return text
 
     def folded_texts(self, proj: Projection, invocation_id: str) -> dict[str, tuple[Sequence[str], list[str], list[int]]]:
         """Each fold's runs' labels (and those of the runs below them) as lower-case
