@@ -130,6 +130,12 @@ def test_1000_deadlines_three_workers_sigkilled(db: str, tmp_path: Path) -> None
             break
         time.sleep(0.1)
     elapsed = time.monotonic() - started
+    ready = Path(spec["ready"])
+    for _ in range(600):  # bounded: a survivor started last may not have its SIGTERM handler yet
+        said = set(ready.read_text(encoding="utf-8").split()) if ready.exists() else set()
+        if all(str(p.pid) in said for p in procs if p.is_alive()):
+            break
+        time.sleep(0.05)
     for p in procs:
         if p.is_alive():
             p.terminate()
