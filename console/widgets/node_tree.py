@@ -390,7 +390,7 @@ class NodeTree(Navigable, Tree[str]):
                 a, b = bisect.bisect_left(owners, start), bisect.bisect_left(owners, stop)
                 self._fold_texts[sub] = (window, labelled[1][a:b], [o - start for o in owners[a:b]])
 
-        hi = len(paths) if around is None else min(len(paths), max(around + 1, around + FOLD_WINDOW // 2))
+        hi = len(paths) if around is None else min(len(paths), around + max(1, FOLD_WINDOW // 2))
         lo = max(0, hi - FOLD_WINDOW)
         if lo:  # the older runs: one fold more, listed when it is opened
             rest = f"{key}<{lo}"
