@@ -351,14 +351,21 @@ handled it and painted, :func:`press_settled`: wall time, which a loaded machine
 inflates, and the console process's CPU time)."""
 
 
+def _unpainted(screen: Any) -> bool:
+    """Whether the screen has a layout, scroll or repaint it has not done yet."""
+    return bool(screen._layout_required or screen._scroll_required or screen._repaint_required or screen._dirty_widgets)
+
+
+def _working(app: Any) -> bool:
+    return any(w.is_running for w in app.workers)
+
+
 def _pending(app: Any) -> bool:
     """Whether the console still has something to do for the last key: a message
     queued in the app or any widget of its screen, a worker running, or a layout,
     scroll, repaint or recompose the screen has not done yet."""
     screen = app.screen
-    if screen._layout_required or screen._scroll_required or screen._repaint_required or screen._recompose_required:
-        return True
-    if screen._dirty_widgets or any(w.is_running for w in app.workers):
+    if _unpainted(screen) or screen._recompose_required or _working(app):
         return True
     return any(w._message_queue.qsize() for w in (app, *screen.walk_children(with_self=True)))
 
@@ -386,12 +393,11 @@ async def press_settled(pilot: Any, key: str) -> None:
     app._driver.send_message(event)
     for _ in range(100_000):  # bounded: a console that never settles fails the run below
         await pilot._wait_for_screen()
-        if any(w.is_running for w in app.workers):
+        if _working(app):
             await app.workers.wait_for_complete()
             continue
-        screen = app.screen
-        if screen._layout_required or screen._scroll_required or screen._repaint_required or screen._dirty_widgets:
-            screen._on_timer_update()
+        if _unpainted(app.screen):
+            app.screen._on_timer_update()
             continue
         await asyncio.sleep(0)
         if not _pending(app):
