@@ -1,0 +1,109 @@
+"""The shortcuts of the reads of one huge session (``hitl show --all-runs``,
+``events``, ``replay --diff-from``: benchmarks/bench_read_scale.py) give exactly
+what the long way gives: ``clean`` of printable ASCII, the display JSON of
+``short``, the text check's count of the ``author`` key, the show's one check of
+its rows."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+from unittest import mock
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from console import text as console_text
+from engine.redact import Redactor
+
+# Plain ASCII, every control character clean neutralises, and its neighbours.
+CHARS = st.one_of(
+    st.sampled_from(["a", " ", "~", "{", "\t", "\n", "\r", "\x00", "\x1b", "\x1f", "\x7f", "\x80", "\x85", "\x9f",
+                     "\xa0", "é", "\u202e", "\u2066", "…", "東"]),
+    st.characters(max_codepoint=0x7F),
+    st.characters(),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(text=st.lists(CHARS, max_size=30).map("".join), one_line=st.booleans())
+def test_clean_is_the_patterns_substitution(text: str, one_line: bool) -> None:
+    pattern = console_text._CONTROL_ONE_LINE if one_line else console_text._CONTROL
+    assert console_text.clean(text, one_line=one_line) == pattern.sub(console_text._picture, text)
+
+
+def test_clean_of_printable_ascii_runs_no_pattern() -> None:
+    """A long read's lines are printable ASCII: cleaning them scans nothing with the pattern."""
+    calls: list[str] = []
+
+    class Counting:
+        def __init__(self, pattern: re.Pattern[str]) -> None:
+            self.pattern = pattern
+
+        def sub(self, repl: Any, s: str) -> str:
+            calls.append(s)
+            return self.pattern.sub(repl, s)
+
+    lines = "\n".join(f"  {n:>6}  deploy@{n}  COMPLETED  {{\"ok\":true,\"n\":{n}}}\t~" for n in range(2000))
+    with mock.patch.object(console_text, "_CONTROL", Counting(console_text._CONTROL)), \
+            mock.patch.object(console_text, "_CONTROL_ONE_LINE", Counting(console_text._CONTROL_ONE_LINE)):
+        assert console_text.clean(lines) == lines
+        assert console_text.clean("plain words", one_line=True) == "plain words"
+        assert calls == []
+        assert console_text.clean("a\nb", one_line=True) == "a\u240ab"  # a newline on one line: the pattern's
+        assert console_text.clean("bell\x07") == "bell\u2407"
+    assert calls == ["a\nb", "bell\x07"]
+
+
+json_values = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=8)),
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=5), inner, max_size=3)),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=st.one_of(json_values, st.builds(set, st.lists(st.integers(), max_size=3)), st.just({1: object})))
+def test_the_display_json_is_json_dumps(value: Any) -> None:
+    expected = console_text.clean(json.dumps(value, ensure_ascii=False, sort_keys=False, default=repr))
+    assert console_text.to_json(value) == expected
+    assert console_text.to_json(value, indent=2) == console_text.clean(
+        json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False, default=repr))
+
+
+def test_the_author_key_passes_the_text_check_and_auth_anywhere_else_does_not() -> None:
+    """The check counts the ``author`` keys instead of cutting them out first: a word
+    they contain ("auth") may stand in the text only as often as they do."""
+    red = Redactor()
+    row = '{"id":"e1","author":"deploy","timestamp":1.0,"output":{"ok":true}}'
+    assert red.learns_nothing(row)
+    assert red.learns_nothing("\n".join([row, row.replace("e1", "e2")]))  # a page: one key per row
+    assert not red.learns_nothing(row.replace('"ok"', '"oauth"'))  # a key naming a credential
+    assert not red.learns_nothing(row.replace('"deploy"', '"auth-bot"'))  # in a value: free text
+    assert not red.learns_nothing(row.replace('"deploy"', '"author"'))  # the word as a value, not the key
+    assert not red.learns_nothing(row.replace('"author"', '"xauthor"'))  # another key that contains it
+    assert not red.learns_nothing("\n".join([row, row.replace('"ok":true', '"Auth_Token":1')]))
+    # a pattern of the configuration that the author key contains counts the same way
+    thor = Redactor(patterns=["thor"])
+    assert thor.learns_nothing(row)
+    assert not thor.learns_nothing(row.replace('"ok"', '"Thor"'))
+    assert not thor.learns_nothing(row.replace('"ok"', '"author_"'))
+
+
+@settings(max_examples=300, deadline=None)
+@given(keys=st.lists(st.sampled_from(["author", "auth", "oauth", "x", "authors", "AUTHOR", "note"]), max_size=4),
+       values=st.lists(st.sampled_from(["deploy", "author", "auth", "ok", "Author"]), max_size=4))
+def test_the_text_check_says_yes_only_when_walking_learns_and_masks_nothing(keys: list[str], values: list[str]) -> None:
+    from engine.models import Event
+
+    output = dict(zip(keys, values, strict=False))
+    event = Event(invocation_id="i", author=values[0] if values else "user", output=output)
+    raw = event.to_json()
+    red = Redactor()
+    if red.learns_nothing(raw):
+        learner = red.fork()
+        learner.learn_events([event])
+        assert learner._known == set()
+        assert red.fork().event(event) is event
+        assert red.fork().value(output) == output
