@@ -334,6 +334,10 @@ class Redactor:
         :meth:`event` of the event stored as ``raw`` is that event itself."""
         return self.learns_nothing(raw) and not self.knows_some_of(raw)
 
+    def knows_secrets(self) -> bool:
+        """Whether a secret value was learned (:meth:`text` masks known values too)."""
+        return bool(self._known) and not self.show
+
     def knows_some_of(self, raw: str) -> bool:
         """Whether a secret learned so far is in the text ``raw`` (as it is or
         JSON-escaped: how a stored event holds it)."""

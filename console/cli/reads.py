@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from console.text import clean
 from console.times import age, zone_name
 from engine.owners import INTERRUPTED, QUEUED
 from engine.status import (
@@ -492,7 +493,7 @@ def _page_lines(red: Redactor, page: list[tuple[int, str]], batch: EventLines) -
             try:
                 data = from_json(raw)
                 if type(data) is dict and data.keys() <= _EVENT_KEYS and _plain_shape(data):
-                    batch.add_data(seq, data)
+                    batch.add_data(seq, data, inert=True)
                     continue
             except (ValueError, TypeError, KeyError, AttributeError):  # not an event's shape: parsed below
                 pass
@@ -532,6 +533,8 @@ class EventLines:
         """Lines ready to write."""
         self.text: list[str] = []
         """Text lines not masked yet (:meth:`flush` masks them together)."""
+        self.inert = 0
+        """How many of them are of events whose stored text is inert (:meth:`add_data`)."""
         self._ts: object = None
         self._clock = clock(None)
         from engine.event_kinds import stored_kind  # (here: the module is loaded by the commands that list, too)
@@ -547,8 +550,10 @@ class EventLines:
         else:
             self.add_data(seq, data)
 
-    def add_data(self, seq: int, data: dict[str, Any]) -> None:
-        """The text line of the (masked) event whose JSON form is ``data``."""
+    def add_data(self, seq: int, data: dict[str, Any], inert: bool = False) -> None:
+        """The text line of the (masked) event whose JSON form is ``data``; ``inert``:
+        ``data`` is the stored text of an event that shows nothing to learn or mask
+        (:meth:`~engine.redact.Redactor.inert`)."""
         kind = self._kind(data)
         info = data.get("node_info")
         path = (info.get("path") if info else None) or "-"
@@ -559,13 +564,21 @@ class EventLines:
         # third cheaper (once per line of a long log)
         line = "%6d  %s  %-9s %-40s %s" % (seq, self._clock, kind, path, event_summary(data, kind))  # noqa: UP031
         self.text.append(line.rstrip())
+        self.inert += inert
         if len(self.text) >= self.size:
             self.flush()
 
     def flush(self) -> None:
         if self.text:
-            self.lines.append(masked_lines(self.red, self.text))
-            self.text = []
+            if self.inert == len(self.text) and not self.red.knows_secrets():
+                # Lines of inert events, nothing learned: the free-text patterns find no
+                # match in them -- each needs a word (token, pass...) or "://" that would
+                # stand in one of the events' strings, which the text check found in none
+                # (the words between the strings: the log's own, none of those). Cleaned only.
+                self.lines.append(clean("\n".join(self.text)))
+            else:
+                self.lines.append(masked_lines(self.red, self.text))
+            self.text, self.inert = [], 0
         if self.lines:
             click.echo("\n".join(self.lines))
             self.lines = []

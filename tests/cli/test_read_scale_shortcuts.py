@@ -107,3 +107,69 @@ def test_the_text_check_says_yes_only_when_walking_learns_and_masks_nothing(keys
         assert learner._known == set()
         assert red.fork().event(event) is event
         assert red.fork().value(output) == output
+
+
+# ``hitl events``: the lines of events whose stored text is inert skip the free-text
+# patterns when nothing is known (EventLines.flush): the same bytes as masking them.
+PIECES = ["tok", "en", "token", "pass", "word", "pwd", "://", "http:", "//h", "Bearer", "bearer", "basic", "api", "key",
+          "=", ":", " ", "is", "x9-!", "abcdef12", "\x7f", "é", "…", "secret", "Se", "cret", "by", "asks", "answers"]
+words = st.lists(st.sampled_from(PIECES), max_size=5).map("".join)
+
+
+def _log_events() -> st.SearchStrategy[Any]:
+    from engine.models import Content, Event, FunctionResponse, NodeInfo, NodeStatus, Part
+
+    info = st.one_of(st.none(), st.builds(NodeInfo, path=words.map(lambda w: f"wf@1/{w}@2"), run_id=st.just("2"),
+                                          lifecycle=st.sampled_from([None, "start", "end"]),
+                                          status=st.sampled_from([None, *NodeStatus])))
+    parts = st.lists(st.one_of(st.builds(Part, text=words), st.builds(Part, function_response=st.builds(
+        FunctionResponse, id=words, response=st.one_of(words, st.dictionaries(words, words, max_size=2))))), max_size=2)
+    return st.builds(
+        Event, invocation_id=st.just("i"), author=st.sampled_from(["user", "deploy"]), node_info=info,
+        content=st.one_of(st.none(), st.builds(Content, parts=parts)),
+        long_running_tool_ids=st.one_of(st.none(), st.lists(words, max_size=2)),
+        output=st.one_of(st.none(), words, st.dictionaries(words, words, max_size=2), st.lists(words, max_size=2)),
+        error_code=st.one_of(st.none(), words), error_message=st.one_of(st.none(), words),
+        custom_metadata=st.one_of(st.none(), st.fixed_dictionaries(
+            {"action": st.sampled_from(["redrive", "cancel", "claim", "other"]), "operator": words, "reason": words})),
+    )
+
+
+def _flushed(red: Redactor, rows: list[tuple[dict[str, Any], bool]]) -> list[str]:
+    from console.cli.reads import EventLines
+
+    written: list[str] = []
+    batch = EventLines(red, False, size=len(rows) + 1)
+    with mock.patch("console.cli.reads.click.echo", written.append):
+        for n, (data, inert) in enumerate(rows, start=1):
+            batch.add_data(n, data, inert=inert)
+        batch.flush()
+    return written
+
+
+@settings(max_examples=500, deadline=None)
+@given(events=st.lists(_log_events(), min_size=1, max_size=4), known=st.lists(st.sampled_from(["abcdef12", "x9-!"]),
+                                                                               max_size=1))
+def test_lines_of_inert_events_are_the_masked_lines(events: list[Any], known: list[str]) -> None:
+    red = Redactor()
+    red.learn(known)
+    raws = [e.to_json() for e in events]
+    rows = [(json.loads(raw), red.inert(raw)) for raw in raws]
+    assert _flushed(red.fork(), rows) == _flushed(red.fork(), [(data, False) for data, _ in rows])
+
+
+def test_lines_of_inert_events_run_no_free_text_pattern() -> None:
+    from engine.models import Event, NodeInfo
+
+    events = [Event(invocation_id="i", author="deploy", output={"n": n}, node_info=NodeInfo(
+        path=f"wf@1/deploy@{n}", run_id=str(n), lifecycle="end", status="COMPLETED")) for n in range(1, 50)]
+    red = Redactor()
+    rows = [(json.loads(e.to_json()), red.inert(e.to_json())) for e in events]
+    assert all(inert for _, inert in rows)
+    with mock.patch.object(Redactor, "text", side_effect=AssertionError("masked")) as text:
+        lines = _flushed(red, rows)
+    assert text.call_count == 0 and len(lines[0].splitlines()) == 49
+    red.learn(["secret-value-1"])  # once a secret is known, the lines are masked as ever
+    with mock.patch.object(Redactor, "text", side_effect=lambda t: t) as text:
+        _flushed(red, rows)
+    assert text.call_count >= 1
