@@ -402,8 +402,9 @@ def _walk(proj: Projection, invocation_id: str, all_runs: bool) -> Iterator[tupl
     while stack:
         run, depth, hidden = stack.pop()
         yield run, depth, hidden
-        kids = visible_children(proj, run, all_runs).shown
-        stack.extend((k, depth + 1, h) for k, h in reversed(kids))
+        if run.children:  # (most runs of a long session are leaves)
+            kids = visible_children(proj, run, all_runs).shown
+            stack.extend((k, depth + 1, h) for k, h in reversed(kids))
 
 
 def run_order(proj: Projection, invocation_id: str) -> list[str]:
@@ -421,7 +422,11 @@ def display_status(run: NodeRun, interrupted: bool = False, in_doubt: Iterable[s
             return DisplayStatus.IN_DOUBT
         if run.status in (NodeStatus.RUNNING, NodeStatus.PENDING):
             return DisplayStatus.INTERRUPTED
-    return DisplayStatus.of(run.status)
+    return _DISPLAY[run.status]
+
+
+_DISPLAY = {s: DisplayStatus.of(s) for s in NodeStatus}
+"""A run status's word, looked up (once per row of a long tree)."""
 
 
 def invocation_display(
@@ -511,18 +516,20 @@ def _pending(itr: Any) -> dict[str, Any]:
 def row_json(proj: Projection, row: TreeRow) -> dict[str, Any]:
     """A row with its run's output, error and interrupts, JSON-ready (``hitl show --json``)."""
     run = proj.nodes[(row.invocation_id, row.path)]
-    open_ = [proj.interrupts.get((run.invocation_id, i)) for i in run.own_pending]
+    status = run.status
+    # (once per row of a long tree: an enum's .value is a descriptor call, its str is the value)
+    open_ = [proj.interrupts.get((run.invocation_id, i)) for i in run.own_pending] if run.interrupt_ids else ()
     return {
         "path": run.path,
         "node": row.node,
         "depth": row.depth,
-        "status": run.status.value,
-        "display": row.display.value,
+        "status": str.__str__(status),
+        "display": str.__str__(row.display),
         "output": run.output,
-        "error": f"{run.error_code}: {run.error_message}" if run.status is NodeStatus.FAILED else None,
+        "error": f"{run.error_code}: {run.error_message}" if status is NodeStatus.FAILED else None,
         "failed_attempts": run.errors,
         "pending": [_pending(i) for i in open_ if i is not None and i.open],
-        "answered": sorted(run.resolved) if run.status is not NodeStatus.COMPLETED else [],
+        "answered": sorted(run.resolved) if status is not NodeStatus.COMPLETED and run.resolved else [],
         "earlier_runs": row.earlier_runs,
         "resumed": run.resumed,
         "in_doubt": row.in_doubt,

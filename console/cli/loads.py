@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from engine.errors import HitlError, InvocationNotFoundError, require_id
+from engine.status import DisplayStatus
 from engine.store.capabilities import EventRows, capability
 
 if TYPE_CHECKING:
@@ -72,10 +74,51 @@ async def session_projection(
 def learn_projection(red: Redactor, proj: Projection) -> None:
     """Teach the command's redactor the secrets a projection holds (outputs,
     inputs, answers, interrupt arguments, state), so that free text repeating
-    them is masked too."""
-    red.learn_large([r.output for r in proj.nodes.values()] + [r.input for r in proj.nodes.values()])
-    red.learn_large([i.response for i in proj.interrupts.values()] + [i.args for i in proj.interrupts.values()])
+    them is masked too. A projection in which that, with the run paths, errors
+    and interrupt ids its tree rows show too, has nothing to learn or mask
+    (:meth:`~engine.redact.Redactor.learns_nothing`: one check of it all
+    written out as JSON) is remembered: :func:`shown_rows` of its rows then
+    needs no second check."""
+    import json
+
+    runs, itrs = proj.nodes.values(), proj.interrupts.values()
+    outputs: list[Any] = [r.output for r in runs] + [r.input for r in runs]
+    answers: list[Any] = [i.response for i in itrs] + [i.args for i in itrs]
+    shown = [[r.path for r in runs], [[r.error_code, r.error_message] for r in runs if r.error_code is not None],
+             [i.id for i in itrs], _ROW_WORDS]
+    if red.learns_nothing(json.dumps([outputs, answers, proj.state, shown], default=str)):
+        _plain.add(proj)
+        return
+    _plain.discard(proj)
+    red.learn_large(outputs)
+    red.learn_large(answers)
     red.learn_large(proj.state)
+
+
+def shown_rows(red: Redactor, proj: Projection, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``red.large_value(rows)``: tree rows of ``proj`` (:func:`console.cli.render.tree_rows`)
+    masked. They are returned as they are, unchecked, when :func:`learn_projection`
+    found nothing to learn or mask in ``proj`` -- every string of a row is a key
+    named in :data:`_ROW_WORDS` or stands in what it checked, its status words
+    too; an error joins its code and message with ": ", where no free-text
+    pattern starts or ends -- and ``red`` has learned no secret since."""
+    if proj in _plain and not red.knows_secrets():
+        return rows
+    value: list[dict[str, Any]] = red.large_value(rows)
+    return value
+
+
+_plain: weakref.WeakSet[Projection] = weakref.WeakSet()
+"""Projections :func:`learn_projection` found nothing to learn or mask in."""
+
+_ROW_WORDS = (
+    *(s.value for s in DisplayStatus),  # (every NodeStatus is one)
+    "path", "node", "depth", "status", "display", "output", "error", "failed_attempts", "pending", "answered",
+    "earlier_runs", "resumed", "in_doubt", "id", "message", "due_at",
+)
+"""The keys of a tree row (engine.views.row_json) and of its pending interrupts,
+and its status words: checked with a projection's values (tests/cli/test_read_scale_shortcuts.py
+holds them to what a row has)."""
 
 
 async def latest_projection(

@@ -29,6 +29,7 @@ from .loads import (
     reread,
     resolve_invocation,
     session_projection,
+    shown_rows,
 )
 from .options import _duration, _opts, _seq, common, open_store, page_of
 from .output import (
@@ -212,7 +213,7 @@ def show(session_id: str, invocation: str | None, all_runs: bool, graph: bool, s
                             **i.model_dump(),
                             "health": {**health[i.invocation_id].to_dict(),
                                        "worker_notice": notices.get(health[i.invocation_id].queued_for or "")},
-                            "nodes": red.large_value(tree_rows(proj, i.invocation_id, all_runs, health[i.invocation_id])),
+                            "nodes": shown_rows(red, proj, tree_rows(proj, i.invocation_id, all_runs, health[i.invocation_id])),
                             **({"graph": red.value(graph_dict(proj, health[i.invocation_id]))} if graph else {}),
                         }
                         for i in invocations
@@ -233,7 +234,7 @@ def show(session_id: str, invocation: str | None, all_runs: bool, graph: bool, s
             elif h.queued_for is not None:
                 status = f"{DisplayStatus.QUEUED.value} for a worker of {h.queued_for} {projected}"
             out(red, f"invocation {i.invocation_id}  {status}  started {clock(i.started_at)} {zone_name(i.started_at)}  message {short(i.message, 40) or '-'}")
-            lines = graph_lines(proj, h) if graph else render_tree(red.large_value(tree_rows(proj, i.invocation_id, all_runs, h)))
+            lines = graph_lines(proj, h) if graph else render_tree(shown_rows(red, proj, tree_rows(proj, i.invocation_id, all_runs, h)))
             out_lines(red, lines)
             open_ids = [x.id for x in proj.open_interrupts(i.invocation_id)]
             if open_ids:

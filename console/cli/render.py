@@ -42,7 +42,7 @@ def render_tree(rows: list[dict[str, Any]], now: float | None = None) -> list[st
     for r in rows:
         label = ("  " * r["depth"] + r["node"]).ljust(width)
         waits = [f"waits on {p['id']}: {short(p['message'], 70)}" + (f" ({time_left(p['due_at'], now)})" if "due_at" in p
-                 else "") for p in r["pending"]]
+                 else "") for p in r["pending"]] if r["pending"] else []
         if r.get("in_doubt"):
             detail = "IN DOUBT: started, no end record (its side effects may have happened)"
         elif r["error"]:
@@ -60,7 +60,8 @@ def render_tree(rows: list[dict[str, Any]], now: float | None = None) -> list[st
         lines.append(f"  {label}  {r['status']:<9}  {detail}".rstrip())
         if r["answered"]:
             waits.append(f"answered {', '.join(r['answered'])}")
-        lines += [f"  {' ' * width}  {'':<9}  {w}" for w in waits]
+        if waits:  # (most rows of a long tree have none)
+            lines += [f"  {' ' * width}  {'':<9}  {w}" for w in waits]
     return lines
 
 

@@ -173,3 +173,70 @@ def test_lines_of_inert_events_run_no_free_text_pattern() -> None:
     with mock.patch.object(Redactor, "text", side_effect=lambda t: t) as text:
         _flushed(red, rows)
     assert text.call_count >= 1
+
+
+# ``hitl show``: learn_projection checks the projection's values, paths, errors and
+# interrupt ids once; its tree rows then need no second check (shown_rows).
+def _old_learning(red: Redactor, proj: Any) -> None:
+    runs, itrs = proj.nodes.values(), proj.interrupts.values()
+    red.learn_large([r.output for r in runs] + [r.input for r in runs])
+    red.learn_large([i.response for i in itrs] + [i.args for i in itrs])
+    red.learn_large(proj.state)
+
+
+@settings(max_examples=400, deadline=None)
+@given(events=st.lists(_log_events(), min_size=1, max_size=6), all_runs=st.booleans(),
+       patterns=st.sampled_from([(), ("status",), ("ken",), ("wf",)]))
+def test_shown_rows_are_the_masked_rows(events: list[Any], all_runs: bool, patterns: tuple[str, ...]) -> None:
+    from console.cli.loads import learn_projection, shown_rows
+    from console.cli.render import render_tree, tree_rows
+    from engine.projection import project
+    from engine.redact import DEFAULT_SECRET_PATTERNS
+
+    proj = project(events)
+    old, new = Redactor((*DEFAULT_SECRET_PATTERNS, *patterns)), Redactor((*DEFAULT_SECRET_PATTERNS, *patterns))
+    _old_learning(old, proj)
+    learn_projection(new, proj)
+    assert new._known == old._known
+    for inv in proj.invocations:
+        rows = tree_rows(proj, inv, all_runs)
+        expected = old.fork().large_value(rows)
+        got = shown_rows(new, proj, rows)
+        assert got == expected
+        assert render_tree(got, now=0.0) == render_tree(expected, now=0.0)
+
+
+def test_the_row_words_are_every_key_of_a_row() -> None:
+    from console.cli.loads import _ROW_WORDS
+    from console.cli.render import tree_rows
+    from engine.models import Content, Event, FunctionCall, NodeInfo, Part
+    from engine.projection import project
+
+    ask = Event(invocation_id="i", author="a", node_info=NodeInfo(path="wf@1", run_id="1"),
+                content=Content(parts=[Part(function_call=FunctionCall(id="q", name="request_input", args={
+                    "message": "ok?", "deadline": {"after": 3600, "timers": []}}))]), long_running_tool_ids=["q"])
+    proj = project([Event(invocation_id="i", author="a", node_info=NodeInfo(path="wf@1", run_id="1", lifecycle="start")),
+                    ask])
+    (row,) = tree_rows(proj, "i", True)
+    assert row["pending"] and "due_at" in row["pending"][0]
+    assert set(row) | set(row["pending"][0]) <= set(_ROW_WORDS)
+
+
+def test_rows_of_a_plain_projection_are_not_written_out_again() -> None:
+    from console.cli.loads import learn_projection, shown_rows
+    from console.cli.render import tree_rows
+    from engine.models import Event, NodeInfo
+    from engine.projection import project
+
+    proj = project([Event(invocation_id="i", author="a", output={"n": n}, node_info=NodeInfo(
+        path=f"wf@1/a@{n}", run_id=str(n), lifecycle="end", status="COMPLETED")) for n in range(1, 40)])
+    red = Redactor()
+    learn_projection(red, proj)
+    rows = tree_rows(proj, "i", True)
+    with mock.patch.object(Redactor, "large_value", side_effect=AssertionError("checked again")) as check:
+        assert shown_rows(red, proj, rows) is rows
+    assert check.call_count == 0
+    red.learn(["known-secret"])  # learned since: the rows are checked as ever
+    with mock.patch.object(Redactor, "large_value", side_effect=lambda v: v) as check:
+        shown_rows(red, proj, rows)
+    assert check.call_count == 1
