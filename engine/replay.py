@@ -236,18 +236,21 @@ def diff(before: Rows, after: Rows) -> list[DiffRow]:
     """What changed between two projections: node runs (status, output, new
     runs), interrupts (opened, answered, cancelled) and session state keys."""
     rows: list[DiffRow] = []
-    for key in sorted(set(before.nodes) | set(after.nodes), key=lambda k: (k[0], k[1])):
+    # (keys are (invocation, path) pairs: sorted as they are. A status's word: its str,
+    # which an enum's .value, a descriptor call, gives too -- once per run of a long session.)
+    word = str.__str__
+    for key in sorted(set(before.nodes) | set(after.nodes)):
         a, b = before.nodes.get(key), after.nodes.get(key)
         label = key[1]
         if a is None and b is not None:
-            rows.append(DiffRow("node", label, None, f"new run {b.status.value}"))
+            rows.append(DiffRow("node", label, None, f"new run {word(b.status)}"))
             continue
         if b is None and a is not None:
-            rows.append(DiffRow("node", label, a.status.value, None))
+            rows.append(DiffRow("node", label, word(a.status), None))
             continue
         assert a is not None and b is not None
         if a.status is not b.status:
-            rows.append(DiffRow("node", f"{label} status", a.status.value, b.status.value))
+            rows.append(DiffRow("node", f"{label} status", word(a.status), word(b.status)))
         if a.output != b.output:
             rows.append(DiffRow("node", f"{label} output", a.output, b.output))
         if a.starts != b.starts:
@@ -264,11 +267,15 @@ def diff(before: Rows, after: Rows) -> list[DiffRow]:
     return rows
 
 
+_ANSWER_JSON = json.JSONEncoder(default=str, ensure_ascii=False).encode
+"""``json.dumps(value, default=str, ensure_ascii=False)`` without an encoder built per answer."""
+
+
 def _itr_state(itr: Any) -> str | None:
     if itr is None:
         return None
     if itr.resolved:
-        return f"answered: {json.dumps(itr.response, default=str, ensure_ascii=False)}"
+        return f"answered: {_ANSWER_JSON(itr.response)}"
     if itr.cancelled:
         return "cancelled"
     return "open"

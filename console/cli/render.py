@@ -135,9 +135,10 @@ def event_summary(data: dict[str, Any], kind: str) -> str:
     if data.get("error_code"):
         return f"{data['error_code']}: {short(data.get('error_message'), 60)}"
     status = (data.get("node_info") or {}).get("status")
+    output = data.get("output")  # (None, half of a log's lines: shortened to nothing)
     if kind == "end" and status:
-        return f"{status} {short(data.get('output'), 50)}".rstrip()
-    return short(data.get("output"), 60)
+        return f"{status} {short(output, 50)}".rstrip() if output is not None else f"{status}".rstrip()
+    return short(output, 60) if output is not None else ""
 
 
 def schema_blocks(red: Redactor, schemas: list[tuple[str, Any]], indent: str = "  ") -> list[str]:

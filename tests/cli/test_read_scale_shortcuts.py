@@ -240,3 +240,52 @@ def test_rows_of_a_plain_projection_are_not_written_out_again() -> None:
     with mock.patch.object(Redactor, "large_value", side_effect=lambda v: v) as check:
         shown_rows(red, proj, rows)
     assert check.call_count == 1
+
+
+# ``hitl replay --diff-from``: the diff spells a status by its str and an answer with
+# one encoder: the rows the enum's .value and json.dumps per answer gave.
+def _old_diff(before: Any, after: Any) -> list[tuple[str, str, Any, Any]]:
+    rows = []
+    for key in sorted(set(before.nodes) | set(after.nodes), key=lambda k: (k[0], k[1])):
+        a, b = before.nodes.get(key), after.nodes.get(key)
+        if a is None:
+            rows.append(("node", key[1], None, f"new run {b.status.value}"))
+            continue
+        if b is None:
+            rows.append(("node", key[1], a.status.value, None))
+            continue
+        if a.status is not b.status:
+            rows.append(("node", f"{key[1]} status", a.status.value, b.status.value))
+        if a.output != b.output:
+            rows.append(("node", f"{key[1]} output", a.output, b.output))
+        if a.starts != b.starts:
+            rows.append(("node", f"{key[1]} executions", a.starts, b.starts))
+
+    def state(itr: Any) -> str | None:
+        if itr is None:
+            return None
+        if itr.resolved:
+            return f"answered: {json.dumps(itr.response, default=str, ensure_ascii=False)}"
+        return "cancelled" if itr.cancelled else "open"
+
+    for key in sorted(set(before.interrupts) | set(after.interrupts)):
+        sa, sb = state(before.interrupts.get(key)), state(after.interrupts.get(key))
+        if sa != sb:
+            rows.append(("interrupt", key[1], sa, sb))
+    for k in sorted(set(before.state) | set(after.state)):
+        if before.state.get(k) != after.state.get(k):
+            rows.append(("state", k, before.state.get(k), after.state.get(k)))
+    return rows
+
+
+@settings(max_examples=300, deadline=None)
+@given(events=st.lists(_log_events(), min_size=1, max_size=8), cut=st.integers(0, 8))
+def test_the_diff_rows_are_what_they_were(events: list[Any], cut: int) -> None:
+    from engine.projection import project
+    from engine.replay import diff
+
+    for a, b in ((project(events[:cut]), project(events)), (project(events), project(events[:cut]))):
+        got = [(r.area, r.key, r.before, r.after) for r in diff(a, b)]
+        assert got == _old_diff(a, b)
+        words = [w for r in diff(a, b) if r.key.endswith(" status") for w in (r.before, r.after)]
+        assert all(type(w) is str for w in words)  # plain words, as .value gave (--json writes them)
