@@ -289,3 +289,51 @@ def test_the_diff_rows_are_what_they_were(events: list[Any], cut: int) -> None:
         assert got == _old_diff(a, b)
         words = [w for r in diff(a, b) if r.key.endswith(" status") for w in (r.before, r.after)]
         assert all(type(w) is str for w in words)  # plain words, as .value gave (--json writes them)
+
+
+def _reference_learns_nothing(red: Redactor, raw: str) -> bool:
+    """The text check searching every word (no letter tested first)."""
+    from engine.redact import _LOWER_BYTES
+
+    if not raw.isascii() or "\\" in raw or "://" in raw:
+        return False
+    red.learns_nothing("")  # its words
+    normed = raw.encode().translate(_LOWER_BYTES, red._gate_drop)
+    if any(w in normed for w in red._gate_words):
+        return False
+    return all(normed.count(w) == raw.count('"author":') for w in red._gate_author)
+
+
+@settings(max_examples=500, deadline=None)
+@given(pieces=st.lists(st.sampled_from(['"author":', "Key", "k", "to", "ken", "pwd", "PASS", "x509cert", "x5-09cert",
+                                        "cook", "ie", "z", '{"a":', "1", "Basic", "secret", "auth", " "]), max_size=8),
+       patterns=st.sampled_from([None, ("x509cert",), ("ab_c", "zz")]))
+def test_the_text_check_tests_a_letter_first_and_answers_the_same(pieces: list[str], patterns: Any) -> None:
+    raw = "".join(pieces)
+    red = Redactor() if patterns is None else Redactor(patterns)
+    assert red.learns_nothing(raw) == _reference_learns_nothing(red, raw)
+
+
+def test_the_words_whose_letter_is_absent_are_not_searched() -> None:
+    """A log without a "k" is not searched for key, token or cookie (nor, without a "c", for secret)."""
+    red = Redactor()
+    red.learns_nothing("")
+    searched: list[bytes] = []
+
+    class Text(bytes):
+        def translate(self, *args: Any) -> Text:  # type: ignore[override]
+            return Text(super().translate(*args))
+
+        def __contains__(self, word: object) -> bool:
+            assert isinstance(word, bytes)
+            searched.append(word)
+            return super().__contains__(word)
+
+    class Raw(str):
+        def encode(self, *args: Any) -> Text:  # type: ignore[override]
+            return Text(super().encode(*args))
+
+    assert red.learns_nothing(Raw('{"author":"deploy","output":{"version":"v3","iteration":9}}'))
+    assert b"k" in searched and b"c" in searched  # (neither is in it)
+    assert not {b"key", b"token", b"cookie", b"credential", b"secret"} & set(searched)
+    assert {b"pass", b"pwd"} <= set(searched)  # ("p" is)
