@@ -87,9 +87,9 @@ def learn_projection(red: Redactor, proj: Projection) -> None:
     shown = [[r.path for r in runs], [[r.error_code, r.error_message] for r in runs if r.error_code is not None],
              [i.id for i in itrs], _ROW_WORDS]
     if red.learns_nothing(json.dumps([outputs, answers, proj.state, shown], default=str)):
-        _plain.add(proj)
+        _plain[proj] = proj.position
         return
-    _plain.discard(proj)
+    _plain.pop(proj, None)
     red.learn_large(outputs)
     red.learn_large(answers)
     red.learn_large(proj.state)
@@ -101,15 +101,17 @@ def shown_rows(red: Redactor, proj: Projection, rows: list[dict[str, Any]]) -> l
     found nothing to learn or mask in ``proj`` -- every string of a row is a key
     named in :data:`_ROW_WORDS` or stands in what it checked, its status words
     too; an error joins its code and message with ": ", where no free-text
-    pattern starts or ends -- and ``red`` has learned no secret since."""
-    if proj in _plain and not red.knows_secrets():
+    pattern starts or ends -- and ``red`` has learned no secret since, nor
+    ``proj`` folded another event."""
+    if _plain.get(proj) == proj.position and not red.knows_secrets():
         return rows
     value: list[dict[str, Any]] = red.large_value(rows)
     return value
 
 
-_plain: weakref.WeakSet[Projection] = weakref.WeakSet()
-"""Projections :func:`learn_projection` found nothing to learn or mask in."""
+_plain: weakref.WeakKeyDictionary[Projection, int] = weakref.WeakKeyDictionary()
+"""Projections :func:`learn_projection` found nothing to learn or mask in, and
+their position then."""
 
 _ROW_WORDS = (
     *(s.value for s in DisplayStatus),  # (every NodeStatus is one)

@@ -337,3 +337,19 @@ def test_the_words_whose_letter_is_absent_are_not_searched() -> None:
     assert b"k" in searched and b"c" in searched  # (neither is in it)
     assert not {b"key", b"token", b"cookie", b"credential", b"secret"} & set(searched)
     assert {b"pass", b"pwd"} <= set(searched)  # ("p" is)
+
+
+def test_a_projection_that_folded_more_since_is_checked_again() -> None:
+    from console.cli.loads import learn_projection, shown_rows
+    from console.cli.render import tree_rows
+    from engine.models import Event, NodeInfo
+    from engine.projection import project
+
+    proj = project([Event(invocation_id="i", author="a", output={"n": 1}, node_info=NodeInfo(
+        path="wf@1", run_id="1", lifecycle="end", status="COMPLETED"))])
+    red = Redactor()
+    learn_projection(red, proj)
+    proj.apply(Event(invocation_id="i", author="a", output={"password": "hunter22"}, node_info=NodeInfo(
+        path="wf@1", run_id="1", lifecycle="end", status="COMPLETED")))
+    (row,) = shown_rows(red, proj, tree_rows(proj, "i", True))
+    assert row["output"] == {"password": "***"}
