@@ -11,8 +11,8 @@ start until its first page of rows is drawn (wall and the console's CPU), then
 the summary line. For PostgreSQL it also counts the messages the console sent the
 server until first paint (asyncpg writes the socket once per round trip).
 Repetitions are interleaved (SQLite, then PostgreSQL). Prints one table (median
-[min-max]); the round trips are asserted by tests/reliability/test_postgres_console.py.
-Target: first paint <= 400 ms on both.
+[min-max]); numbers are reported, never asserted. Target: first paint <= 400 ms
+on both.
 """
 
 from __future__ import annotations
