@@ -23,9 +23,12 @@ column of its own -- before and after side by side in one run.
 
 LangGraph runs in its own venv (``bench_langgraph_pg.py`` beside this file,
 which imports nothing of ours); without ``--langgraph-python`` its column is
-left out. Prints one table (median [min-max]); numbers are reported, never
-asserted -- the round-trip counts, deterministic, are asserted by
-tests/reliability/test_postgres_batch.py.
+left out. Prints three tables (medians): wall time [min-max] with the round
+trips, CPU (the client's and the server backend's, when the server runs on this
+machine), and the profile of our cold turn -- the backend's CPU per round trip:
+its start with the schema check (``open``), then each statement. Numbers are
+reported, never asserted -- the round-trip counts, deterministic, are asserted
+by tests/reliability/test_postgres_batch.py.
 """
 
 from __future__ import annotations
