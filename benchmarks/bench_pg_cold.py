@@ -23,9 +23,12 @@ column of its own -- before and after side by side in one run.
 
 LangGraph runs in its own venv (``bench_langgraph_pg.py`` beside this file,
 which imports nothing of ours); without ``--langgraph-python`` its column is
-left out. Prints one table (median [min-max]); numbers are reported, never
-asserted -- the round-trip counts, deterministic, are asserted by
-tests/reliability/test_postgres_batch.py.
+left out. Prints three tables (medians): wall time [min-max] with the round
+trips, CPU (the client's and the server backend's, when the server runs on this
+machine), and the profile of our cold turn -- the backend's CPU per round trip:
+its start with the schema check (``open``), then each statement. Numbers are
+reported, never asserted -- the round-trip counts, deterministic, are asserted
+by tests/reliability/test_postgres_batch.py.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import asyncio
 import importlib
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -108,11 +112,17 @@ async def child_ours(kind: str, url: str) -> dict[str, Any]:
     from engine.store import open_store
 
     sent = [0]
+    backend: list[int] = []
+    """The pid of the backend serving the store, once it is open."""
+    marks: list[tuple[str, float | None]] = []
+    """(the statement sent, the backend's CPU just before): the profile's steps."""
     transport = asyncio.selector_events._SelectorSocketTransport  # type: ignore[attr-defined]
     write = transport.write
 
     def counting(self: Any, data: Any) -> None:
         sent[0] += 1
+        if backend:  # the turn's statements are sequential: what the backend did since is the previous one's
+            marks.append((_statement_name(bytes(data[:300])), backend_cpu_ms(backend[0])))
         write(self, data)
 
     transport.write = counting
@@ -126,6 +136,8 @@ async def child_ours(kind: str, url: str) -> dict[str, Any]:
     t, cpu = time.perf_counter(), time.process_time()
     store = await open_store(url, inline=True)
     opened = sent[0] - before
+    backend.append(_server_pid(store))
+    marks.append(("open", backend_cpu_ms(backend[0])))  # the backend's start and the schema check
     runner = Runner("bench", workflow, store)
     if kind == "resume":
         async for _ in runner.run("u", "big", Content.from_responses({iid: True})):
@@ -136,10 +148,34 @@ async def child_ours(kind: str, url: str) -> dict[str, Any]:
     ms = (time.perf_counter() - t) * 1e3
     cpu_ms = (time.process_time() - cpu) * 1e3
     trips = sent[0] - before
-    async with store._pool.acquire() as conn:  # after the clock: the backend that served the turn
-        server = backend_cpu_ms(conn.get_server_pid())
+    server = backend_cpu_ms(backend[0])  # after the clock: the backend that served the turn
+    marks.append(("", server))
+    steps = None
+    if all(cpu is not None for _, cpu in marks):
+        # each statement's backend CPU: from its mark to the next one's
+        steps = [(marks[0][0], marks[0][1])] + [
+            (name, nxt - cpu) for (name, cpu), (_, nxt) in zip(marks[1:], marks[2:], strict=False)  # type: ignore[operator]
+        ]
     await store.close()
-    return {"ms": ms, "cpu": cpu_ms, "server": server, "trips": trips, "open": opened}
+    return {"ms": ms, "cpu": cpu_ms, "server": server, "trips": trips, "open": opened, "steps": steps}
+
+
+def _server_pid(store: Any) -> int:
+    """The pid of the backend of the store's one open connection (asking the
+    pool for a connection would add a round trip on its release)."""
+    [pid] = [h._con.get_server_pid() for h in store._pool._holders if h._con is not None]
+    return int(pid)
+
+
+def _statement_name(message: bytes) -> str:
+    """A short name for a message the store sent: the hitl_ function it calls,
+    else the start of its statement."""
+    text = message.decode("utf-8", "replace")
+    call = re.search(r"\b(hitl_[a-z_]+)\(", text)
+    if call:
+        return call[1]
+    words = re.sub(r"^.*?COPY \(|^[^A-Za-z]*", "", text, count=1).split()
+    return " ".join(words[:3])
 
 
 # ------------------------------------------------------------------ driver
@@ -240,7 +276,25 @@ def main() -> int:
     print()
     head = ("CPU, client + server backend (median)", *(title[n] for n in names), *(["LG / ours"] if lg else []))
     _table(head, cpu_rows)
+    print()
+    _profile(shapes, results, list(trees))
     return 0
+
+
+def _profile(shapes: list[tuple[str, str, int]], results: dict[tuple[str, str], list[dict[str, Any]]],
+             trees: list[str]) -> None:
+    """Where a cold turn's server time goes: the backend's CPU per round trip
+    (median), ``open`` being its start and the schema check."""
+    rows = []
+    for label, _, _ in shapes:
+        for name in trees:
+            steps = [r["steps"] for r in results[(label, name)] if r.get("steps")]
+            if not steps or len({len(s) for s in steps}) != 1:
+                continue
+            cells = [f"{s[0]}: {statistics.median(x[i][1] for x in steps):.2f}" for i, s in enumerate(steps[0])]
+            rows.append((f"{label} ({name})", "; ".join(cells)))
+    if rows:
+        _table(("server backend CPU per round trip, ms (median)", "statement: CPU"), rows)
 
 
 def _table(head: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
