@@ -190,9 +190,9 @@ class Redactor:
         """Ids of events already learned from."""
         self._gate_words: tuple[bytes, ...] | None = None
         self._gate_author: tuple[bytes, ...] = ()
+        """The words :meth:`learns_nothing` looks for that the ``author`` key contains."""
         self._gate_letters: tuple[tuple[bytes, tuple[bytes, ...]], ...] = ()
         """The other words, grouped under a letter each contains (tested first)."""
-        """The words :meth:`learns_nothing` looks for that the ``author`` key contains."""
         self._gate_drop = _NOT_ALNUM_ANY_CASE
 
     def fork(self) -> Redactor:
