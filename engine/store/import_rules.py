@@ -31,15 +31,31 @@ engine cannot write:
 
 Cheap per event (what the checks need is kept as the events are folded), so a
 large import pays for the checks once, not per event seen so far.
+
+One fold serves the checks and the seek checkpoints alike: given a
+:class:`engine.checkpoints.Builder`, :class:`Replay` folds into the builder's
+projection, which each checkpoint compacts, and keeps what compaction drops
+(:class:`_Dropped`: completed runs off the latest tree) so that every check
+reads what the whole fold would hold. A dropped run is never changed by a log
+the checks accept -- except by an event that names it again (a record of it or
+under it, an answer to its interrupt, a deadline's fail at its path) or by a
+tie the dropped runs cannot order; then the checks switch to the whole fold,
+refolded from the events read so far, and the builder goes on by itself
+(:meth:`Replay._unfold`): exact either way, the fast way for the logs the
+runner writes.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..models import Event, NodeStatus, parent_path
 from ..projection import NodeRun, Projection
+from ..projection_records import _run_no
 from ..responses import coerce_response, same_json, unwrap_response
+
+if TYPE_CHECKING:
+    from ..checkpoints import Builder
 
 ACTIVE = (NodeStatus.RUNNING, NodeStatus.PENDING)
 UNFINISHED = (NodeStatus.RUNNING, NodeStatus.PENDING, NodeStatus.WAITING)
@@ -48,10 +64,16 @@ UNFINISHED = (NodeStatus.RUNNING, NodeStatus.PENDING, NodeStatus.WAITING)
 class Replay:
     """The events of one export so far, and what the next one may be.
     :meth:`check` returns why ``event`` cannot come next (None: it can, and it
-    is folded in)."""
+    is folded in). With ``checkpoints`` (a fresh Builder) the same fold makes
+    the session's seek checkpoints (the builder's ``rows``)."""
 
-    def __init__(self) -> None:
-        self.proj = Projection()
+    def __init__(self, checkpoints: Builder | None = None) -> None:
+        self.builder = checkpoints
+        self.proj = checkpoints.proj if checkpoints is not None else Projection()
+        self._gone: _Dropped | None = _Dropped() if checkpoints is not None else None
+        """What the checkpoints' compaction dropped from the fold (None: the whole fold)."""
+        self._texts: list[str] = []
+        """Each event's JSON so far, while the fold is compacted (for :meth:`_unfold`)."""
         self._owed: dict[tuple[str, str], int] = {}
         """(invocation, path) -> the position of the answer that auto-completed
         the run, whose completion record must come next."""
@@ -60,13 +82,79 @@ class Replay:
         self._names: dict[tuple[str, str], set[str]] = {}
         """(invocation, container path) -> the names of its children."""
 
-    def check(self, event: Event, seq: int) -> str | None:
-        problem = _impossible(self.proj, event) or self._order(event)
+    def check(self, event: Event, seq: int, text: str | None = None) -> str | None:
+        """``text``: the event's JSON as read, if the caller has it (kept while
+        the fold is compacted; else the event is serialised)."""
+        problem = _impossible(self, event) or self._order(event)
         if problem:
             return problem
+        builder, gone = self.builder, self._gone
+        if gone is not None:
+            if gone.runs and _names_dropped(self.proj, gone, event):
+                self._unfold()
+            else:
+                self._texts.append(text if text is not None else event.to_json())
         change = self.proj.apply(event, seq)
         self._track(event, change)
+        if builder is not None:
+            if self._gone is None:
+                builder.add(event, seq)
+            elif seq == builder.next:
+                before = builder.take(seq)
+                self._gone.drop(self, before, builder.proj)
+                self.proj = builder.proj
         return None
+
+    def _unfold(self) -> None:
+        """From now on the checks read the whole fold (the events so far, folded
+        again) and the builder folds by itself: the compacted fold and what it
+        dropped could no longer say what the whole fold holds."""
+        whole = Projection()
+        for n, text in enumerate(self._texts, start=1):
+            whole.apply(Event.from_json(text), n)
+        self.proj, self._gone, self._texts = whole, None, []
+
+    # ------------------------------------------- the whole fold's answers
+    def get(self, iid: str, path: str) -> NodeRun | None:
+        run = self.proj.nodes.get((iid, path))
+        if run is None and self._gone is not None:
+            return self._gone.runs.get((iid, path))
+        return run
+
+    def latest_run(self, iid: str, parent: str | None, name: str) -> NodeRun | None:
+        kept = self.proj.latest_run(iid, parent, name)
+        gone = self._gone
+        if gone is None or not (gone.latest or gone.tied):
+            return kept
+        key = (iid, parent, name)
+        dropped = gone.latest.get(key)
+        if key not in gone.tied:
+            if dropped is None:
+                return kept
+            if kept is None:
+                return dropped
+            a, b = _run_no(kept.run_id), _run_no(dropped.run_id)
+            if a != b:
+                return kept if a > b else dropped
+        self._unfold()  # two runs of one number: which was made last, only the whole fold knows
+        return self.proj.latest_run(iid, parent, name)
+
+    def root(self, iid: str) -> NodeRun | None:
+        """The invocation's latest root (the last one made)."""
+        gone = self._gone
+        if gone is not None and (last := gone.last_root.get(iid)) is not None:
+            inv = self.proj.invocations.get(iid)
+            if inv is not None and len(inv.roots) == last[1]:  # none made since it was dropped
+                return gone.runs.get((iid, last[0]))
+        return self.proj.root(iid)
+
+    def children(self, iid: str, parent: str) -> list[NodeRun]:
+        """Every run under ``parent`` (any order)."""
+        up = self.proj.nodes.get((iid, parent))
+        kids = [self.proj.nodes[(iid, c)] for c in up.children] if up is not None else []
+        if self._gone is not None:
+            kids += self._gone.kids.get((iid, parent), ())
+        return kids
 
     # ------------------------------------------------------------ before
     def _order(self, event: Event) -> str | None:
@@ -80,11 +168,11 @@ class Replay:
                 return f"invocation {iid} does not begin with the user message that started it"
             return None
         if info is None:
-            root = self.proj.root(iid)
+            root = self.root(iid)
             if event.function_responses and root is not None and root.status is NodeStatus.RUNNING:
                 return f"it answers while a turn of invocation {iid} runs (its root {root.path} has not ended)"
             return None
-        run = self.proj.get(iid, info.path)
+        run = self.get(iid, info.path)
         if info.lifecycle == "start":
             if run is not None and run.starts == 0:
                 return f"{info.path} starts after records of its run"
@@ -127,19 +215,17 @@ class Replay:
     def _completed(self, iid: str, parent: str | None, name: str) -> list[NodeRun]:
         """The completed runs of ``name`` under ``parent``: the latest first, the
         others only when it is not (a loop's earlier runs)."""
-        latest = self.proj.latest_run(iid, parent, name)
+        latest = self.latest_run(iid, parent, name)
         if latest is not None and latest.status is NodeStatus.COMPLETED:
             return [latest]
-        up = self.proj.get(iid, parent) if parent is not None else None
-        if up is None:
+        if parent is None or self.get(iid, parent) is None:
             return []
-        runs = (self.proj.get(iid, c) for c in up.children)
-        return [r for r in runs if r is not None and r.name == name and r.status is NodeStatus.COMPLETED]
+        return [r for r in self.children(iid, parent) if r.name == name and r.status is NodeStatus.COMPLETED]
 
     def _ends(self, iid: str, run: NodeRun, status: NodeStatus | None, output: Any) -> str | None:
         """A run's end: after its children's, and COMPLETED only with nothing open below it."""
         kids = [
-            r for name in self._names.get((iid, run.path), ()) if (r := self.proj.latest_run(iid, run.path, name))
+            r for name in self._names.get((iid, run.path), ()) if (r := self.latest_run(iid, run.path, name))
         ]
         opened = self._open.get(iid, set())
         busy = sorted(r.path for r in kids if r.status in ACTIVE and r.starts)
@@ -171,7 +257,7 @@ class Replay:
             self._owed.pop((iid, info.path), None)
             parent = parent_path(info.path)
             if parent is not None:
-                run = self.proj.get(iid, info.path)
+                run = self.proj.nodes.get((iid, info.path))  # just folded: in the fold
                 if run is not None:
                     self._names.setdefault((iid, parent), set()).add(run.name)
         elif event.function_responses:
@@ -185,6 +271,77 @@ class Replay:
                     opened.add(interrupt_id)
                 else:
                     opened.discard(interrupt_id)
+
+class _Dropped:
+    """The runs the checkpoints' compaction dropped from an import's fold:
+    completed runs off the latest tree (with their whole subtrees), frozen
+    while no event names them again, indexed as the checks read them."""
+
+    def __init__(self) -> None:
+        self.runs: dict[tuple[str, str], NodeRun] = {}
+        self.kids: dict[tuple[str, str | None], list[NodeRun]] = {}
+        """(invocation, parent path) -> its dropped children."""
+        self.latest: dict[tuple[str, str | None, str], NodeRun] = {}
+        """(invocation, parent path, name) -> the dropped run of the highest run number."""
+        self.tied: set[tuple[str, str | None, str]] = set()
+        """Keys with two dropped runs of the same number (which is latest: the order they were made)."""
+        self.last_root: dict[str, tuple[str, int]] = {}
+        """invocation -> (its last root made, dropped; how many roots the fold kept then)."""
+
+    def drop(self, seen: Replay, before: Projection, after: Projection) -> None:
+        """Keep what compacting ``before`` into ``after`` left out (``seen`` still reads ``before``)."""
+        for iid in before.invocations:
+            root = seen.root(iid)
+            if root is None or (iid, root.path) in after.nodes:
+                self.last_root.pop(iid, None)
+            else:
+                self.last_root[iid] = (root.path, len(after.invocations[iid].roots))
+        kept = after.nodes
+        numbers: dict[tuple[str, str | None, str], set[int]] = {}
+        for (iid, _), run in kept.items():
+            seen_nos = numbers.setdefault((iid, run.parent, run.name), set())
+            n = _run_no(run.run_id)
+            if n in seen_nos:
+                self.tied.add((iid, run.parent, run.name))
+            seen_nos.add(n)
+        for key, run in before.nodes.items():
+            if key in kept:
+                continue
+            iid = key[0]
+            self.runs[key] = run
+            self.kids.setdefault((iid, run.parent), []).append(run)
+            lkey = (iid, run.parent, run.name)
+            top = self.latest.get(lkey)
+            if top is None or _run_no(run.run_id) > _run_no(top.run_id):
+                self.latest[lkey] = run
+            elif _run_no(run.run_id) == _run_no(top.run_id):
+                self.tied.add(lkey)
+
+
+def _names_dropped(proj: Projection, gone: _Dropped, event: Event) -> bool:
+    """Whether ``event`` (accepted) would change a dropped run in the whole fold:
+    a record of it or of a run under it, an answer to its interrupt, a
+    deadline's fail at its path."""
+    iid = event.invocation_id
+    info = event.node_info
+    if info is not None:
+        path: str | None = info.path
+        if (iid, path) in proj.nodes:
+            return False  # in the fold, and so is every run above it
+        while path is not None:
+            if (iid, path) in gone.runs:
+                return True
+            path = parent_path(path)
+        return False
+    for fr in event.function_responses:
+        itr = proj.interrupts.get((iid, fr.id))
+        if itr is not None and (iid, itr.path) in gone.runs:
+            return True
+    if event.action == "fail":
+        at = (event.custom_metadata or {}).get("path")
+        return isinstance(at, str) and (iid, at) in gone.runs
+    return False
+
 
 _MISSING = object()
 
@@ -215,9 +372,10 @@ def _same(a: Any, b: Any) -> bool:
     return a is b or (type(a) is type(b) and a == b)
 
 
-def _impossible(proj: Projection, event: Event) -> str | None:
-    """Why ``event`` cannot come next after the events folded into ``proj``
-    (None when it can). Pure: reads the projection, changes nothing."""
+def _impossible(seen: Replay, event: Event) -> str | None:
+    """Why ``event`` cannot come next after the events folded into ``seen``
+    (None when it can). Reads the fold, changes nothing in it."""
+    proj = seen.proj
     iid = event.invocation_id
     inv = proj.invocations.get(iid)
     cancel = inv.cancel if inv is not None else None
@@ -235,18 +393,18 @@ def _impossible(proj: Projection, event: Event) -> str | None:
         return f"a record of {info.path} after invocation {iid} was cancelled at event {cancel['pos']}"
     if not info.path.strip() or not info.run_id.strip():
         return "a node record with an empty path or run id"
-    run = proj.get(iid, info.path)
+    run = seen.get(iid, info.path)
     running = run is not None and run.status is NodeStatus.RUNNING
     if info.lifecycle == "start":
         if running:
             return f"{info.path} starts again before its run ended"
-        if not _parent_running(proj, iid, info.path):
+        if not _parent_running(seen, iid, info.path):
             return f"{info.path} starts while its parent {parent_path(info.path)} is not running"
         return None
     if running:
         return None
     if run is None or run.starts == 0:
-        if info.lifecycle is None and _parent_running(proj, iid, info.path):
+        if info.lifecycle is None and _parent_running(seen, iid, info.path):
             return None  # an event of a leaf whose start record is not kept (older writers)
         return f"a record of {info.path}, which never started"
     if info.lifecycle == "end" and run.auto_completed and run.status is NodeStatus.COMPLETED:
@@ -277,11 +435,11 @@ def _bad_answer(proj: Projection, iid: str, event: Event) -> str | None:
     return None
 
 
-def _parent_running(proj: Projection, invocation_id: str, path: str) -> bool:
+def _parent_running(seen: Replay, invocation_id: str, path: str) -> bool:
     parent = parent_path(path)
     if parent is None:
         return True
-    up = proj.get(invocation_id, parent)
+    up = seen.get(invocation_id, parent)
     return up is not None and up.status is NodeStatus.RUNNING
 
 

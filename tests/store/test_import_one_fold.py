@@ -1,0 +1,209 @@
+"""An import folds each event once: the lifecycle checks read the fold the seek
+checkpoints are compacted from (engine/store/import_rules.py), and what it
+imports is what the old way -- the checks on a whole fold, the checkpoints
+folded a second time -- imported.
+
+* Every scenario session of the demo (its long deploy loop included) imports
+  into a store with the same rows, events, checkpoints and indexes both ways,
+  with checkpoints every few events so that compaction drops runs all along;
+  and the new way applies each event to one projection, once.
+* Forged exports (records deleted, swapped, repeated, outputs edited) get the
+  same verdict both ways: the same refusal, or the same checkpoints.
+* A record that names a run compaction dropped switches the checks to the
+  whole fold, and the verdict is still the whole fold's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from engine import checkpoints
+from engine.models import Event
+from engine.projection import Projection
+from engine.store import jsonl
+from engine.store.import_rules import Replay
+from engine.store.jsonl import ExportReader, ImportFormatError
+from engine.store.sqlite import SQLiteStore
+from sample_sessions.demo import FIXTURE_EPOCH, build_demo_db
+from tests.store.test_import_strict import render
+
+EVERY = 7
+"""Checkpoint spacing in these tests: many compactions in a small session."""
+
+
+class _OldReplay(jsonl._Replay):
+    """The old way: the checks on a whole fold of their own, the checkpoints folded again."""
+
+    def __init__(self, builder: Any = None) -> None:
+        super().__init__(builder)
+        self.rules._unfold()
+
+
+@pytest.fixture
+def small_spans(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(checkpoints, "EVERY", EVERY)
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("import-one-fold") / "demo.sqlite"
+    asyncio.run(build_demo_db(path, epoch=FIXTURE_EPOCH, long_iterations=40, sessions=0))
+    return path
+
+
+@pytest.fixture(scope="module")
+def exports(demo: Path) -> dict[str, list[str]]:
+    async def go() -> dict[str, list[str]]:
+        async with SQLiteStore.open(demo, read_only=True) as store:
+            ids = [s.id for s in (await store.list_sessions(limit=1000)).items]
+            return {sid: [line async for line in store.export_session(sid)] for sid in ids}  # type: ignore[attr-defined]
+
+    return asyncio.run(go())
+
+
+_VOLATILE = {"created_at", "updated_at", "at", "acquired_at"}
+"""Columns an import stamps with the time it ran."""
+
+
+def _dump(path: Path) -> dict[str, list[tuple[Any, ...]]]:
+    conn = sqlite3.connect(path)
+    try:
+        out = {}
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        for table in sorted(tables):
+            cols = [r[1] for r in conn.execute(f"PRAGMA table_info({table})") if r[1] not in _VOLATILE]
+            out[table] = sorted(conn.execute(f"SELECT {', '.join(cols)} FROM {table}").fetchall(), key=repr)
+        return out
+    finally:
+        conn.close()
+
+
+async def _import_all(path: Path, exports: dict[str, list[str]]) -> None:
+    async with SQLiteStore.open(path) as store:
+        for sid, lines in exports.items():
+            await store.import_session(lines, session_id=sid, reason="test", source="test")
+
+
+@pytest.mark.usefixtures("small_spans")
+def test_a_store_imported_with_one_fold_is_the_store_imported_with_two(
+    tmp_path: Path, exports: dict[str, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert "deploy-long-1" in exports and len(exports) >= 8
+    asyncio.run(_import_all(tmp_path / "new.sqlite", exports))
+    with monkeypatch.context() as m:
+        m.setattr(jsonl, "_Replay", _OldReplay)
+        asyncio.run(_import_all(tmp_path / "old.sqlite", exports))
+    new, old = _dump(tmp_path / "new.sqlite"), _dump(tmp_path / "old.sqlite")
+    assert new.keys() == old.keys()
+    for table in new:
+        assert new[table] == old[table], table
+    assert len(new["events"]) == sum(len(lines) - 1 for lines in exports.values())
+    assert len(new["projection_checkpoints"]) > 40  # compaction ran all along the loop
+
+
+@pytest.mark.usefixtures("small_spans")
+def test_each_event_is_folded_once(exports: dict[str, list[str]], monkeypatch: pytest.MonkeyPatch) -> None:
+    applied = 0
+    apply = Projection.apply
+
+    def counting(self: Projection, *args: Any, **kwargs: Any) -> Any:
+        nonlocal applied
+        applied += 1
+        return apply(self, *args, **kwargs)
+
+    monkeypatch.setattr(Projection, "apply", counting)
+    lines = exports["deploy-long-1"]
+    reader = ExportReader(lines, checkpoints=True)
+    n = sum(1 for _ in reader.events())
+    assert n == len(lines) - 1 and reader.checkpoints is not None and reader.checkpoints.rows
+    assert applied == n  # the old way: 2 * n (checks, then checkpoints)
+    applied = 0
+    with monkeypatch.context() as m:
+        m.setattr(jsonl, "_Replay", _OldReplay)
+        old = ExportReader(lines, checkpoints=True)
+        assert sum(1 for _ in old.events()) == n
+    assert applied == 2 * n
+
+
+def _verdict(lines: list[str], *, old: bool) -> tuple[str, Any]:
+    """The refusal, or the checkpoints and the runs of what imports."""
+    reader_cls = _OldReplay if old else jsonl._Replay
+    saved = jsonl._Replay
+    jsonl._Replay = reader_cls  # type: ignore[misc]
+    try:
+        reader = ExportReader(lines, checkpoints=True)
+        events = list(reader.events())
+    except ImportFormatError as e:
+        return "refused", str(e)
+    finally:
+        jsonl._Replay = saved  # type: ignore[misc]
+    assert reader.checkpoints is not None
+    proj = Projection()
+    for n, event in enumerate(events, start=1):
+        proj.apply(event, n)
+    runs = {k: (r.status, r.output, r.starts) for k, r in proj.nodes.items()}
+    return "imported", (reader.checkpoints.rows, runs)
+
+
+@pytest.mark.usefixtures("small_spans")
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    sid=st.sampled_from(["deploy-long-1", "refund-completed-1", "incident-failed-1", "refund-partial-1"]),
+    kind=st.sampled_from(["delete", "swap", "repeat", "output"]),
+    i=st.integers(0, 100_000),
+    j=st.integers(0, 100_000),
+)
+def test_forged_exports_get_the_same_verdict_both_ways(
+    exports: dict[str, list[str]], sid: str, kind: str, i: int, j: int
+) -> None:
+    objs = [json.loads(line) for line in exports[sid]]
+    n = len(objs) - 1
+    a, b = 1 + i % n, 1 + j % n
+    if kind == "delete":
+        del objs[a]
+    elif kind == "swap":
+        objs[a], objs[b] = objs[b], objs[a]
+    elif kind == "repeat":  # a record of an earlier run again, later (a new id): often one compaction dropped
+        a, b = sorted((a, b))
+        again = json.loads(json.dumps(objs[a]))
+        again["event"]["id"] = f"again-{a}-{b}"
+        objs.insert(b + 1, again)
+    else:
+        objs[a]["event"]["output"] = {"forged": j}
+    lines = render(objs)
+    assert _verdict(lines, old=False) == _verdict(lines, old=True)
+
+
+@pytest.mark.usefixtures("small_spans")
+def test_a_record_of_a_dropped_run_is_checked_on_the_whole_fold(exports: dict[str, list[str]]) -> None:
+    """The start of a loop iteration that finished long ago, sent again at the
+    end of a cut log (no input: a resumed start): compaction dropped that run,
+    so the checks switch to the whole fold, and the verdict is the old way's."""
+    objs = [json.loads(line) for line in exports["deploy-long-1"]]
+    starts = [k for k in range(1, len(objs)) if (objs[k]["event"].get("node_info") or {}).get("lifecycle") == "start"
+              and "/" in objs[k]["event"]["node_info"]["path"]]
+    events = jsonl.parse_export(exports["deploy-long-1"]).events[:-1]  # the root's end cut: a killed turn
+    for k in (starts[3], starts[len(starts) // 3]):
+        again = json.loads(json.dumps(objs[k]))
+        again["event"]["id"] = f"again-{k}"
+        again["event"]["node_info"].pop("input", None)
+        again["event"]["node_info"].pop("after", None)
+        lines = render([*objs[:-1], again])
+        verdict = _verdict(lines, old=False)
+        assert verdict == _verdict(lines, old=True)
+        assert verdict[0] == "imported"  # the runner re-runs a resumed node so
+        rules = Replay(checkpoints.Builder())
+        for seq, event in enumerate(events, start=1):
+            assert rules.check(event, seq) is None
+        gone = rules._gone
+        assert gone is not None and (event.invocation_id, objs[k]["event"]["node_info"]["path"]) in gone.runs
+        assert rules.check(Event.model_validate(again["event"]), len(events) + 1) is None
+        assert rules._gone is None  # the checks read the whole fold now
