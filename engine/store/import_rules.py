@@ -49,6 +49,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from pydantic_core import to_json
+
 from ..models import Event, NodeStatus, parent_path
 from ..projection import NodeRun, Projection
 from ..projection_records import _run_no
@@ -81,6 +83,8 @@ class Replay:
         """invocation -> its open interrupt ids."""
         self._names: dict[tuple[str, str], set[str]] = {}
         """(invocation, container path) -> the names of its children."""
+        self._answers: dict[tuple[bytes, bytes], tuple[Any, list[str], bool]] = {}
+        """The schema checks' verdicts so far (:func:`_verdict`)."""
 
     def check(self, event: Event, seq: int, text: str | None = None) -> str | None:
         """``text``: the event's JSON as read, if the caller has it (kept while
@@ -387,7 +391,7 @@ def _impossible(seen: Replay, event: Event) -> str | None:
         if cancel is not None and (frs or event.action in ("redrive", "cancel", "fail")):
             return f"invocation {iid} was cancelled at event {cancel['pos']} (a cancel is final)"
         if frs:
-            return _bad_answer(proj, iid, event)
+            return _bad_answer(proj, iid, event, seen._answers)
         return None
     if cancel is not None:
         return f"a record of {info.path} after invocation {iid} was cancelled at event {cancel['pos']}"
@@ -412,7 +416,32 @@ def _impossible(seen: Replay, event: Event) -> str | None:
     return f"a record of {info.path}, whose run is not running ({run.status.value})"
 
 
-def _bad_answer(proj: Projection, iid: str, event: Event) -> str | None:
+_ANSWERS_KEPT = 4096
+"""Verdicts on (schema, answer) pairs an import remembers (then it starts over)."""
+
+
+def _verdict(
+    schema: dict[str, Any] | None, value: Any, seen: dict[tuple[bytes, bytes], tuple[Any, list[str], bool]]
+) -> tuple[Any, list[str], bool]:
+    """(coerced, errors, whether the coerced value is the answer as sent) of
+    ``value`` against ``schema``: :func:`coerce_response` once per distinct pair
+    (a long session answers the same few schemas with the same few values).
+    The key is both as JSON text, which tells apart every value JSON can hold
+    (``1`` from ``1.0`` and ``true``, NaN and the infinities from ``null``)."""
+    key = (to_json(schema, inf_nan_mode="constants"), to_json(value, inf_nan_mode="constants"))
+    found = seen.get(key)
+    if found is None:
+        coerced, errors = coerce_response(schema, value)
+        found = (coerced, errors, not errors and same_json(coerced, value))
+        if len(seen) >= _ANSWERS_KEPT:
+            seen.clear()
+        seen[key] = found
+    return found
+
+
+def _bad_answer(
+    proj: Projection, iid: str, event: Event, seen: dict[tuple[bytes, bytes], tuple[Any, list[str], bool]]
+) -> str | None:
     ids = [fr.id for fr in event.function_responses]
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     if dupes:
@@ -423,11 +452,10 @@ def _bad_answer(proj: Projection, iid: str, event: Event) -> str | None:
         itr = proj.interrupts.get((iid, fr.id))
         if itr is None or not itr.open:
             return f"it answers interrupt {fr.id}, which is not open at that point in invocation {iid}"
-        value = unwrap_response(fr.response)
-        coerced, errors = coerce_response(itr.response_schema, value)
+        coerced, errors, same = _verdict(itr.response_schema, unwrap_response(fr.response), seen)
         if errors:
             return f"the answer to {fr.id} fails its interrupt's schema: {'; '.join(errors)[:200]}"
-        if not same_json(coerced, value):
+        if not same:
             # A live answer is persisted coerced; one stored as the raw text
             # (``"no"`` for a boolean) is not what the engine writes, and the
             # workflow would receive it as it is (a truthy string).

@@ -207,3 +207,42 @@ def test_a_record_of_a_dropped_run_is_checked_on_the_whole_fold(exports: dict[st
         assert gone is not None and (event.invocation_id, objs[k]["event"]["node_info"]["path"]) in gone.runs
         assert rules.check(Event.model_validate(again["event"]), len(events) + 1) is None
         assert rules._gone is None  # the checks read the whole fold now
+
+
+def test_each_distinct_answer_is_checked_against_its_schema_once(
+    exports: dict[str, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from engine.store import import_rules
+
+    calls: list[Any] = []
+    coerce = import_rules.coerce_response
+
+    def counting(schema: Any, value: Any) -> Any:
+        calls.append((json.dumps(schema, sort_keys=True), json.dumps(value)))
+        return coerce(schema, value)
+
+    monkeypatch.setattr(import_rules, "coerce_response", counting)
+    answers = checked = 0
+    for lines in exports.values():  # one import each
+        calls.clear()
+        answers += sum(len(e.function_responses) for e in jsonl.parse_export(lines).events)
+        assert len(calls) == len(set(calls))  # each distinct (schema, answer) once
+        checked += len(calls)
+    assert checked < answers  # not each answer
+
+
+def test_answers_that_differ_as_json_get_their_own_verdicts() -> None:
+    from engine.store.import_rules import _verdict
+
+    seen: dict[Any, Any] = {}
+    boolean = {"type": "boolean"}
+    assert _verdict(boolean, True, seen)[1:] == ([], True)
+    assert _verdict(boolean, 1, seen)[2] is False  # coerced to true: not the form a live answer is stored in
+    assert _verdict(boolean, "yes", seen)[2] is False
+    number = {"type": "number"}
+    assert _verdict(number, 1.0, seen)[1:] == ([], True)
+    assert _verdict(number, float("nan"), seen)[1]  # NaN is not JSON: refused, never taken for null
+    assert _verdict({"type": ["number", "null"]}, None, seen)[1:] == ([], True)
+    assert _verdict({"type": ["number", "null"]}, float("nan"), seen)[1]
+    assert _verdict({"type": "integer"}, 2, seen)[1:] == ([], True)
+    assert _verdict({"type": "integer"}, 2.5, seen)[1]
