@@ -330,10 +330,11 @@ def _names_dropped(proj: Projection, gone: _Dropped, event: Event) -> bool:
     info = event.node_info
     if info is not None:
         path: str | None = info.path
-        if (iid, path) in proj.nodes:
-            return False  # in the fold, and so is every run above it
+        nodes, runs = proj.nodes, gone.runs
         while path is not None:
-            if (iid, path) in gone.runs:
+            if (iid, path) in nodes:
+                return False  # in the fold, and so is every run above it
+            if (iid, path) in runs:
                 return True
             path = parent_path(path)
         return False
