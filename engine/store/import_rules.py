@@ -47,6 +47,7 @@ runner writes.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 from pydantic_core import to_json
@@ -136,10 +137,10 @@ class Replay:
             if dropped is None:
                 return kept
             if kept is None:
-                return dropped
-            a, b = _run_no(kept.run_id), _run_no(dropped.run_id)
-            if a != b:
-                return kept if a > b else dropped
+                return dropped[1]
+            a = _run_no(kept.run_id)
+            if a != dropped[0]:
+                return kept if a > dropped[0] else dropped[1]
         self._unfold()  # two runs of one number: which was made last, only the whole fold knows
         return self.proj.latest_run(iid, parent, name)
 
@@ -285,8 +286,8 @@ class _Dropped:
         self.runs: dict[tuple[str, str], NodeRun] = {}
         self.kids: dict[tuple[str, str | None], list[NodeRun]] = {}
         """(invocation, parent path) -> its dropped children."""
-        self.latest: dict[tuple[str, str | None, str], NodeRun] = {}
-        """(invocation, parent path, name) -> the dropped run of the highest run number."""
+        self.latest: dict[tuple[str, str | None, str], tuple[int, NodeRun]] = {}
+        """(invocation, parent path, name) -> the highest run number of a dropped run, and that run."""
         self.tied: set[tuple[str, str | None, str]] = set()
         """Keys with two dropped runs of the same number (which is latest: the order they were made)."""
         self.last_root: dict[str, tuple[str, int]] = {}
@@ -316,9 +317,10 @@ class _Dropped:
             self.kids.setdefault((iid, run.parent), []).append(run)
             lkey = (iid, run.parent, run.name)
             top = self.latest.get(lkey)
-            if top is None or _run_no(run.run_id) > _run_no(top.run_id):
-                self.latest[lkey] = run
-            elif _run_no(run.run_id) == _run_no(top.run_id):
+            n = _run_no(run.run_id)
+            if top is None or n > top[0]:
+                self.latest[lkey] = (n, run)
+            elif n == top[0]:
                 self.tied.add(lkey)
 
 
@@ -433,11 +435,31 @@ def _verdict(
     found = seen.get(key)
     if found is None:
         coerced, errors = coerce_response(schema, value)
-        found = (coerced, errors, not errors and same_json(coerced, value))
+        found = (coerced, errors, not errors and (_surely_same(coerced, value) or same_json(coerced, value)))
         if len(seen) >= _ANSWERS_KEPT:
             seen.clear()
         seen[key] = found
     return found
+
+
+def _surely_same(a: Any, b: Any) -> bool:
+    """True only when :func:`same_json` is: the same JSON types and values
+    (without serialising both); False: not known here."""
+    if a is b:
+        return True
+    kind = type(a)
+    if kind is not type(b):
+        return False
+    if kind is dict:
+        return a.keys() == b.keys() and all(_surely_same(v, b[k]) for k, v in a.items())
+    if kind is list:
+        return len(a) == len(b) and all(map(_surely_same, a, b))
+    if kind is float:
+        return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)  # 0.0 is not -0.0 in JSON
+    return kind in _SCALARS and a == b
+
+
+_SCALARS = (str, int, bool, type(None))
 
 
 def _bad_answer(
