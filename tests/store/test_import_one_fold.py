@@ -53,15 +53,12 @@ def small_spans(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("import-one-fold") / "demo.sqlite"
-    asyncio.run(build_demo_db(path, epoch=FIXTURE_EPOCH, long_iterations=40, sessions=0))
-    return path
+def exports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
+    """The export of every scenario session of the demo (a deploy loop of 40 iterations)."""
+    demo = tmp_path_factory.mktemp("import-one-fold") / "demo.sqlite"
 
-
-@pytest.fixture(scope="module")
-def exports(demo: Path) -> dict[str, list[str]]:
     async def go() -> dict[str, list[str]]:
+        await build_demo_db(demo, epoch=FIXTURE_EPOCH, long_iterations=40, sessions=0)
         async with SQLiteStore.open(demo, read_only=True) as store:
             ids = [s.id for s in (await store.list_sessions(limit=1000)).items]
             return {sid: [line async for line in store.export_session(sid)] for sid in ids}  # type: ignore[attr-defined]
