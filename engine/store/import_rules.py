@@ -55,7 +55,8 @@ from pydantic_core import to_json
 from ..models import Event, NodeStatus, parent_path
 from ..projection import NodeRun, Projection
 from ..projection_records import _run_no
-from ..responses import coerce_response, same_json, unwrap_response
+from ..quick_schema import _scalar_equal
+from ..responses import MAX_RESPONSE_BYTES, coerce_response, same_json, unwrap_response
 
 if TYPE_CHECKING:
     from ..checkpoints import Builder
@@ -434,12 +435,65 @@ def _verdict(
     key = (to_json(schema, inf_nan_mode="constants"), to_json(value, inf_nan_mode="constants"))
     found = seen.get(key)
     if found is None:
+        plain = _PLAIN_SCHEMAS.get(key[0], _MISSING)
+        if plain is _MISSING:
+            plain = _PLAIN_SCHEMAS[key[0]] = _plain_object(schema)
+        if plain is not None and _plainly_valid(plain, value, key[1]):
+            return value, [], True  # what coerce_response gives it, and without a copy to remember
         coerced, errors = coerce_response(schema, value)
         found = (coerced, errors, not errors and (_surely_same(coerced, value) or same_json(coerced, value)))
         if len(seen) >= _ANSWERS_KEPT:
             seen.clear()
         seen[key] = found
     return found
+
+
+_PLAIN_TYPES = {"string": (str,), "boolean": (bool,), "integer": (int,), "number": (int, float)}
+_PLAIN_KEYS = frozenset({"type", "enum", "title", "description", "default"})
+_PLAIN_SCHEMAS: dict[bytes, dict[str, tuple[tuple[type, ...], list[Any] | None]] | None] = {}
+"""Schema JSON -> :func:`_plain_object` of it (once per distinct schema, for the process)."""
+
+
+def _plain_object(schema: Any) -> dict[str, tuple[tuple[type, ...], list[Any] | None]] | None:
+    """The properties of a schema as a model of scalar fields becomes (an object
+    of typed properties, enums, a ``required`` list of them, annotations),
+    each as (its Python types, its enum or None); None for any other schema."""
+    if not isinstance(schema, dict) or schema.get("type") != "object" or set(schema) - _PLAIN_ROOT:
+        return None
+    props, required = schema.get("properties"), schema.get("required", [])
+    if not isinstance(props, dict) or not isinstance(required, list) or any(r not in props for r in required):
+        return None
+    out = {}
+    for name, sub in props.items():
+        if not isinstance(sub, dict) or set(sub) - _PLAIN_KEYS or sub.get("type") not in _PLAIN_TYPES:
+            return None
+        enum = sub.get("enum")
+        if enum is not None and (not isinstance(enum, list) or any(isinstance(e, dict | list) for e in enum)):
+            return None
+        out[name] = (_PLAIN_TYPES[sub["type"]], enum)
+    return out
+
+
+_PLAIN_ROOT = frozenset({"type", "properties", "required", "title", "description"})
+
+
+def _plainly_valid(props: dict[str, tuple[tuple[type, ...], list[Any] | None]], value: Any, text: bytes) -> bool:
+    """True only when ``value`` is valid against the :func:`_plain_object` schema
+    ``props`` and :func:`coerce_response` leaves it as sent: an object with
+    every property, each of exactly its type (no ``1.0`` for an integer, no
+    ``true`` for a number) and in its enum, every number finite, small enough
+    (``text``: its JSON). Else False: the full check decides."""
+    if type(value) is not dict or b"NaN" in text or b"Infinity" in text or 4 * len(text) > MAX_RESPONSE_BYTES:
+        return False
+    for name, (types, enum) in props.items():
+        if name not in value:
+            return False
+        v = value[name]
+        if type(v) not in types:
+            return False
+        if enum is not None and not any(_scalar_equal(v, e) for e in enum):
+            return False
+    return True
 
 
 def _surely_same(a: Any, b: Any) -> bool:

@@ -261,3 +261,56 @@ def test_the_quick_same_answer_check_never_says_same_where_json_differs(a: Any, 
     if _surely_same(a, b):
         assert same_json(a, b)
     assert _surely_same(a, json.loads(json.dumps(a))) or "NaN" in json.dumps(a)
+
+
+_SCALAR = st.one_of(st.none(), st.booleans(), st.integers(-2, 2), st.sampled_from([0.5, 1.0, float("nan"), float("inf")]),
+                    st.sampled_from(["", "a", "b", "1"]))
+_PLAIN_SCHEMA = st.fixed_dictionaries(
+    {"type": st.just("object"), "properties": st.dictionaries(
+        st.sampled_from(["a", "b", "c"]),
+        st.fixed_dictionaries(
+            {"type": st.sampled_from(["string", "boolean", "integer", "number"])},
+            optional={"enum": st.lists(_SCALAR, min_size=1, max_size=3), "default": _SCALAR, "title": st.just("T")},
+        ),
+        max_size=3,
+    )},
+    optional={"title": st.just("Model"), "additionalProperties": st.booleans(), "minProperties": st.just(1)},
+).map(lambda s: {**s, "required": sorted(s["properties"])[:1]})
+
+
+@settings(max_examples=500, deadline=None)
+@given(schema=_PLAIN_SCHEMA, value=st.dictionaries(st.sampled_from(["a", "b", "c", "d"]), _SCALAR, max_size=4) | _SCALAR)
+def test_an_answer_checked_the_quick_way_gets_the_full_checks_verdict(schema: dict[str, Any], value: Any) -> None:
+    """A schema of scalar fields is checked without the full coercion only when
+    the full check would take the answer as sent; anything else goes to it."""
+    from pydantic_core import to_json
+
+    from engine.responses import coerce_response, same_json
+    from engine.store.import_rules import _plain_object, _plainly_valid
+
+    plain = _plain_object(schema)
+    if "additionalProperties" in schema or "minProperties" in schema:
+        assert plain is None  # keywords the quick way does not know
+    if plain is None or not _plainly_valid(plain, value, to_json(value, inf_nan_mode="constants")):
+        return
+    coerced, errors = coerce_response(schema, value)
+    assert errors == [] and same_json(coerced, value)
+
+
+def test_the_deploy_loops_answers_are_checked_the_quick_way(
+    exports: dict[str, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from engine.store import import_rules
+
+    calls = 0
+    coerce = import_rules.coerce_response
+
+    def counting(schema: Any, value: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        return coerce(schema, value)
+
+    monkeypatch.setattr(import_rules, "coerce_response", counting)
+    events = jsonl.parse_export(exports["deploy-long-1"]).events
+    assert sum(len(e.function_responses) for e in events) >= 40
+    assert calls == 0
