@@ -76,7 +76,7 @@ class Replay:
         self.proj = checkpoints.proj if checkpoints is not None else Projection()
         self._gone: _Dropped | None = _Dropped() if checkpoints is not None else None
         """What the checkpoints' compaction dropped from the fold (None: the whole fold)."""
-        self._texts: list[str] = []
+        self._texts: list[str | bytes] = []
         """Each event's JSON so far, while the fold is compacted (for :meth:`_unfold`)."""
         self._owed: dict[tuple[str, str], int] = {}
         """(invocation, path) -> the position of the answer that auto-completed
@@ -88,7 +88,7 @@ class Replay:
         self._answers: dict[tuple[bytes, bytes], tuple[Any, list[str], bool]] = {}
         """The schema checks' verdicts so far (:func:`_verdict`)."""
 
-    def check(self, event: Event, seq: int, text: str | None = None) -> str | None:
+    def check(self, event: Event, seq: int, text: str | bytes | None = None) -> str | None:
         """``text``: the event's JSON as read, if the caller has it (kept while
         the fold is compacted; else the event is serialised)."""
         problem = _impossible(self, event) or self._order(event)
@@ -260,12 +260,15 @@ class Replay:
         iid = event.invocation_id
         info = event.node_info
         if info is not None:
-            self._owed.pop((iid, info.path), None)
-            parent = parent_path(info.path)
-            if parent is not None:
-                run = self.proj.nodes.get((iid, info.path))  # just folded: in the fold
-                if run is not None:
-                    self._names.setdefault((iid, parent), set()).add(run.name)
+            path = info.path
+            if self._owed:
+                self._owed.pop((iid, path), None)
+            parent, sep, leaf = path.rpartition("/")
+            if sep:  # the run's name is its path's (engine.models.leaf_name): no look-up
+                names = self._names.get((iid, parent))
+                if names is None:
+                    names = self._names[(iid, parent)] = set()
+                names.add(leaf.rpartition("@")[0])
         elif event.function_responses:
             for path in change.auto_completed:
                 self._owed[(iid, path)] = change.pos

@@ -228,7 +228,7 @@ class ExportReader:
             return session
         raise ImportFormatError(max(self._last_line, 1), "the file is empty (no header line)")
 
-    def _event_lines(self) -> Iterator[tuple[int, dict[str, Any] | tuple[Event, str]]]:
+    def _event_lines(self) -> Iterator[tuple[int, dict[str, Any] | tuple[Event, str | bytes]]]:
         """(line number, JSON object) of each non-blank line not read yet, or
         (line number, (Event, its JSON)) for a line as an export writes it --
         ``{"seq":N,"event":{...}}`` with N the next seq -- whose event passes the
@@ -236,19 +236,21 @@ class ExportReader:
         line that does not is read the general way (:meth:`_objects`), which
         says what is wrong with it, as it always did."""
         validate = Event.__pydantic_validator__.validate_json
-        match = _EXPORT_LINE.fullmatch
+        match, match_bytes = _EXPORT_LINE.fullmatch, _EXPORT_LINE_BYTES.fullmatch
         expected = 1
         for n, raw in self._lines:
             self._last_line = n
-            text = _decode(raw, n)
-            m = match(text)
-            if m is not None and int(m[1]) == expected and plain_json(text):
+            # Bytes (a file's lines) are parsed as they are: the parser refuses what
+            # is not UTF-8, and such a line is then decoded, which names the byte.
+            m = match_bytes(raw) if type(raw) is bytes else match(text := _decode(raw, n))
+            if m is not None and int(m[1]) == expected and plain_json(m[0]):
                 try:
                     yield n, (validate(m[2]), m[2])
                     expected += 1
                     continue
                 except ValueError:  # pydantic's ValidationError too: the general way names the problem
                     pass
+            text = _decode(raw, n)
             if text.strip():
                 yield n, _json_object(text, n)
                 expected += 1
@@ -285,6 +287,7 @@ class ExportReader:
 
 _EXPORT_LINE = re.compile(r'\{"seq":(0|[1-9][0-9]{0,17}),"event":(\{.*\})\}[ \t\n\r]*', re.DOTALL)
 """An event line as :func:`event_line` writes it (JSON's own whitespace after it)."""
+_EXPORT_LINE_BYTES = re.compile(_EXPORT_LINE.pattern.encode(), re.DOTALL)
 
 
 class _Replay:
@@ -297,7 +300,7 @@ class _Replay:
         self.rules = Replay(checkpoints)
         self.seen_ids: dict[str, int] = {}
 
-    def check(self, event: Event, seq: int, line: int, text: str | None = None) -> None:
+    def check(self, event: Event, seq: int, line: int, text: str | bytes | None = None) -> None:
         seen_ids = self.seen_ids
         if event.id in seen_ids:
             raise ImportFormatError(line, f"event {seq} repeats the event id {event.id!r} of line {seen_ids[event.id]}")

@@ -314,3 +314,24 @@ def test_the_deploy_loops_answers_are_checked_the_quick_way(
     events = jsonl.parse_export(exports["deploy-long-1"]).events
     assert sum(len(e.function_responses) for e in events) >= 40
     assert calls == 0
+
+
+@pytest.mark.parametrize("bad", [b"\xff", b"\xc0\xaf", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xe2\x82"])
+def test_a_line_of_bytes_that_are_not_utf8_is_refused_naming_the_byte(exports: dict[str, list[str]], bad: bytes) -> None:
+    """A file's lines are parsed as bytes; one that is not UTF-8 is refused as
+    it always was, at the offset of its first bad byte, inside a string or not."""
+    lines = [line.encode() for line in exports["refund-completed-1"]]
+    for at in (b'"author":"', b'"invocation_id":'):
+        forged = list(lines)
+        forged[3] = lines[3].replace(at, at + bad, 1)
+        assert forged[3] != lines[3]
+        with pytest.raises(ImportFormatError) as exc:
+            list(ExportReader(forged, checkpoints=True).events())
+        assert str(exc.value).startswith(f"line 4: is not valid UTF-8 (bad byte at offset {forged[3].index(bad)})")
+
+
+def test_lines_read_as_bytes_import_as_the_same_lines_read_as_text(exports: dict[str, list[str]]) -> None:
+    lines = exports["deploy-long-1"]
+    text, raw = ExportReader(lines, checkpoints=True), ExportReader([line.encode() for line in lines], checkpoints=True)
+    assert [e.to_json() for e in text.events()] == [e.to_json() for e in raw.events()]
+    assert text.checkpoints is not None and raw.checkpoints is not None and text.checkpoints.rows == raw.checkpoints.rows
