@@ -438,8 +438,11 @@ def _verdict(
     key = (to_json(schema, inf_nan_mode="constants"), to_json(value, inf_nan_mode="constants"))
     found = seen.get(key)
     if found is None:
-        plain = _PLAIN_SCHEMAS.get(key[0], _MISSING)
-        if plain is _MISSING:
+        if key[0] in _PLAIN_SCHEMAS:
+            plain = _PLAIN_SCHEMAS[key[0]]
+        else:
+            if len(_PLAIN_SCHEMAS) >= _ANSWERS_KEPT:
+                _PLAIN_SCHEMAS.clear()
             plain = _PLAIN_SCHEMAS[key[0]] = _plain_object(schema)
         if plain is not None and _plainly_valid(plain, value, key[1]):
             return value, [], True  # what coerce_response gives it, and without a copy to remember
