@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from ..checkpoints import Builder
 
 ACTIVE = (NodeStatus.RUNNING, NodeStatus.PENDING)
+_NONE_OPEN: frozenset[str] = frozenset()
 UNFINISHED = (NodeStatus.RUNNING, NodeStatus.PENDING, NodeStatus.WAITING)
 
 
@@ -230,18 +231,19 @@ class Replay:
 
     def _ends(self, iid: str, run: NodeRun, status: NodeStatus | None, output: Any) -> str | None:
         """A run's end: after its children's, and COMPLETED only with nothing open below it."""
-        kids = [
-            r for name in self._names.get((iid, run.path), ()) if (r := self.latest_run(iid, run.path, name))
-        ]
-        opened = self._open.get(iid, set())
-        busy = sorted(r.path for r in kids if r.status in ACTIVE and r.starts)
-        if busy:
-            return f"{run.path} ends while {', '.join(busy)} still runs"
-        # (a leaf of an older writer has no start nor end record: it waits while its ids are open)
-        waiting = sorted(
-            r.path for r in kids
-            if r.status is NodeStatus.WAITING or (not r.starts and any(i in opened for i in r.own_pending))
-        )
+        names = self._names.get((iid, run.path))
+        kids = [r for name in names if (r := self.latest_run(iid, run.path, name))] if names else []
+        opened = self._open.get(iid, _NONE_OPEN)
+        waiting: list[str] = []
+        if kids:  # (most runs that end are leaves)
+            busy = sorted(r.path for r in kids if r.status in ACTIVE and r.starts)
+            if busy:
+                return f"{run.path} ends while {', '.join(busy)} still runs"
+            # (a leaf of an older writer has no start nor end record: it waits while its ids are open)
+            waiting = sorted(
+                r.path for r in kids
+                if r.status is NodeStatus.WAITING or (not r.starts and any(i in opened for i in r.own_pending))
+            )
         if status is NodeStatus.WAITING and not waiting and not any(i in opened for i in run.own_pending):
             return f"{run.path} ends WAITING with nothing open to wait on"
         if status is not NodeStatus.COMPLETED:
