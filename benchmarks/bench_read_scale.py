@@ -25,6 +25,7 @@ machine) and wall seconds of both, the ratio and whether the target (at most a
 third of the original's time) is met, and the load average before and after::
 
     python benchmarks/bench_read_scale.py --db big.sqlite --before /tmp/before --repeat 3
+    python benchmarks/bench_read_scale.py --db big.sqlite --before /tmp/before --repeat 3 --only import
 
 When the two trees' schemas differ (the original refuses a newer store, this one
 reads an older store only once migrated), ``--before-db`` names the original's
@@ -145,9 +146,10 @@ def tree_command(tree: Path) -> tuple[list[str], dict[str, str]]:
     return [sys.executable, "-m", "console.cli"], {**ENV, "PYTHONPATH": str(tree), "HITL_TEST_NO_INSTALL": "1"}
 
 
-def compare(db: Path, before: Path, repeat: int, before_db: Path | None = None) -> int:
+def compare(db: Path, before: Path, repeat: int, before_db: Path | None = None, only: list[str] | None = None) -> int:
     """The five slow reads, ``before`` and this tree interleaved: a table of medians.
-    ``before_db``: the original tree's copy of the store (default ``db``)."""
+    ``before_db``: the original tree's copy of the store (default ``db``);
+    ``only``: the commands to run (their first word: show, events, replay, export, import)."""
     import statistics
 
     global ENV
@@ -178,8 +180,11 @@ def compare(db: Path, before: Path, repeat: int, before_db: Path | None = None) 
             argv, ENV = tree_command(tree)
             measure([*argv, "--db", str(dbs[tag]), "events", SESSION, "--limit", "1"])
             ENV = base_env
+        todo = [*cases, (f"import ({size:.0f} MB file)", None)]
+        if only:
+            todo = [(name, args) for name, args in todo if name.split()[0] in only]
         for _ in range(repeat):
-            for name, args in [*cases, (f"import ({size:.0f} MB file)", None)]:
+            for name, args in todo:
                 for tag, tree in trees.items():
                     argv, ENV = tree_command(tree)
                     if args is None:  # into a consistent copy of the store, -wal included
@@ -222,6 +227,8 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3, help="with --before: runs of each command per tree")
     ap.add_argument("--before-db", type=Path, metavar="PATH",
                     help="with --before: the original tree's copy of --db, when it cannot read --db's schema")
+    ap.add_argument("--only", action="append", choices=["show", "events", "replay", "export", "import"],
+                    help="with --before: only this command (repeatable)")
     args = ap.parse_args()
     global ENV
     cache = tempfile.mkdtemp(prefix="hitl-bench-pyc-")
@@ -230,7 +237,7 @@ def main() -> int:
         if args.db is None:
             ap.error("--before needs --db (a store with a long deploy-long-1: build one with hitl demo --long-iterations)")
         try:
-            return compare(args.db, args.before, args.repeat, args.before_db)
+            return compare(args.db, args.before, args.repeat, args.before_db, args.only)
         finally:
             shutil.rmtree(cache, ignore_errors=True)
     base = hitl()

@@ -118,10 +118,18 @@ class Builder:
         """Fold the event at ``seq`` (the one after the last added)."""
         self.proj.apply(event, seq)
         if seq == self.next:
-            self.proj = self.proj.compact_all()  # also keeps the fold's memory that of one checkpoint
-            data = to_json(self.proj.to_dict())  # now: to_dict shares values the fold goes on changing
-            self.rows.append((seq, data))
-            self.next = seq + _gap(len(data))
+            self.take(seq)
+
+    def take(self, seq: int) -> Projection:
+        """The checkpoint at ``seq`` (:attr:`next`, the last event folded into
+        :attr:`proj`): compact the fold, keep its row; returns the fold as it
+        was before (an import's lifecycle checks keep what compaction dropped)."""
+        before = self.proj
+        self.proj = before.compact_all()  # also keeps the fold's memory that of one checkpoint
+        data = to_json(self.proj.to_dict())  # now: to_dict shares values the fold goes on changing
+        self.rows.append((seq, data))
+        self.next = seq + _gap(len(data))
+        return before
 
 
 async def catch_up(

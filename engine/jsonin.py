@@ -82,12 +82,16 @@ def loads(text: str, what: str) -> Any:
 
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
+_SURROGATE_ESCAPE_BYTES = re.compile(_SURROGATE_ESCAPE.pattern.encode())
 
 
-def plain_json(text: str) -> bool:
+def plain_json(text: str | bytes) -> bool:
     """Whether :func:`loads` of ``text`` needs none of its checks beyond the
     parse: too few brackets to nest past the limit, no lone surrogate possible.
-    A fast reader (an import's event lines) parses such text directly."""
+    A fast reader (an import's event lines) parses such text directly; bytes
+    only with a parser that refuses what is not UTF-8 (pydantic's does)."""
+    if isinstance(text, bytes):
+        return text.count(b"[") + text.count(b"{") <= MAX_JSON_DEPTH and _SURROGATE_ESCAPE_BYTES.search(text) is None
     return (
         text.count("[") + text.count("{") <= MAX_JSON_DEPTH and _SURROGATE_ESCAPE.search(text) is None and _is_text(text)
     )

@@ -31,27 +31,54 @@ engine cannot write:
 
 Cheap per event (what the checks need is kept as the events are folded), so a
 large import pays for the checks once, not per event seen so far.
+
+One fold serves the checks and the seek checkpoints alike: given a
+:class:`engine.checkpoints.Builder`, :class:`Replay` folds into the builder's
+projection, which each checkpoint compacts, and keeps what compaction drops
+(:class:`_Dropped`: completed runs off the latest tree) so that every check
+reads what the whole fold would hold. A dropped run is never changed by a log
+the checks accept -- except by an event that names it again (a record of it or
+under it, an answer to its interrupt, a deadline's fail at its path) or by a
+tie the dropped runs cannot order; then the checks switch to the whole fold,
+refolded from the events read so far, and the builder goes on by itself
+(:meth:`Replay._unfold`): exact either way, the fast way for the logs the
+runner writes.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from typing import TYPE_CHECKING, Any
+
+from pydantic_core import to_json
 
 from ..models import Event, NodeStatus, parent_path
 from ..projection import NodeRun, Projection
-from ..responses import coerce_response, same_json, unwrap_response
+from ..projection_records import _run_no
+from ..quick_schema import _scalar_equal
+from ..responses import MAX_RESPONSE_BYTES, coerce_response, same_json, unwrap_response
+
+if TYPE_CHECKING:
+    from ..checkpoints import Builder
 
 ACTIVE = (NodeStatus.RUNNING, NodeStatus.PENDING)
+_NONE_OPEN: frozenset[str] = frozenset()
 UNFINISHED = (NodeStatus.RUNNING, NodeStatus.PENDING, NodeStatus.WAITING)
 
 
 class Replay:
     """The events of one export so far, and what the next one may be.
     :meth:`check` returns why ``event`` cannot come next (None: it can, and it
-    is folded in)."""
+    is folded in). With ``checkpoints`` (a fresh Builder) the same fold makes
+    the session's seek checkpoints (the builder's ``rows``)."""
 
-    def __init__(self) -> None:
-        self.proj = Projection()
+    def __init__(self, checkpoints: Builder | None = None) -> None:
+        self.builder = checkpoints
+        self.proj = checkpoints.proj if checkpoints is not None else Projection()
+        self._gone: _Dropped | None = _Dropped() if checkpoints is not None else None
+        """What the checkpoints' compaction dropped from the fold (None: the whole fold)."""
+        self._texts: list[str | bytes] = []
+        """Each event's JSON so far, while the fold is compacted (for :meth:`_unfold`)."""
         self._owed: dict[tuple[str, str], int] = {}
         """(invocation, path) -> the position of the answer that auto-completed
         the run, whose completion record must come next."""
@@ -59,14 +86,82 @@ class Replay:
         """invocation -> its open interrupt ids."""
         self._names: dict[tuple[str, str], set[str]] = {}
         """(invocation, container path) -> the names of its children."""
+        self._answers: dict[tuple[bytes, bytes], tuple[Any, list[str], bool]] = {}
+        """The schema checks' verdicts so far (:func:`_verdict`)."""
 
-    def check(self, event: Event, seq: int) -> str | None:
-        problem = _impossible(self.proj, event) or self._order(event)
+    def check(self, event: Event, seq: int, text: str | bytes | None = None) -> str | None:
+        """``text``: the event's JSON as read, if the caller has it (kept while
+        the fold is compacted; else the event is serialised)."""
+        problem = _impossible(self, event) or self._order(event)
         if problem:
             return problem
+        builder, gone = self.builder, self._gone
+        if gone is not None:
+            if gone.runs and _names_dropped(self.proj, gone, event):
+                self._unfold()
+            else:
+                self._texts.append(text if text is not None else event.to_json())
         change = self.proj.apply(event, seq)
         self._track(event, change)
+        if builder is not None:
+            if self._gone is None:
+                builder.add(event, seq)
+            elif seq == builder.next:
+                before = builder.take(seq)
+                self._gone.drop(self, before, builder.proj)
+                self.proj = builder.proj
         return None
+
+    def _unfold(self) -> None:
+        """From now on the checks read the whole fold (the events so far, folded
+        again) and the builder folds by itself: the compacted fold and what it
+        dropped could no longer say what the whole fold holds."""
+        whole = Projection()
+        for n, text in enumerate(self._texts, start=1):
+            whole.apply(Event.from_json(text), n)
+        self.proj, self._gone, self._texts = whole, None, []
+
+    # ------------------------------------------- the whole fold's answers
+    def get(self, iid: str, path: str) -> NodeRun | None:
+        run = self.proj.nodes.get((iid, path))
+        if run is None and self._gone is not None:
+            return self._gone.runs.get((iid, path))
+        return run
+
+    def latest_run(self, iid: str, parent: str | None, name: str) -> NodeRun | None:
+        kept = self.proj.latest_run(iid, parent, name)
+        gone = self._gone
+        if gone is None or not (gone.latest or gone.tied):
+            return kept
+        key = (iid, parent, name)
+        dropped = gone.latest.get(key)
+        if key not in gone.tied:
+            if dropped is None:
+                return kept
+            if kept is None:
+                return dropped[1]
+            a = _run_no(kept.run_id)
+            if a != dropped[0]:
+                return kept if a > dropped[0] else dropped[1]
+        self._unfold()  # two runs of one number: which was made last, only the whole fold knows
+        return self.proj.latest_run(iid, parent, name)
+
+    def root(self, iid: str) -> NodeRun | None:
+        """The invocation's latest root (the last one made)."""
+        gone = self._gone
+        if gone is not None and (last := gone.last_root.get(iid)) is not None:
+            inv = self.proj.invocations.get(iid)
+            if inv is not None and len(inv.roots) == last[1]:  # none made since it was dropped
+                return gone.runs.get((iid, last[0]))
+        return self.proj.root(iid)
+
+    def children(self, iid: str, parent: str) -> list[NodeRun]:
+        """Every run under ``parent`` (any order)."""
+        up = self.proj.nodes.get((iid, parent))
+        kids = [self.proj.nodes[(iid, c)] for c in up.children] if up is not None else []
+        if self._gone is not None:
+            kids += self._gone.kids.get((iid, parent), ())
+        return kids
 
     # ------------------------------------------------------------ before
     def _order(self, event: Event) -> str | None:
@@ -80,11 +175,11 @@ class Replay:
                 return f"invocation {iid} does not begin with the user message that started it"
             return None
         if info is None:
-            root = self.proj.root(iid)
+            root = self.root(iid)
             if event.function_responses and root is not None and root.status is NodeStatus.RUNNING:
                 return f"it answers while a turn of invocation {iid} runs (its root {root.path} has not ended)"
             return None
-        run = self.proj.get(iid, info.path)
+        run = self.get(iid, info.path)
         if info.lifecycle == "start":
             if run is not None and run.starts == 0:
                 return f"{info.path} starts after records of its run"
@@ -127,29 +222,28 @@ class Replay:
     def _completed(self, iid: str, parent: str | None, name: str) -> list[NodeRun]:
         """The completed runs of ``name`` under ``parent``: the latest first, the
         others only when it is not (a loop's earlier runs)."""
-        latest = self.proj.latest_run(iid, parent, name)
+        latest = self.latest_run(iid, parent, name)
         if latest is not None and latest.status is NodeStatus.COMPLETED:
             return [latest]
-        up = self.proj.get(iid, parent) if parent is not None else None
-        if up is None:
+        if parent is None or self.get(iid, parent) is None:
             return []
-        runs = (self.proj.get(iid, c) for c in up.children)
-        return [r for r in runs if r is not None and r.name == name and r.status is NodeStatus.COMPLETED]
+        return [r for r in self.children(iid, parent) if r.name == name and r.status is NodeStatus.COMPLETED]
 
     def _ends(self, iid: str, run: NodeRun, status: NodeStatus | None, output: Any) -> str | None:
         """A run's end: after its children's, and COMPLETED only with nothing open below it."""
-        kids = [
-            r for name in self._names.get((iid, run.path), ()) if (r := self.proj.latest_run(iid, run.path, name))
-        ]
-        opened = self._open.get(iid, set())
-        busy = sorted(r.path for r in kids if r.status in ACTIVE and r.starts)
-        if busy:
-            return f"{run.path} ends while {', '.join(busy)} still runs"
-        # (a leaf of an older writer has no start nor end record: it waits while its ids are open)
-        waiting = sorted(
-            r.path for r in kids
-            if r.status is NodeStatus.WAITING or (not r.starts and any(i in opened for i in r.own_pending))
-        )
+        names = self._names.get((iid, run.path))
+        kids = [r for name in names if (r := self.latest_run(iid, run.path, name))] if names else []
+        opened = self._open.get(iid, _NONE_OPEN)
+        waiting: list[str] = []
+        if kids:  # (most runs that end are leaves)
+            busy = sorted(r.path for r in kids if r.status in ACTIVE and r.starts)
+            if busy:
+                return f"{run.path} ends while {', '.join(busy)} still runs"
+            # (a leaf of an older writer has no start nor end record: it waits while its ids are open)
+            waiting = sorted(
+                r.path for r in kids
+                if r.status is NodeStatus.WAITING or (not r.starts and any(i in opened for i in r.own_pending))
+            )
         if status is NodeStatus.WAITING and not waiting and not any(i in opened for i in run.own_pending):
             return f"{run.path} ends WAITING with nothing open to wait on"
         if status is not NodeStatus.COMPLETED:
@@ -168,12 +262,15 @@ class Replay:
         iid = event.invocation_id
         info = event.node_info
         if info is not None:
-            self._owed.pop((iid, info.path), None)
-            parent = parent_path(info.path)
-            if parent is not None:
-                run = self.proj.get(iid, info.path)
-                if run is not None:
-                    self._names.setdefault((iid, parent), set()).add(run.name)
+            path = info.path
+            if self._owed:
+                self._owed.pop((iid, path), None)
+            parent, sep, leaf = path.rpartition("/")
+            if sep:  # the run's name is its path's (engine.models.leaf_name): no look-up
+                names = self._names.get((iid, parent))
+                if names is None:
+                    names = self._names[(iid, parent)] = set()
+                names.add(leaf.rpartition("@")[0])
         elif event.function_responses:
             for path in change.auto_completed:
                 self._owed[(iid, path)] = change.pos
@@ -185,6 +282,79 @@ class Replay:
                     opened.add(interrupt_id)
                 else:
                     opened.discard(interrupt_id)
+
+class _Dropped:
+    """The runs the checkpoints' compaction dropped from an import's fold:
+    completed runs off the latest tree (with their whole subtrees), frozen
+    while no event names them again, indexed as the checks read them."""
+
+    def __init__(self) -> None:
+        self.runs: dict[tuple[str, str], NodeRun] = {}
+        self.kids: dict[tuple[str, str | None], list[NodeRun]] = {}
+        """(invocation, parent path) -> its dropped children."""
+        self.latest: dict[tuple[str, str | None, str], tuple[int, NodeRun]] = {}
+        """(invocation, parent path, name) -> the highest run number of a dropped run, and that run."""
+        self.tied: set[tuple[str, str | None, str]] = set()
+        """Keys with two dropped runs of the same number (which is latest: the order they were made)."""
+        self.last_root: dict[str, tuple[str, int]] = {}
+        """invocation -> (its last root made, dropped; how many roots the fold kept then)."""
+
+    def drop(self, seen: Replay, before: Projection, after: Projection) -> None:
+        """Keep what compacting ``before`` into ``after`` left out (``seen`` still reads ``before``)."""
+        for iid in before.invocations:
+            root = seen.root(iid)
+            if root is None or (iid, root.path) in after.nodes:
+                self.last_root.pop(iid, None)
+            else:
+                self.last_root[iid] = (root.path, len(after.invocations[iid].roots))
+        kept = after.nodes
+        numbers: dict[tuple[str, str | None, str], set[int]] = {}
+        for (iid, _), run in kept.items():
+            seen_nos = numbers.setdefault((iid, run.parent, run.name), set())
+            n = _run_no(run.run_id)
+            if n in seen_nos:
+                self.tied.add((iid, run.parent, run.name))
+            seen_nos.add(n)
+        for key, run in before.nodes.items():
+            if key in kept:
+                continue
+            iid = key[0]
+            self.runs[key] = run
+            self.kids.setdefault((iid, run.parent), []).append(run)
+            lkey = (iid, run.parent, run.name)
+            top = self.latest.get(lkey)
+            n = _run_no(run.run_id)
+            if top is None or n > top[0]:
+                self.latest[lkey] = (n, run)
+            elif n == top[0]:
+                self.tied.add(lkey)
+
+
+def _names_dropped(proj: Projection, gone: _Dropped, event: Event) -> bool:
+    """Whether ``event`` (accepted) would change a dropped run in the whole fold:
+    a record of it or of a run under it, an answer to its interrupt, a
+    deadline's fail at its path."""
+    iid = event.invocation_id
+    info = event.node_info
+    if info is not None:
+        path: str | None = info.path
+        nodes, runs = proj.nodes, gone.runs
+        while path is not None:
+            if (iid, path) in nodes:
+                return False  # in the fold, and so is every run above it
+            if (iid, path) in runs:
+                return True
+            path = parent_path(path)
+        return False
+    for fr in event.function_responses:
+        itr = proj.interrupts.get((iid, fr.id))
+        if itr is not None and (iid, itr.path) in gone.runs:
+            return True
+    if event.action == "fail":
+        at = (event.custom_metadata or {}).get("path")
+        return isinstance(at, str) and (iid, at) in gone.runs
+    return False
+
 
 _MISSING = object()
 
@@ -215,9 +385,10 @@ def _same(a: Any, b: Any) -> bool:
     return a is b or (type(a) is type(b) and a == b)
 
 
-def _impossible(proj: Projection, event: Event) -> str | None:
-    """Why ``event`` cannot come next after the events folded into ``proj``
-    (None when it can). Pure: reads the projection, changes nothing."""
+def _impossible(seen: Replay, event: Event) -> str | None:
+    """Why ``event`` cannot come next after the events folded into ``seen``
+    (None when it can). Reads the fold, changes nothing in it."""
+    proj = seen.proj
     iid = event.invocation_id
     inv = proj.invocations.get(iid)
     cancel = inv.cancel if inv is not None else None
@@ -229,24 +400,24 @@ def _impossible(proj: Projection, event: Event) -> str | None:
         if cancel is not None and (frs or event.action in ("redrive", "cancel", "fail")):
             return f"invocation {iid} was cancelled at event {cancel['pos']} (a cancel is final)"
         if frs:
-            return _bad_answer(proj, iid, event)
+            return _bad_answer(proj, iid, event, seen._answers)
         return None
     if cancel is not None:
         return f"a record of {info.path} after invocation {iid} was cancelled at event {cancel['pos']}"
     if not info.path.strip() or not info.run_id.strip():
         return "a node record with an empty path or run id"
-    run = proj.get(iid, info.path)
+    run = seen.get(iid, info.path)
     running = run is not None and run.status is NodeStatus.RUNNING
     if info.lifecycle == "start":
         if running:
             return f"{info.path} starts again before its run ended"
-        if not _parent_running(proj, iid, info.path):
+        if not _parent_running(seen, iid, info.path):
             return f"{info.path} starts while its parent {parent_path(info.path)} is not running"
         return None
     if running:
         return None
     if run is None or run.starts == 0:
-        if info.lifecycle is None and _parent_running(proj, iid, info.path):
+        if info.lifecycle is None and _parent_running(seen, iid, info.path):
             return None  # an event of a leaf whose start record is not kept (older writers)
         return f"a record of {info.path}, which never started"
     if info.lifecycle == "end" and run.auto_completed and run.status is NodeStatus.COMPLETED:
@@ -254,7 +425,108 @@ def _impossible(proj: Projection, event: Event) -> str | None:
     return f"a record of {info.path}, whose run is not running ({run.status.value})"
 
 
-def _bad_answer(proj: Projection, iid: str, event: Event) -> str | None:
+_ANSWERS_KEPT = 4096
+"""Verdicts on (schema, answer) pairs an import remembers (then it starts over)."""
+
+
+def _verdict(
+    schema: dict[str, Any] | None, value: Any, seen: dict[tuple[bytes, bytes], tuple[Any, list[str], bool]]
+) -> tuple[Any, list[str], bool]:
+    """(coerced, errors, whether the coerced value is the answer as sent) of
+    ``value`` against ``schema``: :func:`coerce_response` once per distinct pair
+    (a long session answers the same few schemas with the same few values).
+    The key is both as JSON text, which tells apart every value JSON can hold
+    (``1`` from ``1.0`` and ``true``, NaN and the infinities from ``null``)."""
+    key = (to_json(schema, inf_nan_mode="constants"), to_json(value, inf_nan_mode="constants"))
+    found = seen.get(key)
+    if found is None:
+        if key[0] in _PLAIN_SCHEMAS:
+            plain = _PLAIN_SCHEMAS[key[0]]
+        else:
+            if len(_PLAIN_SCHEMAS) >= _ANSWERS_KEPT:
+                _PLAIN_SCHEMAS.clear()
+            plain = _PLAIN_SCHEMAS[key[0]] = _plain_object(schema)
+        if plain is not None and _plainly_valid(plain, value, key[1]):
+            return value, [], True  # what coerce_response gives it, and without a copy to remember
+        coerced, errors = coerce_response(schema, value)
+        found = (coerced, errors, not errors and (_surely_same(coerced, value) or same_json(coerced, value)))
+        if len(seen) >= _ANSWERS_KEPT:
+            seen.clear()
+        seen[key] = found
+    return found
+
+
+_PLAIN_TYPES = {"string": (str,), "boolean": (bool,), "integer": (int,), "number": (int, float)}
+_PLAIN_KEYS = frozenset({"type", "enum", "title", "description", "default"})
+_PLAIN_SCHEMAS: dict[bytes, dict[str, tuple[tuple[type, ...], list[Any] | None]] | None] = {}
+"""Schema JSON -> :func:`_plain_object` of it (once per distinct schema, for the process)."""
+
+
+def _plain_object(schema: Any) -> dict[str, tuple[tuple[type, ...], list[Any] | None]] | None:
+    """The properties of a schema as a model of scalar fields becomes (an object
+    of typed properties, enums, a ``required`` list of them, annotations),
+    each as (its Python types, its enum or None); None for any other schema."""
+    if not isinstance(schema, dict) or schema.get("type") != "object" or set(schema) - _PLAIN_ROOT:
+        return None
+    props, required = schema.get("properties"), schema.get("required", [])
+    if not isinstance(props, dict) or not isinstance(required, list) or any(r not in props for r in required):
+        return None
+    out = {}
+    for name, sub in props.items():
+        if not isinstance(sub, dict) or set(sub) - _PLAIN_KEYS or sub.get("type") not in _PLAIN_TYPES:
+            return None
+        enum = sub.get("enum")
+        if enum is not None and (not isinstance(enum, list) or any(isinstance(e, dict | list) for e in enum)):
+            return None
+        out[name] = (_PLAIN_TYPES[sub["type"]], enum)
+    return out
+
+
+_PLAIN_ROOT = frozenset({"type", "properties", "required", "title", "description"})
+
+
+def _plainly_valid(props: dict[str, tuple[tuple[type, ...], list[Any] | None]], value: Any, text: bytes) -> bool:
+    """True only when ``value`` is valid against the :func:`_plain_object` schema
+    ``props`` and :func:`coerce_response` leaves it as sent: an object with
+    every property, each of exactly its type (no ``1.0`` for an integer, no
+    ``true`` for a number) and in its enum, every number finite, small enough
+    (``text``: its JSON). Else False: the full check decides."""
+    if type(value) is not dict or b"NaN" in text or b"Infinity" in text or 4 * len(text) > MAX_RESPONSE_BYTES:
+        return False
+    for name, (types, enum) in props.items():
+        if name not in value:
+            return False
+        v = value[name]
+        if type(v) not in types:
+            return False
+        if enum is not None and not any(_scalar_equal(v, e) for e in enum):
+            return False
+    return True
+
+
+def _surely_same(a: Any, b: Any) -> bool:
+    """True only when :func:`same_json` is: the same JSON types and values
+    (without serialising both); False: not known here."""
+    if a is b:
+        return True
+    kind = type(a)
+    if kind is not type(b):
+        return False
+    if kind is dict:
+        return a.keys() == b.keys() and all(_surely_same(v, b[k]) for k, v in a.items())
+    if kind is list:
+        return len(a) == len(b) and all(map(_surely_same, a, b))
+    if kind is float:
+        return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)  # 0.0 is not -0.0 in JSON
+    return kind in _SCALARS and a == b
+
+
+_SCALARS = (str, int, bool, type(None))
+
+
+def _bad_answer(
+    proj: Projection, iid: str, event: Event, seen: dict[tuple[bytes, bytes], tuple[Any, list[str], bool]]
+) -> str | None:
     ids = [fr.id for fr in event.function_responses]
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     if dupes:
@@ -265,11 +537,10 @@ def _bad_answer(proj: Projection, iid: str, event: Event) -> str | None:
         itr = proj.interrupts.get((iid, fr.id))
         if itr is None or not itr.open:
             return f"it answers interrupt {fr.id}, which is not open at that point in invocation {iid}"
-        value = unwrap_response(fr.response)
-        coerced, errors = coerce_response(itr.response_schema, value)
+        coerced, errors, same = _verdict(itr.response_schema, unwrap_response(fr.response), seen)
         if errors:
             return f"the answer to {fr.id} fails its interrupt's schema: {'; '.join(errors)[:200]}"
-        if not same_json(coerced, value):
+        if not same:
             # A live answer is persisted coerced; one stored as the raw text
             # (``"no"`` for a boolean) is not what the engine writes, and the
             # workflow would receive it as it is (a truthy string).
@@ -277,11 +548,11 @@ def _bad_answer(proj: Projection, iid: str, event: Event) -> str | None:
     return None
 
 
-def _parent_running(proj: Projection, invocation_id: str, path: str) -> bool:
+def _parent_running(seen: Replay, invocation_id: str, path: str) -> bool:
     parent = parent_path(path)
     if parent is None:
         return True
-    up = proj.get(invocation_id, parent)
+    up = seen.get(invocation_id, parent)
     return up is not None and up.status is NodeStatus.RUNNING
 
 

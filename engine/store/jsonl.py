@@ -228,41 +228,41 @@ class ExportReader:
             return session
         raise ImportFormatError(max(self._last_line, 1), "the file is empty (no header line)")
 
-    def _event_lines(self) -> Iterator[tuple[int, dict[str, Any] | Event]]:
+    def _event_lines(self) -> Iterator[tuple[int, dict[str, Any] | tuple[Event, str | bytes]]]:
         """(line number, JSON object) of each non-blank line not read yet, or
-        (line number, Event) for a line as an export writes it --
+        (line number, (Event, its JSON)) for a line as an export writes it --
         ``{"seq":N,"event":{...}}`` with N the next seq -- whose event passes the
         model parsed straight from its text (one parse, no dict in between). A
         line that does not is read the general way (:meth:`_objects`), which
         says what is wrong with it, as it always did."""
         validate = Event.__pydantic_validator__.validate_json
-        match = _EXPORT_LINE.fullmatch
+        match, match_bytes = _EXPORT_LINE.fullmatch, _EXPORT_LINE_BYTES.fullmatch
         expected = 1
         for n, raw in self._lines:
             self._last_line = n
-            text = _decode(raw, n)
-            m = match(text)
-            if m is not None and int(m[1]) == expected and plain_json(text):
+            # Bytes (a file's lines) are parsed as they are: the parser refuses what
+            # is not UTF-8, and such a line is then decoded, which names the byte.
+            m = match_bytes(raw) if type(raw) is bytes else match(text := _decode(raw, n))
+            if m is not None and int(m[1]) == expected and plain_json(m[0]):
                 try:
-                    yield n, validate(m[2])
+                    yield n, (validate(m[2]), m[2])
                     expected += 1
                     continue
                 except ValueError:  # pydantic's ValidationError too: the general way names the problem
                     pass
+            text = _decode(raw, n)
             if text.strip():
                 yield n, _json_object(text, n)
                 expected += 1
 
     def events(self) -> Iterator[Event]:
-        replay = _Replay()
+        replay = _Replay(self.checkpoints)  # one fold: the lifecycle checks and the checkpoints
         count = 0
         for n, obj in self._event_lines():
-            if isinstance(obj, Event):  # a line as an export writes it, its seq the next one: checked
-                event = obj
+            if isinstance(obj, tuple):  # a line as an export writes it, its seq the next one: checked
+                event = obj[0]
                 seq = count = count + 1
-                replay.check(event, seq, n)
-                if self.checkpoints is not None:
-                    self.checkpoints.add(event, seq)
+                replay.check(event, seq, n, obj[1])
                 yield event
                 continue
             if len(obj) != 2 or "seq" not in obj or "event" not in obj:
@@ -276,8 +276,6 @@ class ExportReader:
             except ValidationError as e:
                 raise ImportFormatError(n, f"invalid event {seq}: {_shorten(e)}") from None
             replay.check(event, seq, n)
-            if self.checkpoints is not None:
-                self.checkpoints.add(event, seq)
             count = expected
             yield event
         if count != self.session.last_seq:
@@ -289,6 +287,7 @@ class ExportReader:
 
 _EXPORT_LINE = re.compile(r'\{"seq":(0|[1-9][0-9]{0,17}),"event":(\{.*\})\}[ \t\n\r]*', re.DOTALL)
 """An event line as :func:`event_line` writes it (JSON's own whitespace after it)."""
+_EXPORT_LINE_BYTES = re.compile(_EXPORT_LINE.pattern.encode(), re.DOTALL)
 
 
 class _Replay:
@@ -297,17 +296,17 @@ class _Replay:
     every invocation id non-blank. Checked here, event by event, before a store
     writes anything, so a store never half-imports; each refusal names the line."""
 
-    def __init__(self) -> None:
-        self.rules = Replay()
+    def __init__(self, checkpoints: Builder | None = None) -> None:
+        self.rules = Replay(checkpoints)
         self.seen_ids: dict[str, int] = {}
 
-    def check(self, event: Event, seq: int, line: int) -> None:
+    def check(self, event: Event, seq: int, line: int, text: str | bytes | None = None) -> None:
         seen_ids = self.seen_ids
         if event.id in seen_ids:
             raise ImportFormatError(line, f"event {seq} repeats the event id {event.id!r} of line {seen_ids[event.id]}")
         seen_ids[event.id] = line
         if not event.invocation_id.strip():
             raise ImportFormatError(line, f"event {seq} has an empty invocation id")
-        problem = self.rules.check(event, seq)
+        problem = self.rules.check(event, seq, text)
         if problem:
             raise ImportFormatError(line, f"event {seq} cannot follow the events before it: {problem}")
