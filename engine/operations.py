@@ -66,7 +66,7 @@ if TYPE_CHECKING:
     from .models import Event, Session, StoredEvent
     from .permissions import Policy
     from .projection import Projection
-    from .resume import ResumePlan
+    from .resume_plan import ResumePlan
     from .store.base import SessionStore
 
 
@@ -327,7 +327,7 @@ async def dry_run(
     which raises what the real answer would raise), and whether it would be
     refused for want of the app's code. Writes nothing."""
     from .models import Content
-    from .resume import next_runs, plan_resume
+    from .resume_plan import next_runs, plan_resume
 
     plan = await plan_resume(store, session_id, Content.from_responses(answers), invocation_id)
     try:
