@@ -448,8 +448,8 @@ def main(args: argparse.Namespace) -> int:
         bulk: dict[int, tuple[float, float]] = {}
         subprocess.run([sys.executable, "-m", "compileall", "-q", "engine", "console", "benchmarks"], cwd=ROOT, check=True)
         print(f"(load average before: {' '.join(f'{x:.2f}' for x in load_before)})", flush=True)
-        if wanted("resume") or wanted("text") or wanted("bulk"):
-            for n in sizes:
+        if wanted("resume") or wanted("text") or wanted("bulk") or wanted("cold"):
+            for n in sizes if wanted("resume") or wanted("text") or wanted("bulk") else [10_000]:
                 templates[f"hist-{n}"] = tmp / f"hist-{n}.sqlite"
                 bulk[n] = asyncio.run(build_history(templates[f"hist-{n}"], n))
         if wanted("loop"):
@@ -497,7 +497,7 @@ def main(args: argparse.Namespace) -> int:
                 startup.setdefault("hitl --help, whole process", []).append(time_hitl_help())
                 inbox = time_first_line(fresh_copy(templates["inbox"], work), "inbox")
                 startup.setdefault(f"hitl inbox, first line ({n_sessions:,} sessions, 1 open each)", []).append(inbox)
-            if wanted("resume") and "hist-10000" in templates:
+            if (wanted("resume") or wanted("cold")) and "hist-10000" in templates:
                 big = time_hitl_resume_app(fresh_copy(templates["hist-10000"], work))
                 startup.setdefault("hitl resume, whole process (10,000 events, app registered)", []).append(big)
 
@@ -604,7 +604,8 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--reps", type=int, default=0, help="repetitions per row (default 7, --quick 3)")
-    ap.add_argument("--only", help="comma-separated groups: resume,text,loop,fresh,startup,bulk,storage")
+    ap.add_argument("--only", help="comma-separated groups: resume,text,loop,fresh,startup,bulk,storage,"
+                    "cold (only the whole-process hitl resume --app row, of the 10,000-event store)")
     ap.add_argument("--save", help="write the measurements to this JSON file (for a later --before)")
     ap.add_argument("--before", help="a --save file of an earlier run (e.g. the previous commit): printed beside")
     ap.add_argument(
