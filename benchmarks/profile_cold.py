@@ -112,6 +112,17 @@ def annotate(out_file: Path) -> tuple[int, Counter[str], Counter[str]]:
     return total, by_lib, by_fn
 
 
+def report(out_file: Path, label: str, note: str, libs: int, top: int) -> None:
+    """Print a callgrind file's total, its split by library and its costliest functions."""
+    total, by_lib, by_fn = annotate(out_file)
+    print(f"\n{label}: {total:,} instructions{note}")
+    for lib, n in by_lib.most_common(libs):
+        print(f"  {n / total:6.1%}  {n:>11,}  {lib}")
+    print("  costliest functions (self):")
+    for fn, n in by_fn.most_common(top):
+        print(f"  {n / total:6.1%}  {n:>11,}  {fn[:110]}")
+
+
 def whole_process(args: argparse.Namespace, tmp: Path) -> int:
     """Callgrind of one whole ``hitl resume --app`` process answering session ``big``'s
     open interrupt (``--events`` events of history): all its instructions."""
@@ -139,13 +150,7 @@ def whole_process(args: argparse.Namespace, tmp: Path) -> int:
     if run.returncode != 0 or "COMPLETED" not in run.stdout:
         print(f"hitl resume failed under valgrind:\n{run.stdout[-1000:]}{run.stderr[-2000:]}", file=sys.stderr)
         return 1
-    total, by_lib, by_fn = annotate(out)
-    print(f"\nhitl resume --app, whole process, {args.events:,} other events: {total:,} instructions")
-    for lib, n in by_lib.most_common(8):
-        print(f"  {n / total:6.1%}  {n:>11,}  {lib}")
-    print("  costliest functions (self):")
-    for fn, n in by_fn.most_common(args.top):
-        print(f"  {n / total:6.1%}  {n:>11,}  {fn[:110]}")
+    report(out, f"hitl resume --app, whole process, {args.events:,} other events", "", 8, args.top)
     return 0
 
 
@@ -179,14 +184,8 @@ def main(args: argparse.Namespace) -> int:
             if run.returncode != 0:
                 print(f"{kind}: the child failed:\n{run.stderr[-2000:]}", file=sys.stderr)
                 return 1
-            total, by_lib, by_fn = annotate(out)
             label = f"resume, {args.events:,} other events" if kind == "resume" else "fresh run to first interrupt"
-            print(f"\n{label} ({args.sync}): {total:,} instructions ({run.stdout.strip()})")
-            for lib, n in by_lib.most_common(6):
-                print(f"  {n / total:6.1%}  {n:>11,}  {lib}")
-            print("  costliest functions (self):")
-            for fn, n in by_fn.most_common(args.top):
-                print(f"  {n / total:6.1%}  {n:>11,}  {fn[:110]}")
+            report(out, f"{label} ({args.sync})", f" ({run.stdout.strip()})", 6, args.top)
     return 0
 
 
