@@ -1,9 +1,10 @@
 """``[[answer]]`` rules of ``hitl.toml`` (:mod:`engine.permissions` has the file's
 format): who may answer an interrupt, and how many approvers it needs.
 
-Apart from :mod:`engine.permissions` (which still answers for these names), so
-that an answer in a process without rules -- most ``hitl resume`` runs -- does
-not build their dataclasses: a policy imports this module when it has rules.
+Apart from :mod:`engine.permissions` (which still answers for these names and
+parses the tables), so that an answer in a process without rules -- most
+``hitl resume`` runs -- does not build their dataclasses: a policy imports this
+module when it has rules.
 """
 
 from __future__ import annotations
@@ -12,11 +13,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .errors import HitlError
-from .permissions import Policy, PolicyError
-
 if TYPE_CHECKING:
     from .bulk_filter import Where
+    from .permissions import Policy
 
 
 def _every_interrupt() -> Where:
@@ -73,33 +72,3 @@ class Approval:
             if missing:
                 text += f", still needs {' and '.join(missing)}"
         return text
-
-
-
-def rule_from(raw: Any, n: int, groups: Mapping[str, frozenset[str]], where: str) -> AnswerRule:
-    """The rule of the ``n``-th ``[[answer]]`` table (PolicyError naming the bad entry)."""
-    if not isinstance(raw, dict):
-        raise PolicyError(f"{where}: [[answer]] number {n} is not a table")
-    unknown = set(raw) - {"app", "node", "where", "allow", "approvals", "all_of"}
-    if unknown:
-        raise PolicyError(f"{where}: [[answer]] number {n}: unknown key {sorted(unknown)[0]!r}")
-    from .bulk_filter import parse_where
-
-    terms = [f"{k}={raw[k]}" for k in ("app", "node") if k in raw]
-    try:
-        w = parse_where([*terms, *([str(raw["where"])] if raw.get("where") else [])])
-    except HitlError as exc:
-        raise PolicyError(f"{where}: [[answer]] number {n}: {exc}") from None
-    allow = raw.get("allow", [])
-    all_of = raw.get("all_of", [])
-    approvals = raw.get("approvals", 1)
-    if not isinstance(allow, list) or not all(isinstance(a, str) and a for a in allow):
-        raise PolicyError(f"{where}: [[answer]] number {n}: allow must be a list of operators and @groups")
-    if not isinstance(all_of, list) or not all(isinstance(g, str) and g for g in all_of):
-        raise PolicyError(f"{where}: [[answer]] number {n}: all_of must be a list of group names")
-    if not isinstance(approvals, int) or isinstance(approvals, bool) or not 1 <= approvals <= 100:
-        raise PolicyError(f"{where}: [[answer]] number {n}: approvals must be a whole number from 1 to 100")
-    for g in [a[1:] for a in allow if a.startswith("@")] + [g.lstrip("@") for g in all_of]:
-        if g not in groups:
-            raise PolicyError(f"{where}: [[answer]] number {n} names group {g!r}, which [groups] does not define")
-    return AnswerRule(w, tuple(allow), approvals, tuple(g.lstrip("@") for g in all_of))

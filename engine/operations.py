@@ -4,7 +4,7 @@
 (next) the browser and workers call these four functions instead of each
 orchestrating the engine's public API (:class:`~engine.runner.Runner`,
 :func:`~engine.operator_actions.cancel_invocation`, :func:`~engine.resume.load_invocation`,
-:func:`~engine.resume.plan_resume`) on their own:
+:func:`~engine.resume_plan.plan_resume`) on their own:
 
 * :func:`answer` -- answer interrupt ids and run what they unblock;
 * :func:`dry_run` -- what an answer would resolve and run, writing nothing;
@@ -323,7 +323,7 @@ async def dry_run(
     app_name: str,
     registry: AppRegistry | Callable[[], AppRegistry] | None = None,
 ) -> DryRun:
-    """What :func:`answer` would resolve and run (:func:`engine.resume.plan_resume`,
+    """What :func:`answer` would resolve and run (:func:`engine.resume_plan.plan_resume`,
     which raises what the real answer would raise), and whether it would be
     refused for want of the app's code. Writes nothing."""
     from .models import Content

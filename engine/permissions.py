@@ -38,6 +38,7 @@ from .errors import HitlError, ResumeRejected
 if TYPE_CHECKING:  # the rules (and their filter grammar) are imported when a hitl.toml has rules
     from .answer_rules import AnswerRule, Approval
 
+
 def __getattr__(name: str) -> Any:
     # A policy's rules live in engine.answer_rules, loaded when a hitl.toml has
     # [[answer]] tables: an answer without them does not build their dataclasses.
@@ -136,10 +137,8 @@ def policy_from(data: Mapping[str, Any], where: str = "hitl.toml") -> Policy:
     raw_rules = data.get("answer", [])
     if not isinstance(raw_rules, list):
         raise PolicyError(f"{where}: [[answer]] must be an array of tables")
-    if raw_rules:
-        from .answer_rules import rule_from
-
-        rules = [rule_from(raw, n, groups, where) for n, raw in enumerate(raw_rules, start=1)]
+    for n, raw in enumerate(raw_rules, start=1):
+        rules.append(_rule(raw, n, groups, where))
     owners = data.get("owners", {})
     stale = DEFAULT_STALE_AFTER
     if isinstance(owners, dict) and "stale_after" in owners:
@@ -150,6 +149,36 @@ def policy_from(data: Mapping[str, Any], where: str = "hitl.toml") -> Policy:
         except HitlError as exc:
             raise PolicyError(f"{where}: [owners] stale_after: {exc}") from None
     return Policy(groups, tuple(rules), stale)
+
+
+def _rule(raw: Any, n: int, groups: Mapping[str, frozenset[str]], where: str) -> AnswerRule:
+    if not isinstance(raw, dict):
+        raise PolicyError(f"{where}: [[answer]] number {n} is not a table")
+    unknown = set(raw) - {"app", "node", "where", "allow", "approvals", "all_of"}
+    if unknown:
+        raise PolicyError(f"{where}: [[answer]] number {n}: unknown key {sorted(unknown)[0]!r}")
+    from .bulk_filter import parse_where
+
+    terms = [f"{k}={raw[k]}" for k in ("app", "node") if k in raw]
+    try:
+        w = parse_where([*terms, *([str(raw["where"])] if raw.get("where") else [])])
+    except HitlError as exc:
+        raise PolicyError(f"{where}: [[answer]] number {n}: {exc}") from None
+    allow = raw.get("allow", [])
+    all_of = raw.get("all_of", [])
+    approvals = raw.get("approvals", 1)
+    if not isinstance(allow, list) or not all(isinstance(a, str) and a for a in allow):
+        raise PolicyError(f"{where}: [[answer]] number {n}: allow must be a list of operators and @groups")
+    if not isinstance(all_of, list) or not all(isinstance(g, str) and g for g in all_of):
+        raise PolicyError(f"{where}: [[answer]] number {n}: all_of must be a list of group names")
+    if not isinstance(approvals, int) or isinstance(approvals, bool) or not 1 <= approvals <= 100:
+        raise PolicyError(f"{where}: [[answer]] number {n}: approvals must be a whole number from 1 to 100")
+    for g in [a[1:] for a in allow if a.startswith("@")] + [g.lstrip("@") for g in all_of]:
+        if g not in groups:
+            raise PolicyError(f"{where}: [[answer]] number {n} names group {g!r}, which [groups] does not define")
+    from .answer_rules import AnswerRule
+
+    return AnswerRule(w, tuple(allow), approvals, tuple(g.lstrip("@") for g in all_of))
 
 
 _CURRENT: list[Policy | str | None] = []

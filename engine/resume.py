@@ -9,14 +9,13 @@
 * :func:`plan_resume` -- the dry run: what an answer would resolve, complete,
   re-execute or leave waiting. ``hitl resume --dry-run`` and the console's
   preview both call it; the Runner applies the very same projection rules.
-  It lives in :mod:`engine.resume_plan` (a turn does not load it); its names
-  are still found here.
+  It lives in :mod:`engine.resume_plan` (a turn does not load it).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import (
     AlreadyResolvedError,
@@ -35,6 +34,9 @@ from .loading import load_invocation  # noqa: F401 (re-exported: callers read in
 from .models import Content, FunctionResponse, Part
 from .responses import coerce_response, same_json, unwrap_response
 from .store.base import InterruptRecord, LoadedInvocation, SessionStore, answer_reads
+
+if TYPE_CHECKING:  # for annotations that still name it here; import it from engine.resume_plan
+    from .resume_plan import ResumePlan  # noqa: F401
 
 
 @dataclass
@@ -140,16 +142,3 @@ async def cancel_of(store: SessionStore, session_id: str, invocation_id: str) ->
     """The operator's cancel of an invocation (who, when, why), or None."""
     inv = (await load_invocation(store, session_id, invocation_id)).invocations.get(invocation_id)
     return inv.cancel if inv is not None else None
-
-
-_PLAN = ("NodeChange", "ResumePlan", "plan_from_projection", "plan_resume", "next_runs")
-
-
-def __getattr__(name: str) -> Any:
-    # The dry run lives in engine.resume_plan, loaded by what previews an answer:
-    # a turn imports this module and would otherwise build the plan's dataclasses.
-    if name in _PLAN:
-        from . import resume_plan
-
-        return getattr(resume_plan, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

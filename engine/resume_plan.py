@@ -2,8 +2,7 @@
 waiting (:func:`plan_resume`), and what each auto-completion makes runnable
 (:func:`next_runs`). ``hitl resume --dry-run`` and the console's preview call
 it; the Runner applies the very same projection rules. Apart from
-:mod:`engine.resume` (which still answers for these names) so that a turn does
-not build the plan's dataclasses.
+:mod:`engine.resume` so that a turn does not build the plan's dataclasses.
 """
 
 from __future__ import annotations

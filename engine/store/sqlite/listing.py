@@ -205,20 +205,6 @@ def session_page_query(
     return sql, params
 
 
-_SESSION_ROWS = ("SessionRow", "SessionRows", "stopped_by_session", "read_session_rows", "list_session_rows")
-
-
-def __getattr__(name: str) -> Any:
-    # The sessions page's rows live in .session_rows, loaded by the listing that
-    # prints them: a turn imports this module for its page queries and would
-    # otherwise build their dataclasses for nothing (a share of a cold resume).
-    if name in _SESSION_ROWS:
-        from . import session_rows
-
-        return getattr(session_rows, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def page_cursor(oldest_open_at: float | None, updated_at: float, session_id: str, order: str) -> str:
     """The next-page cursor after a page whose last row is this one."""
     return encode_cursor(oldest_open_at if order == "oldest_open" else updated_at, session_id)

@@ -3,7 +3,7 @@ has the why): its rows and the interrupted and queued invocations of the page.
 
 Apart from :mod:`.listing`, whose page query and cursor it uses, so that a turn
 -- which imports the listing for the store's own page queries -- does not build
-these rows' dataclasses; :mod:`.listing` still answers for every name here.
+these rows' dataclasses.
 """
 
 from __future__ import annotations
