@@ -62,12 +62,12 @@ Exit code is non-zero only on error, never because a target was missed.
 
 Issue 38's whole-process resume (``python benchmarks/bench_cold.py --only startup,cold --reps 5``;
 instruction counts: ``python benchmarks/profile_cold.py --process --events 10000``).
-Measured on a loaded machine (load average 5.6-8.2), main -> this branch:
+Measured on a loaded machine (load average 5.6-8.2), main at baaef7f -> this branch:
 
 =====================================================  =============  =============
 ``hitl resume --app``, 10,000 events, whole process     main           branch
 =====================================================  =============  =============
-instructions (callgrind; load-independent)              972.2 M        914.0 M (-6.0%)
+instructions (callgrind; load-independent)              972.2 M        913.2 M (-6.1%)
   the same in a plain venv (``pip install .``)          943.9 M        901.0 M (-4.5%)
 process CPU, 15 interleaved pairs (median)              235.8 ms       226.3 ms
 =====================================================  =============  =============
@@ -76,7 +76,7 @@ Whole-process instructions of the other cold commands, main -> branch: ``--help`
 268.9 -> 269.0 M, ``sessions`` 295.4 -> 295.8 M, ``inbox`` 327.2 -> 311.8 M (one-session
 store), the imports of a resume 887.0 -> 857.5 M. Wall times at that load are noise
 (bench_cold's before/after table showed the unchanged ``--help`` 128 -> 220 ms);
-the quiet-machine 187.8 ms scales to ~177 ms: the 120 ms target is not met. What
+the quiet-machine 187.8 ms scales to ~176 ms: the 120 ms target is not met. What
 stays (instructions): interpreter and site 148 M (38 M in a plain venv, where the
 modules the .pth hooks import are imported later anyway: -13 M in all); asyncio
 125 M (ssl 38, concurrent.futures + logging 25); pydantic up to its first model
