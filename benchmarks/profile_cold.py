@@ -3,6 +3,7 @@
     python benchmarks/profile_cold.py                  # resume and fresh run, NORMAL
     python benchmarks/profile_cold.py --top 30 --sync FULL
     python benchmarks/profile_cold.py --kinds resume --events 100000   # flat: compare with --events 100
+    python benchmarks/profile_cold.py --process --events 10000 --top 25   # a whole `hitl resume --app` process
 
 ``bench_cold.py`` times these operations in fresh processes; on a shared
 2-core machine a 0.1 ms change drowns in the noise of its medians. This script
@@ -20,6 +21,13 @@ Printed per operation: the instructions in all, their split by library
 statement compiles included; pydantic-core; libc), and the costliest functions.
 What instructions do not show is time spent waiting: the fsyncs of the first
 commit (``bench_cold``'s wall time has them; ``strace -T`` shows them).
+
+``--process`` counts a whole cold ``hitl resume`` process instead (bench_cold's
+"hitl resume, whole process (10,000 events, app registered)" row: interpreter
+start, imports, store open, the answer's turn, exit), collected from its first
+instruction: what the issue's whole-process target costs, load-independent
+(~4.5-5M instructions per ms on this machine). Its split by library shows the
+interpreter and imports; ``python -X importtime`` names the modules.
 
 For a before/after pair, copy this script into the older tree as
 ``bench_cold.py``'s docstring says, and run it there.
@@ -104,12 +112,57 @@ def annotate(out_file: Path) -> tuple[int, Counter[str], Counter[str]]:
     return total, by_lib, by_fn
 
 
+def report(out_file: Path, label: str, note: str, libs: int, top: int) -> None:
+    """Print a callgrind file's total, its split by library and its costliest functions."""
+    total, by_lib, by_fn = annotate(out_file)
+    print(f"\n{label}: {total:,} instructions{note}")
+    for lib, n in by_lib.most_common(libs):
+        print(f"  {n / total:6.1%}  {n:>11,}  {lib}")
+    print("  costliest functions (self):")
+    for fn, n in by_fn.most_common(top):
+        print(f"  {n / total:6.1%}  {n:>11,}  {fn[:110]}")
+
+
+def whole_process(args: argparse.Namespace, tmp: Path) -> int:
+    """Callgrind of one whole ``hitl resume --app`` process answering session ``big``'s
+    open interrupt (``--events`` events of history): all its instructions."""
+    import sqlite3
+
+    import bench_cold
+
+    template = tmp / "hist.sqlite"
+    asyncio.run(bench_cold.build_history(template, args.events))
+    subprocess.run([sys.executable, "-m", "compileall", "-q", "engine", "console", "benchmarks"], cwd=ROOT, check=True)
+    work = tmp / "work"
+    work.mkdir()
+    db = bench_cold.fresh_copy(template, work)
+    conn = sqlite3.connect(db)
+    (iid,) = conn.execute("SELECT interrupt_id FROM interrupts WHERE session_id = 'big' AND status = 'open'").fetchone()
+    conn.close()
+    out = tmp / "process.callgrind"
+    path = os.pathsep.join([str(ROOT), str(ROOT / "benchmarks"), os.environ.get("PYTHONPATH", "")])
+    cmd = [sys.executable, "-m", "console.cli", "--db", str(db), "--app", "bench=bench_engine:SIMPLE", "resume", "big",
+           f"{iid}=true"]
+    run = subprocess.run(
+        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *cmd], capture_output=True, text=True,
+        env={**os.environ, "PYTHONHASHSEED": "0", "PYTHONPATH": path, "USER": "bench"}, check=False,
+    )
+    if run.returncode != 0 or "COMPLETED" not in run.stdout:
+        print(f"hitl resume failed under valgrind:\n{run.stdout[-1000:]}{run.stderr[-2000:]}", file=sys.stderr)
+        return 1
+    report(out, f"hitl resume --app, whole process, {args.events:,} other events", "", 8, args.top)
+    return 0
+
+
 def main(args: argparse.Namespace) -> int:
     import bench_cold
 
     if not (shutil.which("valgrind") and shutil.which("callgrind_annotate")):
         print("profile_cold needs valgrind and callgrind_annotate (apt-get install valgrind)", file=sys.stderr)
         return 2
+    if args.process:
+        with tempfile.TemporaryDirectory(prefix="profile-cold-") as d:
+            return whole_process(args, Path(d))
     with tempfile.TemporaryDirectory(prefix="profile-cold-") as d:
         tmp = Path(d)
         templates = {"resume": tmp / "hist.sqlite", "fresh": tmp / "empty.sqlite"}
@@ -131,14 +184,8 @@ def main(args: argparse.Namespace) -> int:
             if run.returncode != 0:
                 print(f"{kind}: the child failed:\n{run.stderr[-2000:]}", file=sys.stderr)
                 return 1
-            total, by_lib, by_fn = annotate(out)
             label = f"resume, {args.events:,} other events" if kind == "resume" else "fresh run to first interrupt"
-            print(f"\n{label} ({args.sync}): {total:,} instructions ({run.stdout.strip()})")
-            for lib, n in by_lib.most_common(6):
-                print(f"  {n / total:6.1%}  {n:>11,}  {lib}")
-            print("  costliest functions (self):")
-            for fn, n in by_fn.most_common(args.top):
-                print(f"  {n / total:6.1%}  {n:>11,}  {fn[:110]}")
+            report(out, f"{label} ({args.sync})", f" ({run.stdout.strip()})", 6, args.top)
     return 0
 
 
@@ -151,4 +198,5 @@ if __name__ == "__main__":
     ap.add_argument("--sync", default="NORMAL", choices=("NORMAL", "FULL"))
     ap.add_argument("--events", type=int, default=100, help="events of other invocations before the resume")
     ap.add_argument("--top", type=int, default=15, help="how many functions to list")
+    ap.add_argument("--process", action="store_true", help="a whole hitl resume --app process instead (see above)")
     sys.exit(main(ap.parse_args()))

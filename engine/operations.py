@@ -4,7 +4,7 @@
 (next) the browser and workers call these four functions instead of each
 orchestrating the engine's public API (:class:`~engine.runner.Runner`,
 :func:`~engine.operator_actions.cancel_invocation`, :func:`~engine.resume.load_invocation`,
-:func:`~engine.resume.plan_resume`) on their own:
+:func:`~engine.resume_plan.plan_resume`) on their own:
 
 * :func:`answer` -- answer interrupt ids and run what they unblock;
 * :func:`dry_run` -- what an answer would resolve and run, writing nothing;
@@ -66,7 +66,7 @@ if TYPE_CHECKING:
     from .models import Event, Session, StoredEvent
     from .permissions import Policy
     from .projection import Projection
-    from .resume import ResumePlan
+    from .resume_plan import ResumePlan
     from .store.base import SessionStore
 
 
@@ -323,11 +323,11 @@ async def dry_run(
     app_name: str,
     registry: AppRegistry | Callable[[], AppRegistry] | None = None,
 ) -> DryRun:
-    """What :func:`answer` would resolve and run (:func:`engine.resume.plan_resume`,
+    """What :func:`answer` would resolve and run (:func:`engine.resume_plan.plan_resume`,
     which raises what the real answer would raise), and whether it would be
     refused for want of the app's code. Writes nothing."""
     from .models import Content
-    from .resume import next_runs, plan_resume
+    from .resume_plan import next_runs, plan_resume
 
     plan = await plan_resume(store, session_id, Content.from_responses(answers), invocation_id)
     try:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,8 +35,19 @@ from typing import TYPE_CHECKING, Any
 from .ages import readable_age
 from .errors import HitlError, ResumeRejected
 
-if TYPE_CHECKING:  # the filter grammar is imported when a hitl.toml has rules: an answer without them skips it
-    from .bulk_filter import Where
+if TYPE_CHECKING:  # the rules (and their filter grammar) are imported when a hitl.toml has rules
+    from .answer_rules import AnswerRule, Approval
+
+
+def __getattr__(name: str) -> Any:
+    # A policy's rules live in engine.answer_rules, loaded when a hitl.toml has
+    # [[answer]] tables: an answer without them does not build their dataclasses.
+    if name in ("AnswerRule", "Approval"):
+        from . import answer_rules
+
+        return getattr(answer_rules, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 DEFAULT_STALE_AFTER = 4 * 3600.0
 """Seconds after which a claim is shown stale when ``[owners] stale_after`` is not set."""
@@ -56,62 +67,6 @@ class NotAllowedError(ResumeRejected):
             f"{who} may not answer interrupt {interrupt_id}: only {', '.join(rule.allow)} may ({rule}); "
             "nothing was written"
         )
-
-
-def _every_interrupt() -> Where:
-    from .bulk_filter import Where
-
-    return Where()
-
-
-@dataclass(frozen=True)
-class AnswerRule:
-    """One ``[[answer]]`` table."""
-
-    where: Where = field(default_factory=_every_interrupt)
-    allow: tuple[str, ...] = ()
-    """Operators and ``@groups`` allowed to answer (empty: anyone)."""
-    approvals: int = 1
-    all_of: tuple[str, ...] = ()
-    """Groups (without ``@``) each of which must have approved."""
-
-    def __str__(self) -> str:
-        return f"rule {self.where}" if not self.where.empty else "rule for every interrupt"
-
-    def matches(self, app_name: str, path: str, args: Mapping[str, Any]) -> bool:
-        w = self.where
-        if w.app is not None and app_name != w.app:
-            return False
-        if w.node and f"/{w.node}@" not in f"/{path}":
-            return False
-        if w.text and w.text.lower() not in str(args.get("message", "")).lower():
-            return False
-        payload = args.get("payload")
-        return all(f.matches(payload) for f in w.fields)
-
-
-@dataclass(frozen=True)
-class Approval:
-    """What a multi-approver rule asks of one interrupt."""
-
-    needed: int
-    all_of: tuple[str, ...]
-
-    def met(self, approvers: Iterable[str], policy: Policy) -> bool:
-        who = set(approvers)
-        return len(who) >= self.needed and all(any(policy.is_member(a, f"@{g}") for a in who) for g in self.all_of)
-
-    def progress(self, approvers: Iterable[str], policy: Policy | None = None) -> str:
-        """``1 of 2 approvals``; with ``policy``, the groups still to approve once
-        the count is reached (``2 of 2 approvals, still needs legal``)."""
-        who = set(approvers)
-        total = max(self.needed, len(self.all_of))
-        text = f"{len(who)} of {total} approval{'s' if total != 1 else ''}"
-        if policy is not None and len(who) >= total:
-            missing = [g for g in self.all_of if not any(policy.is_member(a, f"@{g}") for a in who)]
-            if missing:
-                text += f", still needs {' and '.join(missing)}"
-        return text
 
 
 @dataclass(frozen=True)
@@ -148,6 +103,8 @@ class Policy:
         all_of = tuple(dict.fromkeys(g for r in rules for g in r.all_of))
         if needed <= 1 and not all_of:
             return None
+        from .answer_rules import Approval
+
         return Approval(needed, all_of)
 
     def is_stale(self, owned_at: float | None, now: float | None = None) -> bool:
@@ -219,6 +176,8 @@ def _rule(raw: Any, n: int, groups: Mapping[str, frozenset[str]], where: str) ->
     for g in [a[1:] for a in allow if a.startswith("@")] + [g.lstrip("@") for g in all_of]:
         if g not in groups:
             raise PolicyError(f"{where}: [[answer]] number {n} names group {g!r}, which [groups] does not define")
+    from .answer_rules import AnswerRule
+
     return AnswerRule(w, tuple(allow), approvals, tuple(g.lstrip("@") for g in all_of))
 
 

@@ -57,8 +57,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-build_models()  # a turn validates events: build the deferred validators at import, not in its first write
-build_records()  # and its lease rows
+build_models()  # a turn validates events: build their deferred validators at import, not in its first write
+build_records(("Lease",))  # and its lease rows (its other rows are made without validation)
 
 
 class _FencedStore:

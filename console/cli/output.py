@@ -262,9 +262,9 @@ async def serve_metrics(store: Any, host: str, port: int | None, say: Callable[.
 # ------------------------------------------------------------- a write's lines
 def step_dict(step: Step) -> dict[str, Any]:
     """One persisted event with the status its node has after it and what it
-    did (:func:`engine.replay.markers_for`: answers, auto-completions,
+    did (:func:`engine.markers.markers_for`: answers, auto-completions,
     re-executions, failures): ``--json``'s line, and the API's ``events`` item."""
-    from engine.replay import markers_for
+    from engine.markers import markers_for
 
     event, proj = step.event, step.projection
     run_ = proj.get(event.invocation_id, event.path) if event.path else None

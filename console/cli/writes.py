@@ -32,6 +32,7 @@ from .options import (
     open_store,
     operator_option,
     reason_option,
+    skip_empty_plugin_scan,
     via_options,
 )
 from .output import (  # noqa: F401 (finish, print_step, step_dict, summary_line: re-exported, their old home)
@@ -113,6 +114,7 @@ def resume(
         from engine.routing import routed_to_worker
 
         values = parse_answers([*answers, *answer_opts], red)
+        skip_empty_plugin_scan()  # the answer and the turn build validators
         async with open_store(write=not dry_run) as store:
             session = await store.get_session(session_id)
             inv = await resolve_invocation(store, session_id, invocation) if invocation is not None else None
@@ -174,6 +176,7 @@ def redrive(
     async def body() -> None:
         from engine import operations
 
+        skip_empty_plugin_scan()  # the turn builds validators
         async with open_store(write=True) as store:
             session = await store.get_session(session_id)
             inv = await resolve_invocation(store, session_id, invocation)

@@ -18,7 +18,7 @@ The flow, in the operator's words:
    gives every selected id with the same schema the answer under the cursor
    (then edit the exceptions). The list on the left keeps every open id of the
    invocation: what is not ticked stays open.
-3. **Dry run**: whenever every answer is valid, :func:`engine.resume.plan_resume`
+3. **Dry run**: whenever every answer is valid, :func:`engine.resume_plan.plan_resume`
    (what ``hitl resume --dry-run`` runs) says what resolves, which nodes
    auto-complete, re-execute or keep waiting, what runs next, what may repeat a
    side effect, what stays open -- and the equivalent ``hitl resume`` command.
@@ -64,7 +64,8 @@ from textual.widgets.selection_list import Selection
 from engine.errors import HitlError
 from engine.models import Content
 from engine.projection import Interrupt, Projection
-from engine.resume import load_invocation, next_runs, plan_resume
+from engine.resume import load_invocation
+from engine.resume_plan import next_runs, plan_resume
 
 from ..actions import bindings
 from ..answering.jobs import WriteJob

@@ -1,6 +1,6 @@
 """What the response editor shows around the editors: the dry run, the command, the outcome.
 
-Rendering only. The dry run is :func:`engine.resume.plan_resume` (the very
+Rendering only. The dry run is :func:`engine.resume_plan.plan_resume` (the very
 function behind ``hitl resume --dry-run``); before/after is
 :func:`engine.replay.diff` of two projections. The one thing computed here is
 :func:`downstream`, which reads the workflow graph (when the app's code can be
@@ -23,7 +23,7 @@ from rich.text import Text
 from engine.outcome import Outcome, nothing_written, one_line
 from engine.redact import MASK, Redactor
 from engine.replay import DiffRow
-from engine.resume import ResumePlan
+from engine.resume_plan import ResumePlan
 
 from .format import STATUS_ICON, short, shown, to_json
 from .plain import cells

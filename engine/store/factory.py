@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from .base import SessionStore
     from .sqlite.event_log import EventLog
     from .sqlite.inbox_rows import InterruptRows
-    from .sqlite.listing import SessionRows
+    from .sqlite.session_rows import SessionRows
 
 _SQLITE_ONLY = ("inline", "synchronous")
 _POSTGRES_ONLY = ("statement_timeout", "min_size", "max_size", "migrate", "password")
@@ -114,7 +114,7 @@ def session_rows(target: Path | str, **filters: Any) -> SessionRows | None:
     which answers or refuses the usual way."""
     if not isinstance(target, Path):
         return None
-    from .sqlite.listing import list_session_rows
+    from .sqlite.session_rows import list_session_rows
 
     return list_session_rows(target, **filters)
 

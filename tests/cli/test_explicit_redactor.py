@@ -44,7 +44,7 @@ def test_out_masks_with_the_redactor_it_is_given(capsys: pytest.CaptureFixture[s
 
 def test_the_dry_run_renderer_masks_with_its_redactor() -> None:
     from engine.models import NodeStatus
-    from engine.resume import NodeChange, ResumePlan
+    from engine.resume_plan import NodeChange, ResumePlan
 
     change = NodeChange("app@1/ask@1", NodeStatus.WAITING, NodeStatus.COMPLETED, "auto-complete",
                         output={"api_key": "sk-live-123456"})

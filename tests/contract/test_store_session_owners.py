@@ -10,7 +10,7 @@ from pathlib import Path
 
 from engine import ownership
 from engine.store.base import SessionStore
-from engine.store.sqlite.listing import list_session_rows
+from engine.store.sqlite.session_rows import list_session_rows
 
 from .builders import answer, open_store, waiting_session
 

@@ -20,6 +20,8 @@ from typing import Any
 
 import pytest
 
+from console.cli.options import _no_pydantic_plugins
+
 ROOT = Path(__file__).resolve().parents[2]
 
 # Nothing a cold command uses: the console UI, the answer-schema validator and the PostgreSQL backend.
@@ -46,9 +48,10 @@ APP = Workflow("cold", [(START, ask, after)])
 """The app ``hitl resume --app cold=cold_app:APP`` registers: one question, one node after it."""
 
 
-def run_cli(tmp: Path, *argv: str) -> tuple[str, set[str], dict[str, Any]]:
+def run_cli(tmp: Path, *argv: str, path: str = "", env: dict[str, str] | None = None) -> tuple[str, set[str], dict[str, Any]]:
     """``hitl ARGV`` in a fresh interpreter (cwd ``tmp``: no hitl.toml there, none in
-    its config home): stdout, the modules it loaded, and its threads and frozen objects at the end."""
+    its config home; ``path``: more of PYTHONPATH): stdout, the modules it loaded, and its
+    threads, frozen objects and the pydantic plugins it looked up (None: no lookup) at the end."""
     probe = (
         "import gc, json, sys, threading\n"
         "started, start = [], threading.Thread.start\n"
@@ -56,11 +59,14 @@ def run_cli(tmp: Path, *argv: str) -> tuple[str, set[str], dict[str, Any]]:
         "from console.cli import main\n"
         f"sys.argv = ['hitl', *{list(argv)!r}]\n"
         "try:\n    main()\nexcept SystemExit as exc:\n    assert not exc.code, exc.code\n"
-        "state = {'threads': started, 'frozen': gc.get_freeze_count()}\n"
+        "loader = sys.modules.get('pydantic.plugin._loader')\n"
+        "plugins = getattr(loader, '_plugins', None)\n"
+        "state = {'threads': started, 'frozen': gc.get_freeze_count(),\n"
+        "         'plugins': None if plugins is None else sorted(plugins)}\n"
         "print(json.dumps([sorted(sys.modules), state]), file=sys.stderr)\n"
     )
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp), "XDG_CONFIG_HOME": str(tmp / "config"), "USER": "olga",
-           "PYTHONPATH": f"{ROOT}:{tmp}"}
+           "PYTHONPATH": f"{ROOT}:{tmp}{path}", **(env or {})}
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp, env=env, check=False)
     assert out.returncode == 0, out.stderr
     mods, state = json.loads(out.stderr.strip().splitlines()[-1])
@@ -139,14 +145,73 @@ def test_resume_with_its_app_loads_only_what_a_turn_uses(waiting: tuple[Path, st
     assert {"engine.runner", "engine.store.sqlite.store", "pydantic"} <= mods  # it did run the turn here
     assert not tops(mods) & (NEVER | NOT_WITHOUT_A_CONFIG), sorted(tops(mods) & (NEVER | NOT_WITHOUT_A_CONFIG))
     skipped = {"engine.views", "engine.bulk_filter", "engine.deadlines", "engine.store.workers", "aiosqlite",
-               "concurrent.futures.thread", "engine.apps_doc"}
+               "concurrent.futures.thread", "engine.apps_doc",
+               "engine.store.sqlite.session_rows",  # the sessions page's rows: a turn never lists sessions
+               "engine.resume_plan",  # the dry run's plan: a turn does not preview itself
+               "engine.answer_rules",  # [[answer]] rules: there are none
+               "engine.replay"}  # the replay's cursor and diffs: a write prints only its events' markers
     assert not mods & skipped, sorted(mods & skipped)
     assert state["threads"] == []
     assert state["frozen"] > 0
+    if _no_pydantic_plugins():  # none installed: pydantic was told so, and did not read every package's metadata
+        assert state["plugins"] is None
     conn = sqlite3.connect(db)
     statuses = [r[0] for r in conn.execute("SELECT status FROM interrupts")]
     conn.close()
     assert statuses == ["resolved"]
+
+
+PLUGIN_SOURCE = """
+import os
+
+
+class Plugin:
+    def new_schema_validator(self, schema, schema_type, schema_type_path, schema_kind, config, plugin_settings):
+        with open(os.environ["PLUGIN_LOG"], "a", encoding="utf-8") as f:
+            f.write(f"{schema_type_path.module}.{schema_type_path.name}\\n")
+        return None, None, None
+
+
+plugin = Plugin()
+"""
+"""A pydantic plugin that writes down each validator built with it."""
+
+
+def test_resume_still_uses_an_installed_pydantic_plugin(waiting: tuple[Path, str], tmp_path: Path) -> None:
+    """``hitl resume`` spares pydantic its plugin lookup only when no distribution
+    declares one: with a plugin installed (a dist-info folder with a ``[pydantic]``
+    entry point on the path), the plugin is loaded and sees the turn's validators."""
+    site = tmp_path / "site"
+    (site / "fakeplug-1.0.dist-info").mkdir(parents=True)
+    (site / "fakeplug-1.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: fakeplug\nVersion: 1.0\n")
+    (site / "fakeplug-1.0.dist-info" / "entry_points.txt").write_text("[console_scripts]\nx = y:z\n\n[pydantic]\nfake = fakeplug:plugin\n")
+    (site / "fakeplug.py").write_text(PLUGIN_SOURCE)
+    log = tmp_path / "plugin.log"
+    db = fresh(waiting[0], tmp_path)
+    shutil.copyfile(waiting[0].with_name("cold_app.py"), tmp_path / "cold_app.py")
+    out, _mods, state = run_cli(tmp_path, "--db", str(db), "--app", "cold=cold_app:APP", "resume", "s",
+                                f"{waiting[1]}=true", path=f":{site}", env={"PLUGIN_LOG": str(log)})
+    assert "COMPLETED" in out, out
+    assert state["plugins"] == ["fakeplug:plugin"]
+    assert "engine.models.Event" in log.read_text().split()
+
+
+def test_the_plugin_look_is_unsure_of_zips_and_eggs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where importlib.metadata could find a distribution the quick look does not
+    read -- inside a zip, an egg -- the look answers "there may be plugins"; a
+    dist-info without entry points, an egg-info file and a missing folder are none."""
+    (tmp_path / "plain-1.0.dist-info").mkdir()
+    (tmp_path / "old.egg-info").write_text("Name: old\n")
+    (tmp_path / "other-1.0.dist-info").mkdir()
+    (tmp_path / "other-1.0.dist-info" / "entry_points.txt").write_text("[pydantic_other]\nx = y:z\n")
+    monkeypatch.setattr(sys, "path", [str(tmp_path), str(tmp_path / "missing")])
+    assert _no_pydantic_plugins()
+    (tmp_path / "lib.zip").write_bytes(b"PK\x05\x06" + bytes(18))
+    monkeypatch.setattr(sys, "path", [str(tmp_path), str(tmp_path / "lib.zip")])
+    assert not _no_pydantic_plugins()
+    (tmp_path / "thing-1.0-py3.11.egg").mkdir()
+    monkeypatch.setattr(sys, "path", [str(tmp_path)])
+    assert not _no_pydantic_plugins()
 
 
 def test_answer_rules_still_filter_with_the_grammar_imported_late(tmp_path: Path) -> None:

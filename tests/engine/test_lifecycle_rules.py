@@ -20,7 +20,7 @@ from engine.errors import (
 )
 from engine.models import NodeStatus
 from engine.responses import MAX_RESPONSE_BYTES, coerce_response, to_json_schema
-from engine.resume import plan_resume
+from engine.resume_plan import plan_resume
 from engine.store import MemoryStore
 
 from .conftest import Harness

@@ -25,7 +25,8 @@ from engine.runner import Runner
 from engine.store.factory import interrupt_rows, session_rows
 from engine.store.sqlite import SCHEMA_VERSION, SQLiteStore
 from engine.store.sqlite.inbox_rows import list_interrupt_rows
-from engine.store.sqlite.listing import LISTING_SCHEMA_VERSION, list_session_rows, read_session_rows
+from engine.store.sqlite.listing import LISTING_SCHEMA_VERSION
+from engine.store.sqlite.session_rows import list_session_rows, read_session_rows
 from engine.store.workers import TurnRequest
 
 from . import crash_app

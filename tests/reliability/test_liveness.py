@@ -40,7 +40,7 @@ from engine.liveness import (
 from engine.models import Event, NodeStatus
 from engine.operator_actions import cancel_invocation
 from engine.projection import project
-from engine.resume import plan_resume
+from engine.resume_plan import plan_resume
 from engine.store import MemoryStore
 from engine.store.base import Lease
 

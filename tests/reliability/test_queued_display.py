@@ -109,7 +109,7 @@ def test_a_queued_answer_reads_queued_and_a_held_one_interrupted(db: str) -> Non
 
 
 def test_the_sqlite_fast_listing_agrees(tmp_path: Path) -> None:
-    from engine.store.sqlite.listing import list_session_rows
+    from engine.store.sqlite.session_rows import list_session_rows
 
     path = tmp_path / "fast.sqlite"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from engine import Content, Runner
 from engine.models import NodeStatus
 from engine.projection import project
-from engine.resume import plan_resume
+from engine.resume_plan import plan_resume
 from engine.store import MemoryStore
 from sample_sessions import contract_review
 
