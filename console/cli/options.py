@@ -324,9 +324,6 @@ async def page_of(call: Coroutine[Any, Any, T]) -> T:
         raise HitlError(str(exc)) from None
 
 
-PLUGINS_ENV = "PYDANTIC_DISABLE_PLUGINS"
-
-
 def skip_empty_plugin_scan() -> None:
     """Spare a command that runs turns pydantic's plugin lookup when no plugin is installed.
 
@@ -335,14 +332,20 @@ def skip_empty_plugin_scan() -> None:
     importlib.metadata (~5 ms of a cold ``hitl resume`` with 150 packages).
     The same look, done here over the ``*.dist-info``/``*.egg-info`` folders on
     ``sys.path`` (a quarter of the cost), finding no ``[pydantic]`` entry point,
-    sets ``PYDANTIC_DISABLE_PLUGINS=__all__``, which pydantic reads before its
-    lookup: the plugins it loads are the same (none). Wherever the look is not
-    sure to see what importlib.metadata would -- a zip or egg on the path, a
-    finder of its own kind -- or the variable is already set, nothing changes.
-    Child processes of the app's nodes inherit the variable (one with another
-    ``sys.path`` and plugins installed there would run without them)."""
-    if PLUGINS_ENV not in os.environ and _no_pydantic_plugins():
-        os.environ[PLUGINS_ENV] = "__all__"
+    gives pydantic's plugin cache that answer (no plugins) before its first
+    lookup, which then has nothing left to read: the plugins it uses are the
+    same (none). Wherever the look is not sure to see what importlib.metadata
+    would -- a zip or egg on the path, a finder of its own kind -- or the
+    operator set ``PYDANTIC_DISABLE_PLUGINS``, nothing changes. The process's
+    environment is left as it is (the app's child processes see what the
+    operator set). A pydantic without that cache ignores the answer: its own
+    lookup runs, as before."""
+    if "PYDANTIC_DISABLE_PLUGINS" in os.environ or not _no_pydantic_plugins():
+        return
+    from pydantic.plugin import _loader
+
+    if getattr(_loader, "_plugins", {}) is None:  # not looked up yet
+        _loader._plugins = {}
 
 
 def _no_pydantic_plugins() -> bool:

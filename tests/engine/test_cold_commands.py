@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 import sqlite3
 import subprocess
@@ -62,7 +63,8 @@ def run_cli(tmp: Path, *argv: str, path: str = "", env: dict[str, str] | None = 
         "loader = sys.modules.get('pydantic.plugin._loader')\n"
         "plugins = getattr(loader, '_plugins', None)\n"
         "state = {'threads': started, 'frozen': gc.get_freeze_count(),\n"
-        "         'plugins': None if plugins is None else sorted(plugins)}\n"
+        "         'plugins': None if plugins is None else sorted(plugins),\n"
+        "         'plugins_env': __import__('os').environ.get('PYDANTIC_DISABLE_PLUGINS')}\n"
         "print(json.dumps([sorted(sys.modules), state]), file=sys.stderr)\n"
     )
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp), "XDG_CONFIG_HOME": str(tmp / "config"), "USER": "olga",
@@ -153,8 +155,9 @@ def test_resume_with_its_app_loads_only_what_a_turn_uses(waiting: tuple[Path, st
     assert not mods & skipped, sorted(mods & skipped)
     assert state["threads"] == []
     assert state["frozen"] > 0
-    if _no_pydantic_plugins():  # none installed: pydantic was told so, and did not read every package's metadata
-        assert state["plugins"] is None
+    if _no_pydantic_plugins():  # none installed: pydantic's cache was given that answer (its lookup: below)
+        assert state["plugins"] == []
+    assert state["plugins_env"] is None  # the app's child processes inherit the environment as the operator set it
     conn = sqlite3.connect(db)
     statuses = [r[0] for r in conn.execute("SELECT status FROM interrupts")]
     conn.close()
@@ -194,6 +197,33 @@ def test_resume_still_uses_an_installed_pydantic_plugin(waiting: tuple[Path, str
     assert "COMPLETED" in out, out
     assert state["plugins"] == ["fakeplug:plugin"]
     assert "engine.models.Event" in log.read_text().split()
+
+
+def test_a_spared_plugin_lookup_reads_no_distribution(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no plugin installed, pydantic's first lookup (what building a validator
+    runs) reads no distribution's metadata after ``skip_empty_plugin_scan``, and
+    finds no plugin; the environment is unchanged. With the variable set by the
+    operator, or a plugin installed, pydantic's own lookup runs as before."""
+    from pydantic.plugin import _loader
+
+    import console.cli.options as options
+
+    reads: list[int] = []
+    monkeypatch.setattr(_loader.importlib_metadata, "distributions", lambda: reads.append(1) or [])
+    monkeypatch.delenv("PYDANTIC_DISABLE_PLUGINS", raising=False)
+    monkeypatch.setattr(_loader, "_plugins", None)
+    monkeypatch.setattr(options, "_no_pydantic_plugins", lambda: True)
+    options.skip_empty_plugin_scan()
+    assert list(_loader.get_plugins()) == [] and reads == []
+    assert "PYDANTIC_DISABLE_PLUGINS" not in os.environ
+    for unsure, env in ((False, None), (True, "other")):
+        monkeypatch.setattr(_loader, "_plugins", None)
+        monkeypatch.setattr(options, "_no_pydantic_plugins", lambda unsure=unsure: unsure)
+        if env is not None:
+            monkeypatch.setenv("PYDANTIC_DISABLE_PLUGINS", env)
+        options.skip_empty_plugin_scan()
+        assert list(_loader.get_plugins()) == [] and len(reads) == 1
+        reads.clear()
 
 
 def test_the_plugin_look_is_unsure_of_zips_and_eggs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
