@@ -205,3 +205,24 @@ async def test_a_worker_turn_on_sqlite_is_three_commits(tmp_path: Path) -> None:
     assert (count(three, "COMMIT") - count(one, "COMMIT")) / 2 == 3  # claim, first write, last write (+ finish)
     assert (len(three) - len(one)) / 2 == 28  # statements, BEGIN and COMMIT included
     assert not [s for s in three if "SELECT graph" in s]  # recorded by the claim: nothing read back
+
+
+@pytest.mark.postgres
+async def test_a_new_connections_first_claim_asks_nothing_about_types(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker's claim on a connection that has not run it: prepared and run, two
+    round trips -- no look-up of a parameter's type (asyncpg has no built-in codec
+    for ``double precision[]``: a look-up is three more round trips and a catalog
+    query on every connection of every worker, each paid again at every start)."""
+    url = pg_fresh_url()
+    await _queued(url, 1)
+    count = _PgCount(monkeypatch)
+    store = await open_store(url, max_size=1)
+    count.attach(store)
+    try:
+        count.sent, count.sql = 0, []
+        got = await store.claim_and_read([APP], "w1", 30.0, skip={("other", "inv", 1234.5)}, versions={APP: "v"})
+        assert got is not None
+        assert count.sql and not [q for q in count.sql if "typeinfo" in q or "set_config" in q]
+        assert count.sent == 2
+    finally:
+        await store.close()

@@ -242,7 +242,7 @@ _CLAIM_HEAD = (
     "WITH c AS (UPDATE turn_requests t SET claimed_by = $2, claimed_until = $3"
     " FROM (SELECT session_id, invocation_id FROM turn_requests q WHERE app_name = ANY($1::text[]) AND held IS NULL"
     " AND (claimed_by IS NULL OR claimed_until <= $4) AND NOT EXISTS (SELECT 1 FROM"
-    " unnest($5::text[], $6::text[], $7::double precision[]) AS x(s, i, r)"
+    " unnest($5::text[], $6::text[], $7::text[]::double precision[]) AS x(s, i, r)"
     " WHERE x.s = q.session_id AND x.i = q.invocation_id AND x.r = q.requested_at)"
     " ORDER BY requested_at LIMIT 1 FOR UPDATE SKIP LOCKED) n"
     " WHERE t.session_id = n.session_id AND t.invocation_id = n.invocation_id"
@@ -264,14 +264,15 @@ _CLAIM_READ_SQL = (
     " FROM c LEFT JOIN sessions s ON s.id = c.session_id"
     " LEFT JOIN snapshots sn ON sn.session_id = c.session_id AND sn.invocation_id = c.invocation_id"
     " LEFT JOIN leases l ON l.session_id = c.session_id AND l.invocation_id = c.invocation_id"
-    " LEFT JOIN LATERAL (SELECT array_agg(e.seq ORDER BY e.seq) AS seqs, array_agg(e.json ORDER BY e.seq) AS texts"
+    " LEFT JOIN LATERAL (SELECT array_agg(e.seq::text ORDER BY e.seq) AS seqs, array_agg(e.json ORDER BY e.seq) AS texts"
     " FROM events e WHERE e.session_id = c.session_id AND e.invocation_id = c.invocation_id"
     " AND e.seq > coalesce(sn.seq, 0)) ev ON true"
 )
 """:data:`_CLAIM_NEXT_SQL`, and what the claimed turn's Runner reads before its
 first write (:class:`~engine.store.workers.TurnReads`), in the same statement and
 snapshot: the session's user, the invocation's snapshot and its events after it,
-and its lease row."""
+and its lease row. The seqs come as text: asyncpg has no built-in codec for
+``bigint[]`` and would look the type up on every new connection."""
 
 _FINISH_SQL = (
     "WITH d AS (DELETE FROM turn_requests WHERE session_id = $1 AND invocation_id = $2 AND claimed_by = $3"
@@ -322,6 +323,16 @@ _SETTLED_HELD_PG_SQL = (
 )
 
 
+def _skip_columns(skip: set[tuple[str, str, float]] | None) -> list[list[Any]]:
+    """The claim's ``skip`` as its three array parameters; the times as text (``repr``:
+    the same double back), since asyncpg has no built-in codec for ``double
+    precision[]`` and would look the type up on every new connection."""
+    if not skip:
+        return [[], [], []]
+    sids, invs, ats = zip(*skip, strict=True)
+    return [list(sids), list(invs), [repr(float(a)) for a in ats]]
+
+
 def _turn_reads(req: TurnRequest, r: Any) -> TurnReads | None:
     """The reads of :data:`_CLAIM_READ_SQL`'s row (``r``: from the session's user
     on); None when the session is gone, or its snapshot or an event is unreadable
@@ -334,7 +345,9 @@ def _turn_reads(req: TurnRequest, r: Any) -> TurnReads | None:
         return None
     sid = req.session_id
     try:
-        events = [StoredEvent(seq=q, session_id=sid, event=parse_event(sid, q, t)) for q, t in zip(seqs, texts, strict=True)]
+        events = [
+            StoredEvent(seq=int(q), session_id=sid, event=parse_event(sid, int(q), t)) for q, t in zip(seqs, texts, strict=True)
+        ]
     except CorruptEventError:
         return None
     lease = None if owner is None else _lease_from_row((sid, req.invocation_id, *list(r)[5:9]))
@@ -435,8 +448,7 @@ class _WorkerSteps(_Core):
         if not apps:
             return None
         now = time.time()
-        skip = skip or set()
-        cols = [list(c) for c in zip(*skip, strict=True)] if skip else [[], [], []]
+        cols = _skip_columns(skip)
         known = versions or {}
 
         async def fn(conn: asyncpg.Connection) -> TurnRequest | None:
@@ -462,7 +474,7 @@ class _WorkerSteps(_Core):
         if not apps:
             return None
         now = time.time()
-        cols = [list(c) for c in zip(*skip, strict=True)] if skip else [[], [], []]
+        cols = _skip_columns(skip)
         known = versions or {}
 
         async def fn(conn: asyncpg.Connection) -> tuple[TurnRequest, TurnReads | None] | None:
