@@ -10,7 +10,11 @@ serves those requests for its apps:
    expired -- in one store call (``claim_next_turn``: on PostgreSQL one
    ``UPDATE ... FOR UPDATE SKIP LOCKED ... RETURNING`` statement, so workers
    woken together each take a different request instead of racing a
-   compare-and-swap on the same one); a request whose claimer died (SIGKILL)
+   compare-and-swap on the same one); on PostgreSQL the same statement reads
+   what the turn's Runner would read next -- the session's user, the
+   invocation's snapshot and events, its lease (``claim_and_read``,
+   :class:`~engine.store.workers.TurnReads`) -- so a continuation is three round
+   trips (claim, first write, last write); a request whose claimer died (SIGKILL)
    is taken over at the next heartbeat on the same host (its pid is gone),
    else when the claim expires;
 2. it runs the turn with the one :class:`~engine.runner.Runner` (the same
