@@ -308,13 +308,8 @@ class ClaimAndRead(Protocol):
     session is gone (the Runner then reads, and says so)."""
 
     async def claim_and_read(
-        self,
-        apps: list[str],
-        owner: str,
-        ttl: float,
-        *,
-        skip: set[tuple[str, str, float]] | None = None,
-        versions: dict[str, str] | None = None,
+        self, apps: list[str], owner: str, ttl: float, *,
+        skip: set[tuple[str, str, float]] | None = None, versions: dict[str, str] | None = None,
     ) -> tuple[TurnRequest, TurnReads | None] | None: ...
 
 

@@ -240,12 +240,12 @@ leave the request (none when ``$4``, its kind, is NULL) and wake the workers."""
 
 _CLAIM_HEAD = (
     "WITH c AS (UPDATE turn_requests t SET claimed_by = $2, claimed_until = $3"
-    " FROM (SELECT session_id, invocation_id FROM turn_requests q WHERE app_name = ANY($1::text[]) AND held IS NULL"
+    " WHERE (t.session_id, t.invocation_id) = (SELECT session_id, invocation_id FROM turn_requests q"
+    " WHERE app_name = ANY($1::text[]) AND held IS NULL"
     " AND (claimed_by IS NULL OR claimed_until <= $4) AND NOT EXISTS (SELECT 1 FROM"
     " unnest($5::text[], $6::text[], $7::text[]::double precision[]) AS x(s, i, r)"
     " WHERE x.s = q.session_id AND x.i = q.invocation_id AND x.r = q.requested_at)"
-    " ORDER BY requested_at LIMIT 1 FOR UPDATE SKIP LOCKED) n"
-    " WHERE t.session_id = n.session_id AND t.invocation_id = n.invocation_id"
+    " ORDER BY requested_at LIMIT 1 FOR UPDATE SKIP LOCKED)"
     f" RETURNING {', '.join('t.' + c for c in _REQ_COLS.split(', '))}),"
     " g AS (INSERT INTO invocation_graphs (session_id, invocation_id, graph)"
     " SELECT c.session_id, c.invocation_id, v.graph FROM c JOIN unnest($8::text[], $9::text[]) AS v(app, graph)"
@@ -255,7 +255,11 @@ _CLAIM_HEAD = (
 )
 _CLAIM_NEXT_SQL = f"{_CLAIM_HEAD} FROM c"
 """Claim the oldest runnable request in one statement: rows another worker is
-claiming right now are skipped (``SKIP LOCKED``), not waited for or raced; and
+claiming right now are skipped (``SKIP LOCKED``), not waited for or raced. The
+request is picked by an uncorrelated subquery (run once), not joined in ``FROM``:
+a plan that rescans a joined ``LIMIT 1 ... SKIP LOCKED`` per row of the table
+re-picks past the rows it just updated and claims them all (seen: then the
+claim fails on its one-row reads, every half second, for a minute); and
 record the claimer's graph version for its invocation unless one was (the claim
 returns the recorded one last)."""
 
@@ -444,32 +448,27 @@ class _WorkerSteps(_Core):
         skip: set[tuple[str, str, float]] | None = None,
         versions: dict[str, str] | None = None,
     ) -> TurnRequest | None:
-        self._check_writable()
-        if not apps:
-            return None
-        now = time.time()
-        cols = _skip_columns(skip)
-        known = versions or {}
-
-        async def fn(conn: asyncpg.Connection) -> TurnRequest | None:
-            row = await conn.fetchrow(
-                _CLAIM_NEXT_SQL, list(apps), owner, now + ttl, now, *cols, list(known), list(known.values())
-            )
-            return _req(row).model_copy(update={"graph": row[-1]}) if row else None
-
-        return await self._run(fn)
+        row = await self._claim(_CLAIM_NEXT_SQL, apps, owner, ttl, skip, versions)
+        return _req(row).model_copy(update={"graph": row[-1]}) if row else None
 
     async def claim_and_read(
-        self,
-        apps: list[str],
-        owner: str,
-        ttl: float,
-        *,
-        skip: set[tuple[str, str, float]] | None = None,
-        versions: dict[str, str] | None = None,
+        self, apps: list[str], owner: str, ttl: float, *,
+        skip: set[tuple[str, str, float]] | None = None, versions: dict[str, str] | None = None,
     ) -> tuple[TurnRequest, TurnReads | None] | None:
         """``claim_next_turn`` and the claimed turn's reads in one statement
         (:data:`_CLAIM_READ_SQL`): a continuation's four round trips in one."""
+        row = await self._claim(_CLAIM_READ_SQL, apps, owner, ttl, skip, versions)
+        if row is None:
+            return None
+        n = len(_REQ_COLS.split(", "))
+        req = _req(row).model_copy(update={"graph": row[n]})
+        return req, _turn_reads(req, row[n + 1:])
+
+    async def _claim(
+        self, sql: str, apps: list[str], owner: str, ttl: float,
+        skip: set[tuple[str, str, float]] | None, versions: dict[str, str] | None,
+    ) -> Any:
+        """Run a claim statement (:data:`_CLAIM_HEAD`'s parameters): its row, or None."""
         self._check_writable()
         if not apps:
             return None
@@ -477,15 +476,8 @@ class _WorkerSteps(_Core):
         cols = _skip_columns(skip)
         known = versions or {}
 
-        async def fn(conn: asyncpg.Connection) -> tuple[TurnRequest, TurnReads | None] | None:
-            row = await conn.fetchrow(
-                _CLAIM_READ_SQL, list(apps), owner, now + ttl, now, *cols, list(known), list(known.values())
-            )
-            if row is None:
-                return None
-            n = len(_REQ_COLS.split(", "))
-            req = _req(row).model_copy(update={"graph": row[n]})
-            return req, _turn_reads(req, row[n + 1:])
+        async def fn(conn: asyncpg.Connection) -> Any:
+            return await conn.fetchrow(sql, list(apps), owner, now + ttl, now, *cols, list(known), list(known.values()))
 
         return await self._run(fn)
 
