@@ -102,3 +102,38 @@ async def test_a_turn_whose_claim_read_went_stale_writes_nothing() -> None:
     finally:
         await store.close()
         await other.close()
+
+
+@pytest.mark.parametrize("with_reads", [False, True])
+async def test_a_claim_planned_on_an_empty_queue_claims_one_request_of_a_backlog(with_reads: bool) -> None:
+    """The claim is prepared once per connection and its plan kept: planned when
+    the queue was empty (a vacuumed table of no pages), a plan that rescanned a
+    joined ``LIMIT 1 ... SKIP LOCKED`` pick for every row of the table claimed the
+    whole backlog at once (or failed on its one-row reads). One request a claim."""
+    from engine.store.workers import TurnRequest
+
+    store = await open_store(pg_fresh_url(), max_size=1)  # one connection: the plan it keeps is the one used
+    try:
+        assert store._pool is not None
+        async with store._pool.acquire() as conn:
+            await conn.execute("SET plan_cache_mode = force_generic_plan")  # the plan a connection keeps after 5 runs
+            await conn.execute(
+                "INSERT INTO turn_requests (app_name, session_id, invocation_id, kind, payload, requested_at)"
+                " VALUES ('a', 'gone', 'i', 'continue', '{}', 0)"
+            )
+            await conn.execute("DELETE FROM turn_requests")
+            await conn.execute("VACUUM turn_requests")  # empty, no pages: what a drained queue looks like
+        claim = store.claim_and_read if with_reads else store.claim_next_turn
+        assert await claim(["a"], "w1", 30.0, versions={"a": "v"}) is None  # planned now, on the empty queue
+        for i in range(5):
+            await store.request_turn(
+                TurnRequest(app_name="a", session_id=f"s{i}", invocation_id="i", kind="continue", requested_at=float(i))
+            )
+        got = await claim(["a"], "w1", 30.0, versions={"a": "v"})
+        assert got is not None
+        req = got[0] if with_reads else got
+        assert req.session_id == "s0"  # the oldest
+        claimed = [r.session_id for r in await store.turn_requests() if r.claimed_by == "w1"]
+        assert claimed == ["s0"]
+    finally:
+        await store.close()
