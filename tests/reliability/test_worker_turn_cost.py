@@ -6,10 +6,9 @@ worker's start and stop cancel out.
 
 Per turn: the claim (which records the graph version and, on PostgreSQL,
 reads what the turn's Runner needs: the session's user, the invocation, its
-lease), the turn's first write
-(lease, first events, the node's start) and its last write (end records,
-snapshot, the lease's release and the request's finish) -- three write
-transactions, nothing else written."""
+lease), the turn's first write (lease, first events, the node's start) and its
+last write (end records, snapshot, the lease's release and the request's
+finish) -- three write transactions, nothing else written."""
 
 from __future__ import annotations
 
