@@ -4,6 +4,15 @@
     HITL_TEST_PG_URL=postgresql://... python benchmarks/bench_workers.py   # adds PostgreSQL
     ... --reference /tmp/procr/bin/python   # procrastinate side by side (its own venv)
 
+Before and after, side by side in one run (``git worktree add /tmp/before main``)::
+
+    HITL_BENCH_PG_URL=postgresql://... python benchmarks/bench_workers.py --before /tmp/before \
+        --reference /tmp/procr/bin/python --rounds 2
+
+runs each side in a process of its own (this script, importing the other tree's
+code), before then after, ``--rounds`` times (interleaved), the reference once a
+round, and prints the median of the rounds per row, with the load average.
+
 * answer -> settled latency (p50, p99): an answer queued without the code
   (:func:`engine.handoff.queue_answer`) until the invocation settles, run by one
   worker process that is already waiting (woken by LISTEN on PostgreSQL, by
@@ -20,6 +29,11 @@
   and transactions committed on it (PostgreSQL: ``pg_stat_database``, every
   connection of the benchmark's database, reads included), statements and
   commits (SQLite), and that worker's CPU per turn;
+* *backlog, warm*: the same, with worker processes that have served a batch
+  first (every connection of theirs has run the turn's statements once: what a
+  worker that has run for a while is; cold, each new server backend compiles the
+  turn's PL/pgSQL functions on its first call, ~20 ms, a cost that grows with
+  the number of processes, not of turns);
 * with ``--reference PYTHON`` (a venv with procrastinate: see
   ``benchmarks/procrastinate_ref.py``): its no-op jobs per second with the same
   worker process counts on the same server, in the same run, and our ratio.
@@ -37,6 +51,7 @@ import asyncio
 import asyncio.selector_events
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -46,7 +61,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(os.environ.get("HITL_BENCH_TREE") or Path(__file__).resolve().parents[1])
+"""The tree whose code is measured (``--before``: another checkout's, in a process of its own)."""
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.procrastinate_ref import cpu as proc_cpu  # noqa: E402
@@ -206,6 +222,29 @@ def throughput_backlog(url: str, tmp: str, count: int, sids: list[str], shape: S
         pool.stop()
 
 
+def throughput_warm(url: str, tmp: str, count: int, sids: list[str], warm: list[str], shape: Shape) -> tuple[float, float]:
+    """As :func:`throughput_backlog`, with workers that served ``warm``'s answers
+    first; stopped (SIGSTOP) while the backlog is queued, then let go (SIGCONT)."""
+    pool = Pool(url, tmp, count, shape)
+    try:
+        asyncio.run(queue_all(url, warm, shape))
+        asyncio.run(drained(url))
+        for p in pool.procs:
+            os.kill(p.pid, signal.SIGSTOP)  # type: ignore[arg-type]
+        try:
+            asyncio.run(queue_all(url, sids, shape))
+        finally:
+            idle = pool.cpu()
+            t0 = time.perf_counter()
+            for p in pool.procs:
+                os.kill(p.pid, signal.SIGCONT)  # type: ignore[arg-type]
+        asyncio.run(drained(url))
+        rate = len(sids) / (time.perf_counter() - t0)
+        return rate, (pool.cpu() - idle) / len(sids)
+    finally:
+        pool.stop()
+
+
 async def throughput_local(url: str, sids: list[str], shape: Shape) -> float:
     t0 = time.perf_counter()
     await latency_local(url, sids, shape)
@@ -301,6 +340,10 @@ def bench(url: str, tmp: str, n_lat: int, n_tp: int, shape: Shape) -> dict[str, 
     for count in COUNTS:
         sids = asyncio.run(shape.make_sessions(url, n_tp, f"b{count}-"))
         res[f"tpb {count}"], res[f"cpub {count}"] = throughput_backlog(url, tmp, count, sids, shape)
+    for count in COUNTS:
+        warm = asyncio.run(shape.make_sessions(url, 4 * count, f"ww{count}-"))
+        sids = asyncio.run(shape.make_sessions(url, n_tp, f"w{count}-"))
+        res[f"tpw {count}"], res[f"cpuw {count}"] = throughput_warm(url, tmp, count, sids, warm, shape)
     sids = asyncio.run(shape.make_sessions(url, n_tp, "tl"))
     c0 = time.process_time()
     res["tp local"] = asyncio.run(throughput_local(url, sids, shape))
@@ -320,6 +363,41 @@ def reference(python: str, url: str, jobs: int) -> dict[str, Any]:
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
+def measure(args: argparse.Namespace, pg: str | None, shape: Shape) -> dict[str, Any]:
+    """This tree's results per backend, and the load average after each."""
+    with tempfile.TemporaryDirectory() as tmp:
+        targets = {"SQLite": os.path.join(tmp, "bench.sqlite")}
+        if pg:
+            targets["PostgreSQL"] = f"{pg}{'&' if '?' in pg else '?'}schema=bw_{uuid.uuid4().hex[:12]}"
+        if args.only:
+            targets = {args.only: targets[args.only]}
+        out: dict[str, Any] = {}
+        for name, url in targets.items():
+            out[name] = bench(url, tmp, args.latency, args.sessions, shape)
+            out[name]["load"] = os.getloadavg()
+        return out
+
+
+def side(tree: str, argv: list[str]) -> dict[str, Any]:
+    """This script's results with ``tree``'s code, in a process of its own."""
+    with tempfile.NamedTemporaryFile(suffix=".json") as fh:
+        env = {**os.environ, "HITL_BENCH_TREE": tree, "PYTHONPATH": tree}
+        subprocess.run([sys.executable, __file__, *argv, "--json", fh.name], env=env, check=True, timeout=3600)
+        return dict(json.loads(Path(fh.name).read_text()))
+
+
+def median_of(rounds: list[Any]) -> Any:
+    """Per key, the median of the rounds' values (lists: pooled)."""
+    first = rounds[0]
+    if isinstance(first, dict):
+        return {k: median_of([r[k] for r in rounds]) for k in first if all(k in r for r in rounds)}
+    if isinstance(first, list) and first and isinstance(first[0], (int, float)) and len(first) > 3:
+        return [v for r in rounds for v in r]  # samples (latencies): pooled
+    if isinstance(first, (list, tuple)):
+        return [median_of([r[i] for r in rounds]) for i in range(len(first))]
+    return statistics.median(rounds) if isinstance(first, (int, float)) else first
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--latency", type=int, default=40, help="answers timed one by one")
@@ -329,22 +407,41 @@ def main() -> None:
                     help="one: an answer's turn runs one node (default); crash: the crash app's ~20-event turn")
     ap.add_argument("--reference", metavar="PYTHON", default=os.environ.get("HITL_BENCH_PROCRASTINATE"),
                     help="the python of a venv with procrastinate: its jobs/s side by side (PostgreSQL)")
+    ap.add_argument("--before", metavar="TREE", help="a checkout of the code before: measured side by side")
+    ap.add_argument("--rounds", type=int, default=1, help="with --before: before/after pairs, interleaved")
+    ap.add_argument("--json", metavar="PATH", help=argparse.SUPPRESS)  # one side's results (--before)
     args = ap.parse_args()
     Sent.install()
     shape = Shape(args.shape)
     pg = os.environ.get("HITL_BENCH_PG_URL") or os.environ.get("HITL_TEST_PG_URL")
-    with tempfile.TemporaryDirectory() as tmp:
-        targets = {"SQLite": os.path.join(tmp, "bench.sqlite")}
-        if pg:
-            targets["PostgreSQL"] = f"{pg}{'&' if '?' in pg else '?'}schema=bw_{uuid.uuid4().hex[:12]}"
-        if args.only:
-            targets = {args.only: targets[args.only]}
-        results = {name: bench(url, tmp, args.latency, args.sessions, shape) for name, url in targets.items()}
-        ref = reference(args.reference, pg, args.sessions) if args.reference and pg and "PostgreSQL" in targets else None
+    if args.json:
+        Path(args.json).write_text(json.dumps(measure(args, pg, shape)))
+        return
+    sides: dict[str, list[dict[str, Any]]] = {}
+    refs: list[dict[str, Any]] = []
+    want_ref = args.reference and pg and args.only != "SQLite"
+    argv = [f"--latency={args.latency}", f"--sessions={args.sessions}", f"--shape={args.shape}"]
+    argv += [f"--only={args.only}"] if args.only else []
+    for _ in range(max(1, args.rounds) if args.before else 1):
+        if args.before:
+            sides.setdefault("before", []).append(side(args.before, argv))
+            sides.setdefault("after", []).append(side(str(Path(__file__).resolve().parents[1]), argv))
+        else:
+            sides.setdefault("", []).append(measure(args, pg, shape))
+        if want_ref:
+            refs.append(reference(args.reference, pg, args.sessions))
+    ref = median_of(refs) if refs else None
+    results = {f"{name} {label}".strip(): r for label, rounds in sides.items()
+               for name, r in median_of(rounds).items()}
+    print_table(args, results, ref, rounds=len(next(iter(sides.values()))))
+
+
+def print_table(args: argparse.Namespace, results: dict[str, Any], ref: dict[str, Any] | None, *, rounds: int) -> None:
     names = list(results)
     print(f"\nworkers vs in-process resume, shape {args.shape!r} ({args.latency} timed answers, "
-          f"{args.sessions} per throughput run; {os.cpu_count()} cores)\n")
-    print(f"{'':<46}" + "".join(f"{n:>14}" for n in names))
+          f"{args.sessions} per throughput run; {os.cpu_count()} cores; median of {rounds} round(s))\n")
+    width = max(14, *(len(n) + 2 for n in names))
+    print(f"{'':<46}" + "".join(f"{n:>{width}}" for n in names))
 
     def row(label: str, fn: Any) -> None:
         cells = []
@@ -353,7 +450,10 @@ def main() -> None:
                 cells.append(fn(results[n]))
             except KeyError:
                 cells.append("-")
-        print(f"{label:<46}" + "".join(f"{c:>14}" for c in cells))
+        print(f"{label:<46}" + "".join(f"{c:>{width}}" for c in cells))
+
+    def pg(r: dict[str, Any]) -> bool:
+        return any(r is results[n] for n in names if n.startswith("PostgreSQL"))
 
     ms = lambda v: f"{v * 1000:.1f} ms"  # noqa: E731
     row("answer->settled via worker  p50", lambda r: ms(statistics.median(r["worker latency"])))
@@ -365,19 +465,21 @@ def main() -> None:
     for count in COUNTS:
         row(f"turns/s, {count:>2} worker process(es), backlog", lambda r, c=count: f"{r[f'tpb {c}']:.1f}")
         if ref is not None:
-            row(f"  reference jobs/s, {count:>2}, backlog",
-                lambda r, c=count: f"{ref[str(c)]:.1f}" if r is results.get("PostgreSQL") else "-")
+            row(f"  reference jobs/s, {count:>2}, backlog", lambda r, c=count: f"{ref[str(c)]:.1f}" if pg(r) else "-")
             row(f"  ours / reference, {count:>2}",
-                lambda r, c=count: f"{r[f'tpb {c}'] / ref[str(c)]:.2f}x" if r is results.get("PostgreSQL") else "-")
+                lambda r, c=count: f"{r[f'tpb {c}'] / ref[str(c)]:.2f}x" if pg(r) else "-")
+    for count in COUNTS:
+        row(f"turns/s, {count:>2} worker process(es), backlog, warm", lambda r, c=count: f"{r[f'tpw {c}']:.1f}")
     row("turns/s, in-process, one after another", lambda r: f"{r['tp local']:.1f}")
     for count in COUNTS:
         row(f"worker CPU per turn, {count:>2} worker(s), live", lambda r, c=count: ms(r[f"cpu {c}"]))
     for count in COUNTS:
         row(f"worker CPU per turn, {count:>2} worker(s), backlog", lambda r, c=count: ms(r[f"cpub {c}"]))
+    for count in COUNTS:
+        row(f"worker CPU per turn, {count:>2} worker(s), warm", lambda r, c=count: ms(r[f"cpuw {c}"]))
     if ref is not None:
         for count in COUNTS:
-            row(f"reference worker CPU per job, {count:>2}",
-                lambda r, c=count: ms(ref["cpu"][str(c)]) if r is results.get("PostgreSQL") else "-")
+            row(f"reference worker CPU per job, {count:>2}", lambda r, c=count: ms(ref["cpu"][str(c)]) if pg(r) else "-")
     for count in COUNTS:
         row(f"answering CPU per turn, {count:>2} worker(s)", lambda r, c=count: ms(r[f"cpu answer {c}"]))
     row("CPU per turn, in-process", lambda r: ms(r["cpu local"]))
@@ -385,6 +487,7 @@ def main() -> None:
     row("  round trips per turn (PostgreSQL)", lambda r: f"{r['cost']['round trips']:.2f}")
     row("  statements per turn (SQLite)", lambda r: f"{r['cost']['statements']:.2f}")
     row("  commits per turn (server-wide on PostgreSQL)", lambda r: f"{r['cost']['commits']:.2f}")
+    row("load average after (1, 5, 15 min)", lambda r: " ".join(f"{v:.1f}" for v in r["load"]))
     print(f"\nload average at the end: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
 
 

@@ -62,7 +62,7 @@ from .store.capabilities import LeaseAndNews, WorkerQueue, capability
 
 if TYPE_CHECKING:
     from .projection import Projection
-    from .store.workers import TurnRequest
+    from .store.workers import TurnReads, TurnRequest
 
 log = logging.getLogger(__name__)
 
@@ -356,15 +356,19 @@ def is_mid_run(proj: Projection, invocation_id: str) -> bool:
 
 
 async def stopped_mid_run(
-    store: SessionStore, session_id: str, invocation_id: str, proj: Projection
+    store: SessionStore, session_id: str, invocation_id: str, proj: Projection, *, read: TurnReads | None = None
 ) -> tuple[bool, Lease | None]:
     """Whether ``proj`` (read *before* this call) shows the invocation stopped
     mid-run, checked against the store now: no live lease, and no event of the
     invocation appended since ``proj`` was read (a turn that was live when
     ``proj`` was read held the lease then, and wrote its end record before it
-    let go). Returns (stopped, the lease row read)."""
+    let go). Returns (stopped, the lease row read). ``read``: ``proj`` and the
+    lease as a worker's claim read them in one snapshot (nothing can have been
+    appended between the two), so the store is not asked again."""
     if not is_mid_run(proj, invocation_id):
         return False, None
+    if read is not None:
+        return not lease_is_live(read.lease), read.lease
     if (both := capability(store, LeaseAndNews)) is not None:  # one read (a worker's every continuation)
         lease, moved = await both.lease_and_news(session_id, invocation_id, proj.position)
         return not lease_is_live(lease) and not moved, lease

@@ -26,7 +26,6 @@ from .errors import (
     NotRedrivableError,
     ResumeRejected,
     SessionNotFoundError,
-    StoreError,
     TextToWaitingInvocationError,
     WorkflowFailed,
     require_id,
@@ -51,9 +50,10 @@ from .projection import Projection
 from .resume import ResumeTarget, load_invocation, validate_responses
 from .store.base import LoadedInvocation, SessionStore, append_and_release, build_records, has_capability
 from .store.capabilities import AcquireAndAppend, AppendAndSettle, capability, require
+from .turn_failures import failed_leaf, store_error_in, workflow_failed
 
 if TYPE_CHECKING:
-    from .store.workers import Settle
+    from .store.workers import Settle, TurnReads
 
 log = logging.getLogger(__name__)
 
@@ -225,7 +225,9 @@ class Runner:
         is never started twice); ``only_mid_run`` makes a re-drive continue
         only an invocation left mid-run (an answer queued for a worker, a
         killed turn), refusing a FAILED one (NotRedrivableError), which only an
-        operator re-drives -- checked under the lease, where it is authoritative."""
+        operator re-drives -- checked under the lease, where it is authoritative;
+        ``reads``: the session's user, the invocation and its lease as the
+        worker's claim read them (:class:`~engine.store.workers.TurnReads`), not read again."""
         tr = telemetry.tracer()
         turn = self._run(user_id, session_id, new_message, invocation_id, **options)
         if tr is None:
@@ -258,6 +260,7 @@ class Runner:
         only_mid_run: bool = False,
         batch: str | None = None,
         settle: Settle | None = None,
+        reads: TurnReads | None = None,
     ) -> AsyncIterator[Event]:
         """The turn itself (see :meth:`run`)."""
         target: ResumeTarget | None = None
@@ -270,7 +273,7 @@ class Runner:
         if new_message is None:
             if invocation_id is None:
                 raise ValueError("pass new_message, or invocation_id to re-drive a failed invocation")
-            user_id = (await self.store.get_session(session_id)).user_id
+            user_id = reads.user_id if reads is not None else (await self.store.get_session(session_id)).user_id
             inv_id, kind = invocation_id, "redrive"
         elif new_message.function_responses:
             # The interrupt index names the session's user (and fails for a missing session).
@@ -299,7 +302,8 @@ class Runner:
         if kind != "start":
             early, stopped, ack = await self._refuse_early(
                 session_id, inv_id, redrive=kind == "redrive", ack=acknowledge_in_doubt,
-                loaded=target.loaded if target is not None else None,
+                loaded=target.loaded if target is not None else reads.loaded if reads is not None else None,
+                reads=reads,
             )
         turn = _Turn(
             kind,
@@ -372,6 +376,7 @@ class Runner:
         redrive: bool,
         ack: bool | Acknowledgement,
         loaded: LoadedInvocation | None = None,
+        reads: TurnReads | None = None,
     ) -> tuple[Projection, bool, dict[str, int]]:
         """Refuse an answer to an interrupted invocation, or an unacknowledged
         re-drive over nodes in doubt, before touching the lease: a refused
@@ -380,13 +385,15 @@ class Runner:
         read, which the turn brings up to date under the lease (:func:`~engine.operator_actions.catch_up`),
         whether it showed the invocation stopped mid-run (no live lease), and
         the acknowledgement as runs (``True``: the runs in doubt in that read).
-        ``loaded``: the invocation as read with the answer's interrupts."""
+        ``loaded``: the invocation as read with the answer's interrupts (or by
+        a worker's claim, with its lease: ``reads``)."""
         proj = await load_invocation(self.store, session_id, invocation_id, loaded)
         if redrive:
             check_redrivable(proj, invocation_id)  # before the lease: a refusal writes nothing
         else:
             check_not_cancelled(proj, invocation_id, "answer refused")
-        stopped, _ = await stopped_mid_run(self.store, session_id, invocation_id, proj)
+        mine = reads if reads is not None and reads.loaded.invocation_id == invocation_id else None
+        stopped, _ = await stopped_mid_run(self.store, session_id, invocation_id, proj, read=mine)
         if ack is True:  # what this read shows in doubt (nothing is, while a process runs it)
             ack = in_doubt_runs(proj, invocation_id) if stopped else {}
         acked = dict(ack) if ack else {}
@@ -609,15 +616,15 @@ class Runner:
                 if own is not None and own.status is NodeStatus.FAILED and exc.original is not None:
                     # The failure that reached the root names its node (for a parallel
                     # worker: the lowest failed item, DESIGN.md 3.10), not the last to fail.
-                    raise _workflow_failed(exc) from exc
-                leaf = _failed_leaf(proj, inv) or (exc.path, exc.error_code, exc.error_message)
+                    raise workflow_failed(exc) from exc
+                leaf = failed_leaf(proj, inv) or (exc.path, exc.error_code, exc.error_message)
                 raise WorkflowFailed(*leaf, exception=exc.original if exc.path == leaf[0] else None) from exc
             if isinstance(exc, NodeFailed):
                 # The failure could not even be recorded (e.g. the store failed): say that.
-                cause = _store_error_in(exc)
+                cause = store_error_in(exc)
                 if cause is not None:
                     raise cause from exc
-                raise _workflow_failed(exc) from exc
+                raise workflow_failed(exc) from exc
             raise exc
 
     async def _finish(self, inv_ctx: InvocationContext, box: _Lease) -> None:
@@ -659,17 +666,6 @@ class Runner:
         keeper.snapshot = (inv_ctx.projection.position, inv_ctx.projection.compact(inv).to_dict())
 
 
-def _workflow_failed(exc: NodeFailed) -> WorkflowFailed:
-    """What ``Runner.run`` raises for a node failure, with every sibling failure it stands for."""
-    failed = WorkflowFailed(exc.path, exc.error_code, exc.error_message, exc.original)
-    if exc.failures:
-        failed.failures = [
-            failed if f is exc else WorkflowFailed(f.path, f.error_code, f.error_message, f.original)
-            for f in exc.failures
-        ]
-    return failed
-
-
 def _stored_so_far(inv_ctx: InvocationContext, seen: Callable[[StoredEvent], None]) -> Iterator[Event]:
     """The turn's stored events not streamed yet (each told to ``seen`` first)."""
     while not inv_ctx.queue.empty():
@@ -677,24 +673,3 @@ def _stored_so_far(inv_ctx: InvocationContext, seen: Callable[[StoredEvent], Non
         if item is not None:  # None: the turn's task ended
             seen(item)
             yield item.event
-
-
-def _store_error_in(exc: BaseException) -> StoreError | None:
-    """The first StoreError in an exception's cause/context chain."""
-    seen: set[int] = set()
-    cur: BaseException | None = exc
-    while cur is not None and id(cur) not in seen:
-        if isinstance(cur, StoreError):
-            return cur
-        seen.add(id(cur))
-        cur = cur.__cause__ or cur.__context__
-    return None
-
-
-def _failed_leaf(proj: Projection, invocation_id: str) -> tuple[str, str, str] | None:
-    """The deepest FAILED run (the original failure, not its ancestors)."""
-    failed = [r for r in proj.runs(invocation_id) if r.status is NodeStatus.FAILED]
-    if not failed:
-        return None
-    leaf = max(failed, key=lambda r: (r.path.count("/"), r.updated_pos))
-    return leaf.path, leaf.error_code or "Error", leaf.error_message or ""

@@ -10,7 +10,11 @@ serves those requests for its apps:
    expired -- in one store call (``claim_next_turn``: on PostgreSQL one
    ``UPDATE ... FOR UPDATE SKIP LOCKED ... RETURNING`` statement, so workers
    woken together each take a different request instead of racing a
-   compare-and-swap on the same one); a request whose claimer died (SIGKILL)
+   compare-and-swap on the same one); on PostgreSQL the same statement reads
+   what the turn's Runner would read next -- the session's user, the
+   invocation's snapshot and events, its lease (``claim_and_read``,
+   :class:`~engine.store.workers.TurnReads`) -- so a continuation is three round
+   trips (claim, first write, last write); a request whose claimer died (SIGKILL)
    is taken over at the next heartbeat on the same host (its pid is gone),
    else when the claim expires;
 2. it runs the turn with the one :class:`~engine.runner.Runner` (the same
@@ -96,8 +100,8 @@ from .models import Content
 from .nodes import BaseNode
 from .owners import new_owner, owner_live
 from .store.base import SessionStore
-from .store.capabilities import WorkerQueue, require
-from .store.workers import Settle, TurnRequest, WorkerRecord
+from .store.capabilities import ClaimAndRead, WorkerQueue, capability, require
+from .store.workers import Settle, TurnReads, TurnRequest, WorkerRecord
 from .waker import Waker, pool_key  # noqa: F401 (pool_key re-exported: engine.worker is where callers find it)
 
 log = logging.getLogger(__name__)
@@ -281,10 +285,17 @@ class Worker:
         row); returns how long to wait at most before looking again."""
         while len(self._running) < self.concurrency and not (self._stopping and self._stopping.is_set()):
             skip = {(sid, inv, at) for (sid, inv), at in self._refused.items()}
+            reads: TurnReads | None = None
             try:
-                req = await self.queue.claim_next_turn(
-                    list(self.apps), self.worker_id, self.lease_ttl, skip=skip, versions=self.versions
-                )
+                if (both := capability(self.store, ClaimAndRead)) is not None:
+                    claimed = await both.claim_and_read(
+                        list(self.apps), self.worker_id, self.lease_ttl, skip=skip, versions=self.versions
+                    )
+                    req, reads = claimed if claimed is not None else (None, None)
+                else:
+                    req = await self.queue.claim_next_turn(
+                        list(self.apps), self.worker_id, self.lease_ttl, skip=skip, versions=self.versions
+                    )
             except HitlError as exc:
                 log.warning("claiming a turn request failed: %s", exc)
                 return 0.5
@@ -295,14 +306,14 @@ class Worker:
                 # landing while this claim was in flight): hand it back, run nothing
                 await self._unclaim(req)
                 continue
-            self._start(req)
+            self._start(req, reads)
         return self.heartbeat
 
-    def _start(self, req: TurnRequest) -> None:
+    def _start(self, req: TurnRequest, reads: TurnReads | None = None) -> None:
         key = (req.session_id, req.invocation_id)
         metrics.CLAIMS.inc(app=req.app_name)
         running = _Running(req)
-        running.task = asyncio.ensure_future(self._serve(req, running))
+        running.task = asyncio.ensure_future(self._serve(req, running, reads))
         running.task.add_done_callback(lambda _t: self._done(key))
         self._running[key] = running
 
@@ -383,7 +394,7 @@ class Worker:
             self._waker.poke()  # a slot is free: claim (the loop then says whether there is room)
 
     # ------------------------------------------------------------ serving
-    async def _serve(self, req: TurnRequest, running: _Running) -> TurnResult:
+    async def _serve(self, req: TurnRequest, running: _Running, reads: TurnReads | None = None) -> TurnResult:
         from .resume import load_invocation
         from .runner import Runner
 
@@ -442,6 +453,7 @@ class Worker:
                     on_stored=stored,
                     trace_parent=pay.get("traceparent"),
                     settle=settle,
+                    reads=reads if req.kind != "start" else None,  # as the claim read them (one round trip)
                 )
             outcome = "ran"
             try:

@@ -49,7 +49,7 @@ from ..errors import StoreError
 if TYPE_CHECKING:
     from ..models import Event, StoredEvent
     from .base import Capability, InterruptRecord, Lease, LoadedInvocation
-    from .workers import Settle, TurnRequest, WorkerRecord
+    from .workers import Settle, TurnReads, TurnRequest, WorkerRecord
 
 C = TypeVar("C")
 
@@ -298,6 +298,19 @@ class LeaseAndNews(Protocol):
     (SessionNotFoundError for a missing session), the lease read first."""
 
     async def lease_and_news(self, session_id: str, invocation_id: str, after_seq: int) -> tuple[Lease | None, bool]: ...
+
+
+@runtime_checkable
+class ClaimAndRead(Protocol):
+    """A worker's claim that also reads what the turn's Runner would read next
+    (:class:`~engine.store.workers.TurnReads`): one round trip, not four. The
+    claim is :meth:`WorkerQueue.claim_next_turn`'s; the reads are None when the
+    session is gone (the Runner then reads, and says so)."""
+
+    async def claim_and_read(
+        self, apps: list[str], owner: str, ttl: float, *,
+        skip: set[tuple[str, str, float]] | None = None, versions: dict[str, str] | None = None,
+    ) -> tuple[TurnRequest, TurnReads | None] | None: ...
 
 
 @runtime_checkable

@@ -29,9 +29,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from .base import Lease, LoadedInvocation
 
 RequestKind = Literal["continue", "redrive", "start"]
 
@@ -58,6 +61,19 @@ class TurnRequest(BaseModel):
     graph: str | None = None
     """The graph version its invocation runs under, as the claim that took it read it
     (``claim_next_turn`` records the claimer's when none was): None elsewhere."""
+
+
+@dataclass(frozen=True)
+class TurnReads:
+    """What a continuation's Runner reads before its first write, read by the claim
+    that took the request, in the claim's one snapshot (``claim_and_read``): the
+    session's user, the invocation (snapshot and events after it) and its lease row.
+    One snapshot, so nothing moved on between the log and the lease: whether the
+    invocation stopped mid-run needs no second look (``stopped_mid_run(read=)``)."""
+
+    user_id: str
+    loaded: LoadedInvocation
+    lease: Lease | None
 
 
 @dataclass

@@ -41,7 +41,11 @@ READS = (test_safety.READS - {"integrity_check", "change_counter"}) | {"schema_v
 
 
 def _write_calls(store: PostgresStore, lines: list[str]) -> dict[str, Any]:
-    calls = {**test_safety._write_calls(store, lines), "migrate": lambda: store.migrate()}  # type: ignore[arg-type]
+    calls = {
+        **test_safety._write_calls(store, lines),  # type: ignore[arg-type]
+        "migrate": lambda: store.migrate(),
+        "claim_and_read": lambda: store.claim_and_read(["a"], "me", 60),  # a worker's claim (PostgreSQL's)
+    }
     # optional capabilities SQLite has and this store may not (the Runner falls back without them)
     return {name: call for name, call in calls.items() if hasattr(PostgresStore, name)}
 

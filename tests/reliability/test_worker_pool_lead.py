@@ -54,13 +54,16 @@ class Pool:
         return self
 
     def _count(self, store: Any, i: int) -> None:
-        claim: Callable[..., Awaitable[Any]] = store.claim_next_turn
+        for name in ("claim_next_turn", "claim_and_read"):  # whichever the worker claims with
+            if hasattr(store, name):
+                setattr(store, name, self._counted(getattr(store, name), i))
 
+    def _counted(self, claim: Callable[..., Awaitable[Any]], i: int) -> Callable[..., Awaitable[Any]]:
         async def counted(*a: Any, **kw: Any) -> Any:
             self.claims[i] += 1
             return await claim(*a, **kw)
 
-        store.claim_next_turn = counted
+        return counted
 
     def listeners(self) -> list[Any]:
         return [w._waker._listener if w._waker is not None else None for w in self.workers]

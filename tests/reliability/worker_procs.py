@@ -73,15 +73,20 @@ def _hold_claims(store: Any, go: str) -> None:
     """A benchmark's backlog: the worker starts (listens, beats, sweeps), but its
     first claim waits until the file ``go`` exists -- every worker idle and
     listening when the queued answers are let go at once."""
-    claim = store.claim_next_turn
+    for name in ("claim_next_turn", "claim_and_read"):  # whichever the worker claims with
+        claim = getattr(store, name, None)
+        if claim is not None:
+            setattr(store, name, _held(store, name, claim, go))
 
+
+def _held(store: Any, name: str, claim: Any, go: str) -> Any:
     async def held(*a: Any, **kw: Any) -> Any:
         while not os.path.exists(go):
             await asyncio.sleep(0.005)
-        store.claim_next_turn = claim
+        setattr(store, name, claim)
         return await claim(*a, **kw)
 
-    store.claim_next_turn = held
+    return held
 
 
 def answer_child(spec: dict[str, Any]) -> None:

@@ -12,21 +12,24 @@ import asyncpg
 from pydantic_core import to_json
 
 # Row converters and column lists: one definition of each, whatever the backend.
-from ...errors import SessionNotFoundError
+from ...errors import CorruptEventError, SessionNotFoundError
+from ...models import StoredEvent
+from ..base import LoadedInvocation
 from ..sql.columns import LEASE_COLS as _LEASE_COLS
 from ..sql.columns import REQUEST_COLS as _REQ_COLS
 from ..sql.columns import WORKER_COLS as _WORKER_COLS
 from ..sql.prepared import prepare as _prepare
 from ..sql.rows import lease_from_row as _lease_from_row
+from ..sql.rows import parse_event
 from ..sql.rows import request_from_row as _req
 from ..sql.rows import worker_from_row as _worker
-from ..workers import Settle, TurnRequest, WorkerRecord
+from ..workers import Settle, TurnReads, TurnRequest, WorkerRecord
 from . import onetrip
 from .core import _Core
 from .errors import _raise_append_error
 from .listen import Listener
 from .schema import NOTIFY_CHANNEL
-from .statements import _APPEND_RELEASE_SQL, _append_many_args, _stored
+from .statements import _APPEND_RELEASE_SQL, _append_many_args, _snapshot_from, _stored
 from .writes import _acquire_append
 
 
@@ -235,26 +238,45 @@ _QUEUE_SQL = (
 """After the answer's append, in its transaction: release the lease taken for it,
 leave the request (none when ``$4``, its kind, is NULL) and wake the workers."""
 
-_CLAIM_NEXT_SQL = (
+_CLAIM_HEAD = (
     "WITH c AS (UPDATE turn_requests t SET claimed_by = $2, claimed_until = $3"
-    " FROM (SELECT session_id, invocation_id FROM turn_requests q WHERE app_name = ANY($1::text[]) AND held IS NULL"
+    " WHERE (t.session_id, t.invocation_id) = (SELECT session_id, invocation_id FROM turn_requests q"
+    " WHERE app_name = ANY($1::text[]) AND held IS NULL"
     " AND (claimed_by IS NULL OR claimed_until <= $4) AND NOT EXISTS (SELECT 1 FROM"
-    " unnest($5::text[], $6::text[], $7::double precision[]) AS x(s, i, r)"
+    " unnest($5::text[], $6::text[], $7::text[]::double precision[]) AS x(s, i, r)"
     " WHERE x.s = q.session_id AND x.i = q.invocation_id AND x.r = q.requested_at)"
-    " ORDER BY requested_at LIMIT 1 FOR UPDATE SKIP LOCKED) n"
-    " WHERE t.session_id = n.session_id AND t.invocation_id = n.invocation_id"
+    " ORDER BY requested_at LIMIT 1 FOR UPDATE SKIP LOCKED)"
     f" RETURNING {', '.join('t.' + c for c in _REQ_COLS.split(', '))}),"
     " g AS (INSERT INTO invocation_graphs (session_id, invocation_id, graph)"
     " SELECT c.session_id, c.invocation_id, v.graph FROM c JOIN unnest($8::text[], $9::text[]) AS v(app, graph)"
     " ON v.app = c.app_name ON CONFLICT DO NOTHING RETURNING graph)"
     f" SELECT {', '.join('c.' + c for c in _REQ_COLS.split(', '))}, coalesce((SELECT graph FROM g),"
     " (SELECT x.graph FROM invocation_graphs x WHERE x.session_id = c.session_id AND x.invocation_id = c.invocation_id))"
-    " FROM c"
 )
+_CLAIM_NEXT_SQL = f"{_CLAIM_HEAD} FROM c"
 """Claim the oldest runnable request in one statement: rows another worker is
-claiming right now are skipped (``SKIP LOCKED``), not waited for or raced; and
+claiming right now are skipped (``SKIP LOCKED``), not waited for or raced. The
+request is picked by an uncorrelated subquery (run once), not joined in ``FROM``:
+a plan that rescans a joined ``LIMIT 1 ... SKIP LOCKED`` per row of the table
+re-picks past the rows it just updated and claims them all (seen: then the
+claim fails on its one-row reads, every half second, for a minute); and
 record the claimer's graph version for its invocation unless one was (the claim
 returns the recorded one last)."""
+
+_CLAIM_READ_SQL = (
+    f"{_CLAIM_HEAD}, s.user_id, sn.seq, sn.data, ev.seqs, ev.texts, l.owner, l.acquired_at, l.renewed_at, l.expires_at"
+    " FROM c LEFT JOIN sessions s ON s.id = c.session_id"
+    " LEFT JOIN snapshots sn ON sn.session_id = c.session_id AND sn.invocation_id = c.invocation_id"
+    " LEFT JOIN leases l ON l.session_id = c.session_id AND l.invocation_id = c.invocation_id"
+    " LEFT JOIN LATERAL (SELECT array_agg(e.seq::text ORDER BY e.seq) AS seqs, array_agg(e.json ORDER BY e.seq) AS texts"
+    " FROM events e WHERE e.session_id = c.session_id AND e.invocation_id = c.invocation_id"
+    " AND e.seq > coalesce(sn.seq, 0)) ev ON true"
+)
+""":data:`_CLAIM_NEXT_SQL`, and what the claimed turn's Runner reads before its
+first write (:class:`~engine.store.workers.TurnReads`), in the same statement and
+snapshot: the session's user, the invocation's snapshot and its events after it,
+and its lease row. The seqs come as text: asyncpg has no built-in codec for
+``bigint[]`` and would look the type up on every new connection."""
 
 _FINISH_SQL = (
     "WITH d AS (DELETE FROM turn_requests WHERE session_id = $1 AND invocation_id = $2 AND claimed_by = $3"
@@ -303,6 +325,37 @@ _SETTLED_HELD_PG_SQL = (
     " JOIN invocations i ON i.session_id = r.session_id AND i.invocation_id = r.invocation_id"
     " WHERE r.app_name = ANY($1::text[]) AND r.held IS NOT NULL AND i.status <> 'running' LIMIT $2"
 )
+
+
+def _skip_columns(skip: set[tuple[str, str, float]] | None) -> list[list[Any]]:
+    """The claim's ``skip`` as its three array parameters; the times as text (``repr``:
+    the same double back), since asyncpg has no built-in codec for ``double
+    precision[]`` and would look the type up on every new connection."""
+    if not skip:
+        return [[], [], []]
+    sids, invs, ats = zip(*skip, strict=True)
+    return [list(sids), list(invs), [repr(float(a)) for a in ats]]
+
+
+def _turn_reads(req: TurnRequest, r: Any) -> TurnReads | None:
+    """The reads of :data:`_CLAIM_READ_SQL`'s row (``r``: from the session's user
+    on); None when the session is gone, or its snapshot or an event is unreadable
+    -- the Runner then reads the usual way, and handles each as it always does."""
+    user_id, snap_seq, snap_text, seqs, texts, owner = r[0], r[1], r[2], r[3] or [], r[4] or [], r[5]
+    if user_id is None:
+        return None
+    snap = None
+    if snap_seq is not None and (snap := _snapshot_from(snap_seq, snap_text)) is None:
+        return None
+    sid = req.session_id
+    try:
+        events = [
+            StoredEvent(seq=int(q), session_id=sid, event=parse_event(sid, int(q), t)) for q, t in zip(seqs, texts, strict=True)
+        ]
+    except CorruptEventError:
+        return None
+    lease = None if owner is None else _lease_from_row((sid, req.invocation_id, *list(r)[5:9]))
+    return TurnReads(user_id, LoadedInvocation(req.invocation_id, snap, events), lease)
 
 
 class _WorkerSteps(_Core):
@@ -395,19 +448,36 @@ class _WorkerSteps(_Core):
         skip: set[tuple[str, str, float]] | None = None,
         versions: dict[str, str] | None = None,
     ) -> TurnRequest | None:
+        row = await self._claim(_CLAIM_NEXT_SQL, apps, owner, ttl, skip, versions)
+        return _req(row).model_copy(update={"graph": row[-1]}) if row else None
+
+    async def claim_and_read(
+        self, apps: list[str], owner: str, ttl: float, *,
+        skip: set[tuple[str, str, float]] | None = None, versions: dict[str, str] | None = None,
+    ) -> tuple[TurnRequest, TurnReads | None] | None:
+        """``claim_next_turn`` and the claimed turn's reads in one statement
+        (:data:`_CLAIM_READ_SQL`): a continuation's four round trips in one."""
+        row = await self._claim(_CLAIM_READ_SQL, apps, owner, ttl, skip, versions)
+        if row is None:
+            return None
+        n = len(_REQ_COLS.split(", "))
+        req = _req(row).model_copy(update={"graph": row[n]})
+        return req, _turn_reads(req, row[n + 1:])
+
+    async def _claim(
+        self, sql: str, apps: list[str], owner: str, ttl: float,
+        skip: set[tuple[str, str, float]] | None, versions: dict[str, str] | None,
+    ) -> Any:
+        """Run a claim statement (:data:`_CLAIM_HEAD`'s parameters): its row, or None."""
         self._check_writable()
         if not apps:
             return None
         now = time.time()
-        skip = skip or set()
-        cols = [list(c) for c in zip(*skip, strict=True)] if skip else [[], [], []]
+        cols = _skip_columns(skip)
         known = versions or {}
 
-        async def fn(conn: asyncpg.Connection) -> TurnRequest | None:
-            row = await conn.fetchrow(
-                _CLAIM_NEXT_SQL, list(apps), owner, now + ttl, now, *cols, list(known), list(known.values())
-            )
-            return _req(row).model_copy(update={"graph": row[-1]}) if row else None
+        async def fn(conn: asyncpg.Connection) -> Any:
+            return await conn.fetchrow(sql, list(apps), owner, now + ttl, now, *cols, list(known), list(known.values()))
 
         return await self._run(fn)
 
