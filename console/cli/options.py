@@ -351,10 +351,11 @@ def skip_empty_plugin_scan() -> None:
 def _no_pydantic_plugins() -> bool:
     """No distribution on ``sys.path`` declares a ``pydantic`` entry point (False when unsure)."""
     import sys
-    from importlib.machinery import PathFinder
 
     for finder in sys.meta_path:  # what importlib.metadata.distributions() asks
-        if finder is not PathFinder and hasattr(finder, "find_distributions"):
+        # (the interpreter's own path finder, told by name: this module imports no importlib)
+        standard = getattr(finder, "__module__", "") == "_frozen_importlib_external" and getattr(finder, "__qualname__", "") == "PathFinder"
+        if not standard and hasattr(finder, "find_distributions"):
             return False
     for entry in sys.path:
         try:

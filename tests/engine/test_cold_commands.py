@@ -242,6 +242,16 @@ def test_the_plugin_look_is_unsure_of_zips_and_eggs(tmp_path: Path, monkeypatch:
     (tmp_path / "thing-1.0-py3.11.egg").mkdir()
     monkeypatch.setattr(sys, "path", [str(tmp_path)])
     assert not _no_pydantic_plugins()
+    (tmp_path / "thing-1.0-py3.11.egg").rmdir()
+    assert _no_pydantic_plugins()  # the interpreter's own path finder reads what the look reads
+
+    class Finder:  # a finder of its own kind: importlib.metadata asks it for distributions too
+        @staticmethod
+        def find_distributions(*_: object) -> list[object]:
+            return []
+
+    monkeypatch.setattr(sys, "meta_path", [*sys.meta_path, Finder])
+    assert not _no_pydantic_plugins()
 
 
 def test_answer_rules_still_filter_with_the_grammar_imported_late(tmp_path: Path) -> None:
