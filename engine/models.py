@@ -306,19 +306,18 @@ def join_path(parent: str | None, name: str, run_id: str) -> str:
     return f"{parent}/{seg}" if parent else seg
 
 
-TURN_MODELS = ("FunctionCall", "FunctionResponse", "Part", "Content", "NodeInfo", "Event", "StoredEvent")
+TURN_MODELS: tuple[type[BaseModel], ...] = (FunctionCall, FunctionResponse, Part, Content, NodeInfo, Event, StoredEvent)
 """The models a turn validates: the events it writes and reads back. Not
 :class:`Session`: the stores make its rows without validation, and an
 in-memory store's first session builds it then."""
 
 
-def build_models(names: tuple[str, ...] = TURN_MODELS) -> None:
+def build_models(models: tuple[type[BaseModel], ...] = TURN_MODELS) -> None:
     """Build these models' validators now. They are deferred (``defer_build``) so
     that a command that never validates an event -- ``hitl sessions`` -- does
     not pay for them; a module that runs turns (engine.runner) calls this at
     import, so a turn's first event does not pay for it either -- and builds
     only what a turn validates (each build costs ~0.5 ms of a cold ``hitl resume``)."""
-    for name in names:
-        model = globals()[name]
+    for model in models:
         if not model.__pydantic_complete__:
             model.model_rebuild(force=True)

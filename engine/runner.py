@@ -48,7 +48,7 @@ from .nodes import BaseNode
 from .operator_actions import answer_events, catch_up, check_not_cancelled, check_redrivable, operator_metadata
 from .projection import Projection
 from .resume import ResumeTarget, load_invocation, validate_responses
-from .store.base import LoadedInvocation, SessionStore, append_and_release, build_records, has_capability
+from .store.base import Lease, LoadedInvocation, SessionStore, append_and_release, build_records, has_capability
 from .store.capabilities import AcquireAndAppend, AppendAndSettle, capability, require
 from .turn_failures import failed_leaf, store_error_in, workflow_failed
 
@@ -58,7 +58,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 build_models()  # a turn validates events: build their deferred validators at import, not in its first write
-build_records(("Lease",))  # and its lease rows (its other rows are made without validation)
+build_records((Lease,))  # and its lease rows (its other rows are made without validation)
 
 
 class _FencedStore:

@@ -228,13 +228,11 @@ class StoreOverview(BaseModel):
     open_by_owner: dict[str, int] = Field(default_factory=dict)  # owner (name, @group) -> open interrupts
 
 
-def build_records(names: tuple[str, ...] = ("InterruptRecord", "Lease", "AuditRecord", "InvocationSummary",
-                                            "SessionSummary")) -> None:
+def build_records(models: tuple[type[BaseModel], ...]) -> None:
     """Build these store records' validators now (they are deferred: a read that
     only prints builds none). The runner calls this at import for the one record
     a turn validates (its lease), with :func:`engine.models.build_models`, so a
     turn's first lease does not pay for a build; the rest are built on first use."""
-    for name in names:
-        model = globals()[name]
+    for model in models:
         if not model.__pydantic_complete__:
             model.model_rebuild(force=True)
