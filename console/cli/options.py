@@ -384,15 +384,18 @@ def _no_pydantic_plugins() -> bool:
 
 
 @asynccontextmanager
-async def open_store(*, write: bool) -> AsyncIterator[SessionStore]:
-    """The store at ``--db``; read-only unless the command writes (and no --read-only)."""
+async def open_store(*, write: bool, turn: bool = False) -> AsyncIterator[SessionStore]:
+    """The store at ``--db``; read-only unless the command writes (and no --read-only).
+    ``turn``: the command runs a turn, whose first read carries a PostgreSQL store's
+    schema check (no round trip of its own; a store that is not current is judged
+    there, with the same lines)."""
     from engine.store.factory import open_store as open_target
 
     opts = _opts()
     # inline: the CLI has no UI to keep responsive, so SQL runs on its loop thread (faster appends)
     timeout = 5.0 if opts.busy_timeout is None else opts.busy_timeout
     target = opts.db_path()
-    kw = {"inline": True, "busy_timeout": timeout, **opts.store_options()}
+    kw = {"inline": True, "busy_timeout": timeout, "defer_schema_check": turn, **opts.store_options()}
     # A read never writes: a store from an older hitl is refused with a line
     # that says so (SchemaUpgradeNeeded: run `hitl migrate`); a writing command
     # upgrades it on open, before its first write.

@@ -67,7 +67,7 @@ def start(
                     out(red, f"session {sid}  app {app_name}  invocation {s.event.invocation_id}")
             print_step(red, s, opts.json)
 
-        async with open_store(write=True) as store:
+        async with open_store(write=True, turn=True) as store:
             done = await operations.start(
                 store, app_name, sid, message, user_id=user_id or _login(), registry=opts.registry, on_step=step,
                 via="local" if store.read_only else via,  # read-only: the engine's own refusal says why not

@@ -115,7 +115,7 @@ def resume(
 
         values = parse_answers([*answers, *answer_opts], red)
         skip_empty_plugin_scan()  # the answer and the turn build validators
-        async with open_store(write=not dry_run) as store:
+        async with open_store(write=not dry_run, turn=True) as store:
             session = await store.get_session(session_id)
             inv = await resolve_invocation(store, session_id, invocation) if invocation is not None else None
             if dry_run:

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from .sqlite.session_rows import SessionRows
 
 _SQLITE_ONLY = ("inline", "synchronous")
-_POSTGRES_ONLY = ("statement_timeout", "min_size", "max_size", "migrate", "password")
+_POSTGRES_ONLY = ("statement_timeout", "min_size", "max_size", "migrate", "password", "defer_schema_check")
 
 
 def default_db_path() -> Path:
@@ -87,8 +87,8 @@ def store_label(target: str | os.PathLike[str] | None) -> str:
 async def open_store(target: str | os.PathLike[str], *, read_only: bool = False, **options: Any) -> SessionStore:
     """Open the store ``target`` names (see the module docstring). ``options`` are
     passed to the backend that understands them (``busy_timeout`` to both,
-    ``inline``/``synchronous`` to SQLite, ``statement_timeout``/pool sizes/``migrate``
-    to PostgreSQL) and dropped for the others."""
+    ``inline``/``synchronous`` to SQLite, ``statement_timeout``/pool sizes/``migrate``/
+    ``defer_schema_check`` to PostgreSQL) and dropped for the others."""
     kind = store_kind(target)
     if kind == "memory":
         from .memory import MemoryStore

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import json
 import logging
 from collections.abc import Awaitable, Callable, Generator
@@ -34,6 +35,15 @@ S = TypeVar("S", bound="_Core")
 _RETRIES = 5
 
 log = logging.getLogger(__name__)
+
+_SETTLING: contextvars.ContextVar[bool] = contextvars.ContextVar("hitl_pg_settling", default=False)
+"""True in the task that checks (and creates or migrates) a deferred schema: its own
+units of work run unchecked."""
+
+
+class _SchemaNotChecked(Exception):
+    """A deferred schema check failed or could not ride on a unit of work's first
+    statement: check the schema the slow way (outside the connection), then redo it."""
 
 
 class _QuietFloor(logging.Filter):
@@ -96,6 +106,8 @@ class _Core:
         """Units of work redone after a serialisation failure or deadlock (for tests and benchmarks)."""
         self._floor_seen = _QuietFloor.failures
         self._connect_args: dict[str, Any] = {}
+        self._schema_unchecked = False
+        """Opened with the schema check deferred, and no unit of work has checked it yet."""
 
     if TYPE_CHECKING:  # the other mixins' reads (reads.py, leases.py): a write reads back after a lost connection
 
@@ -120,12 +132,21 @@ class _Core:
         max_size: int = 10,
         migrate: bool = True,
         password: str | None = None,
+        defer_schema_check: bool = False,
     ) -> _Opener[Self]:
         """Connect to ``url`` (``postgresql://user@host:port/db?sslmode=...&schema=...``;
         the password from the URL, ``PGPASSWORD`` or ``~/.pgpass``/``PGPASSFILE``,
         TLS options as libpq's). A writer creates or upgrades the schema
         (``migrate=False`` leaves it, for ``hitl migrate`` to report first); a
-        reader requires the current one. Raises StoreError with the masked URL."""
+        reader requires the current one. Raises StoreError with the masked URL.
+
+        ``defer_schema_check``: the open sends nothing but the connection's
+        startup; the first unit of work checks the schema -- on the server, inside
+        its first statement when that is a read that can carry the check (a
+        turn's first read: no round trip of its own), else in a statement before
+        it -- and a store that is not current is judged (created, migrated or
+        refused, with the same messages) then. For a process that opens the store
+        to do one thing, such as ``hitl resume``; ignored with ``migrate=False``."""
         return _Opener(
             cls,
             url=url,
@@ -136,6 +157,7 @@ class _Core:
             max_size=max_size,
             migrate=migrate,
             password=password,
+            defer_schema_check=defer_schema_check,
         )
 
     @classmethod
@@ -150,6 +172,7 @@ class _Core:
         max_size: int,
         migrate: bool,
         password: str | None = None,
+        defer_schema_check: bool = False,
     ) -> Self:
         dsn, schema = _split_schema(url)
         where = mask_url(url)
@@ -176,30 +199,49 @@ class _Core:
             raise _connect_error(e, where) from None
         store = cls(pool, url, schema, read_only=read_only, busy_timeout=busy_timeout)
         store._connect_args = {"dsn": dsn, "password": password, "server_settings": settings}
+        if defer_schema_check and migrate:
+            store._schema_unchecked = True
+            return store
         try:
             if await store._schema_is_current():
                 return store
-            if not read_only and schema is not None:
-                await store._create_schema(schema)
-            version = await store.schema_version()
-            if version > SCHEMA_VERSION:
-                raise _newer_schema_error(where, version)
-            if version < SCHEMA_VERSION:
-                if read_only:
-                    if version == 0:
-                        raise StoreError(
-                            f"{where} has no hitl-console store yet; open it without --read-only to create one"
-                        )
-                    raise SchemaUpgradeNeeded(
-                        f"the store {where} has schema version {version}, older than this hitl-console's "
-                        f"{SCHEMA_VERSION}; run `hitl migrate` (or open it once without --read-only)"
-                    )
-                if migrate:
-                    await store.migrate()
+            await store._judge_schema(migrate=migrate)
         except BaseException:
             await store.close()
             raise
         return store
+
+    async def _judge_schema(self, *, migrate: bool) -> None:
+        """A schema that is not this version's: create it (a writer, on a new store),
+        migrate it (a writer, when ``migrate``), or refuse it with the line that says why."""
+        if not self.read_only and self.schema is not None:
+            await self._create_schema(self.schema)
+        version = await self.schema_version()
+        if version > SCHEMA_VERSION:
+            raise _newer_schema_error(self.url, version)
+        if version < SCHEMA_VERSION:
+            if self.read_only:
+                if version == 0:
+                    raise StoreError(
+                        f"{self.url} has no hitl-console store yet; open it without --read-only to create one"
+                    )
+                raise SchemaUpgradeNeeded(
+                    f"the store {self.url} has schema version {version}, older than this hitl-console's "
+                    f"{SCHEMA_VERSION}; run `hitl migrate` (or open it once without --read-only)"
+                )
+            if migrate:
+                await self.migrate()
+
+    async def _check_deferred_schema(self) -> None:
+        """The slow check of a deferred open (:meth:`open`'s ``defer_schema_check``),
+        once a unit of work found the schema not current or could not carry the check."""
+        token = _SETTLING.set(True)
+        try:
+            if not await self._schema_is_current():
+                await self._judge_schema(migrate=True)
+        finally:
+            _SETTLING.reset(token)
+        self._schema_unchecked = False
 
     async def _schema_is_current(self) -> bool:
         """Whether the store's schema is this version's, in one round trip (no
@@ -305,27 +347,35 @@ class _Core:
         return listener
 
     async def _run(
-        self, fn: Callable[[asyncpg.Connection], Awaitable[T]], *, retry: bool = True, reconnect: bool = True
+        self,
+        fn: Callable[[asyncpg.Connection], Awaitable[T]],
+        *,
+        retry: bool = True,
+        reconnect: bool = True,
+        carries_check: bool = False,
     ) -> T:
         """``fn(conn)`` on a pooled connection; server errors become HitlErrors.
         Serialisation failures and deadlocks are retried (``fn`` is one transaction,
         rolled back by the server). So is a lost connection (a restarted server, a
         pooled connection that died) when ``reconnect``: callers whose ``fn`` may have
-        committed before the connection broke pass False and decide themselves."""
+        committed before the connection broke pass False and decide themselves.
+        ``carries_check``: ``fn``'s first statement is a read through
+        :func:`.onetrip.fetch`, which carries a deferred schema check."""
         for attempt in range(_RETRIES):
             if self._pool is None:
                 raise StoreError(f"the store {self.url} is closed")
             try:
                 async with self._pool.acquire() as conn:
-                    tr = telemetry.store_tracer()
-                    if tr is None:
-                        result = await fn(conn)
+                    if self._schema_unchecked and not _SETTLING.get():
+                        result = await self._first_use(conn, fn, carries_check)
                     else:
-                        with telemetry.store_span(tr, telemetry.call_name(fn), "postgres") as counts:
-                            result = await _counting(conn, counts, fn)
+                        result = await self._call(conn, fn)
                 if self._lost or _QuietFloor.failures != self._floor_seen:
                     self._restored()
                 return result
+            except _SchemaNotChecked:
+                await self._check_deferred_schema()
+                continue  # nothing of fn ran, or its first statement failed: do it now
             except ConnectionLostError:
                 raise
             except HitlError:
@@ -358,6 +408,35 @@ class _Core:
                     "export the readable sessions and repair the row"
                 ) from e
         raise AssertionError("unreachable")
+
+    async def _call(self, conn: asyncpg.Connection, fn: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
+        tr = telemetry.store_tracer()
+        if tr is None:
+            return await fn(conn)
+        with telemetry.store_span(tr, telemetry.call_name(fn), "postgres") as counts:
+            return await _counting(conn, counts, fn)
+
+    async def _first_use(
+        self, conn: asyncpg.Connection, fn: Callable[[asyncpg.Connection], Awaitable[T]], carries_check: bool
+    ) -> T:
+        """``fn`` on a store whose deferred schema check has not run: inside its
+        first statement when it ``carries_check``, else first, the slow way."""
+        if not carries_check:
+            raise _SchemaNotChecked
+        guard = onetrip.expect_schema(conn, SCHEMA_VERSION)
+        try:
+            result = await self._call(conn, fn)
+        except asyncpg.PostgresError as e:
+            if guard.sent and not guard.passed and _schema_refused(e):
+                raise _SchemaNotChecked from None  # refused before it read anything: judge the schema, redo fn
+            raise
+        finally:
+            onetrip.forget_guard(conn)
+            if guard.passed:
+                self._schema_unchecked = False
+        if not guard.sent:
+            raise AssertionError("a unit of work said its first statement carries the schema check, and it did not")
+        return result
 
     _lost = False
     """A unit of work lost its connection since the last one that ran."""
@@ -415,6 +494,14 @@ class _Core:
     async def checkpoint(self) -> None:
         """Nothing to do on a server (the file stores fold their journal here)."""
         self._check_writable()
+
+
+def _schema_refused(exc: asyncpg.PostgresError) -> bool:
+    """Whether a statement that carried the schema check failed on the schema: the
+    check itself, or no such table, column, function or schema (a store of another
+    version, or none)."""
+    state = exc.sqlstate or ""
+    return (state == "22P02" and onetrip.SCHEMA_MARK in str(exc)) or state.startswith("42") or state == "3F000"
 
 
 async def _counting(conn: asyncpg.Connection, counts: dict[str, int], fn: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:

@@ -11,6 +11,12 @@ text format (a simple query's rows are dropped by asyncpg), converted per
 column. The statement runs in one implicit transaction, as an extended-protocol
 one does, and a server error arrives as the same ``asyncpg.PostgresError``.
 
+The first read of a store opened with its schema check deferred carries the
+check (:func:`expect_schema`): the statement is wrapped so that the server
+compares ``hitl_schema``'s version before it reads anything, and fails with
+:data:`SCHEMA_MARK` in its message (or on a missing table) when it differs --
+no round trip of its own for the check.
+
 That is for a statement's first use on a connection: from its second, the
 connection prepares it as usual (one more round trip, once) and runs it with
 bound parameters -- a worker's or a console's long-lived connection sends short
@@ -81,6 +87,49 @@ def _field(raw: str) -> str | None:
 _USED: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
 """The statements each connection has run once (the next use prepares them)."""
 
+class SchemaGuard:
+    """A schema check riding on a connection's next statement here."""
+
+    def __init__(self, version: int) -> None:
+        self.version = version
+        self.sent = False
+        """The statement carrying it went to the server."""
+        self.passed = False
+        """It came back without an error: the store's schema is ``version``."""
+
+
+_GUARDS: weakref.WeakKeyDictionary[Any, SchemaGuard] = weakref.WeakKeyDictionary()
+"""Connections whose next statement here carries the schema check."""
+
+SCHEMA_MARK = "hitl-console schema version "
+"""In the error of a read whose schema check failed (the text the server could not
+read as an integer: the mark and the version found)."""
+
+
+def expect_schema(conn: asyncpg.Connection, version: int) -> SchemaGuard:
+    """Make ``conn``'s next statement here check that the store's schema is ``version``
+    before it reads (it must be a plain SELECT: the check wraps it as a subquery)."""
+    guard = _GUARDS[getattr(conn, "_con", None) or conn] = SchemaGuard(version)
+    return guard
+
+
+def forget_guard(conn: asyncpg.Connection) -> None:
+    """Drop a check :func:`expect_schema` asked for and no statement carried."""
+    _GUARDS.pop(getattr(conn, "_con", None) or conn, None)
+
+
+def _guarded(sql: str, version: int) -> str:
+    # A condition without a column of the query is a one-time filter: the server
+    # evaluates it, and its subquery on hitl_schema, before it runs the query.
+    # A version other than ``version`` (none: 0) casts the mark to an integer,
+    # which fails with the mark and the version in the message.
+    found = "coalesce(max(version), 0)"
+    return (
+        f"SELECT * FROM ({sql}) hitl_q WHERE (SELECT CASE WHEN {found} = {int(version)} THEN true"
+        f" ELSE ('{SCHEMA_MARK}' || {found})::integer IS NULL END FROM hitl_schema)"
+    )
+
+
 _CONVERT: dict[str, Callable[[str], Any]] = {"t": str, "i": int, "f": float, "b": lambda s: s == "t"}
 
 
@@ -91,10 +140,11 @@ async def fetch(conn: asyncpg.Connection, sql: str, args: Sequence[Any], types: 
     after that, prepared (asyncpg's codecs, the same Python types)."""
     raw = getattr(conn, "_con", None) or conn  # a pool's proxy: the connection it lends
     seen = _USED.setdefault(raw, set())
-    if sql in seen:
+    guard = _GUARDS.pop(raw, None)
+    if guard is None and sql in seen:
         return [tuple(r) for r in await conn.fetch(sql, *args)]
     seen.add(sql)
-    query = inline(sql, args)
+    query = inline(sql if guard is None else _guarded(sql, guard.version), args)
     chunks: list[bytes] = []
 
     async def out(data: bytes) -> None:
@@ -103,7 +153,11 @@ async def fetch(conn: asyncpg.Connection, sql: str, args: Sequence[Any], types: 
     # asyncpg reports a COPY to no query logger: say it, so a store span counts its
     # statement (the text with its $n, not the values).
     with conn._time_and_log(sql, (), None):
+        if guard is not None:
+            guard.sent = True
         await conn.copy_from_query(query, output=out)
+        if guard is not None:
+            guard.passed = True
     lines = b"".join(chunks).decode().split("\n")
     lines.pop()  # every row ends with a newline: what follows the last is no row
     rows = []

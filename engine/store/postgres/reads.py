@@ -33,6 +33,15 @@ _ANSWER_READS_TYPES = "iit" + "t" * 9 + "iftti" + "tf"
 resolution, owner and when it was owned)."""
 assert len(_ANSWER_READS_TYPES) == 3 + len(INTERRUPT_COLS.split(","))
 
+_INTERRUPT_TYPES = _ANSWER_READS_TYPES[3:]
+
+_LOOKUP_INTERRUPTS_SQL = (
+    f"SELECT {_cols('i', INTERRUPT_COLS)} FROM sessions s LEFT JOIN interrupts i"
+    " ON i.session_id = s.id AND i.interrupt_id = ANY($2::text[])"
+    " WHERE s.id = $1 ORDER BY i.raised_seq, i.invocation_id, i.interrupt_id"
+)
+"""The interrupts of the ids, and a row of NULLs (none) or nothing (no such session)."""
+
 _GET_SESSION_SQL = f"SELECT {_SESSION_COLS_PG} FROM sessions WHERE id = $1"
 
 
@@ -47,7 +56,7 @@ class _Reads(_Core):
                 raise SessionNotFoundError(session_id)
             return session_from_row(row)
 
-        return await self._run(fn)
+        return await self._run(fn, carries_check=True)
 
     async def list_sessions(
         self,
@@ -225,14 +234,14 @@ class _Reads(_Core):
         )
 
     async def lookup_interrupts(self, session_id: str, interrupt_ids: list[str]) -> list[InterruptRecord]:
-        return await self._session_rows(
-            f"SELECT {_cols('i', INTERRUPT_COLS)} FROM sessions s LEFT JOIN interrupts i"
-            " ON i.session_id = s.id AND i.interrupt_id = ANY($2::text[])"
-            " WHERE s.id = $1 ORDER BY i.raised_seq, i.invocation_id, i.interrupt_id",
-            session_id,
-            interrupt_from_row,
-            list(interrupt_ids),
-        )
+        async def fn(conn: asyncpg.Connection) -> list[InterruptRecord]:
+            # One round trip on a new connection too: an answer's checks read it before the turn.
+            rows = await onetrip.fetch(conn, _LOOKUP_INTERRUPTS_SQL, (session_id, list(interrupt_ids)), _INTERRUPT_TYPES)
+            if not rows:
+                raise SessionNotFoundError(session_id)
+            return [interrupt_from_row(r) for r in rows if r[0] is not None]
+
+        return await self._run(fn, carries_check=True)
 
     async def open_interrupts(
         self,
@@ -324,7 +333,7 @@ class _Reads(_Core):
                     events.append(StoredEvent(seq=r[1], session_id=session_id, event=parse_event(session_id, r[1], r[2])))
             return records, LoadedInvocation(inv, snap, events)
 
-        return await self._run(fn)
+        return await self._run(fn, carries_check=True)
 
     async def snapshot_and_events(
         self, session_id: str, invocation_id: str
