@@ -7,6 +7,7 @@ import contextlib
 import contextvars
 import json
 import logging
+import weakref
 from collections.abc import Awaitable, Callable, Generator
 from functools import partial
 from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
@@ -17,7 +18,7 @@ from pydantic import ValidationError
 from ... import telemetry
 from ...errors import HitlError, ReadOnlyError, SchemaUpgradeNeeded, SessionNotFoundError, StoreError
 from ..sql.prepared import Prepared
-from . import onetrip
+from . import onetrip, pooler
 from .errors import _CONNECTION_ERRORS, ConnectionLostError, _connect_error, _newer_schema_error, _translate
 from .listen import Listener
 from .schema import _LOCK_KEY, _MIGRATIONS, SCHEMA_VERSION
@@ -39,6 +40,10 @@ log = logging.getLogger(__name__)
 _SETTLING: contextvars.ContextVar[bool] = contextvars.ContextVar("hitl_pg_settling", default=False)
 """True in the task that checks (and creates or migrates) a deferred schema: its own
 units of work run unchecked."""
+
+
+_SET: weakref.WeakSet[asyncpg.Connection] = weakref.WeakSet()
+"""Behind a connection pooler: the connections that run with the store's settings."""
 
 
 class _SchemaNotChecked(Exception):
@@ -108,6 +113,8 @@ class _Core:
         self._connect_args: dict[str, Any] = {}
         self._schema_unchecked = False
         """Opened with the schema check deferred, and no unit of work has checked it yet."""
+        self._session_sets = ""
+        """Behind a connection pooler: the settings each new connection runs as ``SET`` statements."""
 
     if TYPE_CHECKING:  # the other mixins' reads (reads.py, leases.py): a write reads back after a lost connection
 
@@ -186,18 +193,22 @@ class _Core:
             settings["default_transaction_read_only"] = "on"
         if schema is not None:
             settings["search_path"] = schema
+        sets = ""
+        create = partial(
+            asyncpg.create_pool, dsn, password=password, min_size=min_size, max_size=max_size, reset=_keep_session
+        )
         try:
-            pool = await asyncpg.create_pool(
-                dsn,
-                password=password,
-                min_size=min_size,
-                max_size=max_size,
-                server_settings=settings,
-                reset=_keep_session,
-            )
+            try:
+                pool = await create(server_settings=settings)
+            except asyncpg.ProtocolViolationError as e:
+                if not pooler.refuses_settings(e):
+                    raise
+                settings, sets = pooler.split(settings)  # a pooler: the rest as SET statements
+                pool = await create(server_settings=settings)
         except (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
             raise _connect_error(e, where) from None
         store = cls(pool, url, schema, read_only=read_only, busy_timeout=busy_timeout)
+        store._session_sets = sets
         store._connect_args = {"dsn": dsn, "password": password, "server_settings": settings}
         if defer_schema_check and migrate:
             store._schema_unchecked = True
@@ -256,7 +267,7 @@ class _Core:
                 return False
             return bool(version == SCHEMA_VERSION)
 
-        return await self._run(fn)
+        return await self._run(fn, carries_check=True)
 
     async def _create_schema(self, schema: str) -> None:
         """``CREATE SCHEMA IF NOT EXISTS`` the URL's schema (a writer opening a new one)."""
@@ -366,8 +377,10 @@ class _Core:
                 raise StoreError(f"the store {self.url} is closed")
             try:
                 async with self._pool.acquire() as conn:
-                    if self._schema_unchecked and not _SETTLING.get():
-                        result = await self._first_use(conn, fn, carries_check)
+                    check = self._schema_unchecked and not _SETTLING.get()
+                    sets = self._session_sets if self._session_sets and conn._con not in _SET else None
+                    if check or sets:
+                        result = await self._first_use(conn, fn, carries_check, check, sets)
                     else:
                         result = await self._call(conn, fn)
                 if self._lost or _QuietFloor.failures != self._floor_seen:
@@ -417,24 +430,39 @@ class _Core:
             return await _counting(conn, counts, fn)
 
     async def _first_use(
-        self, conn: asyncpg.Connection, fn: Callable[[asyncpg.Connection], Awaitable[T]], carries_check: bool
+        self,
+        conn: asyncpg.Connection,
+        fn: Callable[[asyncpg.Connection], Awaitable[T]],
+        carries_check: bool,
+        check: bool,
+        sets: str | None,
     ) -> T:
-        """``fn`` on a store whose deferred schema check has not run: inside its
-        first statement when it ``carries_check``, else first, the slow way."""
+        """``fn`` where the deferred schema check has not run (``check``) or, behind a
+        pooler, on a connection without its settings (``sets``): both ride on its
+        first statement when it ``carries_check``; else they come first, each in a
+        round trip of its own."""
         if not carries_check:
-            raise _SchemaNotChecked
-        guard = onetrip.expect_schema(conn, SCHEMA_VERSION)
+            if sets:
+                await conn.execute(sets)
+                _SET.add(conn._con)
+            if check:
+                raise _SchemaNotChecked
+            return await self._call(conn, fn)
+        carried = onetrip.carry(conn, version=SCHEMA_VERSION if check else None, settings=sets)
         try:
             result = await self._call(conn, fn)
         except asyncpg.PostgresError as e:
-            if guard.sent and not guard.passed and _schema_refused(e):
+            if check and carried.sent and not carried.passed and _schema_refused(e):
                 raise _SchemaNotChecked from None  # refused before it read anything: judge the schema, redo fn
             raise
         finally:
-            onetrip.forget_guard(conn)
-            if guard.passed:
-                self._schema_unchecked = False
-        if not guard.sent:
+            onetrip.forget(conn)
+            if carried.passed:
+                if sets:
+                    _SET.add(conn._con)
+                if check:
+                    self._schema_unchecked = False
+        if not carried.sent:
             raise AssertionError("a unit of work said its first statement carries the schema check, and it did not")
         return result
 

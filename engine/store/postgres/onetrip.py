@@ -12,10 +12,12 @@ column. The statement runs in one implicit transaction, as an extended-protocol
 one does, and a server error arrives as the same ``asyncpg.PostgresError``.
 
 The first read of a store opened with its schema check deferred carries the
-check (:func:`expect_schema`): the statement is wrapped so that the server
-compares ``hitl_schema``'s version before it reads anything, and fails with
+check (:func:`carry`): the statement is wrapped so that the server compares
+``hitl_schema``'s version before it reads anything, and fails with
 :data:`SCHEMA_MARK` in its message (or on a missing table) when it differs --
-no round trip of its own for the check.
+no round trip of its own for the check. Behind a connection pooler that takes no
+session settings at the connection's start, a new connection's first read
+carries them too, as ``SET`` statements in front of it in the same message.
 
 That is for a statement's first use on a connection: from its second, the
 connection prepares it as usual (one more round trip, once) and runs it with
@@ -87,35 +89,42 @@ def _field(raw: str) -> str | None:
 _USED: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
 """The statements each connection has run once (the next use prepares them)."""
 
-class SchemaGuard:
-    """A schema check riding on a connection's next statement here."""
+class Carried:
+    """What rides on a connection's next statement here: a schema check, and the
+    session settings a connection pooler would not take at the connection's start."""
 
-    def __init__(self, version: int) -> None:
+    def __init__(self, version: int | None, settings: str | None) -> None:
         self.version = version
+        """The schema version to check (None: no check)."""
+        self.settings = settings
+        """``SET ...;`` statements to run first, in the same message (None: none)."""
         self.sent = False
-        """The statement carrying it went to the server."""
+        """The statement carrying them went to the server."""
         self.passed = False
-        """It came back without an error: the store's schema is ``version``."""
+        """It came back without an error: the schema is ``version``, the settings hold."""
 
 
-_GUARDS: weakref.WeakKeyDictionary[Any, SchemaGuard] = weakref.WeakKeyDictionary()
-"""Connections whose next statement here carries the schema check."""
+_CARRIED: weakref.WeakKeyDictionary[Any, Carried] = weakref.WeakKeyDictionary()
+"""Connections whose next statement here carries something (:func:`carry`)."""
 
 SCHEMA_MARK = "hitl-console schema version "
 """In the error of a read whose schema check failed (the text the server could not
 read as an integer: the mark and the version found)."""
 
 
-def expect_schema(conn: asyncpg.Connection, version: int) -> SchemaGuard:
-    """Make ``conn``'s next statement here check that the store's schema is ``version``
-    before it reads (it must be a plain SELECT: the check wraps it as a subquery)."""
-    guard = _GUARDS[getattr(conn, "_con", None) or conn] = SchemaGuard(version)
-    return guard
+def carry(conn: asyncpg.Connection, *, version: int | None, settings: str | None) -> Carried:
+    """Make ``conn``'s next statement here check that the store's schema is
+    ``version`` before it reads (it must then be a plain SELECT: the check wraps
+    it as a subquery), and run ``settings`` first in the same message (they are
+    undone with it when it fails: the statements of one message are one
+    transaction)."""
+    carried = _CARRIED[getattr(conn, "_con", None) or conn] = Carried(version, settings)
+    return carried
 
 
-def forget_guard(conn: asyncpg.Connection) -> None:
-    """Drop a check :func:`expect_schema` asked for and no statement carried."""
-    _GUARDS.pop(getattr(conn, "_con", None) or conn, None)
+def forget(conn: asyncpg.Connection) -> None:
+    """Drop what :func:`carry` asked for and no statement carried."""
+    _CARRIED.pop(getattr(conn, "_con", None) or conn, None)
 
 
 def _guarded(sql: str, version: int) -> str:
@@ -140,11 +149,12 @@ async def fetch(conn: asyncpg.Connection, sql: str, args: Sequence[Any], types: 
     after that, prepared (asyncpg's codecs, the same Python types)."""
     raw = getattr(conn, "_con", None) or conn  # a pool's proxy: the connection it lends
     seen = _USED.setdefault(raw, set())
-    guard = _GUARDS.pop(raw, None)
-    if guard is None and sql in seen:
+    carried = _CARRIED.pop(raw, None)
+    if carried is None and sql in seen:
         return [tuple(r) for r in await conn.fetch(sql, *args)]
     seen.add(sql)
-    query = inline(sql if guard is None else _guarded(sql, guard.version), args)
+    query = inline(sql if carried is None or carried.version is None else _guarded(sql, carried.version), args)
+    statement = f"{carried.settings if carried and carried.settings else ''}COPY ({query}) TO STDOUT"
     chunks: list[bytes] = []
 
     async def out(data: bytes) -> None:
@@ -153,11 +163,11 @@ async def fetch(conn: asyncpg.Connection, sql: str, args: Sequence[Any], types: 
     # asyncpg reports a COPY to no query logger: say it, so a store span counts its
     # statement (the text with its $n, not the values).
     with conn._time_and_log(sql, (), None):
-        if guard is not None:
-            guard.sent = True
-        await conn.copy_from_query(query, output=out)
-        if guard is not None:
-            guard.passed = True
+        if carried is not None:
+            carried.sent = True
+        await conn._copy_out(statement, out, None)
+        if carried is not None:
+            carried.passed = True
     lines = b"".join(chunks).decode().split("\n")
     lines.pop()  # every row ends with a newline: what follows the last is no row
     rows = []
