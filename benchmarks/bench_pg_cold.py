@@ -3,7 +3,7 @@ checkpointer, in one run on one server (issue 38).
 
     source scripts/services/postgres.sh      # or HITL_BENCH_PG_URL=postgresql://...
     python benchmarks/bench_pg_cold.py [--reps 9] [--sizes 100,10000] \\
-        [--langgraph-python /tmp/lgpg/bin/python] [--before /tmp/before]
+        [--langgraph-python /tmp/lgpg/bin/python] [--before /tmp/before] [--pooler]
 
 Every ``hitl resume`` or ``hitl start`` against PostgreSQL is the first turn of a
 new process on a new connection, whose statements are not prepared yet: that is
@@ -28,7 +28,23 @@ trips, CPU (the client's and the server backend's, when the server runs on this
 machine), and the profile of our cold turn -- the backend's CPU per round trip:
 its start with the schema check (``open``), then each statement. Numbers are
 reported, never asserted -- the round-trip counts, deterministic, are asserted
-by tests/reliability/test_postgres_batch.py.
+by tests/reliability/test_postgres_batch.py and test_postgres_deferred_check.py.
+Our child opens the store as ``hitl resume`` and ``hitl start`` do (the schema
+check deferred to the turn's first read, where the tree has that option).
+
+``--pooler``: how teams run PostgreSQL. PgBouncer (``apt-get install pgbouncer``;
+the benchmark's own, never a test's) is started in session mode in front of the
+same server (its Unix socket, as scripts/services/postgres.sh starts it), and
+every measurement is also made through it -- ours and LangGraph's -- as columns
+beside the direct ones. Through a pooler the server backend is a pooled one,
+warm from earlier clients (PgBouncer resets its session state between them), and
+its pid is not the client's to see, so no server CPU is given. LangGraph's
+schema travels as an ``options`` startup parameter, which PgBouncer refuses: its
+pooled runs use the default schema of a database of their own, a thread per
+measurement. The ``--before`` tree is tried through the pooler once, and its
+answer printed. LangGraph's round trips are counted in one extra run per shape
+and route under strace (its sends on the socket, the closing Terminate not
+counted), when strace is installed.
 """
 
 from __future__ import annotations
@@ -39,14 +55,18 @@ import importlib
 import json
 import os
 import re
+import shutil
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 ROOT = Path(os.environ.get("HITL_BENCH_ROOT") or Path(__file__).resolve().parents[1])
 """The tree whose ``engine`` is measured (``--before`` runs children on another)."""
@@ -102,6 +122,7 @@ async def build_ours(url: str, n_events: int, tmp: Path) -> None:
 
 async def child_ours(kind: str, url: str) -> dict[str, Any]:
     import asyncio.selector_events
+    import inspect
 
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(HERE))
@@ -110,6 +131,10 @@ async def child_ours(kind: str, url: str) -> dict[str, Any]:
 
     from engine import START, Content, Runner, Workflow
     from engine.store import open_store
+    from engine.store.postgres import PostgresStore
+
+    # As `hitl resume` / `hitl start` open it, in a tree that has the option.
+    turn = {"defer_schema_check": True} if "defer_schema_check" in inspect.signature(PostgresStore.open).parameters else {}
 
     sent = [0]
     backend: list[int] = []
@@ -134,10 +159,11 @@ async def child_ours(kind: str, url: str) -> dict[str, Any]:
     await peek.close()
     before = sent[0]
     t, cpu = time.perf_counter(), time.process_time()
-    store = await open_store(url, inline=True)
+    store = await open_store(url, inline=True, **turn)
     opened = sent[0] - before
-    backend.append(_server_pid(store))
-    marks.append(("open", backend_cpu_ms(backend[0])))  # the backend's start and the schema check
+    if not os.environ.get("BENCH_NO_SERVER_CPU"):  # behind a pooler the pid is not the server's
+        backend.append(_server_pid(store))
+    marks.append(("open", backend_cpu_ms(backend[0]) if backend else None))  # the backend's start (and the schema check)
     runner = Runner("bench", workflow, store)
     if kind == "resume":
         async for _ in runner.run("u", "big", Content.from_responses({iid: True})):
@@ -148,7 +174,7 @@ async def child_ours(kind: str, url: str) -> dict[str, Any]:
     ms = (time.perf_counter() - t) * 1e3
     cpu_ms = (time.process_time() - cpu) * 1e3
     trips = sent[0] - before
-    server = backend_cpu_ms(backend[0])  # after the clock: the backend that served the turn
+    server = backend_cpu_ms(backend[0]) if backend else None  # after the clock: the backend that served the turn
     marks.append(("", server))
     steps = None
     if all(cpu is not None for _, cpu in marks):
@@ -186,6 +212,83 @@ def _open_trips(results: list[dict[str, Any]]) -> str:
     return f"{statistics.median(r['open'] for r in results):.0f}"
 
 
+def start_pgbouncer(base: str) -> tuple[str, Callable[[], None]]:
+    """PgBouncer in session mode in front of ``base``'s server (a Unix socket);
+    the URL through it (without a schema) and how to stop it."""
+    exe = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
+    if not os.path.exists(exe):
+        sys.exit("--pooler needs pgbouncer (apt-get install -y pgbouncer)")
+    parts = urlsplit(base)
+    query = dict(parse_qsl(parts.query))
+    host = query.get("host") or parts.hostname or "/var/run/postgresql"
+    port = query.get("port") or parts.port or 5432
+    user = parts.username or os.environ.get("USER", "postgres")
+    d = Path(tempfile.mkdtemp(prefix="bench-pgbouncer-"))
+    d.chmod(0o755)
+    (d / "userlist.txt").write_text(f'"{user}" ""\n')
+    ini = d / "pgbouncer.ini"
+    ini.write_text(
+        f"[databases]\n* = host={host} port={port}\n[pgbouncer]\nlisten_addr =\nlisten_port = 6432\n"
+        f"unix_socket_dir = {d}\nauth_type = trust\nauth_file = {d}/userlist.txt\npool_mode = session\n"
+        f"max_client_conn = 100\ndefault_pool_size = 10\nlogfile = {d}/pgbouncer.log\npidfile = {d}/pgbouncer.pid\n"
+    )
+    cmd = [exe, "-d", str(ini)]
+    if os.geteuid() == 0:  # PgBouncer refuses to run as root
+        shutil.chown(d, "postgres")
+        for f in d.iterdir():
+            shutil.chown(f, "postgres")
+        cmd = ["runuser", "-u", "postgres", "--", *cmd]
+    subprocess.run(cmd, check=True)
+    for _ in range(100):
+        if (d / ".s.PGSQL.6432").exists() and (d / "pgbouncer.pid").exists():
+            break
+        time.sleep(0.05)
+    else:
+        sys.exit(f"pgbouncer did not start: {(d / 'pgbouncer.log').read_text()[-500:]}")
+    pid = int((d / "pgbouncer.pid").read_text())
+
+    def stop() -> None:
+        os.kill(pid, signal.SIGTERM)
+        for _ in range(100):
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.05)
+        shutil.rmtree(d, ignore_errors=True)
+
+    return f"postgresql://{user}@{parts.path}?host={d}&port=6432", stop
+
+
+def _database(base: str, name: str, drop: bool = False) -> str:
+    """``base`` naming the database ``name``, created (or dropped) on its server."""
+    import asyncpg
+
+    async def run() -> None:
+        dsn, _, q = base.partition("?")
+        conn = await asyncpg.connect(dsn + ("?" + q if q else ""))
+        try:
+            await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)' if drop else f'CREATE DATABASE "{name}"')
+        finally:
+            await conn.close()
+
+    asyncio.run(run())
+    parts = urlsplit(base)
+    return base.replace(parts.path, f"/{name}", 1) if parts.path else base
+
+
+def _lg_trips(argv: list[str]) -> int | None:
+    """The messages a LangGraph child sends the server (its socket sends, less the
+    Terminate at the end), under strace; None without strace."""
+    if not shutil.which("strace"):
+        return None
+    with tempfile.NamedTemporaryFile(prefix="bench-lg-strace-", suffix=".txt") as f:
+        subprocess.run(["strace", "-f", "-qq", "-e", "trace=sendto", "-s", "6", "-o", f.name, *argv],
+                       capture_output=True, check=True)
+        lines = [x for x in Path(f.name).read_text().splitlines() if "sendto(" in x]
+    return sum(1 for x in lines if '"X\\0\\0\\0\\4"' not in x)
+
+
 def _child(argv: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
     out = subprocess.run(argv, capture_output=True, text=True, check=False, env=env)
     if out.returncode != 0:
@@ -199,6 +302,7 @@ def main() -> int:
     ap.add_argument("--sizes", default="100,10000", help="events (ours) / rows (LangGraph) of history")
     ap.add_argument("--langgraph-python", help="a venv's python with langgraph-checkpoint-postgres")
     ap.add_argument("--before", help="another checkout of this project, measured as a column of its own")
+    ap.add_argument("--pooler", action="store_true", help="also through PgBouncer (session mode) on the same server")
     ns = ap.parse_args()
     base = pg_base()
     sizes = [int(x) for x in ns.sizes.split(",")]
@@ -209,51 +313,55 @@ def main() -> int:
     shapes: list[tuple[str, str, int]] = [(f"resume, {n:,} events of history", "resume", n) for n in sizes]
     shapes.append(("fresh run to first interrupt", "fresh", 0))
     results: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    lg_trips: dict[tuple[str, str], int | None] = {}
+    stops: list[Callable[[], None]] = []
+    # route -> (our base URL, LangGraph's base URL, its schema or "-")
+    routes: dict[str, tuple[str, str, bool]] = {"": (base, base, True)}
+    before_pooled = None
     load = os.getloadavg()[0]
-    with tempfile.TemporaryDirectory(prefix="bench-pg-cold-") as d:
-        tmp = Path(d)
-        for rep in range(ns.reps):
-            print(f"repetition {rep + 1}/{ns.reps}", file=sys.stderr, flush=True)
-            for label, kind, n in shapes:
-                for name, tree in trees.items():
-                    env = {**os.environ, "PYTHONPATH": tree, "HITL_BENCH_ROOT": tree}
-                    url = with_schema(base, f"b_{kind}_{uuid.uuid4().hex[:10]}")
-                    _child([sys.executable, __file__, "--build", str(n), url, str(tmp)], env)
-                    results.setdefault((label, name), []).append(
-                        _child([sys.executable, __file__, "--child", kind, url], env)
-                    )
-                if lg:
-                    lg_schema = f"lg_{kind}_{uuid.uuid4().hex[:10]}"
-                    if kind == "resume":
-                        _child([lg, str(HERE / "bench_langgraph_pg.py"), "build", base, lg_schema, str(n)])
-                    else:
-                        _child([lg, str(HERE / "bench_langgraph_pg.py"), "build", base, lg_schema, "0"])
-                    results.setdefault((label, "lg"), []).append(
-                        _child([lg, str(HERE / "bench_langgraph_pg.py"), "child", kind, base, lg_schema])
-                    )
+    try:
+        if ns.pooler:
+            pooled, stop = start_pgbouncer(base)
+            stops.append(stop)
+            lg_db = f"bench_lg_pool_{uuid.uuid4().hex[:8]}"
+            lg_pooled = _database(pooled, lg_db)
+            stops.append(lambda: _database(base, lg_db, drop=True))
+            routes[" pooled"] = (pooled, lg_pooled, False)
+        with tempfile.TemporaryDirectory(prefix="bench-pg-cold-") as d:
+            tmp = Path(d)
+            if ns.pooler and ns.before:
+                before_pooled = _try_before_pooled(trees["before"], routes[" pooled"][0], tmp)
+            for rep in range(ns.reps):
+                print(f"repetition {rep + 1}/{ns.reps}", file=sys.stderr, flush=True)
+                for label, kind, n in shapes:
+                    for route, (ours_base, lg_base, lg_schemas) in routes.items():
+                        for name, tree in trees.items():
+                            if route and name != "ours":
+                                continue  # the before tree cannot connect through the pooler
+                            env = {**os.environ, "PYTHONPATH": tree, "HITL_BENCH_ROOT": tree}
+                            if route:
+                                env["BENCH_NO_SERVER_CPU"] = "1"
+                            url = with_schema(ours_base, f"b_{kind}_{uuid.uuid4().hex[:10]}")
+                            _child([sys.executable, __file__, "--build", str(n), url, str(tmp)], env)
+                            results.setdefault((label, name + route), []).append(
+                                _child([sys.executable, __file__, "--child", kind, url], env)
+                            )
+                        if lg:
+                            results.setdefault((label, "lg" + route), []).append(
+                                _lg_once(lg, kind, n, lg_base, lg_schemas, route, count=False)
+                            )
+                            if rep == 0:
+                                lg_trips[(label, "lg" + route)] = _lg_once(lg, kind, n, lg_base, lg_schemas, route,
+                                                                           count=True)["trips"]
+    finally:
+        for stop in stops:  # the pooler, then LangGraph's database behind it
+            stop()
     print(f"load average (1 min) {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end; "
           f"{ns.reps} interleaved repetitions, a fresh process and schema each")
-    head: tuple[str, ...] = ("cold process: open + operation", "ours (PostgresStore)", "round trips: open + turn")
-    if ns.before:
-        head += ("before (--before)", "round trips: open + turn")
-    head += ("LangGraph (AsyncPostgresSaver)", "LG / ours")
-    rows = []
-    for label, _, _ in shapes:
-        cells: list[str] = []
-        for name in trees:
-            ours = results[(label, name)]
-            o = [r["ms"] for r in ours]
-            cells.append(f"{statistics.median(o):.1f} ms [{min(o):.1f}-{max(o):.1f}]")
-            cells.append(f"{_open_trips(ours)} + {statistics.median(r['trips'] - r['open'] for r in ours):.0f}")
-        o = [r["ms"] for r in results[(label, "ours")]]
-        if lg:
-            g = [r["ms"] for r in results[(label, "lg")]]
-            lcell = f"{statistics.median(g):.1f} ms [{min(g):.1f}-{max(g):.1f}]"
-            ratio = f"{statistics.median(g) / statistics.median(o):.2f}x"
-        else:
-            lcell, ratio = "-", "-"
-        rows.append((label, *cells, lcell, ratio))
-    _table(head, rows)
+    if before_pooled is not None:
+        print(f"the --before tree through PgBouncer: {before_pooled}")
+    for route in routes:
+        _wall_table(shapes, results, lg_trips, [n for n in trees if not route or n == "ours"], route, bool(lg))
     # CPU: what load from elsewhere disturbs least. The client process's, and the
     # server backend's that served it (its whole life: startup and statements).
     names = [*trees, *(["lg"] if lg else [])]
@@ -279,6 +387,61 @@ def main() -> int:
     print()
     _profile(shapes, results, list(trees))
     return 0
+
+
+def _lg_once(lg: str, kind: str, n: int, lg_base: str, own_schemas: bool, route: str, *, count: bool) -> dict[str, Any]:
+    """One LangGraph measurement on a state built for it (a schema of its own, or
+    through the pooler a thread of its own); with ``count``, its round trips instead."""
+    tag = uuid.uuid4().hex[:10]
+    schema, thread = (f"lg_{kind}_{tag}", "big") if own_schemas else ("-", f"t{tag}")
+    script = str(HERE / "bench_langgraph_pg.py")
+    _child([lg, script, "build", lg_base, schema, str(n if kind == "resume" else 0), thread])
+    argv = [lg, script, "child", kind, lg_base, schema, thread]
+    env = {**os.environ, **({"BENCH_NO_SERVER_CPU": "1"} if route else {})}
+    if count:
+        return {"trips": _lg_trips(argv)}
+    return _child(argv, env)
+
+
+def _try_before_pooled(tree: str, pooled: str, tmp: Path) -> str:
+    """What the ``--before`` tree says when it opens a store through the pooler."""
+    env = {**os.environ, "PYTHONPATH": tree, "HITL_BENCH_ROOT": tree}
+    url = with_schema(pooled, f"b_try_{uuid.uuid4().hex[:10]}")
+    out = subprocess.run([sys.executable, __file__, "--build", "0", url, str(tmp)], capture_output=True, text=True,
+                         check=False, env=env)
+    if out.returncode == 0:
+        return "works"
+    return (out.stderr.strip().splitlines() or ["failed"])[-1][:300]
+
+
+def _wall_table(shapes: list[tuple[str, str, int]], results: dict[tuple[str, str], list[dict[str, Any]]],
+                lg_trips: dict[tuple[str, str], int | None], names: list[str], route: str, lg: bool) -> None:
+    """Wall time [min-max] and round trips (open + turn, the open counting the
+    connection's startup) of each column, and LangGraph's over ours."""
+    where = "through PgBouncer (session mode)" if route else "direct"
+    head: tuple[str, ...] = (f"cold process: open + operation, {where}",)
+    title = {"ours": "ours (PostgresStore)", "before": "before (--before)"}
+    for name in names:
+        head += (title[name], "round trips: open + turn")
+    if lg:
+        head += ("LangGraph (AsyncPostgresSaver)", "round trips", "LG / ours")
+    rows = []
+    for label, _, _ in shapes:
+        cells: list[str] = []
+        for name in names:
+            ours = results[(label, name + route)]
+            o = [r["ms"] for r in ours]
+            cells.append(f"{statistics.median(o):.1f} ms [{min(o):.1f}-{max(o):.1f}]")
+            cells.append(f"{_open_trips(ours)} + {statistics.median(r['trips'] - r['open'] for r in ours):.0f}")
+        if lg:
+            o = [r["ms"] for r in results[(label, "ours" + route)]]
+            g = [r["ms"] for r in results[(label, "lg" + route)]]
+            trips = lg_trips.get((label, "lg" + route))
+            cells += [f"{statistics.median(g):.1f} ms [{min(g):.1f}-{max(g):.1f}]", "-" if trips is None else str(trips),
+                      f"{statistics.median(g) / statistics.median(o):.2f}x"]
+        rows.append((label, *cells))
+    print()
+    _table(head, rows)
 
 
 def _profile(shapes: list[tuple[str, str, int]], results: dict[tuple[str, str], list[dict[str, Any]]],
