@@ -35,6 +35,19 @@ async def _waiting(url: str, sid: str = "s") -> str:
         return (await store.open_interrupts(session_id=sid, limit=1)).items[0].interrupt_id
 
 
+async def cold_resume_trips(url: str, sent: list[int]) -> tuple[int, int]:  # noqa: F811
+    """(messages the open sent, messages the turn sent) of a new store of ``url``
+    opened as ``hitl resume`` opens it, answering SIMPLE's interrupt."""
+    iid = await _waiting(url)
+    before = sent[0]
+    async with PostgresStore.open(url, defer_schema_check=True) as store:
+        opened = sent[0] - before
+        events = [e async for e in Runner("app", SIMPLE, store).run("u", "s", Content.from_responses({iid: True}))]
+        turn = sent[0] - before - opened
+        assert any(e.node_info and e.node_info.path.endswith("/after@1") for e in events)
+    return opened, turn
+
+
 async def _set_version(url: str, version: int) -> None:
     async with PostgresStore.open(url, migrate=False) as store:
         assert store._pool is not None
@@ -47,13 +60,7 @@ async def test_a_cold_resume_is_three_round_trips_and_a_fresh_run_four_with_the_
     included: the connection's startup, then the turn's own round trips -- the
     schema check rides on its first read."""
     url = pg_fresh_url()
-    iid = await _waiting(url)
-    before = sent[0]
-    async with PostgresStore.open(url, defer_schema_check=True) as store:
-        opened = sent[0] - before
-        events = [e async for e in Runner("app", SIMPLE, store).run("u", "s", Content.from_responses({iid: True}))]
-        resume = sent[0] - before - opened
-        assert any(e.node_info and e.node_info.path.endswith("/after@1") for e in events)
+    opened, resume = await cold_resume_trips(url, sent)
     assert opened == 1, opened  # the startup message: no schema check of its own
     assert resume == 3, resume  # the interrupts with the invocation (and the check), the first and last write
     for workflow, expected in ((ONE_NODE, 3), (SIMPLE, 4)):

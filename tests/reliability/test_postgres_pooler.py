@@ -23,6 +23,7 @@ from tests.contract.builders import pg_fresh_url, user_msg
 from tests.engine.test_turn_cost import SIMPLE
 
 from .test_postgres_batch import sent  # noqa: F401 -- fixture
+from .test_postgres_deferred_check import _set_version, _waiting, cold_resume_trips
 
 
 @pytest.fixture
@@ -78,17 +79,7 @@ async def test_a_cold_turn_behind_a_pooler_carries_the_settings_and_the_check_on
     """No round trip for the settings nor for the schema check: the connection's
     startup (the refused attempt sends nothing here; PgBouncer answers it: one
     more), then the turn's three."""
-    url = pg_fresh_url()
-    async with PostgresStore.open(url) as setup:
-        async for _ in Runner("app", SIMPLE, setup).run("u", "s", Content.from_text("go")):
-            pass
-        iid = (await setup.open_interrupts(session_id="s", limit=1)).items[0].interrupt_id
-    before = sent[0]
-    async with PostgresStore.open(url, defer_schema_check=True) as store:
-        opened = sent[0] - before
-        events = [e async for e in Runner("app", SIMPLE, store).run("u", "s", Content.from_responses({iid: True}))]
-        turn = sent[0] - before - opened
-        assert any(e.node_info and e.node_info.path.endswith("/after@1") for e in events)
+    opened, turn = await cold_resume_trips(pg_fresh_url(), sent)
     assert (opened, turn) == (1, 3)
 
 
@@ -99,13 +90,8 @@ async def test_settings_undone_with_a_refused_first_read_are_given_again(refused
     schema, and the turn goes on there."""
     url = pg_fresh_url()
     schema = url.rsplit("schema=", 1)[1]
-    async with PostgresStore.open(url) as setup:
-        async for _ in Runner("app", SIMPLE, setup).run("u", "s", Content.from_text("go")):
-            pass
-        iid = (await setup.open_interrupts(session_id="s", limit=1)).items[0].interrupt_id
-        assert setup._pool is not None
-        async with setup._pool.acquire() as conn:
-            await conn.execute("UPDATE hitl_schema SET version = $1", SCHEMA_VERSION - 1)
+    iid = await _waiting(url)
+    await _set_version(url, SCHEMA_VERSION - 1)
     async with PostgresStore.open(url, defer_schema_check=True, max_size=1) as store:
         async for _ in Runner("app", SIMPLE, store).run("u", "s", Content.from_responses({iid: True})):
             pass
