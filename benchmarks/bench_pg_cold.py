@@ -41,8 +41,8 @@ warm from earlier clients (PgBouncer resets its session state between them), and
 its pid is not the client's to see, so no server CPU is given. LangGraph's
 schema travels as an ``options`` startup parameter, which PgBouncer refuses: its
 pooled runs use the default schema of a database of their own, a thread per
-measurement. The ``--before`` tree is tried through the pooler once, and its
-answer printed. LangGraph's round trips are counted in one extra run per shape
+measurement. Our URL says ``pooler=session``, as a team's would. The
+``--before`` tree is tried through the pooler once, and its answer printed. LangGraph's round trips are counted in one extra run per shape
 and route under strace (its sends on the socket, the closing Terminate not
 counted), when strace is installed.
 """
@@ -326,11 +326,12 @@ def main() -> int:
             lg_db = f"bench_lg_pool_{uuid.uuid4().hex[:8]}"
             lg_pooled = _database(pooled, lg_db)
             stops.append(lambda: _database(base, lg_db, drop=True))
-            routes[" pooled"] = (pooled, lg_pooled, False)
+            # ours told by the URL that a pooler is there (no refused first connection)
+            routes[" pooled"] = (pooled + "&pooler=session", lg_pooled, False)
         with tempfile.TemporaryDirectory(prefix="bench-pg-cold-") as d:
             tmp = Path(d)
             if ns.pooler and ns.before:
-                before_pooled = _try_before_pooled(trees["before"], routes[" pooled"][0], tmp)
+                before_pooled = _try_before_pooled(trees["before"], pooled, tmp)
             for rep in range(ns.reps):
                 print(f"repetition {rep + 1}/{ns.reps}", file=sys.stderr, flush=True)
                 for label, kind, n in shapes:

@@ -16,7 +16,7 @@ import asyncpg
 import pytest
 
 from engine import Runner
-from engine.errors import ReadOnlyError
+from engine.errors import ReadOnlyError, StoreError
 from engine.models import Content
 from engine.store.postgres import SCHEMA_VERSION, PostgresStore, pooler
 from tests.contract.builders import pg_fresh_url, user_msg
@@ -115,3 +115,25 @@ async def test_notifications_arrive_behind_a_pooler(refused: list[str]) -> None:
             assert ("s1", stored.seq) in seen
         finally:
             await listener.close()
+
+
+async def test_pooler_session_in_the_url_sends_the_settings_as_sets_from_the_first_connection(
+    refused: list[str],
+) -> None:
+    """No refused first connection to learn it from (over a network, a TCP and
+    TLS handshake saved per process)."""
+    url = pg_fresh_url() + "&pooler=session"
+    schema = url.split("schema=", 1)[1].split("&", 1)[0]
+    async with PostgresStore.open(url) as store:
+        async for _ in Runner("app", SIMPLE, store).run("u", "s", Content.from_text("go")):
+            pass
+        assert (await _settings(store))[0] == schema
+    assert refused == []
+    assert "pooler=session" in store.url  # what messages name is the URL as given (password masked)
+
+
+@pytest.mark.parametrize("mode", ["transaction", "statement", ""])
+async def test_a_pooler_mode_other_than_session_is_refused_with_one_line(mode: str) -> None:
+    with pytest.raises(StoreError, match=f"pooler='{mode}' in the store URL: .* session mode only") as e:
+        await PostgresStore.open(pg_fresh_url() + f"&pooler={mode}")
+    assert "\n" not in str(e.value)

@@ -23,7 +23,7 @@ from .errors import _CONNECTION_ERRORS, ConnectionLostError, _connect_error, _ne
 from .listen import Listener
 from .schema import _LOCK_KEY, _MIGRATIONS, SCHEMA_VERSION
 from .statements import _keep_session, _seq_of_event
-from .urls import _split_schema, mask_url
+from .urls import mask_url, split_ours
 
 if TYPE_CHECKING:
     from ...models import Session
@@ -181,7 +181,7 @@ class _Core:
         password: str | None = None,
         defer_schema_check: bool = False,
     ) -> Self:
-        dsn, schema = _split_schema(url)
+        dsn, schema, behind = split_ours(url)
         where = mask_url(url)
         settings = {"lock_timeout": str(int(busy_timeout * 1000)), "application_name": "hitl-console"}
         # Every double read back as text (onetrip.py) is the same double, whatever a
@@ -194,6 +194,8 @@ class _Core:
         if schema is not None:
             settings["search_path"] = schema
         sets = ""
+        if behind is not None:  # pooler=session: no refused first connection to learn it from
+            settings, sets = pooler.split(settings)
         create = partial(
             asyncpg.create_pool, dsn, password=password, min_size=min_size, max_size=max_size, reset=_keep_session
         )

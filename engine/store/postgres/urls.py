@@ -34,17 +34,33 @@ def mask_url(url: str) -> str:
 
 
 def _split_schema(url: str) -> tuple[str, str | None]:
-    """The URL without our own ``schema=`` parameter, and that schema."""
+    """The URL without our own ``schema=`` (and ``pooler=``) parameters, and that schema."""
+    dsn, schema, _ = split_ours(url)
+    return dsn, schema
+
+
+def split_ours(url: str) -> tuple[str, str | None, str | None]:
+    """The URL without our own parameters, the ``schema=`` and the ``pooler=`` it gave.
+    ``pooler=session`` says a connection pooler in session mode is in front of the
+    server (the store then sends its settings as SET statements at once, instead
+    of learning it from a refused first connection); other modes are refused."""
     parts = urlsplit(url)
     pairs = parse_qsl(parts.query, keep_blank_values=True)
-    schema = None
+    schema = pooler = None
     kept = []
     for k, v in pairs:
         if k == "schema":
             schema = v
+        elif k == "pooler":
+            pooler = v
         else:
             kept.append((k, v))
     if schema is not None and not _SCHEMA_NAME.match(schema):
         raise StoreError(f"invalid schema name {schema!r} in the store URL (lower-case letters, digits and _ only)")
+    if pooler is not None and pooler != "session":
+        raise StoreError(
+            f"pooler={pooler!r} in the store URL: hitl-console works behind a connection pooler in session mode "
+            "only (pooler=session); transaction mode breaks its prepared statements, settings and LISTEN"
+        )
     query = urlencode(kept, safe="/:")
-    return urlunsplit((parts.scheme, parts.netloc, parts.path, query, parts.fragment)), schema
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, query, parts.fragment)), schema, pooler
