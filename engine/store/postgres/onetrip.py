@@ -89,6 +89,7 @@ def _field(raw: str) -> str | None:
 _USED: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
 """The statements each connection has run once (the next use prepares them)."""
 
+
 class Carried:
     """What rides on a connection's next statement here: a schema check, and the
     session settings a connection pooler would not take at the connection's start."""
@@ -131,7 +132,8 @@ def _guarded(sql: str, version: int) -> str:
     # A condition without a column of the query is a one-time filter: the server
     # evaluates it, and its subquery on hitl_schema, before it runs the query.
     # A version other than ``version`` (none: 0) casts the mark to an integer,
-    # which fails with the mark and the version in the message.
+    # which fails with the mark and the version in the message. The rows keep the
+    # read's ORDER BY: the filter above it scans the subquery as it comes.
     found = "coalesce(max(version), 0)"
     return (
         f"SELECT * FROM ({sql}) hitl_q WHERE (SELECT CASE WHEN {found} = {int(version)} THEN true"
