@@ -67,7 +67,14 @@ Round trips
     Every store call is one statement, hence one round trip: no BEGIN/COMMIT
     around a single atomic statement, reads that find nothing tell a missing
     session from the same statement (LEFT JOIN from the session row), and the
-    pool does not reset connections on release (:func:`_keep_session`).
+    pool does not reset connections on release (:func:`_keep_session`). A
+    process that opens the store for one turn (``hitl resume``, ``hitl
+    start``: ``defer_schema_check``) sends no schema check of its own: the
+    turn's first read carries it (:mod:`.onetrip`).
+
+Connection poolers
+    Session mode only (:mod:`.pooler`): the settings PgBouncer refuses at a
+    connection's start ride on the connection's first read as SET statements.
 
 All SQL of this backend lives in this package.
 """

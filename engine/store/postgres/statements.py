@@ -179,5 +179,6 @@ async def _keep_session(_conn: asyncpg.Connection) -> None:
     """The pool's reset on release: nothing. asyncpg's default sends ``RESET ALL;
     UNLISTEN *; CLOSE ALL; ...`` on every release -- one more round trip per store
     call -- to undo session state this store never creates (its settings are
-    connection parameters, its locks transaction-scoped, LISTEN has its own
-    connection). A transaction left open is still rolled back by the pool."""
+    connection parameters, or behind a pooler set once for the connection's life;
+    its locks transaction-scoped, LISTEN has its own connection). A transaction
+    left open is still rolled back by the pool."""
