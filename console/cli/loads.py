@@ -51,11 +51,13 @@ async def session_projection(
     proj, seq = Projection(), 0
     apply = proj.apply
     if (rows := capability(store, EventRows)) is not None:  # the stored text, parsed here: no StoredEvent per event
-        parse = _event_parser()
+        from engine.models import Event
+
+        validate = Event.__pydantic_validator__.validate_json  # (_event_parser's, called without its partial's layer)
         while page := await rows.event_rows(session_id, after_seq=seq, limit=EVENTS_PAGE):
             for seq, raw in page:  # (a page at a time: no generator step per event)
                 try:
-                    event = parse(raw)
+                    event = validate(raw, strict=True)
                 except ValueError:  # pydantic's ValidationError too: the store says what is wrong
                     event = await reread(store, session_id, seq)
                 apply(event, seq)
