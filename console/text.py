@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -167,9 +168,32 @@ def short(
     return text if len(text) <= width else text[: max(width - len(ellipsis), 0)] + ellipsis
 
 
-_DISPLAY_JSON = json.JSONEncoder(default=repr, ensure_ascii=False).encode
-"""``json.dumps(value, ensure_ascii=False, default=repr)`` without building an
-encoder per call (:func:`short` of every output of a long read)."""
+_DISPLAY_ENCODER = json.JSONEncoder(default=repr, ensure_ascii=False)
+_display_local = threading.local()
+
+
+def _display_json(value: Any) -> str:
+    """``json.dumps(value, ensure_ascii=False, default=repr)``. :func:`short` asks it
+    for every output of a long read, and ``JSONEncoder.encode`` builds its C
+    encoder again on every call (half its time on a small value): each thread
+    keeps one here, with the dict of containers being encoded that detects
+    circular values, emptied when an encoding fails half-way (so no stale id
+    is taken for a circular reference afterwards)."""
+    make = json.encoder.c_make_encoder
+    if make is None:  # (an interpreter without the C accelerator)
+        return _DISPLAY_ENCODER.encode(value)
+    state = getattr(_display_local, "state", None)
+    if state is None:
+        markers: dict[int, Any] = {}
+        e = _DISPLAY_ENCODER
+        state = _display_local.state = (markers, make(markers, e.default, json.encoder.encode_basestring, None,
+                                                      e.key_separator, e.item_separator, e.sort_keys, e.skipkeys,
+                                                      e.allow_nan))
+    try:
+        return "".join(state[1](value, 0))
+    except BaseException:
+        state[0].clear()
+        raise
 
 
 def to_json(value: Any, indent: int | None = None) -> str:
@@ -177,7 +201,7 @@ def to_json(value: Any, indent: int | None = None) -> str:
     JSON cannot encode are shown with ``repr``."""
     try:
         if indent is None:
-            return clean(_DISPLAY_JSON(value))
+            return clean(_display_json(value))
         return clean(json.dumps(value, indent=indent, ensure_ascii=False, sort_keys=False, default=repr))
     except (TypeError, ValueError):
         return clean(repr(value))
