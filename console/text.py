@@ -133,9 +133,39 @@ def assemble(*parts: str | tuple[Any, str | Style] | Text) -> Text:
 
 
 # ------------------------------------------------------------ short values
-_COMPACT_JSON = json.JSONEncoder(default=str, ensure_ascii=False, separators=(",", ":")).encode
-"""``json.dumps(value, default=str, ensure_ascii=False, separators=(",", ":"))``
-without building an encoder per call (a long event log shortens every output)."""
+def _kept_encoder(encoder: json.JSONEncoder) -> Callable[[Any], str]:
+    """``encoder.encode``, which builds its C encoder again on every call (half
+    its time on a small value: :func:`short` encodes every output of a long
+    read), with that C encoder built once per thread instead -- and the dict of
+    the containers being encoded, which detects circular values, emptied when
+    an encoding fails half-way (so that no stale id is taken for a circular
+    reference afterwards). For an encoder ``encode`` gives to the C encoder
+    (no indent)."""
+    make = json.encoder.c_make_encoder
+    if make is None or encoder.indent is not None:  # (an interpreter without the C accelerator)
+        return encoder.encode
+    strings = json.encoder.encode_basestring_ascii if encoder.ensure_ascii else json.encoder.encode_basestring
+    local = threading.local()
+
+    def encode(value: Any) -> str:
+        state = getattr(local, "state", None)
+        if state is None:
+            markers: dict[int, Any] = {}
+            state = local.state = (markers, make(markers, encoder.default, strings, None, encoder.key_separator,
+                                                 encoder.item_separator, encoder.sort_keys, encoder.skipkeys,
+                                                 encoder.allow_nan))
+        try:
+            return "".join(state[1](value, 0))
+        except BaseException:
+            state[0].clear()
+            raise
+
+    return encode
+
+
+_COMPACT_JSON = _kept_encoder(json.JSONEncoder(default=str, ensure_ascii=False, separators=(",", ":")))
+"""``json.dumps(value, default=str, ensure_ascii=False, separators=(",", ":"))`` (a long
+event log and a long tree shorten every output)."""
 
 
 def short(
@@ -168,32 +198,8 @@ def short(
     return text if len(text) <= width else text[: max(width - len(ellipsis), 0)] + ellipsis
 
 
-_DISPLAY_ENCODER = json.JSONEncoder(default=repr, ensure_ascii=False)
-_display_local = threading.local()
-
-
-def _display_json(value: Any) -> str:
-    """``json.dumps(value, ensure_ascii=False, default=repr)``. :func:`short` asks it
-    for every output of a long read, and ``JSONEncoder.encode`` builds its C
-    encoder again on every call (half its time on a small value): each thread
-    keeps one here, with the dict of containers being encoded that detects
-    circular values, emptied when an encoding fails half-way (so no stale id
-    is taken for a circular reference afterwards)."""
-    make = json.encoder.c_make_encoder
-    if make is None:  # (an interpreter without the C accelerator)
-        return _DISPLAY_ENCODER.encode(value)
-    state = getattr(_display_local, "state", None)
-    if state is None:
-        markers: dict[int, Any] = {}
-        e = _DISPLAY_ENCODER
-        state = _display_local.state = (markers, make(markers, e.default, json.encoder.encode_basestring, None,
-                                                      e.key_separator, e.item_separator, e.sort_keys, e.skipkeys,
-                                                      e.allow_nan))
-    try:
-        return "".join(state[1](value, 0))
-    except BaseException:
-        state[0].clear()
-        raise
+_display_json = _kept_encoder(json.JSONEncoder(default=repr, ensure_ascii=False))
+"""``json.dumps(value, ensure_ascii=False, default=repr)``."""
 
 
 def to_json(value: Any, indent: int | None = None) -> str:

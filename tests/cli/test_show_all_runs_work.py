@@ -147,6 +147,11 @@ class _Boom:
         raise RuntimeError("no repr")
 
 
+class _Str:
+    def __str__(self) -> str:
+        raise RuntimeError("no str")
+
+
 def test_the_display_json_after_a_failed_encoding_is_json_dumps() -> None:
     """An encoding that fails half-way leaves the containers it was in the middle of
     marked; the next encoding of one of them is not taken for a circular value."""
@@ -155,8 +160,11 @@ def test_the_display_json_after_a_failed_encoding_is_json_dumps() -> None:
         json.dumps(value, ensure_ascii=False, default=repr)
     with pytest.raises(RuntimeError):
         console_text.to_json(value)
+    with pytest.raises(RuntimeError):
+        console_text._COMPACT_JSON({"b": value, "c": _Str()})  # the CLI's form (default=str)
     value["a"].pop()
     assert console_text.to_json(value) == '{"a": [1]}' == json.dumps(value, ensure_ascii=False, default=repr)
+    assert console_text.short({"b": value}, 40, compact=True) == '{"b":{"a":[1]}}'
 
 
 def test_a_circular_value_is_shown_with_repr() -> None:
@@ -186,13 +194,22 @@ def test_threads_encode_side_by_side() -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(value=st.one_of(_json_values, st.builds(set, st.lists(st.integers(), max_size=3)), st.just({1: object})))
-def test_short_is_what_it_was(value: Any) -> None:
-    """``short`` with the kept encoder: what it gave with ``json.dumps`` per value."""
-    text = value if isinstance(value, str) else console_text.clean(json.dumps(value, ensure_ascii=False, default=repr))
+@given(value=st.one_of(_json_values, st.builds(set, st.lists(st.integers(), max_size=3)), st.just({1: object})),
+       compact=st.booleans())
+def test_short_is_what_it_was(value: Any, compact: bool) -> None:
+    """``short`` with the kept encoders (the CLI's compact form too): what it gave
+    with ``json.dumps`` per value."""
+    if compact and value is None:
+        text = ""
+    elif isinstance(value, str):
+        text = value
+    elif compact:
+        text = json.dumps(value, default=str, ensure_ascii=False, separators=(",", ":"))
+    else:
+        text = console_text.clean(json.dumps(value, ensure_ascii=False, default=repr))
     expected = console_text.clean(" ".join(text.split()), one_line=True)
     expected = expected if len(expected) <= 20 else expected[:19] + "…"
-    assert console_text.short(value, 20) == expected
+    assert console_text.short(value, 20, compact=compact) == expected
 
 
 # -- a status's word ----------------------------------------------------------------
