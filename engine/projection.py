@@ -151,7 +151,7 @@ class Projection:
             if event.author == "user":
                 self._apply_user(event, inv, pos, change)
             return change
-        self._apply_node_event(event, info, pos, change)
+        self._apply_node_event(event, iid, info, pos, change)
         return change
 
     def _apply_user(self, event: Event, inv: Invocation, pos: int, change: Change) -> None:
@@ -293,8 +293,9 @@ class Projection:
 
     def _set(self, iid: str, path: str, status: NodeStatus, pos: int, change: Change) -> None:
         run = self._own(self.nodes, (iid, path))
-        self._count(iid, run.status, status)
-        run.status = status
+        if run.status is not status:
+            self._count(iid, run.status, status)
+            run.status = status
         run.updated_pos = pos
         change.paths.add(path)
 
@@ -323,9 +324,8 @@ class Projection:
             self._latest[lkey] = path
         return run
 
-    def _apply_node_event(self, event: Event, info: NodeInfo, pos: int, change: Change) -> None:
+    def _apply_node_event(self, event: Event, iid: str, info: NodeInfo, pos: int, change: Change) -> None:
         # The hot path of every long fold: attributes read once, no call for what an event lacks.
-        iid = event.invocation_id
         path = info.path
         run = self.nodes.get((iid, path))
         if run is None:

@@ -88,7 +88,8 @@ def learn_projection(red: Redactor, proj: Projection) -> None:
     answers: list[Any] = [i.response for i in itrs] + [i.args for i in itrs]
     shown = [[r.path for r in runs], [[r.error_code, r.error_message] for r in runs if r.error_code is not None],
              [i.id for i in itrs], _ROW_WORDS]
-    if red.learns_nothing(json.dumps([outputs, answers, proj.state, shown], default=str)):
+    # (check_circular off: values parsed from JSON hold no cycle, and it is a tenth of the dump's time)
+    if red.learns_nothing(json.dumps([outputs, answers, proj.state, shown], default=str, check_circular=False)):
         _plain[proj] = proj.position
         return
     _plain.pop(proj, None)
