@@ -141,8 +141,8 @@ def _kept_encoder(encoder: json.JSONEncoder) -> Callable[[Any], str]:
     an encoding fails half-way (so that no stale id is taken for a circular
     reference afterwards). For an encoder ``encode`` gives to the C encoder
     (no indent)."""
-    make = json.encoder.c_make_encoder
-    if make is None or encoder.indent is not None:  # (an interpreter without the C accelerator)
+    make = getattr(json.encoder, "c_make_encoder", None)  # (json's C accelerator: typeshed does not declare it)
+    if make is None or encoder.indent is not None:  # (an interpreter without it: encode as ever)
         return encoder.encode
     strings = json.encoder.encode_basestring_ascii if encoder.ensure_ascii else json.encoder.encode_basestring
     local = threading.local()

@@ -212,6 +212,22 @@ def test_short_is_what_it_was(value: Any, compact: bool) -> None:
     assert console_text.short(value, 20, compact=compact) == expected
 
 
+@settings(max_examples=200, deadline=None)
+@given(value=_json_values, ascii_only=st.booleans(), sort_keys=st.booleans())
+def test_a_kept_encoder_is_its_encoders_encode(value: Any, ascii_only: bool, sort_keys: bool) -> None:
+    encoder = json.JSONEncoder(ensure_ascii=ascii_only, sort_keys=sort_keys, default=repr)
+    assert console_text._kept_encoder(encoder)(value) == encoder.encode(value)
+
+
+def test_without_the_c_accelerator_the_encoder_encodes(monkeypatch: pytest.MonkeyPatch) -> None:
+    encoder = json.JSONEncoder(default=repr)
+    monkeypatch.setattr(json.encoder, "c_make_encoder", None)
+    assert console_text._kept_encoder(encoder) == encoder.encode
+    indented = json.JSONEncoder(indent=2)
+    monkeypatch.undo()
+    assert console_text._kept_encoder(indented) == indented.encode  # (the C encoder takes no indent)
+
+
 # -- a status's word ----------------------------------------------------------------
 
 def test_a_status_word_is_its_value() -> None:
