@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -132,9 +133,39 @@ def assemble(*parts: str | tuple[Any, str | Style] | Text) -> Text:
 
 
 # ------------------------------------------------------------ short values
-_COMPACT_JSON = json.JSONEncoder(default=str, ensure_ascii=False, separators=(",", ":")).encode
-"""``json.dumps(value, default=str, ensure_ascii=False, separators=(",", ":"))``
-without building an encoder per call (a long event log shortens every output)."""
+def _kept_encoder(encoder: json.JSONEncoder) -> Callable[[Any], str]:
+    """``encoder.encode``, which builds its C encoder again on every call (half
+    its time on a small value: :func:`short` encodes every output of a long
+    read), with that C encoder built once per thread instead -- and the dict of
+    the containers being encoded, which detects circular values, emptied when
+    an encoding fails half-way (so that no stale id is taken for a circular
+    reference afterwards). For an encoder ``encode`` gives to the C encoder
+    (no indent)."""
+    make = getattr(json.encoder, "c_make_encoder", None)  # (json's C accelerator: typeshed does not declare it)
+    if make is None or encoder.indent is not None:  # (an interpreter without it: encode as ever)
+        return encoder.encode
+    strings = json.encoder.encode_basestring_ascii if encoder.ensure_ascii else json.encoder.encode_basestring
+    local = threading.local()
+
+    def encode(value: Any) -> str:
+        state = getattr(local, "state", None)
+        if state is None:
+            markers: dict[int, Any] = {}
+            state = local.state = (markers, make(markers, encoder.default, strings, None, encoder.key_separator,
+                                                 encoder.item_separator, encoder.sort_keys, encoder.skipkeys,
+                                                 encoder.allow_nan))
+        try:
+            return "".join(state[1](value, 0))
+        except BaseException:
+            state[0].clear()
+            raise
+
+    return encode
+
+
+_COMPACT_JSON = _kept_encoder(json.JSONEncoder(default=str, ensure_ascii=False, separators=(",", ":")))
+"""``json.dumps(value, default=str, ensure_ascii=False, separators=(",", ":"))`` (a long
+event log and a long tree shorten every output)."""
 
 
 def short(
@@ -167,9 +198,8 @@ def short(
     return text if len(text) <= width else text[: max(width - len(ellipsis), 0)] + ellipsis
 
 
-_DISPLAY_JSON = json.JSONEncoder(default=repr, ensure_ascii=False).encode
-"""``json.dumps(value, ensure_ascii=False, default=repr)`` without building an
-encoder per call (:func:`short` of every output of a long read)."""
+_display_json = _kept_encoder(json.JSONEncoder(default=repr, ensure_ascii=False))
+"""``json.dumps(value, ensure_ascii=False, default=repr)``."""
 
 
 def to_json(value: Any, indent: int | None = None) -> str:
@@ -177,7 +207,7 @@ def to_json(value: Any, indent: int | None = None) -> str:
     JSON cannot encode are shown with ``repr``."""
     try:
         if indent is None:
-            return clean(_DISPLAY_JSON(value))
+            return clean(_display_json(value))
         return clean(json.dumps(value, indent=indent, ensure_ascii=False, sort_keys=False, default=repr))
     except (TypeError, ValueError):
         return clean(repr(value))

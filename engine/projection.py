@@ -51,7 +51,7 @@ from __future__ import annotations
 import itertools
 from typing import Any, Protocol, Self, TypeVar
 
-from .models import Event, NodeStatus, leaf_name, leaf_run_id, parent_path
+from .models import Event, NodeInfo, NodeStatus, leaf_name, leaf_run_id, parent_path
 from .projection_records import Change, Interrupt, Invocation, NodeRun, _record, _run_no
 from .responses import unwrap_response
 from .store.owner_index import OWNER_ACTIONS, owner_change
@@ -151,7 +151,7 @@ class Projection:
             if event.author == "user":
                 self._apply_user(event, inv, pos, change)
             return change
-        self._apply_node_event(event, pos, change)
+        self._apply_node_event(event, iid, info, pos, change)
         return change
 
     def _apply_user(self, event: Event, inv: Invocation, pos: int, change: Change) -> None:
@@ -293,45 +293,49 @@ class Projection:
 
     def _set(self, iid: str, path: str, status: NodeStatus, pos: int, change: Change) -> None:
         run = self._own(self.nodes, (iid, path))
-        self._count(iid, run.status, status)
-        run.status = status
+        if run.status is not status:
+            self._count(iid, run.status, status)
+            run.status = status
         run.updated_pos = pos
         change.paths.add(path)
 
-    def _ensure_run(self, invocation_id: str, path: str) -> None:
-        key = (invocation_id, path)
-        if key in self.nodes:
-            return
-        parent = parent_path(path)
-        name, run_id = leaf_name(path), leaf_run_id(path)
-        self.nodes[key] = NodeRun(
-            invocation_id=invocation_id, path=path, name=name, run_id=run_id, parent=parent, _gen=self._gen
+    def _new_run(self, iid: str, path: str) -> NodeRun:
+        """The run at ``path``, first seen now (its missing ancestors too), PENDING."""
+        head, sep, seg = path.rpartition("/")  # parent_path, leaf_name and leaf_run_id in two splits
+        parent = head if sep else None
+        name, _, run_id = seg.rpartition("@")
+        run = self.nodes[(iid, path)] = NodeRun(
+            invocation_id=iid, path=path, name=name, run_id=run_id, parent=parent, _gen=self._gen
         )
-        self._count(invocation_id, None, NodeStatus.PENDING)
+        self._count(iid, None, NodeStatus.PENDING)
         if parent is None:
-            self._own(self.invocations, invocation_id).roots.append(path)
+            self._own(self.invocations, iid).roots.append(path)
         else:
-            self._ensure_run(invocation_id, parent)
-            self._own(self.nodes, (invocation_id, parent)).children.append(path)
-        lkey = (invocation_id, parent, name)
+            up = self.nodes.get((iid, parent))
+            if up is None:
+                up = self._new_run(iid, parent)
+            elif up._gen != self._gen:
+                up = self.nodes[(iid, parent)] = up.clone(self._gen)
+            up.children.append(path)
+        lkey = (iid, parent, name)
         n = _run_no(run_id)
         if n >= self._max_run.get(lkey, 0):
             self._max_run[lkey] = n
             self._latest[lkey] = path
+        return run
 
-    def _apply_node_event(self, event: Event, pos: int, change: Change) -> None:
-        info = event.node_info
-        assert info is not None
-        key = (event.invocation_id, info.path)
-        run = self.nodes.get(key)
+    def _apply_node_event(self, event: Event, iid: str, info: NodeInfo, pos: int, change: Change) -> None:
+        # The hot path of every long fold: attributes read once, no call for what an event lacks.
+        path = info.path
+        run = self.nodes.get((iid, path))
         if run is None:
-            self._ensure_run(event.invocation_id, info.path)
-            run = self.nodes[key]
+            run = self._new_run(iid, path)
         elif run._gen != self._gen:
-            run = self.nodes[key] = run.clone(self._gen)
+            run = self.nodes[(iid, path)] = run.clone(self._gen)
         run.updated_pos = pos
-        change.paths.add(run.path)
-        if info.lifecycle == "start":
+        change.paths.add(path)
+        lifecycle = info.lifecycle
+        if lifecycle == "start":
             run.starts += 1
             run.last_start_pos = pos
             run.has_end = False
@@ -346,14 +350,15 @@ class Projection:
                 run.is_container = info.is_container
             if info.call_key is not None:
                 run.call_key = info.call_key
-            self._count(event.invocation_id, run.status, NodeStatus.RUNNING)
-            run.status = NodeStatus.RUNNING
+            if run.status is not NodeStatus.RUNNING:
+                self._count(iid, run.status, NodeStatus.RUNNING)
+                run.status = NodeStatus.RUNNING
         if event.long_running_tool_ids:
             for call in event.interrupt_calls:
-                self.interrupts[(event.invocation_id, call.id)] = Interrupt(
+                self.interrupts[(iid, call.id)] = Interrupt(
                     id=call.id,
-                    invocation_id=event.invocation_id,
-                    path=run.path,
+                    invocation_id=iid,
+                    path=path,
                     name=call.name,
                     args=call.args,
                     event_id=event.id,
@@ -368,16 +373,17 @@ class Projection:
         if event.error_code:
             run.error_code = event.error_code
             run.error_message = event.error_message
-            if info.lifecycle is None:
+            if lifecycle is None:
                 run.errors += 1
         if event.route is not None:
             run.route = event.route
-        if info.lifecycle == "end":
+        if lifecycle == "end":
             run.has_end = True
             run.output = event.output
-            if info.status is not None:
-                self._count(event.invocation_id, run.status, info.status)
-                run.status = info.status
+            status = info.status
+            if status is not None and status is not run.status:
+                self._count(iid, run.status, status)
+                run.status = status
             if run.status is NodeStatus.COMPLETED:
                 run.completed_pos = pos
         elif event.output is not None:

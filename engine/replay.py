@@ -21,6 +21,7 @@ from .markers import Marker, markers_for  # noqa: F401 (re-exported: the replay'
 from .models import Event, StoredEvent
 from .projection import Change, Projection
 from .projection_records import Interrupt, NodeRun
+from .status import status_word
 
 
 @dataclass
@@ -182,9 +183,8 @@ def diff(before: Rows, after: Rows) -> list[DiffRow]:
     """What changed between two projections: node runs (status, output, new
     runs), interrupts (opened, answered, cancelled) and session state keys."""
     rows: list[DiffRow] = []
-    # (keys are (invocation, path) pairs: sorted as they are. A status's word: its str,
-    # which an enum's .value, a descriptor call, gives too -- once per run of a long session.)
-    word = str.__str__
+    # (keys are (invocation, path) pairs: sorted as they are)
+    word = status_word
     for key in sorted(set(before.nodes) | set(after.nodes)):
         a, b = before.nodes.get(key), after.nodes.get(key)
         label = key[1]

@@ -89,6 +89,12 @@ class DisplayStatus(enum.StrEnum):
 
 
 
+status_word = str.__str__
+"""The word of a status (``NodeStatus.WAITING`` -> ``"WAITING"``; any str enum's
+member, or a plain str): what ``.value`` gives, without the enum's descriptor
+call -- a long tree's rows and a long session's diff ask it once per run."""
+
+
 INTERRUPTED_FILTER = "interrupted"
 """The session filter for interrupted sessions (stored as ``running``; liveness decides)."""
 

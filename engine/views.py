@@ -56,7 +56,7 @@ from typing import Any, overload
 from .models import Event, NodeStatus, parent_path
 from .projection import Change, Interrupt, NodeRun, Projection
 from .replay import DiffRow, Marker, Replay, Step, diff
-from .status import DisplayStatus
+from .status import DisplayStatus, status_word
 
 
 @dataclass
@@ -517,14 +517,13 @@ def row_json(proj: Projection, row: TreeRow) -> dict[str, Any]:
     """A row with its run's output, error and interrupts, JSON-ready (``hitl show --json``)."""
     run = proj.nodes[(row.invocation_id, row.path)]
     status = run.status
-    # (once per row of a long tree: an enum's .value is a descriptor call, its str is the value)
     open_ = [proj.interrupts.get((run.invocation_id, i)) for i in run.own_pending] if run.interrupt_ids else ()
     return {
         "path": run.path,
         "node": row.node,
         "depth": row.depth,
-        "status": str.__str__(status),
-        "display": str.__str__(row.display),
+        "status": status_word(status),
+        "display": status_word(row.display),
         "output": run.output,
         "error": f"{run.error_code}: {run.error_message}" if status is NodeStatus.FAILED else None,
         "failed_attempts": run.errors,

@@ -51,11 +51,13 @@ async def session_projection(
     proj, seq = Projection(), 0
     apply = proj.apply
     if (rows := capability(store, EventRows)) is not None:  # the stored text, parsed here: no StoredEvent per event
-        parse = _event_parser()
+        from engine.models import Event
+
+        validate = Event.__pydantic_validator__.validate_json  # (_event_parser's, called without its partial's layer)
         while page := await rows.event_rows(session_id, after_seq=seq, limit=EVENTS_PAGE):
             for seq, raw in page:  # (a page at a time: no generator step per event)
                 try:
-                    event = parse(raw)
+                    event = validate(raw, strict=True)
                 except ValueError:  # pydantic's ValidationError too: the store says what is wrong
                     event = await reread(store, session_id, seq)
                 apply(event, seq)
@@ -86,7 +88,8 @@ def learn_projection(red: Redactor, proj: Projection) -> None:
     answers: list[Any] = [i.response for i in itrs] + [i.args for i in itrs]
     shown = [[r.path for r in runs], [[r.error_code, r.error_message] for r in runs if r.error_code is not None],
              [i.id for i in itrs], _ROW_WORDS]
-    if red.learns_nothing(json.dumps([outputs, answers, proj.state, shown], default=str)):
+    # (check_circular off: values parsed from JSON hold no cycle, and it is a tenth of the dump's time)
+    if red.learns_nothing(json.dumps([outputs, answers, proj.state, shown], default=str, check_circular=False)):
         _plain[proj] = proj.position
         return
     _plain.pop(proj, None)
