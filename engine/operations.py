@@ -30,6 +30,13 @@ The invocation is loaded once per write: the Runner hands its own copy to
 (one more read), so that a refusal still reports the status the invocation
 had; :func:`cancel` takes the projection the caller already loaded (the CLI
 loads it to ask for confirmation).
+
+An answer reads its interrupts once (with the invocation, on a store that reads
+both in one statement): the rows name the session's app for routing, and the
+owner/permission gate and the Runner's validation take them; a start hands the
+session it read for its checks to the Runner. The first write proves these reads
+current (an interrupt answered since is refused there, nothing written), so a
+cold ``hitl resume`` against PostgreSQL is the turn's three round trips.
 """
 
 from __future__ import annotations
