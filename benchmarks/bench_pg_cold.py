@@ -31,9 +31,10 @@ reported, never asserted -- the round-trip counts, deterministic, are asserted
 by tests/reliability/test_postgres_batch.py and test_postgres_deferred_check.py.
 Our child opens the store as ``hitl resume`` and ``hitl start`` do (the schema
 check deferred to the turn's first read, where the tree has that option). A last
-table counts the round trips of the real commands, ``hitl resume --app`` and
-``hitl start``, each a new process (their own reads included; ``--cli-only``: just
-that table), asserted by tests/reliability/test_postgres_cli_trips.py.
+table gives the real commands, ``hitl resume --app`` and ``hitl start``, each a new
+process: their round trips (their own reads included), asserted by
+tests/reliability/test_postgres_cli_trips.py, and the command's time after the
+CLI's import (``--cli-only``: just that table).
 
 ``--pooler``: how teams run PostgreSQL. PgBouncer (``apt-get install pgbouncer``;
 the benchmark's own, never a test's) is started in session mode in front of the
@@ -221,34 +222,44 @@ def child_cli(kind: str, url: str) -> dict[str, Any]:
 
     transport.write = counting
     sys.argv = ["hitl", *argv]
+    t, cpu = time.perf_counter(), time.process_time()
     try:
         hitl()
     except SystemExit as exc:
         if exc.code:
             raise
-    return {"trips": sum(1 for k in kinds if k != b"X")}
+    ms, cpu_ms = (time.perf_counter() - t) * 1e3, (time.process_time() - cpu) * 1e3
+    return {"trips": sum(1 for k in kinds if k != b"X"), "ms": ms, "cpu": cpu_ms}
 
 
-def _cli_table(trees: dict[str, str], base: str) -> None:
-    """Round trips of the real CLI commands, each a new process (deterministic: one run each)."""
+def _cli_table(trees: dict[str, str], base: str, reps: int) -> None:
+    """The real CLI commands, each a new process: their round trips (deterministic)
+    and the command's wall and CPU time after the CLI's import (medians of ``reps``
+    interleaved runs, a fresh schema each)."""
+    runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    kinds = (("`hitl resume --app` (one node runs)", "resume"), ("`hitl start` (two nodes to the interrupt)", "start"))
     with tempfile.TemporaryDirectory(prefix="bench-pg-cli-") as d:
-        rows = _cli_rows(trees, base, Path(d))
-    print()
-    _table(("the real CLI, cold process: round trips (startup + command)", *trees), rows)
-
-
-def _cli_rows(trees: dict[str, str], base: str, tmp: Path) -> list[tuple[str, ...]]:
+        for _ in range(reps):
+            for _, kind in kinds:
+                for name, tree in trees.items():
+                    env = {**os.environ, "PYTHONPATH": tree, "HITL_BENCH_ROOT": tree}
+                    url = with_schema(base, f"b_cli_{uuid.uuid4().hex[:10]}")
+                    _child([sys.executable, __file__, "--build", "100", url, d], env)
+                    runs.setdefault((kind, name), []).append(_child([sys.executable, __file__, "--cli", kind, url], env))
     rows = []
-    for label, kind in (("`hitl resume --app` (one node runs)", "resume"), ("`hitl start` (two nodes to the interrupt)",
-                                                                            "start")):
+    for label, kind in kinds:
         cells = []
-        for tree in trees.values():
-            env = {**os.environ, "PYTHONPATH": tree, "HITL_BENCH_ROOT": tree}
-            url = with_schema(base, f"b_cli_{uuid.uuid4().hex[:10]}")
-            _child([sys.executable, __file__, "--build", "100", url, str(tmp)], env)
-            cells.append(f"1 + {_child([sys.executable, __file__, '--cli', kind, url], env)['trips'] - 1}")
+        for name in trees:
+            rs = runs[(kind, name)]
+            ms = [r["ms"] for r in rs]
+            cells += [f"1 + {rs[0]['trips'] - 1}", f"{statistics.median(ms):.1f} ms [{min(ms):.1f}-{max(ms):.1f}]",
+                      f"{statistics.median(r['cpu'] for r in rs):.1f} ms"]
         rows.append((label, *cells))
-    return rows
+    print()
+    head = ("the real CLI, cold process (after its import)",)
+    for name in trees:
+        head += (f"{name}: round trips (startup + command)", "wall", "CPU")
+    _table(head, rows)
 
 
 def _server_pid(store: Any) -> int:
@@ -378,7 +389,7 @@ def main() -> int:
         trees["before"] = str(Path(ns.before).resolve())
     if ns.cli_only:
         print(f"load average (1 min) {os.getloadavg()[0]:.1f}")
-        _cli_table(trees, base)
+        _cli_table(trees, base, ns.reps)
         return 0
     shapes: list[tuple[str, str, int]] = [(f"resume, {n:,} events of history", "resume", n) for n in sizes]
     shapes.append(("fresh run to first interrupt", "fresh", 0))
@@ -457,7 +468,7 @@ def main() -> int:
     _table(head, cpu_rows)
     print()
     _profile(shapes, results, list(trees))
-    _cli_table(trees, base)
+    _cli_table(trees, base, ns.reps)
     return 0
 
 
