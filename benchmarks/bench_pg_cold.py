@@ -30,7 +30,11 @@ its start with the schema check (``open``), then each statement. Numbers are
 reported, never asserted -- the round-trip counts, deterministic, are asserted
 by tests/reliability/test_postgres_batch.py and test_postgres_deferred_check.py.
 Our child opens the store as ``hitl resume`` and ``hitl start`` do (the schema
-check deferred to the turn's first read, where the tree has that option).
+check deferred to the turn's first read, where the tree has that option). A last
+table gives the real commands, ``hitl resume --app`` and ``hitl start``, each a new
+process: their round trips (their own reads included), asserted by
+tests/reliability/test_postgres_cli_trips.py, and the command's time after the
+CLI's import (``--cli-only``: just that table).
 
 ``--pooler``: how teams run PostgreSQL. PgBouncer (``apt-get install pgbouncer``;
 the benchmark's own, never a test's) is started in session mode in front of the
@@ -186,6 +190,78 @@ async def child_ours(kind: str, url: str) -> dict[str, Any]:
     return {"ms": ms, "cpu": cpu_ms, "server": server, "trips": trips, "open": opened, "steps": steps}
 
 
+def child_cli(kind: str, url: str) -> dict[str, Any]:
+    """The real ``hitl resume --app`` (answering ``big``'s interrupt) or ``hitl start``
+    (SIMPLE, a new session) in this new process: the messages it sent the server,
+    the connection's startup included, the closing Terminate not (as LangGraph's)."""
+    import asyncio.selector_events
+
+    sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(HERE))
+    importlib.import_module("engine.store")
+    from console.cli import main as hitl
+    from engine.store import open_store
+
+    async def peek() -> str:  # the interrupt's id, on a connection of its own, before the count
+        store = await open_store(url, inline=True, read_only=True)
+        try:
+            return (await store.open_interrupts(session_id="big", limit=1)).items[0].interrupt_id
+        finally:
+            await store.close()
+
+    app = ["--db", url, "--app", "bench=bench_engine:SIMPLE"]
+    argv = [*app, "resume", "big", f"{asyncio.run(peek())}=true"] if kind == "resume" else \
+        [*app, "start", "bench", "--session", f"new-{uuid.uuid4().hex[:8]}", "hello"]
+    kinds: list[bytes] = []
+    transport = asyncio.selector_events._SelectorSocketTransport  # type: ignore[attr-defined]
+    write = transport.write
+
+    def counting(self: Any, data: Any) -> None:
+        kinds.append(bytes(data[:1]))
+        write(self, data)
+
+    transport.write = counting
+    sys.argv = ["hitl", *argv]
+    t, cpu = time.perf_counter(), time.process_time()
+    try:
+        hitl()
+    except SystemExit as exc:
+        if exc.code:
+            raise
+    ms, cpu_ms = (time.perf_counter() - t) * 1e3, (time.process_time() - cpu) * 1e3
+    return {"trips": sum(1 for k in kinds if k != b"X"), "ms": ms, "cpu": cpu_ms}
+
+
+def _cli_table(trees: dict[str, str], base: str, reps: int) -> None:
+    """The real CLI commands, each a new process: their round trips (deterministic)
+    and the command's wall and CPU time after the CLI's import (medians of ``reps``
+    interleaved runs, a fresh schema each)."""
+    runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    kinds = (("`hitl resume --app` (one node runs)", "resume"), ("`hitl start` (two nodes to the interrupt)", "start"))
+    with tempfile.TemporaryDirectory(prefix="bench-pg-cli-") as d:
+        for _ in range(reps):
+            for _, kind in kinds:
+                for name, tree in trees.items():
+                    env = {**os.environ, "PYTHONPATH": tree, "HITL_BENCH_ROOT": tree}
+                    url = with_schema(base, f"b_cli_{uuid.uuid4().hex[:10]}")
+                    _child([sys.executable, __file__, "--build", "100", url, d], env)
+                    runs.setdefault((kind, name), []).append(_child([sys.executable, __file__, "--cli", kind, url], env))
+    rows = []
+    for label, kind in kinds:
+        cells = []
+        for name in trees:
+            rs = runs[(kind, name)]
+            ms = [r["ms"] for r in rs]
+            cells += [f"1 + {rs[0]['trips'] - 1}", f"{statistics.median(ms):.1f} ms [{min(ms):.1f}-{max(ms):.1f}]",
+                      f"{statistics.median(r['cpu'] for r in rs):.1f} ms"]
+        rows.append((label, *cells))
+    print()
+    head = ("the real CLI, cold process (after its import)",)
+    for name in trees:
+        head += (f"{name}: round trips (startup + command)", "wall", "CPU")
+    _table(head, rows)
+
+
 def _server_pid(store: Any) -> int:
     """The pid of the backend of the store's one open connection (asking the
     pool for a connection would add a round trip on its release)."""
@@ -303,6 +379,7 @@ def main() -> int:
     ap.add_argument("--langgraph-python", help="a venv's python with langgraph-checkpoint-postgres")
     ap.add_argument("--before", help="another checkout of this project, measured as a column of its own")
     ap.add_argument("--pooler", action="store_true", help="also through PgBouncer (session mode) on the same server")
+    ap.add_argument("--cli-only", action="store_true", help="only the real CLI commands' round trips")
     ns = ap.parse_args()
     base = pg_base()
     sizes = [int(x) for x in ns.sizes.split(",")]
@@ -310,6 +387,10 @@ def main() -> int:
     trees = {"ours": str(ROOT)}
     if ns.before:
         trees["before"] = str(Path(ns.before).resolve())
+    if ns.cli_only:
+        print(f"load average (1 min) {os.getloadavg()[0]:.1f}")
+        _cli_table(trees, base, ns.reps)
+        return 0
     shapes: list[tuple[str, str, int]] = [(f"resume, {n:,} events of history", "resume", n) for n in sizes]
     shapes.append(("fresh run to first interrupt", "fresh", 0))
     results: dict[tuple[str, str], list[dict[str, Any]]] = {}
@@ -387,6 +468,7 @@ def main() -> int:
     _table(head, cpu_rows)
     print()
     _profile(shapes, results, list(trees))
+    _cli_table(trees, base, ns.reps)
     return 0
 
 
@@ -472,6 +554,10 @@ if __name__ == "__main__":
     if sys.argv[1:2] == ["--build"]:
         asyncio.run(build_ours(sys.argv[3], int(sys.argv[2]), Path(sys.argv[4])))
         print("{}")
+        sys.exit(0)
+    if sys.argv[1:2] == ["--cli"]:
+        result = child_cli(sys.argv[2], sys.argv[3])
+        print(json.dumps(result))
         sys.exit(0)
     if sys.argv[1:2] == ["--child"]:
         print(json.dumps(asyncio.run(child_ours(sys.argv[2], sys.argv[3]))))

@@ -28,7 +28,7 @@ from .permissions import Policy, current_policy
 
 if TYPE_CHECKING:
     from .outcome import Outcome
-    from .store.base import SessionStore
+    from .store.base import InterruptRecord, SessionStore
 
 
 class ClaimedByOtherError(ResumeRejected):
@@ -68,14 +68,16 @@ async def check(
     operator: str | None,
     force: bool = False,
     policy: Policy | None = None,
+    found: list[InterruptRecord] | None = None,
 ) -> Gate:
     """Raise the refusal, or say which approvals to record (nothing is written here).
-    Ids that are not open are left to the engine's own refusal."""
+    Ids that are not open are left to the engine's own refusal. ``found``: the
+    interrupt rows of ``answers``' ids as the caller read them (``lookup_interrupts``,
+    or the rows of :func:`~engine.store.base.answer_reads`), else read here."""
     pol = policy if policy is not None else current_policy()
-    rows = [
-        r for r in await store.lookup_interrupts(session_id, list(answers))
-        if r.status == "open" and (invocation_id is None or r.invocation_id == invocation_id)
-    ]
+    if found is None:
+        found = await store.lookup_interrupts(session_id, list(answers))
+    rows = [r for r in found if r.status == "open" and (invocation_id is None or r.invocation_id == invocation_id)]
     for r in rows:
         if r.owner and not force and not pol.is_member(operator, r.owner):
             raise ClaimedByOtherError(r.interrupt_id, r.owner)
@@ -117,16 +119,18 @@ async def gated(
     force: bool,
     policy: Policy | None,
     batch: str | None = None,
+    found: list[InterruptRecord] | None = None,
 ) -> Outcome | None:
     """Run :func:`check` for an answer's ``outcome``: the refused outcome, the
-    outcome of the approvals recorded instead, or None (go on and answer)."""
+    outcome of the approvals recorded instead, or None (go on and answer).
+    ``found``: the interrupt rows as the caller read them (see :func:`check`)."""
     from .errors import HitlError
     from .outcome import refused as _refused
 
     try:
         gate = await check(
             store, outcome.session_id, answers, outcome.invocation_id, operator=outcome.operator, force=force,
-            policy=policy,
+            policy=policy, found=found,
         )
         if not gate.pending:
             return None

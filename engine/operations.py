@@ -30,6 +30,13 @@ The invocation is loaded once per write: the Runner hands its own copy to
 (one more read), so that a refusal still reports the status the invocation
 had; :func:`cancel` takes the projection the caller already loaded (the CLI
 loads it to ask for confirmation).
+
+An answer reads its interrupts once (with the invocation, on a store that reads
+both in one statement): the rows name the session's app for routing, and the
+owner/permission gate and the Runner's validation take them; a start hands the
+session it read for its checks to the Runner. The first write proves these reads
+current (an interrupt answered since is refused there, nothing written), so a
+cold ``hitl resume`` against PostgreSQL is the turn's three round trips.
 """
 
 from __future__ import annotations
@@ -67,7 +74,7 @@ if TYPE_CHECKING:
     from .permissions import Policy
     from .projection import Projection
     from .resume_plan import ResumePlan
-    from .store.base import SessionStore
+    from .store.base import AnswerRead, SessionStore
 
 
 @dataclass
@@ -130,19 +137,48 @@ async def answer(
     from .models import Content
 
     outcome = Outcome("answer", session_id, invocation_id, operator, reason, answered=list(answers))
+    read: AnswerRead | None = None
+    # The answer's reads, once: their rows name the session's app (routing), and the
+    # gate and the turn's validation use them: one round trip where there were three.
+    if session is None:
+        if isinstance(got := await _answer_read(outcome, store, answers), Outcome):
+            return got
+        read = got
+    app = session.app_name if session is not None else _app_of(read)
     if via != "local":
-        if isinstance(app := await _route(outcome, store, session, registry, via), Outcome):
-            return app  # refused: reading the session or building the registry failed
-        if app is not None:
+        if isinstance(routed := await _route(outcome, store, app, registry, via), Outcome):
+            return routed  # refused: reading the session or building the registry failed
+        if routed is not None:
             return await answer_via_worker(
-                store, session_id, answers, invocation_id, app_name=app, operator=operator, reason=reason,
+                store, session_id, answers, invocation_id, app_name=routed, operator=operator, reason=reason,
                 on_step=on_step, force=force, policy=policy, batch=batch, wait=wait, timeout=timeout,
                 on_queued=on_queued,
             )
-    if (stop := await gated(outcome, store, answers, force=force, policy=policy, batch=batch)) is not None:
+    if read is None:
+        if isinstance(got := await _answer_read(outcome, store, answers), Outcome):
+            return got
+        read = got
+    if (stop := await gated(outcome, store, answers, force=force, policy=policy, batch=batch, found=read[0])) is not None:
         return stop
     content = Content.from_responses(answers)
-    return await _turn(outcome, store, registry, session, preload, session_state, on_step, content=content, batch=batch)
+    return await _turn(outcome, store, registry, session, preload, session_state, on_step, content=content, batch=batch,
+                       app=app, answered=read)
+
+
+async def _answer_read(outcome: Outcome, store: SessionStore, answers: dict[str, Any]) -> AnswerRead | Outcome:
+    """:func:`~engine.store.base.answer_reads` of the answer's ids, as the turn makes
+    it; ``outcome`` refused with the HitlError it met (no such session)."""
+    from .store.base import answer_reads
+
+    try:
+        return await answer_reads(store, outcome.session_id, list(answers), outcome.invocation_id)
+    except HitlError as exc:
+        return _refused(outcome, exc)
+
+
+def _app_of(read: AnswerRead | None) -> str | None:
+    """The session's app as the interrupt rows name it (None: no row was found)."""
+    return read[0][0].app_name if read is not None and read[0] else None
 
 
 @telemetry.action("redrive")
@@ -169,7 +205,8 @@ async def redrive(
     in a worker, as for :func:`answer`."""
     outcome = Outcome("redrive", session_id, invocation_id, operator, reason)
     if via != "local":
-        if isinstance(app := await _route(outcome, store, session, registry, via), Outcome):
+        name = session.app_name if session is not None else None
+        if isinstance(app := await _route(outcome, store, name, registry, via), Outcome):
             return app  # refused: reading the session or building the registry failed
         if app is not None:
             return await redrive_via_worker(
@@ -292,22 +329,24 @@ async def start(
 
     async def events() -> AsyncIterator[Event]:
         content = Content.from_text(message)
-        async for event in runner.run(user_id, session_id, content, on_loaded=loaded, on_stored=told):
+        # The session as read for the checks above: the turn's first write proves it unchanged.
+        async for event in runner.run(user_id, session_id, content, on_loaded=loaded, on_stored=told,
+                                      session_read=session if session is not None else False):
             yield event
 
     return await _fold(outcome, store, events(), False, on_step, latest)
 
 
 async def _route(
-    outcome: Outcome, store: SessionStore, session: Session | None,
+    outcome: Outcome, store: SessionStore, app_name: str | None,
     registry: AppRegistry | Callable[[], AppRegistry] | None, via: Via,
 ) -> str | Outcome | None:
     """The app whose worker runs this session's turn (:func:`engine.routing.routed_to_worker`),
     None (it runs here), or ``outcome`` refused with the HitlError reading the session or
     building the registry met (a registered app whose code fails to import is an error to
-    fix, not a hand-off)."""
+    fix, not a hand-off). ``app_name``: the session's app when the caller knows it."""
     try:
-        app = (session or await store.get_session(outcome.session_id)).app_name
+        app = app_name or (await store.get_session(outcome.session_id)).app_name
         built = None if registry is None else _registry(registry)  # none given: ``auto`` runs here
     except HitlError as exc:
         return _refused(outcome, exc)
@@ -351,25 +390,36 @@ async def _turn(
     content: Any = None,
     acknowledge_in_doubt: bool | Mapping[str, int] = False,
     batch: str | None = None,
+    app: str | None = None,
+    answered: AnswerRead | None = None,
 ) -> Outcome:
-    """An answer or a re-drive: one Runner turn, folded event by event."""
+    """An answer or a re-drive: one Runner turn, folded event by event. ``app``:
+    the session's app as the answer's interrupt rows name it, and ``answered``
+    those reads, which the Runner takes instead of reading again (a resume's
+    user is its interrupts')."""
     from .resume import load_invocation
 
     sid, inv = outcome.session_id, outcome.invocation_id
     try:
         if preload and inv is not None:
             outcome.before = await load_invocation(store, sid, inv)
-        if session is None or session_state:
+        if (session is None and app is None) or session_state:
             session = await store.get_session(sid)
         if session_state:
+            assert session is not None
             outcome.state_before = dict(session.state)
     except HitlError as exc:
         return _refused(outcome, exc)
+    if session is not None:
+        app, user = session.app_name, session.user_id
+    else:
+        assert app is not None and answered is not None and answered[0]
+        user = answered[0][0].user_id
 
     loaded, told, latest = _runner_hooks(outcome)
 
     async def events() -> AsyncIterator[Event]:
-        runner = _registry(registry).runner(session.app_name, store)
+        runner = _registry(registry).runner(app, store)
         kw: dict[str, Any] = {
             "operator": outcome.operator, "reason": outcome.reason, "on_loaded": loaded, "on_stored": told,
         }
@@ -377,7 +427,9 @@ async def _turn(
             kw["acknowledge_in_doubt"] = acknowledge_in_doubt
         if batch is not None:
             kw["batch"] = batch
-        async for event in runner.run(session.user_id, sid, content, inv, **kw):
+        if answered is not None:
+            kw["answered"] = answered
+        async for event in runner.run(user, sid, content, inv, **kw):
             yield event
 
     return await _fold(outcome, store, events(), session_state, on_step, latest)

@@ -33,7 +33,7 @@ from .errors import (
 from .loading import load_invocation  # noqa: F401 (re-exported: callers read invocations through engine.resume)
 from .models import Content, FunctionResponse, Part
 from .responses import coerce_response, same_json, unwrap_response
-from .store.base import InterruptRecord, LoadedInvocation, SessionStore, answer_reads
+from .store.base import AnswerRead, InterruptRecord, LoadedInvocation, SessionStore, answer_reads
 
 if TYPE_CHECKING:  # for annotations that still name it here; import it from engine.resume_plan
     from .resume_plan import ResumePlan  # noqa: F401
@@ -55,9 +55,12 @@ class ResumeTarget:
 
 
 async def validate_responses(
-    store: SessionStore, session_id: str, content: Content, invocation_id: str | None = None
+    store: SessionStore, session_id: str, content: Content, invocation_id: str | None = None,
+    *, read: AnswerRead | None = None,
 ) -> ResumeTarget:
-    """Validate an FR message against the interrupt index; nothing is written."""
+    """Validate an FR message against the interrupt index; nothing is written.
+    ``read``: :func:`~engine.store.base.answer_reads` of this message's ids and
+    ``invocation_id`` as the caller made it for its own checks (else read here)."""
     if content.is_empty:
         raise EmptyMessageError()
     if invocation_id is not None:
@@ -71,7 +74,7 @@ async def validate_responses(
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     if dupes:
         raise ResumeRejected(f"interrupt {', '.join(dupes)} is answered twice in one message", dupes)
-    rows, loaded = await answer_reads(store, session_id, ids, invocation_id)
+    rows, loaded = read if read is not None else await answer_reads(store, session_id, ids, invocation_id)
     open_by_id: dict[str, list[InterruptRecord]] = {}
     seen: set[str] = set()
     for r in rows:

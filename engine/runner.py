@@ -13,7 +13,7 @@ import logging
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from . import checkpoints, telemetry
 from .context import Context, InvocationContext, NodeFailed, NodeRunner
@@ -53,6 +53,7 @@ from .store.capabilities import AcquireAndAppend, AppendAndSettle, capability, r
 from .turn_failures import failed_leaf, store_error_in, workflow_failed
 
 if TYPE_CHECKING:
+    from .store.base import AnswerRead
     from .store.workers import Settle, TurnReads
 
 log = logging.getLogger(__name__)
@@ -227,7 +228,12 @@ class Runner:
         killed turn), refusing a FAILED one (NotRedrivableError), which only an
         operator re-drives -- checked under the lease, where it is authoritative;
         ``reads``: the session's user, the invocation and its lease as the
-        worker's claim read them (:class:`~engine.store.workers.TurnReads`), not read again."""
+        worker's claim read them (:class:`~engine.store.workers.TurnReads`), not read again;
+        ``answered``: an answer's interrupt rows and invocation as the caller read them
+        for its checks (:func:`~engine.store.base.answer_reads` of this message's ids and
+        ``invocation_id``), not read again; ``session_read``: a new invocation's session
+        as the caller read it just before (False: it found none), not read again. The
+        first write stays the authority over what these reads saw."""
         tr = telemetry.tracer()
         turn = self._run(user_id, session_id, new_message, invocation_id, **options)
         if tr is None:
@@ -261,6 +267,8 @@ class Runner:
         batch: str | None = None,
         settle: Settle | None = None,
         reads: TurnReads | None = None,
+        answered: AnswerRead | None = None,
+        session_read: Session | Literal[False] | None = None,
     ) -> AsyncIterator[Event]:
         """The turn itself (see :meth:`run`)."""
         target: ResumeTarget | None = None
@@ -277,13 +285,15 @@ class Runner:
             inv_id, kind = invocation_id, "redrive"
         elif new_message.function_responses:
             # The interrupt index names the session's user (and fails for a missing session).
-            target = await validate_responses(self.store, session_id, new_message, invocation_id)
+            target = await validate_responses(self.store, session_id, new_message, invocation_id, read=answered)
             inv_id, kind = target.invocation_id, "resume"
             user_id = next(iter(target.records.values())).user_id
         elif invocation_id is None and has_capability(self.store, "create_in_first_write"):
             # A new session is created by the turn's first write, in its transaction.
             try:
-                session = await self.store.get_session(session_id)
+                if session_read is False:
+                    raise SessionNotFoundError(session_id)
+                session = session_read if session_read is not None else await self.store.get_session(session_id)
                 create, last_seq, user_id = False, session.last_seq, session.user_id
             except SessionNotFoundError:
                 create, last_seq = True, 0

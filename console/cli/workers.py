@@ -214,11 +214,12 @@ def say_queued(red: Redactor, as_json: bool, **extra: Any) -> Callable[[Outcome]
     return say
 
 
-async def settle(red: Redactor, store: SessionStore, done: Outcome, as_json: bool, *, app_name: str,
+async def settle(red: Redactor, store: SessionStore, done: Outcome, as_json: bool, *, app_name: str | None,
                  timeout: float) -> None:
     """After a write through :mod:`engine.operations`: a turn run here ends with its
     summary (:func:`~console.cli.output.finish`); a turn left to a worker with how the
-    follow ended -- settled, still queued after ``timeout``, held, or not followed (--no-wait)."""
+    follow ended -- settled, still queued after ``timeout``, held, or not followed (--no-wait).
+    ``app_name``: the session's app (None: read here, only if a line names it)."""
     from .output import finish
 
     if done.queued is None:
@@ -236,6 +237,7 @@ async def settle(red: Redactor, store: SessionStore, done: Outcome, as_json: boo
              f"invocation {inv}: {status.value if status else '?'}" + (f"; open: {id_list(open_ids, 8)}" if open_ids else ""),
              status=status.value if status else None, open=open_ids)
     elif done.followed == "timeout":
+        app_name = app_name or (await store.get_session(done.session_id)).app_name
         _say(red, as_json, "queued", inv,
              f"stored and queued for a worker; the turn has not settled after {timeout:g}s "
              f"(it runs when a worker of {app_name} takes it)")

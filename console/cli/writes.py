@@ -116,9 +116,9 @@ def resume(
         values = parse_answers([*answers, *answer_opts], red)
         skip_empty_plugin_scan()  # the answer and the turn build validators
         async with open_store(write=not dry_run, turn=True) as store:
-            session = await store.get_session(session_id)
             inv = await resolve_invocation(store, session_id, invocation) if invocation is not None else None
             if dry_run:
+                session = await store.get_session(session_id)
                 dry = await operations.dry_run(
                     store, session_id, values, inv, app_name=session.app_name, registry=opts.registry
                 )
@@ -137,13 +137,14 @@ def resume(
             if store.read_only:
                 raise ReadOnlyError("the store is open read-only (--read-only); nothing was written")
             # Here, or left to a worker (engine.routing: auto = a worker when this process has no
-            # code registered for the app). The runner validates and loads the invocation once.
+            # code registered for the app). The answer's reads name the session's app, and the
+            # gate and the runner use them: the session is not read apart.
             done = await operations.answer(
                 store, session_id, values, inv, registry=opts.registry, operator=_operator(operator), reason=reason,
-                session=session, on_step=lambda step: print_step(red, step, opts.json), force=force,
+                on_step=lambda step: print_step(red, step, opts.json), force=force,
                 via=via, wait=not no_wait, timeout=wait_timeout, on_queued=say_queued(red, opts.json),
             )
-            await settle(red, store, done, opts.json, app_name=session.app_name, timeout=wait_timeout)
+            await settle(red, store, done, opts.json, app_name=None, timeout=wait_timeout)
 
     run(red, body(), on_interrupt=stopped_hint(session_id))
 

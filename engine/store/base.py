@@ -242,9 +242,13 @@ class LoadedInvocation:
     events: list[StoredEvent]
 
 
+AnswerRead = tuple[list[InterruptRecord], LoadedInvocation | None]
+"""What :func:`answer_reads` returns: the interrupt rows, and the invocation or None."""
+
+
 async def answer_reads(
     store: SessionStore, session_id: str, interrupt_ids: list[str], invocation_id: str | None = None
-) -> tuple[list[InterruptRecord], LoadedInvocation | None]:
+) -> AnswerRead:
     """The interrupt rows of ``interrupt_ids`` (``lookup_interrupts``) and, on a
     store with the ``answer_reads`` capability, the invocation the answer
     resumes, read with them in one round trip; elsewhere None (read it later)."""
