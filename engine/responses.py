@@ -5,7 +5,10 @@ it is always stored with the interrupt's call as JSON Schema so that the
 console and the CLI validate answers without importing workflow code. This is
 the one place that validates an answer; the runner, the CLI's ``--dry-run`` and
 the console's editor all call :func:`coerce_response` (or
-:func:`validate_response`, its errors only).
+:func:`validate_response`, its errors only). A valid answer to an object of
+scalar fields (what a model of plain fields becomes) is taken as sent, without
+the coercion field by field (:func:`plain_object`, :func:`plainly_valid`): the
+one quick check, which an import also asks once per distinct schema.
 
 Coercion follows pydantic's lax mode, driven only by the JSON Schema (so a
 pydantic model, a Python type and the equivalent JSON Schema dict coerce alike):
