@@ -96,13 +96,15 @@ class Replay:
         # What both checks read, looked up once: the invocation, and the run a node record is of
         iid, info = event.invocation_id, event.node_info
         inv = self.proj.invocations.get(iid)
-        run = None if info is None else self.get(iid, info.path)
+        kept = None if info is None else self.proj.nodes.get((iid, info.path))
+        run = kept if kept is not None or info is None else self.get(iid, info.path)
         problem = _impossible(self, event, inv, run) or self._order(event, inv, run)
         if problem:
             return problem
         builder, gone = self.builder, self._gone
         if gone is not None:
-            if gone.runs and _names_dropped(self.proj, gone, event):
+            # (a record of a run the fold kept names nothing dropped: its ancestors are kept too)
+            if gone.runs and kept is None and _names_dropped(self.proj, gone, event):
                 self._unfold()
             else:
                 self._texts.append(text if text is not None else event.to_json())
@@ -242,8 +244,8 @@ class Replay:
         opened = self._open.get(iid, _NONE_OPEN)
         waiting: list[str] = []
         if kids:  # (most runs that end are leaves)
-            busy = sorted(r.path for r in kids if r.status in ACTIVE and r.starts)
-            if busy:
+            if any(r.status in ACTIVE and r.starts for r in kids):
+                busy = sorted(r.path for r in kids if r.status in ACTIVE and r.starts)
                 return f"{run.path} ends while {', '.join(busy)} still runs"
             # (a leaf of an older writer has no start nor end record: it waits while its ids are open)
             waiting = sorted(
