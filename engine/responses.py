@@ -5,7 +5,10 @@ it is always stored with the interrupt's call as JSON Schema so that the
 console and the CLI validate answers without importing workflow code. This is
 the one place that validates an answer; the runner, the CLI's ``--dry-run`` and
 the console's editor all call :func:`coerce_response` (or
-:func:`validate_response`, its errors only).
+:func:`validate_response`, its errors only). A valid answer to an object of
+scalar fields (what a model of plain fields becomes) is taken as sent, without
+the coercion field by field (:func:`plain_object`, :func:`plainly_valid`): the
+one quick check, which an import also asks once per distinct schema.
 
 Coercion follows pydantic's lax mode, driven only by the JSON Schema (so a
 pydantic model, a Python type and the equivalent JSON Schema dict coerce alike):
@@ -28,7 +31,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .quick_schema import surely_invalid, surely_valid
+from .quick_schema import _scalar_equal, surely_invalid, surely_valid
 
 if TYPE_CHECKING:  # imported where used: ~80 ms that most commands never need
     import jsonschema
@@ -101,13 +104,22 @@ def coerce_response(schema: dict[str, Any] | None, value: Any) -> tuple[Any, lis
     if bad is not None:
         return value, [f"{bad or '(root)'}: NaN and infinities are not JSON values"]
     try:
-        size = len(json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8"))
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
     except (TypeError, ValueError) as exc:
         return value, [f"(root): not JSON-serialisable: {exc}"]
-    if size > MAX_RESPONSE_BYTES:
-        return value, [f"(root): answer is {size} bytes; the limit is {MAX_RESPONSE_BYTES}"]
+    if len(text) > MAX_RESPONSE_BYTES:
+        return value, [f"(root): answer is {len(text)} bytes; the limit is {MAX_RESPONSE_BYTES}"]
     if not schema:
         return value, []
+    props = plain_object(schema)
+    if props is not None and plainly_valid(props, value, text):
+        return dict(value), []  # what the full check makes of it: the same keys, in order, and values
+    return _coerce_checked(schema, value)
+
+
+def _coerce_checked(schema: dict[str, Any], value: Any) -> tuple[Any, list[str]]:
+    """:func:`coerce_response` the full way (a finite answer within the size limit):
+    the coercion, then the schema's check of its result."""
     coerced = _coerce(schema, schema, value)
     view = _view(schema, schema, coerced)
     if surely_valid(schema, schema, view):  # most answers: jsonschema is neither imported nor run
@@ -116,6 +128,55 @@ def coerce_response(schema: dict[str, Any] | None, value: Any) -> tuple[Any, lis
     if errors:
         return value, [_format_error(e) for e in errors]
     return coerced, []
+
+
+PlainProps = dict[str, tuple[tuple[type, ...], list[Any] | None]]
+"""A :func:`plain_object` schema: each property's Python types and its enum (or None)."""
+
+_PLAIN_TYPES = {"string": (str,), "boolean": (bool,), "integer": (int,), "number": (int, float)}
+_PLAIN_KEYS = frozenset({"type", "enum", "title", "description", "default"})
+_PLAIN_ROOT = frozenset({"type", "properties", "required", "title", "description"})
+
+
+def plain_object(schema: Any) -> PlainProps | None:
+    """The properties of a schema as a model of scalar fields becomes (an object
+    of typed properties, enums, a ``required`` list of them, annotations),
+    each as (its Python types, its enum or None); None for any other schema.
+    With :func:`plainly_valid`, the quick way :func:`coerce_response` (and an
+    import, once per distinct schema) takes most answers."""
+    if not isinstance(schema, dict) or schema.get("type") != "object" or set(schema) - _PLAIN_ROOT:
+        return None
+    props, required = schema.get("properties"), schema.get("required", [])
+    if not isinstance(props, dict) or not isinstance(required, list) or any(r not in props for r in required):
+        return None
+    out = {}
+    for name, sub in props.items():
+        if not isinstance(sub, dict) or set(sub) - _PLAIN_KEYS or sub.get("type") not in _PLAIN_TYPES:
+            return None
+        enum = sub.get("enum")
+        if enum is not None and (not isinstance(enum, list) or any(isinstance(e, dict | list) for e in enum)):
+            return None
+        out[name] = (_PLAIN_TYPES[sub["type"]], enum)
+    return out
+
+
+def plainly_valid(props: PlainProps, value: Any, text: bytes) -> bool:
+    """True only when ``value`` is valid against the :func:`plain_object` schema
+    ``props`` and :func:`coerce_response` leaves it as sent: an object with
+    every property, each of exactly its type (no ``1.0`` for an integer, no
+    ``true`` for a number) and in its enum, every number finite, small enough
+    (``text``: its JSON as UTF-8). Else False: the full check decides."""
+    if type(value) is not dict or b"NaN" in text or b"Infinity" in text or 4 * len(text) > MAX_RESPONSE_BYTES:
+        return False
+    for name, (types, enum) in props.items():
+        if name not in value:
+            return False
+        v = value[name]
+        if type(v) not in types:
+            return False
+        if enum is not None and not any(_scalar_equal(v, e) for e in enum):
+            return False
+    return True
 
 
 _VALIDATORS: dict[str, Any] = {}

@@ -54,9 +54,10 @@ from pydantic_core import to_json
 
 from ..models import Event, NodeStatus, parent_path
 from ..projection import NodeRun, Projection
-from ..projection_records import _run_no
-from ..quick_schema import _scalar_equal
-from ..responses import MAX_RESPONSE_BYTES, coerce_response, same_json, unwrap_response
+from ..projection_records import Invocation, _run_no
+from ..responses import PlainProps, coerce_response, same_json, unwrap_response
+from ..responses import plain_object as _plain_object
+from ..responses import plainly_valid as _plainly_valid
 
 if TYPE_CHECKING:
     from ..checkpoints import Builder
@@ -92,12 +93,18 @@ class Replay:
     def check(self, event: Event, seq: int, text: str | bytes | None = None) -> str | None:
         """``text``: the event's JSON as read, if the caller has it (kept while
         the fold is compacted; else the event is serialised)."""
-        problem = _impossible(self, event) or self._order(event)
+        # What both checks read, looked up once: the invocation, and the run a node record is of
+        iid, info = event.invocation_id, event.node_info
+        inv = self.proj.invocations.get(iid)
+        kept = None if info is None else self.proj.nodes.get((iid, info.path))
+        run = kept if kept is not None or info is None else self.get(iid, info.path)
+        problem = _impossible(self, event, inv, run) or self._order(event, inv, run)
         if problem:
             return problem
         builder, gone = self.builder, self._gone
         if gone is not None:
-            if gone.runs and _names_dropped(self.proj, gone, event):
+            # (a record of a run the fold kept names nothing dropped: its ancestors are kept too)
+            if gone.runs and kept is None and _names_dropped(self.proj, gone, event):
                 self._unfold()
             else:
                 self._texts.append(text if text is not None else event.to_json())
@@ -164,13 +171,15 @@ class Replay:
         return kids
 
     # ------------------------------------------------------------ before
-    def _order(self, event: Event) -> str | None:
-        """The runner's order, beyond what the projection can fold."""
+    def _order(self, event: Event, inv: Invocation | None, run: NodeRun | None) -> str | None:
+        """The runner's order, beyond what the projection can fold (``inv``: the
+        event's invocation in the fold; ``run``: the whole fold's run at the
+        record's path, if it is a node record)."""
         iid = event.invocation_id
         info = event.node_info
         if self._owed and (info is None or info.lifecycle != "end" or (iid, info.path) not in self._owed):
             self._owed.clear()  # no completion records after the answer: an older writer's log
-        if iid not in self.proj.invocations:
+        if inv is None:
             if info is not None or event.author != "user" or event.content is None or event.function_responses:
                 return f"invocation {iid} does not begin with the user message that started it"
             return None
@@ -179,7 +188,6 @@ class Replay:
             if event.function_responses and root is not None and root.status is NodeStatus.RUNNING:
                 return f"it answers while a turn of invocation {iid} runs (its root {root.path} has not ended)"
             return None
-        run = self.get(iid, info.path)
         if info.lifecycle == "start":
             if run is not None and run.starts == 0:
                 return f"{info.path} starts after records of its run"
@@ -236,8 +244,8 @@ class Replay:
         opened = self._open.get(iid, _NONE_OPEN)
         waiting: list[str] = []
         if kids:  # (most runs that end are leaves)
-            busy = sorted(r.path for r in kids if r.status in ACTIVE and r.starts)
-            if busy:
+            if any(r.status in ACTIVE and r.starts for r in kids):
+                busy = sorted(r.path for r in kids if r.status in ACTIVE and r.starts)
                 return f"{run.path} ends while {', '.join(busy)} still runs"
             # (a leaf of an older writer has no start nor end record: it waits while its ids are open)
             waiting = sorted(
@@ -385,12 +393,12 @@ def _same(a: Any, b: Any) -> bool:
     return a is b or (type(a) is type(b) and a == b)
 
 
-def _impossible(seen: Replay, event: Event) -> str | None:
+def _impossible(seen: Replay, event: Event, inv: Invocation | None, run: NodeRun | None) -> str | None:
     """Why ``event`` cannot come next after the events folded into ``seen``
-    (None when it can). Reads the fold, changes nothing in it."""
+    (None when it can; ``inv``: its invocation in the fold, ``run``: the fold's
+    run at a node record's path). Reads the fold, changes nothing in it."""
     proj = seen.proj
     iid = event.invocation_id
-    inv = proj.invocations.get(iid)
     cancel = inv.cancel if inv is not None else None
     info = event.node_info
     if info is None:
@@ -406,7 +414,6 @@ def _impossible(seen: Replay, event: Event) -> str | None:
         return f"a record of {info.path} after invocation {iid} was cancelled at event {cancel['pos']}"
     if not info.path.strip() or not info.run_id.strip():
         return "a node record with an empty path or run id"
-    run = seen.get(iid, info.path)
     running = run is not None and run.status is NodeStatus.RUNNING
     if info.lifecycle == "start":
         if running:
@@ -456,52 +463,8 @@ def _verdict(
     return found
 
 
-_PLAIN_TYPES = {"string": (str,), "boolean": (bool,), "integer": (int,), "number": (int, float)}
-_PLAIN_KEYS = frozenset({"type", "enum", "title", "description", "default"})
-_PLAIN_SCHEMAS: dict[bytes, dict[str, tuple[tuple[type, ...], list[Any] | None]] | None] = {}
-"""Schema JSON -> :func:`_plain_object` of it (once per distinct schema, for the process)."""
-
-
-def _plain_object(schema: Any) -> dict[str, tuple[tuple[type, ...], list[Any] | None]] | None:
-    """The properties of a schema as a model of scalar fields becomes (an object
-    of typed properties, enums, a ``required`` list of them, annotations),
-    each as (its Python types, its enum or None); None for any other schema."""
-    if not isinstance(schema, dict) or schema.get("type") != "object" or set(schema) - _PLAIN_ROOT:
-        return None
-    props, required = schema.get("properties"), schema.get("required", [])
-    if not isinstance(props, dict) or not isinstance(required, list) or any(r not in props for r in required):
-        return None
-    out = {}
-    for name, sub in props.items():
-        if not isinstance(sub, dict) or set(sub) - _PLAIN_KEYS or sub.get("type") not in _PLAIN_TYPES:
-            return None
-        enum = sub.get("enum")
-        if enum is not None and (not isinstance(enum, list) or any(isinstance(e, dict | list) for e in enum)):
-            return None
-        out[name] = (_PLAIN_TYPES[sub["type"]], enum)
-    return out
-
-
-_PLAIN_ROOT = frozenset({"type", "properties", "required", "title", "description"})
-
-
-def _plainly_valid(props: dict[str, tuple[tuple[type, ...], list[Any] | None]], value: Any, text: bytes) -> bool:
-    """True only when ``value`` is valid against the :func:`_plain_object` schema
-    ``props`` and :func:`coerce_response` leaves it as sent: an object with
-    every property, each of exactly its type (no ``1.0`` for an integer, no
-    ``true`` for a number) and in its enum, every number finite, small enough
-    (``text``: its JSON). Else False: the full check decides."""
-    if type(value) is not dict or b"NaN" in text or b"Infinity" in text or 4 * len(text) > MAX_RESPONSE_BYTES:
-        return False
-    for name, (types, enum) in props.items():
-        if name not in value:
-            return False
-        v = value[name]
-        if type(v) not in types:
-            return False
-        if enum is not None and not any(_scalar_equal(v, e) for e in enum):
-            return False
-    return True
+_PLAIN_SCHEMAS: dict[bytes, PlainProps | None] = {}
+"""Schema JSON -> :func:`plain_object` of it (once per distinct schema, for the process)."""
 
 
 def _surely_same(a: Any, b: Any) -> bool:

@@ -243,9 +243,10 @@ class ExportReader:
             # Bytes (a file's lines) are parsed as they are: the parser refuses what
             # is not UTF-8, and such a line is then decoded, which names the byte.
             m = match_bytes(raw) if type(raw) is bytes else match(text := _decode(raw, n))
-            if m is not None and int(m[1]) == expected and plain_json(m[0]):
+            if m is not None and int(m[1]) == expected and plain_json(m.string):  # (the whole line: m[0] would copy it)
+                body = m[2]  # (each m[2] is a copy of the event's bytes)
                 try:
-                    yield n, (validate(m[2]), m[2])
+                    yield n, (validate(body), body)
                     expected += 1
                     continue
                 except ValueError:  # pydantic's ValidationError too: the general way names the problem
