@@ -62,6 +62,13 @@ neither woken nor sent anything for every append of every turn), a poll of
 SQLite's ``PRAGMA data_version`` (changes when another connection commits)
 every few milliseconds, never a fixed long sleep.
 
+Warm-up: before its first claim, a worker has the store make the connections
+its turns will use ready (``WarmTurns``, PostgreSQL: the turn's statements run
+once on a scratch session, rolled back -- a new server backend compiles and
+plans the turn's PL/pgSQL functions at their first call, ~20 ms, which the first
+turns of every connection of every process paid); again when idle, if the pool
+closed connections meanwhile.
+
 Heartbeat: every ``heartbeat`` seconds the worker rewrites its row (host, pid,
 apps, versions, current turns), renews its claims and sweeps (above). SIGTERM
 (:meth:`Worker.drain`) stops claiming, hands back what has not started, lets

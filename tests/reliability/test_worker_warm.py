@@ -140,3 +140,14 @@ async def test_a_warmed_workers_first_turn_is_three_round_trips(monkeypatch: pyt
             worker.stop()
             await task
         await store.close()
+
+
+async def test_a_read_only_store_warms_nothing() -> None:
+    url = pg_fresh_url()
+    await (await open_store(url)).close()
+    store = await open_store(url, read_only=True)
+    try:
+        assert await store.warm_turns(3, [APP], "w1") == 0
+        assert not any(TURN_FUNCTIONS & seen for seen in await _each_connection(store, 1))
+    finally:
+        await store.close()

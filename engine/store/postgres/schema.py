@@ -5,7 +5,7 @@ from __future__ import annotations
 from .deadlines import MIGRATION as _DEADLINES
 
 NOTIFY_CHANNEL = "hitl_events"
-"""Every append notifies this channel with ``{"s": session_id, "q": seq}``."""
+"""Every append statement notifies this channel with ``{"s": session_id, "q": seq}``, its last seq."""
 
 
 
