@@ -18,9 +18,9 @@ from engine.models import Content
 from engine.store import open_store
 from engine.store.postgres import SCHEMA_VERSION, PostgresStore
 from engine.store.postgres.schema import _APPEND_FN, _APPEND_MANY_FN
-from engine.worker import Worker
 from tests.contract.builders import pg_fresh_url
 from tests.engine.test_turn_cost import SIMPLE
+from tests.reliability.test_worker_turn_cost import _serve
 
 APP = "one_node"
 pytestmark = pytest.mark.postgres
@@ -56,19 +56,6 @@ async def _waiting(store: Any, sid: str) -> str:
     return str(row.interrupt_id)
 
 
-async def _serve_one(store: Any) -> None:
-    results: list[Any] = []
-    worker = Worker(store, {APP: SIMPLE}, concurrency=1, heartbeat=600, deadlines=False, on_result=results.append)
-    task = asyncio.ensure_future(worker.run())
-    for _ in range(3000):
-        if results or task.done():
-            break
-        await asyncio.sleep(0.01)
-    worker.stop()
-    await task
-    assert [r.outcome for r in results] == ["ran"]
-
-
 async def test_a_worker_turn_wakes_each_listener_once_per_write() -> None:
     store = await open_store(pg_fresh_url())
     try:
@@ -76,7 +63,7 @@ async def test_a_worker_turn_wakes_each_listener_once_per_write() -> None:
         done = await handoff.queue_answer(store, "s1", {iid: "yes"})
         assert done.error is None, done.error
         before = (await store.get_session("s1")).last_seq
-        heard = await _heard(store, lambda: _serve_one(store))
+        heard = await _heard(store, lambda: _serve(store, 1))
         last = (await store.get_session("s1")).last_seq
         appended = [q for s, q in heard if s == "s1" and q is not None and q > 0]
         assert last - before >= 4  # the turn appended several events ...
