@@ -407,7 +407,11 @@ def side(tree: str, argv: list[str]) -> dict[str, Any]:
     """This script's results with ``tree``'s code, in a process of its own."""
     with tempfile.NamedTemporaryFile(suffix=".json") as fh:
         env = {**os.environ, "HITL_BENCH_TREE": tree, "PYTHONPATH": tree}
-        subprocess.run([sys.executable, __file__, *argv, "--json", fh.name], env=env, check=True, timeout=3600)
+        # In the tree's directory: the worker processes are forked by multiprocessing's
+        # forkserver, which puts its working directory first on sys.path -- run from
+        # another checkout, the "before" side's workers imported that checkout's code.
+        script = str(Path(__file__).resolve())
+        subprocess.run([sys.executable, script, *argv, "--json", fh.name], env=env, check=True, timeout=3600, cwd=tree)
         return dict(json.loads(Path(fh.name).read_text()))
 
 
