@@ -23,7 +23,8 @@ round, and prints the median of the rounds per row, with the load average.
   until every turn settled; *backlog*, N answers queued before the workers are
   let go (as the reference's jobs are deferred before its workers take them) --
   next to N in-process answers one after another in one process; the CPU the
-  worker processes used per turn (from /proc, read just before they stop);
+  worker processes used per turn (from /proc, read just before they stop), and
+  on PostgreSQL the server's (its processes' CPU, /proc: the server runs here);
 * what one worker turn costs the store, counted: N answers queued, then one
   in-process worker serves them all, counted from its first claim (what a
   process does once before -- connecting, warming its connections, its first
@@ -208,23 +209,59 @@ async def drained(url: str) -> None:
         await store.close()
 
 
-def throughput_backlog(url: str, tmp: str, count: int, sids: list[str], shape: Shape) -> tuple[float, float]:
-    """Turns/s and worker CPU per turn of ``count`` worker processes released on a
+_POSTMASTER: dict[str, int] = {}
+
+
+def server_cpu(url: str) -> float:
+    """CPU seconds the PostgreSQL server of ``url`` used so far: its postmaster's
+    child processes (backends, and its own workers), read in /proc -- the server
+    runs on this machine. 0 for SQLite. Processes that ended are not counted, so
+    read it while the workers' connections are open."""
+    if not url.startswith("postgres"):
+        return 0.0
+    if url not in _POSTMASTER:
+        import asyncpg
+
+        async def backend() -> int:
+            conn = await asyncpg.connect(url.split("&schema=")[0].split("?schema=")[0])
+            try:
+                return int(await conn.fetchval("SELECT pg_backend_pid()"))
+            finally:
+                await conn.close()
+
+        pid = asyncio.run(backend())
+        _POSTMASTER[url] = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    parent = _POSTMASTER[url]
+    children = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == parent:
+                    children.append(int(entry.name))
+            except (OSError, ValueError, IndexError):
+                continue
+    return proc_cpu(children)
+
+
+def throughput_backlog(url: str, tmp: str, count: int, sids: list[str], shape: Shape) -> tuple[float, float, float]:
+    """Turns/s, worker CPU and server CPU per turn of ``count`` worker processes released on a
     backlog of ``sids``' answers (queued before they go, as the reference's jobs are)."""
     pool = Pool(url, tmp, count, shape, hold=True)
     try:
         asyncio.run(queue_all(url, sids, shape))
-        idle = pool.cpu()
+        idle, server = pool.cpu(), server_cpu(url)
         t0 = time.perf_counter()
         pool.release()
         asyncio.run(drained(url))
         rate = len(sids) / (time.perf_counter() - t0)
-        return rate, (pool.cpu() - idle) / len(sids)
+        return rate, (pool.cpu() - idle) / len(sids), (server_cpu(url) - server) / len(sids)
     finally:
         pool.stop()
 
 
-def throughput_warm(url: str, tmp: str, count: int, sids: list[str], warm: list[str], shape: Shape) -> tuple[float, float]:
+def throughput_warm(
+    url: str, tmp: str, count: int, sids: list[str], warm: list[str], shape: Shape
+) -> tuple[float, float, float]:
     """As :func:`throughput_backlog`, with workers that served ``warm``'s answers
     first; stopped (SIGSTOP) while the backlog is queued, then let go (SIGCONT)."""
     pool = Pool(url, tmp, count, shape)
@@ -236,13 +273,13 @@ def throughput_warm(url: str, tmp: str, count: int, sids: list[str], warm: list[
         try:
             asyncio.run(queue_all(url, sids, shape))
         finally:
-            idle = pool.cpu()
+            idle, server = pool.cpu(), server_cpu(url)
             t0 = time.perf_counter()
             for p in pool.procs:
                 os.kill(p.pid, signal.SIGCONT)  # type: ignore[arg-type]
         asyncio.run(drained(url))
         rate = len(sids) / (time.perf_counter() - t0)
-        return rate, (pool.cpu() - idle) / len(sids)
+        return rate, (pool.cpu() - idle) / len(sids), (server_cpu(url) - server) / len(sids)
     finally:
         pool.stop()
 
@@ -364,11 +401,13 @@ def bench(url: str, tmp: str, n_lat: int, n_tp: int, shape: Shape) -> dict[str, 
             pool.stop()
     for count in COUNTS:
         sids = asyncio.run(shape.make_sessions(url, n_tp, f"b{count}-"))
-        res[f"tpb {count}"], res[f"cpub {count}"] = throughput_backlog(url, tmp, count, sids, shape)
+        res[f"tpb {count}"], res[f"cpub {count}"], res[f"srvb {count}"] = throughput_backlog(url, tmp, count, sids, shape)
     for count in COUNTS:
         warm = asyncio.run(shape.make_sessions(url, 4 * count, f"ww{count}-"))
         sids = asyncio.run(shape.make_sessions(url, n_tp, f"w{count}-"))
-        res[f"tpw {count}"], res[f"cpuw {count}"] = throughput_warm(url, tmp, count, sids, warm, shape)
+        res[f"tpw {count}"], res[f"cpuw {count}"], res[f"srvw {count}"] = throughput_warm(
+            url, tmp, count, sids, warm, shape
+        )
     sids = asyncio.run(shape.make_sessions(url, n_tp, "tl"))
     c0 = time.process_time()
     res["tp local"] = asyncio.run(throughput_local(url, sids, shape))
@@ -506,6 +545,10 @@ def print_table(args: argparse.Namespace, results: dict[str, Any], ref: dict[str
         row(f"worker CPU per turn, {count:>2} worker(s), backlog", lambda r, c=count: ms(r[f"cpub {c}"]))
     for count in COUNTS:
         row(f"worker CPU per turn, {count:>2} worker(s), warm", lambda r, c=count: ms(r[f"cpuw {c}"]))
+    for count in COUNTS:
+        row(f"server CPU per turn, {count:>2} worker(s), backlog", lambda r, c=count: ms(r[f"srvb {c}"]) if pg(r) else "-")
+    for count in COUNTS:
+        row(f"server CPU per turn, {count:>2} worker(s), warm", lambda r, c=count: ms(r[f"srvw {c}"]) if pg(r) else "-")
     if ref is not None:
         for count in COUNTS:
             row(f"reference worker CPU per job, {count:>2}", lambda r, c=count: ms(ref["cpu"][str(c)]) if pg(r) else "-")
