@@ -222,15 +222,15 @@ def server_cpu(url: str) -> float:
     if url not in _POSTMASTER:
         import asyncpg
 
-        async def backend() -> int:
+        async def postmaster() -> int:  # the parent of a backend, read while it lives
             conn = await asyncpg.connect(url.split("&schema=")[0].split("?schema=")[0])
             try:
-                return int(await conn.fetchval("SELECT pg_backend_pid()"))
+                pid = int(await conn.fetchval("SELECT pg_backend_pid()"))
+                return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
             finally:
                 await conn.close()
 
-        pid = asyncio.run(backend())
-        _POSTMASTER[url] = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        _POSTMASTER[url] = asyncio.run(postmaster())
     parent = _POSTMASTER[url]
     children = []
     for entry in Path("/proc").iterdir():
