@@ -69,6 +69,8 @@ ROOT = Path(os.environ.get("HITL_BENCH_TREE") or Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.procrastinate_ref import cpu as proc_cpu  # noqa: E402
+from benchmarks.procrastinate_ref import parent_of  # noqa: E402
+from benchmarks.procrastinate_ref import server_cpu as proc_server_cpu  # noqa: E402
 from engine import Content, Runner, handoff, operations  # noqa: E402
 from engine.apps import AppRegistry  # noqa: E402
 from engine.store import open_store  # noqa: E402
@@ -213,10 +215,9 @@ _POSTMASTER: dict[str, int] = {}
 
 
 def server_cpu(url: str) -> float:
-    """CPU seconds the PostgreSQL server of ``url`` used so far: its postmaster's
-    child processes (backends, and its own workers), read in /proc -- the server
-    runs on this machine. 0 for SQLite. Processes that ended are not counted, so
-    read it while the workers' connections are open."""
+    """CPU seconds the PostgreSQL server of ``url`` used so far (its processes',
+    /proc: the server runs here; :func:`benchmarks.procrastinate_ref.server_cpu`).
+    0 for SQLite."""
     if not url.startswith("postgres"):
         return 0.0
     if url not in _POSTMASTER:
@@ -225,22 +226,12 @@ def server_cpu(url: str) -> float:
         async def postmaster() -> int:  # the parent of a backend, read while it lives
             conn = await asyncpg.connect(url.split("&schema=")[0].split("?schema=")[0])
             try:
-                pid = int(await conn.fetchval("SELECT pg_backend_pid()"))
-                return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+                return parent_of(int(await conn.fetchval("SELECT pg_backend_pid()")))
             finally:
                 await conn.close()
 
         _POSTMASTER[url] = asyncio.run(postmaster())
-    parent = _POSTMASTER[url]
-    children = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == parent:
-                    children.append(int(entry.name))
-            except (OSError, ValueError, IndexError):
-                continue
-    return proc_cpu(children)
+    return proc_server_cpu(_POSTMASTER[url])
 
 
 def throughput_backlog(url: str, tmp: str, count: int, sids: list[str], shape: Shape) -> tuple[float, float, float]:
@@ -552,6 +543,9 @@ def print_table(args: argparse.Namespace, results: dict[str, Any], ref: dict[str
     if ref is not None:
         for count in COUNTS:
             row(f"reference worker CPU per job, {count:>2}", lambda r, c=count: ms(ref["cpu"][str(c)]) if pg(r) else "-")
+        for count in COUNTS:
+            row(f"reference server CPU per job, {count:>2}",
+                lambda r, c=count: ms(ref["server"][str(c)]) if pg(r) and "server" in ref else "-")
     for count in COUNTS:
         row(f"answering CPU per turn, {count:>2} worker(s)", lambda r, c=count: ms(r[f"cpu answer {c}"]))
     row("CPU per turn, in-process", lambda r: ms(r["cpu local"]))
