@@ -68,9 +68,21 @@ ROOT = Path(os.environ.get("HITL_BENCH_TREE") or Path(__file__).resolve().parent
 """The tree whose code is measured (``--before``: another checkout's, in a process of its own)."""
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.procrastinate_ref import cpu as proc_cpu  # noqa: E402
-from benchmarks.procrastinate_ref import parent_of  # noqa: E402
-from benchmarks.procrastinate_ref import server_cpu as proc_server_cpu  # noqa: E402
+
+def _sibling(name: str) -> Any:
+    """This script's neighbour module ``name``, from this script's directory: the
+    measuring helpers are this script's, whichever tree's code is measured."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"_bench_{name}", Path(__file__).resolve().with_name(f"{name}.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_REF = _sibling("procrastinate_ref")
+proc_cpu, parent_of, proc_server_cpu = _REF.cpu, _REF.parent_of, _REF.server_cpu
 from engine import Content, Runner, handoff, operations  # noqa: E402
 from engine.apps import AppRegistry  # noqa: E402
 from engine.store import open_store  # noqa: E402
