@@ -23,9 +23,12 @@ round, and prints the median of the rounds per row, with the load average.
   until every turn settled; *backlog*, N answers queued before the workers are
   let go (as the reference's jobs are deferred before its workers take them) --
   next to N in-process answers one after another in one process; the CPU the
-  worker processes used per turn (from /proc, read just before they stop);
+  worker processes used per turn (from /proc, read just before they stop), and
+  on PostgreSQL the server's (its processes' CPU, /proc: the server runs here);
 * what one worker turn costs the store, counted: N answers queued, then one
-  in-process worker serves them all -- messages sent to the server (round trips)
+  in-process worker serves them all, counted from its first claim (what a
+  process does once before -- connecting, warming its connections, its first
+  heartbeat -- is no turn's) -- messages sent to the server (round trips)
   and transactions committed on it (PostgreSQL: ``pg_stat_database``, every
   connection of the benchmark's database, reads included), statements and
   commits (SQLite), and that worker's CPU per turn;
@@ -65,7 +68,21 @@ ROOT = Path(os.environ.get("HITL_BENCH_TREE") or Path(__file__).resolve().parent
 """The tree whose code is measured (``--before``: another checkout's, in a process of its own)."""
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.procrastinate_ref import cpu as proc_cpu  # noqa: E402
+
+def _sibling(name: str) -> Any:
+    """This script's neighbour module ``name``, from this script's directory: the
+    measuring helpers are this script's, whichever tree's code is measured."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"_bench_{name}", Path(__file__).resolve().with_name(f"{name}.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_REF = _sibling("procrastinate_ref")
+proc_cpu, parent_of, proc_server_cpu = _REF.cpu, _REF.parent_of, _REF.server_cpu
 from engine import Content, Runner, handoff, operations  # noqa: E402
 from engine.apps import AppRegistry  # noqa: E402
 from engine.store import open_store  # noqa: E402
@@ -206,23 +223,48 @@ async def drained(url: str) -> None:
         await store.close()
 
 
-def throughput_backlog(url: str, tmp: str, count: int, sids: list[str], shape: Shape) -> tuple[float, float]:
-    """Turns/s and worker CPU per turn of ``count`` worker processes released on a
+_POSTMASTER: dict[str, int] = {}
+
+
+def server_cpu(url: str) -> float:
+    """CPU seconds the PostgreSQL server of ``url`` used so far (its processes',
+    /proc: the server runs here; :func:`benchmarks.procrastinate_ref.server_cpu`).
+    0 for SQLite."""
+    if not url.startswith("postgres"):
+        return 0.0
+    if url not in _POSTMASTER:
+        import asyncpg
+
+        async def postmaster() -> int:  # the parent of a backend, read while it lives
+            conn = await asyncpg.connect(url.split("&schema=")[0].split("?schema=")[0])
+            try:
+                return parent_of(int(await conn.fetchval("SELECT pg_backend_pid()")))
+            finally:
+                await conn.close()
+
+        _POSTMASTER[url] = asyncio.run(postmaster())
+    return proc_server_cpu(_POSTMASTER[url])
+
+
+def throughput_backlog(url: str, tmp: str, count: int, sids: list[str], shape: Shape) -> tuple[float, float, float]:
+    """Turns/s, worker CPU and server CPU per turn of ``count`` worker processes released on a
     backlog of ``sids``' answers (queued before they go, as the reference's jobs are)."""
     pool = Pool(url, tmp, count, shape, hold=True)
     try:
         asyncio.run(queue_all(url, sids, shape))
-        idle = pool.cpu()
+        idle, server = pool.cpu(), server_cpu(url)
         t0 = time.perf_counter()
         pool.release()
         asyncio.run(drained(url))
         rate = len(sids) / (time.perf_counter() - t0)
-        return rate, (pool.cpu() - idle) / len(sids)
+        return rate, (pool.cpu() - idle) / len(sids), (server_cpu(url) - server) / len(sids)
     finally:
         pool.stop()
 
 
-def throughput_warm(url: str, tmp: str, count: int, sids: list[str], warm: list[str], shape: Shape) -> tuple[float, float]:
+def throughput_warm(
+    url: str, tmp: str, count: int, sids: list[str], warm: list[str], shape: Shape
+) -> tuple[float, float, float]:
     """As :func:`throughput_backlog`, with workers that served ``warm``'s answers
     first; stopped (SIGSTOP) while the backlog is queued, then let go (SIGCONT)."""
     pool = Pool(url, tmp, count, shape)
@@ -234,13 +276,13 @@ def throughput_warm(url: str, tmp: str, count: int, sids: list[str], warm: list[
         try:
             asyncio.run(queue_all(url, sids, shape))
         finally:
-            idle = pool.cpu()
+            idle, server = pool.cpu(), server_cpu(url)
             t0 = time.perf_counter()
             for p in pool.procs:
                 os.kill(p.pid, signal.SIGCONT)  # type: ignore[arg-type]
         asyncio.run(drained(url))
         rate = len(sids) / (time.perf_counter() - t0)
-        return rate, (pool.cpu() - idle) / len(sids)
+        return rate, (pool.cpu() - idle) / len(sids), (server_cpu(url) - server) / len(sids)
     finally:
         pool.stop()
 
@@ -280,6 +322,29 @@ async def server_commits(url: str) -> int:
         await conn.close()
 
 
+FIRST_CLAIM: dict[str, float] = {}
+"""The counters when :func:`turn_cost`'s worker first claimed."""
+
+
+def _from_first_claim(store: Any, sql: list[str]) -> None:
+    """Count a worker's turns from its first claim: what it does once per process
+    before (connecting, warming its connections, its first heartbeat and sweep)
+    is not a turn's cost."""
+    for name in ("claim_next_turn", "claim_and_read"):  # whichever the worker claims with
+        claim = getattr(store, name, None)
+        if claim is None:
+            continue
+
+        async def first(*a: Any, _name: str = name, _claim: Any = claim, **kw: Any) -> Any:
+            for other in ("claim_next_turn", "claim_and_read"):
+                store.__dict__.pop(other, None)  # the store's own methods from now on
+            FIRST_CLAIM.update(sent=Sent.count, cpu=time.process_time())
+            del sql[:]
+            return await _claim(*a, **kw)
+
+        setattr(store, name, first)
+
+
 async def turn_cost(url: str, sids: list[str], shape: Shape) -> dict[str, float]:
     """One in-process worker (concurrency 2) serves ``sids``' answers, queued before it starts."""
     await queue_all(url, sids, shape)
@@ -293,11 +358,11 @@ async def turn_cost(url: str, sids: list[str], shape: Shape) -> dict[str, float]
         wstore._driver._raw.set_trace_callback(sql.append)  # type: ignore[attr-defined]
     await asyncio.sleep(0.5 if pg else 0.05)  # let the statistics collector settle
     c0 = await server_commits(url) if pg else 0
-    s0, cpu0 = Sent.count, time.process_time()
+    _from_first_claim(wstore, sql)
     task = asyncio.ensure_future(worker.run())
     while len(results) < len(sids) and not task.done():
         await asyncio.sleep(0.002)
-    cpu, sent = time.process_time() - cpu0, Sent.count - s0
+    cpu, sent = time.process_time() - FIRST_CLAIM["cpu"], Sent.count - FIRST_CLAIM["sent"]
     worker.stop()
     await task
     await wstore.close()
@@ -339,11 +404,13 @@ def bench(url: str, tmp: str, n_lat: int, n_tp: int, shape: Shape) -> dict[str, 
             pool.stop()
     for count in COUNTS:
         sids = asyncio.run(shape.make_sessions(url, n_tp, f"b{count}-"))
-        res[f"tpb {count}"], res[f"cpub {count}"] = throughput_backlog(url, tmp, count, sids, shape)
+        res[f"tpb {count}"], res[f"cpub {count}"], res[f"srvb {count}"] = throughput_backlog(url, tmp, count, sids, shape)
     for count in COUNTS:
         warm = asyncio.run(shape.make_sessions(url, 4 * count, f"ww{count}-"))
         sids = asyncio.run(shape.make_sessions(url, n_tp, f"w{count}-"))
-        res[f"tpw {count}"], res[f"cpuw {count}"] = throughput_warm(url, tmp, count, sids, warm, shape)
+        res[f"tpw {count}"], res[f"cpuw {count}"], res[f"srvw {count}"] = throughput_warm(
+            url, tmp, count, sids, warm, shape
+        )
     sids = asyncio.run(shape.make_sessions(url, n_tp, "tl"))
     c0 = time.process_time()
     res["tp local"] = asyncio.run(throughput_local(url, sids, shape))
@@ -382,7 +449,11 @@ def side(tree: str, argv: list[str]) -> dict[str, Any]:
     """This script's results with ``tree``'s code, in a process of its own."""
     with tempfile.NamedTemporaryFile(suffix=".json") as fh:
         env = {**os.environ, "HITL_BENCH_TREE": tree, "PYTHONPATH": tree}
-        subprocess.run([sys.executable, __file__, *argv, "--json", fh.name], env=env, check=True, timeout=3600)
+        # In the tree's directory: the worker processes are forked by multiprocessing's
+        # forkserver, which puts its working directory first on sys.path -- run from
+        # another checkout, the "before" side's workers imported that checkout's code.
+        script = str(Path(__file__).resolve())
+        subprocess.run([sys.executable, script, *argv, "--json", fh.name], env=env, check=True, timeout=3600, cwd=tree)
         return dict(json.loads(Path(fh.name).read_text()))
 
 
@@ -477,9 +548,16 @@ def print_table(args: argparse.Namespace, results: dict[str, Any], ref: dict[str
         row(f"worker CPU per turn, {count:>2} worker(s), backlog", lambda r, c=count: ms(r[f"cpub {c}"]))
     for count in COUNTS:
         row(f"worker CPU per turn, {count:>2} worker(s), warm", lambda r, c=count: ms(r[f"cpuw {c}"]))
+    for count in COUNTS:
+        row(f"server CPU per turn, {count:>2} worker(s), backlog", lambda r, c=count: ms(r[f"srvb {c}"]) if pg(r) else "-")
+    for count in COUNTS:
+        row(f"server CPU per turn, {count:>2} worker(s), warm", lambda r, c=count: ms(r[f"srvw {c}"]) if pg(r) else "-")
     if ref is not None:
         for count in COUNTS:
             row(f"reference worker CPU per job, {count:>2}", lambda r, c=count: ms(ref["cpu"][str(c)]) if pg(r) else "-")
+        for count in COUNTS:
+            row(f"reference server CPU per job, {count:>2}",
+                lambda r, c=count: ms(ref["server"][str(c)]) if pg(r) and "server" in ref else "-")
     for count in COUNTS:
         row(f"answering CPU per turn, {count:>2} worker(s)", lambda r, c=count: ms(r[f"cpu answer {c}"]))
     row("CPU per turn, in-process", lambda r: ms(r["cpu local"]))

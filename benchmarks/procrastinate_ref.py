@@ -10,7 +10,9 @@ For each worker count: a fresh schema (procrastinate's own, applied by it), that
 many worker processes (concurrency 2 each, LISTEN/NOTIFY on, as the hitl worker
 processes are run), each ready and waiting before the jobs are deferred in one
 batch; the time from the defer until every job is done. Prints one JSON line:
-``{"1": jobs/s, "4": ..., "16": ..., "cpu": {"1": worker CPU seconds per job, ...}}``.
+``{"1": jobs/s, "4": ..., "16": ..., "cpu": {"1": worker CPU seconds per job, ...},
+"server": {"1": the server's CPU seconds per job, ...}}`` (the server's: its processes'
+CPU from /proc, so it must run on this machine).
 """
 
 from __future__ import annotations
@@ -78,12 +80,32 @@ def cpu(pids: list[int | None]) -> float:
     return total
 
 
-async def run_once(url: str, jobs: int, workers: int, tmp: str) -> tuple[float, float]:
+def parent_of(pid: int) -> int:
+    """A process's parent (Linux /proc): a backend's is its server's postmaster."""
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def server_cpu(postmaster: int) -> float:
+    """CPU seconds the PostgreSQL server whose postmaster is ``postmaster`` used so
+    far: its child processes' (backends, and its own workers), from /proc. A
+    process that ended is not counted: read it while the connections are open."""
+    children = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                if parent_of(int(entry.name)) == postmaster:
+                    children.append(int(entry.name))
+    return cpu(children)
+
+
+async def run_once(url: str, jobs: int, workers: int, tmp: str) -> tuple[float, float, float]:
     import psycopg
 
     schema = f"procr_{uuid.uuid4().hex[:10]}"
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
         await conn.execute(f"CREATE SCHEMA {schema}")
+        cur = await conn.execute("SELECT pg_backend_pid()")
+        postmaster = parent_of(int((await cur.fetchone())[0]))  # type: ignore[index]
     conninfo = with_schema(url, schema)
     app = make_app(conninfo)
     async with app.open_async():
@@ -99,7 +121,7 @@ async def run_once(url: str, jobs: int, workers: int, tmp: str) -> tuple[float, 
                 break
             await asyncio.sleep(0.05)
         pids = [p.pid for p in procs if p.pid is not None]
-        c0 = cpu(pids)
+        c0, s0 = cpu(pids), server_cpu(postmaster)
         t0 = time.perf_counter()
         await app.tasks["noop"].batch_defer_async(*({} for _ in range(jobs)))
         async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as conn:
@@ -110,14 +132,14 @@ async def run_once(url: str, jobs: int, workers: int, tmp: str) -> tuple[float, 
                     break
                 await asyncio.sleep(0.01)
         rate = jobs / (time.perf_counter() - t0)
-        used = (cpu(pids) - c0) / jobs
+        used, served = (cpu(pids) - c0) / jobs, (server_cpu(postmaster) - s0) / jobs
         for p in procs:
             p.terminate()
         for p in procs:
             p.join(30)
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
         await conn.execute(f"DROP SCHEMA {schema} CASCADE")
-    return rate, used
+    return rate, used, served
 
 
 def main() -> None:
@@ -128,12 +150,13 @@ def main() -> None:
     args = ap.parse_args()
     import tempfile
 
-    out: dict[str, object] = {"cpu": {}}
+    out: dict[str, object] = {"cpu": {}, "server": {}}
     with tempfile.TemporaryDirectory() as tmp:
         for n in args.workers:
-            rate, used = asyncio.run(run_once(args.url, args.jobs, n, tmp))
+            rate, used, served = asyncio.run(run_once(args.url, args.jobs, n, tmp))
             out[str(n)] = rate
             out["cpu"][str(n)] = used  # type: ignore[index]
+            out["server"][str(n)] = served  # type: ignore[index]
     print(json.dumps(out))
 
 

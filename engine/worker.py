@@ -62,6 +62,13 @@ neither woken nor sent anything for every append of every turn), a poll of
 SQLite's ``PRAGMA data_version`` (changes when another connection commits)
 every few milliseconds, never a fixed long sleep.
 
+Warm-up: before its first claim, a worker has the store make the connections
+its turns will use ready (``WarmTurns``, PostgreSQL: the turn's statements run
+once on a scratch session, rolled back -- a new server backend compiles and
+plans the turn's PL/pgSQL functions at their first call, ~20 ms, which the first
+turns of every connection of every process paid); again when idle, if the pool
+closed connections meanwhile.
+
 Heartbeat: every ``heartbeat`` seconds the worker rewrites its row (host, pid,
 apps, versions, current turns), renews its claims and sweeps (above). SIGTERM
 (:meth:`Worker.drain`) stops claiming, hands back what has not started, lets
@@ -100,7 +107,7 @@ from .models import Content
 from .nodes import BaseNode
 from .owners import new_owner, owner_live
 from .store.base import SessionStore
-from .store.capabilities import ClaimAndRead, WorkerQueue, capability, require
+from .store.capabilities import ClaimAndRead, WarmTurns, WorkerQueue, capability, require
 from .store.workers import Settle, TurnReads, TurnRequest, WorkerRecord
 from .waker import Waker, pool_key  # noqa: F401 (pool_key re-exported: engine.worker is where callers find it)
 
@@ -196,17 +203,24 @@ class Worker:
     """app -> its Runner, built at its first turn and kept (stateless between turns)."""
     _stopping: asyncio.Event | None = field(default=None, init=False)
     _waker: Waker | None = field(default=None, init=False)
+    _queue: WorkerQueue | None = field(default=None, init=False)
+    _claims: ClaimAndRead | None = field(default=None, init=False)
+    """The store's claim that also reads the turn (None: it has none), looked up once."""
     started_at: float = field(default_factory=time.time, init=False)
     state: str = field(default="running", init=False)
 
     def __post_init__(self) -> None:
         self.versions = {app: graph_version(node) for app, node in self.apps.items()}
         self.name = self.name or f"worker {socket.gethostname()}:{os.getpid()}"
+        self._claims = capability(self.store, ClaimAndRead)
 
     @property
     def queue(self) -> WorkerQueue:
-        """The store's worker queue (StoreError: a store without one cannot serve workers)."""
-        return require(self.store, WorkerQueue, "a worker")
+        """The store's worker queue (StoreError: a store without one cannot serve workers),
+        looked up once: every claim, beat and sweep goes through it."""
+        if self._queue is None:
+            self._queue = require(self.store, WorkerQueue, "a worker")
+        return self._queue
 
     # ------------------------------------------------------------ lifecycle
     def stop(self) -> None:
@@ -224,6 +238,7 @@ class Worker:
             self._stopping.set()
         self._waker = Waker(self.store, queue_only=True, pool=sorted(self.apps))
         await self._waker.start()
+        await self._warm()
         await self._beat()
         await self._sweep()
         beat = asyncio.ensure_future(self._beat_loop())
@@ -272,6 +287,8 @@ class Worker:
                 if not (self._stopping and self._stopping.is_set()):
                     await self._sweep()
                     await self._deadline_pass()
+                    if not self._running:  # idle: connections the pool closed meanwhile are made ready again
+                        await self._warm()
             except HitlError as exc:  # a locked or unreachable store: try at the next beat
                 log.warning("worker heartbeat failed: %s", exc)
             except Exception as exc:  # noqa: BLE001 -- a driver's own error: a stopped heartbeat would read as a dead worker
@@ -287,7 +304,7 @@ class Worker:
             skip = {(sid, inv, at) for (sid, inv), at in self._refused.items()}
             reads: TurnReads | None = None
             try:
-                if (both := capability(self.store, ClaimAndRead)) is not None:
+                if (both := self._claims) is not None:
                     claimed = await both.claim_and_read(
                         list(self.apps), self.worker_id, self.lease_ttl, skip=skip, versions=self.versions
                     )
@@ -308,6 +325,17 @@ class Worker:
                 continue
             self._start(req, reads)
         return self.heartbeat
+
+    async def _warm(self) -> None:
+        """Before claiming (and when idle), the connections the turns will use run the
+        turn's statements once, writing nothing (``WarmTurns``: PostgreSQL compiles
+        and plans them on a new connection's first use, ~20 ms; not inside a turn)."""
+        if (warms := capability(self.store, WarmTurns)) is None:
+            return
+        try:  # a connection for each turn, and one for the heartbeat
+            await warms.warm_turns(self.concurrency + 1, sorted(self.apps), self.worker_id)
+        except HitlError as exc:  # the turns then pay the first use themselves
+            log.warning("warming the store's connections failed: %s", exc)
 
     def _start(self, req: TurnRequest, reads: TurnReads | None = None) -> None:
         key = (req.session_id, req.invocation_id)

@@ -314,6 +314,15 @@ class ClaimAndRead(Protocol):
 
 
 @runtime_checkable
+class WarmTurns(Protocol):
+    """A worker's connections made ready for its turns before it claims any: the
+    server's first run of the turn's statements on a new connection (compiling
+    and planning them) is paid there, not inside the first turns. Writes nothing."""
+
+    async def warm_turns(self, connections: int, apps: list[str], owner: str) -> int: ...
+
+
+@runtime_checkable
 class AppendAndSettle(Protocol):
     """A worker's turn's last write: :class:`AppendAndRelease`'s, and the request it
     ran finished in the same transaction (:class:`~engine.store.workers.Settle`)."""

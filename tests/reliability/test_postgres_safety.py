@@ -37,7 +37,10 @@ def hitl(*args: str, input: str | None = None) -> Any:
 
 
 # The SQLite tripwire's classification, with PostgreSQL's own extras.
-READS = (test_safety.READS - {"integrity_check", "change_counter"}) | {"schema_version", "notifications", "turn_notifications", "snapshot_and_events", "answer_reads"}
+# warm_turns writes nothing (a worker's warm-up, rolled back; a read-only store skips it).
+READS = (test_safety.READS - {"integrity_check", "change_counter"}) | {
+    "schema_version", "notifications", "turn_notifications", "snapshot_and_events", "answer_reads", "warm_turns"
+}
 
 
 def _write_calls(store: PostgresStore, lines: list[str]) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from .deadlines import MIGRATION as _DEADLINES
 
 NOTIFY_CHANNEL = "hitl_events"
-"""Every append notifies this channel with ``{"s": session_id, "q": seq}``."""
+"""Every append statement notifies this channel with ``{"s": session_id, "q": seq}``, its last seq."""
 
 
 
@@ -345,6 +345,37 @@ _DEADLINE_TRIGGER_WHEN = [
 ]
 """The deadline trigger fires only for an open interrupt whose args name a deadline."""
 
+def _notify_once_per_statement() -> list[str]:
+    """``hitl_append`` notifies only when asked (a new last parameter, true by
+    default), and ``hitl_append_many`` asks none of its appends and notifies once,
+    after them, with the last seq: one notification per statement instead of one
+    per event. Every listener re-reads from the last seq it saw, so the last one
+    wakes each exactly as the many did (at the commit); a turn's two writes send two
+    where a one-node turn sent six, and the commit's notify queue work shrinks with
+    them. Derived from the functions above, so that the bodies stay one text."""
+    old_tail = "p_audit_reason text, p_audit_details text\n) RETURNS bigint"
+    perform = "    PERFORM pg_notify('hitl_events', json_build_object('s', p_session, 'q', v_seq)::text);\n"
+    assert _APPEND_FN.count(old_tail) == 1 and _APPEND_FN.count(perform) == 1
+    append = _APPEND_FN.replace(
+        old_tail, "p_audit_reason text, p_audit_details text,\n    p_notify boolean DEFAULT true\n) RETURNS bigint"
+    ).replace(perform, "    IF p_notify THEN\n    " + perform + "    END IF;\n")
+    call_tail = "p_audit_action[i], p_audit_operator[i], p_audit_reason[i], p_audit_details[i]);"
+    loop_end = "    END LOOP;\n    RETURN v_seq;"
+    assert _APPEND_MANY_FN.count(call_tail) == 1 and _APPEND_MANY_FN.count(loop_end) == 1
+    many = _APPEND_MANY_FN.replace(call_tail, call_tail[:-2] + ", false);").replace(
+        loop_end,
+        "    END LOOP;\n    IF v_seq IS NOT NULL THEN\n"
+        "        PERFORM pg_notify('hitl_events', json_build_object('s', p_session, 'q', v_seq)::text);\n"
+        "    END IF;\n    RETURN v_seq;",
+    )
+    return [
+        "DROP FUNCTION IF EXISTS hitl_append(text, bigint, text, double precision, text, text, text, double precision,"
+        " text, text, jsonb, text[], text[], text[], text[], text[], boolean, text, text, text, text, text, text)",
+        append,
+        many,
+    ]
+
+
 _MIGRATIONS: list[list[str]] = [
     # v0 -> v1: the whole schema of SQLite's version 4, and the append function.
     [
@@ -470,6 +501,8 @@ _MIGRATIONS: list[list[str]] = [
     _DEADLINES,
     # v9: the deadline trigger's function called only for an interrupt that may have a rule.
     _DEADLINE_TRIGGER_WHEN,
+    # v10: one notification per append statement (its last seq), not one per event.
+    _notify_once_per_statement(),
 ]
 """``_MIGRATIONS[i]`` upgrades schema version ``i`` to ``i + 1`` (statements run in
 one transaction). Append only; never edit a released one."""

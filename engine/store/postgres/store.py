@@ -10,6 +10,7 @@ from .checkpoints import _Checkpoints
 from .leases import _Leases
 from .overview import _Overview
 from .reads import _Reads
+from .warm import _Warm
 from .workers import _WorkerSteps, _WorkerTables
 from .writes import _Writes
 
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     from ..notify import Ledger
 
 
-class PostgresStore(_Reads, _Writes, _Leases, _Bulk, _Checkpoints, _WorkerTables, _WorkerSteps, _Overview):
+class PostgresStore(_Reads, _Writes, _Leases, _Bulk, _Checkpoints, _WorkerTables, _WorkerSteps, _Warm, _Overview):
     """:class:`~engine.store.base.SessionStore` on a PostgreSQL server.
 
     Open with ``store = await PostgresStore.open(url)`` or ``async with
