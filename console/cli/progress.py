@@ -100,5 +100,6 @@ def counted(items: Iterable[T], progress: Progress) -> Iterator[T]:
         if n == _TICK_EVERY:
             progress.tick(n)
             n = 0
-    progress.count += n
+    if n:  # the rest, shown as a tick would (a short input past its deadline says so too)
+        progress.tick(n)
     progress.done()
