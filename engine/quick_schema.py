@@ -83,7 +83,8 @@ def _type(rule: Any, node: dict[str, Any], root: dict[str, Any], value: Any, dep
     return any(name in _TYPES and _TYPES[name](value) for name in names)
 
 
-def _scalar_equal(a: Any, b: Any) -> bool:
+def scalar_equal(a: Any, b: Any) -> bool:
+    """Whether two JSON scalars are equal as JSON Schema compares them (a boolean is no number; containers: False)."""
     if isinstance(a, (dict, list)) or isinstance(b, (dict, list)):
         return False  # containers: left to jsonschema
     if isinstance(a, bool) or isinstance(b, bool):
@@ -92,11 +93,11 @@ def _scalar_equal(a: Any, b: Any) -> bool:
 
 
 def _enum(rule: Any, node: dict[str, Any], root: dict[str, Any], value: Any, depth: int) -> bool:
-    return isinstance(rule, list) and any(_scalar_equal(value, e) for e in rule)
+    return isinstance(rule, list) and any(scalar_equal(value, e) for e in rule)
 
 
 def _const(rule: Any, node: dict[str, Any], root: dict[str, Any], value: Any, depth: int) -> bool:
-    return _scalar_equal(value, rule)
+    return scalar_equal(value, rule)
 
 
 def _properties(rule: Any, node: dict[str, Any], root: dict[str, Any], value: Any, depth: int) -> bool:

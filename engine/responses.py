@@ -31,7 +31,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .quick_schema import _scalar_equal, surely_invalid, surely_valid
+from .quick_schema import scalar_equal, surely_invalid, surely_valid
 
 if TYPE_CHECKING:  # imported where used: ~80 ms that most commands never need
     import jsonschema
@@ -174,7 +174,7 @@ def plainly_valid(props: PlainProps, value: Any, text: bytes) -> bool:
         v = value[name]
         if type(v) not in types:
             return False
-        if enum is not None and not any(_scalar_equal(v, e) for e in enum):
+        if enum is not None and not any(scalar_equal(v, e) for e in enum):
             return False
     return True
 
