@@ -288,6 +288,14 @@ def split_path(path: str) -> list[tuple[str, str]]:
     return out
 
 
+def path_parts(path: str) -> tuple[str | None, str, str]:
+    """``"wf@1/a@2"`` -> ``("wf@1", "a", "2")``: :func:`parent_path`, :func:`leaf_name`
+    and :func:`leaf_run_id` at once, in two splits (a long fold's every new run)."""
+    head, sep, seg = path.rpartition("/")
+    name, _, run_id = seg.rpartition("@")
+    return (head if sep else None), name, run_id
+
+
 def parent_path(path: str) -> str | None:
     head, sep, _ = path.rpartition("/")
     return head if sep else None

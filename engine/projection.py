@@ -51,7 +51,7 @@ from __future__ import annotations
 import itertools
 from typing import Any, Protocol, Self, TypeVar
 
-from .models import Event, NodeInfo, NodeStatus, leaf_name, leaf_run_id, parent_path
+from .models import Event, NodeInfo, NodeStatus, leaf_name, leaf_run_id, parent_path, path_parts
 from .projection_records import Change, Interrupt, Invocation, NodeRun, _record, _run_no
 from .responses import unwrap_response
 from .store.owner_index import OWNER_ACTIONS, owner_change
@@ -301,9 +301,7 @@ class Projection:
 
     def _new_run(self, iid: str, path: str) -> NodeRun:
         """The run at ``path``, first seen now (its missing ancestors too), PENDING."""
-        head, sep, seg = path.rpartition("/")  # parent_path, leaf_name and leaf_run_id in two splits
-        parent = head if sep else None
-        name, _, run_id = seg.rpartition("@")
+        parent, name, run_id = path_parts(path)
         run = self.nodes[(iid, path)] = NodeRun(
             invocation_id=iid, path=path, name=name, run_id=run_id, parent=parent, _gen=self._gen
         )

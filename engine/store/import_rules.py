@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic_core import to_json
 
-from ..models import Event, NodeStatus, parent_path
+from ..models import Event, NodeStatus, parent_path, path_parts
 from ..projection import NodeRun, Projection
 from ..projection_records import Invocation, _run_no
 from ..responses import PlainProps, coerce_response, same_json, unwrap_response
@@ -273,12 +273,12 @@ class Replay:
             path = info.path
             if self._owed:
                 self._owed.pop((iid, path), None)
-            parent, sep, leaf = path.rpartition("/")
-            if sep:  # the run's name is its path's (engine.models.leaf_name): no look-up
+            parent, name, _ = path_parts(path)
+            if parent is not None:  # the run's name is its path's: no look-up
                 names = self._names.get((iid, parent))
                 if names is None:
                     names = self._names[(iid, parent)] = set()
-                names.add(leaf.rpartition("@")[0])
+                names.add(name)
         elif event.function_responses:
             for path in change.auto_completed:
                 self._owed[(iid, path)] = change.pos
