@@ -508,18 +508,25 @@ class _Core:
         if await conn.fetchval("SELECT 1 FROM sessions WHERE id = $1", session_id) is None:
             raise SessionNotFoundError(session_id)
 
-    async def _session_rows(self, sql: str, session_id: str, from_row: Callable[[Any], T], *args: Any) -> list[T]:
+    async def _session_rows(
+        self, sql: str, session_id: str, from_row: Callable[[Any], T], *args: Any, types: str | None = None
+    ) -> list[T]:
         """A session's rows of a derived table in one statement: ``sql`` selects
         ``FROM sessions s LEFT JOIN ...`` with ``s.id = $1``, so no row means no
-        session (SessionNotFoundError) and one row of NULLs means none."""
+        session (SessionNotFoundError) and one row of NULLs means none. ``types``
+        (:func:`.onetrip.fetch`'s): one round trip on a new connection too, which
+        can carry a deferred schema check (a read an answer's checks make first)."""
 
         async def fn(conn: asyncpg.Connection) -> list[T]:
-            rows = await conn.fetch(sql, session_id, *args)
+            if types is None:
+                rows: Any = await conn.fetch(sql, session_id, *args)
+            else:
+                rows = await onetrip.fetch(conn, sql, (session_id, *args), types)
             if not rows:
                 raise SessionNotFoundError(session_id)
             return [from_row(r) for r in rows if r[0] is not None]
 
-        return await self._run(fn)
+        return await self._run(fn, carries_check=types is not None)
 
     async def checkpoint(self) -> None:
         """Nothing to do on a server (the file stores fold their journal here)."""

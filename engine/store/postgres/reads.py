@@ -234,14 +234,9 @@ class _Reads(_Core):
         )
 
     async def lookup_interrupts(self, session_id: str, interrupt_ids: list[str]) -> list[InterruptRecord]:
-        async def fn(conn: asyncpg.Connection) -> list[InterruptRecord]:
-            # One round trip on a new connection too: an answer's checks read it before the turn.
-            rows = await onetrip.fetch(conn, _LOOKUP_INTERRUPTS_SQL, (session_id, list(interrupt_ids)), _INTERRUPT_TYPES)
-            if not rows:
-                raise SessionNotFoundError(session_id)
-            return [interrupt_from_row(r) for r in rows if r[0] is not None]
-
-        return await self._run(fn, carries_check=True)
+        return await self._session_rows(
+            _LOOKUP_INTERRUPTS_SQL, session_id, interrupt_from_row, list(interrupt_ids), types=_INTERRUPT_TYPES
+        )
 
     async def open_interrupts(
         self,
