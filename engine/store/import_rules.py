@@ -55,9 +55,7 @@ from pydantic_core import to_json
 from ..models import Event, NodeStatus, parent_path, path_parts
 from ..projection import NodeRun, Projection
 from ..projection_records import Invocation, _run_no
-from ..responses import PlainProps, coerce_response, same_json, unwrap_response
-from ..responses import plain_object as _plain_object
-from ..responses import plainly_valid as _plainly_valid
+from ..responses import PlainProps, coerce_response, plain_object, plainly_valid, same_json, unwrap_response
 
 if TYPE_CHECKING:
     from ..checkpoints import Builder
@@ -452,8 +450,8 @@ def _verdict(
         else:
             if len(_PLAIN_SCHEMAS) >= _ANSWERS_KEPT:
                 _PLAIN_SCHEMAS.clear()
-            plain = _PLAIN_SCHEMAS[key[0]] = _plain_object(schema)
-        if plain is not None and _plainly_valid(plain, value, key[1]):
+            plain = _PLAIN_SCHEMAS[key[0]] = plain_object(schema)
+        if plain is not None and plainly_valid(plain, value, key[1]):
             return value, [], True  # what coerce_response gives it, and without a copy to remember
         coerced, errors = coerce_response(schema, value)
         found = (coerced, errors, not errors and (_surely_same(coerced, value) or same_json(coerced, value)))

@@ -285,13 +285,12 @@ def test_an_answer_checked_the_quick_way_gets_the_full_checks_verdict(schema: di
     the full check would take the answer as sent; anything else goes to it."""
     from pydantic_core import to_json
 
-    from engine.responses import coerce_response, same_json
-    from engine.store.import_rules import _plain_object, _plainly_valid
+    from engine.responses import coerce_response, plain_object, plainly_valid, same_json
 
-    plain = _plain_object(schema)
+    plain = plain_object(schema)
     if "additionalProperties" in schema or "minProperties" in schema:
         assert plain is None  # keywords the quick way does not know
-    if plain is None or not _plainly_valid(plain, value, to_json(value, inf_nan_mode="constants")):
+    if plain is None or not plainly_valid(plain, value, to_json(value, inf_nan_mode="constants")):
         return
     coerced, errors = coerce_response(schema, value)
     assert errors == [] and same_json(coerced, value)
