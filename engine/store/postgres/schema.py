@@ -376,6 +376,194 @@ def _notify_once_per_statement() -> list[str]:
     ]
 
 
+
+_APPEND_SET_FN = r"""
+CREATE OR REPLACE FUNCTION hitl_append_many(
+    p_session text, p_expected bigint, p_lease text, p_now double precision,
+    p_json text[], p_event_id text[], p_inv text[], p_ts double precision[], p_path text[], p_kind text[],
+    p_delta jsonb[], p_opened jsonb[], p_resolved jsonb[], p_cancel boolean[], p_inv_status text[],
+    p_new_msg text[], p_audit_action text[], p_audit_operator text[], p_audit_reason text[], p_audit_details text[]
+) RETURNS bigint LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $fn$
+-- Several appends in ONE statement, set-based: the session row locked and written
+-- once, the events inserted by one INSERT, each derived row (the invocation, the
+-- interrupts, the session's summary) written once, one notification -- the same
+-- rows, seqs, errors and notification as hitl_append_each (hitl_append once per
+-- event), which still takes the shapes this does not: events of several
+-- invocations, an interrupt id named by two events, or an interrupt opened or
+-- resolved after a cancel. Element i of p_opened is a JSON array of
+-- [interrupt_id, path, name, args JSON]; of p_resolved, a JSON array of ids.
+DECLARE
+    n integer := coalesce(cardinality(p_json), 0);
+    v_inv text := p_inv[1];
+    v_cancel integer := array_position(p_cancel, true);
+    s record;
+    v_simple boolean := true;
+    v_opens boolean := false;
+    v_resolves boolean := false;
+    v_holder text;
+    v_bad text[];
+    v_statuses text[] := array_remove(p_inv_status, NULL);
+    v_delta jsonb;
+    d jsonb;
+    v_new boolean;
+    v_run boolean;
+    v_wait boolean;
+    v_fail boolean;
+    v_done boolean;
+    v_status text;
+    v_next text;
+    v_changed boolean := false;
+    v_open integer;
+    v_oldest double precision;
+    v_updated double precision;
+BEGIN
+    IF n = 0 THEN
+        RETURN NULL;
+    END IF;
+    IF NOT p_inv <@ ARRAY[v_inv] THEN
+        v_simple := false;
+    ELSIF cardinality(array_remove(array_remove(p_opened || p_resolved, '[]'::jsonb), NULL)) > 0 THEN
+        -- (most appends open and answer nothing: no query for them)
+        SELECT count(DISTINCT (t.o, t.iid)) = count(DISTINCT t.iid) AND coalesce(max(t.o) <= v_cancel, true),
+               bool_or(t.k), bool_or(NOT t.k)
+          INTO v_simple, v_opens, v_resolves
+          FROM (SELECT true, x.o, e->>0 FROM unnest(p_opened) WITH ORDINALITY AS x(j, o), jsonb_array_elements(x.j) AS e
+                UNION ALL
+                SELECT false, x.o, r FROM unnest(p_resolved) WITH ORDINALITY AS x(j, o),
+                                          jsonb_array_elements_text(x.j) AS r
+               ) AS t(k, o, iid);
+    END IF;
+    IF NOT v_simple THEN
+        RETURN hitl_append_each(
+            p_session, p_expected, p_lease, p_now, p_json, p_event_id, p_inv, p_ts, p_path, p_kind, p_delta,
+            p_opened, p_resolved, p_cancel, p_inv_status, p_new_msg, p_audit_action, p_audit_operator,
+            p_audit_reason, p_audit_details);
+    END IF;
+    SELECT app_name, user_id, last_seq, updated_at, status, invocation_count, open_interrupts, oldest_open_at
+      INTO s FROM sessions WHERE id = p_session FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'HT404', MESSAGE = p_session;
+    END IF;
+    IF p_expected IS NOT NULL AND p_expected <> s.last_seq THEN
+        RAISE EXCEPTION USING ERRCODE = 'HT409', MESSAGE = s.last_seq::text;
+    END IF;
+    IF p_lease IS NOT NULL THEN
+        SELECT owner INTO v_holder FROM leases
+         WHERE session_id = p_session AND invocation_id = v_inv FOR SHARE;
+        IF v_holder IS DISTINCT FROM p_lease THEN
+            RAISE EXCEPTION USING ERRCODE = 'HT423', MESSAGE = coalesce(v_holder, ''),
+                DETAIL = CASE WHEN v_holder IS NULL THEN 'none' ELSE 'held' END;
+        END IF;
+    END IF;
+    IF v_resolves THEN
+        -- no id is named twice and no cancel comes first: each answer is checked against the rows as they are
+        SELECT array_agg(r.r ORDER BY r.m) INTO v_bad
+          FROM unnest(p_resolved) WITH ORDINALITY AS x(j, o), jsonb_array_elements_text(x.j) WITH ORDINALITY AS r(r, m)
+         WHERE NOT EXISTS (SELECT 1 FROM interrupts i WHERE i.session_id = p_session
+                           AND i.invocation_id = v_inv AND i.interrupt_id = r.r AND i.status = 'open')
+         GROUP BY x.o ORDER BY x.o LIMIT 1;
+        IF v_bad IS NOT NULL THEN
+            RAISE EXCEPTION USING ERRCODE = 'HT410', MESSAGE = array_to_json(v_bad)::text;
+        END IF;
+    END IF;
+    INSERT INTO events (session_id, seq, invocation_id, event_id, timestamp, path, kind, json)
+    SELECT p_session, s.last_seq + e.o, v_inv, e.id, e.ts, e.path, e.kind, e.json
+      FROM unnest(p_event_id, p_ts, p_path, p_kind, p_json) WITH ORDINALITY AS e(id, ts, path, kind, json, o)
+     ORDER BY e.o;
+    IF v_opens THEN
+        INSERT INTO interrupts (session_id, invocation_id, interrupt_id, path, event_id, name, args,
+                                raised_seq, raised_at, status, resolved_by, resolved_seq, app_name, user_id)
+        SELECT p_session, v_inv, e->>0, e->>1, p_event_id[x.o], e->>2, e->>3, s.last_seq + x.o, p_ts[x.o], 'open',
+               NULL, NULL, s.app_name, s.user_id
+          FROM unnest(p_opened) WITH ORDINALITY AS x(j, o), jsonb_array_elements(x.j) WITH ORDINALITY AS y(e, m)
+         ORDER BY x.o, y.m
+        ON CONFLICT (session_id, invocation_id, interrupt_id) DO UPDATE SET
+            path = excluded.path, event_id = excluded.event_id, name = excluded.name, args = excluded.args,
+            raised_seq = excluded.raised_seq, raised_at = excluded.raised_at, status = 'open',
+            resolved_by = NULL, resolved_seq = NULL;
+    END IF;
+    IF v_resolves THEN
+        UPDATE interrupts i SET status = 'resolved', resolved_by = p_event_id[x.o], resolved_seq = s.last_seq + x.o
+          FROM unnest(p_resolved) WITH ORDINALITY AS x(j, o), jsonb_array_elements_text(x.j) AS r
+         WHERE i.session_id = p_session AND i.invocation_id = v_inv AND i.interrupt_id = r;
+    END IF;
+    IF v_cancel IS NOT NULL THEN
+        UPDATE interrupts SET status = 'cancelled', resolved_seq = s.last_seq + v_cancel
+         WHERE session_id = p_session AND invocation_id = v_inv AND status = 'open';
+    END IF;
+    UPDATE invocations SET status = coalesce(v_statuses[cardinality(v_statuses)], status), updated_at = p_ts[n]
+     WHERE session_id = p_session AND invocation_id = v_inv;
+    v_new := NOT FOUND;
+    IF v_new THEN
+        INSERT INTO invocations (session_id, invocation_id, status, started_seq, started_at, updated_at, message)
+            VALUES (p_session, v_inv, coalesce(v_statuses[cardinality(v_statuses)], 'running'), s.last_seq + 1,
+                    p_ts[1], p_ts[n], coalesce(p_new_msg[1], ''));
+        IF p_inv_status[1] IS NULL THEN
+            v_statuses := array_prepend('running'::text, v_statuses);  -- its first event made it, running
+        END IF;
+    END IF;
+    -- the session's status after each event that set the invocation's (engine.store.base.session_status)
+    v_status := s.status;
+    IF cardinality(v_statuses) > 0 THEN
+        FOREACH v_next IN ARRAY v_statuses LOOP
+            IF v_next <> 'running' AND v_run IS NULL THEN  -- running wins whatever the others are
+                SELECT coalesce(bool_or(status = 'running'), false), coalesce(bool_or(status = 'waiting'), false),
+                       coalesce(bool_or(status = 'failed'), false), coalesce(bool_or(status = 'completed'), false)
+                  INTO v_run, v_wait, v_fail, v_done
+                  FROM invocations WHERE session_id = p_session AND invocation_id <> v_inv;
+            END IF;
+            v_next := CASE WHEN v_next = 'running' OR v_run THEN 'running'
+                           WHEN v_wait OR v_next = 'waiting' THEN 'waiting'
+                           WHEN v_fail OR v_next = 'failed' THEN 'failed'
+                           WHEN v_done OR v_next = 'completed' THEN 'completed'
+                           ELSE 'cancelled' END;
+            v_changed := v_changed OR v_next IS DISTINCT FROM v_status;
+            v_status := v_next;
+        END LOOP;
+    END IF;
+    v_open := s.open_interrupts;
+    v_oldest := s.oldest_open_at;
+    IF v_opens OR v_resolves OR v_cancel IS NOT NULL THEN
+        SELECT count(*), min(raised_at) INTO v_open, v_oldest
+          FROM interrupts WHERE session_id = p_session AND status = 'open';
+    END IF;
+    -- updated_at moves at most once a second unless the status changed (as in SQLite)
+    v_updated := s.updated_at;
+    IF v_changed OR greatest(p_now, s.updated_at) - s.updated_at >= 1.0 THEN
+        v_updated := greatest(p_now, s.updated_at);
+    END IF;
+    IF cardinality(array_remove(p_audit_action, NULL)) > 0 THEN
+        INSERT INTO audit (at, action, operator, reason, session_id, invocation_id, seq, event_id, details)
+        SELECT p_ts[o], p_audit_action[o], p_audit_operator[o], p_audit_reason[o], p_session, v_inv,
+               s.last_seq + o, p_event_id[o], p_audit_details[o]
+          FROM generate_subscripts(p_audit_action, 1) AS o WHERE p_audit_action[o] IS NOT NULL ORDER BY o;
+    END IF;
+    FOREACH d IN ARRAY array_remove(p_delta, NULL) LOOP
+        v_delta := coalesce(v_delta || d, d);  -- objects: (state || a) || b = state || (a || b)
+    END LOOP;
+    UPDATE sessions SET last_seq = s.last_seq + n, last_event_at = p_ts[n], event_count = s.last_seq + n,
+           status = v_status, updated_at = v_updated, open_interrupts = v_open, oldest_open_at = v_oldest,
+           invocation_count = s.invocation_count + v_new::integer,
+           state = CASE WHEN v_delta IS NULL THEN state ELSE state || v_delta END
+     WHERE id = p_session;
+    PERFORM pg_notify('hitl_events', json_build_object('s', p_session, 'q', s.last_seq + n)::text);
+    RETURN s.last_seq + n;
+END
+$fn$
+"""
+
+
+def _append_set_based() -> list[str]:
+    """v11: ``hitl_append_many`` set-based (:data:`_APPEND_SET_FN`). v10's, which
+    calls ``hitl_append`` once per event, stays as ``hitl_append_each``: the new
+    one hands it the shapes it does not take, and the tests hold the two to the
+    same rows, seqs, errors and notifications (tests/reliability/test_append_set.py)."""
+    each = _notify_once_per_statement()[2]
+    head = "CREATE OR REPLACE FUNCTION hitl_append_many("
+    assert each.count(head) == 1
+    return [each.replace(head, "CREATE OR REPLACE FUNCTION hitl_append_each("), _APPEND_SET_FN]
+
+
 _MIGRATIONS: list[list[str]] = [
     # v0 -> v1: the whole schema of SQLite's version 4, and the append function.
     [
@@ -503,6 +691,8 @@ _MIGRATIONS: list[list[str]] = [
     _DEADLINE_TRIGGER_WHEN,
     # v10: one notification per append statement (its last seq), not one per event.
     _notify_once_per_statement(),
+    # v11: an append statement's events written set-based (one lock, one insert, each derived row once).
+    _append_set_based(),
 ]
 """``_MIGRATIONS[i]`` upgrades schema version ``i`` to ``i + 1`` (statements run in
 one transaction). Append only; never edit a released one."""

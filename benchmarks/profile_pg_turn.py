@@ -1,0 +1,191 @@
+"""Where the PostgreSQL server's CPU goes in a worker turn: per function, per statement.
+
+    python benchmarks/profile_pg_turn.py --url postgresql://...   [--turns 200] [--tree /tmp/before]
+
+The server must load ``pg_stat_statements`` with ``track_functions=all``,
+``pg_stat_statements.track=all`` and ``track_planning=on`` (a throwaway server,
+as ``scripts/services/postgres.sh`` starts one, with those ``-c`` options, and
+``CREATE EXTENSION pg_stat_statements`` in its database). ``--tree``: measure
+another checkout's code (a process of its own, importing that tree).
+
+In a new schema: ``--turns`` sessions of ``prep -> ask -> after`` are run to the
+interrupt and answered into the worker queue, then one in-process worker
+(one connection, concurrency 1) serves them. The statistics are reset after the
+worker's warm-up and its first two turns, so what is printed is warm turns only:
+
+* the functions (``pg_stat_user_functions``): calls and total/self time per turn;
+* the statements, top level and nested (``pg_stat_statements``): calls, plans,
+  execution and planning time per turn, the largest first;
+* the cold first call: a new backend's server CPU (``/proc/<pid>/schedstat``:
+  the server runs on this machine) for the turn's first write and last write on
+  a scratch session, in a transaction rolled back -- what a worker's warm-up
+  costs the server, per connection;
+
+with the load average. Times are the server's own (``clock_gettime``), printed,
+never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(os.environ.get("HITL_BENCH_TREE") or Path(__file__).resolve().parents[1])
+sys.path.insert(0, str(ROOT))
+
+import asyncpg  # noqa: E402
+
+from engine import Content, Runner, handoff  # noqa: E402
+from engine.store import open_store  # noqa: E402
+from engine.worker import Worker  # noqa: E402
+from tests.engine.test_turn_cost import SIMPLE  # noqa: E402
+
+APP = "one_node"
+
+
+def _cpu_ns(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0])
+
+
+async def _queue(url: str, n: int, prefix: str) -> None:
+    store = await open_store(url)
+    try:
+        runner = Runner(APP, SIMPLE, store)
+        for i in range(n):
+            async for _ in runner.run("u", f"{prefix}{i}", Content.from_text(f"x{i}")):
+                pass
+        while True:
+            page = (await store.open_interrupts(limit=500)).items
+            if not page:
+                break
+            for row in page:
+                done = await handoff.queue_answer(store, row.session_id, {row.interrupt_id: "yes"})
+                assert done.error is None, done.error
+    finally:
+        await store.close()
+
+
+async def _serve(store: Any, n: int) -> None:
+    results: list[Any] = []
+    worker = Worker(store, {APP: SIMPLE}, concurrency=1, heartbeat=600, deadlines=False, on_result=results.append)
+    task = asyncio.ensure_future(worker.run())
+    for _ in range(60000):
+        if len(results) >= n or task.done():
+            break
+        await asyncio.sleep(0.005)
+    worker.stop()
+    await task
+    assert [r.outcome for r in results] == ["ran"] * n, results[:3]
+
+
+async def _cold(url: str, schema: str) -> dict[str, float]:
+    """A new backend's server CPU for the turn's statements' first calls (ms)."""
+    from engine.store.postgres import warm
+
+    conn = await asyncpg.connect(_base(url), server_settings={"search_path": schema})
+    try:
+        pid = await conn.fetchval("SELECT pg_backend_pid()")
+        await conn.fetchval("SELECT 1")
+        t0 = _cpu_ns(pid)
+        await warm._warm(conn, [APP], "profile")
+        t1 = _cpu_ns(pid)
+        await warm._warm(conn, [APP], "profile")  # the same again, on the now warm backend
+        t2 = _cpu_ns(pid)
+    finally:
+        await conn.close()
+    return {"cold warm-up (2 turns' writes + claims)": (t1 - t0) / 1e6, "same, warm backend": (t2 - t1) / 1e6}
+
+
+def _base(url: str) -> str:
+    """``url`` without the store's ``schema=`` parameter (asyncpg does not know it)."""
+    base, _, query = url.partition("?")
+    kept = [p for p in query.split("&") if p and not p.startswith("schema=")]
+    return base + ("?" + "&".join(kept) if kept else "")
+
+
+async def main_async(url: str, turns: int) -> dict[str, Any]:
+    schema = f"prof_{uuid.uuid4().hex[:12]}"
+    surl = f"{url}{'&' if '?' in url else '?'}schema={schema}"
+    admin = await asyncpg.connect(_base(url))
+    try:
+        store = await open_store(surl, max_size=1)
+        try:
+            await _queue(surl, 2, "warm")
+            await _serve(store, 2)
+            await _queue(surl, turns, "t")
+            await admin.execute("SELECT pg_stat_statements_reset()")
+            await admin.execute("SELECT pg_stat_reset()")
+            await _serve(store, turns)
+            await asyncio.sleep(0.6)  # backends flush their function statistics at most every 0.5 s
+            await store.close()
+            store = None
+            await asyncio.sleep(0.2)
+            funcs = await admin.fetch(
+                "SELECT funcname, calls, total_time, self_time FROM pg_stat_user_functions"
+                " WHERE schemaname = $1 ORDER BY self_time DESC", schema,
+            )
+            stmts = await admin.fetch(
+                "SELECT toplevel, calls, plans, total_exec_time, total_plan_time, rows, query"
+                " FROM pg_stat_statements WHERE query NOT ILIKE '%pg_stat%' ORDER BY total_exec_time DESC LIMIT 25"
+            )
+        finally:
+            if store is not None:
+                await store.close()
+        cold = await _cold(surl, schema)
+    finally:
+        await admin.close()
+    return {
+        "functions": [[r["funcname"], r["calls"] / turns, r["total_time"] / turns, r["self_time"] / turns] for r in funcs],
+        "statements": [
+            [r["toplevel"], r["calls"] / turns, r["plans"] / turns, r["total_exec_time"] / turns,
+             r["total_plan_time"] / turns, " ".join(r["query"].split())[:110]]
+            for r in stmts
+        ],
+        "cold": cold,
+    }
+
+
+def _print(name: str, res: dict[str, Any]) -> None:
+    print(f"\n## {name}\n")
+    print("| function | calls/turn | total ms/turn | self ms/turn |\n|---|---|---|---|")
+    for f, c, t, s in res["functions"]:
+        print(f"| {f} | {c:.2f} | {t:.3f} | {s:.3f} |")
+    print("\n| top | calls/turn | plans/turn | exec ms/turn | plan ms/turn | statement |\n|---|---|---|---|---|---|")
+    for top, c, p, e, pl, q in res["statements"]:
+        q = q.replace("|", "\\|")
+        print(f"| {'yes' if top else 'no'} | {c:.2f} | {p:.2f} | {e:.3f} | {pl:.3f} | `{q}` |")
+    print()
+    for k, v in res["cold"].items():
+        print(f"- {k}: {v:.2f} ms server CPU")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--url", required=True)
+    ap.add_argument("--turns", type=int, default=200)
+    ap.add_argument("--tree", help="another checkout: profiled in a process of its own, first")
+    ap.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.json:
+        print(json.dumps(asyncio.run(main_async(a.url, a.turns))))
+        return
+    runs: list[tuple[str, dict[str, Any]]] = []
+    for label, tree in ([("before", a.tree)] if a.tree else []) + [("this tree", str(ROOT))]:
+        env = dict(os.environ, HITL_BENCH_TREE=tree, PYTHONPATH=tree)
+        load0 = os.getloadavg()[0]
+        out = subprocess.run([sys.executable, __file__, "--url", a.url, "--turns", str(a.turns), "--json"],
+                             env=env, check=True, capture_output=True, text=True, cwd=tree).stdout
+        runs.append((f"{label} ({tree}), load {load0:.1f} -> {os.getloadavg()[0]:.1f}", json.loads(out)))
+    for name, res in runs:
+        _print(name, res)
+
+
+if __name__ == "__main__":
+    main()
