@@ -31,8 +31,8 @@ async def _connect(url: str) -> asyncpg.Connection:
 async def _calls(url: str) -> dict[str, int]:
     """The calls of the schema's PL/pgSQL functions, once the server has them: a
     backend reports its counts when it exits, so this waits (bounded) until the
-    store's closed connection has reported ``hitl_append``'s, which every turn
-    calls; the other functions' counts come in the same report."""
+    store's closed connection has reported ``hitl_append_many``'s, which every
+    turn calls; the other functions' counts come in the same report."""
     schema = url.rsplit("&schema=", 1)[1]
     conn = await _connect(url)
     try:
@@ -41,7 +41,7 @@ async def _calls(url: str) -> dict[str, int]:
                 "SELECT funcname, calls FROM pg_stat_user_functions WHERE schemaname = $1", schema
             )
             calls = {r[0]: r[1] for r in rows}
-            if calls.get("hitl_append"):
+            if calls.get("hitl_append_many"):
                 return calls
             await asyncio.sleep(0.01)
         raise AssertionError(f"the server never reported the function calls of schema {schema}")

@@ -22,7 +22,8 @@ from tests.engine.test_turn_cost import SIMPLE
 from tests.reliability.test_worker_turn_cost import _count_empty_claims, _PgCount, _queued
 
 APP = "one_node"
-TURN_FUNCTIONS = {"hitl_acquire_append", "hitl_append_release", "hitl_append_many", "hitl_append"}
+TURN_FUNCTIONS = {"hitl_acquire_append", "hitl_append_release", "hitl_append_many"}
+"""What a turn calls (``hitl_append``, per event, only for the appends the set-based path hands back)."""
 TABLES = ("sessions", "events", "interrupts", "invocations", "leases", "snapshots", "audit",
           "turn_requests", "invocation_graphs")
 pytestmark = pytest.mark.postgres
