@@ -1,6 +1,6 @@
 """Where the PostgreSQL server's CPU goes in a worker turn: per function, per statement.
 
-    python benchmarks/profile_pg_turn.py --url postgresql://...   [--turns 200] [--tree /tmp/before]
+    python benchmarks/profile_pg_turn.py --url postgresql://...   [--turns 100] [--tree /tmp/before]
 
 The server must load ``pg_stat_statements`` with ``track_functions=all``,
 ``pg_stat_statements.track=all`` and ``track_planning=on`` (a throwaway server,
@@ -8,7 +8,7 @@ as ``scripts/services/postgres.sh`` starts one, with those ``-c`` options, and
 ``CREATE EXTENSION pg_stat_statements`` in its database). ``--tree``: measure
 another checkout's code (a process of its own, importing that tree).
 
-In a new schema: ``--turns`` sessions of ``prep -> ask -> after`` are run to the
+In a new schema: ``--turns`` (at most 100) sessions of ``prep -> ask -> after`` are run to the
 interrupt and answered into the worker queue, then one in-process worker
 (one connection, concurrency 1) serves them. The statistics are reset after the
 worker's warm-up and its first two turns, so what is printed is warm turns only:
@@ -43,47 +43,12 @@ sys.path.insert(0, str(ROOT))
 
 import asyncpg  # noqa: E402
 
-from engine import Content, Runner, handoff  # noqa: E402
 from engine.store import open_store  # noqa: E402
-from engine.worker import Worker  # noqa: E402
-from tests.engine.test_turn_cost import SIMPLE  # noqa: E402
-
-APP = "one_node"
+from tests.reliability.test_worker_turn_cost import APP, _queued, _serve  # noqa: E402
 
 
 def _cpu_ns(pid: int) -> int:
     return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0])
-
-
-async def _queue(url: str, n: int, prefix: str) -> None:
-    store = await open_store(url)
-    try:
-        runner = Runner(APP, SIMPLE, store)
-        for i in range(n):
-            async for _ in runner.run("u", f"{prefix}{i}", Content.from_text(f"x{i}")):
-                pass
-        while True:
-            page = (await store.open_interrupts(limit=500)).items
-            if not page:
-                break
-            for row in page:
-                done = await handoff.queue_answer(store, row.session_id, {row.interrupt_id: "yes"})
-                assert done.error is None, done.error
-    finally:
-        await store.close()
-
-
-async def _serve(store: Any, n: int) -> None:
-    results: list[Any] = []
-    worker = Worker(store, {APP: SIMPLE}, concurrency=1, heartbeat=600, deadlines=False, on_result=results.append)
-    task = asyncio.ensure_future(worker.run())
-    for _ in range(60000):
-        if len(results) >= n or task.done():
-            break
-        await asyncio.sleep(0.005)
-    worker.stop()
-    await task
-    assert [r.outcome for r in results] == ["ran"] * n, results[:3]
 
 
 async def _cold(url: str, schema: str, backends: int = 5) -> dict[str, float]:
@@ -125,9 +90,9 @@ async def main_async(url: str, turns: int) -> dict[str, Any]:
     try:
         store = await open_store(surl, max_size=1)
         try:
-            await _queue(surl, 2, "warm")
+            await _queued(surl, 2, "warm")
             await _serve(store, 2)
-            await _queue(surl, turns, "t")
+            await _queued(surl, turns, "t")
             await admin.execute("SELECT pg_stat_statements_reset()")
             await admin.execute("SELECT pg_stat_reset()")
             await _serve(store, turns)
@@ -177,7 +142,7 @@ def _print(name: str, res: dict[str, Any]) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--url", required=True)
-    ap.add_argument("--turns", type=int, default=200)
+    ap.add_argument("--turns", type=int, default=100, choices=range(1, 101), metavar="1..100")
     ap.add_argument("--tree", help="another checkout: profiled in a process of its own, first")
     ap.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
