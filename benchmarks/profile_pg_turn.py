@@ -76,6 +76,25 @@ async def _cold(url: str, schema: str, backends: int = 5) -> dict[str, float]:
     }
 
 
+def _server_cpu(data_dir: str) -> dict[int, int]:
+    """The CPU (ns) of each process of the server: its postmaster and every process it started."""
+    postmaster = int(Path(data_dir, "postmaster.pid").read_text().split()[0])
+    cpu = {postmaster: _cpu_ns(postmaster)}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == postmaster:
+                cpu[int(stat.parent.name)] = _cpu_ns(int(stat.parent.name))
+        except (OSError, ValueError, IndexError):
+            continue  # ended meanwhile
+    return cpu
+
+
+def _used(before: dict[int, int], after: dict[int, int]) -> int:
+    """The CPU the server's processes used between two readings (a process that
+    ended meanwhile is left out: it took its count with it)."""
+    return sum(ns - before.get(pid, 0) for pid, ns in after.items())
+
+
 def _base(url: str) -> str:
     """``url`` without the store's ``schema=`` parameter (asyncpg does not know it)."""
     base, _, query = url.partition("?")
@@ -95,7 +114,11 @@ async def main_async(url: str, turns: int) -> dict[str, Any]:
             await _queued(surl, turns, "t")
             await admin.execute("SELECT pg_stat_statements_reset()")
             await admin.execute("SELECT pg_stat_reset()")
+            data_dir = await admin.fetchval("SHOW data_directory")
+            pid = await store._run(lambda conn: conn.fetchval("SELECT pg_backend_pid()"))  # type: ignore[attr-defined]
+            server0, backend0 = _server_cpu(data_dir), _cpu_ns(pid)
             await _serve(store, turns)
+            server1, backend1 = _server_cpu(data_dir), _cpu_ns(pid)
             await asyncio.sleep(0.6)  # backends flush their function statistics at most every 0.5 s
             await store.close()
             store = None
@@ -122,6 +145,8 @@ async def main_async(url: str, turns: int) -> dict[str, Any]:
             for r in stmts
         ],
         "cold": cold,
+        "cpu": {"the whole server's CPU per turn": _used(server0, server1) / turns / 1e6,
+                "the worker connection's backend CPU per turn": (backend1 - backend0) / turns / 1e6},
     }
 
 
@@ -137,6 +162,8 @@ def _print(name: str, res: dict[str, Any]) -> None:
     print()
     for k, v in res["cold"].items():
         print(f"- {k}: {v:.2f} ms server CPU")
+    for k, v in res["cpu"].items():
+        print(f"- {k}: {v:.3f} ms")
 
 
 def main() -> None:
@@ -144,20 +171,36 @@ def main() -> None:
     ap.add_argument("--url", required=True)
     ap.add_argument("--turns", type=int, default=100, choices=range(1, 101), metavar="1..100")
     ap.add_argument("--tree", help="another checkout: profiled in a process of its own, first")
+    ap.add_argument("--rounds", type=int, default=1, help="before/after pairs, interleaved (the tables: the last)")
     ap.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.json:
         print(json.dumps(asyncio.run(main_async(a.url, a.turns))))
         return
-    runs: list[tuple[str, dict[str, Any]]] = []
-    for label, tree in ([("before", a.tree)] if a.tree else []) + [("this tree", str(ROOT))]:
-        env = dict(os.environ, HITL_BENCH_TREE=tree, PYTHONPATH=tree)
-        load0 = os.getloadavg()[0]
-        out = subprocess.run([sys.executable, __file__, "--url", a.url, "--turns", str(a.turns), "--json"],
-                             env=env, check=True, capture_output=True, text=True, cwd=tree).stdout
-        runs.append((f"{label} ({tree}), load {load0:.1f} -> {os.getloadavg()[0]:.1f}", json.loads(out)))
-    for name, res in runs:
-        _print(name, res)
+    runs: dict[str, list[dict[str, Any]]] = {}
+    loads: dict[str, list[str]] = {}
+    for _ in range(max(1, a.rounds)):
+        for label, tree in ([("before", a.tree)] if a.tree else []) + [("this tree", str(ROOT))]:
+            env = dict(os.environ, HITL_BENCH_TREE=tree, PYTHONPATH=tree)
+            load0 = os.getloadavg()[0]
+            out = subprocess.run([sys.executable, __file__, "--url", a.url, "--turns", str(a.turns), "--json"],
+                                 env=env, check=True, capture_output=True, text=True, cwd=tree).stdout
+            runs.setdefault(f"{label} ({tree})", []).append(json.loads(out))
+            loads.setdefault(f"{label} ({tree})", []).append(f"{load0:.1f}->{os.getloadavg()[0]:.1f}")
+    for name, results in runs.items():
+        _print(f"{name}, the last of {len(results)} round(s), load {loads[name][-1]}", results[-1])
+    print("\n| per turn, every round (ms) | " + " | ".join(runs) + " |\n|---|" + "---|" * len(runs))
+    rows = {
+        "the turn's two writes, executed (pg_stat_statements)": lambda r: sum(
+            e for top, _c, _p, e, _pl, q in r["statements"]
+            if top and ("hitl_acquire_append" in q or "hitl_append_release" in q)),
+        **{k: (lambda r, k=k: r["cpu"][k]) for k in next(iter(runs.values()))[0]["cpu"]},
+        **{k: (lambda r, k=k: r["cold"][k]) for k in next(iter(runs.values()))[0]["cold"]},
+    }
+    for label, fn in rows.items():
+        cells = [" / ".join(f"{fn(r):.2f}" for r in results) for results in runs.values()]
+        print(f"| {label} | " + " | ".join(cells) + " |")
+    print("\nloads (1 min) per run: " + "; ".join(f"{n}: {', '.join(v)}" for n, v in loads.items()))
 
 
 if __name__ == "__main__":

@@ -26,9 +26,14 @@ The append is one server-side function
     and passed in as arguments; the function only writes it. The one rule it
     restates in SQL is :func:`engine.store.base.session_status` (a CASE).
     Every append goes through ``hitl_append_many`` (a list of one or more
-    events, one statement), which calls ``hitl_append`` per event and notifies
-    once, with the statement's last seq (listeners re-read from the last seq
-    they saw: one notification per commit wakes them as one per event did).
+    events, one statement), which does the same set-based -- the session row
+    locked and written once, one INSERT of the events, each derived row written
+    once -- and hands the shapes it does not take (events of several
+    invocations, an interrupt id named by two events, one opened or answered
+    after a cancel) to ``hitl_append_each``, which calls ``hitl_append`` per
+    event. Either way it notifies once, with the statement's last seq (listeners
+    re-read from the last seq they saw: one notification per commit wakes them
+    as one per event did).
 
 Errors
     The function raises SQLSTATEs of class ``HT`` that :func:`_translate` turns
