@@ -516,7 +516,7 @@ BEGIN
                s.last_seq + o, p_event_id[o], p_audit_details[o]
           FROM generate_subscripts(p_audit_action, 1) AS o WHERE p_audit_action[o] IS NOT NULL ORDER BY o;
     END IF;
-    FOREACH d IN ARRAY array_remove(p_delta, NULL) LOOP
+    FOREACH d IN ARRAY coalesce(array_remove(p_delta, NULL), '{}') LOOP  -- (no array at all: no delta, as the loop)
         v_delta := coalesce(v_delta || d, d);  -- objects: (state || a) || b = state || (a || b)
     END LOOP;
     UPDATE sessions SET last_seq = s.last_seq + n, last_event_at = p_ts[n], event_count = s.last_seq + n,
