@@ -52,8 +52,9 @@ APP = Workflow("cold", [(START, ask, after)])
 def run_cli(tmp: Path, *argv: str, path: str = "", env: dict[str, str] | None = None) -> tuple[str, set[str], dict[str, Any]]:
     """``hitl ARGV`` in a fresh interpreter (cwd ``tmp``: no hitl.toml there, none in
     its config home; ``path``: more of PYTHONPATH): stdout, the modules it loaded, and its
-    threads, frozen objects, the GC collections run inside ``main()`` (their generations) and
-    the pydantic plugins it looked up (None: no lookup) at the end."""
+    threads, frozen objects, the GC collections run inside ``main()`` (their generations),
+    whether the Redactor compiled its free-text patterns and the pydantic plugins it looked
+    up (None: no lookup) at the end."""
     probe = (
         "import gc, json, sys, threading\n"
         "started, start = [], threading.Thread.start\n"
@@ -65,7 +66,9 @@ def run_cli(tmp: Path, *argv: str, path: str = "", env: dict[str, str] | None = 
         "try:\n    main()\nexcept SystemExit as exc:\n    assert not exc.code, exc.code\n"
         "loader = sys.modules.get('pydantic.plugin._loader')\n"
         "plugins = getattr(loader, '_plugins', None)\n"
+        "redact = sys.modules.get('engine.redact')\n"
         "state = {'threads': started, 'frozen': gc.get_freeze_count(), 'collections': collections,\n"
+        "         'free_text_patterns': redact and redact._free_text_patterns.cache_info().currsize,\n"
         "         'plugins': None if plugins is None else sorted(plugins),\n"
         "         'plugins_env': __import__('os').environ.get('PYDANTIC_DISABLE_PLUGINS')}\n"
         "print(json.dumps([sorted(sys.modules), state]), file=sys.stderr)\n"
@@ -168,6 +171,8 @@ def test_resume_with_its_app_loads_only_what_a_turn_uses(waiting: tuple[Path, st
     # Its imports' objects all live on: the GC's first collection waits (group.defer_first_collection),
     # and a one-node turn's command never reaches it.
     assert state["collections"] == []
+    # Its output names no secret-like word: the free-text masking patterns were never compiled.
+    assert state["free_text_patterns"] == 0
     if _no_pydantic_plugins():  # none installed: pydantic's cache was given that answer (its lookup: below)
         assert state["plugins"] == []
     assert state["plugins_env"] is None  # the app's child processes inherit the environment as the operator set it
