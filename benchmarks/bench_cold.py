@@ -380,42 +380,56 @@ def time_import(code: str) -> tuple[float, float]:
     return float(out.stdout.strip()), cpu
 
 
-def _hitl() -> list[str]:
-    """The ``hitl`` command as an operator runs it (the console script beside this Python)."""
-    hitl = Path(sys.executable).with_name("hitl")
-    return [str(hitl)] if hitl.exists() else [sys.executable, "-m", "console.cli"]
+AB_TREE: Path | None = None
+"""``--ab TREE``: the whole-process rows also run from this tree (and then both sides run
+``python -m console.cli`` with PYTHONPATH and cwd set to their own tree)."""
 
 
-def time_hitl_sessions(db: Path) -> tuple[float, float]:
+def _hitl(tree: Path | None = None) -> tuple[list[str], dict[str, str], Path | None]:
+    """(argv, environment, cwd) of the ``hitl`` command as an operator runs it (the console
+    script beside this Python); with ``--ab``, ``python -m console.cli`` of ``tree``
+    (this one when None), so that both sides start the same way."""
+    env = {**os.environ, "USER": "bench"}
+    if AB_TREE is None:
+        hitl = Path(sys.executable).with_name("hitl")
+        return ([str(hitl)] if hitl.exists() else [sys.executable, "-m", "console.cli"]), env, None
+    tree = tree or ROOT
+    return [sys.executable, "-m", "console.cli"], {**env, "PYTHONPATH": f"{tree}{os.pathsep}{tree / 'benchmarks'}"}, tree
+
+
+def time_hitl_sessions(db: Path, tree: Path | None = None) -> tuple[float, float]:
     """(ms from process start to the first line of output, CPU ms of the whole process)."""
-    return time_first_line(db, "sessions")
+    return time_first_line(db, "sessions", tree=tree)
 
 
 DEMO_RESUME = ("review-waiting-1", 'signoff-q3-security-report={"decision": "approve"}')
 """The demo store's document sign-off, answered: three nodes re-execute, one more runs, the invocation completes."""
 
 
-def time_hitl_resume(db: Path) -> tuple[float, float]:
+def time_hitl_resume(db: Path, tree: Path | None = None) -> tuple[float, float]:
     """(ms from process start to its exit, CPU ms of the whole process) of ``hitl resume``
     on the demo store, the way an operator answers: what they wait for, imports included."""
-    out, wall, cpu = _timed_process([*_hitl(), "--db", str(db), "resume", *DEMO_RESUME], env={**os.environ, "USER": "bench"})
+    hitl, env, cwd = _hitl(tree)
+    out, wall, cpu = _timed_process([*hitl, "--db", str(db), "resume", *DEMO_RESUME], env=env, cwd=cwd)
     if out.returncode != 0 or "COMPLETED" not in out.stdout:
         raise RuntimeError(f"hitl resume failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
     return wall, cpu
 
 
-def time_hitl_help() -> tuple[float, float]:
+def time_hitl_help(tree: Path | None = None) -> tuple[float, float]:
     """(ms from process start to exit, CPU ms of the whole process) of ``hitl --help``."""
-    out, wall, cpu = _timed_process([*_hitl(), "--help"])
+    hitl, env, cwd = _hitl(tree)
+    out, wall, cpu = _timed_process([*hitl, "--help"], env=env, cwd=cwd)
     if out.returncode != 0 or "Commands:" not in out.stdout:
         raise RuntimeError(f"hitl --help failed ({out.returncode}):\n{out.stderr}")
     return wall, cpu
 
 
-def time_first_line(db: Path, *argv: str) -> tuple[float, float]:
+def time_first_line(db: Path, *argv: str, tree: Path | None = None) -> tuple[float, float]:
     """(ms from process start to the first line of ``hitl ARGV``'s output, CPU ms of the whole process)."""
+    hitl, env, cwd = _hitl(tree)
     cpu0, t = _children_cpu(), time.perf_counter()
-    p = subprocess.Popen([*_hitl(), "--db", str(db), *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p = subprocess.Popen([*hitl, "--db", str(db), *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=cwd)
     assert p.stdout is not None
     first = p.stdout.readline()
     dt = time.perf_counter() - t
@@ -425,7 +439,7 @@ def time_first_line(db: Path, *argv: str) -> tuple[float, float]:
     return dt * 1e3, (_children_cpu() - cpu0) * 1e3
 
 
-def time_hitl_resume_app(db: Path) -> tuple[float, float]:
+def time_hitl_resume_app(db: Path, tree: Path | None = None) -> tuple[float, float]:
     """(ms from process start to exit, CPU ms of the whole process) of ``hitl resume``
     answering the open interrupt of session ``big`` (10,000 events of history), its
     app's code registered with ``--app``: the SIMPLE workflow's two nodes run."""
@@ -434,9 +448,11 @@ def time_hitl_resume_app(db: Path) -> tuple[float, float]:
     conn = sqlite3.connect(db)
     (iid,) = conn.execute("SELECT interrupt_id FROM interrupts WHERE session_id = 'big' AND status = 'open'").fetchone()
     conn.close()
-    env = {**os.environ, "USER": "bench", "PYTHONPATH": os.pathsep.join([str(ROOT / "benchmarks"), os.environ.get("PYTHONPATH", "")])}
-    cmd = [*_hitl(), "--db", str(db), "--app", "bench=bench_engine:SIMPLE", "resume", "big", f"{iid}=true"]
-    out, wall, cpu = _timed_process(cmd, env=env)
+    hitl, env, cwd = _hitl(tree)
+    if AB_TREE is None:
+        env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "benchmarks"), os.environ.get("PYTHONPATH", "")])
+    cmd = [*hitl, "--db", str(db), "--app", "bench=bench_engine:SIMPLE", "resume", "big", f"{iid}=true"]
+    out, wall, cpu = _timed_process(cmd, env=env, cwd=cwd)
     if out.returncode != 0 or "COMPLETED" not in out.stdout:
         raise RuntimeError(f"hitl resume failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
     return wall, cpu
@@ -470,7 +486,8 @@ def main(args: argparse.Namespace) -> int:
         t = time.perf_counter()
         templates: dict[str, Path] = {}
         bulk: dict[int, tuple[float, float]] = {}
-        subprocess.run([sys.executable, "-m", "compileall", "-q", "engine", "console", "benchmarks"], cwd=ROOT, check=True)
+        for tree in (ROOT, *([AB_TREE] if AB_TREE is not None else [])):
+            subprocess.run([sys.executable, "-m", "compileall", "-q", "engine", "console", "benchmarks"], cwd=tree, check=True)
         print(f"(load average before: {' '.join(f'{x:.2f}' for x in load_before)})", flush=True)
         if wanted("resume") or wanted("text") or wanted("bulk") or wanted("cold"):
             for n in sizes if wanted("resume") or wanted("text") or wanted("bulk") else [10_000]:
@@ -507,23 +524,33 @@ def main(args: argparse.Namespace) -> int:
             cases.append(("fresh run to first interrupt", "fresh", "empty"))
         results: dict[tuple[str, str], list[dict[str, Any]]] = {}
         startup: dict[str, list[tuple[float, float]]] = {}
-        for _ in range(reps):
+        other: dict[str, list[tuple[float, float]]] = {}  # --ab: the same rows from the other tree
+
+        def process_row(rep: int, name: str, measure: Any, *args: Any) -> None:
+            """One repetition of a whole-process row; with --ab, the other tree's beside it
+            (which goes first alternates, so neither always meets the warmer cache)."""
+            sides = [(startup, None)] + ([(other, AB_TREE)] if AB_TREE is not None else [])
+            for into, tree in sides if rep % 2 == 0 else sides[::-1]:
+                into.setdefault(name, []).append(measure(*[a() if callable(a) else a for a in args], tree))
+
+        for rep in range(reps):
             for label, kind, key in cases:
                 for sync in ("NORMAL", "FULL"):
                     results.setdefault((label, sync), []).append(run_child(kind, templates[key], work, sync, args.sql_time))
             if wanted("startup"):
                 for name, code in IMPORTS.items():
                     startup.setdefault(f"{name} (fresh process)", []).append(time_import(code))
-                listing = time_hitl_sessions(fresh_copy(templates["many"], work))
-                startup.setdefault(f"hitl sessions, first line ({n_sessions:,} sessions)", []).append(listing)
-                answered = time_hitl_resume(fresh_copy(templates["demo"], work))
-                startup.setdefault("hitl resume, whole process (demo sign-off)", []).append(answered)
-                startup.setdefault("hitl --help, whole process", []).append(time_hitl_help())
-                inbox = time_first_line(fresh_copy(templates["inbox"], work), "inbox")
-                startup.setdefault(f"hitl inbox, first line ({n_sessions:,} sessions, 1 open each)", []).append(inbox)
+                process_row(rep, f"hitl sessions, first line ({n_sessions:,} sessions)", time_hitl_sessions,
+                            lambda: fresh_copy(templates["many"], work))
+                process_row(rep, "hitl resume, whole process (demo sign-off)", time_hitl_resume,
+                            lambda: fresh_copy(templates["demo"], work))
+                process_row(rep, "hitl --help, whole process", time_hitl_help)
+                process_row(rep, f"hitl inbox, first line ({n_sessions:,} sessions, 1 open each)",
+                            lambda db, tree: time_first_line(db, "inbox", tree=tree),
+                            lambda: fresh_copy(templates["inbox"], work))
             if (wanted("resume") or wanted("cold")) and "hist-10000" in templates:
-                big = time_hitl_resume_app(fresh_copy(templates["hist-10000"], work))
-                startup.setdefault("hitl resume, whole process (10,000 events, app registered)", []).append(big)
+                process_row(rep, "hitl resume, whole process (10,000 events, app registered)", time_hitl_resume_app,
+                            lambda: fresh_copy(templates["hist-10000"], work))
 
     # One record per row: what --save writes and --before reads back.
     rows: list[dict[str, Any]] = []
@@ -559,6 +586,9 @@ def main(args: argparse.Namespace) -> int:
     if args.save:
         Path(args.save).write_text(json.dumps({"rows": rows, "load": [load_before, load_after], "reps": reps}, indent=1))
     before = {r["name"]: r for r in json.loads(Path(args.before).read_text())["rows"]} if args.before else {}
+    if AB_TREE is not None:  # printed as "before": the other tree's whole-process rows of this same run
+        print(f"(--ab: 'before' is {AB_TREE}, its whole-process rows interleaved with this tree's)")
+        before = {name: {"name": name, "wall": [w for w, _ in v], "proc_cpu": [c for _, c in v]} for name, v in other.items()}
     print_table(rows, before)
     print(f"(load average after: {' '.join(f'{x:.2f}' for x in load_after)})")
     return 0
@@ -632,9 +662,14 @@ if __name__ == "__main__":
                     "cold (only the whole-process hitl resume --app row, of the 10,000-event store)")
     ap.add_argument("--save", help="write the measurements to this JSON file (for a later --before)")
     ap.add_argument("--before", help="a --save file of an earlier run (e.g. the previous commit): printed beside")
+    ap.add_argument("--ab", type=Path, help="another tree (e.g. `git worktree add --detach /tmp/before main`): its"
+                    " whole-process rows run in the same repetitions, alternating with this tree's, printed as 'before'")
     ap.add_argument(
         "--sql-time", action="store_true",
         help="also time each SQL call of the op: columns 'in SQLite' (their sum) and '1st COMMIT' (a Python proxy"
         " on the connection adds ~1 us per call to the op)",
     )
-    sys.exit(main(ap.parse_args()))
+    parsed = ap.parse_args()
+    if parsed.ab is not None:
+        AB_TREE = parsed.ab.resolve()
+    sys.exit(main(parsed))
