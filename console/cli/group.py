@@ -241,11 +241,19 @@ def defer_first_collection(gen0: int = STARTUP_GEN0) -> None:
     if before[0] == 0 or before[0] >= gen0:  # collection disabled by threshold, or already this lax: leave it
         return
 
+    done = False
+
     def restore(phase: str, info: dict[str, int]) -> None:
-        if phase == "stop":
-            gc.callbacks.remove(restore)
-            if gc.get_threshold()[0] == gen0:  # unless something set its own since
-                gc.set_threshold(*before)
+        nonlocal done
+        if phase != "stop" or done:
+            return
+        done = True
+        if gc.get_threshold()[0] == gen0:  # unless something set its own since
+            gc.set_threshold(*before)
+        # The GC calls its callbacks by index over the live list: removing one that
+        # others follow would skip the next one's "stop". Last, it can go; else it stays, inert.
+        if gc.callbacks and gc.callbacks[-1] is restore:
+            gc.callbacks.pop()
 
     gc.callbacks.append(restore)
     gc.set_threshold(gen0, *before[1:])

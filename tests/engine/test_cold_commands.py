@@ -313,18 +313,20 @@ defer_first_collection(gen0=5_000)
 during = gc.get_threshold()
 hooked = len(gc.callbacks)
 seen = []
-gc.callbacks.append(lambda phase, info: phase == "stop" and seen.append(info["generation"]))
+if {later}:
+    gc.callbacks.append(lambda phase, info: seen.append(phase))
 keep = [[] for _ in range(20_000)]  # enough new objects for a collection at the deferred threshold
 print(json.dumps({{"during": during, "after": gc.get_threshold(), "hooked": hooked, "left": len(gc.callbacks),
-                   "seen": len(seen)}}))
+                   "starts": seen.count("start"), "stops": seen.count("stop")}}))
 """
 
 
-def _defer(before: tuple[int, int, int], own: tuple[int, int, int] | None = None) -> dict[str, Any]:
+def _defer(before: tuple[int, int, int], own: tuple[int, int, int] | None = None, later: bool = False) -> dict[str, Any]:
     """``defer_first_collection`` in a fresh interpreter whose thresholds were ``before``
-    (``own``: something sets these at the first collection): the thresholds in between
-    and after enough allocations for a collection, and the callbacks it left."""
-    code = DEFER_PROBE.format(before=before, own=own)
+    (``own``: something sets these at the first collection; ``later``: a callback added
+    after it counts the collections' phases): the thresholds in between and after enough
+    allocations for a collection, and the callbacks it left."""
+    code = DEFER_PROBE.format(before=before, own=own, later=later)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
                          env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False)
     assert out.returncode == 0, out.stderr
@@ -336,9 +338,18 @@ def test_the_first_collection_waits_then_the_thresholds_are_the_interpreters_aga
     (not 700), and from then on the GC runs with the thresholds it had."""
     got = _defer((700, 10, 10))
     assert got["during"] == [5_000, 10, 10]
-    assert got["seen"] >= 1  # it did collect
     assert got["after"] == [700, 10, 10]
-    assert got["left"] == got["hooked"]  # its callback removed itself (the probe's own one remains)
+    assert got["left"] == got["hooked"] - 1  # the last callback: it removed itself
+
+
+def test_a_callback_added_after_the_deferral_sees_every_collection_whole() -> None:
+    """The GC calls its callbacks by index: the deferral's own, ended at the first
+    collection's stop, must not make the next callback miss that stop."""
+    got = _defer((700, 10, 10), later=True)
+    assert got["starts"] >= 1  # it did collect
+    assert got["starts"] == got["stops"]
+    assert got["after"] == [700, 10, 10]
+    assert got["left"] == got["hooked"] + 1  # the deferral's callback stays (inert), the later one too
 
 
 def test_deferring_leaves_an_operators_own_gc_settings() -> None:
