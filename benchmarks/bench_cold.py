@@ -60,29 +60,38 @@ before and after: on a shared machine, read the min column too.
 
 Exit code is non-zero only on error, never because a target was missed.
 
-Issue 38's whole-process resume (``python benchmarks/bench_cold.py --only startup,cold --reps 5``;
-instruction counts: ``python benchmarks/profile_cold.py --process --events 10000``).
-Measured on a loaded machine (load average 5.6-8.2), main at baaef7f -> this branch:
+Issue 38's whole-process resume: ``python benchmarks/bench_cold.py --only startup,cold --reps 11
+--ab /tmp/before`` (``git worktree add --detach /tmp/before main``: both trees' process rows in
+the same repetitions) and ``python benchmarks/profile_cold.py --process --events 10000 --commands
+resume,help,sessions,inbox --ab /tmp/before`` (instructions, load-independent). main at 37c9ac7 ->
+the cold38 branch (the GC's first collection deferred past start-up, the Redactor's free-text
+patterns compiled on first use):
 
-=====================================================  =============  =============
-``hitl resume --app``, 10,000 events, whole process     main           branch
-=====================================================  =============  =============
-instructions (callgrind; load-independent)              972.2 M        913.2 M (-6.1%)
-  the same in a plain venv (``pip install .``)          943.9 M        901.0 M (-4.5%)
-process CPU, 15 interleaved pairs (median)              235.8 ms       226.3 ms
-=====================================================  =============  =============
+=============================================  =========  =========  ==========================
+whole process, instructions (callgrind)        main       branch     process CPU main -> branch
+=============================================  =========  =========  ==========================
+``hitl resume --app``, 10,000 events           913.8 M    888.1 M    211.2 -> 200.1 ms
+``hitl --help``                                269.2 M    261.1 M    66.2 -> 67.0 ms
+``hitl sessions``, 100,000 sessions            302.7 M    293.6 M    75.3 -> 72.2 ms
+``hitl inbox``, 100,000 sessions               317.7 M    308.5 M    78.4 -> 78.5 ms
+=============================================  =========  =========  ==========================
 
-Whole-process instructions of the other cold commands, main -> branch: ``--help``
-268.9 -> 269.0 M, ``sessions`` 295.4 -> 295.8 M, ``inbox`` 327.2 -> 311.8 M (one-session
-store), the imports of a resume 887.0 -> 857.5 M. Wall times at that load are noise
-(bench_cold's before/after table showed the unchanged ``--help`` 128 -> 220 ms);
-the quiet-machine 187.8 ms scales to ~176 ms: the 120 ms target is not met. What
-stays (instructions): interpreter and site 148 M (38 M in a plain venv, where the
-modules the .pth hooks import are imported later anyway: -13 M in all); asyncio
-125 M (ssl 38, concurrent.futures + logging 25); pydantic up to its first model
-~250 M (annotated_types alone 44 M); click 41 M; importlib.metadata 30 M (pydantic's
-plugin loader imports it at the first validator build, even with plugins off); the
-turn's validators 30 M; the project's own dataclasses ~85 M.
+CPU: medians of 11 interleaved pairs, load average 2.8-4.0 (other engineers' work); the
+three small rows move by ~2 ms, inside their spread (a run of 25 pairs at load 7-8: resume
+215.3 -> 209.3, help 68.0 -> 67.2, sessions 75.8 -> 74.1, inbox 78.5 -> 77.4 ms). The
+120 ms resume target is not met (~0.2 ms per M instructions here: 888 M is ~180 ms on a
+quiet machine). What the resume's 888 M are (per-module import counts, each
+module imported alone in completion order; approximate): interpreter and site 143 M (this
+dev environment's .pth hooks; a plain venv imports the same modules later anyway); pydantic
+~390 M in all -- the package 305 M (pydantic_core's extension and core_schema 81 M,
+annotated_types 42 M, importlib.metadata ~29 M through its plugin loader), the models'
+classes 50 M (engine.models 29 M, the store's records 21 M, deferred builds) and the
+turn's validators 31 M; asyncio 95 M (ssl 25 M, socket 9 M, concurrent.futures and
+logging ~20 M); click 60 M (inspect and what it loads ~22 M); the project's own modules
+~210 M (~50 M of it dataclass creation, which Python 3.11 does by exec'ing each method's
+source); the benchmark app's own imports (argparse, statistics) 6 M. Without pydantic on
+the turn path (its events as plain classes with their JSON written by hand, the stored
+bytes unchanged) the process would be ~500 M, ~100-110 ms: that is the step left.
 """
 
 from __future__ import annotations
