@@ -227,9 +227,9 @@ def cli(ctx: click.Context) -> None:
 STARTUP_GEN0 = 100_000
 """Allocations the cyclic GC lets pass before its first collection in a ``hitl``
 process (its usual threshold is 700). A cold command's work is mostly imports,
-whose objects all live on: each collection during them (~65 in a ``hitl resume``
-with its app) only walks new survivors to find no garbage -- about 2.5 % of the
-whole process's instructions. The first collection, if a command gets that far,
+whose objects all live on: each collection during them (~55 after the CLI's own
+imports in a ``hitl resume`` with its app) only walks new survivors to find no
+garbage -- about 2 % of the whole process's instructions. The first collection, if a command gets that far,
 puts the interpreter's own thresholds back: a long-running command (the console,
 ``hitl worker``, ``hitl serve``, a node's own code) collects as Python always does."""
 
