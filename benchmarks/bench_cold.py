@@ -401,7 +401,7 @@ def _hitl(tree: Path | None = None) -> tuple[list[str], dict[str, str], Path | N
     """(argv, environment, cwd) of the ``hitl`` command as an operator runs it (the console
     script beside this Python); with ``--ab``, ``python -m console.cli`` of ``tree``
     (this one when None), so that both sides start the same way."""
-    env = {**os.environ, "USER": "bench"}
+    env = dict(os.environ)
     if AB_TREE is None:
         hitl = Path(sys.executable).with_name("hitl")
         return ([str(hitl)] if hitl.exists() else [sys.executable, "-m", "console.cli"]), env, None
@@ -422,7 +422,7 @@ def time_hitl_resume(db: Path, tree: Path | None = None) -> tuple[float, float]:
     """(ms from process start to its exit, CPU ms of the whole process) of ``hitl resume``
     on the demo store, the way an operator answers: what they wait for, imports included."""
     hitl, env, cwd = _hitl(tree)
-    out, wall, cpu = _timed_process([*hitl, "--db", str(db), "resume", *DEMO_RESUME], env=env, cwd=cwd)
+    out, wall, cpu = _timed_process([*hitl, "--db", str(db), "resume", *DEMO_RESUME], env={**env, "USER": "bench"}, cwd=cwd)
     if out.returncode != 0 or "COMPLETED" not in out.stdout:
         raise RuntimeError(f"hitl resume failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
     return wall, cpu
@@ -461,6 +461,7 @@ def time_hitl_resume_app(db: Path, tree: Path | None = None) -> tuple[float, flo
     (iid,) = conn.execute("SELECT interrupt_id FROM interrupts WHERE session_id = 'big' AND status = 'open'").fetchone()
     conn.close()
     hitl, env, cwd = _hitl(tree)
+    env["USER"] = "bench"
     if AB_TREE is None:
         env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "benchmarks"), os.environ.get("PYTHONPATH", "")])
     cmd = [*hitl, "--db", str(db), "--app", "bench=bench_engine:SIMPLE", "resume", "big", f"{iid}=true"]
