@@ -46,22 +46,25 @@ and one module per command group: :mod:`.reads`, :mod:`.writes`, :mod:`.bulk`,
 
 from __future__ import annotations
 
-from console.times import age
+import gc
+from typing import TYPE_CHECKING
 
-# The command modules register their commands on `cli` when one of them is first
-# looked up (group.LazyGroup): a command imports only its own module.
-from .group import cli, main
-from .options import (
-    CONFIG_NAME,
-    Options,
-    _opts,
-    app_spec_option,
-    common,
-    open_store,
-    operator_option,
-    reason_option,
-)
-from .output import OperatorError, fail, interactive, out, out_json, run
+if TYPE_CHECKING:  # at run time each name loads with its module, on first use (__getattr__ below)
+    from console.times import age
+
+    from .group import cli
+    from .options import (
+        CONFIG_NAME,
+        Options,
+        _opts,
+        app_spec_option,
+        common,
+        open_store,
+        operator_option,
+        reason_option,
+    )
+    from .output import OperatorError, fail, interactive, out, out_json, run
+    from .render import render_plan, render_tree, tree_rows
 
 __all__ = [
     "CONFIG_NAME",
@@ -86,12 +89,70 @@ __all__ = [
     "tree_rows",
 ]
 
+_HOMES = {
+    "age": "console.times",
+    "cli": "console.cli.group",
+    **dict.fromkeys(("CONFIG_NAME", "Options", "_opts", "app_spec_option", "common", "open_store", "operator_option",
+                     "reason_option"), "console.cli.options"),
+    **dict.fromkeys(("OperatorError", "fail", "interactive", "out", "out_json", "run"), "console.cli.output"),
+    # the text renderers load with the commands that print trees (engine.owners and the
+    # socket module with them), not with every command
+    **dict.fromkeys(("render_plan", "render_tree", "tree_rows"), "console.cli.render"),
+}
+"""Where each name of this package lives. Importing the package loads none of them: the
+``hitl`` script's ``from console.cli import main`` costs nothing before :func:`main`
+has deferred the GC's first collection (:func:`defer_first_collection`), so the CLI's
+own imports (click, the group, its options) run without collections too."""
+
 
 def __getattr__(name: str) -> object:
-    # The text renderers load with the commands that print trees (engine.owners
-    # and the socket module with them), not with every command.
-    if name in ("render_plan", "render_tree", "tree_rows"):
-        from . import render
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
 
-        return getattr(render, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(home), name)
+
+
+STARTUP_GEN0 = 100_000
+"""Allocations the cyclic GC lets pass before its first collection in a ``hitl``
+process (its usual threshold is 700). A cold command's work is mostly imports,
+whose objects all live on: each collection during them (~65 in a ``hitl resume``
+with its app) only walks new survivors to find no garbage -- 2.5 % of that
+process's instructions, 2 % of ``hitl --help``'s. The first collection, if a command gets that far,
+puts the interpreter's own thresholds back: a long-running command (the console,
+``hitl worker``, ``hitl serve``, a node's own code) collects as Python always does."""
+
+
+def defer_first_collection(gen0: int = STARTUP_GEN0) -> None:
+    """Raise the GC's first threshold to ``gen0`` until its first collection, then
+    restore the thresholds it had (see :data:`STARTUP_GEN0`)."""
+    before = gc.get_threshold()
+    if before[0] == 0 or before[0] >= gen0:  # collection disabled by threshold, or already this lax: leave it
+        return
+
+    done = False
+
+    def restore(phase: str, info: dict[str, int]) -> None:
+        nonlocal done
+        if phase != "stop" or done:
+            return
+        done = True
+        if gc.get_threshold()[0] == gen0:  # unless something set its own since
+            gc.set_threshold(*before)
+        # The GC calls its callbacks by index over the live list: removing one that
+        # others follow would skip the next one's "stop". Last, it can go; else it stays, inert.
+        if gc.callbacks and gc.callbacks[-1] is restore:
+            gc.callbacks.pop()
+
+    gc.callbacks.append(restore)
+    gc.set_threshold(gen0, *before[1:])
+
+
+def main() -> None:
+    """Console-script entry point: the GC's first collection deferred, then the
+    group's :func:`console.cli.group.main` (imported here, after the deferral)."""
+    defer_first_collection()
+    from .group import main as group_main
+
+    group_main()

@@ -224,46 +224,11 @@ def cli(ctx: click.Context) -> None:
     )
 
 
-STARTUP_GEN0 = 100_000
-"""Allocations the cyclic GC lets pass before its first collection in a ``hitl``
-process (its usual threshold is 700). A cold command's work is mostly imports,
-whose objects all live on: each collection during them (~55 after the CLI's own
-imports in a ``hitl resume`` with its app) only walks new survivors to find no
-garbage -- about 2 % of the whole process's instructions. The first collection, if a command gets that far,
-puts the interpreter's own thresholds back: a long-running command (the console,
-``hitl worker``, ``hitl serve``, a node's own code) collects as Python always does."""
-
-
-def defer_first_collection(gen0: int = STARTUP_GEN0) -> None:
-    """Raise the GC's first threshold to ``gen0`` until its first collection, then
-    restore the thresholds it had (see :data:`STARTUP_GEN0`)."""
-    before = gc.get_threshold()
-    if before[0] == 0 or before[0] >= gen0:  # collection disabled by threshold, or already this lax: leave it
-        return
-
-    done = False
-
-    def restore(phase: str, info: dict[str, int]) -> None:
-        nonlocal done
-        if phase != "stop" or done:
-            return
-        done = True
-        if gc.get_threshold()[0] == gen0:  # unless something set its own since
-            gc.set_threshold(*before)
-        # The GC calls its callbacks by index over the live list: removing one that
-        # others follow would skip the next one's "stop". Last, it can go; else it stays, inert.
-        if gc.callbacks and gc.callbacks[-1] is restore:
-            gc.callbacks.pop()
-
-    gc.callbacks.append(restore)
-    gc.set_threshold(gen0, *before[1:])
-
-
 def main() -> None:
-    """Console-script entry point."""
+    """The CLI's body (:func:`console.cli.main`, the console script, defers the GC's
+    first collection before it imports this module)."""
     from engine.telemetry import set_surface
 
-    defer_first_collection()
     _tolerant_streams()
     set_surface("cli")  # the console, when it opens, says "console"
     try:

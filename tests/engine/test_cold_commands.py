@@ -168,7 +168,7 @@ def test_resume_with_its_app_loads_only_what_a_turn_uses(waiting: tuple[Path, st
     assert not mods & skipped, sorted(mods & skipped)
     assert state["threads"] == []
     assert state["frozen"] > 0
-    # Its imports' objects all live on: the GC's first collection waits (group.defer_first_collection),
+    # Its imports' objects all live on: the GC's first collection waits (console.cli.defer_first_collection),
     # and a one-node turn's command never reaches it.
     assert state["collections"] == []
     # Its output names no secret-like word: the free-text masking patterns were never compiled.
@@ -305,7 +305,7 @@ def test_a_malformed_config_is_still_one_line_for_each_reader(tmp_path: Path) ->
 
 DEFER_PROBE = """
 import gc, json, sys
-from console.cli.group import defer_first_collection
+from console.cli import defer_first_collection
 gc.set_threshold(*{before})
 if {own} is not None:
     gc.callbacks.append(lambda phase, info: phase == "start" and gc.set_threshold(*{own}))
@@ -358,3 +358,22 @@ def test_deferring_leaves_an_operators_own_gc_settings() -> None:
     assert _defer((0, 10, 10))["after"] == [0, 10, 10]
     assert _defer((50_000, 5, 5))["during"] == [50_000, 5, 5]
     assert _defer((700, 10, 10), own=(1_234, 7, 7))["after"] == [1_234, 7, 7]
+
+
+def test_the_console_scripts_import_loads_nothing_before_main() -> None:
+    """``from console.cli import main`` (the ``hitl`` script's first line) loads no
+    command-line code: click and the group load inside ``main()``, after it deferred
+    the GC's first collection; the package's names still resolve, to the same objects."""
+    probe = (
+        "import json, sys\n"
+        "from console.cli import main\n"
+        "before = sorted(m for m in sys.modules if m.split('.')[0] in ('click', 'console', 'engine', 'pydantic'))\n"
+        "import console.cli as pkg, console.cli.output as output, console.times as times\n"
+        "print(json.dumps([before, pkg.age is times.age, pkg.fail is output.fail, callable(pkg.cli)]))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False)
+    assert out.returncode == 0, out.stderr
+    before, same_age, same_fail, has_cli = json.loads(out.stdout)
+    assert before == ["console", "console.cli"]
+    assert same_age and same_fail and has_cli
