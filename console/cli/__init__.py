@@ -90,28 +90,45 @@ __all__ = [
 ]
 
 _HOMES = {
-    "age": "console.times",
-    "cli": "console.cli.group",
+    "age": "times",
+    "cli": "group",
     **dict.fromkeys(("CONFIG_NAME", "Options", "_opts", "app_spec_option", "common", "open_store", "operator_option",
-                     "reason_option"), "console.cli.options"),
-    **dict.fromkeys(("OperatorError", "fail", "interactive", "out", "out_json", "run"), "console.cli.output"),
+                     "reason_option"), "options"),
+    **dict.fromkeys(("OperatorError", "fail", "interactive", "out", "out_json", "run"), "output"),
     # the text renderers load with the commands that print trees (engine.owners and the
     # socket module with them), not with every command
-    **dict.fromkeys(("render_plan", "render_tree", "tree_rows"), "console.cli.render"),
+    **dict.fromkeys(("render_plan", "render_tree", "tree_rows"), "render"),
 }
-"""Where each name of this package lives. Importing the package loads none of them: the
-``hitl`` script's ``from console.cli import main`` costs nothing before :func:`main`
-has deferred the GC's first collection (:func:`defer_first_collection`), so the CLI's
-own imports (click, the group, its options) run without collections too."""
+"""Which module each name of this package lives in. Importing the package loads none of
+them: the ``hitl`` script's ``from console.cli import main`` costs nothing before
+:func:`main` has deferred the GC's first collection (:func:`defer_first_collection`),
+so the CLI's own imports (click, the group, its options) run without collections too."""
 
 
 def __getattr__(name: str) -> object:
     home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
+    # plain import statements: code is imported by name only in the app registry
+    if home == "times":
+        from console import times
 
-    return getattr(importlib.import_module(home), name)
+        return getattr(times, name)
+    if home == "group":
+        from . import group
+
+        return getattr(group, name)
+    if home == "options":
+        from . import options
+
+        return getattr(options, name)
+    if home == "output":
+        from . import output
+
+        return getattr(output, name)
+    if home == "render":
+        from . import render
+
+        return getattr(render, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 STARTUP_GEN0 = 100_000
