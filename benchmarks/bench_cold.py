@@ -64,37 +64,38 @@ Issue 38's whole-process resume: ``python benchmarks/bench_cold.py --only startu
 --ab /tmp/before`` (``git worktree add --detach /tmp/before main``: both trees' process rows in
 the same repetitions) and ``python benchmarks/profile_cold.py --process --events 10000 --commands
 resume,help,sessions,inbox --ab /tmp/before`` (instructions, load-independent). main at 37c9ac7 ->
-the cold38 branch (the GC's first collection deferred past start-up, the Redactor's free-text
-patterns compiled on first use):
+the cold38 branch (the GC's first collection deferred past start-up, ``console.cli`` importing
+nothing before ``main()`` defers it, the Redactor's free-text patterns compiled on first use):
 
 =============================================  =========  =========  ==========================
-whole process, instructions (callgrind)        main       branch     process CPU main -> branch
+whole process                                  main       branch     process CPU main -> branch
 =============================================  =========  =========  ==========================
-``hitl resume --app``, 10,000 events           913.8 M    888.1 M    211.2 -> 200.1 ms
-``hitl --help``                                269.2 M    261.1 M    66.2 -> 67.0 ms
-``hitl sessions``, 100,000 sessions            302.7 M    293.6 M    75.3 -> 72.2 ms
-``hitl inbox``, 100,000 sessions               317.7 M    308.5 M    78.4 -> 78.5 ms
+``hitl resume --app``, 10,000 events           913.9 M    882.9 M    193.9 -> 187.9 ms
+``hitl --help``                                269.2 M    255.9 M    61.7 -> 59.0 ms
+``hitl sessions``, 100,000 sessions            302.7 M    288.4 M    68.8 -> 66.5 ms
+``hitl inbox``, 100,000 sessions               317.7 M    303.3 M    72.2 -> 70.6 ms
 =============================================  =========  =========  ==========================
 
-CPU: medians of 11 interleaved pairs, load average 2.8-4.0 (other engineers' work); the
-three small rows move by ~2 ms, inside their spread (a run of 25 pairs at load 7-8: resume
-215.3 -> 209.3, help 68.0 -> 67.2, sessions 75.8 -> 74.1, inbox 78.5 -> 77.4 ms). The
-120 ms resume target is not met (~0.2 ms per M instructions here: 888 M is ~180 ms on a
-quiet machine). What the resume's 888 M are (per-module import counts, each
-module imported alone in completion order; approximate): interpreter and site 143 M (this
-dev environment's .pth hooks; a plain venv imports the same modules later anyway); pydantic
-~390 M in all -- the package 305 M (pydantic_core's extension and core_schema 81 M,
-annotated_types 42 M, importlib.metadata ~29 M through its plugin loader), the models'
-classes 50 M (engine.models 29 M, the store's records 21 M, deferred builds) and the
-turn's validators 31 M; asyncio 95 M (ssl 25 M, socket 9 M, concurrent.futures and
-logging ~20 M); click 60 M (inspect and what it loads ~22 M); the project's own modules
-~210 M (~50 M of it dataclass creation, which Python 3.11 does by exec'ing each method's
-source); the benchmark app's own imports (argparse, statistics) 6 M. Without pydantic on
-the turn path (its events as plain classes with their JSON written by hand, the stored
-bytes unchanged) the process would be ~500 M, ~100-110 ms: that is the step left. It
-must drop pydantic_core too (81 M of the 305: the store, the SQL packing and the context
-write plain values with ``pydantic_core.to_json``; json would do for plain values, with
-pydantic_core only for what json cannot write); keeping it leaves ~590 M, ~120 ms.
+Instructions: callgrind, -3.4 / -5.0 / -4.7 / -4.5 %. CPU: medians of 11 interleaved pairs,
+load average 4.2 -> 2.5 (other engineers' work); first lines of ``sessions``/``inbox``
+67.2 -> 64.1 / 69.8 -> 68.0 ms. The 120 ms resume target is not met (~0.2 ms per M
+instructions here: 883 M is ~180 ms on a quiet machine).
+
+What the resume's 883 M are (per-module import counts, each module imported alone in
+completion order; approximate): interpreter and site 143 M (this dev environment's .pth
+hooks; a plain venv imports the same modules later anyway); pydantic ~390 M in all -- the
+package 305 M (pydantic_core's extension and core_schema 81 M, annotated_types 42 M,
+importlib.metadata ~29 M through its plugin loader), the models' classes 50 M
+(engine.models 29 M, the store's records 21 M, deferred builds) and the turn's validators
+31 M; asyncio 95 M (ssl 25 M, socket 9 M, concurrent.futures and logging ~20 M); click
+60 M (inspect and what it loads ~22 M); the project's own modules ~210 M (~50 M of it
+dataclass creation, which Python 3.11 does by exec'ing each method's source); the
+benchmark app's own imports (argparse, statistics) 6 M. Without pydantic on the turn path
+(its events as plain classes with their JSON written by hand, the stored bytes unchanged)
+the process would be ~500 M, ~100 ms: that is the step left. It must drop pydantic_core
+too (81 M of the 305: the store, the SQL packing and the context write plain values with
+``pydantic_core.to_json``; json would do for plain values, with pydantic_core only for
+what json cannot write); keeping it leaves ~575 M, ~115 ms, at the target's edge.
 """
 
 from __future__ import annotations
