@@ -47,24 +47,6 @@ and one module per command group: :mod:`.reads`, :mod:`.writes`, :mod:`.bulk`,
 from __future__ import annotations
 
 import gc
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # at run time each name loads with its module, on first use (__getattr__ below)
-    from console.times import age
-
-    from .group import cli
-    from .options import (
-        CONFIG_NAME,
-        Options,
-        _opts,
-        app_spec_option,
-        common,
-        open_store,
-        operator_option,
-        reason_option,
-    )
-    from .output import OperatorError, fail, interactive, out, out_json, run
-    from .render import render_plan, render_tree, tree_rows
 
 __all__ = [
     "CONFIG_NAME",
