@@ -60,29 +60,42 @@ before and after: on a shared machine, read the min column too.
 
 Exit code is non-zero only on error, never because a target was missed.
 
-Issue 38's whole-process resume (``python benchmarks/bench_cold.py --only startup,cold --reps 5``;
-instruction counts: ``python benchmarks/profile_cold.py --process --events 10000``).
-Measured on a loaded machine (load average 5.6-8.2), main at baaef7f -> this branch:
+Issue 38's whole-process resume: ``python benchmarks/bench_cold.py --only startup,cold --reps 11
+--ab /tmp/before`` (``git worktree add --detach /tmp/before main``: both trees' process rows in
+the same repetitions) and ``python benchmarks/profile_cold.py --process --events 10000 --commands
+resume,help,sessions,inbox --ab /tmp/before`` (instructions, load-independent). main at 37c9ac7 ->
+the cold38 branch (the GC's first collection deferred past start-up, ``console.cli`` importing
+nothing before ``main()`` defers it, the Redactor's free-text patterns compiled on first use):
 
-=====================================================  =============  =============
-``hitl resume --app``, 10,000 events, whole process     main           branch
-=====================================================  =============  =============
-instructions (callgrind; load-independent)              972.2 M        913.2 M (-6.1%)
-  the same in a plain venv (``pip install .``)          943.9 M        901.0 M (-4.5%)
-process CPU, 15 interleaved pairs (median)              235.8 ms       226.3 ms
-=====================================================  =============  =============
+=============================================  =========  =========  ==========================
+whole process                                  main       branch     process CPU main -> branch
+=============================================  =========  =========  ==========================
+``hitl resume --app``, 10,000 events           913.9 M    882.9 M    193.9 -> 187.9 ms
+``hitl --help``                                269.2 M    255.9 M    61.7 -> 59.0 ms
+``hitl sessions``, 100,000 sessions            302.7 M    288.4 M    68.8 -> 66.5 ms
+``hitl inbox``, 100,000 sessions               317.7 M    303.3 M    72.2 -> 70.6 ms
+=============================================  =========  =========  ==========================
 
-Whole-process instructions of the other cold commands, main -> branch: ``--help``
-268.9 -> 269.0 M, ``sessions`` 295.4 -> 295.8 M, ``inbox`` 327.2 -> 311.8 M (one-session
-store), the imports of a resume 887.0 -> 857.5 M. Wall times at that load are noise
-(bench_cold's before/after table showed the unchanged ``--help`` 128 -> 220 ms);
-the quiet-machine 187.8 ms scales to ~176 ms: the 120 ms target is not met. What
-stays (instructions): interpreter and site 148 M (38 M in a plain venv, where the
-modules the .pth hooks import are imported later anyway: -13 M in all); asyncio
-125 M (ssl 38, concurrent.futures + logging 25); pydantic up to its first model
-~250 M (annotated_types alone 44 M); click 41 M; importlib.metadata 30 M (pydantic's
-plugin loader imports it at the first validator build, even with plugins off); the
-turn's validators 30 M; the project's own dataclasses ~85 M.
+Instructions: callgrind, -3.4 / -5.0 / -4.7 / -4.5 %. CPU: medians of 11 interleaved pairs,
+load average 4.2 -> 2.5 (other engineers' work); first lines of ``sessions``/``inbox``
+67.2 -> 64.1 / 69.8 -> 68.0 ms. The 120 ms resume target is not met (~0.2 ms per M
+instructions here: 883 M is ~180 ms on a quiet machine).
+
+What the resume's 883 M are (per-module import counts, each module imported alone in
+completion order; approximate): interpreter and site 143 M (this dev environment's .pth
+hooks; a plain venv imports the same modules later anyway); pydantic ~390 M in all -- the
+package 305 M (pydantic_core's extension and core_schema 81 M, annotated_types 42 M,
+importlib.metadata ~29 M through its plugin loader), the models' classes 50 M
+(engine.models 29 M, the store's records 21 M, deferred builds) and the turn's validators
+31 M; asyncio 95 M (ssl 25 M, socket 9 M, concurrent.futures and logging ~20 M); click
+60 M (inspect and what it loads ~22 M); the project's own modules ~210 M (~50 M of it
+dataclass creation, which Python 3.11 does by exec'ing each method's source); the
+benchmark app's own imports (argparse, statistics) 6 M. Without pydantic on the turn path
+(its events as plain classes with their JSON written by hand, the stored bytes unchanged)
+the process would be ~500 M, ~100 ms: that is the step left. It must drop pydantic_core
+too (81 M of the 305: the store, the SQL packing and the context write plain values with
+``pydantic_core.to_json``; json would do for plain values, with pydantic_core only for
+what json cannot write); keeping it leaves ~575 M, ~115 ms, at the target's edge.
 """
 
 from __future__ import annotations
@@ -380,42 +393,56 @@ def time_import(code: str) -> tuple[float, float]:
     return float(out.stdout.strip()), cpu
 
 
-def _hitl() -> list[str]:
-    """The ``hitl`` command as an operator runs it (the console script beside this Python)."""
-    hitl = Path(sys.executable).with_name("hitl")
-    return [str(hitl)] if hitl.exists() else [sys.executable, "-m", "console.cli"]
+AB_TREE: Path | None = None
+"""``--ab TREE``: the whole-process rows also run from this tree (and then both sides run
+``python -m console.cli`` with PYTHONPATH and cwd set to their own tree)."""
 
 
-def time_hitl_sessions(db: Path) -> tuple[float, float]:
+def _hitl(tree: Path | None = None) -> tuple[list[str], dict[str, str], Path | None]:
+    """(argv, environment, cwd) of the ``hitl`` command as an operator runs it (the console
+    script beside this Python); with ``--ab``, ``python -m console.cli`` of ``tree``
+    (this one when None), so that both sides start the same way."""
+    env = dict(os.environ)
+    if AB_TREE is None:
+        hitl = Path(sys.executable).with_name("hitl")
+        return ([str(hitl)] if hitl.exists() else [sys.executable, "-m", "console.cli"]), env, None
+    tree = tree or ROOT
+    return [sys.executable, "-m", "console.cli"], {**env, "PYTHONPATH": f"{tree}{os.pathsep}{tree / 'benchmarks'}"}, tree
+
+
+def time_hitl_sessions(db: Path, tree: Path | None = None) -> tuple[float, float]:
     """(ms from process start to the first line of output, CPU ms of the whole process)."""
-    return time_first_line(db, "sessions")
+    return time_first_line(db, "sessions", tree=tree)
 
 
 DEMO_RESUME = ("review-waiting-1", 'signoff-q3-security-report={"decision": "approve"}')
 """The demo store's document sign-off, answered: three nodes re-execute, one more runs, the invocation completes."""
 
 
-def time_hitl_resume(db: Path) -> tuple[float, float]:
+def time_hitl_resume(db: Path, tree: Path | None = None) -> tuple[float, float]:
     """(ms from process start to its exit, CPU ms of the whole process) of ``hitl resume``
     on the demo store, the way an operator answers: what they wait for, imports included."""
-    out, wall, cpu = _timed_process([*_hitl(), "--db", str(db), "resume", *DEMO_RESUME], env={**os.environ, "USER": "bench"})
+    hitl, env, cwd = _hitl(tree)
+    out, wall, cpu = _timed_process([*hitl, "--db", str(db), "resume", *DEMO_RESUME], env={**env, "USER": "bench"}, cwd=cwd)
     if out.returncode != 0 or "COMPLETED" not in out.stdout:
         raise RuntimeError(f"hitl resume failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
     return wall, cpu
 
 
-def time_hitl_help() -> tuple[float, float]:
+def time_hitl_help(tree: Path | None = None) -> tuple[float, float]:
     """(ms from process start to exit, CPU ms of the whole process) of ``hitl --help``."""
-    out, wall, cpu = _timed_process([*_hitl(), "--help"])
+    hitl, env, cwd = _hitl(tree)
+    out, wall, cpu = _timed_process([*hitl, "--help"], env=env, cwd=cwd)
     if out.returncode != 0 or "Commands:" not in out.stdout:
         raise RuntimeError(f"hitl --help failed ({out.returncode}):\n{out.stderr}")
     return wall, cpu
 
 
-def time_first_line(db: Path, *argv: str) -> tuple[float, float]:
+def time_first_line(db: Path, *argv: str, tree: Path | None = None) -> tuple[float, float]:
     """(ms from process start to the first line of ``hitl ARGV``'s output, CPU ms of the whole process)."""
+    hitl, env, cwd = _hitl(tree)
     cpu0, t = _children_cpu(), time.perf_counter()
-    p = subprocess.Popen([*_hitl(), "--db", str(db), *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p = subprocess.Popen([*hitl, "--db", str(db), *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=cwd)
     assert p.stdout is not None
     first = p.stdout.readline()
     dt = time.perf_counter() - t
@@ -425,7 +452,7 @@ def time_first_line(db: Path, *argv: str) -> tuple[float, float]:
     return dt * 1e3, (_children_cpu() - cpu0) * 1e3
 
 
-def time_hitl_resume_app(db: Path) -> tuple[float, float]:
+def time_hitl_resume_app(db: Path, tree: Path | None = None) -> tuple[float, float]:
     """(ms from process start to exit, CPU ms of the whole process) of ``hitl resume``
     answering the open interrupt of session ``big`` (10,000 events of history), its
     app's code registered with ``--app``: the SIMPLE workflow's two nodes run."""
@@ -434,9 +461,12 @@ def time_hitl_resume_app(db: Path) -> tuple[float, float]:
     conn = sqlite3.connect(db)
     (iid,) = conn.execute("SELECT interrupt_id FROM interrupts WHERE session_id = 'big' AND status = 'open'").fetchone()
     conn.close()
-    env = {**os.environ, "USER": "bench", "PYTHONPATH": os.pathsep.join([str(ROOT / "benchmarks"), os.environ.get("PYTHONPATH", "")])}
-    cmd = [*_hitl(), "--db", str(db), "--app", "bench=bench_engine:SIMPLE", "resume", "big", f"{iid}=true"]
-    out, wall, cpu = _timed_process(cmd, env=env)
+    hitl, env, cwd = _hitl(tree)
+    env["USER"] = "bench"
+    if AB_TREE is None:
+        env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "benchmarks"), os.environ.get("PYTHONPATH", "")])
+    cmd = [*hitl, "--db", str(db), "--app", "bench=bench_engine:SIMPLE", "resume", "big", f"{iid}=true"]
+    out, wall, cpu = _timed_process(cmd, env=env, cwd=cwd)
     if out.returncode != 0 or "COMPLETED" not in out.stdout:
         raise RuntimeError(f"hitl resume failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
     return wall, cpu
@@ -470,7 +500,8 @@ def main(args: argparse.Namespace) -> int:
         t = time.perf_counter()
         templates: dict[str, Path] = {}
         bulk: dict[int, tuple[float, float]] = {}
-        subprocess.run([sys.executable, "-m", "compileall", "-q", "engine", "console", "benchmarks"], cwd=ROOT, check=True)
+        for tree in (ROOT, *([AB_TREE] if AB_TREE is not None else [])):
+            subprocess.run([sys.executable, "-m", "compileall", "-q", "engine", "console", "benchmarks"], cwd=tree, check=True)
         print(f"(load average before: {' '.join(f'{x:.2f}' for x in load_before)})", flush=True)
         if wanted("resume") or wanted("text") or wanted("bulk") or wanted("cold"):
             for n in sizes if wanted("resume") or wanted("text") or wanted("bulk") else [10_000]:
@@ -507,23 +538,33 @@ def main(args: argparse.Namespace) -> int:
             cases.append(("fresh run to first interrupt", "fresh", "empty"))
         results: dict[tuple[str, str], list[dict[str, Any]]] = {}
         startup: dict[str, list[tuple[float, float]]] = {}
-        for _ in range(reps):
+        other: dict[str, list[tuple[float, float]]] = {}  # --ab: the same rows from the other tree
+
+        def process_row(rep: int, name: str, measure: Any, *args: Any) -> None:
+            """One repetition of a whole-process row; with --ab, the other tree's beside it
+            (which goes first alternates, so neither always meets the warmer cache)."""
+            sides = [(startup, None)] + ([(other, AB_TREE)] if AB_TREE is not None else [])
+            for into, tree in sides if rep % 2 == 0 else sides[::-1]:
+                into.setdefault(name, []).append(measure(*[a() if callable(a) else a for a in args], tree))
+
+        for rep in range(reps):
             for label, kind, key in cases:
                 for sync in ("NORMAL", "FULL"):
                     results.setdefault((label, sync), []).append(run_child(kind, templates[key], work, sync, args.sql_time))
             if wanted("startup"):
                 for name, code in IMPORTS.items():
                     startup.setdefault(f"{name} (fresh process)", []).append(time_import(code))
-                listing = time_hitl_sessions(fresh_copy(templates["many"], work))
-                startup.setdefault(f"hitl sessions, first line ({n_sessions:,} sessions)", []).append(listing)
-                answered = time_hitl_resume(fresh_copy(templates["demo"], work))
-                startup.setdefault("hitl resume, whole process (demo sign-off)", []).append(answered)
-                startup.setdefault("hitl --help, whole process", []).append(time_hitl_help())
-                inbox = time_first_line(fresh_copy(templates["inbox"], work), "inbox")
-                startup.setdefault(f"hitl inbox, first line ({n_sessions:,} sessions, 1 open each)", []).append(inbox)
+                process_row(rep, f"hitl sessions, first line ({n_sessions:,} sessions)", time_hitl_sessions,
+                            lambda: fresh_copy(templates["many"], work))
+                process_row(rep, "hitl resume, whole process (demo sign-off)", time_hitl_resume,
+                            lambda: fresh_copy(templates["demo"], work))
+                process_row(rep, "hitl --help, whole process", time_hitl_help)
+                process_row(rep, f"hitl inbox, first line ({n_sessions:,} sessions, 1 open each)",
+                            lambda db, tree: time_first_line(db, "inbox", tree=tree),
+                            lambda: fresh_copy(templates["inbox"], work))
             if (wanted("resume") or wanted("cold")) and "hist-10000" in templates:
-                big = time_hitl_resume_app(fresh_copy(templates["hist-10000"], work))
-                startup.setdefault("hitl resume, whole process (10,000 events, app registered)", []).append(big)
+                process_row(rep, "hitl resume, whole process (10,000 events, app registered)", time_hitl_resume_app,
+                            lambda: fresh_copy(templates["hist-10000"], work))
 
     # One record per row: what --save writes and --before reads back.
     rows: list[dict[str, Any]] = []
@@ -559,6 +600,9 @@ def main(args: argparse.Namespace) -> int:
     if args.save:
         Path(args.save).write_text(json.dumps({"rows": rows, "load": [load_before, load_after], "reps": reps}, indent=1))
     before = {r["name"]: r for r in json.loads(Path(args.before).read_text())["rows"]} if args.before else {}
+    if AB_TREE is not None:  # printed as "before": the other tree's whole-process rows of this same run
+        print(f"(--ab: 'before' is {AB_TREE}, its whole-process rows interleaved with this tree's)")
+        before = {name: {"name": name, "wall": [w for w, _ in v], "proc_cpu": [c for _, c in v]} for name, v in other.items()}
     print_table(rows, before)
     print(f"(load average after: {' '.join(f'{x:.2f}' for x in load_after)})")
     return 0
@@ -632,9 +676,14 @@ if __name__ == "__main__":
                     "cold (only the whole-process hitl resume --app row, of the 10,000-event store)")
     ap.add_argument("--save", help="write the measurements to this JSON file (for a later --before)")
     ap.add_argument("--before", help="a --save file of an earlier run (e.g. the previous commit): printed beside")
+    ap.add_argument("--ab", type=Path, help="another tree (e.g. `git worktree add --detach /tmp/before main`): its"
+                    " whole-process rows run in the same repetitions, alternating with this tree's, printed as 'before'")
     ap.add_argument(
         "--sql-time", action="store_true",
         help="also time each SQL call of the op: columns 'in SQLite' (their sum) and '1st COMMIT' (a Python proxy"
         " on the connection adds ~1 us per call to the op)",
     )
-    sys.exit(main(ap.parse_args()))
+    parsed = ap.parse_args()
+    if parsed.ab is not None:
+        AB_TREE = parsed.ab.resolve()
+    sys.exit(main(parsed))

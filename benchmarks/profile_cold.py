@@ -28,9 +28,15 @@ start, imports, store open, the answer's turn, exit), collected from its first
 instruction: what the issue's whole-process target costs, load-independent
 (~4.5-5M instructions per ms on this machine). Its split by library shows the
 interpreter and imports; ``python -X importtime`` names the modules.
+``--commands resume,help,sessions,inbox`` counts the other cold commands too
+(``sessions``/``inbox`` on stores of ``--sessions`` sessions, built first: ~1 min),
+and ``--ab TREE`` counts the same processes of another tree beside this one's::
 
-For a before/after pair, copy this script into the older tree as
-``bench_cold.py``'s docstring says, and run it there.
+    git worktree add --detach /tmp/before main
+    python benchmarks/profile_cold.py --process --events 10000 --commands resume,help,sessions,inbox --ab /tmp/before
+
+For a before/after pair of the in-process operations, copy this script into the
+older tree as ``bench_cold.py``'s docstring says, and run it there.
 
 Needs valgrind (Debian's ``valgrind`` package; ``callgrind_annotate`` comes with it).
 """
@@ -123,34 +129,73 @@ def report(out_file: Path, label: str, note: str, libs: int, top: int) -> None:
         print(f"  {n / total:6.1%}  {n:>11,}  {fn[:110]}")
 
 
-def whole_process(args: argparse.Namespace, tmp: Path) -> int:
-    """Callgrind of one whole ``hitl resume --app`` process answering session ``big``'s
-    open interrupt (``--events`` events of history): all its instructions."""
+def _process_argv(command: str, stores: dict[str, Path], work: Path) -> list[str]:
+    """``hitl``'s arguments for one whole-process command: ``resume`` answers session
+    ``big``'s open interrupt (app registered) on a fresh copy of its store; ``help``;
+    ``sessions`` and ``inbox`` list the many-session stores (reads: no copy)."""
     import sqlite3
 
     import bench_cold
 
-    template = tmp / "hist.sqlite"
-    asyncio.run(bench_cold.build_history(template, args.events))
-    subprocess.run([sys.executable, "-m", "compileall", "-q", "engine", "console", "benchmarks"], cwd=ROOT, check=True)
-    work = tmp / "work"
-    work.mkdir()
-    db = bench_cold.fresh_copy(template, work)
+    if command == "help":
+        return ["--help"]
+    if command in ("sessions", "inbox"):
+        return ["--db", str(stores[command]), command]
+    db = bench_cold.fresh_copy(stores["resume"], work)
     conn = sqlite3.connect(db)
     (iid,) = conn.execute("SELECT interrupt_id FROM interrupts WHERE session_id = 'big' AND status = 'open'").fetchone()
     conn.close()
-    out = tmp / "process.callgrind"
-    path = os.pathsep.join([str(ROOT), str(ROOT / "benchmarks"), os.environ.get("PYTHONPATH", "")])
-    cmd = [sys.executable, "-m", "console.cli", "--db", str(db), "--app", "bench=bench_engine:SIMPLE", "resume", "big",
-           f"{iid}=true"]
-    run = subprocess.run(
-        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *cmd], capture_output=True, text=True,
-        env={**os.environ, "PYTHONHASHSEED": "0", "PYTHONPATH": path, "USER": "bench"}, check=False,
-    )
-    if run.returncode != 0 or "COMPLETED" not in run.stdout:
-        print(f"hitl resume failed under valgrind:\n{run.stdout[-1000:]}{run.stderr[-2000:]}", file=sys.stderr)
-        return 1
-    report(out, f"hitl resume --app, whole process, {args.events:,} other events", "", 8, args.top)
+    return ["--db", str(db), "--app", "bench=bench_engine:SIMPLE", "resume", "big", f"{iid}=true"]
+
+
+def whole_process(args: argparse.Namespace, tmp: Path) -> int:
+    """Callgrind of whole ``hitl`` processes, each from its first instruction: ``resume
+    --app`` answering session ``big``'s open interrupt (``--events`` events of history),
+    and with ``--commands`` also ``help``, ``sessions`` and ``inbox`` (``--sessions``
+    sessions). With ``--ab TREE``, the same processes of that tree too (each side runs
+    ``python -m console.cli`` with its own tree on PYTHONPATH), totals side by side."""
+    import bench_cold
+
+    commands = args.commands.split(",")
+    stores = {"resume": tmp / "hist.sqlite"}
+    asyncio.run(bench_cold.build_history(stores["resume"], args.events))
+    if "sessions" in commands:
+        stores["sessions"] = tmp / "many.sqlite"
+        asyncio.run(bench_cold.build_many_sessions(stores["sessions"], args.sessions))
+    if "inbox" in commands:
+        stores["inbox"] = tmp / "inbox.sqlite"
+        asyncio.run(bench_cold.build_many_sessions(stores["inbox"], args.sessions, waiting=True))
+    trees = [ROOT, *([args.ab.resolve()] if args.ab else [])]
+    for tree in trees:
+        subprocess.run([sys.executable, "-m", "compileall", "-q", "engine", "console", "benchmarks"], cwd=tree, check=True)
+    work = tmp / "work"
+    work.mkdir()
+    totals: dict[tuple[str, Path], int] = {}
+    for command in commands:
+        for tree in trees:
+            out = tmp / f"{command}-{len(totals)}.callgrind"
+            # side by side, each sees only its own tree (an inherited PYTHONPATH naming this one would
+            # put both on the before side's path)
+            inherited = [] if args.ab else [os.environ.get("PYTHONPATH", "")]
+            path = os.pathsep.join([str(tree), str(tree / "benchmarks"), *inherited])
+            cmd = [sys.executable, "-m", "console.cli", *_process_argv(command, stores, work)]
+            run = subprocess.run(
+                ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *cmd], capture_output=True, text=True,
+                env={**os.environ, "PYTHONHASHSEED": "0", "PYTHONPATH": path, "USER": "bench"}, cwd=tree, check=False,
+            )
+            if run.returncode != 0 or (command == "resume" and "COMPLETED" not in run.stdout):
+                print(f"hitl {command} failed under valgrind:\n{run.stdout[-1000:]}{run.stderr[-2000:]}", file=sys.stderr)
+                return 1
+            if tree == ROOT:
+                label = {"resume": f"hitl resume --app, whole process, {args.events:,} other events",
+                         "help": "hitl --help, whole process"}.get(command, f"hitl {command}, whole process, {args.sessions:,} sessions")
+                report(out, label, "", 8, args.top)
+            totals[(command, tree)] = annotate(out)[0]
+    if args.ab:
+        print(f"\nwhole-process instructions, {args.ab} (before) -> this tree (after):")
+        for command in commands:
+            b, a = totals[(command, trees[1])], totals[(command, ROOT)]
+            print(f"  hitl {command:<9} {b / 1e6:8.1f} M -> {a / 1e6:8.1f} M  ({(a - b) / b:+.1%})")
     return 0
 
 
@@ -199,4 +244,7 @@ if __name__ == "__main__":
     ap.add_argument("--events", type=int, default=100, help="events of other invocations before the resume")
     ap.add_argument("--top", type=int, default=15, help="how many functions to list")
     ap.add_argument("--process", action="store_true", help="a whole hitl resume --app process instead (see above)")
+    ap.add_argument("--commands", default="resume", help="with --process: comma-separated resume,help,sessions,inbox")
+    ap.add_argument("--sessions", type=int, default=100_000, help="sessions of the stores sessions and inbox list")
+    ap.add_argument("--ab", type=Path, help="with --process: another tree (e.g. main's worktree), counted beside")
     sys.exit(main(ap.parse_args()))

@@ -100,26 +100,38 @@ def mask_event(event: Event, patterns: Iterable[str] = DEFAULT_SECRET_PATTERNS) 
 
 
 # ------------------------------------------------------------------ Redactor
-_DSN = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^:/\s@'\"]+:)([^@\s'\"]+)(@)")
-"""``postgresql://user:PASSWORD@host`` -> ``postgresql://user:***@host``."""
-_BEARER = re.compile(r"(?i)\b(bearer|basic|token)(\s+)([A-Za-z0-9._~+/=-]{6,})")
-"""``Authorization: Bearer abc.def`` -> ``Bearer ***``."""
-_ASSIGN = re.compile(
-    r"(?i)\b(password|passwd|pwd|passphrase|secret|token|api[_-]?key|private[_-]?key)(\s*=\s*|:)([^\s,;&'\"]+)"
-)
-"""``password=hunter2`` / ``api_key:abc`` in free text."""
-_SPOKEN = re.compile(
-    r"(?i)\b(password|passwd|passphrase|secret|token|api[_ -]?key|private[_ -]?key)"
-    r"((?:\s+(?:is|was|to|now|of))?\s+)"
-    r"(?=[^\s,;'\"]*[0-9!@#$%^&*_+=/~-])([^\s,;'\"]{4,})"
-)
-"""``rotating password Hunter-22`` / ``the token is abc123`` in what an operator
-types: a word after a secret's name (or its ``is``/``to``/...) that looks like
-a secret -- it has a digit or a symbol -- so that ``password reset`` stays."""
+@lru_cache(maxsize=1)
+def _free_text_patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """The patterns that mask secrets in free text, compiled on first use: most text
+    never needs them (:func:`_may_need_patterns`), and compiling the four costs about
+    a millisecond of every cold command that masks anything. In order:
+
+    * DSN: ``postgresql://user:PASSWORD@host`` -> ``postgresql://user:***@host``;
+    * bearer: ``Authorization: Bearer abc.def`` -> ``Bearer ***``;
+    * assignment: ``password=hunter2`` / ``api_key:abc`` in free text;
+    * spoken: ``rotating password Hunter-22`` / ``the token is abc123`` in what an
+      operator types: a word after a secret's name (or its ``is``/``to``/...) that
+      looks like a secret -- it has a digit or a symbol -- so that ``password reset`` stays.
+    """
+    return (
+        re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^:/\s@'\"]+:)([^@\s'\"]+)(@)"),
+        re.compile(r"(?i)\b(bearer|basic|token)(\s+)([A-Za-z0-9._~+/=-]{6,})"),
+        re.compile(
+            r"(?i)\b(password|passwd|pwd|passphrase|secret|token|api[_-]?key|private[_-]?key)(\s*=\s*|:)([^\s,;&'\"]+)"
+        ),
+        re.compile(
+            r"(?i)\b(password|passwd|passphrase|secret|token|api[_ -]?key|private[_ -]?key)"
+            r"((?:\s+(?:is|was|to|now|of))?\s+)"
+            r"(?=[^\s,;'\"]*[0-9!@#$%^&*_+=/~-])([^\s,;'\"]{4,})"
+        ),
+    )
+
+
 def _may_need_patterns(text: str) -> bool:
-    """False when none of _DSN, _BEARER, _ASSIGN can match ``text``: ASCII text
-    (where their case-insensitive matching is plain ASCII case) without any
-    substring one of them needs (``key`` stands for ``api_key``/``private_key``
+    """False when none of the DSN, bearer and assignment patterns
+    (:func:`_free_text_patterns`) can match ``text``: ASCII text (where their
+    case-insensitive matching is plain ASCII case) without any substring one of
+    them needs (``key`` stands for ``api_key``/``private_key``
     and their spellings, ``pass`` for ``password``/``passwd``/``passphrase``). An
     event log is mostly such text: these substring tests cost a fraction of
     running the three patterns. Non-ASCII text always runs them."""
@@ -362,10 +374,11 @@ class Redactor:
             return text
         out = text
         if _may_need_patterns(text):
-            out = _DSN.sub(lambda m: m.group(1) + MASK + m.group(3), out)
-            out = _BEARER.sub(lambda m: m.group(1) + m.group(2) + MASK, out)
-            out = _ASSIGN.sub(lambda m: m.group(1) + m.group(2) + MASK, out)
-            out = _SPOKEN.sub(lambda m: m.group(1) + m.group(2) + MASK, out)
+            dsn, bearer, assign, spoken = _free_text_patterns()
+            out = dsn.sub(lambda m: m.group(1) + MASK + m.group(3), out)
+            out = bearer.sub(lambda m: m.group(1) + m.group(2) + MASK, out)
+            out = assign.sub(lambda m: m.group(1) + m.group(2) + MASK, out)
+            out = spoken.sub(lambda m: m.group(1) + m.group(2) + MASK, out)
         known = self._known_pattern()
         if known is not None:
             out = known.sub(MASK, out)

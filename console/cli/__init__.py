@@ -46,22 +46,7 @@ and one module per command group: :mod:`.reads`, :mod:`.writes`, :mod:`.bulk`,
 
 from __future__ import annotations
 
-from console.times import age
-
-# The command modules register their commands on `cli` when one of them is first
-# looked up (group.LazyGroup): a command imports only its own module.
-from .group import cli, main
-from .options import (
-    CONFIG_NAME,
-    Options,
-    _opts,
-    app_spec_option,
-    common,
-    open_store,
-    operator_option,
-    reason_option,
-)
-from .output import OperatorError, fail, interactive, out, out_json, run
+import gc
 
 __all__ = [
     "CONFIG_NAME",
@@ -86,12 +71,87 @@ __all__ = [
     "tree_rows",
 ]
 
+_HOMES = {
+    "age": "times",
+    "cli": "group",
+    **dict.fromkeys(("CONFIG_NAME", "Options", "_opts", "app_spec_option", "common", "open_store", "operator_option",
+                     "reason_option"), "options"),
+    **dict.fromkeys(("OperatorError", "fail", "interactive", "out", "out_json", "run"), "output"),
+    # the text renderers load with the commands that print trees (engine.owners and the
+    # socket module with them), not with every command
+    **dict.fromkeys(("render_plan", "render_tree", "tree_rows"), "render"),
+}
+"""Which module each name of this package lives in. Importing the package loads none of
+them: the ``hitl`` script's ``from console.cli import main`` costs nothing before
+:func:`main` has deferred the GC's first collection (:func:`defer_first_collection`),
+so the CLI's own imports (click, the group, its options) run without collections too."""
+
 
 def __getattr__(name: str) -> object:
-    # The text renderers load with the commands that print trees (engine.owners
-    # and the socket module with them), not with every command.
-    if name in ("render_plan", "render_tree", "tree_rows"):
+    home = _HOMES.get(name)
+    # plain import statements: code is imported by name only in the app registry
+    if home == "times":
+        from console import times
+
+        return getattr(times, name)
+    if home == "group":
+        from . import group
+
+        return getattr(group, name)
+    if home == "options":
+        from . import options
+
+        return getattr(options, name)
+    if home == "output":
+        from . import output
+
+        return getattr(output, name)
+    if home == "render":
         from . import render
 
         return getattr(render, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+STARTUP_GEN0 = 100_000
+"""Allocations the cyclic GC lets pass before its first collection in a ``hitl``
+process (its usual threshold is 700). A cold command's work is mostly imports,
+whose objects all live on: each collection during them (~65 in a ``hitl resume``
+with its app) only walks new survivors to find no garbage -- 2.5 % of that
+process's instructions, 2 % of ``hitl --help``'s. The first collection, if a command gets that far,
+puts the interpreter's own thresholds back: a long-running command (the console,
+``hitl worker``, ``hitl serve``, a node's own code) collects as Python always does."""
+
+
+def defer_first_collection(gen0: int = STARTUP_GEN0) -> None:
+    """Raise the GC's first threshold to ``gen0`` until its first collection, then
+    restore the thresholds it had (see :data:`STARTUP_GEN0`)."""
+    before = gc.get_threshold()
+    if before[0] == 0 or before[0] >= gen0:  # collection disabled by threshold, or already this lax: leave it
+        return
+
+    done = False
+
+    def restore(phase: str, info: dict[str, int]) -> None:
+        nonlocal done
+        if phase != "stop" or done:
+            return
+        done = True
+        if gc.get_threshold()[0] == gen0:  # unless something set its own since
+            gc.set_threshold(*before)
+        # The GC calls its callbacks by index over the live list: removing one that
+        # others follow would skip the next one's "stop". Last, it can go; else it stays, inert.
+        if gc.callbacks and gc.callbacks[-1] is restore:
+            gc.callbacks.pop()
+
+    gc.callbacks.append(restore)
+    gc.set_threshold(gen0, *before[1:])
+
+
+def main() -> None:
+    """Console-script entry point: the GC's first collection deferred, then the
+    group's :func:`console.cli.group.main` (imported here, after the deferral)."""
+    defer_first_collection()
+    from .group import main as group_main
+
+    group_main()

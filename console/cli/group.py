@@ -225,7 +225,8 @@ def cli(ctx: click.Context) -> None:
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """The CLI's body (:func:`console.cli.main`, the console script, defers the GC's
+    first collection before it imports this module)."""
     from engine.telemetry import set_surface
 
     _tolerant_streams()

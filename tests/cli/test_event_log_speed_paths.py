@@ -19,9 +19,10 @@ WORDS = ["postgresql://u:pw@h/db", "Bearer abcdef123", "BASIC  Zm9vYmFy", "token
 
 
 def the_long_way(text: str) -> str:
-    out = redact._DSN.sub(lambda m: m.group(1) + MASK + m.group(3), text)
-    out = redact._BEARER.sub(lambda m: m.group(1) + m.group(2) + MASK, out)
-    return redact._ASSIGN.sub(lambda m: m.group(1) + m.group(2) + MASK, out)
+    dsn, bearer, assign, _spoken = redact._free_text_patterns()
+    out = dsn.sub(lambda m: m.group(1) + MASK + m.group(3), text)
+    out = bearer.sub(lambda m: m.group(1) + m.group(2) + MASK, out)
+    return assign.sub(lambda m: m.group(1) + m.group(2) + MASK, out)
 
 
 texts = st.lists(st.one_of(st.sampled_from(WORDS), st.text(max_size=12)), max_size=6).map(" ".join)

@@ -52,17 +52,23 @@ APP = Workflow("cold", [(START, ask, after)])
 def run_cli(tmp: Path, *argv: str, path: str = "", env: dict[str, str] | None = None) -> tuple[str, set[str], dict[str, Any]]:
     """``hitl ARGV`` in a fresh interpreter (cwd ``tmp``: no hitl.toml there, none in
     its config home; ``path``: more of PYTHONPATH): stdout, the modules it loaded, and its
-    threads, frozen objects and the pydantic plugins it looked up (None: no lookup) at the end."""
+    threads, frozen objects, the GC collections run inside ``main()`` (their generations),
+    whether the Redactor compiled its free-text patterns and the pydantic plugins it looked
+    up (None: no lookup) at the end."""
     probe = (
         "import gc, json, sys, threading\n"
         "started, start = [], threading.Thread.start\n"
         "threading.Thread.start = lambda self: (started.append(self.name), start(self))[1]\n"
         "from console.cli import main\n"
+        "collections = []\n"
+        "gc.callbacks.append(lambda phase, info: phase == 'stop' and collections.append(info['generation']))\n"
         f"sys.argv = ['hitl', *{list(argv)!r}]\n"
         "try:\n    main()\nexcept SystemExit as exc:\n    assert not exc.code, exc.code\n"
         "loader = sys.modules.get('pydantic.plugin._loader')\n"
         "plugins = getattr(loader, '_plugins', None)\n"
-        "state = {'threads': started, 'frozen': gc.get_freeze_count(),\n"
+        "redact = sys.modules.get('engine.redact')\n"
+        "state = {'threads': started, 'frozen': gc.get_freeze_count(), 'collections': collections,\n"
+        "         'free_text_patterns': redact and redact._free_text_patterns.cache_info().currsize,\n"
         "         'plugins': None if plugins is None else sorted(plugins),\n"
         "         'plugins_env': __import__('os').environ.get('PYDANTIC_DISABLE_PLUGINS')}\n"
         "print(json.dumps([sorted(sys.modules), state]), file=sys.stderr)\n"
@@ -151,10 +157,22 @@ def test_resume_with_its_app_loads_only_what_a_turn_uses(waiting: tuple[Path, st
                "engine.store.sqlite.session_rows",  # the sessions page's rows: a turn never lists sessions
                "engine.resume_plan",  # the dry run's plan: a turn does not preview itself
                "engine.answer_rules",  # [[answer]] rules: there are none
-               "engine.replay"}  # the replay's cursor and diffs: a write prints only its events' markers
+               "engine.replay",  # the replay's cursor and diffs: a write prints only its events' markers
+               # the other commands' modules and what only they (or the console, a worker, the API) use
+               *(f"console.cli.{m}" for m in ("reads", "start", "transfer", "demo", "bulk", "notify", "owners",
+                                               "audit", "replay", "graph", "progress")),
+               "console.app", "console.logs", "console.metrics_http", "engine.adk", "engine.worker",
+               "engine.handoff", "engine.notify", "engine.bulk", "engine.graph_view", "engine.schema_view",
+               "engine.store.memory", "engine.store.jsonl", "engine.store.tail", "multiprocessing",
+               "concurrent.futures.process", "http.client", "urllib.request"}
     assert not mods & skipped, sorted(mods & skipped)
     assert state["threads"] == []
     assert state["frozen"] > 0
+    # Its imports' objects all live on: the GC's first collection waits (console.cli.defer_first_collection),
+    # and a one-node turn's command never reaches it.
+    assert state["collections"] == []
+    # Its output names no secret-like word: the free-text masking patterns were never compiled.
+    assert state["free_text_patterns"] == 0
     if _no_pydantic_plugins():  # none installed: pydantic's cache was given that answer (its lookup: below)
         assert state["plugins"] == []
     assert state["plugins_env"] is None  # the app's child processes inherit the environment as the operator set it
@@ -283,3 +301,79 @@ def test_a_malformed_config_is_still_one_line_for_each_reader(tmp_path: Path) ->
         with pytest.raises(HitlError, match="cannot (be )?read.*Expected ']'"):
             read(bad)
     assert default_operator(bad) == default_operator(tmp_path / "missing.toml")  # falls back to $USER
+
+
+DEFER_PROBE = """
+import gc, json, sys
+from console.cli import defer_first_collection
+gc.set_threshold(*{before})
+if {own} is not None:
+    gc.callbacks.append(lambda phase, info: phase == "start" and gc.set_threshold(*{own}))
+defer_first_collection(gen0=5_000)
+during = gc.get_threshold()
+hooked = len(gc.callbacks)
+seen = []
+if {later}:
+    gc.callbacks.append(lambda phase, info: seen.append(phase))
+keep = [[] for _ in range(20_000)]  # enough new objects for a collection at the deferred threshold
+print(json.dumps({{"during": during, "after": gc.get_threshold(), "hooked": hooked, "left": len(gc.callbacks),
+                   "starts": seen.count("start"), "stops": seen.count("stop")}}))
+"""
+
+
+def _defer(before: tuple[int, int, int], own: tuple[int, int, int] | None = None, later: bool = False) -> dict[str, Any]:
+    """``defer_first_collection`` in a fresh interpreter whose thresholds were ``before``
+    (``own``: something sets these at the first collection; ``later``: a callback added
+    after it counts the collections' phases): the thresholds in between and after enough
+    allocations for a collection, and the callbacks it left."""
+    code = DEFER_PROBE.format(before=before, own=own, later=later)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def test_the_first_collection_waits_then_the_thresholds_are_the_interpreters_again() -> None:
+    """Deferred, not switched off: the first collection comes after ``gen0`` new objects
+    (not 700), and from then on the GC runs with the thresholds it had."""
+    got = _defer((700, 10, 10))
+    assert got["during"] == [5_000, 10, 10]
+    assert got["after"] == [700, 10, 10]
+    assert got["left"] == got["hooked"] - 1  # the last callback: it removed itself
+
+
+def test_a_callback_added_after_the_deferral_sees_every_collection_whole() -> None:
+    """The GC calls its callbacks by index: the deferral's own, ended at the first
+    collection's stop, must not make the next callback miss that stop."""
+    got = _defer((700, 10, 10), later=True)
+    assert got["starts"] >= 1  # it did collect
+    assert got["starts"] == got["stops"]
+    assert got["after"] == [700, 10, 10]
+    assert got["left"] == got["hooked"] + 1  # the deferral's callback stays (inert), the later one too
+
+
+def test_deferring_leaves_an_operators_own_gc_settings() -> None:
+    """A threshold of 0 (collection off), one already laxer than the deferral, or one
+    set by someone else before the first collection is left as it is."""
+    assert _defer((0, 10, 10))["after"] == [0, 10, 10]
+    assert _defer((50_000, 5, 5))["during"] == [50_000, 5, 5]
+    assert _defer((700, 10, 10), own=(1_234, 7, 7))["after"] == [1_234, 7, 7]
+
+
+def test_the_console_scripts_import_loads_nothing_before_main() -> None:
+    """``from console.cli import main`` (the ``hitl`` script's first line) loads no
+    command-line code: click and the group load inside ``main()``, after it deferred
+    the GC's first collection; the package's names still resolve, to the same objects."""
+    probe = (
+        "import json, sys\n"
+        "from console.cli import main\n"
+        "before = sorted(m for m in sys.modules if m.split('.')[0] in ('click', 'console', 'engine', 'pydantic'))\n"
+        "import console.cli as pkg, console.cli.output as output, console.times as times\n"
+        "print(json.dumps([before, pkg.age is times.age, pkg.fail is output.fail, callable(pkg.cli)]))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False)
+    assert out.returncode == 0, out.stderr
+    before, same_age, same_fail, has_cli = json.loads(out.stdout)
+    assert before == ["console", "console.cli"]
+    assert same_age and same_fail and has_cli
