@@ -74,3 +74,15 @@ def _fresh_answer_policy():
     from engine.permissions import reset_policy
 
     reset_policy()
+
+
+@pytest.fixture(autouse=True)
+def _library_surface():
+    """Which surface an action came from is a context variable that an entry point sets
+    in the caller's context (the console's app, the CLI's main, a worker): a console or
+    CLI test run in this process would otherwise name every later test's writes."""
+    from engine import telemetry
+
+    telemetry.set_surface("library")
+    yield
+    telemetry.set_surface("library")
