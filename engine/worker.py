@@ -176,6 +176,8 @@ class _Running:
     """When it was claimed (the turn-duration histogram)."""
     settle: Settle | None = None
     """The turn's request finish, which may claim the worker's next request with it."""
+    news: int = 0
+    """The waker's news count when the turn began (:attr:`Worker._quiet`)."""
 
 
 @dataclass
@@ -211,6 +213,10 @@ class Worker:
     _queue: WorkerQueue | None = field(default=None, init=False)
     _claims: ClaimAndRead | None = field(default=None, init=False)
     """The store's claim that also reads the turn (None: it has none), looked up once."""
+    _quiet: int | None = field(default=None, init=False)
+    """A turn's last write claimed and found nothing runnable: the waker's news count
+    when that turn began. Until news since, the next fill claims nothing (it would
+    find nothing: what became runnable since was announced, to the pool's leader)."""
     _handbacks: set[asyncio.Task[None]] = field(default_factory=set, init=False)
     """Requests claimed with a turn's last write while draining, being handed back."""
     started_at: float = field(default_factory=time.time, init=False)
@@ -310,6 +316,9 @@ class Worker:
         call each (``claim_next_turn``: on PostgreSQL one ``FOR UPDATE SKIP
         LOCKED`` statement, so racing workers never claim, or wait for, the same
         row); returns how long to wait at most before looking again."""
+        quiet, self._quiet = self._quiet, None
+        if quiet is not None and self._waker is not None and self._waker.news == quiet:
+            return self.heartbeat  # the last write's claim found nothing, and nothing was announced since
         while len(self._running) < self.concurrency and not (self._stopping and self._stopping.is_set()):
             skip = self._skip()
             reads: TurnReads | None = None
@@ -440,10 +449,14 @@ class Worker:
                 log.error("a turn of %s/%s failed in the worker", *key, exc_info=running.task.exception())
             elif self.on_result is not None:
                 self.on_result(running.task.result())
-        if running is not None and running.settle is not None and running.settle.claimed is not None:
-            self._next(*running.settle.claimed)
+        settle = running.settle if running is not None else None
+        if settle is not None and settle.claimed is not None:
+            self._next(*settle.claimed)
+        elif running is not None and settle is not None and settle.claim_ran and settle.deleted:
+            # nothing was runnable when the last write claimed (its request deleted, not handed back)
+            self._quiet = running.news if self._quiet is None else min(self._quiet, running.news)
         if self._waker is not None:
-            self._waker.poke()  # a slot is free: claim (the loop then says whether there is room)
+            self._waker.poke(news=False)  # a slot is free (the loop then says whether there is room)
 
     def _next(self, req: TurnRequest, reads: TurnReads | None) -> None:
         """Run the request a turn's last write claimed for this worker, in the slot
@@ -473,6 +486,7 @@ class Worker:
         count = 0
         # the turn's last write finishes the request when the turn settles the invocation
         settle = running.settle = Settle(self.worker_id, req.requested_at, claim_next=self._claim_next())
+        running.news = self._waker.news if self._waker is not None else 0
 
         def stored(_s: Any) -> None:
             running.started = True

@@ -94,6 +94,8 @@ class Settle:
     that can: PostgreSQL; others ignore it). Cleared when the worker starts to drain."""
     claimed: tuple[TurnRequest, TurnReads | None] | None = None
     """Set by the write when it claimed (``claim_next``): the request, with its reads."""
+    claim_ran: bool = False
+    """Set by the write that made the claim: ``claimed`` None then means nothing was runnable."""
 
 
 @dataclass(frozen=True)

@@ -172,3 +172,62 @@ async def test_the_last_write_never_claims_the_request_it_finishes() -> None:
         assert (row.session_id, row.claimed_by) == ("s1", "w1")
     finally:
         await store.close()
+
+
+async def _live_empty_claims(url: str, n: int, prefix: str) -> int:
+    """Claims that found nothing while one worker (concurrency 2: room for another
+    turn while one runs) served ``n`` answers given one after another, each once the
+    one before settled."""
+    from engine import handoff
+    from engine.models import Content
+
+    store = await open_store(url)
+    answers = await open_store(url)
+    empty = [0]
+    own = store.claim_and_read
+
+    async def counted(*a: Any, **kw: Any) -> Any:
+        got = await own(*a, **kw)
+        empty[0] += got is None
+        return got
+
+    store.claim_and_read = counted
+    results: list[Any] = []
+    worker = Worker(store, {APP: SIMPLE}, concurrency=2, heartbeat=600, deadlines=False, on_result=results.append)
+    try:
+        sids = [f"{prefix}{i}" for i in range(n)]
+        for sid in sids:
+            async for _ in Runner(APP, SIMPLE, answers).run("u", sid, Content.from_text("x")):
+                pass
+        task = asyncio.ensure_future(worker.run())
+        await _until(lambda: _leads(worker), "the worker listening")
+        for k, sid in enumerate(sids, 1):
+            [row] = (await answers.open_interrupts(session_id=sid, limit=10)).items
+            done = await handoff.queue_answer(answers, sid, {row.interrupt_id: "yes"})
+            assert done.error is None, done.error
+            await _until(lambda k=k: _idle(worker, results, k), "the turn settled and the worker idle")
+        worker.stop()
+        await task
+        assert [r.outcome for r in results] == ["ran"] * n
+        return empty[0]
+    finally:
+        await answers.close()
+        await store.close()
+
+
+async def _leads(worker: Worker) -> bool:
+    return bool(worker._waker is not None and worker._waker.leader)
+
+
+async def _idle(worker: Worker, results: list[Any], k: int) -> bool:
+    return len(results) >= k and not worker._running and await _leads(worker)
+
+
+async def test_a_live_turn_claims_nothing_after_its_last_write_found_nothing() -> None:
+    """Answers given one at a time: a turn's last write claims and finds nothing, so
+    the worker does not look again when the turn ends. What is left is the look for
+    a second request right after claiming the first (room for two): one a turn."""
+    url = pg_fresh_url()
+    one = await _live_empty_claims(url, 1, "a")
+    three = await _live_empty_claims(url, 3, "b")
+    assert (three - one) / 2 == 1  # two before: that look, and another when the turn ended

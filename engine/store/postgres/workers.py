@@ -466,7 +466,7 @@ class _WorkerSteps(_Core):
                 if claim:  # and the worker's next claim (prepared: a worker's connections were warmed with it)
                     row = await conn.fetchrow(_SETTLE_CLAIM_SQL, invocation_id, snap_seq, snap_text, *args, *extra, *claim)
                     last, deleted = row[0], row[1]
-                    settle.claimed = _claimed(row[4:])
+                    settle.claimed, settle.claim_ran = _claimed(row[4:]), True
                 else:
                     [(last, deleted, _, _)] = await onetrip.fetch(
                         conn, _SETTLE_SQL, (invocation_id, snap_seq, snap_text, *args, *extra), "ibtt"
