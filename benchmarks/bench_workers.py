@@ -18,7 +18,9 @@ round, and prints the median of the rounds per row, with the load average.
   worker process that is already waiting (woken by LISTEN on PostgreSQL, by
   the ``data_version`` poll on SQLite) -- next to :func:`engine.operations.answer`
   in the answering process (the app's code there);
-* turns per second with 1, 4 and 16 worker processes (concurrency 2 each):
+* turns per second with 1, 4 and 16 worker processes (concurrency 2 each,
+  each started -- its connections warmed, its heartbeat row written -- before it
+  is measured, as the reference's are):
   *answered live*, N answers queued one after another while the workers run,
   until every turn settled; *backlog*, N answers queued before the workers are
   let go (as the reference's jobs are deferred before its workers take them) --
@@ -141,6 +143,11 @@ class Pool:
             if os.path.exists(ready) and len(Path(ready).read_text().split()) >= count:
                 break
             time.sleep(0.05)
+        # Ready as the reference's workers are before its jobs are deferred: started and
+        # waiting. A worker's row is written after its warm-up, just before its first
+        # claim -- waiting for the file alone let 16 workers still warming their
+        # connections at the release, their start-up measured as the backlog's.
+        asyncio.run(_rows(url, count, deadline))
         time.sleep(0.2)  # their first look at the queue and their listeners are done
 
     def cpu(self) -> float:
@@ -156,6 +163,16 @@ class Pool:
             p.terminate()
         for p in self.procs:
             p.join(60)
+
+
+async def _rows(url: str, count: int, deadline: float) -> None:
+    """Wait until ``count`` workers have written their heartbeat row (or ``deadline``)."""
+    store = await open_store(url)
+    try:
+        while time.monotonic() < deadline and len(await store.list_workers()) < count:  # type: ignore[attr-defined]
+            await asyncio.sleep(0.05)
+    finally:
+        await store.close()
 
 
 async def latency_worker(url: str, sids: list[str], shape: Shape) -> list[float]:

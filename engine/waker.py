@@ -101,6 +101,10 @@ class Waker:
         self._lead: FileLead | None = None
         self._room = True
         self.lead_poll = 0.05
+        self.news = 0
+        """How many times something said there may be a request to claim (a
+        notification, a re-made listener, a poke with news): a worker that knows the
+        queue was empty since a count claims again only once it moved."""
         """Seconds between a follower's tries of the pool's lock file (SQLite)."""
 
     async def start(self) -> None:
@@ -128,10 +132,13 @@ class Waker:
 
     def _notified(self, _session_id: str | None, q: int | None) -> None:
         if not self.queue_only or q is None or q == 0:  # None: the LISTEN connection was re-made
+            self.news += 1
             self._event.set()
 
-    def poke(self) -> None:
-        """Wake the waiter now (a turn of this process ended: there may be room)."""
+    def poke(self, *, news: bool = True) -> None:
+        """Wake the waiter now: there may be something to claim (``news``), or only
+        room (a turn of this process ended)."""
+        self.news += news
         self._event.set()
 
     def set_room(self, room: bool) -> None:

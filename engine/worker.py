@@ -16,7 +16,10 @@ serves those requests for its apps:
    :class:`~engine.store.workers.TurnReads`) -- so a continuation is three round
    trips (claim, first write, last write); a request whose claimer died (SIGKILL)
    is taken over at the next heartbeat on the same host (its pid is gone),
-   else when the claim expires;
+   else when the claim expires; with a backlog, a turn's last write also claims
+   the worker's next request, in its statement (``Settle.claim_next``: on
+   PostgreSQL), so the turn after it costs no claim round trip of its own (two
+   round trips, not three) -- an ordinary claim, recovered as any other;
 2. it runs the turn with the one :class:`~engine.runner.Runner` (the same
    semantics as the in-process resume): a continuation is a re-drive that
    continues only an invocation left mid-run (``only_mid_run``); a start
@@ -108,7 +111,7 @@ from .nodes import BaseNode
 from .owners import new_owner, owner_live
 from .store.base import SessionStore
 from .store.capabilities import ClaimAndRead, WarmTurns, WorkerQueue, capability, require
-from .store.workers import Settle, TurnReads, TurnRequest, WorkerRecord
+from .store.workers import ClaimNext, Settle, TurnReads, TurnRequest, WorkerRecord
 from .waker import Waker, pool_key  # noqa: F401 (pool_key re-exported: engine.worker is where callers find it)
 
 log = logging.getLogger(__name__)
@@ -171,6 +174,10 @@ class _Running:
     """The turn wrote its first event (before that, a drain hands it back)."""
     since: float = field(default_factory=time.monotonic)
     """When it was claimed (the turn-duration histogram)."""
+    settle: Settle | None = None
+    """The turn's request finish, which may claim the worker's next request with it."""
+    news: int = 0
+    """The waker's news count when the turn began (:attr:`Worker._quiet`)."""
 
 
 @dataclass
@@ -206,6 +213,12 @@ class Worker:
     _queue: WorkerQueue | None = field(default=None, init=False)
     _claims: ClaimAndRead | None = field(default=None, init=False)
     """The store's claim that also reads the turn (None: it has none), looked up once."""
+    _quiet: int | None = field(default=None, init=False)
+    """A turn's last write claimed and found nothing runnable: the waker's news count
+    when that turn began. Until news since, the next fill claims nothing (it would
+    find nothing: what became runnable since was announced, to the pool's leader)."""
+    _handbacks: set[asyncio.Task[None]] = field(default_factory=set, init=False)
+    """Requests claimed with a turn's last write while draining, being handed back."""
     started_at: float = field(default_factory=time.time, init=False)
     state: str = field(default="running", init=False)
 
@@ -228,6 +241,9 @@ class Worker:
         self.state = "draining"
         if self._stopping is not None:
             self._stopping.set()
+        for running in self._running.values():  # their last writes claim nothing more
+            if running.settle is not None:
+                running.settle.claim_next = None
         if self._waker is not None:
             self._waker.poke()
 
@@ -300,8 +316,11 @@ class Worker:
         call each (``claim_next_turn``: on PostgreSQL one ``FOR UPDATE SKIP
         LOCKED`` statement, so racing workers never claim, or wait for, the same
         row); returns how long to wait at most before looking again."""
+        quiet, self._quiet = self._quiet, None
+        if quiet is not None and self._waker is not None and self._waker.news == quiet:
+            return self.heartbeat  # the last write's claim found nothing, and nothing was announced since
         while len(self._running) < self.concurrency and not (self._stopping and self._stopping.is_set()):
-            skip = {(sid, inv, at) for (sid, inv), at in self._refused.items()}
+            skip = self._skip()
             reads: TurnReads | None = None
             try:
                 if (both := self._claims) is not None:
@@ -325,6 +344,18 @@ class Worker:
                 continue
             self._start(req, reads)
         return self.heartbeat
+
+    def _skip(self) -> set[tuple[str, str, float]]:
+        """What a claim must pass over: the requests this worker refused, as requested then."""
+        return {(sid, inv, at) for (sid, inv), at in self._refused.items()}
+
+    def _claim_next(self) -> ClaimNext | None:
+        """The claim a turn's last write makes for this worker's next turn (a backlog:
+        no claim round trip of its own); None while draining or on a store without
+        a claim that reads the turn (the turn then claims as :meth:`_fill` does)."""
+        if self._claims is None or (self._stopping is not None and self._stopping.is_set()):
+            return None
+        return ClaimNext(list(self.apps), self.worker_id, self.lease_ttl, self._skip(), self.versions)
 
     async def _warm(self) -> None:
         """Before claiming (and when idle), the connections the turns will use run the
@@ -418,8 +449,25 @@ class Worker:
                 log.error("a turn of %s/%s failed in the worker", *key, exc_info=running.task.exception())
             elif self.on_result is not None:
                 self.on_result(running.task.result())
+        settle = running.settle if running is not None else None
+        if settle is not None and settle.claimed is not None:
+            self._next(*settle.claimed)
+        elif running is not None and settle is not None and settle.claim_ran and settle.deleted:
+            # nothing was runnable when the last write claimed (its request deleted, not handed back)
+            self._quiet = running.news if self._quiet is None else min(self._quiet, running.news)
         if self._waker is not None:
-            self._waker.poke()  # a slot is free: claim (the loop then says whether there is room)
+            self._waker.poke(news=False)  # a slot is free (the loop then says whether there is room)
+
+    def _next(self, req: TurnRequest, reads: TurnReads | None) -> None:
+        """Run the request a turn's last write claimed for this worker, in the slot
+        that turn left; draining, or refused meanwhile, it is handed back at once."""
+        stopping = self._stopping is not None and self._stopping.is_set()
+        if stopping or self._refused.get((req.session_id, req.invocation_id)) == req.requested_at:
+            task = asyncio.ensure_future(self._unclaim(req))
+            self._handbacks.add(task)
+            task.add_done_callback(self._handbacks.discard)
+            return
+        self._start(req, reads)
 
     # ------------------------------------------------------------ serving
     async def _serve(self, req: TurnRequest, running: _Running, reads: TurnReads | None = None) -> TurnResult:
@@ -437,7 +485,8 @@ class Worker:
         pay = req.payload
         count = 0
         # the turn's last write finishes the request when the turn settles the invocation
-        settle = Settle(self.worker_id, req.requested_at)
+        settle = running.settle = Settle(self.worker_id, req.requested_at, claim_next=self._claim_next())
+        running.news = self._waker.news if self._waker is not None else 0
 
         def stored(_s: Any) -> None:
             running.started = True
@@ -558,3 +607,5 @@ class Worker:
                 task.cancel()
             if pending:
                 await asyncio.wait(pending, timeout=5)
+        if self._handbacks:  # requests claimed with the last writes that ended the turns
+            await asyncio.wait(list(self._handbacks), timeout=5)

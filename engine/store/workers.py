@@ -89,6 +89,27 @@ class Settle:
     deleted: bool | None = None
     """Set by the write: True deleted, False handed back; None: not finished by the
     turn (its last write was another, or did not run) -- the worker finishes it."""
+    claim_next: ClaimNext | None = None
+    """Set by the worker: the same statement also claims its next request (a store
+    that can: PostgreSQL; others ignore it). Cleared when the worker starts to drain."""
+    claimed: tuple[TurnRequest, TurnReads | None] | None = None
+    """Set by the write when it claimed (``claim_next``): the request, with its reads."""
+    claim_ran: bool = False
+    """Set by the write that made the claim: ``claimed`` None then means nothing was runnable."""
+
+
+@dataclass(frozen=True)
+class ClaimNext:
+    """A claim to make with a turn's last write (``claim_and_read``'s arguments):
+    with a backlog, the worker's next turn costs no claim round trip of its own.
+    The claimed request is an ordinary claim -- ``claimed_by`` and an expiry,
+    renewed at the heartbeat, taken over when the worker dies."""
+
+    apps: list[str]
+    owner: str
+    ttl: float
+    skip: set[tuple[str, str, float]] | None = None
+    versions: dict[str, str] | None = None
 
 
 class WorkerRecord(BaseModel):

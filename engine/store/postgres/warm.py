@@ -12,7 +12,8 @@ a prepare.
 
 So before a worker claims anything, each connection it will use runs the turn's
 statements -- the claim, the first write and the last write, twice each, so
-that both first-use paths are behind it -- on a scratch session, in ONE
+that both first-use paths are behind it, and the last write that claims the
+next request (a backlog's turns) -- on a scratch session, in ONE
 transaction that is then rolled back: nothing is written, nobody is notified
 (PostgreSQL sends a transaction's notifications only at its commit), and the
 only lasting effects are the backend's caches and the connection's prepared
@@ -34,7 +35,7 @@ from . import onetrip
 from .core import _Core
 from .schema import NOTIFY_CHANNEL
 from .statements import _append_many_args
-from .workers import _CLAIM_READ_SQL, _SETTLE_SQL, TURNS_CHANNEL, _skip_columns
+from .workers import _CLAIM_READ_SQL, _SETTLE_CLAIM_SQL, _SETTLE_SQL, TURNS_CHANNEL, _claim_args, _skip_columns
 from .writes import _acquire_append
 
 log = logging.getLogger(__name__)
@@ -72,17 +73,23 @@ async def _warm(conn: asyncpg.Connection, apps: list[str], owner: str) -> None:
             # the claim as a worker sends it; its apps match nothing here, so it claims nothing
             await conn.fetchrow(_CLAIM_READ_SQL, [], owner, ttl, now, *_skip_columns(None), [], [])
             last = 0
-            for first, second in (
+            for first, second, claims in (
                 ([_event(inv, 1, status="running", opened="w1")], [_event(inv, 2, resolved="w1"),
-                                                                   _event(inv, 3, status="completed", audit=True)]),
-                ([_event(inv, 4, status="running")], [_event(inv, 5, status="completed")]),
+                                                                   _event(inv, 3, status="completed", audit=True)], False),
+                ([_event(inv, 4, status="running")], [_event(inv, 5, status="completed")], False),
+                # the last write that also claims the next request (a backlog's turns): no app, no claim
+                ([_event(inv, 6, status="running")], [_event(inv, 7, status="completed")], True),
             ):
                 args = _append_many_args(sid, first, last, owner)
                 row = await _acquire_append(conn, sid, inv, owner, ttl, last, args, last)
                 last = int(row[1])
                 args = _append_many_args(sid, second, last, owner)
                 extra = (sid, inv, owner, now, NOTIFY_CHANNEL, TURNS_CHANNEL)
-                [(seq, *_)] = await onetrip.fetch(conn, _SETTLE_SQL, (inv, last + len(second), "{}", *args, *extra), "ibtt")
+                head = (inv, last + len(second), "{}", *args, *extra)
+                if claims:
+                    seq = (await conn.fetchrow(_SETTLE_CLAIM_SQL, *head, *_claim_args([], owner, 30.0, None, None)))[0]
+                else:
+                    [(seq, *_)] = await onetrip.fetch(conn, _SETTLE_SQL, head, "ibtt")
                 last = int(seq)
             raise _RollBack
     except _RollBack:

@@ -238,21 +238,35 @@ _QUEUE_SQL = (
 """After the answer's append, in its transaction: release the lease taken for it,
 leave the request (none when ``$4``, its kind, is NULL) and wake the workers."""
 
-_CLAIM_HEAD = (
-    "WITH c AS (UPDATE turn_requests t SET claimed_by = $2, claimed_until = $3"
-    " WHERE (t.session_id, t.invocation_id) = (SELECT session_id, invocation_id FROM turn_requests q"
-    " WHERE app_name = ANY($1::text[]) AND held IS NULL"
-    " AND (claimed_by IS NULL OR claimed_until <= $4) AND NOT EXISTS (SELECT 1 FROM"
-    " unnest($5::text[], $6::text[], $7::text[]::double precision[]) AS x(s, i, r)"
-    " WHERE x.s = q.session_id AND x.i = q.invocation_id AND x.r = q.requested_at)"
-    " ORDER BY requested_at LIMIT 1 FOR UPDATE SKIP LOCKED)"
-    f" RETURNING {', '.join('t.' + c for c in _REQ_COLS.split(', '))}),"
-    " g AS (INSERT INTO invocation_graphs (session_id, invocation_id, graph)"
-    " SELECT c.session_id, c.invocation_id, v.graph FROM c JOIN unnest($8::text[], $9::text[]) AS v(app, graph)"
-    " ON v.app = c.app_name ON CONFLICT DO NOTHING RETURNING graph)"
-    f" SELECT {', '.join('c.' + c for c in _REQ_COLS.split(', '))}, coalesce((SELECT graph FROM g),"
+def _claim_ctes(p: int, *, besides: tuple[int, int] | None = None) -> str:
+    """The claim's CTEs -- ``c``, the request claimed, and ``g``, its graph version
+    recorded -- with their nine parameters numbered from ``$p`` (apps, owner,
+    until, now, the skip list's three arrays, the versions' two); ``besides``: the
+    parameters of a request never to claim (the one the same statement finishes)."""
+    q = [f"${p + i}" for i in range(9)]
+    other = "" if besides is None else (
+        f" AND (q.session_id, q.invocation_id) IS DISTINCT FROM (${besides[0]}::text, ${besides[1]}::text)"
+    )
+    return (
+        f"c AS (UPDATE turn_requests t SET claimed_by = {q[1]}, claimed_until = {q[2]}"
+        " WHERE (t.session_id, t.invocation_id) = (SELECT session_id, invocation_id FROM turn_requests q"
+        f" WHERE app_name = ANY({q[0]}::text[]) AND held IS NULL"
+        f" AND (claimed_by IS NULL OR claimed_until <= {q[3]}){other} AND NOT EXISTS (SELECT 1 FROM"
+        f" unnest({q[4]}::text[], {q[5]}::text[], {q[6]}::text[]::double precision[]) AS x(s, i, r)"
+        " WHERE x.s = q.session_id AND x.i = q.invocation_id AND x.r = q.requested_at)"
+        " ORDER BY requested_at LIMIT 1 FOR UPDATE SKIP LOCKED)"
+        f" RETURNING {', '.join('t.' + c for c in _REQ_COLS.split(', '))}),"
+        " g AS (INSERT INTO invocation_graphs (session_id, invocation_id, graph)"
+        f" SELECT c.session_id, c.invocation_id, v.graph FROM c JOIN unnest({q[7]}::text[], {q[8]}::text[]) AS v(app, graph)"
+        " ON v.app = c.app_name ON CONFLICT DO NOTHING RETURNING graph)"
+    )
+
+
+_CLAIM_COLS = (
+    f"{', '.join('c.' + c for c in _REQ_COLS.split(', '))}, coalesce((SELECT graph FROM g),"
     " (SELECT x.graph FROM invocation_graphs x WHERE x.session_id = c.session_id AND x.invocation_id = c.invocation_id))"
 )
+_CLAIM_HEAD = f"WITH {_claim_ctes(1)} SELECT {_CLAIM_COLS}"
 _CLAIM_NEXT_SQL = f"{_CLAIM_HEAD} FROM c"
 """Claim the oldest runnable request in one statement: rows another worker is
 claiming right now are skipped (``SKIP LOCKED``), not waited for or raced. The
@@ -263,15 +277,16 @@ claim fails on its one-row reads, every half second, for a minute); and
 record the claimer's graph version for its invocation unless one was (the claim
 returns the recorded one last)."""
 
-_CLAIM_READ_SQL = (
-    f"{_CLAIM_HEAD}, s.user_id, sn.seq, sn.data, ev.seqs, ev.texts, l.owner, l.acquired_at, l.renewed_at, l.expires_at"
-    " FROM c LEFT JOIN sessions s ON s.id = c.session_id"
+_READ_COLS = ", s.user_id, sn.seq, sn.data, ev.seqs, ev.texts, l.owner, l.acquired_at, l.renewed_at, l.expires_at"
+_READ_JOINS = (
+    " LEFT JOIN sessions s ON s.id = c.session_id"
     " LEFT JOIN snapshots sn ON sn.session_id = c.session_id AND sn.invocation_id = c.invocation_id"
     " LEFT JOIN leases l ON l.session_id = c.session_id AND l.invocation_id = c.invocation_id"
     " LEFT JOIN LATERAL (SELECT array_agg(e.seq::text ORDER BY e.seq) AS seqs, array_agg(e.json ORDER BY e.seq) AS texts"
     " FROM events e WHERE e.session_id = c.session_id AND e.invocation_id = c.invocation_id"
     " AND e.seq > coalesce(sn.seq, 0)) ev ON true"
 )
+_CLAIM_READ_SQL = f"{_CLAIM_HEAD}{_READ_COLS} FROM c{_READ_JOINS}"
 """:data:`_CLAIM_NEXT_SQL`, and what the claimed turn's Runner reads before its
 first write (:class:`~engine.store.workers.TurnReads`), in the same statement and
 snapshot: the session's user, the invocation's snapshot and its events after it,
@@ -290,19 +305,33 @@ _FINISH_SQL = (
 """Delete the finished request, or hand it back when it was requested again; ``q``
 0 (runnable: workers wake) or -1 (gone: only followers care)."""
 
-_SETTLE_SQL = (
+_SETTLE_WITH = (
     f"WITH a AS MATERIALIZED ({_APPEND_RELEASE_SQL} AS last),"
     " d AS (DELETE FROM turn_requests WHERE session_id = $24 AND invocation_id = $25 AND claimed_by = $26"
     " AND requested_at = $27 RETURNING 1),"
     " u AS (UPDATE turn_requests SET claimed_by = NULL, claimed_until = NULL WHERE session_id = $24"
     " AND invocation_id = $25 AND claimed_by = $26 AND requested_at <> $27 RETURNING 1)"
+)
+_SETTLE_COLS = (
     " SELECT (SELECT last FROM a), EXISTS (SELECT 1 FROM d), pg_notify($28, json_build_object('s', $24::text,"
     " 'q', CASE WHEN EXISTS (SELECT 1 FROM u) THEN 0 ELSE -1 END)::text)::text,"
     " (SELECT pg_notify($29, json_build_object('s', $24::text, 'q', 0)::text) FROM u)::text"
 )
+_SETTLE_SQL = _SETTLE_WITH + _SETTLE_COLS
 """A worker's turn's last write (``hitl_append_release``: its events, snapshot and
 lease's release) and :data:`_FINISH_SQL`'s finish of the request it ran, in one
 statement: all or nothing (an append refused fails the whole statement)."""
+
+_SETTLE_CLAIM_SQL = (
+    f"{_SETTLE_WITH}, {_claim_ctes(30, besides=(24, 25))}{_SETTLE_COLS}, {_CLAIM_COLS}{_READ_COLS}"
+    f" FROM (VALUES (1)) AS one (x) LEFT JOIN c ON true{_READ_JOINS}"
+)
+""":data:`_SETTLE_SQL` and :data:`_CLAIM_READ_SQL` in one statement: a turn's last
+write also claims the worker's next request (never the one it finishes) and reads
+it. With a backlog a turn is then two round trips, not three (its claim rode on
+the turn before). All or nothing: an append refused claims nothing. The claim is
+an ordinary one (claimed_by, an expiry): a worker that dies with it holding it
+leaves it to the heartbeat's takeover or its expiry, as any claim."""
 
 _LEASE_AND_NEWS_SQL = (
     f"SELECT {', '.join('l.' + c.strip() for c in _LEASE_COLS.split(','))}, EXISTS (SELECT 1 FROM events e"
@@ -335,6 +364,24 @@ def _skip_columns(skip: set[tuple[str, str, float]] | None) -> list[list[Any]]:
         return [[], [], []]
     sids, invs, ats = zip(*skip, strict=True)
     return [list(sids), list(invs), [repr(float(a)) for a in ats]]
+
+
+def _claim_args(
+    apps: list[str], owner: str, ttl: float, skip: set[tuple[str, str, float]] | None, versions: dict[str, str] | None
+) -> tuple[Any, ...]:
+    """:func:`_claim_ctes`'s nine parameters, in order."""
+    now = time.time()
+    known = versions or {}
+    return (list(apps), owner, now + ttl, now, *_skip_columns(skip), list(known), list(known.values()))
+
+
+def _claimed(row: Any) -> tuple[TurnRequest, TurnReads | None] | None:
+    """The request a claim-and-read row names, with its reads (None: nothing claimed)."""
+    if row[0] is None:
+        return None
+    n = len(_REQ_COLS.split(", "))
+    req = _req(row).model_copy(update={"graph": row[n]})
+    return req, _turn_reads(req, row[n + 1:])
 
 
 def _turn_reads(req: TurnRequest, r: Any) -> TurnReads | None:
@@ -411,12 +458,19 @@ class _WorkerSteps(_Core):
         args = _append_many_args(session_id, prepared, expected_seq, owner)
         snap_seq, snap_text = (None, None) if snapshot is None else (snapshot[0], to_json(snapshot[1]).decode())
         extra = (session_id, invocation_id, settle.owner, settle.requested_at, NOTIFY_CHANNEL, TURNS_CHANNEL)
+        nxt = settle.claim_next
+        claim = () if nxt is None or not nxt.apps else _claim_args(nxt.apps, nxt.owner, nxt.ttl, nxt.skip, nxt.versions)
 
         async def fn(conn: asyncpg.Connection) -> int:
             try:
-                [(last, deleted, _, _)] = await onetrip.fetch(
-                    conn, _SETTLE_SQL, (invocation_id, snap_seq, snap_text, *args, *extra), "ibtt"
-                )
+                if claim:  # and the worker's next claim (prepared: a worker's connections were warmed with it)
+                    row = await conn.fetchrow(_SETTLE_CLAIM_SQL, invocation_id, snap_seq, snap_text, *args, *extra, *claim)
+                    last, deleted = row[0], row[1]
+                    settle.claimed, settle.claim_ran = _claimed(row[4:]), True
+                else:
+                    [(last, deleted, _, _)] = await onetrip.fetch(
+                        conn, _SETTLE_SQL, (invocation_id, snap_seq, snap_text, *args, *extra), "ibtt"
+                    )
             except asyncpg.PostgresError as e:
                 _raise_append_error(e, session_id, invocation_id, owner, expected_seq)
                 raise
@@ -458,11 +512,7 @@ class _WorkerSteps(_Core):
         """``claim_next_turn`` and the claimed turn's reads in one statement
         (:data:`_CLAIM_READ_SQL`): a continuation's four round trips in one."""
         row = await self._claim(_CLAIM_READ_SQL, apps, owner, ttl, skip, versions)
-        if row is None:
-            return None
-        n = len(_REQ_COLS.split(", "))
-        req = _req(row).model_copy(update={"graph": row[n]})
-        return req, _turn_reads(req, row[n + 1:])
+        return None if row is None else _claimed(row)
 
     async def _claim(
         self, sql: str, apps: list[str], owner: str, ttl: float,
@@ -472,12 +522,10 @@ class _WorkerSteps(_Core):
         self._check_writable()
         if not apps:
             return None
-        now = time.time()
-        cols = _skip_columns(skip)
-        known = versions or {}
+        args = _claim_args(apps, owner, ttl, skip, versions)
 
         async def fn(conn: asyncpg.Connection) -> Any:
-            return await conn.fetchrow(sql, list(apps), owner, now + ttl, now, *cols, list(known), list(known.values()))
+            return await conn.fetchrow(sql, *args)
 
         return await self._run(fn)
 
