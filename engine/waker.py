@@ -101,11 +101,11 @@ class Waker:
         self._lead: FileLead | None = None
         self._room = True
         self.lead_poll = 0.05
+        """Seconds between a follower's tries of the pool's lock file (SQLite)."""
         self.news = 0
         """How many times something said there may be a request to claim (a
         notification, a re-made listener, a poke with news): a worker that knows the
         queue was empty since a count claims again only once it moved."""
-        """Seconds between a follower's tries of the pool's lock file (SQLite)."""
 
     async def start(self) -> None:
         notify = has_capability(self.store, "notify")
