@@ -300,7 +300,7 @@ class Worker:
             await asyncio.sleep(self.heartbeat)
             try:  # the worker's row and the claims of the turns it runs: one write
                 await self.queue.put_worker(self.record(), renew=list(self._running), ttl=self.lease_ttl)
-                if not (self._stopping and self._stopping.is_set()):
+                if not self._draining:
                     await self._sweep()
                     await self._deadline_pass()
                     if not self._running:  # idle: connections the pool closed meanwhile are made ready again
@@ -319,7 +319,7 @@ class Worker:
         quiet, self._quiet = self._quiet, None
         if quiet is not None and self._waker is not None and self._waker.news == quiet:
             return self.heartbeat  # the last write's claim found nothing, and nothing was announced since
-        while len(self._running) < self.concurrency and not (self._stopping and self._stopping.is_set()):
+        while len(self._running) < self.concurrency and not self._draining:
             skip = self._skip()
             reads: TurnReads | None = None
             try:
@@ -337,13 +337,23 @@ class Worker:
                 return 0.5
             if req is None:
                 break
-            if self._refused.get((req.session_id, req.invocation_id)) == req.requested_at:
+            if self._refuses(req):
                 # claimed with a skip list read before this worker refused it (a refusal
                 # landing while this claim was in flight): hand it back, run nothing
                 await self._unclaim(req)
                 continue
             self._start(req, reads)
         return self.heartbeat
+
+    @property
+    def _draining(self) -> bool:
+        """The worker was told to stop: it claims nothing more."""
+        return self._stopping is not None and self._stopping.is_set()
+
+    def _refuses(self, req: TurnRequest) -> bool:
+        """This worker refused ``req`` as requested then (a claim read its skip list
+        before the refusal landed): it is handed back, never run here."""
+        return self._refused.get((req.session_id, req.invocation_id)) == req.requested_at
 
     def _skip(self) -> set[tuple[str, str, float]]:
         """What a claim must pass over: the requests this worker refused, as requested then."""
@@ -353,7 +363,7 @@ class Worker:
         """The claim a turn's last write makes for this worker's next turn (a backlog:
         no claim round trip of its own); None while draining or on a store without
         a claim that reads the turn (the turn then claims as :meth:`_fill` does)."""
-        if self._claims is None or (self._stopping is not None and self._stopping.is_set()):
+        if self._claims is None or self._draining:
             return None
         return ClaimNext(list(self.apps), self.worker_id, self.lease_ttl, self._skip(), self.versions)
 
@@ -461,8 +471,7 @@ class Worker:
     def _next(self, req: TurnRequest, reads: TurnReads | None) -> None:
         """Run the request a turn's last write claimed for this worker, in the slot
         that turn left; draining, or refused meanwhile, it is handed back at once."""
-        stopping = self._stopping is not None and self._stopping.is_set()
-        if stopping or self._refused.get((req.session_id, req.invocation_id)) == req.requested_at:
+        if self._draining or self._refuses(req):
             task = asyncio.ensure_future(self._unclaim(req))
             self._handbacks.add(task)
             task.add_done_callback(self._handbacks.discard)
