@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -339,13 +340,56 @@ def skip_empty_plugin_scan() -> None:
     operator set ``PYDANTIC_DISABLE_PLUGINS``, nothing changes. The process's
     environment is left as it is (the app's child processes see what the
     operator set). A pydantic without that cache ignores the answer: its own
-    lookup runs, as before."""
+    lookup runs, as before.
+
+    pydantic's loader imports importlib.metadata when it is imported, which a
+    spared lookup then never uses: with email, zipfile, csv and
+    importlib.resources behind it, ~12 ms of an installed ``hitl resume``. So
+    the loader is handed a stand-in that imports it when first read from
+    (:func:`_plugin_loader`)."""
     if "PYDANTIC_DISABLE_PLUGINS" in os.environ or not _no_pydantic_plugins():
         return
-    from pydantic.plugin import _loader
-
+    _loader = _plugin_loader()
     if getattr(_loader, "_plugins", {}) is None:  # not looked up yet
         _loader._plugins = {}
+
+
+class _ImportedOnFirstRead(ModuleType):
+    """Stands in for a module not imported yet: the first attribute read from it
+    imports the module, and every read is the module's own attribute."""
+
+    def __getattr__(self, attr: str) -> Any:
+        import importlib
+        import sys
+
+        if sys.modules.get(self.__name__) is self:  # not the stand-in again
+            del sys.modules[self.__name__]
+        return getattr(importlib.import_module(self.__name__), attr)
+
+
+def _plugin_loader() -> ModuleType:
+    """pydantic's plugin loader, its ``importlib_metadata`` a stand-in if that module is not imported yet.
+
+    Only the loader holds the stand-in: ``sys.modules`` holds it just while the
+    loader's module runs its ``import importlib.metadata``, so anyone else
+    importing that module later gets it as usual; a lookup the loader runs after
+    all (its answer reset, or another pydantic) reads through the stand-in."""
+    import sys
+
+    import pydantic.plugin  # noqa: F401  (pydantic itself, before the stand-in is put in place)
+
+    name = "importlib.metadata"
+    if name in sys.modules or "pydantic.plugin._loader" in sys.modules:
+        from pydantic.plugin import _loader
+
+        return _loader
+    stand_in = sys.modules[name] = _ImportedOnFirstRead(name)
+    try:
+        from pydantic.plugin import _loader
+    finally:
+        if sys.modules.get(name) is stand_in:
+            del sys.modules[name]
+    return _loader
 
 
 def _no_pydantic_plugins() -> bool:

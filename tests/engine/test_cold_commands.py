@@ -175,6 +175,8 @@ def test_resume_with_its_app_loads_only_what_a_turn_uses(waiting: tuple[Path, st
     assert state["free_text_patterns"] == 0
     if _no_pydantic_plugins():  # none installed: pydantic's cache was given that answer (its lookup: below)
         assert state["plugins"] == []
+        # ... and importlib.metadata (email, csv, zipfile behind it), which only a lookup reads, is not imported
+        assert "importlib.metadata" not in mods and "email" not in mods, sorted(m for m in mods if "metadata" in m)
     assert state["plugins_env"] is None  # the app's child processes inherit the environment as the operator set it
     conn = sqlite3.connect(db)
     statuses = [r[0] for r in conn.execute("SELECT status FROM interrupts")]
@@ -242,6 +244,44 @@ def test_a_spared_plugin_lookup_reads_no_distribution(monkeypatch: pytest.Monkey
         options.skip_empty_plugin_scan()
         assert list(_loader.get_plugins()) == [] and len(reads) == 1
         reads.clear()
+
+
+STAND_IN_PROBE = """
+import json, sys
+import console.cli.options as options
+options.skip_empty_plugin_scan()
+from pydantic.plugin import _loader
+spared = ("importlib.metadata" in sys.modules, list(_loader.get_plugins()))
+sys.path.append(sys.argv[1])  # a plugin installed after the spared lookup
+import importlib.metadata
+import pydantic
+version = importlib.metadata.version("pydantic") == pydantic.VERSION
+_loader._plugins = None  # the answer reset: pydantic's own lookup, through what its loader holds
+found = [type(p).__module__ for p in _loader.get_plugins()]
+print(json.dumps({"spared": spared, "version": version, "found": found,
+                  "same": sys.modules["importlib.metadata"] is importlib.metadata}))
+"""
+
+
+def test_a_spared_lookup_imports_no_metadata_and_a_later_one_still_reads_it(tmp_path: Path) -> None:
+    """pydantic's plugin loader imports importlib.metadata when it is imported; with
+    the lookup spared it is not imported at all. Imported later by anyone it is the
+    real module, and a lookup pydantic runs after all (its answer reset) reads the
+    installed distributions through what its loader holds, and finds a plugin."""
+    site = tmp_path / "site"
+    (site / "fakeplug-1.0.dist-info").mkdir(parents=True)
+    (site / "fakeplug-1.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: fakeplug\nVersion: 1.0\n")
+    (site / "fakeplug-1.0.dist-info" / "entry_points.txt").write_text("[pydantic]\nfake = fakeplug:plugin\n")
+    (site / "fakeplug.py").write_text(PLUGIN_SOURCE)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(ROOT), "PLUGIN_LOG": str(tmp_path / "log")}
+    out = subprocess.run([sys.executable, "-c", STAND_IN_PROBE, str(site)], capture_output=True, text=True,
+                         cwd=tmp_path, env=env, check=False)
+    assert out.returncode == 0, out.stderr
+    seen = json.loads(out.stdout)
+    if _no_pydantic_plugins():
+        assert seen["spared"] == [False, []]
+    assert seen["version"] and seen["same"]
+    assert seen["found"] == ["fakeplug"]
 
 
 def test_the_plugin_look_is_unsure_of_zips_and_eggs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
