@@ -472,6 +472,22 @@ def time_hitl_resume_app(db: Path, tree: Path | None = None) -> tuple[float, flo
     return wall, cpu
 
 
+VENVS: dict[Path | None, Path] = {}
+"""``--venv DIR``: the ``hitl`` script of a fresh venv with this tree installed (key None)
+and, with ``--ab``, one with the other tree (key AB_TREE): see cold_venv."""
+
+
+def time_installed_resume(db: Path, tree: Path | None = None) -> tuple[float, float]:
+    """``time_hitl_resume_app``'s process, run as users run it: the installed ``hitl`` of a venv."""
+    import cold_venv
+
+    folder = cold_venv.app_dir(db.parent)
+    out, wall, cpu = _timed_process(cold_venv.resume_argv(VENVS[tree], db), env=cold_venv.resume_env(folder), cwd=folder)
+    if out.returncode != 0 or "COMPLETED" not in out.stdout:
+        raise RuntimeError(f"installed hitl resume failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
+    return wall, cpu
+
+
 def fmt(values: list[float], unit: str = "ms") -> str:
     med = statistics.median(values)
     return f"{med:7.2f} {unit} [{min(values):.2f}-{max(values):.2f}]"
@@ -502,6 +518,11 @@ def main(args: argparse.Namespace) -> int:
         bulk: dict[int, tuple[float, float]] = {}
         for tree in (ROOT, *([AB_TREE] if AB_TREE is not None else [])):
             subprocess.run([sys.executable, "-m", "compileall", "-q", "engine", "console", "benchmarks"], cwd=tree, check=True)
+        if args.venv:
+            import cold_venv
+
+            for tree in (None, *([AB_TREE] if AB_TREE is not None else [])):
+                VENVS[tree] = cold_venv.build_venv(args.venv / ("after" if tree is None else "before"), tree or ROOT)
         print(f"(load average before: {' '.join(f'{x:.2f}' for x in load_before)})", flush=True)
         if wanted("resume") or wanted("text") or wanted("bulk") or wanted("cold"):
             for n in sizes if wanted("resume") or wanted("text") or wanted("bulk") else [10_000]:
@@ -565,6 +586,9 @@ def main(args: argparse.Namespace) -> int:
             if (wanted("resume") or wanted("cold")) and "hist-10000" in templates:
                 process_row(rep, "hitl resume, whole process (10,000 events, app registered)", time_hitl_resume_app,
                             lambda: fresh_copy(templates["hist-10000"], work))
+                if VENVS:
+                    process_row(rep, "the same, installed: a venv's hitl (wheel)", time_installed_resume,
+                                lambda: fresh_copy(templates["hist-10000"], work))
 
     # One record per row: what --save writes and --before reads back.
     rows: list[dict[str, Any]] = []
@@ -678,6 +702,8 @@ if __name__ == "__main__":
     ap.add_argument("--before", help="a --save file of an earlier run (e.g. the previous commit): printed beside")
     ap.add_argument("--ab", type=Path, help="another tree (e.g. `git worktree add --detach /tmp/before main`): its"
                     " whole-process rows run in the same repetitions, alternating with this tree's, printed as 'before'")
+    ap.add_argument("--venv", type=Path, help="a folder for venvs (kept between runs): also the resume --app row"
+                    " run by the installed hitl of a venv with the tree (and --ab's) installed as a wheel")
     ap.add_argument(
         "--sql-time", action="store_true",
         help="also time each SQL call of the op: columns 'in SQLite' (their sum) and '1st COMMIT' (a Python proxy"

@@ -191,6 +191,24 @@ def whole_process(args: argparse.Namespace, tmp: Path) -> int:
                          "help": "hitl --help, whole process"}.get(command, f"hitl {command}, whole process, {args.sessions:,} sessions")
                 report(out, label, "", 8, args.top)
             totals[(command, tree)] = annotate(out)[0]
+    if args.venv:  # the same resume, run by the installed hitl of a venv per tree (see cold_venv)
+        import cold_venv
+
+        commands.append("installed")
+        for tree in trees:
+            hitl = cold_venv.build_venv(args.venv / ("after" if tree == ROOT else "before"), tree)
+            folder = cold_venv.app_dir(work)
+            out = tmp / f"installed-{len(totals)}.callgrind"
+            argv = cold_venv.resume_argv(hitl, bench_cold.fresh_copy(stores["resume"], work))
+            python = [str(hitl.with_name("python")), *argv]  # the script's own interpreter, not its shebang's wrapper
+            run = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *python],
+                                 capture_output=True, text=True, env={**cold_venv.resume_env(folder), "PYTHONHASHSEED": "0"},
+                                 cwd=folder, check=False)
+            if run.returncode != 0 or "COMPLETED" not in run.stdout:
+                print(f"installed hitl resume failed under valgrind:\n{run.stdout[-1000:]}{run.stderr[-2000:]}", file=sys.stderr)
+                return 1
+            totals[("installed", tree)] = annotate(out)[0]
+            print(f"\ninstalled hitl resume --app ({'this tree' if tree == ROOT else tree}): {totals[('installed', tree)]:,} instructions")
     if args.ab:
         print(f"\nwhole-process instructions, {args.ab} (before) -> this tree (after):")
         for command in commands:
@@ -247,4 +265,6 @@ if __name__ == "__main__":
     ap.add_argument("--commands", default="resume", help="with --process: comma-separated resume,help,sessions,inbox")
     ap.add_argument("--sessions", type=int, default=100_000, help="sessions of the stores sessions and inbox list")
     ap.add_argument("--ab", type=Path, help="with --process: another tree (e.g. main's worktree), counted beside")
+    ap.add_argument("--venv", type=Path, help="with --process: a folder for venvs (kept between runs); also counts the"
+                    " resume run by the installed hitl of a venv with the tree (and --ab's) installed as a wheel")
     sys.exit(main(ap.parse_args()))

@@ -346,10 +346,12 @@ def skip_empty_plugin_scan() -> None:
     spared lookup then never uses: with email, zipfile, csv and
     importlib.resources behind it, ~12 ms of an installed ``hitl resume``. So
     the loader is handed a stand-in that imports it when first read from
-    (:func:`_plugin_loader`)."""
+    (:func:`_import_plugin_loader`)."""
     if "PYDANTIC_DISABLE_PLUGINS" in os.environ or not _no_pydantic_plugins():
         return
-    _loader = _plugin_loader()
+    _import_plugin_loader()
+    from pydantic.plugin import _loader
+
     if getattr(_loader, "_plugins", {}) is None:  # not looked up yet
         _loader._plugins = {}
 
@@ -367,8 +369,8 @@ class _ImportedOnFirstRead(ModuleType):
         return getattr(importlib.import_module(self.__name__), attr)
 
 
-def _plugin_loader() -> ModuleType:
-    """pydantic's plugin loader, its ``importlib_metadata`` a stand-in if that module is not imported yet.
+def _import_plugin_loader() -> None:
+    """Import pydantic's plugin loader, its ``importlib_metadata`` a stand-in if that module is not imported yet.
 
     Only the loader holds the stand-in: ``sys.modules`` holds it just while the
     loader's module runs its ``import importlib.metadata``, so anyone else
@@ -380,16 +382,13 @@ def _plugin_loader() -> ModuleType:
 
     name = "importlib.metadata"
     if name in sys.modules or "pydantic.plugin._loader" in sys.modules:
-        from pydantic.plugin import _loader
-
-        return _loader
+        return
     stand_in = sys.modules[name] = _ImportedOnFirstRead(name)
     try:
-        from pydantic.plugin import _loader
+        import pydantic.plugin._loader  # noqa: F401
     finally:
         if sys.modules.get(name) is stand_in:
             del sys.modules[name]
-    return _loader
 
 
 def _no_pydantic_plugins() -> bool:
