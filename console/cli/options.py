@@ -357,23 +357,41 @@ def skip_empty_plugin_scan() -> None:
 
 
 class _ImportedOnFirstRead(ModuleType):
-    """Stands in for a module not imported yet: the first attribute read from it
-    imports the module, and every read is the module's own attribute."""
+    """Stands in for importlib.metadata while it is not imported: reading one of
+    its functions gives a function that imports the module when first called
+    (pydantic 2.14's loader runs ``from importlib.metadata import entry_points``
+    at its import); any other read but a dunder imports the module and is its own attribute."""
+
+    FUNCTIONS = frozenset({"distribution", "distributions", "entry_points", "files", "metadata",
+                           "packages_distributions", "requires", "version"})
 
     def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("__"):  # e.g. the import system's look for a package's __path__: none yet
+            raise AttributeError(attr)
+        if attr not in self.FUNCTIONS:
+            return getattr(self._module(), attr)
+
+        def on_first_call(*args: Any, **kwargs: Any) -> Any:
+            return getattr(self._module(), attr)(*args, **kwargs)
+
+        on_first_call.__name__ = on_first_call.__qualname__ = attr
+        return on_first_call
+
+    def _module(self) -> ModuleType:
         import importlib
         import sys
 
         if sys.modules.get(self.__name__) is self:  # not the stand-in again
             del sys.modules[self.__name__]
-        return getattr(importlib.import_module(self.__name__), attr)
+        return importlib.import_module(self.__name__)
 
 
 def _import_plugin_loader() -> None:
-    """Import pydantic's plugin loader, its ``importlib_metadata`` a stand-in if that module is not imported yet.
+    """Import pydantic's plugin loader with a stand-in for importlib.metadata if that is not imported yet.
 
-    Only the loader holds the stand-in: ``sys.modules`` holds it just while the
-    loader's module runs its ``import importlib.metadata``, so anyone else
+    Only the loader holds the stand-in (pydantic 2.13: the module, 2.14: its
+    ``entry_points``): ``sys.modules`` holds it just while the loader's module
+    runs its import of importlib.metadata, so anyone else
     importing that module later gets it as usual; a lookup the loader runs after
     all (its answer reset, or another pydantic) reads through the stand-in."""
     import sys

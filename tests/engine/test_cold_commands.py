@@ -284,6 +284,40 @@ def test_a_spared_lookup_imports_no_metadata_and_a_later_one_still_reads_it(tmp_
     assert seen["found"] == ["fakeplug"]
 
 
+FORMS_PROBE = """
+import json, sys
+from console.cli.options import _ImportedOnFirstRead
+stand_in = sys.modules["importlib.metadata"] = _ImportedOnFirstRead("importlib.metadata")
+from importlib.metadata import entry_points, version  # pydantic 2.14's loader
+import importlib.metadata as md  # pydantic 2.13's
+del sys.modules["importlib.metadata"]
+before = "importlib.metadata" in sys.modules
+found = [e.value for e in entry_points(group="pydantic")]
+import importlib.metadata
+import pydantic
+print(json.dumps({"before": before, "found": found, "version": version("pydantic") == pydantic.VERSION,
+                  "error": md.PackageNotFoundError is importlib.metadata.PackageNotFoundError,
+                  "real": sys.modules["importlib.metadata"] is not stand_in}))
+"""
+
+
+def test_the_metadata_stand_in_serves_both_import_forms(tmp_path: Path) -> None:
+    """``from importlib.metadata import entry_points`` (pydantic 2.14's loader) and
+    ``import importlib.metadata as m`` (2.13's) both take the stand-in without
+    importing the module; its functions then read the installed distributions,
+    and its other names are the real module's."""
+    site = tmp_path / "site"
+    (site / "fakeplug-1.0.dist-info").mkdir(parents=True)
+    (site / "fakeplug-1.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: fakeplug\nVersion: 1.0\n")
+    (site / "fakeplug-1.0.dist-info" / "entry_points.txt").write_text("[pydantic]\nfake = fakeplug:plugin\n")
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": f"{ROOT}:{site}"}
+    out = subprocess.run([sys.executable, "-c", FORMS_PROBE], capture_output=True, text=True, cwd=tmp_path, env=env,
+                         check=False)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == {"before": False, "found": ["fakeplug:plugin"], "version": True, "error": True,
+                                      "real": True}
+
+
 def test_the_plugin_look_is_unsure_of_zips_and_eggs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Where importlib.metadata could find a distribution the quick look does not
     read -- inside a zip, an egg -- the look answers "there may be plugins"; a
