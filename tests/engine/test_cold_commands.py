@@ -49,12 +49,15 @@ APP = Workflow("cold", [(START, ask, after)])
 """The app ``hitl resume --app cold=cold_app:APP`` registers: one question, one node after it."""
 
 
-def run_cli(tmp: Path, *argv: str, path: str = "", env: dict[str, str] | None = None) -> tuple[str, set[str], dict[str, Any]]:
+def run_cli(tmp: Path, *argv: str, path: str = "", env: dict[str, str] | None = None,
+            no_site: bool = False) -> tuple[str, set[str], dict[str, Any]]:
     """``hitl ARGV`` in a fresh interpreter (cwd ``tmp``: no hitl.toml there, none in
     its config home; ``path``: more of PYTHONPATH): stdout, the modules it loaded, and its
     threads, frozen objects, the GC collections run inside ``main()`` (their generations),
     whether the Redactor compiled its free-text patterns and the pydantic plugins it looked
-    up (None: no lookup) at the end."""
+    up (None: no lookup) at the end. ``no_site``: without the site module's ``.pth`` hooks (an
+    editable install's finder, this machine's certificate bundle), the site-packages on the path
+    instead, so that what the process loads is hitl's own doing, as in a plain venv."""
     probe = (
         "import gc, json, sys, threading\n"
         "started, start = [], threading.Thread.start\n"
@@ -75,7 +78,13 @@ def run_cli(tmp: Path, *argv: str, path: str = "", env: dict[str, str] | None = 
     )
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp), "XDG_CONFIG_HOME": str(tmp / "config"), "USER": "olga",
            "PYTHONPATH": f"{ROOT}:{tmp}{path}", **(env or {})}
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp, env=env, check=False)
+    if no_site:
+        import site
+
+        env["PYTHONPATH"] += "".join(f":{d}" for d in site.getsitepackages())
+    flags = ["-S"] if no_site else []
+    out = subprocess.run([sys.executable, *flags, "-c", probe], capture_output=True, text=True, cwd=tmp, env=env,
+                         check=False)
     assert out.returncode == 0, out.stderr
     mods, state = json.loads(out.stderr.strip().splitlines()[-1])
     return out.stdout, set(mods), state
@@ -182,6 +191,20 @@ def test_resume_with_its_app_loads_only_what_a_turn_uses(waiting: tuple[Path, st
     statuses = [r[0] for r in conn.execute("SELECT status FROM interrupts")]
     conn.close()
     assert statuses == ["resolved"]
+
+
+def test_resume_without_site_hooks_loads_no_metadata_and_no_archive_modules(waiting: tuple[Path, str],
+                                                                            tmp_path: Path) -> None:
+    """As in a plain venv (no ``.pth`` hook importing them first): the resume's process imports
+    neither importlib.metadata (with email, zipfile and csv), which only a plugin lookup reads,
+    nor shutil (with zlib, bz2 and lzma), which only the store's disk probe after an I/O error uses."""
+    db = fresh(waiting[0], tmp_path)
+    shutil.copyfile(waiting[0].with_name("cold_app.py"), tmp_path / "cold_app.py")
+    out, mods, _state = run_cli(tmp_path, "--db", str(db), "--app", "cold=cold_app:APP", "resume", "s",
+                                f"{waiting[1]}=true", no_site=True)
+    assert "COMPLETED" in out, out
+    unused = {"shutil", "bz2", "lzma", "zipfile", "email", "csv"} | ({"importlib.metadata"} if _no_pydantic_plugins() else set())
+    assert not mods & unused, sorted(mods & unused)
 
 
 PLUGIN_SOURCE = """

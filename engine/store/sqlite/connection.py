@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import sqlite3
 from collections.abc import Callable
 from functools import partial
@@ -203,6 +202,7 @@ def no_room(path: Path) -> str | None:
     database and its companions are never touched)."""
     import errno
     import resource
+    import shutil  # with zlib, bz2 and lzma: only this probe after an I/O error uses it
     import tempfile
 
     parent = path.parent
