@@ -6,10 +6,8 @@
     python benchmarks/bench_cold.py --save after.json --before before.json   # before/after columns
     python benchmarks/bench_cold.py --only resume,fresh --sql-time   # + the time inside SQLite calls
 
-For a "before" row set, run this same script against the older tree, e.g.
-``git archive OLD | tar -x -C /tmp/old; cp benchmarks/bench_cold.py /tmp/old/benchmarks/;
-cd /tmp/old && PYTHONPATH=/tmp/old python benchmarks/bench_cold.py --save before.json``
-(PYTHONPATH makes the children and ``hitl`` import the old tree).
+For a "before" row set, run this script (copied) in the older tree with ``PYTHONPATH`` naming
+it and ``--save before.json``; ``--ab`` (below) runs the whole-process rows of both side by side.
 
 Every measurement runs in a fresh Python process on a fresh copy of a prebuilt,
 checkpointed store, at ``synchronous=NORMAL`` and ``FULL``. Repetitions are
@@ -61,41 +59,29 @@ before and after: on a shared machine, read the min column too.
 Exit code is non-zero only on error, never because a target was missed.
 
 Issue 38's whole-process resume: ``python benchmarks/bench_cold.py --only startup,cold --reps 11
---ab /tmp/before`` (``git worktree add --detach /tmp/before main``: both trees' process rows in
-the same repetitions) and ``python benchmarks/profile_cold.py --process --events 10000 --commands
-resume,help,sessions,inbox --ab /tmp/before`` (instructions, load-independent). main at 37c9ac7 ->
-the cold38 branch (the GC's first collection deferred past start-up, ``console.cli`` importing
-nothing before ``main()`` defers it, the Redactor's free-text patterns compiled on first use):
-
-=============================================  =========  =========  ==========================
-whole process                                  main       branch     process CPU main -> branch
-=============================================  =========  =========  ==========================
-``hitl resume --app``, 10,000 events           913.9 M    882.9 M    193.9 -> 187.9 ms
-``hitl --help``                                269.2 M    255.9 M    61.7 -> 59.0 ms
-``hitl sessions``, 100,000 sessions            302.7 M    288.4 M    68.8 -> 66.5 ms
-``hitl inbox``, 100,000 sessions               317.7 M    303.3 M    72.2 -> 70.6 ms
-=============================================  =========  =========  ==========================
-
-Instructions: callgrind, -3.4 / -5.0 / -4.7 / -4.5 %. CPU: medians of 11 interleaved pairs,
-load average 4.2 -> 2.5 (other engineers' work); first lines of ``sessions``/``inbox``
-67.2 -> 64.1 / 69.8 -> 68.0 ms. The 120 ms resume target is not met (~0.2 ms per M
-instructions here: 883 M is ~180 ms on a quiet machine).
-
-What the resume's 883 M are (per-module import counts, each module imported alone in
-completion order; approximate): interpreter and site 143 M (this dev environment's .pth
-hooks; a plain venv imports the same modules later anyway); pydantic ~390 M in all -- the
-package 305 M (pydantic_core's extension and core_schema 81 M, annotated_types 42 M,
-importlib.metadata ~29 M through its plugin loader), the models' classes 50 M
-(engine.models 29 M, the store's records 21 M, deferred builds) and the turn's validators
-31 M; asyncio 95 M (ssl 25 M, socket 9 M, concurrent.futures and logging ~20 M); click
-60 M (inspect and what it loads ~22 M); the project's own modules ~210 M (~50 M of it
-dataclass creation, which Python 3.11 does by exec'ing each method's source); the
-benchmark app's own imports (argparse, statistics) 6 M. Without pydantic on the turn path
-(its events as plain classes with their JSON written by hand, the stored bytes unchanged)
-the process would be ~500 M, ~100 ms: that is the step left. It must drop pydantic_core
-too (81 M of the 305: the store, the SQL packing and the context write plain values with
-``pydantic_core.to_json``; json would do for plain values, with pydantic_core only for
-what json cannot write); keeping it leaves ~575 M, ~115 ms, at the target's edge.
+--ab /tmp/before --venv /tmp/venvs`` (``git worktree add --detach /tmp/before main``: both trees'
+process rows in the same repetitions; ``--venv``: the resume row also run by the installed ``hitl``
+of a fresh venv per tree, see cold_venv.py) and ``python benchmarks/profile_cold.py --process
+--events 10000 --commands resume,help,sessions,inbox --ab /tmp/before --venv /tmp/venvs``
+(instructions, load-independent). Instructions of the whole ``hitl resume --app`` (10,000 events),
+main before cold38 (37c9ac7) -> cold38 -> cold51 (importlib.metadata not imported by a spared plugin
+lookup, shutil only by the disk probe): dev 913.9 -> 882.8 -> 854.9 M; installed in a venv 854.4 ->
+812.2 M (cold38 -> cold51); ``--help``/``sessions``/``inbox`` 256/288/303 M. CPU (medians of 11
+interleaved pairs) cold38 -> cold51 with load 5-7 from other work: resume 230.8 -> 213.7 ms,
+installed 224.8 -> 226.6 ms (noise: read the instructions; ~0.2 ms per M quiet). The venv had
+pydantic 2.14 (the dev environment 2.13). The 120 ms target is not met. Where the installed resume's
+~810 M go (each import's marginal count in the resume's order, without site, GC deferred, exit
+skipped; approximate): interpreter 28 M; click with the stdlib it pulls (re, enum, typing, inspect,
+uuid, datetime) 112 M; the CLI's group and write modules 68 M; asyncio (ssl, socket,
+concurrent.futures, logging) 91 M; pydantic with pydantic_core, annotated_types and
+typing_extensions 280 M (of it ~900 ``compile()`` calls of string annotations by
+``typing.ForwardRef`` for pydantic_core's TypedDicts); engine.models' classes 18 M; the seven turn
+validators 100 M (pydantic's schema generator, imported on the first build, most of it); the store's
+records and base 31 M; the SQLite store 30 M; the runner, operations, answer gate, app registry 71
+M. Python 3.11's dataclasses exec each generated method's source: ~240 compiles at import, ~72 M (25
+M of them the project's own classes; measured by caching the compiled code, not landed). pydantic
+and the models are ~420 M: the step left is the turn path without pydantic (events as plain classes,
+their JSON written by hand, the stored bytes unchanged), ~430 M, ~90 ms.
 """
 
 from __future__ import annotations
@@ -473,8 +459,7 @@ def time_hitl_resume_app(db: Path, tree: Path | None = None) -> tuple[float, flo
 
 
 VENVS: dict[Path | None, Path] = {}
-"""``--venv DIR``: the ``hitl`` script of a fresh venv with this tree installed (key None)
-and, with ``--ab``, one with the other tree (key AB_TREE): see cold_venv."""
+"""``--venv``: a venv's ``hitl`` with this tree installed (key None), and --ab's (AB_TREE): cold_venv."""
 
 
 def time_installed_resume(db: Path, tree: Path | None = None) -> tuple[float, float]:

@@ -30,7 +30,9 @@ instruction: what the issue's whole-process target costs, load-independent
 interpreter and imports; ``python -X importtime`` names the modules.
 ``--commands resume,help,sessions,inbox`` counts the other cold commands too
 (``sessions``/``inbox`` on stores of ``--sessions`` sessions, built first: ~1 min),
-and ``--ab TREE`` counts the same processes of another tree beside this one's::
+``--venv DIR`` also counts the resume run by the installed ``hitl`` of a fresh venv per tree (as
+users run it: see cold_venv.py), and ``--ab TREE`` counts the same processes of another tree
+beside this one's::
 
     git worktree add --detach /tmp/before main
     python benchmarks/profile_cold.py --process --events 10000 --commands resume,help,sessions,inbox --ab /tmp/before
