@@ -10,7 +10,7 @@ install TREE``: not editable; the dependencies from the package index, kept
 between runs, the tree itself reinstalled each run) and runs its ``hitl
 resume --app`` on the same 10,000-event store as the dev row.
 
-The app is registered from a module of its own (:data:`APP_SOURCE`: the same
+The app is registered from a module of its own (:func:`app_source`: the same
 ``simple`` workflow as ``bench_engine.SIMPLE``), not ``bench_engine``, which
 would put the checkout on ``sys.path`` and import the benchmark's argparse and
 statistics too: the row is the installed package's process and nothing else.
@@ -23,29 +23,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-APP_SOURCE = '''
-from engine import START, RequestInput, Workflow, node
-from engine.models import new_id
 
-
-@node
-async def prep(node_input):
-    return node_input
-
-
-@node
-async def ask(node_input):
-    yield RequestInput("ok?", interrupt_id=f"q-{new_id()}")
-
-
-@node
-async def after(node_input):
-    return node_input
-
-
-SIMPLE = Workflow("simple", [(START, prep, ask, after)])
-'''
-"""``bench_engine.SIMPLE``'s workflow, importing only the engine."""
+def app_source() -> str:
+    """``bench_engine.SIMPLE``'s nodes and workflow, cut from that file's source, importing only the engine."""
+    text = Path(__file__).with_name("bench_engine.py").read_text(encoding="utf-8")
+    start = text.index("@node\nasync def prep")
+    end = text.index("\n", text.index("SIMPLE = Workflow("))
+    return "from engine import START, RequestInput, Workflow, node\nfrom engine.models import new_id\n\n\n" + text[start:end + 1]
 
 
 def build_venv(venv: Path, tree: Path) -> Path:
@@ -64,7 +48,7 @@ def app_dir(work: Path) -> Path:
     """A directory holding the app's module (``cold_venv_app:SIMPLE``)."""
     folder = work / "venv-app"
     folder.mkdir(exist_ok=True)
-    (folder / "cold_venv_app.py").write_text(APP_SOURCE, encoding="utf-8")
+    (folder / "cold_venv_app.py").write_text(app_source(), encoding="utf-8")
     return folder
 
 
