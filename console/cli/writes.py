@@ -32,7 +32,6 @@ from .options import (
     open_store,
     operator_option,
     reason_option,
-    skip_empty_plugin_scan,
     via_options,
 )
 from .output import (  # noqa: F401 (finish, print_step, step_dict, summary_line: re-exported, their old home)
@@ -47,6 +46,7 @@ from .output import (  # noqa: F401 (finish, print_step, step_dict, summary_line
     stopped_hint,
     summary_line,
 )
+from .plugin_lookup import skip_empty_plugin_scan
 from .render import render_plan
 from .workers import say_queued, settle
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from console.cli.options import _no_pydantic_plugins
+from console.cli.plugin_lookup import _no_pydantic_plugins
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -249,30 +249,30 @@ def test_a_spared_plugin_lookup_reads_no_distribution(monkeypatch: pytest.Monkey
     operator, or a plugin installed, pydantic's own lookup runs as before."""
     from pydantic.plugin import _loader
 
-    import console.cli.options as options
+    import console.cli.plugin_lookup as lookup
 
     reads: list[int] = []
     monkeypatch.setattr(_loader.importlib_metadata, "distributions", lambda: reads.append(1) or [])
     monkeypatch.delenv("PYDANTIC_DISABLE_PLUGINS", raising=False)
     monkeypatch.setattr(_loader, "_plugins", None)
-    monkeypatch.setattr(options, "_no_pydantic_plugins", lambda: True)
-    options.skip_empty_plugin_scan()
+    monkeypatch.setattr(lookup, "_no_pydantic_plugins", lambda: True)
+    lookup.skip_empty_plugin_scan()
     assert list(_loader.get_plugins()) == [] and reads == []
     assert "PYDANTIC_DISABLE_PLUGINS" not in os.environ
     for unsure, env in ((False, None), (True, "other")):
         monkeypatch.setattr(_loader, "_plugins", None)
-        monkeypatch.setattr(options, "_no_pydantic_plugins", lambda unsure=unsure: unsure)
+        monkeypatch.setattr(lookup, "_no_pydantic_plugins", lambda unsure=unsure: unsure)
         if env is not None:
             monkeypatch.setenv("PYDANTIC_DISABLE_PLUGINS", env)
-        options.skip_empty_plugin_scan()
+        lookup.skip_empty_plugin_scan()
         assert list(_loader.get_plugins()) == [] and len(reads) == 1
         reads.clear()
 
 
 STAND_IN_PROBE = """
 import json, sys
-import console.cli.options as options
-options.skip_empty_plugin_scan()
+import console.cli.plugin_lookup as lookup
+lookup.skip_empty_plugin_scan()
 from pydantic.plugin import _loader
 spared = ("importlib.metadata" in sys.modules, list(_loader.get_plugins()))
 sys.path.append(sys.argv[1])  # a plugin installed after the spared lookup
@@ -309,7 +309,7 @@ def test_a_spared_lookup_imports_no_metadata_and_a_later_one_still_reads_it(tmp_
 
 FORMS_PROBE = """
 import json, sys
-from console.cli.options import _ImportedOnFirstRead
+from console.cli.plugin_lookup import _ImportedOnFirstRead
 stand_in = sys.modules["importlib.metadata"] = _ImportedOnFirstRead("importlib.metadata")
 from importlib.metadata import entry_points, version  # pydantic 2.14's loader
 import importlib.metadata as md  # pydantic 2.13's
