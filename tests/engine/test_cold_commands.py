@@ -207,6 +207,21 @@ def test_resume_without_site_hooks_loads_no_metadata_and_no_archive_modules(wait
     assert not mods & unused, sorted(mods & unused)
 
 
+
+def test_start_spares_the_plugin_lookup_as_resume_does(waiting: tuple[Path, str], tmp_path: Path) -> None:
+    """``hitl start`` runs a turn here too: with no plugin installed, pydantic's plugin
+    cache is given that answer, so no distribution's metadata is read and importlib.metadata
+    is not imported; the run reaches its question."""
+    db = fresh(waiting[0], tmp_path)
+    shutil.copyfile(waiting[0].with_name("cold_app.py"), tmp_path / "cold_app.py")
+    out, mods, state = run_cli(tmp_path, "--db", str(db), "--app", "cold=cold_app:APP", "start", "cold",
+                               "--session", "s2", "go", no_site=True)
+    assert "WAITING" in out or "ok?" in out, out
+    if _no_pydantic_plugins():
+        assert state["plugins"] == []
+        assert "importlib.metadata" not in mods, sorted(m for m in mods if "metadata" in m)
+
+
 PLUGIN_SOURCE = """
 import os
 
