@@ -210,6 +210,7 @@ def cancel(session_id: str, invocation: str, operator: str | None, reason: str |
         from engine.models import NodeStatus
         from engine.resume import load_invocation
 
+        skip_empty_plugin_scan()  # its events are read and written: validators are built
         async with open_store(write=True) as store:
             await store.get_session(session_id)
             inv = await resolve_invocation(store, session_id, invocation)

@@ -208,19 +208,29 @@ def test_resume_without_site_hooks_loads_no_metadata_and_no_archive_modules(wait
 
 
 
-def test_start_spares_the_plugin_lookup_as_resume_does(waiting: tuple[Path, str], tmp_path: Path) -> None:
-    """``hitl start`` runs a turn here too: with no plugin installed, pydantic's plugin
-    cache is given that answer, so no distribution's metadata is read and importlib.metadata
-    is not imported; the run reaches its question."""
+@pytest.mark.parametrize("command", ["start", "cancel", "claim", "bulk-answer"])
+def test_other_writing_commands_spare_the_plugin_lookup_as_resume_does(waiting: tuple[Path, str], tmp_path: Path,
+                                                                      command: str) -> None:
+    """``hitl start`` and ``bulk-answer`` (turns), ``cancel`` and ``claim`` (operator events)
+    build validators too: with no plugin installed, pydantic's plugin cache is given that answer, so no
+    distribution's metadata is read and importlib.metadata is not imported."""
     db = fresh(waiting[0], tmp_path)
     shutil.copyfile(waiting[0].with_name("cold_app.py"), tmp_path / "cold_app.py")
-    out, mods, state = run_cli(tmp_path, "--db", str(db), "--app", "cold=cold_app:APP", "start", "cold",
-                               "--session", "s2", "go", no_site=True)
-    assert "WAITING" in out or "ok?" in out, out
+    conn = sqlite3.connect(db)
+    (inv,) = conn.execute("SELECT invocation_id FROM interrupts WHERE status = 'open'").fetchone()
+    conn.close()
+    argv, said = {
+        "start": (["--app", "cold=cold_app:APP", "start", "cold", "--session", "s2", "go"], "WAITING"),
+        "cancel": (["cancel", "s", inv, "--reason", "not needed", "--yes"], "cancelled invocation"),
+        "claim": (["claim", "s", waiting[1]], "claimed"),
+        "bulk-answer": (["--app", "cold=cold_app:APP", "bulk-answer", "--answer", "true", "--item", "s", inv, waiting[1]],
+                        "1 applied"),
+    }[command]
+    out, mods, state = run_cli(tmp_path, "--db", str(db), *argv, no_site=True)
+    assert said in out, out
     if _no_pydantic_plugins():
         assert state["plugins"] == []
         assert "importlib.metadata" not in mods, sorted(m for m in mods if "metadata" in m)
-
 
 PLUGIN_SOURCE = """
 import os
