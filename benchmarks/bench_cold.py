@@ -66,15 +66,15 @@ of a fresh venv per tree, see cold_venv.py) and ``python benchmarks/profile_cold
 (instructions, load-independent). Instructions of the whole ``hitl resume --app`` (10,000 events),
 main before cold38 (37c9ac7) -> cold38 -> cold51 (importlib.metadata not imported by a spared plugin
 lookup, shutil only by the disk probe): dev 913.9 -> 882.8 -> 854.9 M; installed in a venv 854.4 ->
-812.2 M (cold38 -> cold51); ``--help``/``sessions``/``inbox`` 256/288/303 M. CPU (medians of 11
-interleaved pairs) cold38 -> cold51 with load 5-7 from other work: resume 230.8 -> 213.7 ms,
-installed 224.8 -> 226.6 ms (noise: read the instructions; ~0.2 ms per M quiet). The venv had
-pydantic 2.14 (the dev environment 2.13). The 120 ms target is not met. Where the installed resume's
-~810 M go (each import's marginal count in the resume's order, without site, GC deferred, exit
-skipped; approximate): interpreter 28 M; click with the stdlib it pulls (re, enum, typing, inspect,
-uuid, datetime) 112 M; the CLI's group and write modules 68 M; asyncio (ssl, socket,
-concurrent.futures, logging) 91 M; pydantic with pydantic_core, annotated_types and
-typing_extensions 280 M (of it ~900 ``compile()`` calls of string annotations by
+812.2 M (cold38 -> cold51); ``--help``/``sessions``/``inbox`` 256/288/303 M; ``hitl start`` (its
+plugin lookup spared too) 893.1 -> 848.0 M. CPU (medians of 11 interleaved pairs, load 7-9 from
+other work): resume 183.3 -> 180.4 ms, installed 182.5 -> 172.3 ms (at that load read the
+instructions; ~0.2 ms per M quiet). The venv had pydantic 2.14 (the dev environment 2.13). The 120
+ms target is not met. Where the installed resume's ~810 M go (each import's marginal count in the
+resume's order, without site, GC deferred, exit skipped; approximate): interpreter 28 M; click with
+the stdlib it pulls (re, enum, typing, inspect, uuid, datetime) 112 M; the CLI's group and write
+modules 68 M; asyncio (ssl, socket, concurrent.futures, logging) 91 M; pydantic with pydantic_core,
+annotated_types and typing_extensions 280 M (of it ~900 ``compile()`` calls of string annotations by
 ``typing.ForwardRef`` for pydantic_core's TypedDicts); engine.models' classes 18 M; the seven turn
 validators 100 M (pydantic's schema generator, imported on the first build, most of it); the store's
 records and base 31 M; the SQLite store 30 M; the runner, operations, answer gate, app registry 71
