@@ -65,8 +65,8 @@ of a fresh venv per tree, see cold_venv.py) and ``python benchmarks/profile_cold
 --events 10000 --commands resume,help,sessions,inbox --ab /tmp/before --venv /tmp/venvs``
 (instructions, load-independent). Instructions of the whole ``hitl resume --app`` (10,000 events),
 main before cold38 (37c9ac7) -> cold38 -> cold51 (importlib.metadata not imported by a spared plugin
-lookup, shutil only by the disk probe): dev 913.9 -> 882.8 -> 854.9 M; installed in a venv 854.4 ->
-812.2 M (cold38 -> cold51); ``--help``/``sessions``/``inbox`` 256/288/303 M; ``hitl start`` (its
+lookup, shutil only by the disk probe): dev 913.9 -> 882.8 -> 855.4 M; installed in a venv 854.5 ->
+812.6 M (cold38 -> cold51); ``--help``/``sessions``/``inbox`` 256/288/303 M; ``hitl start`` (its
 plugin lookup spared too) 893.1 -> 848.0 M. CPU (medians of 11 interleaved pairs, load 7-9 from
 other work): resume 183.3 -> 180.4 ms, installed 182.5 -> 172.3 ms (at that load read the
 instructions; ~0.2 ms per M quiet). The venv had pydantic 2.14 (the dev environment 2.13). The 120
