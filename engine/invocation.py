@@ -202,10 +202,12 @@ class InvocationContext:
             written = await self.store.append_events(self.session_id, events)
         self.applied(written)
 
-    def applied(self, written: list[StoredEvent]) -> None:
-        """Events of this turn that are now stored: into the projection, then the stream."""
+    def applied(self, written: list[StoredEvent], *, folded: bool = False) -> None:
+        """Events of this turn that are now stored: into the projection (unless
+        ``folded`` there already, at these seqs), then the stream."""
         for stored in written:
-            self.projection.apply(stored.event, stored.seq)
+            if not folded:
+                self.projection.apply(stored.event, stored.seq)
             self.queue.put_nowait(stored)
         if written:
             self.last_seq = written[-1].seq

@@ -38,11 +38,14 @@ class _Family:
         self.name, self.kind, self.help, self.labels = name, kind, help_text, labels
         self.values: dict[tuple[str, ...], Any] = {}
         self.lock = threading.Lock()
+        self._names = frozenset(labels)
 
     def _key(self, labels: dict[str, str]) -> tuple[str, ...]:
-        if set(labels) != set(self.labels):
+        # Once per turn and per claim of every worker: the dict's keys compared as a set,
+        # no set built for the comparison.
+        if labels.keys() != self._names:
             raise ValueError(f"{self.name} takes labels {self.labels}, not {tuple(labels)}")
-        return tuple(str(labels[k]) for k in self.labels)
+        return tuple([str(labels[k]) for k in self.labels])
 
 
 class Counter(_Family):

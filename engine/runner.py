@@ -446,13 +446,18 @@ class Runner:
             return [Event(invocation_id=inv, author="user", state_delta=turn.state_delta, custom_metadata=meta)]
         return [Event(invocation_id=inv, author="user", content=turn.message, state_delta=turn.state_delta)]
 
-    async def _plan_root(self, turn: _Turn, inv_ctx: InvocationContext, events: list[Event]) -> _Root | None:
+    async def _plan_root(
+        self, turn: _Turn, inv_ctx: InvocationContext, events: list[Event], *, folded: bool = False
+    ) -> _Root | None:
         """What the turn runs at the root once ``events`` are applied (None: nothing,
         e.g. a partial answer to a leaf), and that run's start record -- written
-        with ``events``, so the root's start costs no commit of its own."""
-        after = inv_ctx.projection.fork()
-        for event in events:
-            after.apply(event)
+        with ``events``, so the root's start costs no commit of its own.
+        ``folded``: the turn's projection has ``events`` folded in already (read as it is)."""
+        after = inv_ctx.projection
+        if not folded:
+            after = after.fork()
+            for event in events:
+                after.apply(event)
         inv = inv_ctx.invocation_id
         root = after.root(inv)
         root_ctx = Context.root(inv_ctx)
@@ -511,11 +516,13 @@ class Runner:
         work = proj.fork()  # ``proj`` stays as read: a retry the long way catches it up
         inv_ctx = self._context(turn, work, _FencedStore(self.store, owner))
         events = self._first_events(turn, work)
-        root = await self._plan_root(turn, inv_ctx, events)
-        first = [*events, *([root.start] if root else [])]
         guess = (last_seq if last_seq is not None else proj.position) + 1
-        for seq, event in enumerate(first, start=guess):
+        for seq, event in enumerate(events, start=guess):
             work.apply(event, seq)
+        root = await self._plan_root(turn, inv_ctx, events, folded=True)  # planned on ``work``: one fold, no copy
+        first = [*events, *([root.start] if root else [])]
+        if root is not None:
+            work.apply(root.start, guess + len(events))
 
         async def first_write(more: list[Event]) -> list[StoredEvent]:
             try:
@@ -669,7 +676,10 @@ class Runner:
                 pass  # another invocation of the session appended meanwhile: two writes
             else:
                 keeper.released()
-                inv_ctx.applied(written)
+                # ``after`` is the projection with these very events folded at the seqs they
+                # got (the write expected ``last_seq``): it is the turn's, with no second fold.
+                inv_ctx.projection = after
+                inv_ctx.applied(written, folded=True)
                 return
         await inv_ctx.flush(held)
         # Written by keeper.close, in the transaction that releases the lease.

@@ -1,0 +1,88 @@
+"""What one worker turn costs the worker process's Python, counted (times are in
+``benchmarks/bench_workers.py``): the answers to ``prep -> ask -> after`` are
+queued first, then one worker serves them; a turn's cost is the difference
+between serving more answers and serving one, so the worker's start and stop
+cancel out.
+
+* The worker's loop is not woken by a turn whose last write claimed the next
+  request for the slot it leaves (PostgreSQL, a backlog): nothing changed for
+  the loop -- the slot is taken again, there is nothing more to claim -- and each
+  wake-up is a wait, a timer and a task of the event loop.
+* The turn folds each event into its projection once: the first events are
+  planned on the turn's own projection (no copy folded separately), and the
+  last write's events are the ones its snapshot was computed from (not folded a
+  second time once written).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.projection import Projection
+from engine.store import open_store
+from engine.waker import Waker
+from tests.contract.builders import pg_fresh_url
+from tests.reliability.test_worker_turn_cost import _queued, _serve
+
+
+class _Calls:
+    """Counts the calls of one function of a class while the test runs."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, cls: type, name: str) -> None:
+        self.n = 0
+        original = getattr(cls, name)
+        counter = self
+
+        def counted(*a: Any, **kw: Any) -> Any:
+            counter.n += 1
+            return original(*a, **kw)
+
+        monkeypatch.setattr(cls, name, counted)
+
+
+async def _per_turn(store: Any, url: str, calls: _Calls, more: int = 5) -> float:
+    """The calls one more queued turn adds (serving ``more`` answers against one)."""
+    counts = []
+    for n in (1, more):
+        await _queued(url, n, f"n{n}-")
+        calls.n = 0
+        await _serve(store, n)
+        counts.append(calls.n)
+    return (counts[1] - counts[0]) / (more - 1)
+
+
+@pytest.mark.postgres
+async def test_a_backlog_turn_does_not_wake_the_workers_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    url = pg_fresh_url()
+    store = await open_store(url, max_size=2)
+    try:
+        await _queued(url, 2, "warm")
+        await _serve(store, 2)
+        waits = _Calls(monkeypatch, Waker, "wait")
+        # Each turn's last write claims the next request for the slot it leaves: the
+        # loop waits once for the whole backlog, not once more per turn (1 on main).
+        assert await _per_turn(store, url, waits) == 0
+    finally:
+        await store.close()
+
+
+async def test_a_worker_turn_folds_each_event_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = str(tmp_path / "folds.sqlite")
+    store = await open_store(path)
+    try:
+        folds = _Calls(monkeypatch, Projection, "apply")
+        forks = _Calls(monkeypatch, Projection, "fork")
+        per_turn = await _per_turn(store, path, folds, more=3)
+        # The invocation read (the snapshot and the answer after it: 2), the turn's
+        # first events (the re-drive's user event and the root's start: 2), the node
+        # that runs (its start: 1) and the last write (its end and the root's: 2). On
+        # main 10: the first events folded into a copy as well, the last ones again
+        # once written.
+        assert per_turn == 7
+        forks.n = 0
+        assert await _per_turn(store, path, forks, more=3) == 2  # the turn's own copy, and the last write's (3 on main)
+    finally:
+        await store.close()
