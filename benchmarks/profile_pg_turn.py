@@ -153,7 +153,8 @@ async def main_async(url: str, turns: int, perf: str | None = None) -> dict[str,
         "functions": [[r["funcname"], r["calls"] / turns, r["total_time"] / turns, r["self_time"] / turns] for r in funcs],
         "statements": [
             [r["toplevel"], r["calls"] / turns, r["plans"] / turns, r["total_exec_time"] / turns,
-             r["total_plan_time"] / turns, " ".join(r["query"].split())[:110]]
+             r["total_plan_time"] / turns, " ".join(r["query"].split())[:110],
+             r["toplevel"] and any(f in r["query"] for f in ("hitl_acquire_append(", "hitl_append_release("))]
             for r in stmts
         ],
         "cold": cold,
@@ -168,7 +169,7 @@ def _print(name: str, res: dict[str, Any]) -> None:
     for f, c, t, s in res["functions"]:
         print(f"| {f} | {c:.2f} | {t:.3f} | {s:.3f} |")
     print("\n| top | calls/turn | plans/turn | exec ms/turn | plan ms/turn | statement |\n|---|---|---|---|---|---|")
-    for top, c, p, e, pl, q in res["statements"]:
+    for top, c, p, e, pl, q, _write in res["statements"]:
         q = q.replace("|", "\\|")
         print(f"| {'yes' if top else 'no'} | {c:.2f} | {p:.2f} | {e:.3f} | {pl:.3f} | `{q}` |")
     print()
@@ -205,9 +206,9 @@ def main() -> None:
         _print(f"{name}, the last of {len(results)} round(s), load {loads[name][-1]}", results[-1])
     print("\n| per turn, every round (ms) | " + " | ".join(runs) + " |\n|---|" + "---|" * len(runs))
     rows = {
+        # (matched on the whole text: a statement's first words need not name its function)
         "the turn's two writes, executed (pg_stat_statements)": lambda r: sum(
-            e for top, _c, _p, e, _pl, q in r["statements"]
-            if top and ("hitl_acquire_append" in q or "hitl_append_release" in q)),
+            e for _top, _c, _p, e, _pl, _q, write in r["statements"] if write),
         **{k: (lambda r, k=k: r["cpu"][k]) for k in next(iter(runs.values()))[0]["cpu"]},
         **{k: (lambda r, k=k: r["cold"][k]) for k in next(iter(runs.values()))[0]["cold"]},
     }
