@@ -23,6 +23,10 @@ worker's warm-up and its first two turns, so what is printed is warm turns only:
 
 with the load average. Times are the server's own (``clock_gettime``), printed,
 never asserted.
+
+``--perf FILE``: also ``perf record`` the worker connection's backend while it
+serves the measured turns (``perf report -i FILE --sort sym`` then says which of
+the server's C functions the turn's CPU is spent in).
 """
 
 from __future__ import annotations
@@ -102,7 +106,7 @@ def _base(url: str) -> str:
     return base + ("?" + "&".join(kept) if kept else "")
 
 
-async def main_async(url: str, turns: int) -> dict[str, Any]:
+async def main_async(url: str, turns: int, perf: str | None = None) -> dict[str, Any]:
     schema = f"prof_{uuid.uuid4().hex[:12]}"
     surl = f"{url}{'&' if '?' in url else '?'}schema={schema}"
     admin = await asyncpg.connect(_base(url))
@@ -116,9 +120,17 @@ async def main_async(url: str, turns: int) -> dict[str, Any]:
             await admin.execute("SELECT pg_stat_reset()")
             data_dir = await admin.fetchval("SHOW data_directory")
             pid = await store._run(lambda conn: conn.fetchval("SELECT pg_backend_pid()"))  # type: ignore[attr-defined]
+            rec = None if perf is None else subprocess.Popen(
+                ["perf", "record", "-F", "4999", "-g", "-o", perf, "-p", str(pid)],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            if rec is not None:
+                await asyncio.sleep(0.5)  # perf attached
             server0, backend0 = _server_cpu(data_dir), _cpu_ns(pid)
             await _serve(store, turns)
             server1, backend1 = _server_cpu(data_dir), _cpu_ns(pid)
+            if rec is not None:
+                rec.send_signal(2)
+                rec.wait(30)
             await asyncio.sleep(0.6)  # backends flush their function statistics at most every 0.5 s
             await store.close()
             store = None
@@ -141,7 +153,8 @@ async def main_async(url: str, turns: int) -> dict[str, Any]:
         "functions": [[r["funcname"], r["calls"] / turns, r["total_time"] / turns, r["self_time"] / turns] for r in funcs],
         "statements": [
             [r["toplevel"], r["calls"] / turns, r["plans"] / turns, r["total_exec_time"] / turns,
-             r["total_plan_time"] / turns, " ".join(r["query"].split())[:110]]
+             r["total_plan_time"] / turns, " ".join(r["query"].split())[:110],
+             r["toplevel"] and any(f in r["query"] for f in ("hitl_acquire_append(", "hitl_append_release("))]
             for r in stmts
         ],
         "cold": cold,
@@ -156,7 +169,7 @@ def _print(name: str, res: dict[str, Any]) -> None:
     for f, c, t, s in res["functions"]:
         print(f"| {f} | {c:.2f} | {t:.3f} | {s:.3f} |")
     print("\n| top | calls/turn | plans/turn | exec ms/turn | plan ms/turn | statement |\n|---|---|---|---|---|---|")
-    for top, c, p, e, pl, q in res["statements"]:
+    for top, c, p, e, pl, q, _write in res["statements"]:
         q = q.replace("|", "\\|")
         print(f"| {'yes' if top else 'no'} | {c:.2f} | {p:.2f} | {e:.3f} | {pl:.3f} | `{q}` |")
     print()
@@ -172,10 +185,11 @@ def main() -> None:
     ap.add_argument("--turns", type=int, default=100, choices=range(1, 101), metavar="1..100")
     ap.add_argument("--tree", help="another checkout: profiled in a process of its own, first")
     ap.add_argument("--rounds", type=int, default=1, help="before/after pairs, interleaved (the tables: the last)")
+    ap.add_argument("--perf", metavar="FILE", help="perf record the worker's backend during the turns (one round)")
     ap.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.json:
-        print(json.dumps(asyncio.run(main_async(a.url, a.turns))))
+        print(json.dumps(asyncio.run(main_async(a.url, a.turns, a.perf))))
         return
     runs: dict[str, list[dict[str, Any]]] = {}
     loads: dict[str, list[str]] = {}
@@ -183,7 +197,8 @@ def main() -> None:
         for label, tree in ([("before", a.tree)] if a.tree else []) + [("this tree", str(ROOT))]:
             env = dict(os.environ, HITL_BENCH_TREE=tree, PYTHONPATH=tree)
             load0 = os.getloadavg()[0]
-            out = subprocess.run([sys.executable, __file__, "--url", a.url, "--turns", str(a.turns), "--json"],
+            extra = ["--perf", a.perf] if a.perf else []
+            out = subprocess.run([sys.executable, __file__, "--url", a.url, "--turns", str(a.turns), "--json", *extra],
                                  env=env, check=True, capture_output=True, text=True, cwd=tree).stdout
             runs.setdefault(f"{label} ({tree})", []).append(json.loads(out))
             loads.setdefault(f"{label} ({tree})", []).append(f"{load0:.1f}->{os.getloadavg()[0]:.1f}")
@@ -191,9 +206,9 @@ def main() -> None:
         _print(f"{name}, the last of {len(results)} round(s), load {loads[name][-1]}", results[-1])
     print("\n| per turn, every round (ms) | " + " | ".join(runs) + " |\n|---|" + "---|" * len(runs))
     rows = {
+        # (matched on the whole text: a statement's first words need not name its function)
         "the turn's two writes, executed (pg_stat_statements)": lambda r: sum(
-            e for top, _c, _p, e, _pl, q in r["statements"]
-            if top and ("hitl_acquire_append" in q or "hitl_append_release" in q)),
+            e for _top, _c, _p, e, _pl, _q, write in r["statements"] if write),
         **{k: (lambda r, k=k: r["cpu"][k]) for k in next(iter(runs.values()))[0]["cpu"]},
         **{k: (lambda r, k=k: r["cold"][k]) for k in next(iter(runs.values()))[0]["cold"]},
     }

@@ -7,7 +7,12 @@ writer shares this path (turns, operations, workers), so the two are held to
 each other over random event sequences on the real server: the same seqs, the
 same rows in every table the append maintains, the same notifications, and the
 same errors with nothing written. And it is counted: a worker's one-node turn
-calls no per-event function at all."""
+calls no per-event function at all.
+
+The statements send a batch's events as one JSON parameter, split into the
+functions' arrays on the server; the reference side of the property test sends
+them as the sixteen array parameters it took before, so the split is held to
+the same results too."""
 
 from __future__ import annotations
 
@@ -26,15 +31,39 @@ from engine.models import Event
 from engine.store import open_store
 from engine.store.postgres import SCHEMA_VERSION, PostgresStore
 from engine.store.postgres.schema import _notify_once_per_statement
-from engine.store.postgres.statements import _APPEND_MANY_SQL, _append_many_args
+from engine.store.postgres.statements import (
+    _ACQUIRE_APPEND_SQL,
+    _APPEND_MANY_SQL,
+    _APPEND_RELEASE_SQL,
+    _append_many_args,
+)
+from engine.store.postgres.workers import _SETTLE_CLAIM_SQL, _SETTLE_SQL
 from engine.store.sql.prepared import Prepared
 from tests.contract.builders import pg_fresh_url
 from tests.reliability.test_worker_turn_cost import _queued, _serve
 
 pytestmark = pytest.mark.postgres
 
-_EACH_SQL = _APPEND_MANY_SQL.replace("hitl_append_many", "hitl_append_each")
-"""The same statement through version 10's per-event loop: the reference."""
+_EACH_SQL = (
+    "SELECT hitl_append_each($1, $2, $3, $4, $5, $6, $7, $8::text[]::float8[], $9, $10, $11::text[]::jsonb[],"
+    " $12::text[]::jsonb[], $13::text[]::jsonb[], $14::text[]::boolean[], $15, $16, $17, $18, $19, $20)"
+)
+"""Version 10's per-event loop, its events as sixteen array parameters (as the
+store sent them before the one JSON parameter): the reference."""
+
+
+def _array_args(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """:data:`_EACH_SQL`'s arguments for the same statement: each field of the JSON
+    rows an array, as text (the old client's encoding, written out again here)."""
+    cols: list[list[Any]] = [[] for _ in range(16)]
+    for row in json.loads(args[4]):
+        for i, v in enumerate(row):
+            if i in (6, 7, 8):  # delta, opened, resolved: JSON values (None: no delta)
+                v = None if v is None else json.dumps(v)
+            elif i == 9:
+                v = None if v is None else ("true" if v else "false")
+            cols[i].append(v)
+    return (*args[:4], *cols)
 
 _STORES: dict[str, dict[str, Any]] = {}
 """Two migrated schemas (per-event, set-based), created once per test process."""
@@ -152,7 +181,7 @@ async def test_set_based_appends_write_what_the_per_event_loop_writes(
             args = (*built[:3], now, *built[4:])
             heard["each"].clear()
             heard["set"].clear()
-            each = await _append(conns["each"], _EACH_SQL, args, heard["each"])
+            each = await _append(conns["each"], _EACH_SQL, _array_args(args), heard["each"])
             got = await _append(conns["set"], _APPEND_MANY_SQL, args, heard["set"])
             assert got == each
             assert await _dump(conns["set"], sid) == await _dump(conns["each"], sid)
@@ -161,6 +190,30 @@ async def test_set_based_appends_write_what_the_per_event_loop_writes(
     finally:
         for conn in conns.values():
             await conn.close()
+
+
+async def test_an_append_statement_sends_no_array_parameter() -> None:
+    """A turn's writes and an append send their events as one text parameter:
+    asyncpg checks no element of an array in Python, and a new connection looks
+    up no array type (before: sixteen array parameters, five of them types
+    asyncpg has no codec for)."""
+    store = await open_store(pg_fresh_url())
+    try:
+        async def params(conn: asyncpg.Connection) -> dict[str, list[str]]:
+            found = {}
+            for name, sql in (("append", _APPEND_MANY_SQL), ("first write", _ACQUIRE_APPEND_SQL),
+                              ("last write", _APPEND_RELEASE_SQL), ("settle", _SETTLE_SQL),
+                              ("settle and claim", _SETTLE_CLAIM_SQL)):
+                found[name] = [t.kind for t in (await conn.prepare(sql)).get_parameters()]
+            return found
+
+        found = await store._run(params)  # type: ignore[attr-defined]
+    finally:
+        await store.close()
+    arrays = {name: kinds.count("array") for name, kinds in found.items()}
+    assert arrays == {"append": 0, "first write": 0, "last write": 0, "settle": 0,
+                      "settle and claim": 6}  # the claim's own: its apps, skip list and versions
+    assert len(found["first write"]) == 8 and len(found["last write"]) == 8  # 23 each before
 
 
 async def _function_calls(url: str, turns: int) -> dict[str, int]:

@@ -123,7 +123,7 @@ async def test_a_turns_first_and_last_writes_dropped_mid_transaction_land_once(
     async with PostgresStore.open(url, busy_timeout=30) as store:
         for query, call in (
             (
-                "%SELECT * FROM hitl_acquire_append%",
+                "%, hitl_acquire_append(%",
                 lambda: store.acquire_and_append("s1", "i1", [user_msg("i1", "first write")], owner="me", ttl=60),
             ),
             (

@@ -98,31 +98,43 @@ def _cols(alias: str, cols: str) -> str:
     return ", ".join(f"{alias}.{c.strip()}" for c in cols.split(","))
 
 
-def _call(select: str, function: str, n: int, as_text: dict[int, str]) -> str:
-    """``SELECT <select> hitl_fn($1, ..., $n)``, the parameters in ``as_text``
-    (position: array type) sent as ``text[]`` and cast by the server. asyncpg
-    has no built-in codec for ``boolean[]``, ``double precision[]`` or ``jsonb[]``: a new
-    connection's first use of a statement with one introspects the type, six
-    more round trips on every cold ``hitl resume``
-    (tests/reliability/test_postgres_batch.py counts them)."""
-    args = ", ".join(f"${i}::text[]::{as_text[i]}" if i in as_text else f"${i}" for i in range(1, n + 1))
-    return f"SELECT {select}{function}({args})"
-
-
-_APPEND_MANY_SQL = _call("", "hitl_append_many", 20, {8: "float8[]", 11: "jsonb[]", 12: "jsonb[]", 13: "jsonb[]", 14: "boolean[]"})
-
-
-_TURN_TEXT = {11: "float8[]", 14: "jsonb[]", 15: "jsonb[]", 16: "jsonb[]", 17: "boolean[]"}
-
-_ACQUIRE_APPEND_SQL = _call("* FROM ", "hitl_acquire_append", 23, _TURN_TEXT)
-
-
-_CREATE_ACQUIRE_APPEND_SQL = _call(
-    "* FROM ", "hitl_create_acquire_append", 25, {i + 2: t for i, t in _TURN_TEXT.items()}
+_ROW_FIELDS = (
+    "x->>0", "x->>1", "x->>2", "(x->>3)::float8", "x->>4", "x->>5", "nullif(x->6, 'null')", "x->7", "x->8",
+    "(x->>9)::boolean", "x->>10", "x->>11", "x->>12", "x->>13", "x->>14", "x->>15",
 )
+"""How the server reads each field of an event's row (:func:`_append_many_args`)
+into the append functions' sixteen arrays, in their order."""
 
 
-_APPEND_RELEASE_SQL = _call("", "hitl_append_release", 23, _TURN_TEXT)
+def _call(select: str, function: str, n: int) -> str:
+    """``SELECT <select> hitl_fn($1, ..., $n, <the sixteen arrays>)``: the events
+    come as ONE parameter, ``$(n + 1)``, a JSON array of rows (one per event,
+    :func:`_append_many_args`), split into the function's arrays by one aggregate
+    in the same statement. Sixteen array parameters cost the client a Python
+    type check per element (asyncpg's encoder: ~6 % of a worker's CPU) and a new
+    connection six type look-ups (asyncpg has no built-in codec for
+    ``boolean[]``, ``double precision[]`` or ``jsonb[]``); one text parameter
+    costs neither, and the server parses one jsonb value instead of sixteen
+    array literals and five casts. The aggregates take the rows in the order
+    ``jsonb_array_elements`` returns them (an aggregate over a function scan,
+    no sort between): the events' order (tests/reliability/test_append_set.py
+    holds the results to the per-event path's)."""
+    args = ", ".join(f"${i}" for i in range(1, n + 1))
+    cols = ", ".join(f"array_agg({f}) AS c{i}" for i, f in enumerate(_ROW_FIELDS))
+    rows = f"(SELECT {cols} FROM jsonb_array_elements(${n + 1}::text::jsonb) AS x) AS r"
+    arrays = ", ".join(f"r.c{i}" for i in range(len(_ROW_FIELDS)))
+    if select:  # a set-returning call: FROM the rows, then the function
+        return f"SELECT f.* FROM {rows}, {function}({args}, {arrays}) AS f"
+    return f"SELECT {function}({args}, {arrays}) FROM {rows}"
+
+
+_APPEND_MANY_SQL = _call("", "hitl_append_many", 4)
+
+_ACQUIRE_APPEND_SQL = _call("*", "hitl_acquire_append", 7)
+
+_CREATE_ACQUIRE_APPEND_SQL = _call("*", "hitl_create_acquire_append", 9)
+
+_APPEND_RELEASE_SQL = _call("", "hitl_append_release", 7)
 
 
 def _stored(session_id: str, prepared: list[Prepared], last: int | None) -> list[StoredEvent]:
@@ -139,29 +151,19 @@ def _stored(session_id: str, prepared: list[Prepared], last: int | None) -> list
 def _append_many_args(
     session_id: str, prepared: list[Prepared], expected_seq: int | None, lease_owner: str | None
 ) -> tuple[Any, ...]:
-    """The arguments of ``hitl_append_many``: one array per field of ``hitl_append``'s."""
-    cols: list[list[Any]] = [[] for _ in range(16)]
+    """The arguments of ``hitl_append_many`` as :func:`_call` sends them: the
+    session, the expected seq, the lease's owner, the time, and the events as one
+    JSON text, a row per event with ``hitl_append``'s fields in order."""
+    rows = []
     for p in prepared:
         opened = {iid: [iid, path, name, args] for iid, path, name, args in p.opened}  # last wins, as in SQLite
-        audit = p.audit or (None, None, None, None)
-        row = (
-            p.json,
-            p.event_id,
-            p.invocation_id,
-            repr(float(p.timestamp)),  # as text: see _call
-            p.path,
-            p.kind,
-            None if p.delta is None else to_json(p.delta).decode(),
-            to_json(list(opened.values())).decode(),
-            to_json(p.resolved).decode(),
-            None if p.cancel is None else ("true" if p.cancel else "false"),  # as text: see _call
-            p.invocation_status,
-            p.new_message,
-            *audit,
-        )
-        for col, value in zip(cols, row, strict=True):
-            col.append(value)
-    return (session_id, expected_seq, lease_owner, time.time(), *cols)
+        rows.append([
+            p.json, p.event_id, p.invocation_id,
+            repr(float(p.timestamp)),  # as text: the same double back (a JSON number would go through numeric)
+            p.path, p.kind, p.delta, list(opened.values()), p.resolved, p.cancel, p.invocation_status,
+            p.new_message, *(p.audit or (None, None, None, None)),
+        ])
+    return (session_id, expected_seq, lease_owner, time.time(), to_json(rows).decode())
 
 
 async def _seq_of_event(conn: asyncpg.Connection, *, session_id: str, event_id: str) -> int | None:

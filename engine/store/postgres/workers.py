@@ -306,16 +306,16 @@ _FINISH_SQL = (
 0 (runnable: workers wake) or -1 (gone: only followers care)."""
 
 _SETTLE_WITH = (
-    f"WITH a AS MATERIALIZED ({_APPEND_RELEASE_SQL} AS last),"
-    " d AS (DELETE FROM turn_requests WHERE session_id = $24 AND invocation_id = $25 AND claimed_by = $26"
-    " AND requested_at = $27 RETURNING 1),"
-    " u AS (UPDATE turn_requests SET claimed_by = NULL, claimed_until = NULL WHERE session_id = $24"
-    " AND invocation_id = $25 AND claimed_by = $26 AND requested_at <> $27 RETURNING 1)"
+    f"WITH a (last) AS MATERIALIZED ({_APPEND_RELEASE_SQL}),"
+    " d AS (DELETE FROM turn_requests WHERE session_id = $9 AND invocation_id = $10 AND claimed_by = $11"
+    " AND requested_at = $12 RETURNING 1),"
+    " u AS (UPDATE turn_requests SET claimed_by = NULL, claimed_until = NULL WHERE session_id = $9"
+    " AND invocation_id = $10 AND claimed_by = $11 AND requested_at <> $12 RETURNING 1)"
 )
 _SETTLE_COLS = (
-    " SELECT (SELECT last FROM a), EXISTS (SELECT 1 FROM d), pg_notify($28, json_build_object('s', $24::text,"
+    " SELECT (SELECT last FROM a), EXISTS (SELECT 1 FROM d), pg_notify($13, json_build_object('s', $9::text,"
     " 'q', CASE WHEN EXISTS (SELECT 1 FROM u) THEN 0 ELSE -1 END)::text)::text,"
-    " (SELECT pg_notify($29, json_build_object('s', $24::text, 'q', 0)::text) FROM u)::text"
+    " (SELECT pg_notify($14, json_build_object('s', $9::text, 'q', 0)::text) FROM u)::text"
 )
 _SETTLE_SQL = _SETTLE_WITH + _SETTLE_COLS
 """A worker's turn's last write (``hitl_append_release``: its events, snapshot and
@@ -323,7 +323,7 @@ lease's release) and :data:`_FINISH_SQL`'s finish of the request it ran, in one
 statement: all or nothing (an append refused fails the whole statement)."""
 
 _SETTLE_CLAIM_SQL = (
-    f"{_SETTLE_WITH}, {_claim_ctes(30, besides=(24, 25))}{_SETTLE_COLS}, {_CLAIM_COLS}{_READ_COLS}"
+    f"{_SETTLE_WITH}, {_claim_ctes(15, besides=(9, 10))}{_SETTLE_COLS}, {_CLAIM_COLS}{_READ_COLS}"
     f" FROM (VALUES (1)) AS one (x) LEFT JOIN c ON true{_READ_JOINS}"
 )
 """:data:`_SETTLE_SQL` and :data:`_CLAIM_READ_SQL` in one statement: a turn's last
