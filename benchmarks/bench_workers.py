@@ -18,9 +18,10 @@ round, and prints the median of the rounds per row, with the load average.
   worker process that is already waiting (woken by LISTEN on PostgreSQL, by
   the ``data_version`` poll on SQLite) -- next to :func:`engine.operations.answer`
   in the answering process (the app's code there);
-* turns per second with 1, 4 and 16 worker processes (concurrency 2 each,
-  each started -- its connections warmed, its heartbeat row written -- before it
-  is measured, as the reference's are):
+* turns per second with 1, 4 and 16 worker processes, concurrency 2 each (or
+  ``--concurrency N``, the reference's workers alike; ``hitl worker``'s default is
+  4), each started -- its connections warmed, its heartbeat row written -- before
+  it is measured, as the reference's are:
   *answered live*, N answers queued one after another while the workers run,
   until every turn settled; *backlog*, N answers queued before the workers are
   let go (as the reference's jobs are deferred before its workers take them) --
@@ -95,10 +96,12 @@ COUNTS = (1, 4, 16)
 
 
 class Shape:
-    """The app the workers serve, and the answer each session's interrupt takes."""
+    """The app the workers serve, the answer each session's interrupt takes, and
+    each worker's concurrency (the reference's workers get the same)."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, concurrency: int = 2) -> None:
         self.spec = "one" if name == "one" else "crash"
+        self.concurrency = concurrency
         [(self.app, self.workflow)] = worker_apps({"app": self.spec}).items()
         self.answers: dict[str, dict[str, Any]] = {}
 
@@ -133,7 +136,7 @@ class Pool:
         ctx = context()
         ready = os.path.join(tmp, f"ready-{uuid.uuid4().hex[:6]}")
         self.go = f"{ready}.go" if hold else None
-        spec = {"db": url, "effects": os.path.join(tmp, "effects"), "concurrency": 2, "ready": ready,
+        spec = {"db": url, "effects": os.path.join(tmp, "effects"), "concurrency": shape.concurrency, "ready": ready,
                 "heartbeat": 1.0, "app": shape.spec, "go": self.go}
         self.procs = [ctx.Process(target=worker_child, args=(spec,), daemon=True) for _ in range(count)]
         for p in self.procs:
@@ -363,13 +366,13 @@ def _from_first_claim(store: Any, sql: list[str]) -> None:
 
 
 async def turn_cost(url: str, sids: list[str], shape: Shape) -> dict[str, float]:
-    """One in-process worker (concurrency 2) serves ``sids``' answers, queued before it starts."""
+    """One in-process worker (``shape.concurrency``) serves ``sids``' answers, queued before it starts."""
     await queue_all(url, sids, shape)
     pg = url.startswith("postgres")
     wstore = await open_store(url, inline=True)  # SQLite: on this thread, so its statements can be traced
     sql: list[str] = []
     results: list[Any] = []
-    worker = Worker(wstore, {shape.app: shape.workflow}, concurrency=2, heartbeat=60, deadlines=False,
+    worker = Worker(wstore, {shape.app: shape.workflow}, concurrency=shape.concurrency, heartbeat=60, deadlines=False,
                     on_result=results.append)
     if not pg:
         wstore._driver._raw.set_trace_callback(sql.append)  # type: ignore[attr-defined]
@@ -435,11 +438,11 @@ def bench(url: str, tmp: str, n_lat: int, n_tp: int, shape: Shape) -> dict[str, 
     return res
 
 
-def reference(python: str, url: str, jobs: int) -> dict[str, Any]:
+def reference(python: str, url: str, jobs: int, concurrency: int) -> dict[str, Any]:
     """procrastinate's no-op jobs/s on the same server (its own venv: procrastinate_ref.py)."""
     script = Path(__file__).with_name("procrastinate_ref.py")
     done = subprocess.run(
-        [python, str(script), url, "--jobs", str(jobs), "--workers", *map(str, COUNTS)],
+        [python, str(script), url, "--jobs", str(jobs), "--concurrency", str(concurrency), "--workers", *map(str, COUNTS)],
         capture_output=True, text=True, timeout=900, check=False,
     )
     if done.returncode != 0:
@@ -497,10 +500,12 @@ def main() -> None:
                     help="the python of a venv with procrastinate: its jobs/s side by side (PostgreSQL)")
     ap.add_argument("--before", metavar="TREE", help="a checkout of the code before: measured side by side")
     ap.add_argument("--rounds", type=int, default=1, help="with --before: before/after pairs, interleaved")
+    ap.add_argument("--concurrency", type=int, default=2,
+                    help="each worker process's, ours and the reference's alike (hitl worker's default: 4)")
     ap.add_argument("--json", metavar="PATH", help=argparse.SUPPRESS)  # one side's results (--before)
     args = ap.parse_args()
     Sent.install()
-    shape = Shape(args.shape)
+    shape = Shape(args.shape, args.concurrency)
     pg = os.environ.get("HITL_BENCH_PG_URL") or os.environ.get("HITL_TEST_PG_URL")
     if args.json:
         Path(args.json).write_text(json.dumps(measure(args, pg, shape)))
@@ -508,7 +513,8 @@ def main() -> None:
     sides: dict[str, list[dict[str, Any]]] = {}
     refs: list[dict[str, Any]] = []
     want_ref = args.reference and pg and args.only != "SQLite"
-    argv = [f"--latency={args.latency}", f"--sessions={args.sessions}", f"--shape={args.shape}"]
+    argv = [f"--latency={args.latency}", f"--sessions={args.sessions}", f"--shape={args.shape}",
+            f"--concurrency={args.concurrency}"]
     argv += [f"--only={args.only}"] if args.only else []
     for _ in range(max(1, args.rounds) if args.before else 1):
         if args.before:
@@ -517,7 +523,7 @@ def main() -> None:
         else:
             sides.setdefault("", []).append(measure(args, pg, shape))
         if want_ref:
-            refs.append(reference(args.reference, pg, args.sessions))
+            refs.append(reference(args.reference, pg, args.sessions, args.concurrency))
     ref = median_of(refs) if refs else None
     results = {f"{name} {label}".strip(): r for label, rounds in sides.items()
                for name, r in median_of(rounds).items()}
@@ -527,7 +533,8 @@ def main() -> None:
 def print_table(args: argparse.Namespace, results: dict[str, Any], ref: dict[str, Any] | None, *, rounds: int) -> None:
     names = list(results)
     print(f"\nworkers vs in-process resume, shape {args.shape!r} ({args.latency} timed answers, "
-          f"{args.sessions} per throughput run; {os.cpu_count()} cores; median of {rounds} round(s))\n")
+          f"{args.sessions} per throughput run; concurrency {args.concurrency} per worker process; "
+          f"{os.cpu_count()} cores; median of {rounds} round(s))\n")
     width = max(14, *(len(n) + 2 for n in names))
     print(f"{'':<46}" + "".join(f"{n:>{width}}" for n in names))
 

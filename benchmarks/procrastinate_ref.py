@@ -7,8 +7,8 @@ of its own (it imports nothing from ``engine``)::
     /tmp/procr/bin/python benchmarks/procrastinate_ref.py postgresql://... --jobs 200 --workers 1 4 16
 
 For each worker count: a fresh schema (procrastinate's own, applied by it), that
-many worker processes (concurrency 2 each, LISTEN/NOTIFY on, as the hitl worker
-processes are run), each ready and waiting before the jobs are deferred in one
+many worker processes (concurrency 2 each, or ``--concurrency N``; LISTEN/NOTIFY on, as
+the hitl worker processes are run), each ready and waiting before the jobs are deferred in one
 batch; the time from the defer until every job is done. Prints one JSON line:
 ``{"1": jobs/s, "4": ..., "16": ..., "cpu": {"1": worker CPU seconds per job, ...},
 "server": {"1": the server's CPU seconds per job, ...}}`` (the server's: its processes'
@@ -47,12 +47,12 @@ def with_schema(url: str, schema: str) -> str:
     return f"{url}{'&' if '?' in url else '?'}options={quote(f'-csearch_path={schema}')}"
 
 
-def worker_main(conninfo: str, ready: str) -> None:
+def worker_main(conninfo: str, ready: str, concurrency: int) -> None:
     app = make_app(conninfo)
 
     async def main() -> None:
         async with app.open_async():
-            task = asyncio.ensure_future(app.run_worker_async(concurrency=2, install_signal_handlers=False,
+            task = asyncio.ensure_future(app.run_worker_async(concurrency=concurrency, install_signal_handlers=False,
                                                               delete_jobs="never"))
             await asyncio.sleep(0.3)  # its LISTEN is up
             with open(ready, "a", encoding="utf-8") as fh:
@@ -98,7 +98,7 @@ def server_cpu(postmaster: int) -> float:
     return cpu(children)
 
 
-async def run_once(url: str, jobs: int, workers: int, tmp: str) -> tuple[float, float, float]:
+async def run_once(url: str, jobs: int, workers: int, tmp: str, concurrency: int) -> tuple[float, float, float]:
     import psycopg
 
     schema = f"procr_{uuid.uuid4().hex[:10]}"
@@ -112,7 +112,7 @@ async def run_once(url: str, jobs: int, workers: int, tmp: str) -> tuple[float, 
         await app.schema_manager.apply_schema_async()
         ready = os.path.join(tmp, f"ready-{schema}")
         ctx = multiprocessing.get_context("spawn")
-        procs = [ctx.Process(target=worker_main, args=(conninfo, ready), daemon=True) for _ in range(workers)]
+        procs = [ctx.Process(target=worker_main, args=(conninfo, ready, concurrency), daemon=True) for _ in range(workers)]
         for p in procs:
             p.start()
         deadline = time.monotonic() + 120
@@ -147,13 +147,14 @@ def main() -> None:
     ap.add_argument("url")
     ap.add_argument("--jobs", type=int, default=200)
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 4, 16])
+    ap.add_argument("--concurrency", type=int, default=2, help="each worker process's")
     args = ap.parse_args()
     import tempfile
 
     out: dict[str, object] = {"cpu": {}, "server": {}}
     with tempfile.TemporaryDirectory() as tmp:
         for n in args.workers:
-            rate, used, served = asyncio.run(run_once(args.url, args.jobs, n, tmp))
+            rate, used, served = asyncio.run(run_once(args.url, args.jobs, n, tmp, args.concurrency))
             out[str(n)] = rate
             out["cpu"][str(n)] = used  # type: ignore[index]
             out["server"][str(n)] = served  # type: ignore[index]
