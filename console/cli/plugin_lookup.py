@@ -66,12 +66,13 @@ class _ImportedOnFirstRead(ModuleType):
         return on_first_call
 
     def _module(self) -> ModuleType:
-        import importlib
         import sys
 
         if sys.modules.get(self.__name__) is self:  # not the stand-in again
             del sys.modules[self.__name__]
-        return importlib.import_module(self.__name__)
+        import importlib.metadata  # the one module this stands in for, by its fixed name
+
+        return importlib.metadata
 
 
 def _import_plugin_loader() -> None:
