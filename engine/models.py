@@ -57,6 +57,13 @@ class NodeStatus(enum.StrEnum):
         return self in (NodeStatus.COMPLETED, NodeStatus.FAILED, NodeStatus.CANCELLED)
 
 
+REDRIVABLE = (NodeStatus.FAILED, NodeStatus.RUNNING, NodeStatus.PENDING, None)
+"""Root statuses a re-drive accepts (None: a message and no root run yet): the rule
+the console offers R by (engine.views.allowed_actions) and a re-drive's turn checks
+(engine.operator_actions.check_redrivable) -- here, so that the turn's check does
+not import the views (with their replay: ~15 ms of a worker's first turn)."""
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
 

@@ -21,7 +21,7 @@ from .liveness import (
     in_doubt_paths,
     is_mid_run,
 )
-from .models import Event, NodeInfo, NodeStatus
+from .models import REDRIVABLE, Event, NodeInfo, NodeStatus
 from .projection import Projection
 from .resume import ResumeTarget, load_invocation
 from .store.base import SessionStore
@@ -193,8 +193,6 @@ def check_not_cancelled(proj: Projection, invocation_id: str, what: str) -> None
 
 def check_redrivable(proj: Projection, invocation_id: str) -> None:
     check_not_cancelled(proj, invocation_id, "re-drive refused")
-    from .views import REDRIVABLE
-
     status = proj.invocation_status(invocation_id)
     if status not in REDRIVABLE:  # the rule the console offers R by (engine.views.allowed_actions)
         raise NotRedrivableError(

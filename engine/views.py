@@ -53,7 +53,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
 
-from .models import Event, NodeStatus, parent_path
+from .models import REDRIVABLE, Event, NodeStatus, parent_path
 from .projection import Change, Interrupt, NodeRun, Projection
 from .replay import DiffRow, Marker, Replay, Step, diff
 from .status import DisplayStatus, status_word
@@ -620,10 +620,6 @@ class Allowed:
     """The root run's status (None: no run yet)."""
     cancelled: dict[str, Any] | None
     """The cancel record, when the invocation was cancelled (final)."""
-
-
-REDRIVABLE = (NodeStatus.FAILED, NodeStatus.RUNNING, NodeStatus.PENDING, None)
-"""Root statuses a re-drive accepts (None: a message and no root run yet)."""
 
 
 def allowed_actions(proj: Projection, invocation_id: str) -> Allowed:

@@ -8,6 +8,9 @@ cancel out.
   request for the slot it leaves (PostgreSQL, a backlog): nothing changed for
   the loop -- the slot is taken again, there is nothing more to claim -- and each
   wake-up is a wait, a timer and a task of the event loop.
+* A worker process's turns import nothing: what they use is imported when the
+  worker starts, not inside its first turn (a re-drive's check imported the
+  console's views, with their replay, for one tuple of statuses: ~15 ms).
 * The turn folds each event into its projection once: the first events are
   planned on the turn's own projection (no copy folded separately), and the
   last write's events are the ones its snapshot was computed from (not folded a
@@ -16,6 +19,10 @@ cancel out.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -104,3 +111,51 @@ async def test_a_worker_turn_folds_each_event_once(tmp_path: Path, monkeypatch: 
         assert await _per_turn(store, path, forks, more=3) == 2  # the turn's own copy, and the last write's (3 on main)
     finally:
         await store.close()
+
+
+FIRST_TURNS = r"""
+import asyncio, json, sys
+from engine.store import open_store
+from engine.worker import Worker
+from tests.reliability.test_worker_turn_cost import APP, SIMPLE
+
+async def main(path):
+    store = await open_store(path)
+    loaded, results = [], []
+    serve = Worker._serve
+
+    async def first(self, *a, **kw):
+        if not loaded:
+            loaded.append(set(sys.modules))
+        return await serve(self, *a, **kw)
+
+    Worker._serve = first
+    worker = Worker(store, {APP: SIMPLE}, concurrency=1, heartbeat=600, deadlines=False, on_result=results.append)
+    task = asyncio.ensure_future(worker.run())
+    for _ in range(3000):
+        if len(results) == 2 or task.done():
+            break
+        await asyncio.sleep(0.01)
+    worker.stop()
+    await task
+    await store.close()
+    print(json.dumps({"ran": [r.outcome for r in results], "imported": sorted(set(sys.modules) - loaded[0])}))
+
+asyncio.run(main(sys.argv[1]))
+"""
+"""A fresh worker process serving two queued answers: the modules imported from its
+first turn's start to its exit."""
+
+
+async def test_a_worker_process_turns_import_nothing(tmp_path: Path) -> None:
+    path = str(tmp_path / "first.sqlite")
+    await _queued(path, 2, "f")
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, "-c", FIRST_TURNS, path], capture_output=True, text=True, cwd=root,
+                         env=env, timeout=300, check=False)
+    assert out.returncode == 0, out.stderr[-2000:]
+    got = json.loads(out.stdout.splitlines()[-1])
+    assert got["ran"] == ["ran", "ran"]
+    # On the tree before: engine.views, engine.replay and engine.markers, inside the first turn.
+    assert got["imported"] == []
