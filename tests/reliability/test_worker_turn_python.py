@@ -23,6 +23,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,15 +37,18 @@ from tests.reliability.test_worker_turn_cost import _queued, _serve
 
 
 class _Calls:
-    """Counts the calls of one function of a class while the test runs."""
+    """Counts the calls of one function of a class while the test runs (``only``: the
+    calls whose arguments it accepts)."""
 
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, cls: type, name: str) -> None:
+    def __init__(
+        self, monkeypatch: pytest.MonkeyPatch, cls: type, name: str, only: Callable[..., bool] | None = None
+    ) -> None:
         self.n = 0
         original = getattr(cls, name)
         counter = self
 
         def counted(*a: Any, **kw: Any) -> Any:
-            counter.n += 1
+            counter.n += only is None or only(*a, **kw)
             return original(*a, **kw)
 
         monkeypatch.setattr(cls, name, counted)
@@ -61,23 +65,6 @@ async def _per_turn(store: Any, url: str, calls: _Calls, more: int = 5) -> float
     return (counts[1] - counts[0]) / (more - 1)
 
 
-class _FreedSlots(_Calls):
-    """Counts the wake-ups that say only "a slot is free" (``Waker.poke(news=False)``:
-    a turn ended and left its slot empty), not the loop's waits: a wait can also end
-    at its timeout, which a loaded machine reaches in one run and not the other."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.n = 0
-        original = Waker.poke
-        counter = self
-
-        def counted(waker: Waker, *, news: bool = True) -> None:
-            counter.n += not news
-            original(waker, news=news)
-
-        monkeypatch.setattr(Waker, "poke", counted)
-
-
 @pytest.mark.postgres
 async def test_a_backlog_turn_does_not_wake_the_workers_loop(monkeypatch: pytest.MonkeyPatch) -> None:
     url = pg_fresh_url()
@@ -85,7 +72,10 @@ async def test_a_backlog_turn_does_not_wake_the_workers_loop(monkeypatch: pytest
     try:
         await _queued(url, 2, "warm")
         await _serve(store, 2)
-        freed = _FreedSlots(monkeypatch)
+        # The wake-ups that say only "a slot is free" (``Waker.poke(news=False)``: a turn
+        # ended and left its slot empty), not the loop's waits: a wait can also end at its
+        # timeout, which a loaded machine reaches in one run and not the other.
+        freed = _Calls(monkeypatch, Waker, "poke", only=lambda _waker, *, news=True: not news)
         # Each turn's last write claims the next request for the slot it leaves: only
         # the backlog's last turn wakes the loop to say its slot is free, not every
         # turn (1 per turn on main).
