@@ -64,13 +64,11 @@ process rows in the same repetitions; ``--venv``: the resume row also run by the
 of a fresh venv per tree, see cold_venv.py) and ``python benchmarks/profile_cold.py --process
 --events 10000 --commands resume,help,sessions,inbox --ab /tmp/before --venv /tmp/venvs``
 (instructions, load-independent). Instructions of the whole ``hitl resume --app`` (10,000 events),
-main before cold38 (37c9ac7) -> cold38 -> cold51 (importlib.metadata not imported by a spared plugin
-lookup, shutil only by the disk probe): dev 913.9 -> 882.8 -> 855.4 M; installed in a venv 854.5 ->
+main before cold38 (37c9ac7) -> cold38 -> cold51: dev 913.9 -> 882.8 -> 855.4 M; installed in a venv 854.5 ->
 812.6 M (cold38 -> cold51); ``--help``/``sessions``/``inbox`` 256/288/303 M; ``hitl start`` (its
-plugin lookup spared too) 893.1 -> 848.0 M. CPU (medians of 11 interleaved pairs, load 7-9 from
-other work): resume 183.3 -> 180.4 ms, installed 182.5 -> 172.3 ms (at that load read the
-instructions; ~0.2 ms per M quiet). The venv had pydantic 2.14 (the dev environment 2.13). The 120
-ms target is not met. Where the installed resume's ~810 M go (each import's marginal count in the
+plugin lookup spared too) 893.1 -> 848.0 M (~0.2 ms per M quiet). With ``--venv``, three floor rows
+too (cold_venv.FLOORS): the venv's interpreter alone, with asyncio, sqlite3, json and click, and with
+pydantic's BaseModel as well -- what any resume pays before hitl's first line. Where the installed resume's ~810 M go (each import's marginal count in the
 resume's order, without site, GC deferred, exit skipped; approximate): interpreter 28 M; click with
 the stdlib it pulls (re, enum, typing, inspect, uuid, datetime) 112 M; the CLI's group and write
 modules 68 M; asyncio (ssl, socket, concurrent.futures, logging) 91 M; pydantic with pydantic_core,
@@ -78,8 +76,7 @@ annotated_types and typing_extensions 280 M (of it ~900 ``compile()`` calls of s
 ``typing.ForwardRef`` for pydantic_core's TypedDicts); engine.models' classes 18 M; the seven turn
 validators 100 M (pydantic's schema generator, imported on the first build, most of it); the store's
 records and base 31 M; the SQLite store 30 M; the runner, operations, answer gate, app registry 71
-M. Python 3.11's dataclasses exec each generated method's source: ~240 compiles at import, ~72 M (25
-M of them the project's own classes; measured by caching the compiled code, not landed). pydantic
+M. Python 3.11's dataclasses exec each generated method's source: ~240 compiles at import, ~72 M. pydantic
 and the models are ~420 M: the step left is the turn path without pydantic (events as plain classes,
 their JSON written by hand, the stored bytes unchanged), ~430 M, ~90 ms.
 """
@@ -574,6 +571,9 @@ def main(args: argparse.Namespace) -> int:
                 if VENVS:
                     process_row(rep, "the same, installed: a venv's hitl (wheel)", time_installed_resume,
                                 lambda: fresh_copy(templates["hist-10000"], work))
+                    for name, code in cold_venv.FLOORS.items():  # the same venv, whichever tree it holds
+                        out, wall, cpu = _timed_process(cold_venv.floor_argv(VENVS[None], code), cwd=work)
+                        startup.setdefault(name, []).append((wall, cpu) if out.returncode == 0 else sys.exit(out.stderr))
 
     # One record per row: what --save writes and --before reads back.
     rows: list[dict[str, Any]] = []

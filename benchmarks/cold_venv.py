@@ -67,3 +67,19 @@ def resume_env(folder: Path) -> dict[str, str]:
     found from the cwd, ``folder``, as ``--app`` finds an operator's module)."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "HITL_TEST_NO_INSTALL")}
     return {**env, "USER": "bench"}
+
+
+FLOORS = {
+    "floor: the venv's interpreter, nothing imported": "pass",
+    "floor: + asyncio, sqlite3, json, click": "import asyncio, json, sqlite3, click",
+    "floor: + pydantic's BaseModel (the models' base)": "import asyncio, json, sqlite3, click; from pydantic import BaseModel",
+}
+"""What any ``hitl resume`` process pays before a line of hitl runs: the interpreter, the
+standard modules and the CLI framework every command uses, and pydantic, which the
+models are built on (DESIGN.md: "pydantic v2 models"). Each a fresh process of the
+venv's own interpreter (``-c CODE``), the row's CPU being the whole process's."""
+
+
+def floor_argv(hitl: Path, code: str) -> list[str]:
+    """The venv's interpreter (beside its ``hitl`` script) running ``code``."""
+    return [str(hitl.with_name("python")), "-c", code]
