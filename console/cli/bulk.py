@@ -38,7 +38,6 @@ from .loads import resolve_invocation
 from .options import _duration, _operator, _opts, app_spec_option, common, open_store, operator_option, reason_option
 from .options import via_options as resume_via_options
 from .output import fail, out, out_json, run, short
-from .plugin_lookup import skip_empty_plugin_scan
 
 if TYPE_CHECKING:
     from engine.bulk import BulkPlan, Group, ItemPlan, ItemResult, Via
@@ -188,8 +187,7 @@ def bulk_answer(
                 "give a filter (e.g. node=finance_approval amount<50 age>2h) or --item/--items: "
                 "an empty filter would answer every open interrupt"
             )
-        skip_empty_plugin_scan()  # the answers and their turns build validators
-        async with open_store(write=not dry_run) as store:
+        async with open_store(write=not dry_run, validates=True) as store:  # a dry run validates the answers too
             if store.read_only and not dry_run:
                 raise ReadOnlyError("the store is open read-only (--read-only); nothing was written")
             groups = [] if where.empty else bulk.group(await bulk.select(store, where))

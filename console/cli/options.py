@@ -325,12 +325,20 @@ async def page_of(call: Coroutine[Any, Any, T]) -> T:
 
 
 @asynccontextmanager
-async def open_store(*, write: bool, turn: bool = False) -> AsyncIterator[SessionStore]:
+async def open_store(*, write: bool, turn: bool = False, validates: bool | None = None) -> AsyncIterator[SessionStore]:
     """The store at ``--db``; read-only unless the command writes (and no --read-only).
     ``turn``: the command runs a turn, whose first read carries a PostgreSQL store's
     schema check (no round trip of its own; a store that is not current is judged
-    there, with the same lines)."""
+    there, with the same lines). ``validates`` (by default: it writes or runs a
+    turn): the command builds the models' validators, whose plugin lookup is
+    spared when no pydantic plugin is installed (:mod:`console.cli.plugin_lookup`);
+    a read builds none and does not import that module."""
     from engine.store.factory import open_store as open_target
+
+    if (write or turn) if validates is None else validates:
+        from .plugin_lookup import skip_empty_plugin_scan
+
+        skip_empty_plugin_scan()
 
     opts = _opts()
     # inline: the CLI has no UI to keep responsive, so SQL runs on its loop thread (faster appends)

@@ -15,7 +15,6 @@ import click
 from .loads import resolve_invocation
 from .options import _operator, _opts, common, open_store, operator_option, reason_option
 from .output import out, out_json, run
-from .plugin_lookup import skip_empty_plugin_scan
 
 _force_option = click.option("--force", is_flag=True, help="Take over interrupts another operator owns.")
 _invocation_option = click.option(
@@ -34,7 +33,6 @@ def _owner_command(action: str, session_id: str, ids: tuple[str, ...], invocatio
 
         if not ids and invocation is None:
             raise click.UsageError(f"name interrupt ids, or --invocation INV for every open one ({action})")
-        skip_empty_plugin_scan()  # its events are written: validators are built
         async with open_store(write=True) as store:
             inv = await resolve_invocation(store, session_id, invocation) if invocation is not None else None
             fn: Callable[..., Any] = getattr(ownership, action)

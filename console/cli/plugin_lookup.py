@@ -3,7 +3,7 @@
 The first validator a process builds makes pydantic look for plugins through
 importlib.metadata; :func:`skip_empty_plugin_scan` answers that lookup from a
 quick look at the path instead, and keeps importlib.metadata itself unimported.
-Only the commands that run turns import this module (console.cli.writes).
+Only the commands that write or run turns import this module (console.cli.options.open_store).
 """
 
 from __future__ import annotations

@@ -20,7 +20,6 @@ if TYPE_CHECKING:
 
 from .options import _opts, app_spec_option, common, open_store, via_options
 from .output import out, out_json, print_step, run, stopped_hint
-from .plugin_lookup import skip_empty_plugin_scan
 from .workers import say_queued, settle
 
 
@@ -68,7 +67,6 @@ def start(
                     out(red, f"session {sid}  app {app_name}  invocation {s.event.invocation_id}")
             print_step(red, s, opts.json)
 
-        skip_empty_plugin_scan()  # the turn builds validators
         async with open_store(write=True, turn=True) as store:
             done = await operations.start(
                 store, app_name, sid, message, user_id=user_id or _login(), registry=opts.registry, on_step=step,

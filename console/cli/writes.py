@@ -46,7 +46,6 @@ from .output import (  # noqa: F401 (finish, print_step, step_dict, summary_line
     stopped_hint,
     summary_line,
 )
-from .plugin_lookup import skip_empty_plugin_scan
 from .render import render_plan
 from .workers import say_queued, settle
 
@@ -114,7 +113,6 @@ def resume(
         from engine.routing import routed_to_worker
 
         values = parse_answers([*answers, *answer_opts], red)
-        skip_empty_plugin_scan()  # the answer and the turn build validators
         async with open_store(write=not dry_run, turn=True) as store:
             inv = await resolve_invocation(store, session_id, invocation) if invocation is not None else None
             if dry_run:
@@ -177,7 +175,6 @@ def redrive(
     async def body() -> None:
         from engine import operations
 
-        skip_empty_plugin_scan()  # the turn builds validators
         async with open_store(write=True) as store:
             session = await store.get_session(session_id)
             inv = await resolve_invocation(store, session_id, invocation)
@@ -210,7 +207,6 @@ def cancel(session_id: str, invocation: str, operator: str | None, reason: str |
         from engine.models import NodeStatus
         from engine.resume import load_invocation
 
-        skip_empty_plugin_scan()  # its events are read and written: validators are built
         async with open_store(write=True) as store:
             await store.get_session(session_id)
             inv = await resolve_invocation(store, session_id, invocation)

@@ -208,11 +208,13 @@ def test_resume_without_site_hooks_loads_no_metadata_and_no_archive_modules(wait
 
 
 
-@pytest.mark.parametrize("command", ["start", "cancel", "claim", "bulk-answer"])
+@pytest.mark.parametrize("command", ["start", "cancel", "claim", "bulk-answer", "bulk-answer --dry-run"])
 def test_other_writing_commands_spare_the_plugin_lookup_as_resume_does(waiting: tuple[Path, str], tmp_path: Path,
                                                                       command: str) -> None:
     """``hitl start`` and ``bulk-answer`` (turns), ``cancel`` and ``claim`` (operator events)
-    build validators too: with no plugin installed, pydantic's plugin cache is given that answer, so no
+    build validators too, and so does a bulk dry run, which writes nothing but validates the
+    answers (the store's opening spares the lookup for a command that writes, runs a turn or says
+    it validates): with no plugin installed, pydantic's plugin cache is given that answer, so no
     distribution's metadata is read and importlib.metadata is not imported."""
     db = fresh(waiting[0], tmp_path)
     shutil.copyfile(waiting[0].with_name("cold_app.py"), tmp_path / "cold_app.py")
@@ -225,6 +227,8 @@ def test_other_writing_commands_spare_the_plugin_lookup_as_resume_does(waiting: 
         "claim": (["claim", "s", waiting[1]], "claimed"),
         "bulk-answer": (["--app", "cold=cold_app:APP", "bulk-answer", "--answer", "true", "--item", "s", inv, waiting[1]],
                         "1 applied"),
+        "bulk-answer --dry-run": (["bulk-answer", "--answer", "true", "--item", "s", inv, waiting[1], "--dry-run"],
+                                  "nothing was written"),
     }[command]
     out, mods, state = run_cli(tmp_path, "--db", str(db), *argv, no_site=True)
     assert said in out, out
