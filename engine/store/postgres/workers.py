@@ -375,13 +375,16 @@ def _claim_args(
     return (list(apps), owner, now + ttl, now, *_skip_columns(skip), list(known), list(known.values()))
 
 
+_REQ_N = len(_REQ_COLS.split(", "))
+"""How many of a claim row's columns are the request's (its graph version follows)."""
+
+
 def _claimed(row: Any) -> tuple[TurnRequest, TurnReads | None] | None:
     """The request a claim-and-read row names, with its reads (None: nothing claimed)."""
     if row[0] is None:
         return None
-    n = len(_REQ_COLS.split(", "))
-    req = _req(row).model_copy(update={"graph": row[n]})
-    return req, _turn_reads(req, row[n + 1:])
+    req = _req(row, row[_REQ_N])
+    return req, _turn_reads(req, row[_REQ_N + 1:])
 
 
 def _turn_reads(req: TurnRequest, r: Any) -> TurnReads | None:
@@ -401,7 +404,7 @@ def _turn_reads(req: TurnRequest, r: Any) -> TurnReads | None:
         ]
     except CorruptEventError:
         return None
-    lease = None if owner is None else _lease_from_row((sid, req.invocation_id, *list(r)[5:9]))
+    lease = None if owner is None else _lease_from_row((sid, req.invocation_id, *r[5:9]))
     return TurnReads(user_id, LoadedInvocation(req.invocation_id, snap, events), lease)
 
 
@@ -503,7 +506,7 @@ class _WorkerSteps(_Core):
         versions: dict[str, str] | None = None,
     ) -> TurnRequest | None:
         row = await self._claim(_CLAIM_NEXT_SQL, apps, owner, ttl, skip, versions)
-        return _req(row).model_copy(update={"graph": row[-1]}) if row else None
+        return _req(row, row[-1]) if row else None
 
     async def claim_and_read(
         self, apps: list[str], owner: str, ttl: float, *,

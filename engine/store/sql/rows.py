@@ -113,12 +113,14 @@ def parse_event(session_id: str, seq: int, text: Any) -> Event:
         raise CorruptEventError(session_id, seq, str(e)) from None
 
 
-def request_from_row(row: Any) -> TurnRequest:
+def request_from_row(row: Any, graph: str | None = None) -> TurnRequest:
+    """A turn request from its columns (``REQUEST_COLS``); ``graph``: the version a
+    claim read with it (built with it, not copied after: once per worker turn)."""
     from ..workers import TurnRequest
 
     return TurnRequest(
         app_name=row[0], session_id=row[1], invocation_id=row[2], kind=row[3], payload=json.loads(row[4]),
-        requested_at=row[5], claimed_by=row[6], claimed_until=row[7], held=row[8], note=row[9],
+        requested_at=row[5], claimed_by=row[6], claimed_until=row[7], held=row[8], note=row[9], graph=graph,
     )
 
 
