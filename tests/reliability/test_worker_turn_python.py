@@ -15,10 +15,13 @@ cancel out.
   planned on the turn's own projection (no copy folded separately), and the
   last write's events are the ones its snapshot was computed from (not folded a
   second time once written).
+* A workflow waits for its children's ends without ``asyncio.wait`` (two coroutine
+  frames and a done and a pending set per wait; a turn waits once per child run).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -99,6 +102,20 @@ async def test_a_worker_turn_folds_each_event_once(tmp_path: Path, monkeypatch: 
         assert per_turn == 7
         forks.n = 0
         assert await _per_turn(store, path, forks, more=3) == 2  # the turn's own copy, and the last write's (3 on main)
+    finally:
+        await store.close()
+
+
+async def test_a_worker_turn_waits_for_its_nodes_without_asyncio_wait(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = str(tmp_path / "waits.sqlite")
+    store = await open_store(path)
+    try:
+        waits = _Calls(monkeypatch, asyncio, "wait")
+        # The root workflow's scheduler waited for its child runs' ends with
+        # ``asyncio.wait``: 1 per turn on the tree before.
+        assert await _per_turn(store, path, waits, more=3) == 0
     finally:
         await store.close()
 
