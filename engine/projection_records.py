@@ -245,7 +245,7 @@ def _revive(cls: type[T], values: dict[str, Any]) -> T:
     dataclass ``__init__``'s keyword binding: a worker's turn reads one snapshot,
     every record of it. A snapshot of another layout (a field added or dropped
     since it was written) goes through ``__init__``: its defaults, its errors."""
-    if values.keys() != _field_set(cls):
+    if values.keys() != _field_set(cls):  # type: ignore[arg-type]  # as in _record: a class is hashable
         return cls(**values)
     obj = object.__new__(cls)
     obj.__dict__.update(values)

@@ -15,6 +15,8 @@ cancel out.
   planned on the turn's own projection (no copy folded separately), and the
   last write's events are the ones its snapshot was computed from (not folded a
   second time once written).
+* The start and end records the engine builds are validated once each: their
+  ``node_info`` is validated by the event, not built as a ``NodeInfo`` first.
 * A workflow waits for its children's ends without ``asyncio.wait`` (two coroutine
   frames and a done and a pending set per wait; a turn waits once per child run).
 """
@@ -32,6 +34,7 @@ from typing import Any
 
 import pytest
 
+from engine.models import Event, NodeInfo
 from engine.projection import Projection
 from engine.store import open_store
 from engine.waker import Waker
@@ -116,6 +119,24 @@ async def test_a_worker_turn_waits_for_its_nodes_without_asyncio_wait(
         # The root workflow's scheduler waited for its child runs' ends with
         # ``asyncio.wait``: 1 per turn on the tree before.
         assert await _per_turn(store, path, waits, more=3) == 0
+    finally:
+        await store.close()
+
+
+async def test_a_worker_turn_validates_each_record_it_builds_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = str(tmp_path / "records.sqlite")
+    store = await open_store(path)
+    try:
+        built = {model: _Calls(monkeypatch, model, "__init__") for model in (Event, NodeInfo)}
+        events = await _per_turn(store, path, built[Event], more=3)
+        built[NodeInfo].n = 0
+        infos = await _per_turn(store, path, built[NodeInfo], more=3)
+        # The turn's events: the re-drive's user event, the start records of the root
+        # and of the node that runs, their end records. On the tree before, each start
+        # and end record's NodeInfo was built (validated) first as well: 4 more.
+        assert (events, infos) == (5, 0)
     finally:
         await store.close()
 
