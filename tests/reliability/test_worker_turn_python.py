@@ -109,34 +109,24 @@ async def test_a_worker_turn_folds_each_event_once(tmp_path: Path, monkeypatch: 
         await store.close()
 
 
-async def test_a_worker_turn_waits_for_its_nodes_without_asyncio_wait(
+async def test_a_worker_turn_neither_waits_with_asyncio_wait_nor_validates_a_record_twice(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = str(tmp_path / "waits.sqlite")
+    path = str(tmp_path / "calls.sqlite")
     store = await open_store(path)
     try:
-        waits = _Calls(monkeypatch, asyncio, "wait")
+        calls = {
+            "asyncio.wait": _Calls(monkeypatch, asyncio, "wait"),
+            "Event": _Calls(monkeypatch, Event, "__init__"),
+            "NodeInfo": _Calls(monkeypatch, NodeInfo, "__init__"),
+        }
+        per_turn = {name: await _per_turn(store, path, counter, more=3) for name, counter in calls.items()}
         # The root workflow's scheduler waited for its child runs' ends with
-        # ``asyncio.wait``: 1 per turn on the tree before.
-        assert await _per_turn(store, path, waits, more=3) == 0
-    finally:
-        await store.close()
-
-
-async def test_a_worker_turn_validates_each_record_it_builds_once(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    path = str(tmp_path / "records.sqlite")
-    store = await open_store(path)
-    try:
-        built = {model: _Calls(monkeypatch, model, "__init__") for model in (Event, NodeInfo)}
-        events = await _per_turn(store, path, built[Event], more=3)
-        built[NodeInfo].n = 0
-        infos = await _per_turn(store, path, built[NodeInfo], more=3)
-        # The turn's events: the re-drive's user event, the start records of the root
-        # and of the node that runs, their end records. On the tree before, each start
-        # and end record's NodeInfo was built (validated) first as well: 4 more.
-        assert (events, infos) == (5, 0)
+        # ``asyncio.wait``: 1 per turn on the tree before. The turn's events: the
+        # re-drive's user event, the start records of the root and of the node that
+        # runs, their end records; on the tree before, each start and end record's
+        # NodeInfo was built (validated) first as well: 4 per turn.
+        assert per_turn == {"asyncio.wait": 0, "Event": 5, "NodeInfo": 0}
     finally:
         await store.close()
 
