@@ -336,7 +336,13 @@ class NodeRunner:
         self.path = join_path(parent_ctx.path, node.name, run_id)
 
     def _info(self, **kw: Any) -> NodeInfo:
-        return NodeInfo(path=self.path, run_id=self.run_id, **kw)
+        return NodeInfo(**self._info_fields(**kw))
+
+    def _info_fields(self, **kw: Any) -> dict[str, Any]:
+        """The fields of this run's ``NodeInfo``, for an ``Event`` to validate as its
+        ``node_info`` (one validation: a ``NodeInfo`` built first costs a second
+        one; the fields set, hence the stored bytes, are the same)."""
+        return {"path": self.path, "run_id": self.run_id, **kw}
 
     _abandoned = False
     """The run ignored its cancellation and was recorded CANCELLED: nothing more of it is written."""
@@ -377,7 +383,7 @@ class NodeRunner:
         return Event(
             invocation_id=inv.invocation_id,
             author=self.node.name,
-            node_info=self._info(
+            node_info=self._info_fields(  # type: ignore[arg-type]  # validated into a NodeInfo
                 lifecycle="start",
                 rerun_on_resume=self.node.rerun_on_resume,
                 is_container=self.node.is_container or None,
@@ -586,7 +592,7 @@ class NodeRunner:
             Event(
                 invocation_id=ctx.invocation_id,
                 author=self.node.name,
-                node_info=self._info(lifecycle="end", status=status),
+                node_info=self._info_fields(lifecycle="end", status=status),  # type: ignore[arg-type]
                 output=ctx.output,
                 route=ctx.route,
                 error_code=error_code,

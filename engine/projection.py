@@ -52,7 +52,7 @@ import itertools
 from typing import Any, Protocol, Self, TypeVar
 
 from .models import Event, NodeInfo, NodeStatus, leaf_name, leaf_run_id, parent_path, path_parts
-from .projection_records import Change, Interrupt, Invocation, NodeRun, _record, _run_no
+from .projection_records import Change, Interrupt, Invocation, NodeRun, _record, _revive, _run_no
 from .responses import unwrap_response
 from .store.owner_index import OWNER_ACTIONS, owner_change
 
@@ -493,6 +493,27 @@ class Projection:
         if inv is None:
             return out
         out.invocations[invocation_id] = inv.clone(out._gen)
+        kept = self._kept(invocation_id, inv, _runs)
+        for path in sorted(kept):  # sorted: snapshots are byte-reproducible
+            run = self.nodes[(invocation_id, path)].clone(out._gen)
+            run.children = [c for c in run.children if c in kept]
+            out.nodes[(invocation_id, path)] = run
+            lkey = (invocation_id, run.parent, run.name)
+            if lkey not in out._latest or _run_no(run.run_id) > _run_no(leaf_run_id(out._latest[lkey])):
+                out._latest[lkey] = path
+            out._max_run[(invocation_id, run.parent, run.name)] = self._max_run.get(
+                (invocation_id, run.parent, run.name), 0
+            )
+        out.invocations[invocation_id].roots = [p for p in inv.roots if p in kept]
+        if _interrupts is None:
+            _interrupts = [(key, itr) for key, itr in self.interrupts.items() if key[0] == invocation_id]
+        for key, itr in _interrupts:
+            if itr.open or itr.path in kept:
+                out.interrupts[key] = itr.clone(out._gen)
+        return out
+
+    def _kept(self, invocation_id: str, inv: Invocation, _runs: list[tuple[str, NodeRun]] | None) -> set[str]:
+        """The paths of one invocation's runs that :meth:`compact` keeps."""
         kept: set[str] = set()
         stack = [p for p in inv.roots if self._latest.get((invocation_id, None, leaf_name(p))) == p]
         while stack:
@@ -517,23 +538,37 @@ class Projection:
                 while up is not None and up not in kept:
                     kept.add(up)
                     up = parent_path(up)
-        for path in sorted(kept):  # sorted: snapshots are byte-reproducible
-            run = self.nodes[(invocation_id, path)].clone(out._gen)
-            run.children = [c for c in run.children if c in kept]
-            out.nodes[(invocation_id, path)] = run
-            lkey = (invocation_id, run.parent, run.name)
-            if lkey not in out._latest or _run_no(run.run_id) > _run_no(leaf_run_id(out._latest[lkey])):
-                out._latest[lkey] = path
-            out._max_run[(invocation_id, run.parent, run.name)] = self._max_run.get(
-                (invocation_id, run.parent, run.name), 0
-            )
-        out.invocations[invocation_id].roots = [p for p in inv.roots if p in kept]
-        if _interrupts is None:
-            _interrupts = [(key, itr) for key, itr in self.interrupts.items() if key[0] == invocation_id]
-        for key, itr in _interrupts:
-            if itr.open or itr.path in kept:
-                out.interrupts[key] = itr.clone(out._gen)
-        return out
+        return kept
+
+    def snapshot_dict(self, invocation_id: str) -> dict[str, Any]:
+        """``compact(invocation_id).to_dict()`` -- the same dict, so the same stored
+        bytes -- without cloning the kept records into a projection first (a turn's
+        last write builds one; the clones were only read back into dicts). Values
+        are shared with this projection: serialise it before this projection changes."""
+        inv = self.invocations.get(invocation_id)
+        if inv is None:
+            return self.compact(invocation_id).to_dict()
+        kept = self._kept(invocation_id, inv, None)
+        nodes = []
+        for path in sorted(kept):
+            run = self.nodes[(invocation_id, path)]
+            record = _record(run)
+            record["status"] = run.status.value
+            record["children"] = [c for c in run.children if c in kept]
+            nodes.append(record)
+        invocation = _record(inv)
+        invocation["roots"] = [p for p in inv.roots if p in kept]
+        return {
+            "position": self.position,
+            "nodes": nodes,
+            "interrupts": [
+                _record(itr)
+                for key, itr in self.interrupts.items()
+                if key[0] == invocation_id and (itr.open or itr.path in kept)
+            ],
+            "invocations": [invocation],
+            "state": dict(self.state),
+        }
 
     def compact_all(self) -> Projection:
         """:meth:`compact` of every invocation, side by side (the session's
@@ -578,9 +613,10 @@ class Projection:
         p = cls()
         p.position = data["position"]
         for inv in data["invocations"]:
-            p.invocations[inv["id"]] = Invocation(**inv)
+            p.invocations[inv["id"]] = _revive(Invocation, inv)
         for n in data["nodes"]:
-            run = NodeRun(**{**n, "status": NodeStatus(n["status"])})
+            run = _revive(NodeRun, n)
+            run.status = NodeStatus(run.status)
             p.nodes[(run.invocation_id, run.path)] = run
             lkey = (run.invocation_id, run.parent, run.name)
             num = _run_no(run.run_id)
@@ -588,7 +624,7 @@ class Projection:
                 p._max_run[lkey] = num
                 p._latest[lkey] = run.path
         for i in data["interrupts"]:
-            itr = Interrupt(**i)
+            itr = _revive(Interrupt, i)
             p.interrupts[(itr.invocation_id, itr.id)] = itr
         p.state = dict(data["state"])
         return p

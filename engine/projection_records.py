@@ -235,6 +235,24 @@ def _field_names(cls: type) -> tuple[str, ...]:
     return tuple(f.name for f in fields(cls) if f.name != "_gen")
 
 
+@functools.cache
+def _field_set(cls: type) -> frozenset[str]:
+    return frozenset(_field_names(cls))
+
+
+def _revive(cls: type[T], values: dict[str, Any]) -> T:
+    """A record from a snapshot's fields (what :func:`_record` wrote) without the
+    dataclass ``__init__``'s keyword binding: a worker's turn reads one snapshot,
+    every record of it. A snapshot of another layout (a field added or dropped
+    since it was written) goes through ``__init__``: its defaults, its errors."""
+    if values.keys() != _field_set(cls):  # type: ignore[arg-type]  # as in _record: a class is hashable
+        return cls(**values)
+    obj = object.__new__(cls)
+    obj.__dict__.update(values)
+    obj._gen = 0  # type: ignore[attr-defined]
+    return obj
+
+
 def _shallow(obj: T) -> T:
     """``copy.copy`` of a plain dataclass record without its reduce protocol
     (about 5x cheaper; a fork clones every record it changes)."""

@@ -663,7 +663,7 @@ class Runner:
             after = inv_ctx.projection.fork()
             for i, event in enumerate(held, start=inv_ctx.last_seq + 1):
                 after.apply(event, i)
-            snapshot = (after.position, after.compact(inv).to_dict())
+            snapshot = (after.position, after.snapshot_dict(inv))  # serialised by the write, before ``after`` changes
             await keeper.stop()
             write = partial(append_and_release, self.store)  # a worker's turn that settles: with its request's finish
             if box.settle and not is_mid_run(after, inv) and (both := capability(self.store, AppendAndSettle)):

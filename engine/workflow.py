@@ -157,6 +157,26 @@ class MultipleOutputsError(Exception):
         self.names = names
 
 
+async def _first_end(tasks: Iterable[asyncio.Task[Context]]) -> None:
+    """Return when one of ``tasks`` has ended: ``asyncio.wait(FIRST_COMPLETED)``
+    without its two coroutine frames and its done/pending sets (a workflow waits
+    once per child run, on the path of every turn). Like it, a cancellation of
+    the waiting task ends the wait and is not passed on to ``tasks``."""
+    waiter = asyncio.get_running_loop().create_future()
+
+    def ended(_task: asyncio.Task[Context]) -> None:
+        if not waiter.done():
+            waiter.set_result(None)
+
+    for task in tasks:
+        task.add_done_callback(ended)
+    try:
+        await waiter
+    finally:
+        for task in tasks:
+            task.remove_done_callback(ended)
+
+
 def _end_order(task: asyncio.Task[Context]) -> int:
     return 0 if task.cancelled() or task.exception() is not None else task.result().end_order
 
@@ -192,12 +212,13 @@ class _Scheduler:
         failure: NodeFailed | None = None
         while self.tasks:
             try:
-                done, _ = await asyncio.wait(self.tasks, return_when=asyncio.FIRST_COMPLETED)
+                await _first_end(self.tasks)
             except asyncio.CancelledError:
-                # Cancelled from outside: the children go too (asyncio.wait does not
-                # pass the cancellation on), and end before this run does.
+                # Cancelled from outside: the children go too (the wait does not pass
+                # the cancellation on), and end before this run does.
                 await self.ctx.cancel_children(list(self.tasks))
                 raise
+            done = [task for task in self.tasks if task.done()]
             for task in sorted(done, key=_end_order):  # as their ends are logged: the order activations queue in
                 name = self.tasks.pop(task)
                 exc = task.exception()

@@ -15,10 +15,15 @@ cancel out.
   planned on the turn's own projection (no copy folded separately), and the
   last write's events are the ones its snapshot was computed from (not folded a
   second time once written).
+* The start and end records the engine builds are validated once each: their
+  ``node_info`` is validated by the event, not built as a ``NodeInfo`` first.
+* A workflow waits for its children's ends without ``asyncio.wait`` (two coroutine
+  frames and a done and a pending set per wait; a turn waits once per child run).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -29,6 +34,7 @@ from typing import Any
 
 import pytest
 
+from engine.models import Event, NodeInfo
 from engine.projection import Projection
 from engine.store import open_store
 from engine.waker import Waker
@@ -99,6 +105,28 @@ async def test_a_worker_turn_folds_each_event_once(tmp_path: Path, monkeypatch: 
         assert per_turn == 7
         forks.n = 0
         assert await _per_turn(store, path, forks, more=3) == 2  # the turn's own copy, and the last write's (3 on main)
+    finally:
+        await store.close()
+
+
+async def test_a_worker_turn_neither_waits_with_asyncio_wait_nor_validates_a_record_twice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = str(tmp_path / "calls.sqlite")
+    store = await open_store(path)
+    try:
+        calls = {
+            "asyncio.wait": _Calls(monkeypatch, asyncio, "wait"),
+            "Event": _Calls(monkeypatch, Event, "__init__"),
+            "NodeInfo": _Calls(monkeypatch, NodeInfo, "__init__"),
+        }
+        per_turn = {name: await _per_turn(store, path, counter, more=3) for name, counter in calls.items()}
+        # The root workflow's scheduler waited for its child runs' ends with
+        # ``asyncio.wait``: 1 per turn on the tree before. The turn's events: the
+        # re-drive's user event, the start records of the root and of the node that
+        # runs, their end records; on the tree before, each start and end record's
+        # NodeInfo was built (validated) first as well: 4 per turn.
+        assert per_turn == {"asyncio.wait": 0, "Event": 5, "NodeInfo": 0}
     finally:
         await store.close()
 
