@@ -73,6 +73,21 @@ K = TypeVar("K")
 R = TypeVar("R", bound=_Record)
 
 
+def _node_record(run: NodeRun) -> dict[str, Any]:
+    """A node run as a snapshot holds it: its fields, the status as its value."""
+    record = _record(run)
+    record["status"] = run.status.value
+    return record
+
+
+def _layout(
+    position: int, nodes: list[dict[str, Any]], interrupts: list[dict[str, Any]],
+    invocations: list[dict[str, Any]], state: dict[str, Any],
+) -> dict[str, Any]:
+    """A snapshot's layout, as :meth:`Projection.from_dict` reads it back."""
+    return {"position": position, "nodes": nodes, "interrupts": interrupts, "invocations": invocations, "state": state}
+
+
 class Projection:
     """Incremental fold of a session's (or one invocation's) events."""
 
@@ -505,11 +520,8 @@ class Projection:
                 (invocation_id, run.parent, run.name), 0
             )
         out.invocations[invocation_id].roots = [p for p in inv.roots if p in kept]
-        if _interrupts is None:
-            _interrupts = [(key, itr) for key, itr in self.interrupts.items() if key[0] == invocation_id]
-        for key, itr in _interrupts:
-            if itr.open or itr.path in kept:
-                out.interrupts[key] = itr.clone(out._gen)
+        for key, itr in self._kept_interrupts(invocation_id, kept, _interrupts):
+            out.interrupts[key] = itr.clone(out._gen)
         return out
 
     def _kept(self, invocation_id: str, inv: Invocation, _runs: list[tuple[str, NodeRun]] | None) -> set[str]:
@@ -540,6 +552,15 @@ class Projection:
                     up = parent_path(up)
         return kept
 
+    def _kept_interrupts(
+        self, invocation_id: str, kept: set[str], pairs: list[tuple[tuple[str, str], Interrupt]] | None
+    ) -> list[tuple[tuple[str, str], Interrupt]]:
+        """The (key, interrupt) pairs of one invocation that :meth:`compact` keeps: the
+        open ones and those of the ``kept`` runs, in this projection's order (``pairs``:
+        the invocation's, when the caller has them)."""
+        scanned = self.interrupts.items() if pairs is None else pairs
+        return [(key, itr) for key, itr in scanned if key[0] == invocation_id and (itr.open or itr.path in kept)]
+
     def snapshot_dict(self, invocation_id: str) -> dict[str, Any]:
         """``compact(invocation_id).to_dict()`` -- the same dict, so the same stored
         bytes -- without cloning the kept records into a projection first (a turn's
@@ -552,23 +573,13 @@ class Projection:
         nodes = []
         for path in sorted(kept):
             run = self.nodes[(invocation_id, path)]
-            record = _record(run)
-            record["status"] = run.status.value
+            record = _node_record(run)
             record["children"] = [c for c in run.children if c in kept]
             nodes.append(record)
         invocation = _record(inv)
         invocation["roots"] = [p for p in inv.roots if p in kept]
-        return {
-            "position": self.position,
-            "nodes": nodes,
-            "interrupts": [
-                _record(itr)
-                for key, itr in self.interrupts.items()
-                if key[0] == invocation_id and (itr.open or itr.path in kept)
-            ],
-            "invocations": [invocation],
-            "state": dict(self.state),
-        }
+        interrupts = [_record(itr) for _, itr in self._kept_interrupts(invocation_id, kept, None)]
+        return _layout(self.position, nodes, interrupts, [invocation], dict(self.state))
 
     def compact_all(self) -> Projection:
         """:meth:`compact` of every invocation, side by side (the session's
@@ -600,13 +611,13 @@ class Projection:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-safe snapshot (for store caches). Values are shared with the
         projection, not copied: serialise it (or deep-copy it) before mutating."""
-        return {
-            "position": self.position,
-            "nodes": [{**_record(r), "status": r.status.value} for r in self.nodes.values()],
-            "interrupts": [_record(i) for i in self.interrupts.values()],
-            "invocations": [_record(i) for i in self.invocations.values()],
-            "state": self.state,
-        }
+        return _layout(
+            self.position,
+            [_node_record(r) for r in self.nodes.values()],
+            [_record(i) for i in self.interrupts.values()],
+            [_record(i) for i in self.invocations.values()],
+            self.state,
+        )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Projection:
