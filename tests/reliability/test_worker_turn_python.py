@@ -71,23 +71,31 @@ async def _per_turn(store: Any, url: str, calls: _Calls, more: int = 5) -> float
     return (counts[1] - counts[0]) / (more - 1)
 
 
-@pytest.mark.postgres
-async def test_a_backlog_turn_does_not_wake_the_workers_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+async def backlog_per_turn(counter: Callable[[], _Calls]) -> float:
+    """On a new PostgreSQL store whose worker has served its first turns: what one
+    more queued turn adds to the count of ``counter()`` (made once warm)."""
     url = pg_fresh_url()
     store = await open_store(url, max_size=2)
     try:
         await _queued(url, 2, "warm")
         await _serve(store, 2)
-        # The wake-ups that say only "a slot is free" (``Waker.poke(news=False)``: a turn
-        # ended and left its slot empty), not the loop's waits: a wait can also end at its
-        # timeout, which a loaded machine reaches in one run and not the other.
-        freed = _Calls(monkeypatch, Waker, "poke", only=lambda _waker, *, news=True: not news)
-        # Each turn's last write claims the next request for the slot it leaves: only
-        # the backlog's last turn wakes the loop to say its slot is free, not every
-        # turn (1 per turn on main).
-        assert await _per_turn(store, url, freed) == 0
+        return await _per_turn(store, url, counter())
     finally:
         await store.close()
+
+
+@pytest.mark.postgres
+async def test_a_backlog_turn_does_not_wake_the_workers_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The wake-ups that say only "a slot is free" (``Waker.poke(news=False)``: a turn
+    # ended and left its slot empty), not the loop's waits: a wait can also end at its
+    # timeout, which a loaded machine reaches in one run and not the other.
+    def freed() -> _Calls:
+        return _Calls(monkeypatch, Waker, "poke", only=lambda _waker, *, news=True: not news)
+
+    # Each turn's last write claims the next request for the slot it leaves: only
+    # the backlog's last turn wakes the loop to say its slot is free, not every
+    # turn (1 per turn on main).
+    assert await backlog_per_turn(freed) == 0
 
 
 async def test_a_worker_turn_folds_each_event_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
