@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
-import os
 import random
 import signal
 import time
@@ -131,7 +130,7 @@ async def _kill_loop(db: str, tmp: Path) -> tuple[int, int, dict[str, list[str]]
             alive = [p for p in procs if p.is_alive()]
             if time.monotonic() >= next_external and external < 10 and alive:  # (all may have killed themselves just now)
                 victim = rng.choice(alive)
-                os.kill(victim.pid, signal.SIGKILL)
+                victim.kill()  # Process.kill: it may have killed itself since is_alive()
                 external += 1
                 next_external = time.monotonic() + rng.uniform(0.3, 0.8)
             await _operator_pass(store, invs, tmp / "effects", acks, compensated)

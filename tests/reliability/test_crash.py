@@ -140,8 +140,7 @@ class Scenario:
                         break
                     time.sleep(0.0005)
                 time.sleep(delay)
-                if proc.is_alive():
-                    os.kill(proc.pid, signal.SIGKILL)  # the child we started, by its pid
+                proc.kill()  # not os.kill: a forkserver child may be reaped (gone) between a check and the signal
             proc.join(30)
             assert proc.exitcode is not None, "child hung"
         finally:

@@ -148,7 +148,7 @@ def test_a_killed_in_process_turn_in_doubt_is_held_not_run_until_acknowledged(
 
         assert asyncio.run(sweep()) is None  # its process is alive: its lease is live, nobody adopts it
     finally:
-        os.kill(proc.pid, signal.SIGKILL)  # the child we started, by its pid
+        proc.kill()  # Process.kill: no error if it has just exited and been reaped
         proc.join(30)
     assert asyncio.run(sweep()) is not None  # dead now: adopted (a continue request)
 

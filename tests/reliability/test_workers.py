@@ -18,7 +18,6 @@ import asyncio
 import json
 import os
 import random
-import signal
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -221,7 +220,7 @@ def test_sigkill_random_workers(db: str, tmp_path: Path) -> None:
         time.sleep(rng.uniform(0.02, 0.12))
         alive = workers.alive()
         victim = rng.choice(alive)
-        os.kill(victim.pid, signal.SIGKILL)
+        victim.kill()  # Process.kill: it may have exited since is_alive()
         victim.join(10)
         kills += 1
         workers.start()
@@ -354,7 +353,7 @@ def test_sigterm_drains_a_running_turn(db: str, tmp_path: Path) -> None:
     run(answer())
     effects = tmp_path / "effects"
     wait_for(lambda: effects.exists() and "pay" in effects.read_text(), "the turn is running (pay did its effect)")
-    os.kill(proc.pid, signal.SIGTERM)
+    proc.terminate()  # SIGTERM
     proc.join(120)
     assert proc.exitcode == 0
     assert run(_state(db, invs))[sid] == ("COMPLETED", None)  # finished, not abandoned
