@@ -99,7 +99,8 @@ def serve(db: Path | str | None, *args: str, cwd: Path, env: dict[str, str] | No
         for line in proc.stderr:
             served.lines.append(line)
 
-    threading.Thread(target=drain, daemon=True).start()
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
     deadline = time.monotonic() + 60
     try:
         while not served.url:
@@ -120,6 +121,7 @@ def serve(db: Path | str | None, *args: str, cwd: Path, env: dict[str, str] | No
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+        reader.join(30)  # its last lines (written as it stopped) are in the log once the block ends
 
 
 def label(db: Path | str) -> str:

@@ -121,7 +121,7 @@ def test_bulk_answer_follows_the_workers_turns_until_they_settle(hitl: Hitl, db:
 
         async def go() -> None:
             async with SQLiteStore.open(db) as store:
-                worker = Worker(store, {"ghost": ghost_app.workflow}, heartbeat=0.2)
+                worker = Worker(store, {"ghost": ghost_app.workflow}, heartbeat=2.0)  # live for 6 s after a beat (checked by bulk-answer)
                 task = asyncio.ensure_future(worker.run())
                 while not await _live(store):
                     await asyncio.sleep(0.05)

@@ -174,7 +174,7 @@ async def test_concurrent_answers_land_exactly_once(tmp_path: Path, db: Path | s
     go.touch()
     try:
         while any(p.is_alive() for p in procs):
-            assert time.monotonic() - t0 < 50, "workers did not finish"
+            assert time.monotonic() - t0 < 240, "workers did not finish"  # bounded: a hang guard, not a timing
             await asyncio.sleep(0.01)
     finally:
         for p in procs:

@@ -419,8 +419,10 @@ def _sigint_to_another_thread(pid: int) -> None:
     the kernel may choose for a signal sent to the process (Ctrl-C at a terminal)."""
     import ctypes
 
-    others = [int(t) for t in os.listdir(f"/proc/{pid}/task") if int(t) != pid]
-    assert others, "hitl resume has no thread besides the main one (the app's thread expected)"
+    deadline = time.monotonic() + 30  # the node writes its side effect, then starts its thread
+    while not (others := [int(t) for t in os.listdir(f"/proc/{pid}/task") if int(t) != pid]):
+        assert time.monotonic() < deadline, "hitl resume has no thread besides the main one (the app's thread expected)"
+        time.sleep(0.005)
     assert ctypes.CDLL(None, use_errno=True).tgkill(pid, others[0], signal.SIGINT) == 0, ctypes.get_errno()
 
 

@@ -218,12 +218,12 @@ async def test_a_live_run_is_busy_for_everyone_else(effects: Path) -> None:
 
     store = MemoryStore()
     wf = Workflow("wf", [(START, (ask, slow), JoinNode("j"))])  # one output (DESIGN.md 3.9)
-    runner = Runner("app", wf, store, lease_ttl=0.3, lease_wait=0.05)
+    runner = Runner("app", wf, store, lease_ttl=1.5, lease_wait=0.05)  # renewed each 0.5 s: a stall of 1 s is not an expiry
     turn = asyncio.ensure_future(drain(runner.run("u", "s", Content.from_text("go"))))
     await started.wait()
     (inv,) = [i.invocation_id for i in await store.list_invocations("s")]
     first = await store.get_lease("s", inv)
-    await asyncio.sleep(0.35)  # longer than the ttl: only the heartbeat keeps it live
+    await asyncio.sleep(1.6)  # longer than the ttl: only the heartbeat keeps it live
     health = await invocation_health(store, "s", inv)
     assert health.live and not health.interrupted and health.in_doubt == ()
     assert health.lease.expires_at > first.expires_at
@@ -289,7 +289,7 @@ async def test_a_lost_lease_is_noticed_by_the_heartbeat(effects: Path) -> None:
     held = await store.get_lease("s", inv)
     await store.acquire_lease("s", inv, "taker:1:-:-:x", 60, steal_from=held.owner)
     with pytest.raises(LeaseLostError):
-        await asyncio.wait_for(turn, 2)
+        await asyncio.wait_for(turn, 30)  # bounded: noticed at the next renewal (every 0.05 s)
 
 
 async def _exists(store: MemoryStore) -> bool:

@@ -46,7 +46,7 @@ class Pool:
         for i, store in enumerate(self.stores):
             self._count(store, i)
             self.workers.append(
-                Worker(store, {APP: crash_app.workflow}, heartbeat=30.0, on_result=self.results[i].append, **self.kw)
+                Worker(store, {APP: crash_app.workflow}, heartbeat=3600.0, on_result=self.results[i].append, **self.kw)
             )
         self.tasks = [asyncio.ensure_future(w.run()) for w in self.workers]
         await until(lambda: self.leaders() == 1, "one leader of the pool")
@@ -113,7 +113,7 @@ async def answer_all_and_settle(url: str, invs: dict[str, str]) -> None:
 
 
 async def test_a_full_leader_hands_the_lead_on_and_a_gone_one_loses_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HITL_CRASH_DELAY", "0.5")  # turns that last, so the first worker is busy when the second request comes
+    monkeypatch.setenv("HITL_CRASH_DELAY", "1.5")  # turns that last, so the first worker is busy when the second request comes
     url = pg_fresh_url()
     invs = await _make_sessions(url, 2)
     async with Pool(url, 2, concurrency=1) as pool:

@@ -286,7 +286,7 @@ def test_answer_without_a_live_worker_is_queued_then_runs(db: str, tmp_path: Pat
             assert req is not None and req.kind == "continue" and req.held is None
             assert await handoff.follow(store, sid, inv, timeout=0.2) == "timeout"  # queued, not failed
             assert (await load_invocation(store, sid, inv)).invocation_status(inv) is NodeStatus.PENDING
-            worker = Worker(store, {APP: crash_app.workflow}, heartbeat=0.2)
+            worker = Worker(store, {APP: crash_app.workflow}, heartbeat=2.0)  # live for 6 s after a beat: a loaded machine does not read it as gone
             task = asyncio.ensure_future(worker.run())
             try:
                 assert await handoff.follow(store, sid, inv, timeout=60) == "settled"
