@@ -6,6 +6,7 @@ half-written, and says what happened in one clear error when it cannot recover."
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import shlex
 import subprocess
@@ -229,6 +230,39 @@ async def test_the_server_restarted_between_two_appends(url: str) -> None:
 
         await _wait_for(notified, "the notification of seq 4")
         await listener.close()
+
+
+async def test_a_server_down_for_seconds_is_waited_for_and_said_once(
+    url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A unit of work that finds the server gone waits for it (a restart or a
+    failover takes seconds on a busy machine; five quick tries, 0.75 s, failed a
+    ``hitl resume`` under load), says so once past two seconds, and lands when it
+    is back; past ``reconnect_for`` it fails with the one-line error."""
+    caplog.set_level(logging.WARNING, logger="engine.store.postgres.core")
+    async with PostgresStore.open(url) as store, PostgresStore.open(url) as brief:
+        brief.reconnect_for = 0.3
+        assert (await store.append_event("s1", user_msg("i1", "before"))).seq == 2
+        assert (await brief.append_event("s1", user_msg("i1", "brief"))).seq == 3
+        await asyncio.to_thread(_pg_ctl, "stop", "-m", "fast", "-w", "-t", "60")
+        try:
+            with pytest.raises(StoreError, match="lost the connection to .*check that the server runs, then retry"):
+                await brief.append_event("s1", user_msg("i1", "given up"))
+            append = asyncio.ensure_future(store.append_event("s1", user_msg("i1", "while down")))
+
+            async def said() -> bool:
+                return "reconnecting (for up to" in caplog.text
+
+            await _wait_for(said, "the store to say it is reconnecting")
+            assert store.retries > 5  # past the five tries that were all it had
+        finally:
+            await asyncio.to_thread(_pg_ctl, "restart", "-w", "-t", "60")  # restart: with the options it had
+        assert (await asyncio.wait_for(append, 60)).seq == 4
+        assert await _seqs(store) == [1, 2, 3, 4]  # the given-up append stored nothing
+    lost = [r.getMessage() for r in caplog.records if "lost" in r.getMessage()]
+    assert len(lost) == 2, lost  # said once while waiting, once when restored
+    assert "reconnecting (for up to 2" in lost[0] and "is restored; nothing was lost" in lost[1], lost
+    assert "Traceback" not in caplog.text
 
 
 async def test_serialization_failures_are_retried(url: str, monitor: asyncpg.Connection) -> None:

@@ -7,6 +7,7 @@ import contextlib
 import contextvars
 import json
 import logging
+import time
 import weakref
 from collections.abc import Awaitable, Callable, Generator
 from functools import partial
@@ -34,6 +35,12 @@ S = TypeVar("S", bound="_Core")
 
 
 _RETRIES = 5
+"""Tries a unit of work gets after serialisation failures and deadlocks."""
+RECONNECT_FOR = 30.0
+"""Seconds a unit of work waits for a lost server to come back (a restart, a
+failover) before it fails: it retries, each wait twice the last, up to a second."""
+_SAY_LOST_AFTER = 2.0
+"""Seconds of waiting after which the operator is told the store is reconnecting."""
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +115,11 @@ class _Core:
         self.migrated_from: int | None = None
         """The schema version found when a writer opened the store (before migrating)."""
         self.retries = 0
-        """Units of work redone after a serialisation failure or deadlock (for tests and benchmarks)."""
+        """Units of work redone after a serialisation failure, a deadlock or a lost
+        connection (for tests and benchmarks)."""
+        self.reconnect_for = RECONNECT_FOR
+        """Seconds a unit of work waits for a lost server (:data:`RECONNECT_FOR`)."""
+        self._said_lost = False
         self._floor_seen = _QuietFloor.failures
         self._connect_args: dict[str, Any] = {}
         self._schema_unchecked = False
@@ -374,7 +385,9 @@ class _Core:
         committed before the connection broke pass False and decide themselves.
         ``carries_check``: ``fn``'s first statement is a read through
         :func:`.onetrip.fetch`, which carries a deferred schema check."""
-        for attempt in range(_RETRIES):
+        tries = 0  # serialisation failures, deadlocks, deferred schema checks
+        lost_at: float | None = None  # when this unit of work first found the server gone
+        while tries < _RETRIES:
             if self._pool is None:
                 raise StoreError(f"the store {self.url} is closed")
             try:
@@ -389,6 +402,7 @@ class _Core:
                     self._restored()
                 return result
             except _SchemaNotChecked:
+                tries += 1
                 await self._check_deferred_schema()
                 continue  # nothing of fn ran, or its first statement failed: do it now
             except ConnectionLostError:
@@ -396,24 +410,17 @@ class _Core:
             except HitlError:
                 raise
             except _CONNECTION_ERRORS as e:
-                self._lost = True
-                if not reconnect or attempt == _RETRIES - 1:
-                    raise _translate(e, self.url, self.busy_timeout) from None
-                self.retries += 1
-                await asyncio.sleep(0.05 * (2**attempt))
+                lost_at = await self._wait_for_server(e, reconnect, lost_at)
             except asyncpg.PostgresError as e:
                 if e.sqlstate and (e.sqlstate.startswith("08") or e.sqlstate in ("57P01", "57P02", "57P03")):
-                    self._lost = True
-                    if not reconnect or attempt == _RETRIES - 1:
-                        raise _translate(e, self.url, self.busy_timeout) from None
-                    self.retries += 1
-                    await asyncio.sleep(0.05 * (2**attempt))
+                    lost_at = await self._wait_for_server(e, reconnect, lost_at)
                     continue
                 if isinstance(e, (asyncpg.SerializationError, asyncpg.DeadlockDetectedError)):
-                    if not retry or attempt == _RETRIES - 1:
+                    tries += 1
+                    if not retry or tries == _RETRIES:
                         raise _translate(e, self.url, self.busy_timeout) from None
                     self.retries += 1
-                    await asyncio.sleep(0.01 * (2**attempt))
+                    await asyncio.sleep(0.01 * (2 ** (tries - 1)))
                     continue
                 raise _translate(e, self.url, self.busy_timeout) from None
             except (json.JSONDecodeError, ValidationError) as e:
@@ -473,12 +480,32 @@ class _Core:
     _floor_seen = 0
     """:attr:`_QuietFloor.failures` when this store last said the connection was fine."""
 
+    async def _wait_for_server(self, exc: BaseException, reconnect: bool, lost_at: float | None) -> float:
+        """A unit of work found its connection lost (``exc``): wait, then let it try
+        again -- for up to :attr:`reconnect_for` seconds from ``lost_at`` (its first
+        loss; returned), each wait twice the last (50 ms to 1 s). After that, or when
+        it must not reconnect (it may have committed), the operator's error."""
+        self._lost = True
+        now = time.monotonic()
+        lost_at = now if lost_at is None else lost_at
+        waited = now - lost_at
+        if not reconnect or waited >= self.reconnect_for:
+            raise _translate(exc, self.url, self.busy_timeout) from None
+        if waited >= _SAY_LOST_AFTER and not self._said_lost:  # long work says so, once
+            self._said_lost = True
+            log.warning(
+                "lost the connection to %s; reconnecting (for up to %.0fs more)", self.url, self.reconnect_for - waited
+            )
+        self.retries += 1
+        await asyncio.sleep(min(max(waited, 0.05), 1.0, self.reconnect_for - waited))
+        return lost_at
+
     def _restored(self) -> None:
         """The one line an operator reads about a server restart (or a dropped
         connection): it came back, and the store carried on."""
         if self._lost or _QuietFloor.failures > self._floor_seen:
             log.warning("the connection to %s was lost and is restored; nothing was lost", self.url)
-        self._lost = False
+        self._lost = self._said_lost = False
         self._floor_seen = _QuietFloor.failures
 
     def _check_writable(self) -> None:
