@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Collection, Iterable
 from typing import Any
 
 from .context import Context, NodeFailed, NodeRunner
@@ -157,11 +157,12 @@ class MultipleOutputsError(Exception):
         self.names = names
 
 
-async def _first_end(tasks: Iterable[asyncio.Task[Context]]) -> None:
+async def _first_end(tasks: Collection[asyncio.Task[Context]]) -> None:
     """Return when one of ``tasks`` has ended: ``asyncio.wait(FIRST_COMPLETED)``
     without its two coroutine frames and its done/pending sets (a workflow waits
     once per child run, on the path of every turn). Like it, a cancellation of
-    the waiting task ends the wait and is not passed on to ``tasks``."""
+    the waiting task ends the wait and is not passed on to ``tasks`` (a collection,
+    not an iterator: it is walked twice, to add the callbacks and to remove them)."""
     waiter = asyncio.get_running_loop().create_future()
 
     def ended(_task: asyncio.Task[Context]) -> None:
